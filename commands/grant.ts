@@ -1,0 +1,62 @@
+import { defineCommand } from 'citty';
+import { openCore } from '../src/boot.ts';
+import { AppError } from '../src/contract/errors.ts';
+import { TIER_NAMES, type Tier } from '../src/contract/scopes.ts';
+import type { Core } from '../src/core.ts';
+import { parseDuration } from '../src/lib/clock.ts';
+import { issueGrant, listGrants, revokeGrant } from '../src/ops/grants.ts';
+import { dataDirArg } from './_args.ts';
+import { printJson } from './_output.ts';
+
+async function withCore(dataDir: string | undefined, fn: (core: Core) => Promise<unknown>) {
+  const core = await openCore({ dataDir });
+  try {
+    printJson(await fn(core));
+  } finally {
+    await core.repo.close();
+  }
+}
+
+const issue = defineCommand({
+  meta: { name: 'issue', description: 'Mint an agent grant; prints its token once' },
+  args: {
+    shop: { type: 'string', required: true, description: 'Shop domain of the store' },
+    tier: { type: 'string', required: true, description: TIER_NAMES.join(' | ') },
+    scopes: { type: 'string', description: 'Comma-separated subset of the tier’s scopes' },
+    ttl: { type: 'string', required: true, description: 'Lifetime, e.g. 8h, 30m, 7d' },
+    label: { type: 'string', description: 'Who or what the grant is for' },
+    ...dataDirArg,
+  },
+  async run({ args }) {
+    if (!TIER_NAMES.includes(args.tier as Tier)) throw new AppError('invalid_input', `--tier must be one of ${TIER_NAMES.join(', ')}.`);
+    const ttlMs = parseDuration(args.ttl);
+    if (!ttlMs) throw new AppError('invalid_input', '--ttl must look like 30m, 8h or 7d.');
+    if (ttlMs > 90 * 86400_000) throw new AppError('invalid_input', '--ttl may be at most 90d: grants are time-bounded.');
+    await withCore(args['data-dir'], (core) =>
+      issueGrant(core, {
+        shopDomain: args.shop,
+        tier: args.tier as Tier,
+        scopes: args.scopes?.split(',').map((s) => s.trim()).filter(Boolean),
+        ttlMs,
+        label: args.label,
+      }),
+    );
+  },
+});
+
+const list = defineCommand({
+  meta: { name: 'list', description: 'List grants (never their tokens)' },
+  args: { shop: { type: 'string', description: 'Only this store' }, ...dataDirArg },
+  run: ({ args }) => withCore(args['data-dir'], async (core) => ({ grants: await listGrants(core, args.shop) })),
+});
+
+const revoke = defineCommand({
+  meta: { name: 'revoke', description: 'Revoke a grant now' },
+  args: { grantId: { type: 'positional', required: true, description: 'Grant id (gr_…)' }, ...dataDirArg },
+  run: ({ args }) => withCore(args['data-dir'], (core) => revokeGrant(core, args.grantId)),
+});
+
+export default defineCommand({
+  meta: { name: 'grant', description: 'Issue, list and revoke agent grants (local admin only)' },
+  subCommands: { issue, list, revoke },
+});

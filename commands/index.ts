@@ -1,0 +1,72 @@
+#!/usr/bin/env bun
+/** The hookrelay entry: lazy subcommands, and the one place errors become exit codes. */
+import { defineCommand, runCommand, showUsage, type CommandDef } from 'citty';
+import { AppError, ERROR_CODES, EXIT } from '../src/contract/errors.ts';
+import { VERSION } from '../src/server/app.ts';
+import { printJson } from './_output.ts';
+
+const load = <T>(p: Promise<{ default: T }>) => p.then((m) => m.default);
+
+export const main = defineCommand({
+  meta: {
+    name: 'hookrelay',
+    version: VERSION,
+    description:
+      'Self-hostable event relay for Shopify Flow. Exit codes: 0 ok, 1 error, 2 usage, 3 auth, 4 refused, 5 rate limited, 6 not found, 7 unreachable.',
+  },
+  subCommands: {
+    serve: () => load(import('./serve.ts')),
+    init: () => load(import('./init.ts')),
+    grant: () => load(import('./grant.ts')),
+    migrate: () => load(import('./migrate.ts')),
+  },
+});
+
+function wantsHelp(args: string[]): boolean {
+  return args.includes('--help') || args.includes('-h') || args.length === 0;
+}
+
+/** Runs the CLI and returns the exit code (tests call this in-process). */
+export async function run(rawArgs: string[]): Promise<number> {
+  if (rawArgs.length === 1 && (rawArgs[0] === '--version' || rawArgs[0] === '-v')) {
+    printJson({ version: VERSION });
+    return EXIT.ok;
+  }
+  if (wantsHelp(rawArgs)) {
+    await showUsage(...(await resolveSub(main, rawArgs)));
+    return rawArgs.length === 0 ? EXIT.usage : EXIT.ok;
+  }
+  try {
+    await runCommand(main, { rawArgs });
+    return EXIT.ok;
+  } catch (err) {
+    if (err instanceof AppError) {
+      printJson({ error: { code: err.code, message: err.message, ...(err.details !== undefined ? { details: err.details } : {}) } });
+      return ERROR_CODES[err.code].exitCode;
+    }
+    if (err instanceof Error && (err.name === 'CLIError' || /Unknown command|Missing required/i.test(err.message))) {
+      printJson({ error: { code: 'usage', message: err.message } });
+      return EXIT.usage;
+    }
+    printJson({ error: { code: 'internal_error', message: err instanceof Error ? err.message.split('\n')[0] : 'error' } });
+    return EXIT.error;
+  }
+}
+
+async function resolveSub(cmd: CommandDef, args: string[]): Promise<[CommandDef, CommandDef?]> {
+  let current = cmd;
+  let parent: CommandDef | undefined;
+  for (const a of args) {
+    if (a.startsWith('-')) break;
+    const subs = (await (typeof current.subCommands === 'function' ? current.subCommands() : current.subCommands)) as
+      | Record<string, CommandDef | (() => Promise<CommandDef>)>
+      | undefined;
+    const next = subs?.[a];
+    if (!next) break;
+    parent = current;
+    current = typeof next === 'function' ? await next() : next;
+  }
+  return [current, parent];
+}
+
+if (import.meta.main) process.exit(await run(process.argv.slice(2)));

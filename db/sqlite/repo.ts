@@ -1,0 +1,271 @@
+/** SQLite implementation of Repo over bun:sqlite + drizzle. The ingest commit uses raw prepared statements. */
+import { Database } from 'bun:sqlite';
+import { and, asc, desc, eq, gte, inArray, lt, lte, type SQL } from 'drizzle-orm';
+import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
+import { runMigrations, type Migration } from '../migrate.ts';
+import { migrations as sqliteMigrations } from '../migrations/sqlite/index.ts';
+import type { Repo } from '../repo.ts';
+import type {
+  AttemptResult,
+  AuthFailureRow,
+  CommittedReceipt,
+  DueEvent,
+  EndpointRow,
+  EventFilter,
+  EventRow,
+  GrantRow,
+  PendingReceipt,
+  StoreRow,
+} from '../types.ts';
+import * as s from './schema.ts';
+
+export interface SqliteOptions {
+  /** File path, or `:memory:`. */
+  path: string;
+  /** `FULL` (default) makes every commit survive power loss; `NORMAL` only for benchmarks. */
+  synchronous?: 'FULL' | 'NORMAL';
+}
+
+/** Column order of the events table for the raw insert (must match the schema). */
+const EVENT_COLUMNS = [
+  'id', 'receipt_id', 'store_id', 'endpoint_id', 'config_version', 'outcome', 'code', 'external_event_id',
+  'event_type', 'is_test', 'duplicate_of', 'resource_id', 'related_resource_id', 'body_bytes', 'body_retention',
+  'received_at', 'attempts', 'last_attempt_at', 'next_attempt_at', 'lease_until', 'delivered_at',
+] as const;
+
+export function openSqliteDatabase(opts: SqliteOptions): Database {
+  const sqlite = new Database(opts.path, { create: true, strict: true });
+  sqlite.exec('PRAGMA journal_mode = WAL');
+  sqlite.exec(`PRAGMA synchronous = ${opts.synchronous ?? 'FULL'}`);
+  sqlite.exec('PRAGMA busy_timeout = 5000');
+  sqlite.exec('PRAGMA foreign_keys = ON');
+  return sqlite;
+}
+
+export async function migrateSqlite(sqlite: Database, list: Migration[] = sqliteMigrations): Promise<string[]> {
+  sqlite.exec('CREATE TABLE IF NOT EXISTS __hookrelay_migrations (tag TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)');
+  return runMigrations(
+    {
+      exec: (q) => void sqlite.exec(q),
+      appliedTags: () => sqlite.query<{ tag: string }, []>('SELECT tag FROM __hookrelay_migrations').all().map((r) => r.tag),
+      apply: (m, statements) =>
+        sqlite.transaction(() => {
+          for (const st of statements) sqlite.exec(st);
+          sqlite.query('INSERT INTO __hookrelay_migrations (tag, applied_at) VALUES (?, ?)').run(m.tag, Date.now());
+        })(),
+    },
+    list,
+  );
+}
+
+export class SqliteRepo implements Repo {
+  readonly dialect = 'sqlite' as const;
+  private readonly db: BunSQLiteDatabase<typeof s>;
+  private readonly insertEvent;
+  private readonly insertBody;
+  private readonly findFirstByExternalId;
+  private readonly insertAuthFailure;
+  private readonly commitBatch;
+
+  constructor(readonly sqlite: Database) {
+    this.db = drizzle({ client: sqlite, schema: s });
+    this.insertEvent = sqlite.prepare(
+      `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')})`,
+    );
+    this.insertBody = sqlite.prepare('INSERT INTO event_bodies (event_id, body, expires_at) VALUES (?, ?, ?)');
+    this.findFirstByExternalId = sqlite.prepare<{ id: string }, [string, string, number]>(
+      `SELECT id FROM events WHERE endpoint_id = ? AND external_event_id = ? AND received_at >= ?
+         AND outcome NOT IN ('duplicate_suppressed', 'rejected', 'test') ORDER BY received_at, id LIMIT 1`,
+    );
+    this.insertAuthFailure = sqlite.prepare('INSERT INTO auth_failures (id, store_id, endpoint_id, code, at) VALUES (?, ?, ?, ?, ?)');
+    this.commitBatch = sqlite.transaction((batch: PendingReceipt[], failures: AuthFailureRow[]) =>
+      this.commitInTransaction(batch, failures),
+    );
+  }
+
+  static async open(opts: SqliteOptions): Promise<SqliteRepo> {
+    const sqlite = openSqliteDatabase(opts);
+    await migrateSqlite(sqlite);
+    return new SqliteRepo(sqlite);
+  }
+
+  async getStore(id: string) {
+    return this.db.select().from(s.stores).where(eq(s.stores.id, id)).get() ?? null;
+  }
+  async getStoreByShop(shopDomain: string) {
+    return this.db.select().from(s.stores).where(eq(s.stores.shopDomain, shopDomain)).get() ?? null;
+  }
+  async listStores() {
+    return this.db.select().from(s.stores).orderBy(asc(s.stores.id)).all();
+  }
+  async insertStore(row: StoreRow) {
+    this.db.insert(s.stores).values(row).run();
+  }
+
+  async insertGrant(row: GrantRow) {
+    this.db.insert(s.grants).values(row).run();
+  }
+  async getGrantByTokenHash(tokenHash: string) {
+    return this.db.select().from(s.grants).where(eq(s.grants.tokenHash, tokenHash)).get() ?? null;
+  }
+  async listGrants(storeId?: string) {
+    const q = this.db.select().from(s.grants);
+    return (storeId ? q.where(eq(s.grants.storeId, storeId)) : q).orderBy(asc(s.grants.id)).all();
+  }
+  async revokeGrant(id: string, at: number) {
+    const existing = this.db.select().from(s.grants).where(eq(s.grants.id, id)).get();
+    if (!existing) return null;
+    if (existing.revokedAt != null) return existing;
+    return this.db.update(s.grants).set({ revokedAt: at }).where(eq(s.grants.id, id)).returning().get() ?? null;
+  }
+
+  async insertEndpoint(row: EndpointRow, config: unknown) {
+    this.db.transaction((tx) => {
+      tx.insert(s.endpoints).values(row).run();
+      tx.insert(s.endpointVersions)
+        .values({ endpointId: row.id, version: row.configVersion, config: JSON.stringify(config), createdAt: row.createdAt })
+        .run();
+    });
+  }
+  async getEndpoint(storeId: string, id: string) {
+    return (
+      this.db.select().from(s.endpoints).where(and(eq(s.endpoints.storeId, storeId), eq(s.endpoints.id, id))).get() ?? null
+    );
+  }
+  async getEndpointById(id: string) {
+    return this.db.select().from(s.endpoints).where(eq(s.endpoints.id, id)).get() ?? null;
+  }
+  async listEndpoints(storeId: string) {
+    return this.db.select().from(s.endpoints).where(eq(s.endpoints.storeId, storeId)).orderBy(asc(s.endpoints.id)).all();
+  }
+
+  async commitIngest(receipts: PendingReceipt[], authFailures: AuthFailureRow[]): Promise<CommittedReceipt[]> {
+    return this.commitBatch(receipts, authFailures);
+  }
+
+  private commitInTransaction(batch: PendingReceipt[], authFailures: AuthFailureRow[]): CommittedReceipt[] {
+    for (const f of authFailures) this.insertAuthFailure.run(f.id, f.storeId, f.endpointId, f.code, f.at);
+    const seen = new Map<string, string>();
+    const out: CommittedReceipt[] = [];
+    for (const p of batch) {
+      const e = p.event;
+      let duplicateOf: string | null = null;
+      if (e.externalEventId != null && p.dedupeSince != null) {
+        const key = `${e.endpointId}\u0000${e.externalEventId}`;
+        duplicateOf = seen.get(key) ?? this.findFirstByExternalId.get(e.endpointId, e.externalEventId, p.dedupeSince)?.id ?? null;
+        if (duplicateOf == null) seen.set(key, e.id);
+      }
+      const row: EventRow = duplicateOf
+        ? { ...e, outcome: 'duplicate_suppressed', duplicateOf, nextAttemptAt: null, bodyRetention: 'none' }
+        : e;
+      this.insertEvent.run(...eventValues(row));
+      if (!duplicateOf && p.body) this.insertBody.run(e.id, p.body, p.bodyExpiresAt);
+      out.push({ eventId: row.id, receiptId: row.receiptId, outcome: row.outcome, duplicateOf });
+    }
+    return out;
+  }
+
+  async listAuthFailures(storeId: string, endpointId?: string, limit = 100) {
+    const where = endpointId
+      ? and(eq(s.authFailures.storeId, storeId), eq(s.authFailures.endpointId, endpointId))
+      : eq(s.authFailures.storeId, storeId);
+    return this.db.select().from(s.authFailures).where(where).orderBy(desc(s.authFailures.at), desc(s.authFailures.id)).limit(limit).all();
+  }
+
+  async listEvents(f: EventFilter) {
+    const where: SQL[] = [eq(s.events.storeId, f.storeId)];
+    if (f.endpointId) where.push(eq(s.events.endpointId, f.endpointId));
+    if (f.outcome) where.push(eq(s.events.outcome, f.outcome));
+    if (f.since != null) where.push(gte(s.events.receivedAt, f.since));
+    if (f.until != null) where.push(lt(s.events.receivedAt, f.until));
+    if (f.beforeId) where.push(lt(s.events.id, f.beforeId));
+    return this.db.select().from(s.events).where(and(...where)).orderBy(desc(s.events.id)).limit(f.limit).all();
+  }
+  async getEvent(storeId: string, id: string) {
+    return this.db.select().from(s.events).where(and(eq(s.events.storeId, storeId), eq(s.events.id, id))).get() ?? null;
+  }
+  async latestEvent(storeId: string, endpointId?: string) {
+    const where = endpointId
+      ? and(eq(s.events.storeId, storeId), eq(s.events.endpointId, endpointId))
+      : eq(s.events.storeId, storeId);
+    return this.db.select().from(s.events).where(where).orderBy(desc(s.events.id)).limit(1).get() ?? null;
+  }
+  async listAttempts(eventId: string) {
+    return this.db.select().from(s.attempts).where(eq(s.attempts.eventId, eventId)).orderBy(asc(s.attempts.number)).all();
+  }
+
+  async claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]> {
+    const claimed = this.sqlite.transaction(() => {
+      const due = this.db
+        .select({ id: s.events.id })
+        .from(s.events)
+        .where(lte(s.events.nextAttemptAt, now))
+        .orderBy(asc(s.events.nextAttemptAt))
+        .limit(limit * 2)
+        .all()
+        .map((r) => r.id);
+      if (!due.length) return [];
+      const free = this.db
+        .select()
+        .from(s.events)
+        .where(inArray(s.events.id, due))
+        .all()
+        .filter((e) => e.leaseUntil == null || e.leaseUntil <= now)
+        .slice(0, limit);
+      if (!free.length) return [];
+      this.db
+        .update(s.events)
+        .set({ leaseUntil, outcome: 'queued' })
+        .where(inArray(s.events.id, free.map((e) => e.id)))
+        .run();
+      return free.map((e) => ({ ...e, leaseUntil, outcome: 'queued' }));
+    })();
+    if (!claimed.length) return [];
+    const endpointIds = [...new Set(claimed.map((e) => e.endpointId))];
+    const storeIds = [...new Set(claimed.map((e) => e.storeId))];
+    const eps = new Map(this.db.select().from(s.endpoints).where(inArray(s.endpoints.id, endpointIds)).all().map((x) => [x.id, x]));
+    const sts = new Map(this.db.select().from(s.stores).where(inArray(s.stores.id, storeIds)).all().map((x) => [x.id, x]));
+    return claimed.flatMap((event) => {
+      const endpoint = eps.get(event.endpointId);
+      const store = sts.get(event.storeId);
+      return endpoint && store ? [{ event, endpoint, store }] : [];
+    });
+  }
+
+  async recordAttempt(eventId: string, r: AttemptResult) {
+    this.db.transaction((tx) => {
+      tx.insert(s.attempts).values(r.attempt).run();
+      tx.update(s.events)
+        .set({ ...r.event, attempts: r.attempt.number, lastAttemptAt: r.attempt.finishedAt })
+        .where(eq(s.events.id, eventId))
+        .run();
+    });
+  }
+
+  async nextDueAt() {
+    const row = this.db
+      .select({ at: s.events.nextAttemptAt })
+      .from(s.events)
+      .where(gte(s.events.nextAttemptAt, 0))
+      .orderBy(asc(s.events.nextAttemptAt))
+      .limit(1)
+      .get();
+    return row?.at ?? null;
+  }
+
+  async releaseAllLeases() {
+    return this.sqlite.prepare('UPDATE events SET lease_until = NULL WHERE lease_until IS NOT NULL').run().changes;
+  }
+
+  async close() {
+    this.sqlite.close();
+  }
+}
+
+function eventValues(e: EventRow) {
+  return [
+    e.id, e.receiptId, e.storeId, e.endpointId, e.configVersion, e.outcome, e.code, e.externalEventId, e.eventType,
+    e.isTest ? 1 : 0, e.duplicateOf, e.resourceId, e.relatedResourceId, e.bodyBytes, e.bodyRetention, e.receivedAt,
+    e.attempts, e.lastAttemptAt, e.nextAttemptAt, e.leaseUntil, e.deliveredAt,
+  ] as const;
+}

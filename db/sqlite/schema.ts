@@ -1,0 +1,151 @@
+/** SQLite schema. Timestamps are integer milliseconds since the epoch; JSON columns hold text. */
+import { sql } from 'drizzle-orm';
+import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+
+export const stores = sqliteTable('stores', {
+  id: text('id').primaryKey(),
+  platformKey: text('platform_key').notNull(),
+  platformAccountId: text('platform_account_id').notNull(),
+  shopDomain: text('shop_domain').notNull().unique(),
+  installationId: text('installation_id').notNull(),
+  plan: text('plan').notNull(),
+  billingStatus: text('billing_status').notNull(),
+  destination: text('destination').notNull(),
+  adminTokenEnv: text('admin_token_env'),
+  createdAt: integer('created_at').notNull(),
+  updatedAt: integer('updated_at').notNull(),
+});
+
+export const grants = sqliteTable(
+  'grants',
+  {
+    id: text('id').primaryKey(),
+    storeId: text('store_id').notNull().references(() => stores.id),
+    tier: text('tier').notNull(),
+    scopes: text('scopes').notNull(),
+    label: text('label').notNull(),
+    tokenHash: text('token_hash').notNull(),
+    expiresAt: integer('expires_at').notNull(),
+    revokedAt: integer('revoked_at'),
+    createdAt: integer('created_at').notNull(),
+    lastUsedAt: integer('last_used_at'),
+  },
+  (t) => [uniqueIndex('grants_token_hash_idx').on(t.tokenHash), index('grants_store_idx').on(t.storeId, t.id)],
+);
+
+export const endpoints = sqliteTable(
+  'endpoints',
+  {
+    id: text('id').primaryKey(),
+    storeId: text('store_id').notNull().references(() => stores.id),
+    name: text('name').notNull(),
+    status: text('status').notNull(),
+    triggerVariant: text('trigger_variant').notNull(),
+    resourceIdPath: text('resource_id_path'),
+    relatedResourceIdPath: text('related_resource_id_path'),
+    requiredPaths: text('required_paths').notNull(),
+    senderProfile: text('sender_profile'),
+    authMode: text('auth_mode').notNull(),
+    headerName: text('header_name').notNull(),
+    secretSealed: text('secret_sealed').notNull(),
+    secretLast4: text('secret_last4').notNull(),
+    previousSecretSealed: text('previous_secret_sealed'),
+    previousSecretExpiresAt: integer('previous_secret_expires_at'),
+    sourceLabel: text('source_label').notNull(),
+    eventType: text('event_type'),
+    configVersion: integer('config_version').notNull(),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  (t) => [index('endpoints_store_idx').on(t.storeId, t.id)],
+);
+
+export const endpointVersions = sqliteTable(
+  'endpoint_versions',
+  {
+    endpointId: text('endpoint_id').notNull().references(() => endpoints.id),
+    version: integer('version').notNull(),
+    config: text('config').notNull(),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.endpointId, t.version] })],
+);
+
+export const events = sqliteTable(
+  'events',
+  {
+    id: text('id').primaryKey(),
+    receiptId: text('receipt_id').notNull(),
+    storeId: text('store_id').notNull(),
+    endpointId: text('endpoint_id').notNull(),
+    configVersion: integer('config_version').notNull(),
+    outcome: text('outcome').notNull(),
+    code: text('code'),
+    externalEventId: text('external_event_id'),
+    eventType: text('event_type'),
+    isTest: integer('is_test', { mode: 'boolean' }).notNull(),
+    duplicateOf: text('duplicate_of'),
+    resourceId: text('resource_id'),
+    relatedResourceId: text('related_resource_id'),
+    bodyBytes: integer('body_bytes').notNull(),
+    bodyRetention: text('body_retention').notNull(),
+    receivedAt: integer('received_at').notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    lastAttemptAt: integer('last_attempt_at'),
+    nextAttemptAt: integer('next_attempt_at'),
+    leaseUntil: integer('lease_until'),
+    deliveredAt: integer('delivered_at'),
+  },
+  (t) => [
+    uniqueIndex('events_receipt_idx').on(t.receiptId),
+    index('events_store_idx').on(t.storeId, t.id),
+    index('events_store_endpoint_idx').on(t.storeId, t.endpointId, t.id),
+    index('events_store_outcome_idx').on(t.storeId, t.outcome, t.id),
+    index('events_dedupe_idx')
+      .on(t.endpointId, t.externalEventId, t.receivedAt)
+      .where(sql`${t.externalEventId} IS NOT NULL`),
+    index('events_due_idx').on(t.nextAttemptAt).where(sql`${t.nextAttemptAt} IS NOT NULL`),
+  ],
+);
+
+/** Raw bodies live apart from receipts: retained for replay, never returned by any read. */
+export const eventBodies = sqliteTable(
+  'event_bodies',
+  {
+    eventId: text('event_id').primaryKey(),
+    body: blob('body', { mode: 'buffer' }).notNull(),
+    expiresAt: integer('expires_at').notNull(),
+  },
+  (t) => [index('event_bodies_expires_idx').on(t.expiresAt)],
+);
+
+export const attempts = sqliteTable(
+  'attempts',
+  {
+    id: text('id').primaryKey(),
+    eventId: text('event_id').notNull(),
+    number: integer('number').notNull(),
+    destination: text('destination').notNull(),
+    startedAt: integer('started_at').notNull(),
+    finishedAt: integer('finished_at').notNull(),
+    outcome: text('outcome').notNull(),
+    httpStatus: integer('http_status'),
+    code: text('code'),
+    message: text('message'),
+    retryAt: integer('retry_at'),
+  },
+  (t) => [index('attempts_event_idx').on(t.eventId, t.number)],
+);
+
+/** Failed inbound authentications: endpoint, code, time. No body, no header value. */
+export const authFailures = sqliteTable(
+  'auth_failures',
+  {
+    id: text('id').primaryKey(),
+    storeId: text('store_id').notNull(),
+    endpointId: text('endpoint_id').notNull(),
+    code: text('code').notNull(),
+    at: integer('at').notNull(),
+  },
+  (t) => [index('auth_failures_endpoint_idx').on(t.endpointId, t.at), index('auth_failures_store_idx').on(t.storeId, t.at)],
+);

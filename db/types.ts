@@ -1,0 +1,50 @@
+/** Row types shared by every dialect: the repository speaks these, never a driver's types. */
+import type * as s from './sqlite/schema.ts';
+
+export type StoreRow = typeof s.stores.$inferSelect;
+export type GrantRow = typeof s.grants.$inferSelect;
+export type EndpointRow = typeof s.endpoints.$inferSelect;
+export type EventRow = typeof s.events.$inferSelect;
+export type AttemptRow = typeof s.attempts.$inferSelect;
+export type AuthFailureRow = typeof s.authFailures.$inferSelect;
+
+/** A receipt waiting for the group commit. `dedupeKey` is the sender's external_event_id, when it has one. */
+export interface PendingReceipt {
+  event: EventRow;
+  body: Uint8Array | null;
+  bodyExpiresAt: number;
+  /** Suppress as duplicate when the same endpoint saw this external id since this time. */
+  dedupeSince: number | null;
+}
+
+/** What the commit decided for one receipt. */
+export interface CommittedReceipt {
+  eventId: string;
+  receiptId: string;
+  outcome: string;
+  duplicateOf: string | null;
+}
+
+export interface EventFilter {
+  storeId: string;
+  endpointId?: string;
+  outcome?: string;
+  since?: number;
+  until?: number;
+  /** Exclusive upper bound on id (ids sort by creation): the cursor. */
+  beforeId?: string;
+  limit: number;
+}
+
+/** A due event for the handoff worker, with what it needs to build the platform payload. */
+export interface DueEvent {
+  event: EventRow;
+  endpoint: EndpointRow;
+  store: StoreRow;
+}
+
+export interface AttemptResult {
+  attempt: AttemptRow;
+  /** Event columns to set with the attempt, in the same transaction. */
+  event: Pick<EventRow, 'outcome' | 'code' | 'nextAttemptAt' | 'deliveredAt' | 'leaseUntil'>;
+}

@@ -1,0 +1,47 @@
+/** Opens a deployment: data directory, secret key, database (migrated), and the runtime core. */
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { SqliteRepo } from '../db/sqlite/repo.ts';
+import { AppError } from './contract/errors.ts';
+import { createCore, defaultConfig, type Config, type Core } from './core.ts';
+import { newSecretKey, parseSecretKey, SecretBox } from './lib/crypto.ts';
+import type { Log } from './lib/log.ts';
+
+export interface BootOptions {
+  dataDir?: string;
+  log?: Log;
+  config?: Partial<Config>;
+  synchronous?: 'FULL' | 'NORMAL';
+}
+
+export function resolveDataDir(flag?: string): string {
+  return resolve(flag ?? process.env.HOOKRELAY_DATA_DIR ?? '.hookrelay');
+}
+
+/** The 32-byte key sealing endpoint secrets: HOOKRELAY_SECRET_KEY, else a 0600 key file made once in the data dir. */
+export function loadSecretKey(dataDir: string): Uint8Array {
+  const fromEnv = process.env.HOOKRELAY_SECRET_KEY;
+  if (fromEnv) {
+    const key = parseSecretKey(fromEnv);
+    if (!key) throw new AppError('invalid_input', 'HOOKRELAY_SECRET_KEY must be 64 hex characters or base64 of 32 bytes.');
+    return key;
+  }
+  const file = join(dataDir, 'secret.key');
+  if (existsSync(file)) {
+    const key = parseSecretKey(readFileSync(file, 'utf8'));
+    if (!key) throw new AppError('invalid_input', `${file} is not a valid key file.`);
+    return key;
+  }
+  const key = newSecretKey();
+  writeFileSync(file, Buffer.from(key).toString('hex'), { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return key;
+}
+
+export async function openCore(opts: BootOptions = {}): Promise<Core> {
+  const dataDir = resolveDataDir(opts.dataDir);
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const repo = await SqliteRepo.open({ path: join(dataDir, 'hookrelay.db'), synchronous: opts.synchronous });
+  const box = new SecretBox(loadSecretKey(dataDir));
+  return createCore({ repo, box, log: opts.log, config: defaultConfig(opts.config) });
+}

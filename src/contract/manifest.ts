@@ -1,0 +1,70 @@
+/** The public manifest, derived from the contract table. */
+import { REFUSAL_CATEGORIES } from './errors.ts';
+import { OPERATIONS } from './operations.ts';
+import { API_PREFIX, EDITION, SCHEMA_VERSION, TIERS } from './scopes.ts';
+
+export const EXPECTED_CONTEXT_HEADERS = [
+  'X-Service-Expected-Platform-Key',
+  'X-Service-Expected-Platform-Account-Id',
+  'X-Service-Expected-Shop-Domain',
+  'X-Service-Expected-Installation-Id',
+] as const;
+
+export const SAFETY_BOUNDARIES = [
+  'No read returns a raw event body.',
+  'No read returns a full endpoint secret; it appears once, in the response of endpoint creation or secret-rotation execution.',
+  'No platform tokens, session payloads, database URLs, HMAC values or full authentication headers are returned.',
+  "`delivered` means the trigger was handed to the store's workflow platform; downstream completion must be confirmed separately.",
+  'Changes are previewed first, then executed with a single-use confirmation token and an Idempotency-Key; every step is audited.',
+  'Diagnostics shares are preview-first and redacted before sharing.',
+  'Billing approval stays human-only: the API cannot create or approve a charge.',
+  'A request that failed inbound authentication is not recorded as an event and is never replayed.',
+  'Expansion and feature requests are non-binding signals.',
+];
+
+export function buildManifest(publicUrl: string, available: ReadonlySet<string>) {
+  const base = publicUrl.replace(/\/+$/, '');
+  return {
+    edition: EDITION,
+    schemaVersion: SCHEMA_VERSION,
+    apiPrefix: API_PREFIX,
+    docs: {
+      human: `${base}/docs`,
+      openapi: `${base}${API_PREFIX}/openapi.json`,
+      manifest: `${base}${API_PREFIX}/manifest`,
+      mcp: `${base}${API_PREFIX}/mcp`,
+      status: `${base}/status`,
+    },
+    safetyBoundaries: SAFETY_BOUNDARIES,
+    quickstart: [
+      'Read this manifest; reread it before reusing cached capability URLs or operation names.',
+      'Call GET /agent/v1/grant with your bearer grant to see your tier, scopes and expiry.',
+      'Call GET /agent/v1/setup-state before creating or changing endpoints.',
+      'Create an endpoint with POST /agent/v1/endpoints; store the secret it returns once.',
+      'Prepare a test with POST /agent/v1/endpoints/{endpointId}/test-intents; the sender sends it.',
+      'Check GET /agent/v1/event-result and GET /agent/v1/events for receipts.',
+      'Ask the merchant to revoke the grant when the work is finished.',
+    ],
+    authentication: {
+      scheme: 'bearer' as const,
+      header: 'Authorization: Bearer <ACCESS_TOKEN>',
+      tiers: Object.fromEntries(Object.entries(TIERS).map(([k, v]) => [k, [...v]])),
+    },
+    capabilities: {
+      effects: ['read_only', 'handoff_only', 'preview_or_execute', 'create_resource', 'mcp_agent_operations_access'] as const,
+      refusalCategories: [...REFUSAL_CATEGORIES],
+      expectedContextHeaders: [...EXPECTED_CONTEXT_HEADERS],
+    },
+    operations: OPERATIONS.map((o) => ({
+      operationId: o.operationId,
+      method: o.method,
+      path: o.path,
+      scopes: [...o.scopes],
+      effect: o.effect,
+      confirmation: o.confirmation,
+      available: available.has(o.operationId),
+      summary: o.summary,
+    })),
+    rereadGuidance: 'Reread this manifest before reusing cached capability URLs or operation names; operations marked available:false are declared but not served yet.',
+  };
+}

@@ -1,0 +1,433 @@
+/**
+ * THE contract table: each of the 22 operations of the spec, declared once. The router, openapi.json, the
+ * manifest, the MCP catalogue and the CLI's `request` validation all iterate this table.
+ */
+import { z } from 'zod';
+import type { Scope } from './scopes.ts';
+import {
+  ActionIntentReadSchema,
+  AgentEventResultReadSchema,
+  AgentGrantIntrospectionReadSchema,
+  AgentOperationsManifestSchema,
+  BillingHandoffReadSchema,
+  CreateEndpointInputSchema,
+  CreateEndpointResultSchema,
+  DiagnosticsShareInputSchema,
+  EndpointDeleteInputSchema,
+  EndpointDetailSchema,
+  EndpointEditInputSchema,
+  EndpointTestIntentInputSchema,
+  EndpointTestIntentReadSchema,
+  EventDetailReadSchema,
+  EventListQuerySchema,
+  EventListSchema,
+  ExpansionRequestInputSchema,
+  FeatureRequestInputSchema,
+  intentRequest,
+  McpFrameSchema,
+  McpResponseSchema,
+  NonBindingAckSchema,
+  PlanUsageStateSchema,
+  ReliabilityHealthSchema,
+  ReliabilityQuerySchema,
+  ReplayInputSchema,
+  SecretRotationInputSchema,
+  SetupStateSchema,
+  SupportRequestBodySchema,
+} from './schemas.ts';
+
+export type Effect = 'read_only' | 'handoff_only' | 'preview_or_execute' | 'create_resource' | 'mcp_agent_operations_access';
+export type RateLimitClass = 'simple_read' | 'rich_read' | 'recovery_preview' | 'endpoint_preview';
+export type Method = 'GET' | 'POST';
+
+/** What a declaration must say; `op()` fills the rest. */
+interface OperationSpec {
+  operationId: string;
+  method: Method;
+  /** OpenAPI form: `/agent/v1/events/{eventId}`. */
+  path: string;
+  scopes: readonly Scope[];
+  effect: Effect;
+  confirmation: boolean;
+  summary: string;
+  description: string;
+  tag: string;
+  params?: z.ZodObject;
+  query?: z.ZodObject;
+  body?: z.ZodType;
+  /** The `data` of a success response (or the whole body when `envelope` is false). */
+  response: z.ZodType;
+  successStatus?: 200 | 201;
+  /** false for the public manifest and the MCP transport, which answer in their own formats. */
+  envelope?: boolean;
+  /** Rate-limit class; simple reads are the ones the spec names for 429. */
+  rateLimitClass?: RateLimitClass | null;
+  /** `execute` requires an Idempotency-Key on execute steps; `optional` honours one when sent. */
+  idempotency?: 'none' | 'execute' | 'optional';
+  /** `none` only for the public manifest; everything else needs a bearer grant. */
+  auth?: 'none' | 'grant';
+}
+
+export type Operation = Required<Omit<OperationSpec, 'params' | 'query' | 'body'>> & Pick<OperationSpec, 'params' | 'query' | 'body'>;
+
+const DEFAULTS = {
+  successStatus: 200,
+  envelope: true,
+  rateLimitClass: null,
+  idempotency: 'none',
+  auth: 'grant',
+} as const;
+
+type WithDefaults<S> = Omit<typeof DEFAULTS, keyof S> & S;
+
+function op<const S extends OperationSpec>(s: S): WithDefaults<S> {
+  return { ...DEFAULTS, ...s } as WithDefaults<S>;
+}
+
+const EndpointParams = z.object({ endpointId: z.string().min(1).max(100).describe('Endpoint id (`ep_…`)') });
+const EventParams = z.object({ eventId: z.string().min(1).max(100).describe('Event id (`evt_…`)') });
+
+const P = '/agent/v1';
+
+export const operations = {
+  getAgentOperationsManifest: op({
+    operationId: 'getAgentOperationsManifest',
+    method: 'GET',
+    path: `${P}/manifest`,
+    scopes: [],
+    effect: 'read_only',
+    confirmation: false,
+    tag: 'Discovery',
+    summary: 'Read the Agent Operations manifest',
+    description:
+      'Public. Edition identity, docs URLs, safety boundaries, quickstart, capabilities, operations and the OpenAPI location. Read it first; reread it before reusing cached capability URLs or operation names.',
+    response: AgentOperationsManifestSchema,
+    envelope: false,
+    auth: 'none',
+  }),
+  connectMcpAgentOperations: op({
+    operationId: 'connectMcpAgentOperations',
+    method: 'POST',
+    path: `${P}/mcp`,
+    scopes: [],
+    effect: 'mcp_agent_operations_access',
+    confirmation: false,
+    tag: 'MCP',
+    summary: 'Remote MCP transport over this contract',
+    description:
+      'Streamable HTTP MCP. Same bearer grant, scopes, confirmations, idempotency, audit, metering and redaction as HTTP. Code mode exposes `search` and `execute`.',
+    body: McpFrameSchema,
+    response: McpResponseSchema,
+    envelope: false,
+  }),
+  getSetupState: op({
+    operationId: 'getSetupState',
+    method: 'GET',
+    path: `${P}/setup-state`,
+    scopes: ['setup:read'],
+    effect: 'read_only',
+    confirmation: false,
+    tag: 'Setup',
+    summary: 'Read setup state',
+    description: 'Endpoint summaries, trigger readiness, checklist state and next recommended actions. Use before creating or changing endpoints.',
+    response: SetupStateSchema,
+    rateLimitClass: 'simple_read',
+  }),
+  getPlanUsage: op({
+    operationId: 'getPlanUsage',
+    method: 'GET',
+    path: `${P}/plan-usage`,
+    scopes: ['setup:read'],
+    effect: 'read_only',
+    confirmation: false,
+    tag: 'Setup',
+    summary: 'Read plan usage',
+    description: 'Plan, billing status, usage meters, enforcement state and retry guidance. Read before loops, polling or repeated previews. Cannot approve or create charges.',
+    response: PlanUsageStateSchema,
+    rateLimitClass: 'simple_read',
+  }),
+  getBillingHandoff: op({
+    operationId: 'getBillingHandoff',
+    method: 'GET',
+    path: `${P}/billing-handoff`,
+    scopes: ['setup:read'],
+    effect: 'handoff_only',
+    confirmation: false,
+    tag: 'Setup',
+    summary: 'Hand off billing to a human',
+    description: "Billing state, the platform's app billing page and paid plan options. Performs no charge; approval is human-only.",
+    response: BillingHandoffReadSchema,
+    rateLimitClass: 'simple_read',
+  }),
+  getCurrentAgentGrant: op({
+    operationId: 'getCurrentAgentGrant',
+    method: 'GET',
+    path: `${P}/grant`,
+    scopes: [],
+    effect: 'read_only',
+    confirmation: false,
+    tag: 'Grant',
+    summary: 'Introspect the grant in use',
+    description: 'Tier, scopes, expiry, revocation state and safety guidance. Never the token or its hash.',
+    response: AgentGrantIntrospectionReadSchema,
+    rateLimitClass: 'simple_read',
+  }),
+  getLatestEventResult: op({
+    operationId: 'getLatestEventResult',
+    method: 'GET',
+    path: `${P}/event-result`,
+    scopes: ['event:read'],
+    effect: 'read_only',
+    confirmation: false,
+    tag: 'Events',
+    summary: 'Read the latest event result',
+    description:
+      'The latest result for the store, or for `endpointId`, or the result of `eventId` when it belongs to the authorising store. `result` is null when no event is known. `delivered` only means handed to the workflow platform.',
+    query: z.object({ endpointId: z.string().max(100).optional(), eventId: z.string().max(100).optional() }),
+    response: AgentEventResultReadSchema,
+    rateLimitClass: 'simple_read',
+  }),
+  listEvents: op({
+    operationId: 'listEvents',
+    method: 'GET',
+    path: `${P}/events`,
+    scopes: ['event:read'],
+    effect: 'read_only',
+    confirmation: false,
+    tag: 'Events',
+    summary: 'List events',
+    description: 'Scoped receipt history, newest first, without raw bodies. Cursor-paginated.',
+    query: EventListQuerySchema,
+    response: EventListSchema,
+    rateLimitClass: 'rich_read',
+  }),
+  getEventDetail: op({
+    operationId: 'getEventDetail',
+    method: 'GET',
+    path: `${P}/events/{eventId}`,
+    scopes: ['event:read'],
+    effect: 'read_only',
+    confirmation: false,
+    tag: 'Events',
+    summary: 'Read one event',
+    description: 'The receipt, every handoff attempt, where handoff stopped and recovery options. Never the raw body.',
+    params: EventParams,
+    response: EventDetailReadSchema,
+    rateLimitClass: 'rich_read',
+  }),
+  getTenantReliabilityHealth: op({
+    operationId: 'getTenantReliabilityHealth',
+    method: 'GET',
+    path: `${P}/reliability/tenant`,
+    scopes: ['event:read'],
+    effect: 'read_only',
+    confirmation: false,
+    tag: 'Reliability',
+    summary: 'Read tenant reliability health',
+    description: 'Counts, auth failures per endpoint, latency, backlog and a verdict for this store over a window.',
+    query: ReliabilityQuerySchema,
+    response: ReliabilityHealthSchema,
+    rateLimitClass: 'rich_read',
+  }),
+  getDestinationReliabilityHealth: op({
+    operationId: 'getDestinationReliabilityHealth',
+    method: 'GET',
+    path: `${P}/reliability/destination`,
+    scopes: ['event:read'],
+    effect: 'read_only',
+    confirmation: false,
+    tag: 'Reliability',
+    summary: 'Read destination reliability health',
+    description: "Handoff health towards the store's workflow platform: error classes, latency, backlog and a verdict.",
+    query: ReliabilityQuerySchema,
+    response: ReliabilityHealthSchema,
+    rateLimitClass: 'rich_read',
+  }),
+  getEndpointDetail: op({
+    operationId: 'getEndpointDetail',
+    method: 'GET',
+    path: `${P}/endpoints/{endpointId}`,
+    scopes: ['setup:read'],
+    effect: 'read_only',
+    confirmation: false,
+    tag: 'Endpoints',
+    summary: 'Read one endpoint',
+    description: 'Endpoint configuration. The secret appears only as its last four characters.',
+    params: EndpointParams,
+    response: EndpointDetailSchema,
+    rateLimitClass: 'rich_read',
+  }),
+  createEndpointEditIntent: op({
+    operationId: 'createEndpointEditIntent',
+    method: 'POST',
+    path: `${P}/endpoints/{endpointId}/edit-intents`,
+    scopes: ['setup:read', 'endpoint:write'],
+    effect: 'preview_or_execute',
+    confirmation: true,
+    tag: 'Endpoints',
+    summary: 'Preview or execute an endpoint edit',
+    description: 'Preview shows the diff; execute makes a new config version.',
+    params: EndpointParams,
+    body: intentRequest('EndpointEditIntentRequest', EndpointEditInputSchema),
+    response: ActionIntentReadSchema,
+    rateLimitClass: 'endpoint_preview',
+    idempotency: 'execute',
+  }),
+  createEndpointDeleteIntent: op({
+    operationId: 'createEndpointDeleteIntent',
+    method: 'POST',
+    path: `${P}/endpoints/{endpointId}/delete-intents`,
+    scopes: ['setup:read', 'endpoint:delete'],
+    effect: 'preview_or_execute',
+    confirmation: true,
+    tag: 'Endpoints',
+    summary: 'Preview or execute an endpoint delete',
+    description: 'Two stages: archive (stops intake, keeps history), then permanent delete of an archived endpoint.',
+    params: EndpointParams,
+    body: intentRequest('EndpointDeleteIntentRequest', EndpointDeleteInputSchema),
+    response: ActionIntentReadSchema,
+    rateLimitClass: 'endpoint_preview',
+    idempotency: 'execute',
+  }),
+  createSecretRotationIntent: op({
+    operationId: 'createSecretRotationIntent',
+    method: 'POST',
+    path: `${P}/endpoints/{endpointId}/secret-rotation-intents`,
+    scopes: ['setup:read', 'secret:rotate'],
+    effect: 'preview_or_execute',
+    confirmation: true,
+    tag: 'Endpoints',
+    summary: 'Preview or execute a secret rotation',
+    description: 'Execute returns the new secret once; the previous one stays valid for the overlap chosen in the preview.',
+    params: EndpointParams,
+    body: intentRequest('SecretRotationIntentRequest', SecretRotationInputSchema),
+    response: ActionIntentReadSchema,
+    rateLimitClass: 'endpoint_preview',
+    idempotency: 'execute',
+  }),
+  createEndpointTestIntent: op({
+    operationId: 'createEndpointTestIntent',
+    method: 'POST',
+    path: `${P}/endpoints/{endpointId}/test-intents`,
+    scopes: ['setup:read', 'endpoint:test'],
+    effect: 'handoff_only',
+    confirmation: false,
+    tag: 'Endpoints',
+    summary: 'Prepare an endpoint test',
+    description: 'Returns the synthetic test body, URL, header name and how to sign. Sends nothing; the sender sends it. Never contains the secret.',
+    params: EndpointParams,
+    body: EndpointTestIntentInputSchema,
+    response: EndpointTestIntentReadSchema,
+    successStatus: 201,
+    rateLimitClass: 'endpoint_preview',
+  }),
+  createEndpoint: op({
+    operationId: 'createEndpoint',
+    method: 'POST',
+    path: `${P}/endpoints`,
+    scopes: ['setup:read', 'endpoint:write'],
+    effect: 'create_resource',
+    confirmation: false,
+    tag: 'Endpoints',
+    summary: 'Create an endpoint',
+    description:
+      'Executes immediately and returns the new endpoint secret once. Without senderProfile or auth fields, HMAC-SHA256 applies; a profile alone applies its preset; explicit auth fields win.',
+    body: CreateEndpointInputSchema,
+    response: CreateEndpointResultSchema,
+    successStatus: 201,
+    rateLimitClass: 'endpoint_preview',
+    idempotency: 'optional',
+  }),
+  createReplayIntent: op({
+    operationId: 'createReplayIntent',
+    method: 'POST',
+    path: `${P}/events/{eventId}/replay-intents`,
+    scopes: ['event:read', 'replay:execute'],
+    effect: 'preview_or_execute',
+    confirmation: true,
+    tag: 'Recovery',
+    summary: 'Preview or execute a replay',
+    description: 'Hands a retained event off again as a new attempt, bypassing duplicate suppression. Refused for auth failures, expired bodies and rejected events.',
+    params: EventParams,
+    body: intentRequest('ReplayIntentRequest', ReplayInputSchema),
+    response: ActionIntentReadSchema,
+    rateLimitClass: 'recovery_preview',
+    idempotency: 'execute',
+  }),
+  createDiagnosticsShareIntent: op({
+    operationId: 'createDiagnosticsShareIntent',
+    method: 'POST',
+    path: `${P}/diagnostics-share-intents`,
+    scopes: ['setup:read', 'event:read', 'diagnostics:create'],
+    effect: 'preview_or_execute',
+    confirmation: true,
+    tag: 'Recovery',
+    summary: 'Preview or execute a diagnostics share',
+    description: 'A frozen, redacted package of receipt facts, endpoint state, codes and recovery guidance. Never bodies, secrets, headers, tokens or customer data.',
+    body: intentRequest('DiagnosticsShareIntentRequest', DiagnosticsShareInputSchema),
+    response: ActionIntentReadSchema,
+    rateLimitClass: 'recovery_preview',
+    idempotency: 'execute',
+  }),
+  createSupportRequestIntent: op({
+    operationId: 'createSupportRequestIntent',
+    method: 'POST',
+    path: `${P}/support-request-intents`,
+    scopes: ['setup:read', 'support:request'],
+    effect: 'preview_or_execute',
+    confirmation: true,
+    tag: 'Support',
+    summary: 'Preview or submit a support request',
+    description: 'Preview, then execute; or submit directly with consent (submit is not bound to a stored preview). Redacted summary and safe support context.',
+    body: SupportRequestBodySchema,
+    response: ActionIntentReadSchema,
+    rateLimitClass: 'recovery_preview',
+    idempotency: 'execute',
+  }),
+  createExpansionRequest: op({
+    operationId: 'createExpansionRequest',
+    method: 'POST',
+    path: `${P}/expansion-requests`,
+    scopes: ['expansion:request'],
+    effect: 'create_resource',
+    confirmation: false,
+    tag: 'Requests',
+    summary: 'Signal demand for an expansion',
+    description: 'Non-binding: acknowledged on receipt, with no commitment, priority or timeline.',
+    body: ExpansionRequestInputSchema,
+    response: NonBindingAckSchema,
+    successStatus: 201,
+    idempotency: 'optional',
+  }),
+  createFeatureRequest: op({
+    operationId: 'createFeatureRequest',
+    method: 'POST',
+    path: `${P}/feature-requests`,
+    scopes: ['expansion:request'],
+    effect: 'create_resource',
+    confirmation: false,
+    tag: 'Requests',
+    summary: 'Request a missing capability',
+    description: 'Non-binding request for a capability missing inside the current product surface. Not a support ticket or expansion request.',
+    body: FeatureRequestInputSchema,
+    response: NonBindingAckSchema,
+    successStatus: 201,
+    idempotency: 'optional',
+  }),
+} as const;
+
+export type Operations = typeof operations;
+export type OperationId = keyof Operations;
+
+/** The table as a list, in the spec's order. */
+export const OPERATIONS: readonly Operation[] = Object.values(operations);
+
+type Out<O, F extends 'params' | 'query' | 'body'> = O extends { [P in F]: infer S extends z.ZodType } ? z.output<S> : undefined;
+
+/** What a handler receives, validated. */
+export interface OperationInput<K extends OperationId> {
+  params: Out<Operations[K], 'params'>;
+  query: Out<Operations[K], 'query'>;
+  body: Out<Operations[K], 'body'>;
+}
+export type OperationOutput<K extends OperationId> = z.input<Operations[K]['response']>;

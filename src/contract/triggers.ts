@@ -1,0 +1,93 @@
+/**
+ * The eight Flow trigger variants: handle, reference field and declared fields. The shipped extensions
+ * (shopify/extensions/<variant>/shopify.extension.toml) must declare exactly these; a test checks it.
+ */
+import type { TriggerVariant } from './schemas.ts';
+
+export interface TriggerDef {
+  handle: string;
+  name: string;
+  description: string;
+  /** Flow reference field type and its payload key, for variants that point at a Shopify resource. */
+  reference: { type: 'order_reference' | 'customer_reference' | 'product_reference'; key: string } | null;
+  /** Which mapping the endpoint must configure. */
+  requires: 'resourceIdPath' | 'relatedResourceIdPath' | null;
+  /** Custom text fields (keys: letters and spaces only), always sent. */
+  textFields: readonly string[];
+}
+
+/** Sent on every handoff of every variant. */
+export const COMMON_FIELDS = ['event type', 'external event id', 'source', 'hookrelay event id', 'received at'] as const;
+
+const text = (...extra: string[]) => [...COMMON_FIELDS, ...extra] as const;
+
+export const TRIGGERS: Record<TriggerVariant, TriggerDef> = {
+  generic: {
+    handle: 'hookrelay-generic',
+    name: 'Relay event received',
+    description: 'An authenticated event arrived through hookrelay.',
+    reference: null,
+    requires: null,
+    textFields: text(),
+  },
+  order: {
+    handle: 'hookrelay-order',
+    name: 'Relay order event received',
+    description: 'An authenticated event about an order arrived through hookrelay.',
+    reference: { type: 'order_reference', key: 'order_id' },
+    requires: 'resourceIdPath',
+    textFields: text(),
+  },
+  customer: {
+    handle: 'hookrelay-customer',
+    name: 'Relay customer event received',
+    description: 'An authenticated event about a customer arrived through hookrelay.',
+    reference: { type: 'customer_reference', key: 'customer_id' },
+    requires: 'resourceIdPath',
+    textFields: text(),
+  },
+  product: {
+    handle: 'hookrelay-product',
+    name: 'Relay product event received',
+    description: 'An authenticated event about a product arrived through hookrelay.',
+    reference: { type: 'product_reference', key: 'product_id' },
+    requires: 'resourceIdPath',
+    textFields: text(),
+  },
+  inventory: {
+    handle: 'hookrelay-inventory',
+    name: 'Relay inventory event received',
+    description: 'An authenticated inventory event arrived through hookrelay.',
+    reference: null,
+    requires: 'relatedResourceIdPath',
+    textFields: text('related resource id'),
+  },
+  fulfillment: {
+    handle: 'hookrelay-fulfillment',
+    name: 'Relay fulfillment event received',
+    description: 'An authenticated fulfillment event arrived through hookrelay.',
+    reference: null,
+    requires: 'relatedResourceIdPath',
+    textFields: text('related resource id'),
+  },
+  return: {
+    handle: 'hookrelay-return',
+    name: 'Relay return event received',
+    description: 'An authenticated return event arrived through hookrelay.',
+    reference: null,
+    requires: 'relatedResourceIdPath',
+    textFields: text('related resource id'),
+  },
+  company: {
+    handle: 'hookrelay-company',
+    name: 'Relay company event received',
+    description: 'An authenticated B2B company event arrived through hookrelay.',
+    reference: null,
+    requires: 'relatedResourceIdPath',
+    textFields: text('related resource id'),
+  },
+};
+
+/** Flow rejects larger trigger payloads. */
+export const FLOW_PAYLOAD_MAX_BYTES = 50_000;
+export const SHOPIFY_ADMIN_API_VERSION = '2025-10';

@@ -1,0 +1,65 @@
+/** The runtime every layer receives: storage, clock, ids, secret box, configuration, log. Built once by serve or a test. */
+import type { Repo } from '../db/repo.ts';
+import type { Clock } from './lib/clock.ts';
+import { systemClock } from './lib/clock.ts';
+import type { SecretBox } from './lib/crypto.ts';
+import type { IdGenerator } from './lib/ids.ts';
+import { createIdGenerator } from './lib/ids.ts';
+import type { Log } from './lib/log.ts';
+import { silentLog } from './lib/log.ts';
+
+export interface HandoffConfig {
+  /** Per-attempt timeout towards the platform. */
+  timeoutMs: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+  /** Attempts before an event ends `failed` with SVC_HANDOFF_RETRY_EXHAUSTED. */
+  maxAttempts: number;
+  concurrency: number;
+}
+
+export interface Config {
+  /** Base of endpoint URLs, e.g. `https://relay.example.com`. */
+  publicUrl: string;
+  maxBodyBytes: number;
+  dedupeWindowMs: number;
+  bodyRetentionMs: number;
+  /** Overrides `https://<shop>` for the Shopify destination (tests, proxies). */
+  shopifyAdminUrl: string | null;
+  handoff: HandoffConfig;
+  /** Reads an environment variable by name (the store's token variable); injected so tests need no real env. */
+  env: (name: string) => string | undefined;
+}
+
+export interface Core {
+  repo: Repo;
+  clock: Clock;
+  ids: IdGenerator;
+  box: SecretBox;
+  config: Config;
+  log: Log;
+}
+
+export function defaultConfig(overrides: Partial<Config> = {}): Config {
+  return {
+    publicUrl: 'http://127.0.0.1:8787',
+    maxBodyBytes: 1024 * 1024,
+    dedupeWindowMs: 24 * 3600_000,
+    bodyRetentionMs: 30 * 86400_000,
+    shopifyAdminUrl: null,
+    handoff: { timeoutMs: 10_000, baseDelayMs: 1_000, maxDelayMs: 300_000, maxAttempts: 8, concurrency: 8 },
+    env: (name) => process.env[name],
+    ...overrides,
+  };
+}
+
+export function createCore(parts: Pick<Core, 'repo' | 'box'> & Partial<Core>): Core {
+  const clock = parts.clock ?? systemClock;
+  return {
+    clock,
+    ids: parts.ids ?? createIdGenerator(clock),
+    config: parts.config ?? defaultConfig(),
+    log: parts.log ?? silentLog,
+    ...parts,
+  };
+}

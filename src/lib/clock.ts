@@ -1,0 +1,40 @@
+/** Injected time source, so tests control expiry, rate windows and the 30-minute failure pair. */
+export interface Clock {
+  /** Milliseconds since the Unix epoch. */
+  now(): number;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };
+
+/** A clock tests move by hand. */
+export class ManualClock implements Clock {
+  constructor(private ms: number = Date.parse('2026-06-17T12:00:00Z')) {}
+  now(): number {
+    return this.ms;
+  }
+  advance(ms: number): void {
+    this.ms += ms;
+  }
+  set(ms: number): void {
+    this.ms = ms;
+  }
+}
+
+/** RFC 3339 UTC string for a millisecond timestamp. */
+export function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+export function isoOrNull(ms: number | null | undefined): string | null {
+  return ms == null ? null : iso(ms);
+}
+
+const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** Parses a duration like `90s`, `15m`, `8h`, `30d` into milliseconds; null when malformed. */
+export function parseDuration(text: string): number | null {
+  const m = /^(\d+)([smhd])$/.exec(text.trim());
+  if (!m) return null;
+  const n = Number(m[1]);
+  return n > 0 ? n * UNITS[m[2]!]! : null;
+}

@@ -1,0 +1,101 @@
+/** Secret handling: AES-256-GCM at rest, HMAC-SHA256 verification, grant tokens. Nothing here logs. */
+import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { base62, randomBase62 } from './ids.ts';
+
+/** Encrypts endpoint secrets at rest. The 32-byte key never leaves the process. */
+export class SecretBox {
+  private readonly key: Buffer;
+  constructor(key: Uint8Array) {
+    if (key.length !== 32) throw new Error('secret key must be 32 bytes');
+    this.key = Buffer.from(key);
+  }
+
+  /** `v1.<iv>.<tag>.<ciphertext>`, base64url parts. */
+  seal(plain: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
+    const ct = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+    return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.');
+  }
+
+  open(sealed: string): string {
+    const [v, iv, tag, ct] = sealed.split('.');
+    if (v !== 'v1' || !iv || !tag || ct === undefined) throw new Error('sealed value malformed');
+    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
+    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
+  }
+}
+
+/** Parses `HOOKRELAY_SECRET_KEY`: 64 hex chars or base64 of 32 bytes. */
+export function parseSecretKey(text: string): Uint8Array | null {
+  const t = text.trim();
+  if (/^[0-9a-fA-F]{64}$/.test(t)) return Buffer.from(t, 'hex');
+  const b = Buffer.from(t, 'base64');
+  return b.length === 32 ? b : null;
+}
+
+export function newSecretKey(): Uint8Array {
+  return randomBytes(32);
+}
+
+/** A new endpoint secret: `whsec_` + 32 random bytes in base62. */
+export function newEndpointSecret(): string {
+  return `whsec_${randomBase62(32)}`;
+}
+
+/** Lowercase hex HMAC-SHA256 of the exact bytes. */
+export function hmacHex(secret: string, body: Uint8Array | string): string {
+  return new Bun.CryptoHasher('sha256', secret).update(body).digest('hex');
+}
+
+/** Base64 HMAC-SHA256 (Shopify's style, for the Flow lifecycle callback). */
+export function hmacBase64(secret: string, body: Uint8Array | string): string {
+  return new Bun.CryptoHasher('sha256', secret).update(body).digest('base64');
+}
+
+const HEX64 = /^[0-9a-fA-F]{64}$/;
+
+/** Constant-time check of a hex HMAC-SHA256 header value against the exact raw bytes. */
+export function verifyHmacHex(secret: string, body: Uint8Array, headerValue: string): boolean {
+  const given = headerValue.trim();
+  if (!HEX64.test(given)) return false;
+  const expected = new Bun.CryptoHasher('sha256', secret).update(body).digest() as Buffer;
+  return timingSafeEqual(expected, Buffer.from(given, 'hex'));
+}
+
+/** Constant-time equality of two strings of any length (compares their SHA-256 digests). */
+export function constantTimeEqual(a: string, b: string): boolean {
+  const ha = createHash('sha256').update(a).digest();
+  const hb = createHash('sha256').update(b).digest();
+  return timingSafeEqual(ha, hb) && a.length === b.length;
+}
+
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+const TOKEN_PREFIX = 'hrg_';
+
+/** Grant token: `hrg_` + 32 random bytes (base62) + 6-char checksum. Only its SHA-256 is stored. */
+export function newGrantToken(): string {
+  const body = randomBase62(32);
+  return `${TOKEN_PREFIX}${body}${checksum(body)}`;
+}
+
+/** Cheap shape check before any database lookup; also lets secret scanners recognise the token. */
+export function isWellFormedGrantToken(token: string): boolean {
+  if (!token.startsWith(TOKEN_PREFIX) || token.length < TOKEN_PREFIX.length + 7) return false;
+  const body = token.slice(TOKEN_PREFIX.length, -6);
+  return /^[0-9A-Za-z]+$/.test(body) && checksum(body) === token.slice(-6);
+}
+
+function checksum(text: string): string {
+  const digest = createHash('sha256').update(text).digest().subarray(0, 4);
+  return base62(digest).slice(-6).padStart(6, '0');
+}
+
+/** Last four characters, for display (`secretLast4`). */
+export function last4(secret: string): string {
+  return secret.slice(-4);
+}

@@ -1,0 +1,80 @@
+/** Prefixed identifiers. Time-ordered (48-bit ms + 80 random bits, Crockford base32) so ids sort by creation. */
+import type { Clock } from './clock.ts';
+import { systemClock } from './clock.ts';
+
+const B32 = '0123456789abcdefghjkmnpqrstvwxyz';
+
+export type IdPrefix = 'st' | 'ep' | 'evt' | 'rcpt' | 'int' | 'gr' | 'diag' | 'sup' | 'att' | 'af' | 'exp' | 'feat' | 'aud';
+
+export interface IdGenerator {
+  next(prefix: IdPrefix): string;
+}
+
+/** Monotonic within one process: ids made in the same millisecond still sort in creation order. */
+export function createIdGenerator(clock: Clock = systemClock): IdGenerator {
+  let lastMs = -1;
+  const rand = new Uint8Array(10);
+  return {
+    next(prefix) {
+      let ms = clock.now();
+      if (ms <= lastMs) {
+        ms = lastMs;
+        increment(rand);
+      } else {
+        crypto.getRandomValues(rand);
+        rand[0]! &= 0x7f; // headroom so increments never overflow in practice
+      }
+      lastMs = ms;
+      return `${prefix}_${encodeTime(ms)}${encodeRandom(rand)}`;
+    },
+  };
+}
+
+function increment(bytes: Uint8Array): void {
+  for (let i = bytes.length - 1; i >= 0; i--) {
+    if (bytes[i]! < 255) {
+      bytes[i]!++;
+      return;
+    }
+    bytes[i] = 0;
+  }
+}
+
+function encodeTime(ms: number): string {
+  let out = '';
+  for (let i = 0; i < 10; i++) {
+    out = B32[ms % 32]! + out;
+    ms = Math.floor(ms / 32);
+  }
+  return out;
+}
+
+function encodeRandom(bytes: Uint8Array): string {
+  let bits = 0n;
+  for (const b of bytes) bits = (bits << 8n) | BigInt(b);
+  let out = '';
+  for (let i = 0; i < 16; i++) {
+    out = B32[Number(bits & 31n)]! + out;
+    bits >>= 5n;
+  }
+  return out;
+}
+
+const B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** Base62 of random bytes: used for secrets and tokens, never for ids. */
+export function randomBase62(byteCount: number): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(byteCount));
+  return base62(bytes);
+}
+
+export function base62(bytes: Uint8Array): string {
+  let n = 0n;
+  for (const b of bytes) n = (n << 8n) | BigInt(b);
+  let out = '';
+  while (n > 0n) {
+    out = B62[Number(n % 62n)]! + out;
+    n /= 62n;
+  }
+  return out.padStart(Math.ceil((bytes.length * 8) / Math.log2(62)), '0');
+}

@@ -1,0 +1,115 @@
+/** Endpoints: creation (secret shown once) and reads (secret as last four only). */
+import type { EndpointRow } from '../../db/types.ts';
+import { AppError } from '../contract/errors.ts';
+import type { OperationInput } from '../contract/operations.ts';
+import type { AuthMode, Endpoint, SenderProfile } from '../contract/schemas.ts';
+import { TRIGGERS } from '../contract/triggers.ts';
+import { iso } from '../lib/clock.ts';
+import { last4, newEndpointSecret } from '../lib/crypto.ts';
+import type { OpContext } from './context.ts';
+
+export const DEFAULT_HEADERS: Record<AuthMode, string> = {
+  hmac_sha256: 'X-Hookrelay-Signature',
+  static_header: 'X-Hookrelay-Token',
+};
+
+/** Sender presets: no-code senders cannot digest raw bytes, so they get a static header. */
+export const PROFILE_AUTH: Record<SenderProfile, AuthMode> = {
+  custom_http: 'hmac_sha256',
+  zapier: 'static_header',
+  make: 'static_header',
+  n8n: 'static_header',
+};
+
+/** Rules 1-3 of the spec: explicit auth fields win; else the profile's preset; else HMAC-SHA256. */
+export function resolveAuth(input: { senderProfile?: SenderProfile; authMode?: AuthMode; headerName?: string }) {
+  const mode: AuthMode = input.authMode ?? (input.senderProfile ? PROFILE_AUTH[input.senderProfile] : 'hmac_sha256');
+  const warnings: string[] = [];
+  if (mode === 'hmac_sha256' && input.senderProfile && PROFILE_AUTH[input.senderProfile] === 'static_header') {
+    warnings.push(`HMAC-SHA256 was chosen explicitly for ${input.senderProfile}, which may not sign the exact raw bytes; prefer static_header.`);
+  }
+  return { mode, headerName: input.headerName ?? DEFAULT_HEADERS[mode], warnings };
+}
+
+export function endpointUrl(publicUrl: string, id: string): string {
+  return `${publicUrl.replace(/\/+$/, '')}/hooks/${id}`;
+}
+
+export function endpointView(row: EndpointRow, publicUrl: string): Endpoint {
+  return {
+    id: row.id,
+    url: endpointUrl(publicUrl, row.id),
+    name: row.name,
+    status: row.status as Endpoint['status'],
+    triggerVariant: row.triggerVariant as Endpoint['triggerVariant'],
+    resourceIdPath: row.resourceIdPath,
+    relatedResourceIdPath: row.relatedResourceIdPath,
+    requiredPaths: JSON.parse(row.requiredPaths) as string[],
+    senderProfile: row.senderProfile as Endpoint['senderProfile'],
+    auth: { mode: row.authMode as AuthMode, headerName: row.headerName, secretLast4: row.secretLast4 },
+    sourceLabel: row.sourceLabel,
+    eventType: row.eventType,
+    configVersion: row.configVersion,
+    createdAt: iso(row.createdAt),
+    updatedAt: iso(row.updatedAt),
+  };
+}
+
+/** The mapping a variant needs, checked before anything is stored. */
+export function checkMapping(variant: keyof typeof TRIGGERS, resourceIdPath: string | null | undefined, relatedResourceIdPath: string | null | undefined) {
+  const need = TRIGGERS[variant].requires;
+  if (need === 'resourceIdPath' && !resourceIdPath) {
+    throw new AppError('invalid_input', `triggerVariant ${variant} needs resourceIdPath (where the ${variant} id is in the event).`, [
+      { path: 'resourceIdPath', code: 'required', message: 'Required for this trigger variant' },
+    ]);
+  }
+  if (need === 'relatedResourceIdPath' && !relatedResourceIdPath) {
+    throw new AppError('invalid_input', `triggerVariant ${variant} needs relatedResourceIdPath.`, [
+      { path: 'relatedResourceIdPath', code: 'required', message: 'Required for this trigger variant' },
+    ]);
+  }
+}
+
+export async function createEndpoint(ctx: OpContext, { body }: OperationInput<'createEndpoint'>) {
+  const { core } = ctx;
+  checkMapping(body.triggerVariant, body.resourceIdPath, body.relatedResourceIdPath);
+  const auth = resolveAuth(body);
+  const secret = newEndpointSecret();
+  const now = core.clock.now();
+  const row: EndpointRow = {
+    id: core.ids.next('ep'),
+    storeId: ctx.store.id,
+    name: body.name ?? `${body.triggerVariant} events`,
+    status: 'active',
+    triggerVariant: body.triggerVariant,
+    resourceIdPath: body.resourceIdPath ?? null,
+    relatedResourceIdPath: body.relatedResourceIdPath ?? null,
+    requiredPaths: JSON.stringify(body.requiredPaths ?? []),
+    senderProfile: body.senderProfile ?? null,
+    authMode: auth.mode,
+    headerName: auth.headerName,
+    secretSealed: core.box.seal(secret),
+    secretLast4: last4(secret),
+    previousSecretSealed: null,
+    previousSecretExpiresAt: null,
+    sourceLabel: body.sourceLabel ?? body.senderProfile ?? 'custom',
+    eventType: body.eventType ?? null,
+    configVersion: 1,
+    createdAt: now,
+    updatedAt: now,
+  };
+  const endpoint = endpointView(row, core.config.publicUrl);
+  const { id: _id, url: _url, createdAt: _c, updatedAt: _u, ...config } = endpoint;
+  await core.repo.insertEndpoint(row, config);
+  const instructions =
+    auth.mode === 'hmac_sha256'
+      ? `Send ${auth.headerName}: lowercase hex HMAC-SHA256 of the exact raw request body, keyed with the secret. Do not re-serialise the body after signing.`
+      : `Send ${auth.headerName}: the secret, exactly.`;
+  return { endpoint, secret, signing: { headerName: auth.headerName, instructions }, warnings: auth.warnings };
+}
+
+export async function getEndpointDetail(ctx: OpContext, { params }: OperationInput<'getEndpointDetail'>) {
+  const row = await ctx.core.repo.getEndpoint(ctx.store.id, params.endpointId);
+  if (!row) throw new AppError('not_found', 'No such endpoint.');
+  return { endpoint: endpointView(row, ctx.core.config.publicUrl) };
+}

@@ -1,0 +1,132 @@
+/** Agent grants: issue, list, revoke (local admin only) and bearer authentication (every API call). */
+import type { GrantRow, StoreRow } from '../../db/types.ts';
+import { AppError } from '../contract/errors.ts';
+import { SCOPES, TIERS, TIER_LABELS, type Scope, type Tier } from '../contract/scopes.ts';
+import type { Core } from '../core.ts';
+import { iso, isoOrNull } from '../lib/clock.ts';
+import { isWellFormedGrantToken, newGrantToken, sha256Hex } from '../lib/crypto.ts';
+import type { OpContext } from './context.ts';
+
+export interface IssueGrantInput {
+  shopDomain: string;
+  tier: Tier;
+  scopes?: string[];
+  ttlMs: number;
+  label?: string;
+}
+
+/** The only place a token exists in clear: returned to the admin once, never stored. */
+export async function issueGrant(core: Core, input: IssueGrantInput) {
+  const store = await core.repo.getStoreByShop(input.shopDomain);
+  if (!store) throw new AppError('not_found', `No store ${input.shopDomain}; run hookrelay init --shop ${input.shopDomain} first.`);
+  const tierScopes: readonly Scope[] = TIERS[input.tier];
+  if (!tierScopes) throw new AppError('invalid_input', `Unknown tier ${input.tier}.`);
+  const scopes = input.scopes?.length ? input.scopes : [...tierScopes];
+  const outside = scopes.filter((s) => !tierScopes.includes(s as Scope));
+  if (outside.length) {
+    const unknown = outside.filter((s) => !SCOPES.includes(s as Scope));
+    throw new AppError(
+      'invalid_input',
+      unknown.length ? `Unknown scopes: ${unknown.join(', ')}.` : `Scopes outside tier ${input.tier}: ${outside.join(', ')}.`,
+    );
+  }
+  const now = core.clock.now();
+  const token = newGrantToken();
+  const row: GrantRow = {
+    id: core.ids.next('gr'),
+    storeId: store.id,
+    tier: input.tier,
+    scopes: JSON.stringify([...new Set(scopes)]),
+    label: input.label ?? `${input.tier} grant`,
+    tokenHash: sha256Hex(token),
+    expiresAt: now + input.ttlMs,
+    revokedAt: null,
+    createdAt: now,
+    lastUsedAt: null,
+  };
+  await core.repo.insertGrant(row);
+  return { grantId: row.id, token, tier: row.tier, scopes: JSON.parse(row.scopes) as string[], expiresAt: iso(row.expiresAt) };
+}
+
+/** A grant as the admin sees it: never the token or its hash. */
+export function grantView(g: GrantRow, now: number) {
+  return {
+    grantId: g.id,
+    storeId: g.storeId,
+    tier: g.tier,
+    scopes: JSON.parse(g.scopes) as string[],
+    label: g.label,
+    createdAt: iso(g.createdAt),
+    expiresAt: iso(g.expiresAt),
+    revokedAt: isoOrNull(g.revokedAt),
+    state: g.revokedAt != null ? 'revoked' : g.expiresAt <= now ? 'expired' : 'active',
+  };
+}
+
+export async function listGrants(core: Core, shopDomain?: string) {
+  let storeId: string | undefined;
+  if (shopDomain) {
+    const store = await core.repo.getStoreByShop(shopDomain);
+    if (!store) throw new AppError('not_found', `No store ${shopDomain}.`);
+    storeId = store.id;
+  }
+  const now = core.clock.now();
+  return (await core.repo.listGrants(storeId)).map((g) => grantView(g, now));
+}
+
+export async function revokeGrant(core: Core, grantId: string) {
+  const g = await core.repo.revokeGrant(grantId, core.clock.now());
+  if (!g) throw new AppError('not_found', `No grant ${grantId}.`);
+  return grantView(g, core.clock.now());
+}
+
+/** Resolves a bearer token to its grant and store; 401 for anything not currently valid. */
+export async function authenticateBearer(core: Core, authorization: string | null): Promise<{ grant: GrantRow; store: StoreRow }> {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+  if (!m) throw unauthorized('Send Authorization: Bearer <grant token>.');
+  const token = m[1]!;
+  if (!isWellFormedGrantToken(token)) throw unauthorized('The bearer token is not a valid grant token.');
+  const grant = await core.repo.getGrantByTokenHash(sha256Hex(token));
+  if (!grant) throw unauthorized('The bearer token is not a valid grant token.');
+  if (grant.revokedAt != null) throw unauthorized('This grant was revoked. Ask the merchant for a new one.');
+  if (grant.expiresAt <= core.clock.now()) throw unauthorized('This grant has expired. Ask the merchant for a new one.');
+  const store = await core.repo.getStore(grant.storeId);
+  if (!store) throw unauthorized('The grant belongs to no store.');
+  return { grant, store };
+}
+
+function unauthorized(message: string): AppError {
+  return new AppError('unauthorized', message, undefined, undefined, { 'WWW-Authenticate': 'Bearer realm="hookrelay"' });
+}
+
+export async function getCurrentAgentGrant(ctx: OpContext) {
+  const { grant, store } = ctx;
+  const now = ctx.core.clock.now();
+  return {
+    grant: {
+      id: grant.id,
+      tier: grant.tier,
+      tierDescription: TIER_LABELS[grant.tier as Tier] ?? grant.tier,
+      label: grant.label,
+      scopes: ctx.scopes,
+      createdAt: iso(grant.createdAt),
+      expiresAt: iso(grant.expiresAt),
+      expiresInSeconds: Math.max(0, Math.floor((grant.expiresAt - now) / 1000)),
+      revoked: grant.revokedAt != null,
+      revokedAt: isoOrNull(grant.revokedAt),
+    },
+    store: {
+      platformKey: store.platformKey,
+      platformAccountId: store.platformAccountId,
+      shopDomain: store.shopDomain,
+      installationId: store.installationId,
+    },
+    safetyGuidance: [
+      'Preview every change; execute only with the confirmation token and an Idempotency-Key.',
+      "`delivered` means handed to the store's workflow platform, not that downstream work completed.",
+      'Never ask for endpoint secrets or raw event bodies; no read returns them.',
+      'Billing approval and grant minting are human-only.',
+      'Ask the merchant to revoke this grant when the work is finished.',
+    ],
+  };
+}

@@ -1,0 +1,23 @@
+import type { EndpointRow, EventRow, StoreRow } from '../../../db/types.ts';
+import type { FlowPayload } from '../flow.ts';
+
+export interface HandoffRequest {
+  store: StoreRow;
+  endpoint: EndpointRow;
+  event: EventRow;
+  handle: string;
+  payload: FlowPayload;
+}
+
+/** Error classes, recorded on attempts and counted by reliability reads. */
+export type AttemptErrorClass = 'throttled' | 'server_error' | 'timeout' | 'network' | 'user_errors' | 'http_error' | 'config';
+
+export type HandoffOutcome =
+  | { kind: 'delivered'; httpStatus: number | null }
+  | { kind: 'retry'; httpStatus: number | null; errorClass: AttemptErrorClass; message: string; retryAfterMs?: number }
+  | { kind: 'failed'; httpStatus: number | null; errorClass: AttemptErrorClass; message: string };
+
+export interface Destination {
+  readonly name: 'shopify' | 'log';
+  send(req: HandoffRequest, signal: AbortSignal): Promise<HandoffOutcome>;
+}

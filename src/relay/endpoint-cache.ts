@@ -1,0 +1,51 @@
+/** Keeps endpoint configuration and decrypted secrets in memory so ingest does not touch the disk for them. */
+import type { EndpointRow } from '../../db/types.ts';
+import type { Core } from '../core.ts';
+
+export interface LiveEndpoint {
+  row: EndpointRow;
+  secret: string;
+  previousSecret: string | null;
+  previousSecretExpiresAt: number | null;
+  requiredPaths: string[];
+  loadedAt: number;
+}
+
+export class EndpointCache {
+  private readonly map = new Map<string, LiveEndpoint | null>();
+
+  constructor(
+    private readonly core: Core,
+    /** Entries older than this are re-read, so changes made by another process show up. */
+    private readonly ttlMs = 5_000,
+    private readonly maxEntries = 10_000,
+  ) {}
+
+  async get(id: string): Promise<LiveEndpoint | null> {
+    const now = this.core.clock.now();
+    const hit = this.map.get(id);
+    if (hit !== undefined && (hit === null ? false : now - hit.loadedAt < this.ttlMs)) return hit;
+    const row = await this.core.repo.getEndpointById(id);
+    const live = row ? this.compile(row, now) : null;
+    if (this.map.size >= this.maxEntries) this.map.clear();
+    if (live) this.map.set(id, live);
+    return live;
+  }
+
+  /** Call after any change to an endpoint. */
+  invalidate(id: string): void {
+    this.map.delete(id);
+  }
+
+  private compile(row: EndpointRow, now: number): LiveEndpoint {
+    const box = this.core.box;
+    return {
+      row,
+      secret: box.open(row.secretSealed),
+      previousSecret: row.previousSecretSealed ? box.open(row.previousSecretSealed) : null,
+      previousSecretExpiresAt: row.previousSecretExpiresAt,
+      requiredPaths: JSON.parse(row.requiredPaths) as string[],
+      loadedAt: now,
+    };
+  }
+}

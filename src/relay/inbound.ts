@@ -1,0 +1,197 @@
+/**
+ * POST /hooks/{endpointId}: size and type checks, raw bytes read once, authentication over those exact bytes,
+ * validation and mapping, then a durable receipt before the 202. Does not use the agent-API pipeline.
+ */
+import type { EventRow } from '../../db/types.ts';
+import { TRIGGERS } from '../contract/triggers.ts';
+import type { Core } from '../core.ts';
+import { constantTimeEqual, verifyHmacHex } from '../lib/crypto.ts';
+import type { EndpointCache, LiveEndpoint } from './endpoint-cache.ts';
+import { buildFlowPayload, flowPayloadBytes } from './flow.ts';
+import { getPath, normalizeResourceId, relatedIdText } from './mapping.ts';
+import type { ReceiptWriter } from './writer.ts';
+
+const JSON_TYPE = /^application\/json\s*(;|$)/i;
+const MAX_TEXT = 255;
+
+export interface InboundDeps {
+  core: Core;
+  endpoints: EndpointCache;
+  writer: ReceiptWriter;
+}
+
+function reply(status: number, body: Record<string, unknown>, headers?: Record<string, string>): Response {
+  return Response.json(body, { status, headers });
+}
+
+const MESSAGES = {
+  SVC_AUTH_HEADER_MISSING: 'The authentication header configured for this endpoint is missing. Fix the sender and send a fresh event.',
+  SVC_AUTH_FAILED: 'Authentication failed: the signature or static token did not verify. Fix the sender and send a fresh event.',
+  SVC_INVALID_JSON: 'The body is not valid UTF-8 JSON.',
+  SVC_REQUIRED_PATH_MISSING: 'A path this endpoint requires is missing from the event.',
+  SVC_RESOURCE_ID_UNMAPPABLE: "The mapped resource id is missing or is not a numeric id or GID.",
+  SVC_PAYLOAD_TOO_LARGE: 'The event is larger than this endpoint accepts.',
+} as const;
+
+export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
+  const { clock, ids, config } = core;
+
+  return async function handleInbound(req: Request, endpointId: string): Promise<Response> {
+    if (req.method !== 'POST') return reply(405, { code: 'method_not_allowed', message: 'Use POST.' }, { Allow: 'POST' });
+    const ep = await endpoints.get(endpointId);
+    if (!ep || ep.row.status !== 'active') return reply(404, { code: 'not_found', message: 'No such endpoint.' });
+
+    if (!JSON_TYPE.test(req.headers.get('content-type') ?? '')) {
+      return reply(415, { code: 'unsupported_media_type', message: 'Send Content-Type: application/json.' });
+    }
+    const declared = Number(req.headers.get('content-length') ?? '0');
+    if (declared > config.maxBodyBytes) return tooLarge();
+    const body = await readCapped(req, config.maxBodyBytes);
+    if (!body) return tooLarge();
+
+    const now = clock.now();
+    const headerValue = req.headers.get(ep.row.headerName);
+    if (!headerValue) return authFailure(ep, 'SVC_AUTH_HEADER_MISSING', now);
+    if (!authenticate(ep, body, headerValue, now)) return authFailure(ep, 'SVC_AUTH_FAILED', now);
+
+    return accept(ep, body, now);
+  };
+
+  function tooLarge(): Response {
+    return reply(413, { code: 'SVC_PAYLOAD_TOO_LARGE', message: `Bodies are limited to ${config.maxBodyBytes} bytes.` });
+  }
+
+  async function authFailure(ep: LiveEndpoint, code: 'SVC_AUTH_HEADER_MISSING' | 'SVC_AUTH_FAILED', at: number) {
+    await writer.recordAuthFailure({ id: ids.next('af'), storeId: ep.row.storeId, endpointId: ep.row.id, code, at });
+    return reply(401, { code, message: MESSAGES[code] });
+  }
+
+  async function accept(ep: LiveEndpoint, body: Uint8Array, now: number): Promise<Response> {
+    const row = ep.row;
+    const eventId = ids.next('evt');
+    const event: EventRow = {
+      id: eventId,
+      receiptId: ids.next('rcpt'),
+      storeId: row.storeId,
+      endpointId: row.id,
+      configVersion: row.configVersion,
+      outcome: 'accepted',
+      code: null,
+      externalEventId: null,
+      eventType: row.eventType,
+      isTest: false,
+      duplicateOf: null,
+      resourceId: null,
+      relatedResourceId: null,
+      bodyBytes: body.byteLength,
+      bodyRetention: 'retained',
+      receivedAt: now,
+      attempts: 0,
+      lastAttemptAt: null,
+      nextAttemptAt: now,
+      leaseUntil: null,
+      deliveredAt: null,
+    };
+
+    const rejectedCode = interpret(ep, body, event);
+    if (rejectedCode) {
+      Object.assign(event, { outcome: 'rejected', code: rejectedCode, nextAttemptAt: null, bodyRetention: 'none' });
+    }
+
+    let committed;
+    try {
+      committed = await writer.submit({
+        event,
+        body: rejectedCode ? null : body,
+        bodyExpiresAt: now + config.bodyRetentionMs,
+        dedupeSince: rejectedCode ? null : now - config.dedupeWindowMs,
+      });
+    } catch {
+      core.log.error(`inbound: receipt commit failed for endpoint ${row.id}`);
+      return reply(503, { code: 'temporarily_unavailable', message: 'The receipt could not be recorded; retry later.' }, { 'Retry-After': '5' });
+    }
+    const out: Record<string, unknown> = { receiptId: committed.receiptId, eventId: committed.eventId, status: committed.outcome };
+    if (committed.duplicateOf) out.duplicateOf = committed.duplicateOf;
+    if (rejectedCode) return reply(422, { code: rejectedCode, message: MESSAGES[rejectedCode], ...out });
+    return reply(202, out);
+  }
+
+  /** Parses and maps the body into `event`; returns the rejection code when the event cannot be handed off. */
+  function interpret(ep: LiveEndpoint, body: Uint8Array, event: EventRow) {
+    let doc: unknown;
+    try {
+      doc = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body));
+    } catch {
+      return 'SVC_INVALID_JSON' as const;
+    }
+    const eventType = textField(getPath(doc, 'event_type'));
+    if (eventType) event.eventType = eventType;
+    event.externalEventId = textField(getPath(doc, 'external_event_id'));
+
+    for (const path of ep.requiredPaths) {
+      const v = getPath(doc, path);
+      if (v === undefined || v === null) return 'SVC_REQUIRED_PATH_MISSING' as const;
+    }
+    const row = ep.row;
+    const variant = TRIGGERS[row.triggerVariant as keyof typeof TRIGGERS];
+    if (variant.requires === 'resourceIdPath') {
+      event.resourceId = row.resourceIdPath ? normalizeResourceId(getPath(doc, row.resourceIdPath)) : null;
+      if (!event.resourceId) return 'SVC_RESOURCE_ID_UNMAPPABLE' as const;
+    } else if (row.resourceIdPath) {
+      event.resourceId = normalizeResourceId(getPath(doc, row.resourceIdPath));
+    }
+    if (row.relatedResourceIdPath) event.relatedResourceId = relatedIdText(getPath(doc, row.relatedResourceIdPath));
+    if (variant.requires === 'relatedResourceIdPath' && !event.relatedResourceId) return 'SVC_RESOURCE_ID_UNMAPPABLE' as const;
+
+    if (flowPayloadBytes(buildFlowPayload(row, event)) >= 50_000) return 'SVC_PAYLOAD_TOO_LARGE' as const;
+    return null;
+  }
+}
+
+function authenticate(ep: LiveEndpoint, body: Uint8Array, headerValue: string, now: number): boolean {
+  const secrets = [ep.secret];
+  if (ep.previousSecret && (ep.previousSecretExpiresAt ?? 0) > now) secrets.push(ep.previousSecret);
+  let ok = false;
+  for (const secret of secrets) {
+    // Check every candidate so timing does not reveal which secret matched.
+    const match = ep.row.authMode === 'hmac_sha256' ? verifyHmacHex(secret, body, headerValue) : constantTimeEqual(secret, headerValue);
+    ok = ok || match;
+  }
+  return ok;
+}
+
+function textField(v: unknown): string | null {
+  if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+  if (typeof v !== 'string' || v.length === 0) return null;
+  return v.length > MAX_TEXT ? v.slice(0, MAX_TEXT) : v;
+}
+
+/** Reads the body up to `max` bytes; null when larger (also when no Content-Length was sent). */
+async function readCapped(req: Request, max: number): Promise<Uint8Array | null> {
+  if (!req.body) return new Uint8Array(0);
+  const declared = req.headers.get('content-length');
+  if (declared !== null) {
+    const buf = new Uint8Array(await req.arrayBuffer());
+    return buf.byteLength > max ? null : buf;
+  }
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const reader = req.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > max) {
+      await reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(total);
+  let off = 0;
+  for (const c of chunks) {
+    out.set(c, off);
+    off += c.byteLength;
+  }
+  return out;
+}

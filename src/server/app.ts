@@ -1,0 +1,122 @@
+/** The HTTP app: public routes, the inbound hook path, and every served contract operation through the pipeline. */
+import { OPERATIONS, type Operation, type OperationId } from '../contract/operations.ts';
+import { buildManifest } from '../contract/manifest.ts';
+import { buildOpenApi } from '../contract/openapi.ts';
+import { EDITION } from '../contract/scopes.ts';
+import { AppError } from '../contract/errors.ts';
+import type { Core } from '../core.ts';
+import { iso } from '../lib/clock.ts';
+import { EndpointCache } from '../relay/endpoint-cache.ts';
+import { createInboundHandler } from '../relay/inbound.ts';
+import { ReceiptWriter } from '../relay/writer.ts';
+import { HANDLERS } from './handlers.ts';
+import { errorResponse } from './http.ts';
+import { runOperation, type AnyHandler } from './pipeline.ts';
+import { docsPage } from './docs.ts';
+
+export const VERSION = '0.1.0';
+
+interface Route {
+  op: Operation;
+  pattern: RegExp;
+  names: string[];
+  handler: AnyHandler | undefined;
+}
+
+function compile(op: Operation): Route {
+  const names: string[] = [];
+  const source = op.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{(\w+)\\?\}/g, (_m, name: string) => {
+    names.push(name);
+    return '([^/]+)';
+  });
+  return { op, pattern: new RegExp(`^${source}$`), names, handler: HANDLERS[op.operationId as OperationId] as AnyHandler | undefined };
+}
+
+export interface App {
+  fetch(req: Request): Promise<Response>;
+  core: Core;
+  writer: ReceiptWriter;
+  endpoints: EndpointCache;
+  /** Operations this server serves. */
+  available: ReadonlySet<string>;
+  /** Called after receipts commit (serve wires the worker's wake here). */
+  onReceipts(fn: () => void): void;
+}
+
+export function createApp(core: Core): App {
+  const endpoints = new EndpointCache(core);
+  let wake: () => void = () => {};
+  const writer = new ReceiptWriter(core.repo, () => wake());
+  const inbound = createInboundHandler({ core, endpoints, writer });
+  const routes = OPERATIONS.map(compile);
+  const available = new Set(routes.filter((r) => r.handler || r.op.auth === 'none').map((r) => r.op.operationId));
+  const deps = { core, endpointChanged: (id: string) => endpoints.invalidate(id) };
+  let requestSeq = 0;
+
+  async function fetch(req: Request): Promise<Response> {
+    const url = new URL(req.url);
+    const path = url.pathname;
+    if (path.startsWith('/hooks/')) {
+      const id = path.slice('/hooks/'.length);
+      if (id && !id.includes('/')) return inbound(req, decodeURIComponent(id));
+      return Response.json({ code: 'not_found', message: 'No such endpoint.' }, { status: 404 });
+    }
+    if (req.method === 'GET' && path === '/status') return status();
+    if (req.method === 'GET' && path === '/agent/v1/openapi.json') return Response.json(buildOpenApi(core.config.publicUrl));
+    if (req.method === 'GET' && (path === '/docs' || path === '/')) {
+      return new Response(docsPage(core.config.publicUrl), { headers: { 'Content-Type': 'text/html; charset=utf-8' } });
+    }
+
+    let methodMismatch: Operation | null = null;
+    for (const r of routes) {
+      const m = r.pattern.exec(path);
+      if (!m) continue;
+      if (r.op.method !== req.method) {
+        methodMismatch = r.op;
+        continue;
+      }
+      if (r.op.operationId === 'getAgentOperationsManifest') return Response.json(buildManifest(core.config.publicUrl, available));
+      if (!r.handler) {
+        return errorResponse(null, new AppError('not_implemented', `${r.op.operationId} is declared in the contract but not served by this server yet; the manifest lists what is available.`));
+      }
+      const params = Object.fromEntries(r.names.map((n, i) => [n, decodeURIComponent(m[i + 1]!)]));
+      return runOperation(deps, r.op, r.handler, req, params, `req_${++requestSeq}`);
+    }
+    if (methodMismatch) {
+      return errorResponse(null, new AppError('method_not_allowed', `Use ${methodMismatch.method} for ${methodMismatch.operationId}.`, undefined, undefined, { Allow: methodMismatch.method }));
+    }
+    return errorResponse(null, new AppError('not_found', 'No such route. GET /agent/v1/manifest lists the operations.'));
+  }
+
+  async function status(): Promise<Response> {
+    let dbOk = true;
+    try {
+      await core.repo.listStores();
+    } catch {
+      dbOk = false;
+    }
+    const body = {
+      status: dbOk ? 'operational' : 'degraded',
+      edition: EDITION,
+      version: VERSION,
+      components: [
+        { name: 'ingest', status: dbOk ? 'operational' : 'degraded' },
+        { name: 'agent_api', status: 'operational' },
+        { name: 'storage', status: dbOk ? 'operational' : 'degraded' },
+      ],
+      time: iso(core.clock.now()),
+    };
+    return Response.json(body, { status: dbOk ? 200 : 503 });
+  }
+
+  return {
+    fetch,
+    core,
+    writer,
+    endpoints,
+    available,
+    onReceipts(fn) {
+      wake = fn;
+    },
+  };
+}

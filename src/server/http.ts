@@ -1,0 +1,38 @@
+/** Envelope and error responses for grant-authenticated operations. */
+import type { ZodError } from 'zod';
+import { AppError, ERROR_CODES } from '../contract/errors.ts';
+import { EDITION } from '../contract/scopes.ts';
+import { randomBase62 } from '../lib/ids.ts';
+import type { OpContext } from '../ops/context.ts';
+
+type Scoped = Pick<OpContext, 'store' | 'grant' | 'scopes' | 'actor'> | null;
+
+function scopeOf(ctx: Scoped) {
+  return ctx ? { storeId: ctx.store.id, shopDomain: ctx.store.shopDomain, grantId: ctx.grant.id, scopes: ctx.scopes } : null;
+}
+
+export function envelope(ctx: Scoped, data: unknown, status = 200, headers?: Record<string, string>): Response {
+  return Response.json({ edition: EDITION, scope: scopeOf(ctx), actor: ctx?.actor ?? null, refusal: null, data }, { status, headers });
+}
+
+export function newSupportCode(): string {
+  return `sup-${randomBase62(8).slice(0, 10)}`;
+}
+
+export function errorResponse(ctx: Scoped, err: AppError, supportCode = newSupportCode()): Response {
+  const body = {
+    edition: EDITION,
+    scope: scopeOf(ctx),
+    actor: ctx?.actor ?? null,
+    refusal: err.refusal ?? null,
+    error: { code: err.code, message: err.message, supportCode, ...(err.details !== undefined ? { details: err.details } : {}) },
+  };
+  return Response.json(body, { status: ERROR_CODES[err.code].status, headers: err.headers });
+}
+
+/** zod issues without the offending values (an input may hold a secret). */
+export function invalidInput(where: string, error: ZodError): AppError {
+  const details = error.issues.map((i) => ({ path: [where, ...i.path.map(String)].join('.'), code: i.code, message: i.message }));
+  const first = details[0];
+  return new AppError('invalid_input', first ? `Invalid ${first.path}: ${first.message}` : `Invalid ${where}.`, details);
+}

@@ -1,0 +1,81 @@
+/** `hookrelay serve`: Bun.serve + the app + the handoff worker, with request logging and a clean SIGTERM. */
+import type { Server } from 'bun';
+import type { Core } from '../core.ts';
+import { HandoffWorker, type Destinations } from '../relay/worker.ts';
+import { createApp, type App } from './app.ts';
+
+export interface RunningServer {
+  app: App;
+  server: Server<undefined>;
+  worker: HandoffWorker;
+  url: string;
+  /** Stops accepting, finishes in-flight requests and commits, stops the worker, closes the database. */
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  port: number;
+  host: string;
+  /** Run the handoff worker (default true). */
+  worker?: boolean;
+  destinations?: Destinations;
+  /** Log one line per request (method, path, status, duration); never headers or bodies. */
+  logRequests?: boolean;
+}
+
+export async function startServer(core: Core, opts: StartOptions): Promise<RunningServer> {
+  const app = createApp(core);
+  const worker = new HandoffWorker(core, opts.destinations);
+  app.onReceipts(() => worker.wake());
+  const logRequests = opts.logRequests ?? true;
+
+  const server = Bun.serve({
+    port: opts.port,
+    hostname: opts.host,
+    idleTimeout: 120,
+    maxRequestBodySize: core.config.maxBodyBytes * 2,
+    async fetch(req) {
+      const started = performance.now();
+      let res: Response;
+      try {
+        res = await app.fetch(req);
+      } catch {
+        core.log.error(`unhandled error on ${req.method} ${new URL(req.url).pathname}`);
+        res = Response.json({ code: 'internal_error', message: 'Something went wrong on our side.' }, { status: 500 });
+      }
+      if (logRequests) {
+        const ms = (performance.now() - started).toFixed(1);
+        core.log.info(`${req.method} ${new URL(req.url).pathname} ${res.status} ${ms}ms`);
+      }
+      return res;
+    },
+    error() {
+      return Response.json({ code: 'internal_error', message: 'Something went wrong on our side.' }, { status: 500 });
+    },
+  });
+
+  if (core.repo.dialect === 'sqlite') await core.repo.releaseAllLeases();
+  if (opts.worker ?? true) worker.start();
+
+  const stores = await core.repo.listStores();
+  if (stores.length === 0) {
+    core.log.warn('No store yet. Create one with: hookrelay init --shop your-store.myshopify.com, then hookrelay grant issue --shop your-store.myshopify.com --tier operator --ttl 8h');
+  }
+
+  let stopping: Promise<void> | null = null;
+  return {
+    app,
+    server,
+    worker,
+    url: `http://${server.hostname}:${server.port}`,
+    stop() {
+      stopping ??= (async () => {
+        await server.stop(false);
+        await app.writer.close();
+        await worker.stop();
+        await core.repo.close();
+      })();
+      return stopping;
+    },
+  };
+}
