@@ -1,0 +1,117 @@
+/**
+ * The compiled executable, run as a self-hoster would: from an empty folder with no source tree beside it,
+ * a signed event sent with curl + openssl, a clean SIGTERM.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+let dir: string;
+let bin: string;
+let server: ReturnType<typeof Bun.spawn> | null = null;
+let port: number;
+let stderr = '';
+
+function run(args: string[]) {
+  const r = Bun.spawnSync([bin, ...args], { cwd: dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir } });
+  return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+}
+
+function freePort(): number {
+  const s = Bun.serve({ port: 0, fetch: () => new Response() });
+  const p = s.port!;
+  s.stop(true);
+  return p;
+}
+
+async function waitFor(fn: () => Promise<boolean>, ms = 10_000) {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (await fn().catch(() => false)) return;
+    await Bun.sleep(50);
+  }
+  throw new Error('timed out');
+}
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'hookrelay-bin-'));
+  bin = join(dir, 'hookrelay');
+  const build = Bun.spawnSync(['bun', 'scripts/build.ts', bin], { cwd: ROOT });
+  if (build.exitCode !== 0) throw new Error(`build failed: ${build.stderr.toString()}`);
+}, 120_000);
+
+afterAll(() => {
+  server?.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('dist/hookrelay', () => {
+  it('runs admin commands from an empty folder with bundled migrations', () => {
+    expect(readdirSync(dir)).toEqual(['hookrelay']);
+    const init = run(['init', '--shop', 'bin.myshopify.com', '--data-dir', 'data']);
+    expect(init.code).toBe(0);
+    expect(JSON.parse(init.out).store.shopDomain).toBe('bin.myshopify.com');
+    expect(JSON.parse(run(['init', '--shop', 'bin.myshopify.com', '--data-dir', 'data']).out).created).toBe(false);
+    const bad = run(['grant', 'issue', '--shop', 'bin.myshopify.com', '--tier', 'wizard', '--ttl', '1h', '--data-dir', 'data']);
+    expect(bad.code).toBe(2);
+    expect(JSON.parse(bad.out).error.code).toBe('invalid_input');
+  });
+
+  it('serves: a curl + openssl signed event is 202, then delivered, and SIGTERM stops it cleanly', async () => {
+    const grant = JSON.parse(run(['grant', 'issue', '--shop', 'bin.myshopify.com', '--tier', 'operator', '--ttl', '1h', '--data-dir', 'data']).out);
+    expect(grant.token).toStartWith('hrg_');
+    port = freePort();
+    server = Bun.spawn([bin, 'serve', '--port', String(port), '--data-dir', 'data'], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    const base = `http://127.0.0.1:${port}`;
+    await waitFor(async () => (await fetch(`${base}/status`)).ok);
+
+    const created = await fetch(`${base}/agent/v1/endpoints`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${grant.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ triggerVariant: 'order', resourceIdPath: 'order.id' }),
+    }).then((r) => r.json() as any);
+    const { endpoint, secret } = created.data;
+    expect(endpoint.url).toBe(`${base}/hooks/${endpoint.id}`);
+
+    const body = '{"event_type":"order.flagged","external_event_id":"e2e-1","order":{"id":"gid://shopify/Order/4501"},"note":"E2E_BODY_MARKER"}';
+    const script = `sig=$(printf '%s' "$BODY" | openssl dgst -sha256 -hmac "$SECRET" | sed 's/^.*= //')
+curl -s -w '\\n%{http_code}' -X POST -H 'Content-Type: application/json' -H "X-Hookrelay-Signature: $sig" --data-binary "$BODY" "$URL"`;
+    const curl = Bun.spawnSync(['bash', '-c', script], { env: { ...process.env, BODY: body, SECRET: secret, URL: endpoint.url } });
+    const [reply, status] = curl.stdout.toString().trim().split('\n');
+    expect(status).toBe('202');
+    const receipt = JSON.parse(reply!);
+    expect(receipt.status).toBe('accepted');
+
+    const wrong = Bun.spawnSync(['bash', '-c', `curl -s -w '\\n%{http_code}' -X POST -H 'Content-Type: application/json' -H 'X-Hookrelay-Signature: ${'0'.repeat(64)}' --data-binary '{}' ${endpoint.url}`]);
+    expect(wrong.stdout.toString()).toContain('SVC_AUTH_FAILED');
+    expect(wrong.stdout.toString().trim().endsWith('401')).toBe(true);
+
+    const auth = { authorization: `Bearer ${grant.token}` };
+    await waitFor(async () => {
+      const list = (await fetch(`${base}/agent/v1/events`, { headers: auth }).then((r) => r.json())) as any;
+      return list.data.events[0]?.outcome === 'delivered';
+    });
+    const list = await fetch(`${base}/agent/v1/events`, { headers: auth }).then((r) => r.text());
+    expect(JSON.parse(list).data.events).toHaveLength(1);
+    expect(list).not.toContain('E2E_BODY_MARKER');
+    expect(list).not.toContain(secret);
+
+    server.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+    stderr = await new Response(server.stderr as ReadableStream).text();
+    server = null;
+    expect(stderr).toContain(`POST /hooks/${endpoint.id} 202`);
+    expect(stderr).toContain('stopped');
+    for (const secretish of [secret, grant.token, 'E2E_BODY_MARKER']) expect(stderr).not.toContain(secretish);
+    const dbBytes = readFileSync(join(dir, 'data', 'hookrelay.db')).toString('latin1') + readFileSync(join(dir, 'data', 'hookrelay.db-wal'), { flag: 'a+' }).toString('latin1');
+    expect(dbBytes).not.toContain(secret);
+    expect(dbBytes).not.toContain(grant.token);
+  }, 60_000);
+});
