@@ -1,4 +1,5 @@
 /** Builds dist/hookrelay: one self-contained executable (migrations bundled; ignores bunfig.toml and .env at run time). */
+export {};
 const outfile = process.argv[2] ?? 'dist/hookrelay';
 
 const result = await Bun.build({

@@ -28,6 +28,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
   const worker = new HandoffWorker(core, opts.destinations);
   app.onReceipts(() => worker.wake());
   const logRequests = opts.logRequests ?? true;
+  let inFlight = 0;
 
   const server = Bun.serve({
     port: opts.port,
@@ -37,11 +38,14 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
     async fetch(req) {
       const started = performance.now();
       let res: Response;
+      inFlight++;
       try {
         res = await app.fetch(req);
       } catch {
         core.log.error(`unhandled error on ${req.method} ${new URL(req.url).pathname}`);
         res = Response.json({ code: 'internal_error', message: 'Something went wrong on our side.' }, { status: 500 });
+      } finally {
+        inFlight--;
       }
       if (logRequests) {
         const ms = (performance.now() - started).toFixed(1);
@@ -70,8 +74,12 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
     url: `http://${server.hostname}:${server.port}`,
     stop() {
       stopping ??= (async () => {
-        await server.stop(false);
+        const stopped = server.stop(false);
+        // Requests already inside the app finish (and commit) before the writer closes; at most 10 s.
+        const deadline = Date.now() + 10_000;
+        while (inFlight > 0 && Date.now() < deadline) await Bun.sleep(5);
         await app.writer.close();
+        await stopped;
         await worker.stop();
         await core.repo.close();
       })();
