@@ -54,9 +54,10 @@ export function hmacBase64(secret: string, body: Uint8Array | string): string {
   return new Bun.CryptoHasher('sha256', secret).update(body).digest('base64');
 }
 
-const HEX64 = /^[0-9a-fA-F]{64}$/;
+/** The spec's format is lowercase hex only; uppercase or mixed case is a malformed signature. */
+const HEX64 = /^[0-9a-f]{64}$/;
 
-/** Constant-time check of a hex HMAC-SHA256 header value against the exact raw bytes. */
+/** Constant-time check of a lowercase hex HMAC-SHA256 header value against the exact raw bytes. */
 export function verifyHmacHex(secret: string, body: Uint8Array, headerValue: string): boolean {
   const given = headerValue.trim();
   if (!HEX64.test(given)) return false;

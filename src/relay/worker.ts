@@ -159,11 +159,14 @@ export class HandoffWorker {
     }
   }
 
-  /** Full-jitter exponential backoff, capped; a platform's Retry-After is honoured as a floor. */
+  /**
+   * Equal-jitter exponential backoff, capped at maxDelayMs. A platform's Retry-After is a floor that the cap
+   * does not cut: retrying before it only earns another 429.
+   */
   private backoff(attempt: number, retryAfterMs?: number): number {
     const { baseDelayMs, maxDelayMs } = this.core.config.handoff;
     const exp = Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
     const jittered = Math.round(exp / 2 + (this.random() * exp) / 2);
-    return retryAfterMs != null ? Math.min(maxDelayMs, Math.max(retryAfterMs, jittered)) : jittered;
+    return retryAfterMs != null ? Math.max(retryAfterMs, jittered) : jittered;
   }
 }
