@@ -53,7 +53,8 @@ export interface Repo {
   // handoff worker
   /** Leases up to `limit` events due at `now` so no other worker takes them until `leaseUntil`. */
   claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]>;
-  recordAttempt(eventId: string, result: AttemptResult): Promise<void>;
+  /** Records a round of attempts in one transaction (one fsync for the round, not one per event). */
+  recordAttempts(results: AttemptResult[]): Promise<void>;
   /** Earliest next_attempt_at of pending events, for the worker's sleep. */
   nextDueAt(): Promise<number | null>;
   /** Clears every lease: only for a single-process deployment at start-up, after a crash. */

@@ -44,6 +44,7 @@ export interface DueEvent {
 }
 
 export interface AttemptResult {
+  /** attempt.eventId is the event updated. */
   attempt: AttemptRow;
   /** Event columns to set with the attempt, in the same transaction. */
   event: Pick<EventRow, 'outcome' | 'code' | 'nextAttemptAt' | 'deliveredAt' | 'leaseUntil'>;

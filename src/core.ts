@@ -15,7 +15,10 @@ export interface HandoffConfig {
   maxDelayMs: number;
   /** Attempts before an event ends `failed` with SVC_HANDOFF_RETRY_EXHAUSTED. */
   maxAttempts: number;
+  /** Handoffs in flight at once. */
   concurrency: number;
+  /** Events leased per round; a round's attempts are recorded in one transaction. */
+  batchSize: number;
 }
 
 export interface Config {
@@ -47,7 +50,7 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     dedupeWindowMs: 24 * 3600_000,
     bodyRetentionMs: 30 * 86400_000,
     shopifyAdminUrl: null,
-    handoff: { timeoutMs: 10_000, baseDelayMs: 1_000, maxDelayMs: 300_000, maxAttempts: 8, concurrency: 8 },
+    handoff: { timeoutMs: 10_000, baseDelayMs: 1_000, maxDelayMs: 300_000, maxAttempts: 8, concurrency: 8, batchSize: 256 },
     env: (name) => process.env[name],
     ...overrides,
   };

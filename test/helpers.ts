@@ -35,7 +35,7 @@ export async function createTestEnv(config: Partial<Config> = {}): Promise<TestE
       publicUrl: BASE,
       env: () => undefined,
       ...config,
-      handoff: { timeoutMs: 2000, baseDelayMs: 1000, maxDelayMs: 60_000, maxAttempts: 4, concurrency: 4, ...config.handoff },
+      handoff: { timeoutMs: 2000, baseDelayMs: 1000, maxDelayMs: 60_000, maxAttempts: 4, concurrency: 4, batchSize: 16, ...config.handoff },
     }),
   });
   return { core, app: createApp(core), clock, log, repo };

@@ -65,9 +65,31 @@ export class SqliteRepo implements Repo {
   private readonly insertBody;
   private readonly findFirstByExternalId;
   private readonly insertAuthFailure;
+  private readonly insertAttempt;
+  private readonly updateAfterAttempt;
+  private readonly recordBatch;
+  private readonly claimStatement;
   private readonly commitBatch;
 
+  /**
+   * Runs worker bookkeeping (leases, attempt rows) without an fsync at commit. Losing it to a power cut means
+   * an event is handed off again (at-least-once), never that an acknowledged receipt is lost: receipts commit
+   * with synchronous=FULL, and that fsync of the WAL also covers these earlier commits.
+   */
+  private relaxed<T>(fn: () => T): T {
+    if (!this.fullSync) return fn();
+    this.sqlite.exec('PRAGMA synchronous = NORMAL');
+    try {
+      return fn();
+    } finally {
+      this.sqlite.exec('PRAGMA synchronous = FULL');
+    }
+  }
+
+  private readonly fullSync: boolean;
+
   constructor(readonly sqlite: Database) {
+    this.fullSync = (sqlite.query<{ synchronous: number }, []>('PRAGMA synchronous').get()?.synchronous ?? 2) >= 2;
     this.db = drizzle({ client: sqlite, schema: s });
     this.insertEvent = sqlite.prepare(
       `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')})`,
@@ -78,6 +100,26 @@ export class SqliteRepo implements Repo {
          AND outcome NOT IN ('duplicate_suppressed', 'rejected', 'test') ORDER BY received_at, id LIMIT 1`,
     );
     this.insertAuthFailure = sqlite.prepare('INSERT INTO auth_failures (id, store_id, endpoint_id, code, at) VALUES (?, ?, ?, ?, ?)');
+    this.insertAttempt = sqlite.prepare(
+      `INSERT INTO attempts (id, event_id, number, destination, started_at, finished_at, outcome, http_status, code, message, retry_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.updateAfterAttempt = sqlite.prepare(
+      `UPDATE events SET outcome = ?, code = ?, next_attempt_at = ?, delivered_at = ?, lease_until = ?, attempts = ?, last_attempt_at = ?
+       WHERE id = ?`,
+    );
+    this.recordBatch = sqlite.transaction((results: AttemptResult[]) => {
+      for (const { attempt: a, event: e } of results) {
+        this.insertAttempt.run(a.id, a.eventId, a.number, a.destination, a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt);
+        this.updateAfterAttempt.run(e.outcome, e.code, e.nextAttemptAt, e.deliveredAt, e.leaseUntil, a.number, a.finishedAt, a.eventId);
+      }
+    });
+    this.claimStatement = sqlite.prepare<Record<string, unknown>, [number, number, number]>(
+      `UPDATE events SET lease_until = ?1, outcome = 'queued'
+       WHERE id IN (SELECT id FROM events WHERE next_attempt_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
+                    ORDER BY next_attempt_at LIMIT ?3)
+       RETURNING *`,
+    );
     this.commitBatch = sqlite.transaction((batch: PendingReceipt[], failures: AuthFailureRow[]) =>
       this.commitInTransaction(batch, failures),
     );
@@ -195,31 +237,7 @@ export class SqliteRepo implements Repo {
   }
 
   async claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]> {
-    const claimed = this.sqlite.transaction(() => {
-      const due = this.db
-        .select({ id: s.events.id })
-        .from(s.events)
-        .where(lte(s.events.nextAttemptAt, now))
-        .orderBy(asc(s.events.nextAttemptAt))
-        .limit(limit * 2)
-        .all()
-        .map((r) => r.id);
-      if (!due.length) return [];
-      const free = this.db
-        .select()
-        .from(s.events)
-        .where(inArray(s.events.id, due))
-        .all()
-        .filter((e) => e.leaseUntil == null || e.leaseUntil <= now)
-        .slice(0, limit);
-      if (!free.length) return [];
-      this.db
-        .update(s.events)
-        .set({ leaseUntil, outcome: 'queued' })
-        .where(inArray(s.events.id, free.map((e) => e.id)))
-        .run();
-      return free.map((e) => ({ ...e, leaseUntil, outcome: 'queued' }));
-    })();
+    const claimed = this.relaxed(() => this.claimStatement.all(leaseUntil, now, limit)).map(rowToEvent);
     if (!claimed.length) return [];
     const endpointIds = [...new Set(claimed.map((e) => e.endpointId))];
     const storeIds = [...new Set(claimed.map((e) => e.storeId))];
@@ -232,14 +250,9 @@ export class SqliteRepo implements Repo {
     });
   }
 
-  async recordAttempt(eventId: string, r: AttemptResult) {
-    this.db.transaction((tx) => {
-      tx.insert(s.attempts).values(r.attempt).run();
-      tx.update(s.events)
-        .set({ ...r.event, attempts: r.attempt.number, lastAttemptAt: r.attempt.finishedAt })
-        .where(eq(s.events.id, eventId))
-        .run();
-    });
+  async recordAttempts(results: AttemptResult[]) {
+    if (!results.length) return;
+    this.relaxed(() => this.recordBatch(results));
   }
 
   async nextDueAt() {
@@ -260,6 +273,33 @@ export class SqliteRepo implements Repo {
   async close() {
     this.sqlite.close();
   }
+}
+
+/** A raw `events` row (snake_case) as the typed row. */
+function rowToEvent(r: Record<string, unknown>): EventRow {
+  return {
+    id: r.id as string,
+    receiptId: r.receipt_id as string,
+    storeId: r.store_id as string,
+    endpointId: r.endpoint_id as string,
+    configVersion: r.config_version as number,
+    outcome: r.outcome as string,
+    code: r.code as string | null,
+    externalEventId: r.external_event_id as string | null,
+    eventType: r.event_type as string | null,
+    isTest: r.is_test === 1,
+    duplicateOf: r.duplicate_of as string | null,
+    resourceId: r.resource_id as string | null,
+    relatedResourceId: r.related_resource_id as string | null,
+    bodyBytes: r.body_bytes as number,
+    bodyRetention: r.body_retention as string,
+    receivedAt: r.received_at as number,
+    attempts: r.attempts as number,
+    lastAttemptAt: r.last_attempt_at as number | null,
+    nextAttemptAt: r.next_attempt_at as number | null,
+    leaseUntil: r.lease_until as number | null,
+    deliveredAt: r.delivered_at as number | null,
+  };
 }
 
 function eventValues(e: EventRow) {

@@ -3,7 +3,7 @@
  * attempt, retries with capped exponential backoff and jitter. A crash loses nothing: undelivered events stay
  * due and are picked up again on restart.
  */
-import type { AttemptRow, DueEvent } from '../../db/types.ts';
+import type { AttemptResult, AttemptRow, DueEvent } from '../../db/types.ts';
 import type { Core } from '../core.ts';
 import { logDestination } from './destinations/log.ts';
 import { shopifyDestination } from './destinations/shopify.ts';
@@ -59,6 +59,8 @@ export class HandoffWorker {
       } catch (err) {
         this.core.log.error(`handoff worker: ${err instanceof Error ? err.message : 'error'}`);
       }
+      // bun:sqlite answers synchronously, so without this the loop would never let HTTP requests in.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       if (handled > 0 || !this.running) continue;
       const next = await this.core.repo.nextDueAt().catch(() => null);
       const wait = next == null ? 1000 : Math.min(1000, Math.max(0, next - this.core.clock.now()));
@@ -77,18 +79,30 @@ export class HandoffWorker {
   async runOnce(): Promise<number> {
     const { clock, config } = this.core;
     const now = clock.now();
-    const leaseUntil = now + config.handoff.timeoutMs + 30_000;
-    const due = await this.core.repo.claimDue(now, config.handoff.concurrency * 4, leaseUntil);
+    const { batchSize, concurrency, timeoutMs } = config.handoff;
+    // Long enough for the last lane to finish the round even if every attempt times out.
+    const leaseUntil = now + timeoutMs * Math.ceil(batchSize / concurrency) + 30_000;
+    const due = await this.core.repo.claimDue(now, batchSize, leaseUntil);
+    if (!due.length) return 0;
+    const results: AttemptResult[] = [];
     let i = 0;
     const lane = async () => {
-      while (i < due.length) {
-        const item = due[i++]!;
-        const p = this.handOff(item);
-        this.inFlight.add(p);
-        await p.finally(() => this.inFlight.delete(p));
-      }
+      while (i < due.length) results.push(await this.handOff(due[i++]!));
     };
-    await Promise.all(Array.from({ length: Math.min(config.handoff.concurrency, due.length) }, lane));
+    const round = Promise.all(Array.from({ length: Math.min(concurrency, due.length) }, lane)).then(() =>
+      this.core.repo.recordAttempts(results),
+    );
+    this.inFlight.add(round);
+    try {
+      await round;
+    } finally {
+      this.inFlight.delete(round);
+    }
+    for (const r of results) {
+      if (r.attempt.outcome !== 'delivered') {
+        this.core.log.warn(`handoff ${r.attempt.eventId} attempt ${r.attempt.number}: ${r.attempt.outcome} (${r.attempt.code}${r.attempt.httpStatus ? ` HTTP ${r.attempt.httpStatus}` : ''})`);
+      }
+    }
     return due.length;
   }
 
@@ -97,8 +111,9 @@ export class HandoffWorker {
     for (let r = 0; r < maxRounds; r++) if ((await this.runOnce()) === 0) return;
   }
 
-  private async handOff({ event, endpoint, store }: DueEvent): Promise<void> {
-    const { clock, config, ids, repo } = this.core;
+  /** One attempt; returns what to record (the caller records a whole round at once). */
+  private async handOff({ event, endpoint, store }: DueEvent): Promise<AttemptResult> {
+    const { clock, config, ids } = this.core;
     const trigger = triggerFor(endpoint.triggerVariant);
     const destination = this.destinations[store.destination === 'shopify' ? 'shopify' : 'log'];
     const number = event.attempts + 1;
@@ -107,7 +122,7 @@ export class HandoffWorker {
 
     let outcome: HandoffOutcome;
     if (flowPayloadBytes(payload) >= 50_000) {
-      outcome = { kind: 'failed', httpStatus: null, errorClass: 'config', message: 'Flow payload would exceed 50,000 bytes.' };
+      outcome = { kind: 'failed', httpStatus: null, errorClass: 'payload_too_large', message: 'Flow payload would exceed 50,000 bytes.' };
     } else {
       try {
         outcome = await destination.send({ store, endpoint, event, handle: trigger.handle, payload }, AbortSignal.timeout(config.handoff.timeoutMs));
@@ -129,10 +144,15 @@ export class HandoffWorker {
       nextAttemptAt = finishedAt + this.backoff(number, outcome.retryAfterMs);
     } else {
       attemptOutcome = eventOutcome = 'failed';
-      code = outcome.kind === 'retry' ? 'SVC_HANDOFF_RETRY_EXHAUSTED' : 'SVC_HANDOFF_REJECTED';
+      code =
+        outcome.kind === 'retry'
+          ? 'SVC_HANDOFF_RETRY_EXHAUSTED'
+          : outcome.errorClass === 'payload_too_large'
+            ? 'SVC_PAYLOAD_TOO_LARGE'
+            : 'SVC_HANDOFF_REJECTED';
     }
 
-    await repo.recordAttempt(event.id, {
+    return {
       attempt: {
         id: ids.next('att'),
         eventId: event.id,
@@ -153,10 +173,7 @@ export class HandoffWorker {
         leaseUntil: null,
         deliveredAt: outcome.kind === 'delivered' ? finishedAt : null,
       },
-    });
-    if (outcome.kind !== 'delivered') {
-      this.core.log.warn(`handoff ${event.id} attempt ${number}: ${attemptOutcome} (${outcome.errorClass}${outcome.httpStatus ? ` HTTP ${outcome.httpStatus}` : ''})`);
-    }
+    };
   }
 
   /**

@@ -6,7 +6,7 @@ import { b, startFakeShopify, type FakeShopify } from '../fixtures/fake-shopify.
 import { addGrant, addStore, call, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
 const TOKEN = 'shpat_canary_token';
-const HANDOFF = { timeoutMs: 300, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4 };
+const HANDOFF = { timeoutMs: 300, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 16 };
 
 let fake: FakeShopify;
 beforeAll(() => {

@@ -37,7 +37,7 @@ function config(): Partial<Config> {
     publicUrl: BASE,
     shopifyAdminUrl: fake.url,
     env: (n) => (n === 'SHOP_TOKEN' ? TOKEN : undefined),
-    handoff: { timeoutMs: 2000, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4 },
+    handoff: { timeoutMs: 2000, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 16 },
   };
 }
 

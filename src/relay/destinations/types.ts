@@ -10,7 +10,7 @@ export interface HandoffRequest {
 }
 
 /** Error classes, recorded on attempts and counted by reliability reads. */
-export type AttemptErrorClass = 'throttled' | 'server_error' | 'timeout' | 'network' | 'user_errors' | 'http_error' | 'config';
+export type AttemptErrorClass = 'throttled' | 'server_error' | 'timeout' | 'network' | 'user_errors' | 'http_error' | 'config' | 'payload_too_large';
 
 export type HandoffOutcome =
   | { kind: 'delivered'; httpStatus: number | null }
