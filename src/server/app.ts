@@ -32,6 +32,15 @@ function compile(op: Operation): Route {
   return { op, pattern: new RegExp(`^${source}$`), names, handler: HANDLERS[op.operationId as OperationId] as AnyHandler | undefined };
 }
 
+/** decodeURIComponent that answers null for malformed escapes instead of throwing. */
+function safeDecode(s: string): string | null {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return null;
+  }
+}
+
 export interface App {
   fetch(req: Request): Promise<Response>;
   core: Core;
@@ -57,8 +66,8 @@ export function createApp(core: Core): App {
     const url = new URL(req.url);
     const path = url.pathname;
     if (path.startsWith('/hooks/')) {
-      const id = path.slice('/hooks/'.length);
-      if (id && !id.includes('/')) return inbound(req, decodeURIComponent(id));
+      const id = safeDecode(path.slice('/hooks/'.length));
+      if (id && !id.includes('/')) return inbound(req, id);
       return Response.json({ code: 'not_found', message: 'No such endpoint.' }, { status: 404 });
     }
     if (req.method === 'GET' && path === '/status') return status();
@@ -79,7 +88,7 @@ export function createApp(core: Core): App {
       if (!r.handler) {
         return errorResponse(null, new AppError('not_implemented', `${r.op.operationId} is declared in the contract but not served by this server yet; the manifest lists what is available.`));
       }
-      const params = Object.fromEntries(r.names.map((n, i) => [n, decodeURIComponent(m[i + 1]!)]));
+      const params = Object.fromEntries(r.names.map((n, i) => [n, safeDecode(m[i + 1]!) ?? '']));
       return runOperation(deps, r.op, r.handler, req, params, `req_${++requestSeq}`);
     }
     if (methodMismatch) {

@@ -159,6 +159,14 @@ describe('routing', () => {
     expect(r405.headers.get('allow')).toBe('POST');
   });
 
+  it('answers malformed percent-escapes with 404 or 400, never a 500', async () => {
+    const hook = await env.app.fetch(new Request('http://local/hooks/%E0%A4%A', { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } }));
+    expect(hook.status).toBe(404);
+    const read = await call(env, 'GET', '/agent/v1/events/%E0%A4%A', { token: admin });
+    expect(read.status).toBe(400);
+    expect(read.json.error.code).toBe('invalid_input');
+  });
+
   it('serves exactly the operations the manifest marks available', async () => {
     const manifest = (await call(env, 'GET', '/agent/v1/manifest')).json;
     expect(manifest.operations).toHaveLength(OPERATIONS.length);
