@@ -41,7 +41,10 @@ export function loadSecretKey(dataDir: string): Uint8Array {
 export async function openCore(opts: BootOptions = {}): Promise<Core> {
   const dataDir = resolveDataDir(opts.dataDir);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const repo = await SqliteRepo.open({ path: join(dataDir, 'hookrelay.db'), synchronous: opts.synchronous });
+  const dbPath = join(dataDir, 'hookrelay.db');
+  const repo = await SqliteRepo.open({ path: dbPath, synchronous: opts.synchronous });
+  // Retained bodies and sealed secrets live here: owner-only, like the key file (SQLite gives -wal/-shm the same mode).
+  chmodSync(dbPath, 0o600);
   const box = new SecretBox(loadSecretKey(dataDir));
   return createCore({ repo, box, log: opts.log, config: defaultConfig(opts.config) });
 }
