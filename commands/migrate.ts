@@ -1,8 +1,7 @@
 import { defineCommand } from 'citty';
 import { join } from 'node:path';
-import { mkdirSync } from 'node:fs';
 import { migrateSqlite, openSqliteDatabase } from '../db/sqlite/repo.ts';
-import { resolveDataDir } from '../src/boot.ts';
+import { prepareDataDir } from '../src/boot.ts';
 import { dataDirArg } from './_args.ts';
 import { printJson } from './_output.ts';
 
@@ -10,8 +9,7 @@ export default defineCommand({
   meta: { name: 'migrate', description: 'Apply database migrations (serve also applies them at start)' },
   args: { ...dataDirArg },
   async run({ args }) {
-    const dir = resolveDataDir(args['data-dir']);
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const dir = prepareDataDir(args['data-dir']);
     const db = openSqliteDatabase({ path: join(dir, 'hookrelay.db') });
     try {
       printJson({ dialect: 'sqlite', applied: await migrateSqlite(db) });

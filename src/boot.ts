@@ -38,13 +38,17 @@ export function loadSecretKey(dataDir: string): Uint8Array {
   return key;
 }
 
-export async function openCore(opts: BootOptions = {}): Promise<Core> {
-  const dataDir = resolveDataDir(opts.dataDir);
+/** Creates the data dir; everything this process creates from now on is owner-only (retained bodies live there). */
+export function prepareDataDir(flag?: string): string {
+  process.umask(0o077);
+  const dataDir = resolveDataDir(flag);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const dbPath = join(dataDir, 'hookrelay.db');
-  const repo = await SqliteRepo.open({ path: dbPath, synchronous: opts.synchronous });
-  // Retained bodies and sealed secrets live here: owner-only, like the key file (SQLite gives -wal/-shm the same mode).
-  chmodSync(dbPath, 0o600);
+  return dataDir;
+}
+
+export async function openCore(opts: BootOptions = {}): Promise<Core> {
+  const dataDir = prepareDataDir(opts.dataDir);
+  const repo = await SqliteRepo.open({ path: join(dataDir, 'hookrelay.db'), synchronous: opts.synchronous });
   const box = new SecretBox(loadSecretKey(dataDir));
   return createCore({ repo, box, log: opts.log, config: defaultConfig(opts.config) });
 }
