@@ -1,5 +1,11 @@
 /** The storage interface. src/ops and src/relay use only this; each dialect implements it. */
 import type {
+  AuditRow,
+  IdempotencyRow,
+  IntentRow,
+  OutcomeCount,
+  RecordRow,
+  TriggerReadinessRow,
   AttemptResult,
   AttemptRow,
   AuthFailureRow,
@@ -59,6 +65,43 @@ export interface Repo {
   nextDueAt(): Promise<number | null>;
   /** Clears every lease: only for a single-process deployment at start-up, after a crash. */
   releaseAllLeases(): Promise<number>;
+
+  // endpoints: changes
+  /** Writes a new config version (the row's configVersion) with its snapshot. */
+  updateEndpoint(row: EndpointRow, config: unknown): Promise<void>;
+  /** Permanent delete of an archived endpoint; receipts stay. */
+  deleteEndpoint(storeId: string, id: string): Promise<void>;
+
+  // replay
+  /** The retained body, for replay only; never returned by any read. */
+  getEventBody(eventId: string): Promise<Uint8Array | null>;
+  /** Queues a retained event for a new attempt now (replay). */
+  requeueEvent(eventId: string, at: number): Promise<void>;
+
+  // audit, intents, idempotency
+  insertAudit(row: AuditRow): Promise<void>;
+  listAudit(filter: { storeId?: string; since?: number; limit: number }): Promise<AuditRow[]>;
+  insertIntent(row: IntentRow): Promise<void>;
+  getIntent(storeId: string, id: string): Promise<IntentRow | null>;
+  /** Moves an intent from `fromState` only (compare-and-set); false when it was not in that state. */
+  transitionIntent(id: string, fromState: string, patch: Partial<IntentRow>): Promise<boolean>;
+  getIdempotency(storeId: string, key: string, since: number): Promise<IdempotencyRow | null>;
+  putIdempotency(row: IdempotencyRow): Promise<void>;
+
+  // readiness, usage, records
+  listTriggerReadiness(storeId: string): Promise<TriggerReadinessRow[]>;
+  setTriggerReadiness(row: TriggerReadinessRow): Promise<void>;
+  addUsage(storeId: string, meter: string, periodStart: number, n: number): Promise<void>;
+  getUsage(storeId: string, periodStart: number): Promise<Record<string, number>>;
+  insertRecord(row: RecordRow): Promise<void>;
+  getRecord(storeId: string, kind: string, id: string): Promise<RecordRow | null>;
+
+  // reliability
+  /** `sinceId`: the smallest event id of the window (ids sort by time; see idFloor in src/lib/ids.ts). */
+  countOutcomes(storeId: string, sinceId: string): Promise<OutcomeCount[]>;
+  listAttemptsSince(storeId: string, sinceId: string, limit: number): Promise<(AttemptRow & { receivedAt: number })[]>;
+  countAuthFailures(storeId: string, since: number): Promise<{ endpointId: string; n: number }[]>;
+  pendingStats(storeId: string): Promise<{ backlog: number; oldestReceivedAt: number | null }>;
 
   close(): Promise<void>;
 }

@@ -7,6 +7,16 @@ export type EndpointRow = typeof s.endpoints.$inferSelect;
 export type EventRow = typeof s.events.$inferSelect;
 export type AttemptRow = typeof s.attempts.$inferSelect;
 export type AuthFailureRow = typeof s.authFailures.$inferSelect;
+export type AuditRow = typeof s.auditLog.$inferSelect;
+export type IntentRow = typeof s.intents.$inferSelect;
+export type IdempotencyRow = typeof s.idempotencyKeys.$inferSelect;
+export type TriggerReadinessRow = typeof s.triggerReadiness.$inferSelect;
+export type RecordRow = typeof s.records.$inferSelect;
+
+export interface OutcomeCount {
+  outcome: string;
+  n: number;
+}
 
 /** A receipt waiting for the group commit. `dedupeKey` is the sender's external_event_id, when it has one. */
 export interface PendingReceipt {

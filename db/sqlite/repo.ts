@@ -1,11 +1,16 @@
 /** SQLite implementation of Repo over bun:sqlite + drizzle. The ingest commit uses raw prepared statements. */
 import { Database } from 'bun:sqlite';
-import { and, asc, desc, eq, gte, inArray, lt, lte, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, gte, inArray, lt, sql, type SQL } from 'drizzle-orm';
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
 import { runMigrations, type Migration } from '../migrate.ts';
 import { migrations as sqliteMigrations } from '../migrations/sqlite/index.ts';
 import type { Repo } from '../repo.ts';
 import type {
+  AuditRow,
+  IdempotencyRow,
+  IntentRow,
+  RecordRow,
+  TriggerReadinessRow,
   AttemptResult,
   AuthFailureRow,
   CommittedReceipt,
@@ -268,6 +273,134 @@ export class SqliteRepo implements Repo {
 
   async releaseAllLeases() {
     return this.sqlite.prepare('UPDATE events SET lease_until = NULL WHERE lease_until IS NOT NULL').run().changes;
+  }
+
+  async updateEndpoint(row: EndpointRow, config: unknown) {
+    this.db.transaction((tx) => {
+      tx.update(s.endpoints).set(row).where(eq(s.endpoints.id, row.id)).run();
+      tx.insert(s.endpointVersions)
+        .values({ endpointId: row.id, version: row.configVersion, config: JSON.stringify(config), createdAt: row.updatedAt })
+        .onConflictDoNothing()
+        .run();
+    });
+  }
+  async deleteEndpoint(storeId: string, id: string) {
+    this.db.transaction((tx) => {
+      tx.delete(s.endpointVersions).where(eq(s.endpointVersions.endpointId, id)).run();
+      tx.delete(s.endpoints).where(and(eq(s.endpoints.storeId, storeId), eq(s.endpoints.id, id))).run();
+    });
+  }
+
+  async getEventBody(eventId: string) {
+    const row = this.db.select({ body: s.eventBodies.body }).from(s.eventBodies).where(eq(s.eventBodies.eventId, eventId)).get();
+    return row ? new Uint8Array(row.body) : null;
+  }
+  async requeueEvent(eventId: string, at: number) {
+    this.db.update(s.events).set({ outcome: 'queued', code: null, nextAttemptAt: at, leaseUntil: null }).where(eq(s.events.id, eventId)).run();
+  }
+
+  async insertAudit(row: AuditRow) {
+    this.relaxed(() => this.db.insert(s.auditLog).values(row).run());
+  }
+  async listAudit(f: { storeId?: string; since?: number; limit: number }) {
+    const where: SQL[] = [];
+    if (f.storeId) where.push(eq(s.auditLog.storeId, f.storeId));
+    if (f.since != null) where.push(gte(s.auditLog.at, f.since));
+    return this.db.select().from(s.auditLog).where(and(...where)).orderBy(asc(s.auditLog.at), asc(s.auditLog.id)).limit(f.limit).all();
+  }
+  async insertIntent(row: IntentRow) {
+    this.db.insert(s.intents).values(row).run();
+  }
+  async getIntent(storeId: string, id: string) {
+    return this.db.select().from(s.intents).where(and(eq(s.intents.storeId, storeId), eq(s.intents.id, id))).get() ?? null;
+  }
+  async transitionIntent(id: string, fromState: string, patch: Partial<IntentRow>) {
+    const r = this.db.update(s.intents).set(patch).where(and(eq(s.intents.id, id), eq(s.intents.state, fromState))).returning({ id: s.intents.id }).all();
+    return r.length === 1;
+  }
+  async getIdempotency(storeId: string, key: string, since: number) {
+    return (
+      this.db
+        .select()
+        .from(s.idempotencyKeys)
+        .where(and(eq(s.idempotencyKeys.storeId, storeId), eq(s.idempotencyKeys.key, key), gte(s.idempotencyKeys.createdAt, since)))
+        .get() ?? null
+    );
+  }
+  async putIdempotency(row: IdempotencyRow) {
+    this.db
+      .insert(s.idempotencyKeys)
+      .values(row)
+      .onConflictDoUpdate({ target: [s.idempotencyKeys.storeId, s.idempotencyKeys.key], set: row })
+      .run();
+  }
+
+  async listTriggerReadiness(storeId: string) {
+    return this.db.select().from(s.triggerReadiness).where(eq(s.triggerReadiness.storeId, storeId)).all();
+  }
+  async setTriggerReadiness(row: TriggerReadinessRow) {
+    this.db
+      .insert(s.triggerReadiness)
+      .values(row)
+      .onConflictDoUpdate({ target: [s.triggerReadiness.storeId, s.triggerReadiness.handle], set: { hasEnabledFlow: row.hasEnabledFlow, updatedAt: row.updatedAt } })
+      .run();
+  }
+  async addUsage(storeId: string, meter: string, periodStart: number, n: number) {
+    this.relaxed(() =>
+      this.db
+        .insert(s.usageCounters)
+        .values({ storeId, meter, periodStart, used: n })
+        .onConflictDoUpdate({ target: [s.usageCounters.storeId, s.usageCounters.meter, s.usageCounters.periodStart], set: { used: sql`${s.usageCounters.used} + ${n}` } })
+        .run(),
+    );
+  }
+  async getUsage(storeId: string, periodStart: number) {
+    const rows = this.db
+      .select()
+      .from(s.usageCounters)
+      .where(and(eq(s.usageCounters.storeId, storeId), eq(s.usageCounters.periodStart, periodStart)))
+      .all();
+    return Object.fromEntries(rows.map((r) => [r.meter, r.used]));
+  }
+  async insertRecord(row: RecordRow) {
+    this.db.insert(s.records).values(row).run();
+  }
+  async getRecord(storeId: string, kind: string, id: string) {
+    return this.db.select().from(s.records).where(and(eq(s.records.storeId, storeId), eq(s.records.kind, kind), eq(s.records.id, id))).get() ?? null;
+  }
+
+  async countOutcomes(storeId: string, sinceId: string) {
+    return this.sqlite
+      .query<{ outcome: string; n: number }, [string, string]>(
+        'SELECT outcome, count(*) AS n FROM events WHERE store_id = ? AND id >= ? GROUP BY outcome',
+      )
+      .all(storeId, sinceId);
+  }
+  async listAttemptsSince(storeId: string, sinceId: string, limit: number) {
+    return this.db
+      .select({ attempt: s.attempts, receivedAt: s.events.receivedAt })
+      .from(s.attempts)
+      .innerJoin(s.events, eq(s.events.id, s.attempts.eventId))
+      .where(and(eq(s.events.storeId, storeId), gte(s.events.id, sinceId)))
+      .orderBy(desc(s.events.id))
+      .limit(limit)
+      .all()
+      .map((r) => ({ ...r.attempt, receivedAt: r.receivedAt }));
+  }
+  async countAuthFailures(storeId: string, since: number) {
+    return this.sqlite
+      .query<{ endpointId: string; n: number }, [string, number]>(
+        'SELECT endpoint_id AS endpointId, count(*) AS n FROM auth_failures WHERE store_id = ? AND at >= ? GROUP BY endpoint_id',
+      )
+      .all(storeId, since);
+  }
+  async pendingStats(storeId: string) {
+    const row = this.sqlite
+      .query<{ backlog: number; oldest: number | null }, [string]>(
+        `SELECT count(*) AS backlog, min(received_at) AS oldest FROM events WHERE store_id = ? AND outcome IN ('accepted', 'queued', 'held')`,
+      )
+      .get(storeId);
+    return { backlog: row?.backlog ?? 0, oldestReceivedAt: row?.oldest ?? null };
   }
 
   async close() {

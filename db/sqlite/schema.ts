@@ -149,3 +149,104 @@ export const authFailures = sqliteTable(
   },
   (t) => [index('auth_failures_endpoint_idx').on(t.endpointId, t.at), index('auth_failures_store_idx').on(t.storeId, t.at)],
 );
+
+/** One row per operation call and per intent transition. Never secrets, bodies or header values. */
+export const auditLog = sqliteTable(
+  'audit_log',
+  {
+    id: text('id').primaryKey(),
+    at: integer('at').notNull(),
+    storeId: text('store_id'),
+    grantId: text('grant_id'),
+    actorKind: text('actor_kind').notNull(),
+    actorLabel: text('actor_label').notNull(),
+    operationId: text('operation_id').notNull(),
+    scopes: text('scopes').notNull(),
+    targetId: text('target_id'),
+    intentId: text('intent_id'),
+    transition: text('transition'),
+    outcome: text('outcome').notNull(),
+    status: integer('status').notNull(),
+    errorCode: text('error_code'),
+    refusalCategory: text('refusal_category'),
+    refusalCode: text('refusal_code'),
+    requestId: text('request_id'),
+  },
+  (t) => [index('audit_store_idx').on(t.storeId, t.at), index('audit_at_idx').on(t.at)],
+);
+
+/** Action intents: preview -> confirmation -> execution. Only the confirmation token's hash is kept. */
+export const intents = sqliteTable(
+  'intents',
+  {
+    id: text('id').primaryKey(),
+    storeId: text('store_id').notNull(),
+    grantId: text('grant_id').notNull(),
+    kind: text('kind').notNull(),
+    operationId: text('operation_id').notNull(),
+    targetId: text('target_id'),
+    state: text('state').notNull(),
+    input: text('input').notNull(),
+    preview: text('preview').notNull(),
+    confirmationHash: text('confirmation_hash'),
+    confirmationExpiresAt: integer('confirmation_expires_at'),
+    result: text('result'),
+    refusal: text('refusal'),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  (t) => [index('intents_store_idx').on(t.storeId, t.id)],
+);
+
+/** Stored responses of idempotent requests, keyed per store and key, kept 24 h. */
+export const idempotencyKeys = sqliteTable(
+  'idempotency_keys',
+  {
+    storeId: text('store_id').notNull(),
+    key: text('key').notNull(),
+    operationId: text('operation_id').notNull(),
+    requestHash: text('request_hash').notNull(),
+    status: integer('status').notNull(),
+    response: text('response').notNull(),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.storeId, t.key] })],
+);
+
+/** Flow's lifecycle callback: whether a trigger has an enabled workflow, per store and handle. */
+export const triggerReadiness = sqliteTable(
+  'trigger_readiness',
+  {
+    storeId: text('store_id').notNull(),
+    handle: text('handle').notNull(),
+    hasEnabledFlow: integer('has_enabled_flow', { mode: 'boolean' }).notNull(),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.storeId, t.handle] })],
+);
+
+/** Metered usage per store, meter and 30-day period. */
+export const usageCounters = sqliteTable(
+  'usage_counters',
+  {
+    storeId: text('store_id').notNull(),
+    meter: text('meter').notNull(),
+    periodStart: integer('period_start').notNull(),
+    used: integer('used').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.storeId, t.meter, t.periodStart] })],
+);
+
+/** Non-binding expansion and feature requests, support requests and diagnostics shares: frozen JSON documents. */
+export const records = sqliteTable(
+  'records',
+  {
+    id: text('id').primaryKey(),
+    storeId: text('store_id').notNull(),
+    kind: text('kind').notNull(),
+    body: text('body').notNull(),
+    createdAt: integer('created_at').notNull(),
+    expiresAt: integer('expires_at'),
+  },
+  (t) => [index('records_store_kind_idx').on(t.storeId, t.kind, t.id)],
+);

@@ -30,6 +30,11 @@ export function createIdGenerator(clock: Clock = systemClock): IdGenerator {
   };
 }
 
+/** The smallest id with this prefix minted at `ms`: a lower bound for time ranges over time-ordered ids. */
+export function idFloor(prefix: IdPrefix, ms: number): string {
+  return `${prefix}_${encodeTime(Math.max(0, ms))}`;
+}
+
 function increment(bytes: Uint8Array): void {
   for (let i = bytes.length - 1; i >= 0; i--) {
     if (bytes[i]! < 255) {
