@@ -6,6 +6,7 @@ import type { SecretBox } from './lib/crypto.ts';
 import type { IdGenerator } from './lib/ids.ts';
 import { createIdGenerator } from './lib/ids.ts';
 import type { Log } from './lib/log.ts';
+import { DEFAULT_RATE_LIMITS, type RateLimits } from './server/rate-limit.ts';
 import { silentLog } from './lib/log.ts';
 
 export interface HandoffConfig {
@@ -30,6 +31,8 @@ export interface Config {
   /** Overrides `https://<shop>` for the Shopify destination (tests, proxies). */
   shopifyAdminUrl: string | null;
   handoff: HandoffConfig;
+  /** Per-minute limits per grant and per store, by class (DESIGN defaults). */
+  rateLimits: RateLimits;
   /** Reads an environment variable by name (the store's token variable); injected so tests need no real env. */
   env: (name: string) => string | undefined;
 }
@@ -52,6 +55,7 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     shopifyAdminUrl: null,
     handoff: { timeoutMs: 10_000, baseDelayMs: 1_000, maxDelayMs: 300_000, maxAttempts: 8, concurrency: 8, batchSize: 256 },
     env: (name) => process.env[name],
+    rateLimits: DEFAULT_RATE_LIMITS,
     ...overrides,
   };
 }

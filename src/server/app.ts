@@ -13,6 +13,7 @@ import { HANDLERS } from './handlers.ts';
 import { errorResponse } from './http.ts';
 import { runOperation, type AnyHandler } from './pipeline.ts';
 import { docsPage } from './docs.ts';
+import { RateLimiter } from './rate-limit.ts';
 
 export const VERSION = '0.1.0';
 
@@ -59,7 +60,7 @@ export function createApp(core: Core): App {
   const inbound = createInboundHandler({ core, endpoints, writer });
   const routes = OPERATIONS.map(compile);
   const available = new Set(routes.filter((r) => r.handler || r.op.auth === 'none').map((r) => r.op.operationId));
-  const deps = { core, endpointChanged: (id: string) => endpoints.invalidate(id) };
+  const deps = { core, endpointChanged: (id: string) => endpoints.invalidate(id), limiter: new RateLimiter(core.clock, core.config.rateLimits), inflight: new Map() };
   let requestSeq = 0;
 
   async function fetch(req: Request): Promise<Response> {

@@ -11,10 +11,6 @@ function scopeOf(ctx: Scoped) {
   return ctx ? { storeId: ctx.store.id, shopDomain: ctx.store.shopDomain, grantId: ctx.grant.id, scopes: ctx.scopes } : null;
 }
 
-export function envelope(ctx: Scoped, data: unknown, status = 200, headers?: Record<string, string>): Response {
-  return Response.json({ edition: EDITION, scope: scopeOf(ctx), actor: ctx?.actor ?? null, refusal: null, data }, { status, headers });
-}
-
 export function newSupportCode(): string {
   return `sup-${randomBase62(8).slice(0, 10)}`;
 }

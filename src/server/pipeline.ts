@@ -7,16 +7,25 @@ import { AppError, refuse } from '../contract/errors.ts';
 import type { Operation } from '../contract/operations.ts';
 import type { Scope } from '../contract/scopes.ts';
 import type { Core } from '../core.ts';
+import { EDITION } from '../contract/scopes.ts';
+import { sha256Hex } from '../lib/crypto.ts';
 import type { OpContext } from '../ops/context.ts';
 import { authenticateBearer } from '../ops/grants.ts';
-import { envelope, errorResponse, invalidInput, newSupportCode } from './http.ts';
+import { record, type Meter } from '../ops/usage.ts';
+import { errorResponse, invalidInput, newSupportCode } from './http.ts';
+import type { RateLimiter } from './rate-limit.ts';
 
 export type AnyHandler = (ctx: OpContext, input: { params: unknown; query: unknown; body: unknown }) => Promise<unknown>;
 
 export interface PipelineDeps {
   core: Core;
   endpointChanged(id: string): void;
+  limiter: RateLimiter;
+  /** Executions in flight per store + Idempotency-Key, so concurrent retries run once. */
+  inflight: Map<string, Promise<unknown>>;
 }
+
+const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 
 const MAX_API_BODY = 1024 * 1024;
 
@@ -75,14 +84,138 @@ export async function runOperation(
       query: op.query ? parse(op.query, Object.fromEntries(new URL(req.url).searchParams), 'query') : undefined,
       body: op.body ? parse(op.body, await readJsonBody(req), 'body') : undefined,
     };
-    const data = await handler(ctx, input);
-    return envelope(ctx, data, op.successStatus);
+    const mode = (input.body as { mode?: string } | undefined)?.mode;
+    const executing = mode === 'execute' || mode === 'submit';
+
+    if (op.rateLimitClass && !executing) {
+      const d = deps.limiter.take(op.rateLimitClass, grant.id, store.id);
+      if (d.limited) return rateLimited(ctx, op, d.scope, d.retryAfterSeconds, d.resetAt);
+    }
+
+    const key = req.headers.get('idempotency-key');
+    if (op.idempotency === 'execute' && executing && !key) {
+      throw new AppError('invalid_input', 'Send an Idempotency-Key header with every execute step.', [
+        { path: 'header.Idempotency-Key', code: 'required', message: 'Required on execute' },
+      ]);
+    }
+    const exec = async () => {
+      const data = await handler(ctx!, input);
+      const status = op.effect === 'preview_or_execute' && !executing ? 201 : op.successStatus;
+      const meter = meterOf(op, executing);
+      if (meter) await record(deps.core, store, meter);
+      return { status, body: envelopeBody(ctx!, data) };
+    };
+    let result: { status: number; body: Record<string, unknown> };
+    let replayed = false;
+    if (key && op.idempotency !== 'none') {
+      if (key.length > 200) throw new AppError('invalid_input', 'Idempotency-Key is at most 200 characters.');
+      const requestHash = sha256Hex(JSON.stringify([op.operationId, params, input.body ?? null]));
+      const slot = `${store.id}\u0000${key}`;
+      while (deps.inflight.has(slot)) await deps.inflight.get(slot)!.catch(() => {});
+      const stored = await deps.core.repo.getIdempotency(store.id, key, deps.core.clock.now() - IDEMPOTENCY_TTL_MS);
+      if (stored) {
+        if (stored.operationId !== op.operationId || stored.requestHash !== requestHash) {
+          throw new AppError('idempotency_key_reused', 'This Idempotency-Key was used with a different request in the last 24 hours.');
+        }
+        result = { status: stored.status, body: JSON.parse(stored.response) };
+        replayed = true;
+      } else {
+        const running = exec();
+        deps.inflight.set(slot, running);
+        try {
+          result = await running;
+          await deps.core.repo.putIdempotency({
+            storeId: store.id,
+            key,
+            operationId: op.operationId,
+            requestHash,
+            status: result.status,
+            response: JSON.stringify(result.body),
+            createdAt: deps.core.clock.now(),
+          });
+        } finally {
+          deps.inflight.delete(slot);
+        }
+      }
+    } else {
+      result = await exec();
+    }
+    await audit(deps, op, ctx, params, result.status, result.body.data, null, requestId, replayed);
+    return Response.json(result.body, { status: result.status, headers: replayed ? { 'Idempotent-Replayed': 'true' } : undefined });
   } catch (err) {
-    if (err instanceof AppError) return errorResponse(ctx, err);
-    const supportCode = newSupportCode();
-    deps.core.log.error(`internal error in ${op.operationId} request=${requestId} support=${supportCode}: ${describe(err)}`);
-    return errorResponse(ctx, new AppError('internal_error', 'Something went wrong on our side. Quote the support code.'), supportCode);
+    let appErr: AppError;
+    let supportCode: string | undefined;
+    if (err instanceof AppError) appErr = err;
+    else {
+      supportCode = newSupportCode();
+      deps.core.log.error(`internal error in ${op.operationId} request=${requestId} support=${supportCode}: ${describe(err)}`);
+      appErr = new AppError('internal_error', 'Something went wrong on our side. Quote the support code.');
+    }
+    await audit(deps, op, ctx, params, appErr.status, null, appErr, requestId, false).catch(() => {});
+    return errorResponse(ctx, appErr, supportCode);
   }
+}
+
+function envelopeBody(ctx: OpContext, data: unknown): Record<string, unknown> {
+  const scope = { storeId: ctx.store.id, shopDomain: ctx.store.shopDomain, grantId: ctx.grant.id, scopes: ctx.scopes };
+  return { edition: EDITION, scope, actor: ctx.actor, refusal: null, data };
+}
+
+/** Which usage meter a call counts against, from the table's classes. */
+function meterOf(op: Operation, executing: boolean): Meter | null {
+  if (op.rateLimitClass === 'simple_read') return 'simple_reads';
+  if (op.rateLimitClass === 'rich_read') return 'rich_reads';
+  if (op.effect === 'preview_or_execute') return executing ? 'executed_actions' : 'action_previews';
+  return null;
+}
+
+function rateLimited(ctx: OpContext, op: Operation, scope: 'grant' | 'store', retryAfterSeconds: number, resetAt: number): Response {
+  const body = {
+    edition: EDITION,
+    actor: ctx.actor,
+    refusal: null,
+    error: { code: 'rate_limited', message: `Too many ${op.rateLimitClass} calls for this ${scope}; wait ${retryAfterSeconds} s.`, supportCode: newSupportCode() },
+    retryAfterSeconds,
+    resetAt: new Date(resetAt).toISOString(),
+    rateLimitClass: op.rateLimitClass,
+    scope,
+    recommendedAction: `Wait ${retryAfterSeconds} seconds before retrying; read GET /agent/v1/plan-usage before loops or polling.`,
+  };
+  return Response.json(body, { status: 429, headers: { 'Retry-After': String(retryAfterSeconds) } });
+}
+
+/** One audit row per call: who, what, which target, the outcome and any refusal. Never inputs or secrets. */
+async function audit(
+  deps: PipelineDeps,
+  op: Operation,
+  ctx: OpContext | null,
+  params: Record<string, string>,
+  status: number,
+  data: unknown,
+  err: AppError | null,
+  requestId: string,
+  replayed: boolean,
+): Promise<void> {
+  const intent = (data as { intent?: { id: string; state: string; targetId: string | null } } | null)?.intent;
+  await deps.core.repo.insertAudit({
+    id: deps.core.ids.next('aud'),
+    at: deps.core.clock.now(),
+    storeId: ctx?.store.id ?? null,
+    grantId: ctx?.grant.id ?? null,
+    actorKind: ctx ? 'agent' : 'anonymous',
+    actorLabel: ctx?.actor.label ?? 'unauthenticated',
+    operationId: op.operationId,
+    scopes: JSON.stringify(ctx?.scopes ?? []),
+    targetId: params.endpointId ?? params.eventId ?? intent?.targetId ?? null,
+    intentId: intent?.id ?? null,
+    transition: intent ? (replayed ? `${intent.state} (idempotent replay)` : intent.state) : null,
+    outcome: err ? (err.refusal ? 'refused' : 'error') : 'ok',
+    status,
+    errorCode: err?.code ?? null,
+    refusalCategory: err?.refusal?.category ?? null,
+    refusalCode: err?.refusal?.code ?? null,
+    requestId,
+  });
 }
 
 function parse<S extends z.ZodType>(schema: S, value: unknown, where: string): z.output<S> {

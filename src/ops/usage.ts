@@ -1,0 +1,85 @@
+/** Plans, 30-day usage periods, meters and their enforcement. Billing itself is the platform's (human-only). */
+import type { StoreRow } from '../../db/types.ts';
+import { refuse } from '../contract/errors.ts';
+import type { Core } from '../core.ts';
+
+export const METERS = [
+  'accepted_events',
+  'diagnostics_shares',
+  'replay_executions',
+  'simple_reads',
+  'rich_reads',
+  'action_previews',
+  'executed_actions',
+] as const;
+export type Meter = (typeof METERS)[number];
+
+interface PlanDef {
+  acceptedEvents: number;
+  diagnosticsShares: number;
+  replayExecutions: number;
+  /** Fraction over the accepted-events limit tolerated before holding events. */
+  eventGrace: number;
+}
+
+export const PLANS: Record<string, PlanDef> = {
+  free: { acceptedEvents: 500, diagnosticsShares: 25, replayExecutions: 25, eventGrace: 0 },
+  starter: { acceptedEvents: 25_000, diagnosticsShares: 1_000, replayExecutions: 500, eventGrace: 0.1 },
+  growth: { acceptedEvents: 250_000, diagnosticsShares: 10_000, replayExecutions: 5_000, eventGrace: 0.1 },
+  scale: { acceptedEvents: 1_000_000, diagnosticsShares: 50_000, replayExecutions: 25_000, eventGrace: 0.1 },
+};
+
+export const PERIOD_MS = 30 * 86400_000;
+
+export function planOf(store: StoreRow): PlanDef {
+  return PLANS[store.plan] ?? PLANS.free!;
+}
+
+/** The 30-day period containing `now`, anchored at the store's creation. */
+export function period(store: StoreRow, now: number) {
+  const start = store.createdAt + Math.floor((now - store.createdAt) / PERIOD_MS) * PERIOD_MS;
+  return { start, end: start + PERIOD_MS };
+}
+
+export function limitOf(store: StoreRow, meter: Meter): number | null {
+  const p = planOf(store);
+  if (meter === 'accepted_events') return p.acceptedEvents;
+  if (meter === 'diagnostics_shares') return p.diagnosticsShares;
+  if (meter === 'replay_executions') return p.replayExecutions;
+  return null;
+}
+
+export type Enforcement = 'ok' | 'warning' | 'grace' | 'exhausted';
+
+export function enforcement(store: StoreRow, meter: Meter, used: number): Enforcement {
+  const limit = limitOf(store, meter);
+  if (limit == null) return 'ok';
+  const grace = meter === 'accepted_events' ? planOf(store).eventGrace : 0;
+  if (used >= limit * (1 + grace)) return 'exhausted';
+  if (used >= limit) return 'grace';
+  if (used >= limit * 0.8) return 'warning';
+  return 'ok';
+}
+
+export async function record(core: Core, store: StoreRow, meter: Meter, n = 1): Promise<void> {
+  await core.repo.addUsage(store.id, meter, period(store, core.clock.now()).start, n);
+}
+
+/** 402 plan_capacity_exhausted when `meter` cannot take `n` more this period. */
+export async function ensureCapacity(core: Core, store: StoreRow, meter: Meter, n = 1): Promise<void> {
+  const limit = limitOf(store, meter);
+  if (limit == null) return;
+  const p = period(store, core.clock.now());
+  const used = (await core.repo.getUsage(store.id, p.start))[meter] ?? 0;
+  if (used + n > limit) {
+    throw refuse(
+      {
+        category: 'usage',
+        code: `${meter}_exhausted`,
+        reason: `The ${store.plan} plan allows ${limit} ${meter.replaceAll('_', ' ')} per 30 days; ${used} are used.`,
+        recommendedAction: `Wait for the reset at ${new Date(p.end).toISOString()}, or ask a human to change the plan (GET /agent/v1/billing-handoff).`,
+      },
+      { meter, used, limit, resetAt: new Date(p.end).toISOString() },
+    );
+  }
+}
