@@ -395,7 +395,7 @@ export const ReliabilityHealthSchema = z
 // ---- action intents --------------------------------------------------------------------------------
 
 export const INTENT_KINDS = ['endpoint_edit', 'endpoint_delete', 'secret_rotation', 'replay', 'diagnostics_share', 'support_request'] as const;
-export const IntentStateSchema = z.enum(['previewed', 'executed', 'refused', 'expired', 'failed', 'submitted']);
+export const IntentStateSchema = z.enum(['previewed', 'executing', 'executed', 'refused', 'expired', 'failed']);
 
 export const EndpointEditInputSchema = z
   .object({

@@ -4,6 +4,9 @@ import type { OpContext } from '../ops/context.ts';
 import { createEndpoint, getEndpointDetail } from '../ops/endpoints.ts';
 import { getEventDetail, getLatestEventResult, listEvents } from '../ops/events.ts';
 import { getCurrentAgentGrant } from '../ops/grants.ts';
+import { endpointDeleteIntent, endpointEditIntent, secretRotationIntent } from '../ops/endpoint-intents.ts';
+import { intentHandler } from '../ops/intents.ts';
+import { replayIntent } from '../ops/replay.ts';
 
 type Handlers = { [K in OperationId]?: (ctx: OpContext, input: OperationInput<K>) => Promise<OperationOutput<K>> };
 
@@ -14,4 +17,8 @@ export const HANDLERS: Handlers = {
   listEvents,
   getEventDetail,
   getLatestEventResult,
+  createReplayIntent: intentHandler('createReplayIntent', replayIntent),
+  createEndpointEditIntent: intentHandler('createEndpointEditIntent', endpointEditIntent),
+  createEndpointDeleteIntent: intentHandler('createEndpointDeleteIntent', endpointDeleteIntent),
+  createSecretRotationIntent: intentHandler('createSecretRotationIntent', secretRotationIntent),
 };

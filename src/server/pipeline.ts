@@ -112,30 +112,32 @@ export async function runOperation(
       const requestHash = sha256Hex(JSON.stringify([op.operationId, params, input.body ?? null]));
       const slot = `${store.id}\u0000${key}`;
       while (deps.inflight.has(slot)) await deps.inflight.get(slot)!.catch(() => {});
-      const stored = await deps.core.repo.getIdempotency(store.id, key, deps.core.clock.now() - IDEMPOTENCY_TTL_MS);
-      if (stored) {
-        if (stored.operationId !== op.operationId || stored.requestHash !== requestHash) {
-          throw new AppError('idempotency_key_reused', 'This Idempotency-Key was used with a different request in the last 24 hours.');
-        }
-        result = { status: stored.status, body: JSON.parse(stored.response) };
-        replayed = true;
-      } else {
-        const running = exec();
-        deps.inflight.set(slot, running);
-        try {
-          result = await running;
+      // Claim the slot before any await, so concurrent requests with this key wait for this one.
+      let release!: () => void;
+      deps.inflight.set(slot, new Promise<void>((r) => (release = r)));
+      try {
+        const stored = await deps.core.repo.getIdempotency(store.id, key, deps.core.clock.now() - IDEMPOTENCY_TTL_MS);
+        if (stored) {
+          if (stored.operationId !== op.operationId || stored.requestHash !== requestHash) {
+            throw new AppError('idempotency_key_reused', 'This Idempotency-Key was used with a different request in the last 24 hours.');
+          }
+          result = { status: stored.status, body: JSON.parse(stored.response) };
+          replayed = true;
+        } else {
+          result = await exec();
           await deps.core.repo.putIdempotency({
             storeId: store.id,
             key,
             operationId: op.operationId,
             requestHash,
             status: result.status,
-            response: JSON.stringify(result.body),
+            response: JSON.stringify(withoutSecrets(result.body)),
             createdAt: deps.core.clock.now(),
           });
-        } finally {
-          deps.inflight.delete(slot);
         }
+      } finally {
+        deps.inflight.delete(slot);
+        release();
       }
     } else {
       result = await exec();
@@ -154,6 +156,17 @@ export async function runOperation(
     await audit(deps, op, ctx, params, appErr.status, null, appErr, requestId, false).catch(() => {});
     return errorResponse(ctx, appErr, supportCode);
   }
+}
+
+/** A stored idempotent response never keeps a secret: it was shown once, in the original response. */
+function withoutSecrets(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutSecrets);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, k === 'secret' ? '(shown once in the original response)' : withoutSecrets(v)]),
+    );
+  }
+  return value;
 }
 
 function envelopeBody(ctx: OpContext, data: unknown): Record<string, unknown> {

@@ -1,0 +1,176 @@
+/** Endpoint edit, delete (archive, then permanent) and secret rotation, as intents. */
+import type { EndpointRow } from '../../db/types.ts';
+import { AppError, refuse } from '../contract/errors.ts';
+import { last4, newEndpointSecret } from '../lib/crypto.ts';
+import type { OpContext } from './context.ts';
+import { checkMapping, endpointView } from './endpoints.ts';
+import type { IntentKind } from './intents.ts';
+
+const EDITABLE = ['name', 'triggerVariant', 'resourceIdPath', 'relatedResourceIdPath', 'requiredPaths', 'sourceLabel', 'eventType', 'headerName'] as const;
+type EditInput = Partial<Record<(typeof EDITABLE)[number], unknown>>;
+
+async function endpointOf(ctx: OpContext, id: string) {
+  const row = await ctx.core.repo.getEndpoint(ctx.store.id, id);
+  if (!row) throw new AppError('not_found', 'No such endpoint.');
+  return row;
+}
+
+function current(row: EndpointRow): Record<string, unknown> {
+  return {
+    name: row.name,
+    triggerVariant: row.triggerVariant,
+    resourceIdPath: row.resourceIdPath,
+    relatedResourceIdPath: row.relatedResourceIdPath,
+    requiredPaths: JSON.parse(row.requiredPaths),
+    sourceLabel: row.sourceLabel,
+    eventType: row.eventType,
+    headerName: row.headerName,
+  };
+}
+
+function diff(row: EndpointRow, input: EditInput) {
+  const now = current(row);
+  return EDITABLE.filter((k) => k in input && JSON.stringify(input[k]) !== JSON.stringify(now[k])).map((k) => ({ field: k, from: now[k], to: input[k] ?? null }));
+}
+
+function mustBeActive(row: EndpointRow) {
+  if (row.status !== 'active') {
+    throw refuse({ category: 'target_state', code: 'endpoint_archived', reason: 'The endpoint is archived.', recommendedAction: 'Create a new endpoint, or delete this one permanently.' });
+  }
+}
+
+export const endpointEditIntent: IntentKind<EditInput> = {
+  kind: 'endpoint_edit',
+  async preview(ctx, input, params) {
+    const row = await endpointOf(ctx, params.endpointId!);
+    mustBeActive(row);
+    const merged = { ...current(row), ...input };
+    checkMapping(merged.triggerVariant as never, merged.resourceIdPath as string | null, merged.relatedResourceIdPath as string | null);
+    const changes = diff(row, input);
+    const sideEffects = [`Creates config version ${row.configVersion + 1}; events already received keep the version they used.`];
+    if (changes.some((c) => c.field === 'headerName')) sideEffects.push('Senders must send the new header name from the moment this executes.');
+    return {
+      targetId: row.id,
+      preview: {
+        summary: changes.length ? `Change ${changes.map((c) => c.field).join(', ')} of ${row.id}.` : `No change to ${row.id}.`,
+        changes,
+        sideEffects,
+        meterCost: [{ meter: 'executed_actions', units: 1 }],
+        warnings: changes.length ? [] : ['Every given value equals the current one.'],
+      },
+    };
+  },
+  async execute(ctx, intent, input) {
+    const row = await endpointOf(ctx, intent.targetId!);
+    mustBeActive(row);
+    const merged = { ...current(row), ...input };
+    checkMapping(merged.triggerVariant as never, merged.resourceIdPath as string | null, merged.relatedResourceIdPath as string | null);
+    const next: EndpointRow = {
+      ...row,
+      name: merged.name as string,
+      triggerVariant: merged.triggerVariant as string,
+      resourceIdPath: (merged.resourceIdPath as string | null) ?? null,
+      relatedResourceIdPath: (merged.relatedResourceIdPath as string | null) ?? null,
+      requiredPaths: JSON.stringify(merged.requiredPaths ?? []),
+      sourceLabel: merged.sourceLabel as string,
+      eventType: (merged.eventType as string | null) ?? null,
+      headerName: merged.headerName as string,
+      configVersion: row.configVersion + 1,
+      updatedAt: ctx.core.clock.now(),
+    };
+    const view = endpointView(next, ctx.core.config.publicUrl);
+    const { id: _i, url: _u, createdAt: _c, updatedAt: _d, ...config } = view;
+    await ctx.core.repo.updateEndpoint(next, config);
+    ctx.endpointChanged(row.id);
+    return { summary: `Endpoint ${row.id} is at config version ${next.configVersion}.`, resourceId: row.id };
+  },
+};
+
+type DeleteInput = { stage?: 'archive' | 'permanent' };
+
+export const endpointDeleteIntent: IntentKind<DeleteInput> = {
+  kind: 'endpoint_delete',
+  async preview(ctx, input, params) {
+    const row = await endpointOf(ctx, params.endpointId!);
+    const stage = input.stage ?? 'archive';
+    checkStage(ctx, row, stage);
+    return {
+      targetId: row.id,
+      preview: {
+        summary: stage === 'archive' ? `Archive ${row.id}: it stops taking events; history stays.` : `Delete archived ${row.id} permanently; receipts stay readable.`,
+        changes: [{ field: 'status', from: row.status, to: stage === 'archive' ? 'archived' : 'deleted' }],
+        sideEffects: stage === 'archive' ? ['Senders posting to this URL get 404 from then on.'] : ['The endpoint configuration and its versions are removed; this cannot be undone.'],
+        meterCost: [{ meter: 'executed_actions', units: 1 }],
+        warnings: [],
+      },
+    };
+  },
+  async execute(ctx, intent, input) {
+    const row = await endpointOf(ctx, intent.targetId!);
+    const stage = input.stage ?? 'archive';
+    checkStage(ctx, row, stage);
+    if (stage === 'archive') {
+      await ctx.core.repo.updateEndpoint({ ...row, status: 'archived', updatedAt: ctx.core.clock.now() }, { status: 'archived' });
+    } else {
+      await ctx.core.repo.deleteEndpoint(ctx.store.id, row.id);
+    }
+    ctx.endpointChanged(row.id);
+    return { summary: stage === 'archive' ? `Endpoint ${row.id} is archived.` : `Endpoint ${row.id} is deleted.`, resourceId: row.id };
+  },
+};
+
+function checkStage(ctx: OpContext, row: EndpointRow, stage: 'archive' | 'permanent') {
+  if (stage === 'archive') return mustBeActive(row);
+  if (row.status !== 'archived') {
+    throw refuse({ category: 'target_state', code: 'endpoint_not_archived', reason: 'Only an archived endpoint can be deleted permanently.', recommendedAction: 'Archive it first (stage archive).' });
+  }
+  if (ctx.grant.tier !== 'admin_assistant') {
+    throw refuse({ category: 'scope', code: 'admin_assistant_only', reason: 'Permanent delete is for Admin Assistant grants only.', recommendedAction: 'Ask the merchant to do it, or for an admin_assistant grant.' });
+  }
+}
+
+type RotationInput = { overlapSeconds?: number };
+
+export const secretRotationIntent: IntentKind<RotationInput> = {
+  kind: 'secret_rotation',
+  async preview(ctx, input, params) {
+    const row = await endpointOf(ctx, params.endpointId!);
+    mustBeActive(row);
+    const overlap = input.overlapSeconds ?? 86400;
+    return {
+      targetId: row.id,
+      preview: {
+        summary: `Rotate the secret of ${row.id} (ending ${row.secretLast4}).`,
+        changes: [{ field: 'auth.secretLast4', from: row.secretLast4, to: '(new, shown once on execute)' }],
+        sideEffects: [
+          overlap > 0
+            ? `The current secret keeps working for ${overlap} s after execution, then stops.`
+            : 'The current secret stops working immediately: senders fail until they use the new one.',
+          'The new secret appears once, in the execute response. Store it in the sender before the overlap ends.',
+        ],
+        meterCost: [{ meter: 'executed_actions', units: 1 }],
+        warnings: overlap === 0 ? ['No overlap: in-flight senders will get SVC_AUTH_FAILED.'] : [],
+      },
+    };
+  },
+  async execute(ctx, intent, input) {
+    const row = await endpointOf(ctx, intent.targetId!);
+    mustBeActive(row);
+    const now = ctx.core.clock.now();
+    const overlapMs = (input.overlapSeconds ?? 86400) * 1000;
+    const secret = newEndpointSecret();
+    await ctx.core.repo.updateEndpoint(
+      {
+        ...row,
+        secretSealed: ctx.core.box.seal(secret),
+        secretLast4: last4(secret),
+        previousSecretSealed: overlapMs > 0 ? row.secretSealed : null,
+        previousSecretExpiresAt: overlapMs > 0 ? now + overlapMs : null,
+        updatedAt: now,
+      },
+      { rotatedAt: now },
+    );
+    ctx.endpointChanged(row.id);
+    return { summary: `New secret for ${row.id} (ending ${last4(secret)}); the previous one ${overlapMs > 0 ? `works until ${new Date(now + overlapMs).toISOString()}` : 'no longer works'}.`, resourceId: row.id, secret };
+  },
+};

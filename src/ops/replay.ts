@@ -1,0 +1,90 @@
+/** Replay: hands a retained event off again as a new attempt, bypassing duplicate suppression. */
+import { AppError, refuse } from '../contract/errors.ts';
+import { TRIGGERS } from '../contract/triggers.ts';
+import type { OpContext } from './context.ts';
+import { eventSummary } from './events.ts';
+import type { IntentKind } from './intents.ts';
+import { ensureCapacity, record } from './usage.ts';
+
+type ReplayInput = { reason?: string };
+
+async function replayable(ctx: OpContext, eventId: string) {
+  const { core, store } = ctx;
+  if (eventId.startsWith('af_')) {
+    throw refuse({
+      category: 'safety',
+      code: 'auth_failure_not_replayable',
+      reason: 'A request that failed authentication was never recorded as an event and is never replayed.',
+      recommendedAction: 'Fix the sender (header name, secret, exact-bytes signing) and send a fresh event.',
+    });
+  }
+  const event = await core.repo.getEvent(store.id, eventId);
+  if (!event) throw new AppError('not_found', 'No such event.');
+  const summary = eventSummary(event, core.clock.now(), core.config.bodyRetentionMs);
+  const blocked: Record<string, [string, string, string]> = {
+    rejected: ['event_rejected', 'The event was authenticated but is not deliverable; replaying it would fail the same way.', 'Fix the sender (see the code) and send a fresh event.'],
+    test: ['test_event', 'Test events prove authentication and are never handed off.', 'Send a real event.'],
+    duplicate_suppressed: ['duplicate_event', 'This receipt was suppressed as a duplicate; its first receipt carries the body.', `Replay the first receipt instead (${event.duplicateOf ?? 'see duplicateOf'}).`],
+    accepted: ['handoff_in_progress', 'The event is still waiting for its handoff.', 'Wait for the handoff to finish, then read the event again.'],
+    queued: ['handoff_in_progress', 'The event is being handed off or waits for a retry.', 'Wait for the handoff to finish, then read the event again.'],
+    held: ['held_for_capacity', 'The event is held for plan capacity and will be handed off when capacity returns.', 'Read GET /agent/v1/plan-usage.'],
+  };
+  const b = blocked[event.outcome];
+  if (b) throw refuse({ category: 'target_state', code: b[0], reason: b[1], recommendedAction: b[2] });
+  if (summary.bodyRetention !== 'retained') {
+    throw refuse({
+      category: 'target_state',
+      code: 'SVC_RETENTION_EXPIRED',
+      reason: 'The raw body is no longer retained, so the event cannot be replayed.',
+      recommendedAction: 'Ask the sender to send the event again.',
+    });
+  }
+  return event;
+}
+
+export const replayIntent: IntentKind<ReplayInput> = {
+  kind: 'replay',
+  async preview(ctx, input, params) {
+    const event = await replayable(ctx, params.eventId!);
+    await ensureCapacity(ctx.core, ctx.store, 'replay_executions');
+    const endpoint = await ctx.core.repo.getEndpoint(ctx.store.id, event.endpointId);
+    const warnings: string[] = [];
+    if (!endpoint) warnings.push('The endpoint was deleted; the replay uses the mapping recorded with the event.');
+    else if (endpoint.configVersion !== event.configVersion) {
+      warnings.push(`The endpoint is at config version ${endpoint.configVersion}; the event was received under version ${event.configVersion}. The replay sends the mapping recorded with the event.`);
+    }
+    if (endpoint?.status === 'archived') warnings.push('The endpoint is archived; the replay still hands the event off.');
+    const readiness = endpoint ? (await ctx.core.repo.listTriggerReadiness(ctx.store.id)).find((r) => r.handle === TRIGGERS[endpoint.triggerVariant as keyof typeof TRIGGERS]?.handle) : undefined;
+    if (readiness && !readiness.hasEnabledFlow) warnings.push('Flow reports no enabled workflow for this trigger; the replay would end no_workflow.');
+    if (input.reason === undefined) warnings.push('No reason given; the audit trail records the replay without one.');
+    return {
+      targetId: event.id,
+      preview: {
+        summary: `Hand event ${event.id} (${event.outcome}) to Shopify Flow again as attempt ${event.attempts + 1}.`,
+        changes: [
+          { field: 'outcome', from: event.outcome, to: 'queued' },
+          { field: 'attempts', from: event.attempts, to: event.attempts + 1 },
+        ],
+        sideEffects: [
+          'Workflows that start from this trigger run again; downstream actions (emails, tags, fulfilment changes) may repeat.',
+          'Duplicate suppression is bypassed for this replay.',
+        ],
+        meterCost: [
+          { meter: 'replay_executions', units: 1 },
+          { meter: 'executed_actions', units: 1 },
+        ],
+        warnings,
+      },
+    };
+  },
+  async execute(ctx, intent) {
+    const event = await replayable(ctx, intent.targetId!);
+    await ensureCapacity(ctx.core, ctx.store, 'replay_executions');
+    if (!(await ctx.core.repo.getEventBody(event.id))) {
+      throw refuse({ category: 'target_state', code: 'SVC_RETENTION_EXPIRED', reason: 'The raw body is no longer retained.', recommendedAction: 'Ask the sender to send the event again.' });
+    }
+    await ctx.core.repo.requeueEvent(event.id, ctx.core.clock.now());
+    await record(ctx.core, ctx.store, 'replay_executions');
+    return { summary: `Event ${event.id} is queued for attempt ${event.attempts + 1}.`, resourceId: event.id };
+  },
+};
