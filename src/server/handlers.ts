@@ -7,6 +7,7 @@ import { getCurrentAgentGrant } from '../ops/grants.ts';
 import { endpointDeleteIntent, endpointEditIntent, secretRotationIntent } from '../ops/endpoint-intents.ts';
 import { intentHandler } from '../ops/intents.ts';
 import { replayIntent } from '../ops/replay.ts';
+import { getBillingHandoff, getDestinationReliabilityHealth, getPlanUsage, getSetupState, getTenantReliabilityHealth } from '../ops/state.ts';
 
 type Handlers = { [K in OperationId]?: (ctx: OpContext, input: OperationInput<K>) => Promise<OperationOutput<K>> };
 
@@ -17,6 +18,11 @@ export const HANDLERS: Handlers = {
   listEvents,
   getEventDetail,
   getLatestEventResult,
+  getSetupState,
+  getPlanUsage,
+  getBillingHandoff,
+  getTenantReliabilityHealth,
+  getDestinationReliabilityHealth,
   createReplayIntent: intentHandler('createReplayIntent', replayIntent),
   createEndpointEditIntent: intentHandler('createEndpointEditIntent', endpointEditIntent),
   createEndpointDeleteIntent: intentHandler('createEndpointDeleteIntent', endpointDeleteIntent),

@@ -1,0 +1,239 @@
+/** `hookrelay doctor`: named checks of a configuration against a server, each ok or failed with a hint. */
+import { EXIT } from '../contract/errors.ts';
+import { AgentOperationsManifestSchema, AgentGrantIntrospectionReadSchema } from '../contract/schemas.ts';
+import { API_PREFIX, EDITION, OPENAPI_VERSION, SCHEMA_VERSION } from '../contract/scopes.ts';
+import { EXPECTED_FIELDS, requireToken, type ResolvedConfig } from './config.ts';
+import { ClientError } from './errors.ts';
+import type { HookrelayClient } from './http.ts';
+
+export interface Check {
+  name: string;
+  ok: boolean;
+  detail: string;
+  hint?: string;
+  /** Not run because an earlier check failed. */
+  skipped?: boolean;
+}
+
+export interface DoctorReport {
+  ok: boolean;
+  summary: string;
+  checks: Check[];
+  /** 0 when every check passed; else 7 when the server is unreachable, 3 for grant or context, 1 otherwise. */
+  exitCode: number;
+}
+
+/** Allowed difference between the server's Date header and the local clock. */
+export const MAX_CLOCK_SKEW_SECONDS = 30;
+
+const pass = (name: string, detail: string, hint?: string): Check => ({ name, ok: true, detail, ...(hint ? { hint } : {}) });
+const fail = (name: string, detail: string, hint: string): Check => ({ name, ok: false, detail, hint });
+const skip = (name: string, because: string): Check => ({ name, ok: false, skipped: true, detail: `skipped: ${because}`, hint: `Fix ${because} first.` });
+
+function describeError(err: unknown): string {
+  if (err instanceof ClientError) return `${err.code}${err.status ? ` (HTTP ${err.status})` : ''}: ${err.message}`;
+  if (err instanceof Error) return err.message;
+  return 'unknown error';
+}
+
+function jsonOf(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+function duration(seconds: number): string {
+  const h = Math.floor(seconds / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  return h > 0 ? `${h}h ${m}m` : `${m}m ${seconds % 60}s`;
+}
+
+/** Runs every check in order; later checks that depend on an earlier one are skipped when it failed. */
+export async function runDoctor(client: HookrelayClient, config: ResolvedConfig): Promise<DoctorReport> {
+  const checks: Check[] = [];
+  const base = client.baseUrl;
+
+  // 1. Base URL reachable (any HTTP answer from /status counts), and the clock sample for check 8.
+  let statusAnswer: Awaited<ReturnType<HookrelayClient['getPublic']>> | null = null;
+  try {
+    statusAnswer = await client.getPublic('/status');
+    const body = jsonOf(statusAnswer.body) as { status?: string } | null;
+    checks.push(
+      statusAnswer.status === 200
+        ? pass('base_url_reachable', `${base} answered /status: ${body?.status ?? 'ok'} (base URL from ${config.baseUrl.from}).`)
+        : fail('base_url_reachable', `${base}/status answered HTTP ${statusAnswer.status}${body?.status ? ` (${body.status})` : ''}.`, 'The server is up but not healthy; check its stderr log.'),
+    );
+  } catch (err) {
+    checks.push(fail('base_url_reachable', `${base}: ${describeError(err)}`, `Start the server (hookrelay serve) or fix the base URL (from ${config.baseUrl.from}).`));
+  }
+  const reachable = statusAnswer !== null;
+
+  // 2. Manifest readable, 3. edition identity.
+  let manifest: ReturnType<typeof AgentOperationsManifestSchema.parse> | null = null;
+  if (!reachable) {
+    checks.push(skip('manifest_readable', 'base_url_reachable'));
+    checks.push(skip('edition_identity', 'base_url_reachable'));
+  } else {
+    try {
+      const res = await client.getPublic(`${API_PREFIX}/manifest`);
+      const parsed = AgentOperationsManifestSchema.safeParse(jsonOf(res.body));
+      if (res.status !== 200) checks.push(fail('manifest_readable', `${API_PREFIX}/manifest answered HTTP ${res.status}.`, 'Is this a hookrelay server, and is the base URL its root?'));
+      else if (!parsed.success) checks.push(fail('manifest_readable', 'The manifest does not match the contract schema.', 'Server and CLI versions may differ; upgrade the older one.'));
+      else {
+        manifest = parsed.data;
+        const served = manifest.operations.filter((o) => o.available).length;
+        const elsewhere = !manifest.docs.manifest.startsWith(base);
+        checks.push(
+          pass(
+            'manifest_readable',
+            `${served} of ${manifest.operations.length} operations served.`,
+            elsewhere ? `The manifest advertises ${manifest.docs.manifest.replace(/\/agent\/v1\/manifest$/, '')} as its public URL (HOOKRELAY_PUBLIC_URL); this CLI uses ${base}.` : undefined,
+          ),
+        );
+      }
+    } catch (err) {
+      checks.push(fail('manifest_readable', describeError(err), 'Check the base URL points at the hookrelay server root.'));
+    }
+    if (!manifest) checks.push(skip('edition_identity', 'manifest_readable'));
+    else {
+      const e = manifest.edition;
+      const same = e.platformKey === EDITION.platformKey && e.editionKey === EDITION.editionKey;
+      const schemaOk = manifest.schemaVersion === SCHEMA_VERSION;
+      checks.push(
+        same && schemaOk
+          ? pass('edition_identity', `${e.name} (${e.platformKey}/${e.editionKey}), schema ${manifest.schemaVersion}.`)
+          : fail(
+              'edition_identity',
+              `Server is ${e.platformKey}/${e.editionKey} schema ${manifest.schemaVersion}; this CLI speaks ${EDITION.platformKey}/${EDITION.editionKey} schema ${SCHEMA_VERSION}.`,
+              'Use a CLI built for this server edition and schema version.',
+            ),
+      );
+    }
+  }
+
+  // 4. OpenAPI reachable and its version.
+  if (!reachable) checks.push(skip('openapi_reachable', 'base_url_reachable'));
+  else {
+    try {
+      const res = await client.getPublic(`${API_PREFIX}/openapi.json`);
+      const doc = jsonOf(res.body) as { openapi?: string; info?: { version?: string } } | null;
+      if (res.status !== 200 || !doc) checks.push(fail('openapi_reachable', `${API_PREFIX}/openapi.json answered HTTP ${res.status}.`, 'The server should publish its OpenAPI description; check its version.'));
+      else if (doc.openapi !== OPENAPI_VERSION || doc.info?.version !== SCHEMA_VERSION) {
+        checks.push(
+          fail(
+            'openapi_reachable',
+            `OpenAPI ${doc.openapi ?? '?'} schema version ${doc.info?.version ?? '?'}; expected ${OPENAPI_VERSION} / ${SCHEMA_VERSION}.`,
+            'Server and CLI speak different contract versions; upgrade the older one.',
+          ),
+        );
+      } else checks.push(pass('openapi_reachable', `OpenAPI ${doc.openapi}, schema version ${doc.info.version}.`));
+    } catch (err) {
+      checks.push(fail('openapi_reachable', describeError(err), 'Check the server is reachable and healthy.'));
+    }
+  }
+
+  // 5. Human docs reachable.
+  if (!reachable) checks.push(skip('docs_reachable', 'base_url_reachable'));
+  else {
+    try {
+      const res = await client.getPublic('/docs');
+      checks.push(
+        res.status === 200 && res.contentType.includes('text/html')
+          ? pass('docs_reachable', `${base}/docs answered.`)
+          : fail('docs_reachable', `/docs answered HTTP ${res.status} (${res.contentType || 'no content type'}).`, 'The server should serve its human docs at /docs.'),
+      );
+    } catch (err) {
+      checks.push(fail('docs_reachable', describeError(err), 'Check the server is reachable and healthy.'));
+    }
+  }
+
+  // 6. Grant valid, 7. expected context matches.
+  let store: { platformKey: string; platformAccountId: string; shopDomain: string; installationId: string } | null = null;
+  let grantExit: number = EXIT.auth;
+  if (!reachable) checks.push(skip('grant_valid', 'base_url_reachable'));
+  else if (!config.token.value) {
+    let message = 'no token';
+    try {
+      requireToken(config);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    checks.push(fail('grant_valid', message, 'Export the grant token (hookrelay grant issue prints it once) in the variable your configuration names.'));
+  } else {
+    try {
+      const res = await client.call('getCurrentAgentGrant', { withoutExpectedContext: true });
+      const parsed = AgentGrantIntrospectionReadSchema.safeParse(res.body.data);
+      if (!parsed.success) {
+        checks.push(fail('grant_valid', 'The grant introspection does not match the contract schema.', 'Server and CLI versions may differ.'));
+        grantExit = EXIT.error;
+      } else {
+        const { grant } = parsed.data;
+        store = parsed.data.store;
+        const soon = grant.expiresInSeconds < 15 * 60;
+        checks.push(
+          pass(
+            'grant_valid',
+            `${grant.tier} grant ${grant.id} (${grant.label}) for ${store.shopDomain}; expires ${grant.expiresAt} (in ${duration(grant.expiresInSeconds)}); scopes: ${grant.scopes.join(', ')}. Token from ${config.token.from}.`,
+            soon ? 'The grant expires within 15 minutes; ask the merchant for a new one before long work.' : undefined,
+          ),
+        );
+      }
+    } catch (err) {
+      if (err instanceof ClientError && err.exitCode !== EXIT.auth) grantExit = err.exitCode;
+      checks.push(fail('grant_valid', describeError(err), `Token from ${config.token.from}. Ask the merchant for a valid, unexpired grant (hookrelay grant issue).`));
+    }
+  }
+
+  const configured = EXPECTED_FIELDS.filter((f) => config.expected[f.key] !== undefined);
+  if (!store) checks.push(skip('expected_context', 'grant_valid'));
+  else if (configured.length === 0) {
+    checks.push(
+      pass(
+        'expected_context',
+        'No expected context configured.',
+        `Set expectedShopDomain (and the others) in the profile so a token for another store is refused; this grant is for ${store.shopDomain}.`,
+      ),
+    );
+  } else {
+    const mismatches = configured.filter((f) => config.expected[f.key]!.value !== store![f.key]);
+    if (mismatches.length) {
+      checks.push(
+        fail(
+          'expected_context',
+          mismatches.map((f) => `${f.header}: expected ${config.expected[f.key]!.value} (from ${config.expected[f.key]!.from}), the grant has ${store![f.key]}`).join('; '),
+          'The token belongs to another platform, account, store or installation: use the right token or fix the expected values.',
+        ),
+      );
+    } else {
+      try {
+        await client.call('getCurrentAgentGrant');
+        checks.push(pass('expected_context', `${configured.map((f) => `${f.header} = ${store![f.key]}`).join(', ')}; the server agrees.`));
+      } catch (err) {
+        checks.push(fail('expected_context', describeError(err), 'The server refused the expected-context headers.'));
+      }
+    }
+  }
+
+  // 8. Clock skew from the Date header of the /status answer.
+  if (!statusAnswer) checks.push(skip('clock_skew', 'base_url_reachable'));
+  else if (!statusAnswer.date) checks.push(fail('clock_skew', 'The server sent no Date header.', 'A proxy may strip it; compare clocks by hand.'));
+  else {
+    const skew = Math.round((statusAnswer.date.getTime() - statusAnswer.localMidpoint) / 1000);
+    checks.push(
+      Math.abs(skew) <= MAX_CLOCK_SKEW_SECONDS
+        ? pass('clock_skew', `Local clock within ${Math.max(1, Math.abs(skew))} s of the server (Date header).`)
+        : fail(
+            'clock_skew',
+            `Local clock is ${Math.abs(skew)} s ${skew > 0 ? 'behind' : 'ahead of'} the server.`,
+            'Sync the clock (NTP): grant expiry, confirmation expiry and Retry-After are server times.',
+          ),
+    );
+  }
+
+  const failed = checks.filter((c) => !c.ok);
+  const byName = (n: string) => failed.some((c) => c.name === n && !c.skipped);
+  const exitCode = failed.length === 0 ? EXIT.ok : !reachable ? EXIT.unreachable : byName('grant_valid') ? grantExit : byName('expected_context') ? EXIT.auth : EXIT.error;
+  return { ok: failed.length === 0, summary: `${checks.length - failed.length} of ${checks.length} checks passed.`, checks, exitCode };
+}

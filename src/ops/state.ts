@@ -1,0 +1,180 @@
+/** Store-level reads: setup state, plan usage, billing handoff, reliability health. */
+import type { OperationInput } from '../contract/operations.ts';
+import type { TriggerVariant } from '../contract/schemas.ts';
+import { TRIGGER_VARIANTS } from '../contract/schemas.ts';
+import { TRIGGERS } from '../contract/triggers.ts';
+import { iso, isoOrNull } from '../lib/clock.ts';
+import { idFloor } from '../lib/ids.ts';
+import type { OpContext } from './context.ts';
+import { enforcement, limitOf, METERS, period, PLANS } from './usage.ts';
+
+const FAILURE_PAIR_WINDOW_MS = 30 * 60_000;
+const WINDOWS = { '1h': 3600_000, '24h': 86400_000, '7d': 7 * 86400_000 } as const;
+
+export async function getSetupState(ctx: OpContext) {
+  const { core, store } = ctx;
+  const endpoints = await core.repo.listEndpoints(store.id);
+  const readiness = await core.repo.listTriggerReadiness(store.id);
+  const actions: { action: string; text: string; operationId: string | null; endpointId: string | null }[] = [];
+  const summaries = [];
+  let testSeen = false;
+  let delivered = false;
+  for (const ep of endpoints) {
+    const last = await core.repo.latestEvent(store.id, ep.id);
+    const failures = await core.repo.listAuthFailures(store.id, ep.id, 2);
+    const recent = failures.filter((f) => f.at >= core.clock.now() - FAILURE_PAIR_WINDOW_MS).length;
+    if (ep.status === 'active' && failures.length === 2 && failures[0]!.at - failures[1]!.at <= FAILURE_PAIR_WINDOW_MS) {
+      const newestIsFailure = !last || last.receivedAt < failures[0]!.at;
+      if (newestIsFailure) {
+        actions.push({
+          action: 'create_replacement_endpoint',
+          text: `The two newest requests to ${ep.id} failed authentication within 30 minutes. If the sender cannot be fixed, create a replacement endpoint with the same mapping; ${ep.id} stays active until you delete it separately.`,
+          operationId: 'createEndpoint',
+          endpointId: ep.id,
+        });
+      }
+    }
+    testSeen ||= (await core.repo.listEvents({ storeId: store.id, endpointId: ep.id, outcome: 'test', limit: 1 })).length > 0;
+    delivered ||= (await core.repo.listEvents({ storeId: store.id, endpointId: ep.id, outcome: 'delivered', limit: 1 })).length > 0;
+    summaries.push({
+      id: ep.id,
+      name: ep.name,
+      triggerVariant: ep.triggerVariant as TriggerVariant,
+      authMode: ep.authMode as 'hmac_sha256' | 'static_header',
+      headerName: ep.headerName,
+      secretLast4: ep.secretLast4,
+      status: ep.status as 'active' | 'archived',
+      configVersion: ep.configVersion,
+      lastReceipt: last ? { eventId: last.id, outcome: last.outcome as 'accepted', receivedAt: iso(last.receivedAt) } : null,
+      recentAuthFailures: recent,
+    });
+  }
+  const triggerReadiness = TRIGGER_VARIANTS.map((v) => {
+    const r = readiness.find((x) => x.handle === TRIGGERS[v].handle);
+    return { triggerVariant: v, handle: TRIGGERS[v].handle, hasEnabledFlow: r ? r.hasEnabledFlow : null, updatedAt: isoOrNull(r?.updatedAt) };
+  });
+  const active = endpoints.filter((e) => e.status === 'active');
+  const workflowEnabled = active.some((e) => readiness.find((r) => r.handle === TRIGGERS[e.triggerVariant as TriggerVariant]?.handle)?.hasEnabledFlow);
+  const checklist = [
+    { item: 'store_installed', done: true, text: `Store ${store.shopDomain} is installed.` },
+    { item: 'destination_configured', done: store.destination === 'shopify' ? !!store.adminTokenEnv : true, text: store.destination === 'log' ? 'Destination is log: events are recorded, not sent to Flow.' : 'Destination is Shopify Flow.' },
+    { item: 'endpoint_created', done: active.length > 0, text: 'At least one active endpoint.' },
+    { item: 'test_receipt_seen', done: testSeen, text: 'A test event authenticated.' },
+    { item: 'first_delivered_event', done: delivered, text: 'An event was handed to the workflow platform.' },
+    { item: 'workflow_enabled', done: workflowEnabled, text: 'Flow reports an enabled workflow for an endpoint trigger.' },
+  ];
+  const next = (item: string, action: string, text: string, operationId: string | null) =>
+    checklist.find((c) => c.item === item && !c.done) && actions.push({ action, text, operationId, endpointId: null });
+  next('endpoint_created', 'create_endpoint', 'Create an endpoint for the sender.', 'createEndpoint');
+  next('test_receipt_seen', 'prepare_endpoint_test', 'Prepare a test event and have the sender send it.', 'createEndpointTestIntent');
+  next('workflow_enabled', 'enable_workflow', 'Ask the merchant to enable a Flow workflow that starts from the hookrelay trigger.', null);
+  return {
+    store: { shopDomain: store.shopDomain, plan: store.plan, destination: store.destination as 'log' | 'shopify' },
+    endpoints: summaries,
+    triggerReadiness,
+    checklist,
+    nextRecommendedActions: actions,
+  };
+}
+
+export async function getPlanUsage(ctx: OpContext) {
+  const { core, store } = ctx;
+  const now = core.clock.now();
+  const p = period(store, now);
+  const used = await core.repo.getUsage(store.id, p.start);
+  const accepted = (await core.repo.countOutcomes(store.id, idFloor('evt', p.start)))
+    .filter((o) => !['rejected', 'duplicate_suppressed', 'test'].includes(o.outcome))
+    .reduce((a, o) => a + o.n, 0);
+  const meters = METERS.map((meter) => {
+    const u = meter === 'accepted_events' ? accepted : (used[meter] ?? 0);
+    const limit = limitOf(store, meter);
+    return { meter, used: u, limit, remaining: limit == null ? null : Math.max(0, limit - u), resetAt: iso(p.end), enforcement: enforcement(store, meter, u) };
+  });
+  const order = ['ok', 'warning', 'grace', 'exhausted'] as const;
+  const worst = meters.reduce<(typeof order)[number]>((w, m) => (order.indexOf(m.enforcement) > order.indexOf(w) ? m.enforcement : w), 'ok');
+  return {
+    plan: store.plan,
+    billingStatus: store.billingStatus,
+    periodStart: iso(p.start),
+    periodEnd: iso(p.end),
+    meters,
+    enforcement: worst,
+    graceAvailable: (PLANS[store.plan]?.eventGrace ?? 0) > 0,
+    retryGuidance:
+      worst === 'exhausted'
+        ? `A meter is exhausted: metered actions are refused with 402 until ${iso(p.end)}; inbound events over capacity are held, never dropped. A human can change the plan (GET /agent/v1/billing-handoff).`
+        : 'Read this before loops, polling or repeated previews. On 429, wait Retry-After seconds.',
+    canApproveCharges: false as const,
+  };
+}
+
+export async function getBillingHandoff(ctx: OpContext) {
+  const { store } = ctx;
+  const handle = store.shopDomain.replace('.myshopify.com', '');
+  return {
+    billingStatus: store.billingStatus,
+    currentPlan: store.plan,
+    appBillingUrl: `https://admin.shopify.com/store/${handle}/settings/billing`,
+    paidPlanOptions: Object.entries(PLANS)
+      .filter(([name]) => name !== 'free')
+      .map(([plan, p]) => ({ plan, acceptedEventsPer30Days: p.acceptedEvents, replayExecutions: p.replayExecutions })),
+    humanOnly: true as const,
+    note: 'Billing is approved by a human in the commerce platform. This API reads plan state and links there; it never creates or approves a charge.',
+  };
+}
+
+async function reliability(ctx: OpContext, subject: 'tenant' | 'destination', window: keyof typeof WINDOWS) {
+  const { core, store } = ctx;
+  const to = core.clock.now();
+  const from = to - WINDOWS[window];
+  const sinceId = idFloor('evt', from);
+  const counts = Object.fromEntries((await core.repo.countOutcomes(store.id, sinceId)).map((o) => [o.outcome, o.n]));
+  const attempts = await core.repo.listAttemptsSince(store.id, sinceId, 5000);
+  const latencies = attempts.filter((a) => a.outcome === 'delivered').map((a) => a.finishedAt - a.receivedAt).sort((a, b) => a - b);
+  const pct = (q: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]! : null);
+  const errors = { throttled: 0, serverErrors: 0, userErrors: 0, timeouts: 0 };
+  for (const a of attempts) {
+    if (a.code === 'throttled') errors.throttled++;
+    else if (a.code === 'server_error' || a.code === 'network') errors.serverErrors++;
+    else if (a.code === 'user_errors' || a.code === 'http_error') errors.userErrors++;
+    else if (a.code === 'timeout') errors.timeouts++;
+  }
+  const authFailures = subject === 'tenant' ? (await core.repo.countAuthFailures(store.id, from)).map((r) => ({ endpointId: r.endpointId, count: r.n })) : [];
+  const pending = await core.repo.pendingStats(store.id);
+  const c = (k: string) => counts[k] ?? 0;
+  const total = Object.values(counts).reduce((a, n) => a + n, 0);
+  const handedOff = c('delivered') + c('failed') + c('no_workflow');
+  const reasons: string[] = [];
+  if (handedOff > 0 && c('failed') / handedOff > 0.05) reasons.push(`${c('failed')} of ${handedOff} handoffs failed.`);
+  if (pending.oldestReceivedAt != null && to - pending.oldestReceivedAt > 15 * 60_000) reasons.push('An event has waited over 15 minutes for handoff.');
+  if (errors.throttled > 0) reasons.push(`The platform throttled ${errors.throttled} attempts.`);
+  if (subject === 'tenant' && authFailures.some((a) => a.count > 0)) reasons.push('Inbound authentication failures were seen; check senders.');
+  if (c('no_workflow') > 0) reasons.push(`${c('no_workflow')} events had no enabled workflow.`);
+  const verdict = reasons.length === 0 ? 'healthy' : handedOff > 0 && c('failed') / handedOff > 0.25 ? 'unhealthy' : 'degraded';
+  return {
+    subject,
+    window,
+    from: iso(from),
+    to: iso(to),
+    counts: {
+      accepted: total - c('rejected') - c('duplicate_suppressed') - c('test'),
+      delivered: c('delivered'),
+      failed: c('failed'),
+      noWorkflow: c('no_workflow'),
+      rejected: c('rejected'),
+      duplicate: c('duplicate_suppressed'),
+      held: c('held'),
+    },
+    authFailuresByEndpoint: authFailures,
+    handoffLatencyMs: { p50: pct(0.5), p95: pct(0.95) },
+    retryBacklog: pending.backlog,
+    oldestUndeliveredAgeSeconds: pending.oldestReceivedAt == null ? null : Math.floor((to - pending.oldestReceivedAt) / 1000),
+    destinationErrors: errors,
+    verdict: verdict as 'healthy' | 'degraded' | 'unhealthy',
+    reasons,
+  };
+}
+
+export const getTenantReliabilityHealth = (ctx: OpContext, { query }: OperationInput<'getTenantReliabilityHealth'>) => reliability(ctx, 'tenant', query.window);
+export const getDestinationReliabilityHealth = (ctx: OpContext, { query }: OperationInput<'getDestinationReliabilityHealth'>) =>
+  reliability(ctx, 'destination', query.window);
