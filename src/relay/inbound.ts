@@ -3,13 +3,14 @@
  * validation and mapping, then a durable receipt before the 202. Does not use the agent-API pipeline.
  */
 import type { EventRow } from '../../db/types.ts';
-import { TRIGGERS } from '../contract/triggers.ts';
+import { TEST_EVENT_PREFIX, TRIGGERS } from '../contract/triggers.ts';
 import type { Core } from '../core.ts';
 import { constantTimeEqual, verifyHmacHex } from '../lib/crypto.ts';
 import type { EndpointCache, LiveEndpoint } from './endpoint-cache.ts';
 import { buildFlowPayload, flowPayloadBytes } from './flow.ts';
 import { getPath, normalizeResourceId, relatedIdText } from './mapping.ts';
 import type { ReceiptWriter } from './writer.ts';
+
 
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
 const MAX_TEXT = 255;
@@ -94,17 +95,20 @@ export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
     };
 
     const rejectedCode = interpret(ep, body, event);
-    if (rejectedCode) {
+    if (event.isTest) {
+      Object.assign(event, { outcome: 'test', code: null, nextAttemptAt: null, bodyRetention: 'none' });
+    } else if (rejectedCode) {
       Object.assign(event, { outcome: 'rejected', code: rejectedCode, nextAttemptAt: null, bodyRetention: 'none' });
     }
 
     let committed;
     try {
+      const keep = event.outcome === 'accepted';
       committed = await writer.submit({
         event,
-        body: rejectedCode ? null : body,
+        body: keep ? body : null,
         bodyExpiresAt: now + config.bodyRetentionMs,
-        dedupeSince: rejectedCode ? null : now - config.dedupeWindowMs,
+        dedupeSince: keep ? now - config.dedupeWindowMs : null,
       });
     } catch {
       core.log.error(`inbound: receipt commit failed for endpoint ${row.id}`);
@@ -112,7 +116,7 @@ export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
     }
     const out: Record<string, unknown> = { receiptId: committed.receiptId, eventId: committed.eventId, status: committed.outcome };
     if (committed.duplicateOf) out.duplicateOf = committed.duplicateOf;
-    if (rejectedCode) return reply(422, { code: rejectedCode, message: MESSAGES[rejectedCode], ...out });
+    if (rejectedCode && !event.isTest) return reply(422, { code: rejectedCode, message: MESSAGES[rejectedCode], ...out });
     return reply(202, out);
   }
 
@@ -127,6 +131,11 @@ export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
     const eventType = textField(getPath(doc, 'event_type'));
     if (eventType) event.eventType = eventType;
     event.externalEventId = textField(getPath(doc, 'external_event_id'));
+    // A test event (from an endpoint test intent) proves authentication; it skips mapping and is never handed off.
+    if (event.externalEventId?.startsWith(TEST_EVENT_PREFIX)) {
+      event.isTest = true;
+      return null;
+    }
 
     for (const path of ep.requiredPaths) {
       const v = getPath(doc, path);

@@ -7,6 +7,7 @@ import { getCurrentAgentGrant } from '../ops/grants.ts';
 import { endpointDeleteIntent, endpointEditIntent, secretRotationIntent } from '../ops/endpoint-intents.ts';
 import { intentHandler } from '../ops/intents.ts';
 import { replayIntent } from '../ops/replay.ts';
+import { createEndpointTestIntent, createExpansionRequest, createFeatureRequest, diagnosticsShareIntent, supportRequestIntent } from '../ops/requests.ts';
 import { getBillingHandoff, getDestinationReliabilityHealth, getPlanUsage, getSetupState, getTenantReliabilityHealth } from '../ops/state.ts';
 
 type Handlers = { [K in OperationId]?: (ctx: OpContext, input: OperationInput<K>) => Promise<OperationOutput<K>> };
@@ -27,4 +28,9 @@ export const HANDLERS: Handlers = {
   createEndpointEditIntent: intentHandler('createEndpointEditIntent', endpointEditIntent),
   createEndpointDeleteIntent: intentHandler('createEndpointDeleteIntent', endpointDeleteIntent),
   createSecretRotationIntent: intentHandler('createSecretRotationIntent', secretRotationIntent),
+  createDiagnosticsShareIntent: intentHandler('createDiagnosticsShareIntent', diagnosticsShareIntent),
+  createSupportRequestIntent: intentHandler('createSupportRequestIntent', supportRequestIntent),
+  createEndpointTestIntent,
+  createExpansionRequest,
+  createFeatureRequest,
 };

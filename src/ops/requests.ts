@@ -1,0 +1,177 @@
+/** Handoff-only test intents, diagnostics shares, support requests and non-binding expansion/feature requests. */
+import { AppError } from '../contract/errors.ts';
+import type { OperationInput } from '../contract/operations.ts';
+import { TEST_EVENT_PREFIX } from '../contract/triggers.ts';
+import { iso } from '../lib/clock.ts';
+import { randomBase62 } from '../lib/ids.ts';
+import type { OpContext } from './context.ts';
+import { endpointUrl } from './endpoints.ts';
+import { eventSummary } from './events.ts';
+import type { IntentKind } from './intents.ts';
+import { ensureCapacity, record } from './usage.ts';
+
+
+
+export async function createEndpointTestIntent(ctx: OpContext, { params, body }: OperationInput<'createEndpointTestIntent'>) {
+  const ep = await ctx.core.repo.getEndpoint(ctx.store.id, params.endpointId);
+  if (!ep) throw new AppError('not_found', 'No such endpoint.');
+  if (ep.status !== 'active') throw new AppError('conflict', 'The endpoint is archived; it takes no events.');
+  const payload = { event_type: body.eventType ?? 'hookrelay.test', external_event_id: `${TEST_EVENT_PREFIX}${randomBase62(12)}` };
+  const bodyText = JSON.stringify(payload);
+  const hmac = ep.authMode === 'hmac_sha256';
+  return {
+    test: {
+      endpointId: ep.id,
+      url: endpointUrl(ctx.core.config.publicUrl, ep.id),
+      method: 'POST' as const,
+      contentType: 'application/json' as const,
+      headerName: ep.headerName,
+      authMode: ep.authMode as 'hmac_sha256' | 'static_header',
+      body: payload,
+      bodyText,
+      howToSign: hmac
+        ? `Compute the lowercase hex HMAC-SHA256 of exactly these bytes with the endpoint secret (ending ${ep.secretLast4}) and send it in ${ep.headerName}, e.g. printf '%s' "$BODY" | openssl dgst -sha256 -hmac "$SECRET". Do not re-serialise the body.`
+        : `Send the endpoint secret (ending ${ep.secretLast4}) exactly as the value of ${ep.headerName}.`,
+      expectedReceipt: "202 with status 'test': authentication passed; the event is not handed off. Setup state then shows a test receipt.",
+    },
+  };
+}
+
+type DiagInput = { eventIds?: string[]; endpointIds?: string[]; window?: '1h' | '24h' | '7d'; note?: string; expiresInHours?: number };
+const WINDOW_MS = { '1h': 3600_000, '24h': 86400_000, '7d': 7 * 86400_000 } as const;
+
+/** The frozen package: receipt facts, endpoint state, codes, retention, recovery guidance. No bodies, secrets, headers or customer data. */
+async function diagnosticsPackage(ctx: OpContext, input: DiagInput) {
+  const { core, store } = ctx;
+  const now = core.clock.now();
+  const events = [];
+  for (const id of input.eventIds ?? []) {
+    const e = await core.repo.getEvent(store.id, id);
+    if (!e) throw new AppError('not_found', `No such event ${id}.`);
+    const s = eventSummary(e, now, core.config.bodyRetentionMs);
+    const attempts = (await core.repo.listAttempts(e.id)).map((a) => ({ number: a.number, outcome: a.outcome, httpStatus: a.httpStatus, code: a.code }));
+    events.push({ id: s.id, endpointId: s.endpointId, outcome: s.outcome, code: s.code, eventType: s.eventType, receivedAt: s.receivedAt, bodyRetention: s.bodyRetention, replayable: s.replayable, attempts });
+  }
+  const endpointIds = input.endpointIds ?? [...new Set(events.map((e) => e.endpointId))];
+  const endpoints = [];
+  for (const id of endpointIds) {
+    const ep = await core.repo.getEndpoint(store.id, id);
+    if (!ep) throw new AppError('not_found', `No such endpoint ${id}.`);
+    const failures = await core.repo.listAuthFailures(store.id, id, 20);
+    endpoints.push({ id: ep.id, status: ep.status, triggerVariant: ep.triggerVariant, authMode: ep.authMode, headerName: ep.headerName, configVersion: ep.configVersion, recentAuthFailureCodes: failures.map((f) => f.code) });
+  }
+  const window = input.window ?? '24h';
+  const since = now - WINDOW_MS[window];
+  return {
+    generatedAt: iso(now),
+    window,
+    shop: store.shopDomain,
+    events,
+    endpoints,
+    authFailures: (await core.repo.countAuthFailures(store.id, since)).map((r) => ({ endpointId: r.endpointId, count: r.n })),
+    guidance: [
+      'Auth failures are never replayable: fix the sender and send a fresh event.',
+      'Replay retained events that ended failed or no_workflow after fixing the cause.',
+      '`delivered` means handed to Shopify Flow, not that downstream work completed.',
+    ],
+    redaction: 'No event bodies, secrets, header values, tokens or customer data are included.',
+  };
+}
+
+export const diagnosticsShareIntent: IntentKind<DiagInput> = {
+  kind: 'diagnostics_share',
+  async preview(ctx, input) {
+    await ensureCapacity(ctx.core, ctx.store, 'diagnostics_shares');
+    const pkg = await diagnosticsPackage(ctx, input);
+    return {
+      targetId: null,
+      preview: {
+        summary: `Share a redacted diagnostics package: ${pkg.events.length} events, ${pkg.endpoints.length} endpoints, window ${pkg.window}.`,
+        changes: [{ field: 'diagnosticsShare', from: null, to: { events: pkg.events.map((e) => e.id), endpoints: pkg.endpoints.map((e) => e.id), expiresInHours: input.expiresInHours ?? 72 } }],
+        sideEffects: ['The package is frozen at execution and readable by support until it expires.'],
+        meterCost: [
+          { meter: 'diagnostics_shares', units: 1 },
+          { meter: 'executed_actions', units: 1 },
+        ],
+        warnings: [],
+      },
+    };
+  },
+  async execute(ctx, _intent, input) {
+    await ensureCapacity(ctx.core, ctx.store, 'diagnostics_shares');
+    const pkg = await diagnosticsPackage(ctx, input);
+    const now = ctx.core.clock.now();
+    const id = ctx.core.ids.next('diag');
+    const expiresAt = now + (input.expiresInHours ?? 72) * 3600_000;
+    await ctx.core.repo.insertRecord({ id, storeId: ctx.store.id, kind: 'diagnostics_share', body: JSON.stringify({ ...pkg, note: input.note ? redactText(input.note) : null }), createdAt: now, expiresAt });
+    await record(ctx.core, ctx.store, 'diagnostics_shares');
+    return { summary: `Diagnostics share ${id} is frozen until ${iso(expiresAt)}.`, resourceId: id };
+  },
+};
+
+type SupportInput = { category: string; urgency: string; summary: string; eventIds?: string[]; endpointIds?: string[]; diagnosticsShareId?: string };
+
+/** Strips what looks like secrets, tokens or signatures from free text before it reaches support. */
+export function redactText(text: string): string {
+  return text
+    .replace(/whsec_[0-9A-Za-z]+/g, '[redacted secret]')
+    .replace(/hrg_[0-9A-Za-z]+/g, '[redacted grant token]')
+    .replace(/shp(at|ca|pa|ss)_[0-9A-Za-z]+/g, '[redacted platform token]')
+    .replace(/\b[0-9a-f]{64}\b/gi, '[redacted signature]')
+    .replace(/\b(postgres(ql)?|mysql):\/\/\S+/gi, '[redacted database URL]')
+    .replace(/\b[\w.+-]+@[\w-]+\.[\w.]+\b/g, '[redacted email]');
+}
+
+export const supportRequestIntent: IntentKind<SupportInput> = {
+  kind: 'support_request',
+  async preview(ctx, input) {
+    for (const id of input.eventIds ?? []) if (!(await ctx.core.repo.getEvent(ctx.store.id, id))) throw new AppError('not_found', `No such event ${id}.`);
+    for (const id of input.endpointIds ?? []) if (!(await ctx.core.repo.getEndpoint(ctx.store.id, id))) throw new AppError('not_found', `No such endpoint ${id}.`);
+    if (input.diagnosticsShareId && !(await ctx.core.repo.getRecord(ctx.store.id, 'diagnostics_share', input.diagnosticsShareId))) {
+      throw new AppError('not_found', 'No such diagnostics share.');
+    }
+    const summary = redactText(input.summary);
+    return {
+      targetId: null,
+      preview: {
+        summary: `Send a ${input.urgency} ${input.category} support request.`,
+        changes: [{ field: 'supportRequest', from: null, to: { category: input.category, urgency: input.urgency, summary, eventIds: input.eventIds ?? [], endpointIds: input.endpointIds ?? [], diagnosticsShareId: input.diagnosticsShareId ?? null } }],
+        sideEffects: ['Support sees the redacted summary, the linked ids and the shop domain.'],
+        meterCost: [{ meter: 'executed_actions', units: 1 }],
+        warnings: summary !== input.summary ? ['Parts of the summary looked private and were redacted.'] : [],
+      },
+    };
+  },
+  async execute(ctx, _intent, input) {
+    const now = ctx.core.clock.now();
+    const id = ctx.core.ids.next('sup');
+    const body = {
+      category: input.category,
+      urgency: input.urgency,
+      summary: redactText(input.summary),
+      links: { eventIds: input.eventIds ?? [], endpointIds: input.endpointIds ?? [], diagnosticsShareId: input.diagnosticsShareId ?? null },
+      statusHistory: [{ status: 'submitted', at: iso(now) }],
+      consent: true,
+    };
+    await ctx.core.repo.insertRecord({ id, storeId: ctx.store.id, kind: 'support_request', body: JSON.stringify(body), createdAt: now, expiresAt: null });
+    return { summary: `Support request ${id} submitted.`, resourceId: id };
+  },
+};
+
+const ACK =
+  'Received. This is a non-binding signal: it implies no commitment, priority or timeline.';
+
+export async function createExpansionRequest(ctx: OpContext, { body }: OperationInput<'createExpansionRequest'>) {
+  return nonBinding(ctx, 'expansion', { ...body, summary: redactText(body.summary), detail: body.detail ? redactText(body.detail) : undefined });
+}
+
+export async function createFeatureRequest(ctx: OpContext, { body }: OperationInput<'createFeatureRequest'>) {
+  return nonBinding(ctx, 'feature', { ...body, problem: redactText(body.problem), detail: body.detail ? redactText(body.detail) : undefined });
+}
+
+async function nonBinding(ctx: OpContext, kind: 'expansion' | 'feature', body: unknown) {
+  const now = ctx.core.clock.now();
+  const id = ctx.core.ids.next(kind === 'expansion' ? 'exp' : 'feat');
+  await ctx.core.repo.insertRecord({ id, storeId: ctx.store.id, kind: `${kind}_request`, body: JSON.stringify(body), createdAt: now, expiresAt: null });
+  return { request: { id, kind, status: 'received' as const, createdAt: iso(now) }, acknowledgement: ACK, nonBinding: true as const };
+}
