@@ -3,6 +3,7 @@
 import { defineCommand, runCommand, showUsage, type CommandDef } from 'citty';
 import { AppError, ERROR_CODES, EXIT } from '../src/contract/errors.ts';
 import { VERSION } from '../src/server/app.ts';
+import { exitDocument } from './_exit.ts';
 import { printJson } from './_output.ts';
 
 const load = <T>(p: Promise<{ default: T }>) => p.then((m) => m.default);
@@ -19,6 +20,20 @@ export const main = defineCommand({
     init: () => load(import('./init.ts')),
     grant: () => load(import('./grant.ts')),
     migrate: () => load(import('./migrate.ts')),
+    status: () => load(import('./status.ts')),
+    docs: () => load(import('./docs.ts')),
+    whoami: () => load(import('./whoami.ts')),
+    doctor: () => load(import('./doctor.ts')),
+    'plan-usage': () => load(import('./plan-usage.ts')),
+    'create-endpoint': () => load(import('./create-endpoint.ts')),
+    events: () => load(import('./events.ts')),
+    event: () => load(import('./event.ts')),
+    'replay-intent': () => load(import('./replay-intent.ts')),
+    'expansion-request': () => load(import('./expansion-request.ts')),
+    'support-request': () => load(import('./support-request.ts')),
+    request: () => load(import('./request.ts')),
+    sign: () => load(import('./sign.ts')),
+    profile: () => load(import('./profile.ts')),
   },
 });
 
@@ -40,6 +55,11 @@ export async function run(rawArgs: string[]): Promise<number> {
     await runCommand(main, { rawArgs });
     return EXIT.ok;
   } catch (err) {
+    const ended = exitDocument(err);
+    if (ended) {
+      printJson(ended.document);
+      return ended.exitCode;
+    }
     if (err instanceof AppError) {
       printJson({ error: { code: err.code, message: err.message, ...(err.details !== undefined ? { details: err.details } : {}) } });
       return ERROR_CODES[err.code].exitCode;

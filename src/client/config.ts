@@ -84,6 +84,8 @@ export function checkTokenEnvName(name: string, where: string, env: Env = {}): s
 export function checkProfile(name: string, input: unknown, env: Env = {}): Profile {
   if (!PROFILE_NAME.test(name)) throw new AppError('invalid_input', `Profile name ${JSON.stringify(name)} must be letters, digits, '.', '_' or '-'.`);
   if (input && typeof input === 'object') {
+    const tokenEnv = (input as { tokenEnv?: unknown }).tokenEnv;
+    if (typeof tokenEnv === 'string') checkTokenEnvName(tokenEnv, `Profile ${name} tokenEnv`, env);
     const keys = Object.keys(input);
     if (keys.some((k) => /token$|secret|password|authorization/i.test(k) && k !== 'tokenEnv')) {
       throw new AppError('invalid_input', `Profile ${name} holds a credential field; profiles name the variable holding the token (tokenEnv), never the token. Remove it from the profiles file.`);

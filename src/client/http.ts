@@ -68,10 +68,6 @@ export class HookrelayClient {
     this.#fetch = opts.fetch ?? fetch;
   }
 
-  get hasToken(): boolean {
-    return this.#token !== null;
-  }
-
   /** Calls one operation by its operationId. */
   call<K extends OperationId>(id: K, input: SendInput = {}): Promise<ApiResponse<Body<K>>> {
     return this.send(operations[id] as Operation, input) as Promise<ApiResponse<Body<K>>>;

@@ -47,7 +47,7 @@ export function matchOperation(method: string, rawPath: string): MatchedOperatio
   }
   const path = url.pathname;
   if (path === MCP_PATH) {
-    throw new AppError('invalid_input', `${MCP_PATH} is the MCP transport; use an MCP client (or hookrelay mcp), not request.`);
+    throw new AppError('invalid_input', `${MCP_PATH} is the MCP transport; connect with an MCP client instead.`);
   }
   if (!path.startsWith(`${API_PREFIX}/`)) {
     throw new AppError('invalid_input', `request only calls contract operations under ${API_PREFIX}/; ${path} is outside it.`);

@@ -1,0 +1,12 @@
+import { defineCommand } from 'citty';
+import { connectionArgs } from './_args.ts';
+import { connect, emit } from './_cli.ts';
+
+export default defineCommand({
+  meta: { name: 'plan-usage', description: 'Plan, billing status, usage meters and enforcement state (read-only; cannot approve charges)' },
+  args: { ...connectionArgs },
+  async run({ args }) {
+    const { client } = connect(args, { token: 'required' });
+    emit((await client.call('getPlanUsage')).body);
+  },
+});

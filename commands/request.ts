@@ -1,0 +1,50 @@
+import { defineCommand } from 'citty';
+import { AppError } from '../src/contract/errors.ts';
+import { operations } from '../src/contract/operations.ts';
+import { ClientError } from '../src/client/errors.ts';
+import { matchOperation } from '../src/client/routes.ts';
+import { connectionArgs, idempotencyKeyArg, jsonFileArg } from './_args.ts';
+import { connect, emit, newIdempotencyKey, readJsonInput } from './_cli.ts';
+
+const modeOf = (body: unknown) => (body && typeof body === 'object' ? (body as { mode?: unknown }).mode : undefined);
+
+export default defineCommand({
+  meta: {
+    name: 'request',
+    description:
+      'Advanced: call any contract operation, e.g. request POST /agent/v1/feature-requests --json f.json. Paths outside /agent/v1 and the MCP transport are refused; the body is validated first.',
+  },
+  args: {
+    method: { type: 'positional', required: true, description: 'GET or POST' },
+    path: { type: 'positional', required: true, description: 'Contract path with its ids and query, e.g. /agent/v1/events?limit=5' },
+    ...jsonFileArg,
+    ...idempotencyKeyArg,
+    ...connectionArgs,
+  },
+  async run({ args }) {
+    const { op, params, query } = matchOperation(args.method, args.path);
+    const body = args.json ? await readJsonInput(args.json) : undefined;
+    if (op.operationId === operations.createSecretRotationIntent.operationId && modeOf(body) === 'execute') {
+      // Its answer holds the new secret once; create-endpoint is the only command that prints a secret.
+      throw new AppError(
+        'invalid_input',
+        'The CLI does not execute secret rotations: the answer holds the new secret once and the CLI prints no secret except from create-endpoint. Execute it over HTTP where you can store the secret.',
+      );
+    }
+    const { client, log } = connect(args, { token: op.auth === 'none' ? 'none' : 'required' });
+    let idempotency: { key: string; generated: boolean } | undefined;
+    if (args['idempotency-key']) idempotency = { key: args['idempotency-key'], generated: false };
+    else if (op.idempotency === 'execute' && ['execute', 'submit'].includes(String(modeOf(body)))) {
+      idempotency = { key: newIdempotencyKey(), generated: true };
+      log.info(`Idempotency-Key ${idempotency.key} (retry with --idempotency-key ${idempotency.key})`);
+    }
+    try {
+      const res = await client.send(op, { params, query, body, idempotencyKey: idempotency?.key });
+      const doc = res.body && typeof res.body === 'object' && !Array.isArray(res.body) ? res.body : { data: res.body };
+      emit(idempotency ? { idempotency: { ...idempotency, replayed: res.headers.get('idempotent-replayed') === 'true' }, ...doc } : doc);
+    } catch (err) {
+      if (err instanceof ClientError && idempotency) err.annotate({ idempotency });
+      throw err;
+    }
+  },
+});

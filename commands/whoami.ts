@@ -1,0 +1,20 @@
+import { defineCommand } from 'citty';
+import { describeConfig } from '../src/client/config.ts';
+import { ClientError } from '../src/client/errors.ts';
+import { connectionArgs } from './_args.ts';
+import { connect, emit } from './_cli.ts';
+
+export default defineCommand({
+  meta: { name: 'whoami', description: 'The grant in use (tier, scopes, expiry, store) and where the configuration came from' },
+  args: { ...connectionArgs },
+  async run({ args }) {
+    const { client, config } = connect(args, { token: 'required' });
+    try {
+      const { body } = await client.call('getCurrentAgentGrant');
+      emit({ config: describeConfig(config), ...body });
+    } catch (err) {
+      if (err instanceof ClientError) err.annotate({ config: describeConfig(config) });
+      throw err;
+    }
+  },
+});
