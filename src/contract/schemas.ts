@@ -312,17 +312,20 @@ export const SetupStateSchema = z
   })
   .meta({ id: 'SetupState' });
 
+/** The seven published usage meters, in the order plan usage lists them. */
+export const METERS = [
+  'accepted_events',
+  'diagnostics_shares',
+  'replay_executions',
+  'simple_reads',
+  'rich_reads',
+  'action_previews',
+  'executed_actions',
+] as const;
+
 export const MeterSchema = z
   .object({
-    meter: z.enum([
-      'accepted_events',
-      'diagnostics_shares',
-      'replay_executions',
-      'simple_reads',
-      'rich_reads',
-      'action_previews',
-      'executed_actions',
-    ]),
+    meter: z.enum(METERS),
     used: z.number().int(),
     limit: z.number().int().nullable().describe('null when unlimited on this plan'),
     remaining: z.number().int().nullable(),

@@ -1,17 +1,10 @@
 /** Plans, 30-day usage periods, meters and their enforcement. Billing itself is the platform's (human-only). */
 import type { StoreRow } from '../../db/types.ts';
 import { refuse } from '../contract/errors.ts';
+import { METERS } from '../contract/schemas.ts';
 import type { Core } from '../core.ts';
 
-export const METERS = [
-  'accepted_events',
-  'diagnostics_shares',
-  'replay_executions',
-  'simple_reads',
-  'rich_reads',
-  'action_previews',
-  'executed_actions',
-] as const;
+export { METERS };
 export type Meter = (typeof METERS)[number];
 
 interface PlanDef {
