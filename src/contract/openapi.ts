@@ -106,6 +106,10 @@ function operationObject(op: Operation): Json {
   const schemaId = op.envelope ? ENVELOPES.get(op.operationId)! : idOf(op.response)!;
   success.content = { 'application/json': { schema: ref(schemaId) } };
   const responses: Record<string, Json> = { [String(op.successStatus)]: success };
+  if (op.effect === 'preview_or_execute') {
+    responses['201'] = { ...success, description: 'Previewed: the intent with its single-use confirmation (nothing changed)' };
+    responses['200'] = { ...success, description: 'Executed (or an idempotent replay of the stored response, header Idempotent-Replayed: true)' };
+  }
   if (op.operationId === 'connectMcpAgentOperations') responses['202'] = { description: 'Accepted: the client or session uses asynchronous streaming' };
   Object.assign(responses, errorResponses(op));
   const o: Json = {
