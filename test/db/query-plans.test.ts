@@ -1,0 +1,152 @@
+/**
+ * The read paths stay index-backed at any size: EXPLAIN QUERY PLAN of the exact SQL the SQLite repo issues (captured
+ * as it is prepared, drizzle and raw statements alike) never shows a full scan of `events`. No ANALYZE runs in
+ * production, so the planner's choices here, on a small in-memory database, are the ones it makes at 1M events.
+ */
+import { Database, type Statement } from 'bun:sqlite';
+import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
+import type { SqliteRepo } from '../../db/sqlite/repo.ts';
+import { addGrant, addStore, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+
+/** Every SQL text prepared while capture is on (bun:sqlite's `query` and `prepare`, which drizzle uses). */
+const prepared: string[] = [];
+let capturing = false;
+const originalPrepare = Database.prototype.prepare;
+const originalQuery = Database.prototype.query;
+
+function startCapture() {
+  prepared.length = 0;
+  capturing = true;
+}
+
+/** Runs `fn` and returns the distinct statements it prepared that touch `table`. */
+async function sqlOf(fn: () => unknown, table = 'events'): Promise<string[]> {
+  startCapture();
+  try {
+    await fn();
+  } finally {
+    capturing = false;
+  }
+  return [...new Set(prepared)].filter((q) => new RegExp(`\\b"?${table}"?\\b`).test(q));
+}
+
+/** EXPLAIN QUERY PLAN details of one statement, parameters left unbound (NULL): the plan does not depend on them. */
+function plan(sqlite: Database, sql: string): string[] {
+  const st = originalPrepare.call(sqlite, `EXPLAIN QUERY PLAN ${sql}`) as Statement<{ detail: string }>;
+  const rows = st.all(...(Array(st.paramsCount).fill(null) as null[]));
+  st.finalize();
+  return rows.map((r) => r.detail);
+}
+
+/** A full scan of `events`: a plan row `SCAN events` (with or without USING [COVERING] INDEX: all of it, either way). */
+const FULL_SCAN = /^SCAN "?events"?\b/;
+
+let env: TestEnv;
+let repo: SqliteRepo;
+let storeId: string;
+let endpointId: string;
+let eventId: string;
+/** Statements prepared while the repo was built: the raw ingest, dedupe and claim statements live there. */
+let constructed: string[];
+
+beforeAll(async () => {
+  Database.prototype.prepare = function (this: Database, sql: string, ...rest: unknown[]) {
+    if (capturing) prepared.push(sql);
+    return (originalPrepare as (...a: unknown[]) => Statement).call(this, sql, ...rest);
+  } as typeof Database.prototype.prepare;
+  Database.prototype.query = function (this: Database, sql: string) {
+    if (capturing) prepared.push(sql);
+    return originalQuery.call(this, sql);
+  } as typeof Database.prototype.query;
+
+  startCapture();
+  env = await createTestEnv();
+  capturing = false;
+  constructed = [...prepared];
+  repo = env.repo;
+  const store = await addStore(env);
+  storeId = store.storeId;
+  const token = await addGrant(env);
+  const ep = await createEndpoint(env, token);
+  endpointId = ep.endpoint.id;
+  const sent = await sendHook(env, ep.endpoint, ep.secret, orderEvent('ext-1'));
+  eventId = sent.json.eventId;
+});
+
+afterAll(() => {
+  Database.prototype.prepare = originalPrepare;
+  Database.prototype.query = originalQuery;
+});
+
+/** HOOKRELAY_PRINT_PLANS=1 bun test test/db/query-plans.test.ts prints every statement with its plan. */
+const PRINT = process.env.HOOKRELAY_PRINT_PLANS === '1';
+
+function expectIndexed(sqls: string[]) {
+  expect(sqls.length).toBeGreaterThan(0);
+  for (const sql of sqls) {
+    const details = plan(repo.sqlite, sql);
+    if (PRINT) process.stderr.write(`${sql.replace(/\s+/g, ' ')}\n    ${details.join('\n    ')}\n`);
+    expect({ sql, scans: details.filter((d) => FULL_SCAN.test(d)) }).toEqual({ sql, scans: [] });
+  }
+}
+
+describe('read query plans', () => {
+  it('listEvents without filters searches events_store_idx', async () => {
+    expectIndexed(await sqlOf(() => repo.listEvents({ storeId, limit: 26 })));
+  });
+  it('listEvents with a cursor', async () => {
+    expectIndexed(await sqlOf(() => repo.listEvents({ storeId, beforeId: eventId, limit: 26 })));
+  });
+  it('listEvents filtered by endpoint, with a cursor', async () => {
+    expectIndexed(await sqlOf(() => repo.listEvents({ storeId, endpointId, beforeId: eventId, limit: 26 })));
+  });
+  it('listEvents filtered by outcome', async () => {
+    expectIndexed(await sqlOf(() => repo.listEvents({ storeId, outcome: 'failed', limit: 26 })));
+  });
+  it('listEvents filtered by time', async () => {
+    expectIndexed(await sqlOf(() => repo.listEvents({ storeId, since: 0, until: Date.now(), limit: 26 })));
+  });
+  it('listEvents with every filter and a cursor', async () => {
+    expectIndexed(await sqlOf(() => repo.listEvents({ storeId, endpointId, outcome: 'delivered', since: 0, until: Date.now(), beforeId: eventId, limit: 26 })));
+  });
+  it('getEvent', async () => {
+    expectIndexed(await sqlOf(() => repo.getEvent(storeId, eventId)));
+  });
+  it('latestEvent, for the store and for one endpoint', async () => {
+    expectIndexed([...(await sqlOf(() => repo.latestEvent(storeId))), ...(await sqlOf(() => repo.latestEvent(storeId, endpointId)))]);
+  });
+  it('listAttempts', async () => {
+    expectIndexed(await sqlOf(() => repo.listAttempts(eventId), 'attempts'));
+  });
+  it("the worker's claim statement and its next-due lookup", async () => {
+    const claim = constructed.filter((q) => /UPDATE events SET lease_until/.test(q));
+    expect(claim).toHaveLength(1);
+    expectIndexed([...claim, ...(await sqlOf(() => repo.nextDueAt()))]);
+  });
+  it('setup state and reliability reads: outcome counts, attempts since, backlog, auth failures', async () => {
+    const sinceId = 'evt_0000000000';
+    expectIndexed([
+      ...(await sqlOf(() => repo.countOutcomes(storeId, sinceId))),
+      ...(await sqlOf(() => repo.listAttemptsSince(storeId, sinceId, 5000))),
+      ...(await sqlOf(() => repo.pendingStats(storeId))),
+    ]);
+    for (const sql of [
+      ...(await sqlOf(() => repo.countAuthFailures(storeId, 0), 'auth_failures')),
+      ...(await sqlOf(() => repo.listAuthFailures(storeId, endpointId, 2), 'auth_failures')),
+    ]) {
+      expect(plan(repo.sqlite, sql).filter((d) => /^SCAN "?auth_failures"?\b/.test(d))).toEqual([]);
+    }
+  });
+  // Known: the planner answers `store_id = ? AND id >= ? GROUP BY outcome` from the covering (store_id, outcome,
+  // id) index with store_id alone, so plan usage and reliability health count every event of the store, not the
+  // window's. Flip to `it` once the query is bounded by its id range.
+  it.failing('outcome counts are bounded by their window (id range), not by the whole store', async () => {
+    const [sql] = await sqlOf(() => repo.countOutcomes(storeId, 'evt_0000000000'));
+    expect(plan(repo.sqlite, sql!).some((d) => /\bid>\?/.test(d))).toBe(true);
+  });
+  it('the dedupe lookup', () => {
+    const dedupe = constructed.filter((q) => /external_event_id = \?/.test(q) && /^\s*SELECT/.test(q));
+    expect(dedupe).toHaveLength(1);
+    expectIndexed(dedupe);
+  });
+});
