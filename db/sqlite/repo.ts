@@ -31,6 +31,9 @@ export interface SqliteOptions {
   synchronous?: 'FULL' | 'NORMAL';
 }
 
+/** Every event outcome (the contract's list; db/ does not import it, so a test keeps the two equal). */
+export const OUTCOMES = ['accepted', 'queued', 'delivered', 'no_workflow', 'failed', 'duplicate_suppressed', 'rejected', 'held', 'test'] as const;
+
 /** Column order of the events table for the raw insert (must match the schema). */
 const EVENT_COLUMNS = [
   'id', 'receipt_id', 'store_id', 'endpoint_id', 'config_version', 'outcome', 'code', 'external_event_id',
@@ -369,12 +372,12 @@ export class SqliteRepo implements Repo {
     return this.db.select().from(s.records).where(and(eq(s.records.storeId, storeId), eq(s.records.kind, kind), eq(s.records.id, id))).get() ?? null;
   }
 
+  /** One range count per outcome on (store_id, outcome, id): bounded by the window, never the whole store. */
   async countOutcomes(storeId: string, sinceId: string) {
-    return this.sqlite
-      .query<{ outcome: string; n: number }, [string, string]>(
-        'SELECT outcome, count(*) AS n FROM events WHERE store_id = ? AND id >= ? GROUP BY outcome',
-      )
-      .all(storeId, sinceId);
+    const q = this.sqlite.query<{ n: number }, [string, string, string]>(
+      'SELECT count(*) AS n FROM events WHERE store_id = ? AND outcome = ? AND id >= ?',
+    );
+    return OUTCOMES.map((outcome) => ({ outcome, n: q.get(storeId, outcome, sinceId)?.n ?? 0 })).filter((o) => o.n > 0);
   }
   async listAttemptsSince(storeId: string, sinceId: string, limit: number) {
     return this.db
