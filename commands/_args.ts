@@ -3,15 +3,20 @@ export const dataDirArg = {
   'data-dir': { type: 'string', description: 'Data directory (default ./.hookrelay, env HOOKRELAY_DATA_DIR)' },
 } as const;
 
+/** The expected-context flags, sent as the X-Service-Expected-* headers (also saved by `profile add`). */
+export const expectArgs = {
+  'expect-platform-key': { type: 'string', description: 'Sent as X-Service-Expected-Platform-Key' },
+  'expect-platform-account-id': { type: 'string', description: 'Sent as X-Service-Expected-Platform-Account-Id' },
+  'expect-shop-domain': { type: 'string', description: 'Sent as X-Service-Expected-Shop-Domain' },
+  'expect-installation-id': { type: 'string', description: 'Sent as X-Service-Expected-Installation-Id' },
+} as const;
+
 /** How client commands reach a server: flag > environment > profile (see README, "Client commands"). */
 export const connectionArgs = {
   'base-url': { type: 'string', description: 'Server base URL (env HOOKRELAY_BASE_URL; default http://127.0.0.1:8787)' },
   profile: { type: 'string', description: 'Profile name in $XDG_CONFIG_HOME/hookrelay/profiles.json (env HOOKRELAY_PROFILE)' },
   'token-env': { type: 'string', description: 'NAME of the env variable holding the grant token (default HOOKRELAY_TOKEN)' },
-  'expect-platform-key': { type: 'string', description: 'Sent as X-Service-Expected-Platform-Key' },
-  'expect-platform-account-id': { type: 'string', description: 'Sent as X-Service-Expected-Platform-Account-Id' },
-  'expect-shop-domain': { type: 'string', description: 'Sent as X-Service-Expected-Shop-Domain' },
-  'expect-installation-id': { type: 'string', description: 'Sent as X-Service-Expected-Installation-Id' },
+  ...expectArgs,
   timeout: { type: 'string', description: 'Seconds to wait for an answer (default 30)' },
   quiet: { type: 'boolean', description: 'No log lines on stderr' },
 } as const;

@@ -1,4 +1,5 @@
 import { defineCommand } from 'citty';
+import { expectArgs } from './_args.ts';
 import { AppError } from '../src/contract/errors.ts';
 import {
   checkProfile,
@@ -33,10 +34,7 @@ const add = defineCommand({
     name: { type: 'positional', required: true, description: 'Profile name' },
     'base-url': { type: 'string', required: true, description: 'Server base URL' },
     'token-env': { type: 'string', required: true, description: 'NAME of the env variable holding the grant token' },
-    'expect-platform-key': { type: 'string', description: 'expectedPlatformKey' },
-    'expect-platform-account-id': { type: 'string', description: 'expectedPlatformAccountId' },
-    'expect-shop-domain': { type: 'string', description: 'expectedShopDomain' },
-    'expect-installation-id': { type: 'string', description: 'expectedInstallationId' },
+    ...expectArgs,
     force: { type: 'boolean', description: 'Replace an existing profile of that name' },
     quiet: { type: 'boolean', description: 'No log lines on stderr' },
   },

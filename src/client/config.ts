@@ -4,6 +4,7 @@
  * environment variable that does.
  */
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { EXPECTED_CONTEXT } from '../contract/context.ts';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { z } from 'zod';
@@ -20,12 +21,15 @@ export const DEFAULT_PROFILE = 'default';
 export const DEFAULT_TIMEOUT_MS = 30_000;
 
 /** The four expected-context values: profile field, flag, environment variable and the header they become. */
-export const EXPECTED_FIELDS = [
-  { key: 'platformKey', profileKey: 'expectedPlatformKey', flag: 'expect-platform-key', env: 'HOOKRELAY_EXPECTED_PLATFORM_KEY', header: 'X-Service-Expected-Platform-Key' },
-  { key: 'platformAccountId', profileKey: 'expectedPlatformAccountId', flag: 'expect-platform-account-id', env: 'HOOKRELAY_EXPECTED_PLATFORM_ACCOUNT_ID', header: 'X-Service-Expected-Platform-Account-Id' },
-  { key: 'shopDomain', profileKey: 'expectedShopDomain', flag: 'expect-shop-domain', env: 'HOOKRELAY_EXPECTED_SHOP_DOMAIN', header: 'X-Service-Expected-Shop-Domain' },
-  { key: 'installationId', profileKey: 'expectedInstallationId', flag: 'expect-installation-id', env: 'HOOKRELAY_EXPECTED_INSTALLATION_ID', header: 'X-Service-Expected-Installation-Id' },
-] as const;
+/** Where the CLI reads each expected-context value; the header itself comes from the contract. */
+const CLIENT_NAMES = {
+  platformKey: { profileKey: 'expectedPlatformKey', flag: 'expect-platform-key', env: 'HOOKRELAY_EXPECTED_PLATFORM_KEY' },
+  platformAccountId: { profileKey: 'expectedPlatformAccountId', flag: 'expect-platform-account-id', env: 'HOOKRELAY_EXPECTED_PLATFORM_ACCOUNT_ID' },
+  shopDomain: { profileKey: 'expectedShopDomain', flag: 'expect-shop-domain', env: 'HOOKRELAY_EXPECTED_SHOP_DOMAIN' },
+  installationId: { profileKey: 'expectedInstallationId', flag: 'expect-installation-id', env: 'HOOKRELAY_EXPECTED_INSTALLATION_ID' },
+} as const;
+
+export const EXPECTED_FIELDS = EXPECTED_CONTEXT.map((c) => ({ key: c.key, header: c.header, ...CLIENT_NAMES[c.key] }));
 export type ExpectedKey = (typeof EXPECTED_FIELDS)[number]['key'];
 export type ExpectedContext = Partial<Record<ExpectedKey, string>>;
 

@@ -1,14 +1,9 @@
 /** The public manifest, derived from the contract table. */
+import { EXPECTED_CONTEXT_HEADERS } from './context.ts';
 import { REFUSAL_CATEGORIES } from './errors.ts';
 import { OPERATIONS } from './operations.ts';
 import { API_PREFIX, EDITION, SCHEMA_VERSION, TIERS } from './scopes.ts';
 
-export const EXPECTED_CONTEXT_HEADERS = [
-  'X-Service-Expected-Platform-Key',
-  'X-Service-Expected-Platform-Account-Id',
-  'X-Service-Expected-Shop-Domain',
-  'X-Service-Expected-Installation-Id',
-] as const;
 
 export const SAFETY_BOUNDARIES = [
   'No read returns a raw event body.',

@@ -1,7 +1,7 @@
 /** OpenAPI 3.1.0 generated from the contract table with z.toJSONSchema. Nothing here is written by hand per operation. */
 import { z } from 'zod';
 import { ERROR_CODES } from './errors.ts';
-import { EXPECTED_CONTEXT_HEADERS } from './manifest.ts';
+import { EXPECTED_CONTEXT_HEADERS } from './context.ts';
 import { OPERATIONS, type Operation } from './operations.ts';
 import { ActorSchema, EditionSchema, EnvelopeScopeSchema, McpUnavailableSchema, RateLimitedResponseSchema, ErrorEnvelopeSchema } from './schemas.ts';
 import { OPENAPI_VERSION, SCHEMA_VERSION } from './scopes.ts';

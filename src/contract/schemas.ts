@@ -361,8 +361,13 @@ export const BillingHandoffReadSchema = z
   })
   .meta({ id: 'BillingHandoffRead' });
 
+/** Look-back windows of reliability reads and diagnostics shares. */
+export const WINDOW_MS = { '1h': 3600_000, '24h': 86400_000, '7d': 7 * 86400_000 } as const;
+export const WindowSchema = z.enum(['1h', '24h', '7d']);
+export type Window = z.infer<typeof WindowSchema>;
+
 export const ReliabilityQuerySchema = z.object({
-  window: z.enum(['1h', '24h', '7d']).default('24h').describe('Look-back window'),
+  window: WindowSchema.default('24h').describe('Look-back window'),
 });
 
 export const ReliabilityHealthSchema = z
@@ -436,7 +441,7 @@ export const DiagnosticsShareInputSchema = z
   .object({
     eventIds: z.array(z.string()).max(50).optional(),
     endpointIds: z.array(z.string()).max(20).optional(),
-    window: z.enum(['1h', '24h', '7d']).default('24h'),
+    window: WindowSchema.default('24h'),
     note: z.string().max(1000).optional(),
     expiresInHours: z.number().int().min(1).max(720).default(72),
   })

@@ -1,6 +1,7 @@
 /** Handoff-only test intents, diagnostics shares, support requests and non-binding expansion/feature requests. */
 import { AppError } from '../contract/errors.ts';
 import type { OperationInput } from '../contract/operations.ts';
+import { WINDOW_MS, type Window } from '../contract/schemas.ts';
 import { TEST_EVENT_PREFIX } from '../contract/triggers.ts';
 import { iso } from '../lib/clock.ts';
 import { randomBase62 } from '../lib/ids.ts';
@@ -37,8 +38,7 @@ export async function createEndpointTestIntent(ctx: OpContext, { params, body }:
   };
 }
 
-type DiagInput = { eventIds?: string[]; endpointIds?: string[]; window?: '1h' | '24h' | '7d'; note?: string; expiresInHours?: number };
-const WINDOW_MS = { '1h': 3600_000, '24h': 86400_000, '7d': 7 * 86400_000 } as const;
+type DiagInput = { eventIds?: string[]; endpointIds?: string[]; window?: Window; note?: string; expiresInHours?: number };
 
 /** The frozen package: receipt facts, endpoint state, codes, retention, recovery guidance. No bodies, secrets, headers or customer data. */
 async function diagnosticsPackage(ctx: OpContext, input: DiagInput) {

@@ -1,7 +1,7 @@
 /** Store-level reads: setup state, plan usage, billing handoff, reliability health. */
 import type { OperationInput } from '../contract/operations.ts';
 import type { TriggerVariant } from '../contract/schemas.ts';
-import { TRIGGER_VARIANTS } from '../contract/schemas.ts';
+import { TRIGGER_VARIANTS, WINDOW_MS, type Window } from '../contract/schemas.ts';
 import { TRIGGERS } from '../contract/triggers.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
 import { idFloor } from '../lib/ids.ts';
@@ -9,7 +9,6 @@ import type { OpContext } from './context.ts';
 import { enforcement, limitOf, METERS, period, PLANS } from './usage.ts';
 
 const FAILURE_PAIR_WINDOW_MS = 30 * 60_000;
-const WINDOWS = { '1h': 3600_000, '24h': 86400_000, '7d': 7 * 86400_000 } as const;
 
 export async function getSetupState(ctx: OpContext) {
   const { core, store } = ctx;
@@ -123,10 +122,10 @@ export async function getBillingHandoff(ctx: OpContext) {
   };
 }
 
-async function reliability(ctx: OpContext, subject: 'tenant' | 'destination', window: keyof typeof WINDOWS) {
+async function reliability(ctx: OpContext, subject: 'tenant' | 'destination', window: Window) {
   const { core, store } = ctx;
   const to = core.clock.now();
-  const from = to - WINDOWS[window];
+  const from = to - WINDOW_MS[window];
   const sinceId = idFloor('evt', from);
   const counts = Object.fromEntries((await core.repo.countOutcomes(store.id, sinceId)).map((o) => [o.outcome, o.n]));
   const attempts = await core.repo.listAttemptsSince(store.id, sinceId, 5000);

@@ -3,8 +3,8 @@ import type { StoreRow } from '../../db/types.ts';
 import { AppError } from '../contract/errors.ts';
 import type { Core } from '../core.ts';
 import { iso } from '../lib/clock.ts';
+import { PLANS } from './usage.ts';
 
-export const PLANS = ['free', 'starter', 'growth', 'scale'] as const;
 
 export interface InitStoreInput {
   shopDomain: string;
@@ -22,8 +22,8 @@ const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
 export async function initStore(core: Core, input: InitStoreInput) {
   const shop = input.shopDomain.trim().toLowerCase();
   if (!SHOP.test(shop)) throw new AppError('invalid_input', 'The shop domain must look like your-store.myshopify.com.');
-  if (input.plan && !PLANS.includes(input.plan as (typeof PLANS)[number])) {
-    throw new AppError('invalid_input', `Plan must be one of ${PLANS.join(', ')}.`);
+  if (input.plan && !Object.hasOwn(PLANS, input.plan)) {
+    throw new AppError('invalid_input', `Plan must be one of ${Object.keys(PLANS).join(', ')}.`);
   }
   if (input.adminTokenEnv && !ENV_NAME.test(input.adminTokenEnv)) {
     throw new AppError('invalid_input', 'The admin token variable must be an environment variable NAME (e.g. SHOPIFY_ADMIN_TOKEN), never the token.');

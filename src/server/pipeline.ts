@@ -3,6 +3,7 @@
  * input validation, handler, envelope, error mapping. Handlers only see validated input and a typed context.
  */
 import type { z } from 'zod';
+import { EXPECTED_CONTEXT } from '../contract/context.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import type { Operation } from '../contract/operations.ts';
 import type { Scope } from '../contract/scopes.ts';
@@ -29,14 +30,6 @@ const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 
 const MAX_API_BODY = 1024 * 1024;
 
-/** The four optional headers, each checked against the grant's store. */
-const EXPECTED_CONTEXT = [
-  ['x-service-expected-platform-key', 'platformKey', 'platform'],
-  ['x-service-expected-platform-account-id', 'platformAccountId', 'platform account'],
-  ['x-service-expected-shop-domain', 'shopDomain', 'store'],
-  ['x-service-expected-installation-id', 'installationId', 'installation'],
-] as const;
-
 export async function runOperation(
   deps: PipelineDeps,
   op: Operation,
@@ -59,10 +52,12 @@ export async function runOperation(
       endpointChanged: deps.endpointChanged,
     };
 
-    for (const [header, field, what] of EXPECTED_CONTEXT) {
+    for (const { key, header, what } of EXPECTED_CONTEXT) {
       const expected = req.headers.get(header);
-      if (expected !== null && expected !== store[field]) {
-        throw new AppError('agent_context_mismatch', `The grant belongs to a different ${what} than ${header} expects.`, { header });
+      if (expected !== null && expected !== store[key]) {
+        throw new AppError('agent_context_mismatch', `The grant belongs to a different ${what} than ${header} expects.`, {
+          header: header.toLowerCase(),
+        });
       }
     }
 
