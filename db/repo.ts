@@ -98,7 +98,8 @@ export interface Repo {
 
   // reliability
   /** `sinceId`: the smallest event id of the window (ids sort by time; see idFloor in src/lib/ids.ts). */
-  countOutcomes(storeId: string, sinceId: string): Promise<OutcomeCount[]>;
+  /** Counts per outcome (range scans on (store_id, outcome, id)); outcomes with none are left out. */
+  countOutcomes(storeId: string, sinceId: string, outcomes: readonly string[]): Promise<OutcomeCount[]>;
   listAttemptsSince(storeId: string, sinceId: string, limit: number): Promise<(AttemptRow & { receivedAt: number })[]>;
   countAuthFailures(storeId: string, since: number): Promise<{ endpointId: string; n: number }[]>;
   pendingStats(storeId: string): Promise<{ backlog: number; oldestReceivedAt: number | null }>;

@@ -1,6 +1,6 @@
 /** SQLite implementation of Repo over bun:sqlite + drizzle. The ingest commit uses raw prepared statements. */
-import { Database } from 'bun:sqlite';
-import { and, asc, desc, eq, gte, inArray, lt, sql, type SQL } from 'drizzle-orm';
+import { Database, type SQLQueryBindings } from 'bun:sqlite';
+import { and, asc, desc, eq, getTableColumns, gte, inArray, lt, sql, type SQL } from 'drizzle-orm';
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
 import { runMigrations, type Migration } from '../migrate.ts';
 import { migrations as sqliteMigrations } from '../migrations/sqlite/index.ts';
@@ -31,15 +31,26 @@ export interface SqliteOptions {
   synchronous?: 'FULL' | 'NORMAL';
 }
 
-/** Every event outcome (the contract's list; db/ does not import it, so a test keeps the two equal). */
-export const OUTCOMES = ['accepted', 'queued', 'delivered', 'no_workflow', 'failed', 'duplicate_suppressed', 'rejected', 'held', 'test'] as const;
+/** The events columns as [row key, column] pairs, in schema order: the raw insert and RETURNING rows derive from it. */
+const EVENT_COLUMNS = Object.entries(getTableColumns(s.events));
 
-/** Column order of the events table for the raw insert (must match the schema). */
-const EVENT_COLUMNS = [
-  'id', 'receipt_id', 'store_id', 'endpoint_id', 'config_version', 'outcome', 'code', 'external_event_id',
-  'event_type', 'is_test', 'duplicate_of', 'resource_id', 'related_resource_id', 'body_bytes', 'body_retention',
-  'received_at', 'attempts', 'last_attempt_at', 'next_attempt_at', 'lease_until', 'delivered_at',
-] as const;
+/** A typed events row as driver values, in EVENT_COLUMNS order. */
+function eventValues(e: EventRow): SQLQueryBindings[] {
+  return EVENT_COLUMNS.map(([key, col]) => {
+    const v = e[key as keyof EventRow];
+    return v == null ? null : (col.mapToDriverValue(v) as SQLQueryBindings);
+  });
+}
+
+/** A raw events row (snake_case driver values) as the typed row. */
+function rowToEvent(raw: Record<string, unknown>): EventRow {
+  const row: Record<string, unknown> = {};
+  for (const [key, col] of EVENT_COLUMNS) {
+    const v = raw[col.name];
+    row[key] = v == null ? null : col.mapFromDriverValue(v);
+  }
+  return row as EventRow;
+}
 
 export function openSqliteDatabase(opts: SqliteOptions): Database {
   const sqlite = new Database(opts.path, { create: true, strict: true });
@@ -100,7 +111,7 @@ export class SqliteRepo implements Repo {
     this.fullSync = (sqlite.query<{ synchronous: number }, []>('PRAGMA synchronous').get()?.synchronous ?? 2) >= 2;
     this.db = drizzle({ client: sqlite, schema: s });
     this.insertEvent = sqlite.prepare(
-      `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')})`,
+      `INSERT INTO events (${EVENT_COLUMNS.map(([, col]) => col.name).join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')})`,
     );
     this.insertBody = sqlite.prepare('INSERT INTO event_bodies (event_id, body, expires_at) VALUES (?, ?, ?)');
     this.findFirstByExternalId = sqlite.prepare<{ id: string }, [string, string, number]>(
@@ -373,11 +384,11 @@ export class SqliteRepo implements Repo {
   }
 
   /** One range count per outcome on (store_id, outcome, id): bounded by the window, never the whole store. */
-  async countOutcomes(storeId: string, sinceId: string) {
+  async countOutcomes(storeId: string, sinceId: string, outcomes: readonly string[]) {
     const q = this.sqlite.query<{ n: number }, [string, string, string]>(
       'SELECT count(*) AS n FROM events WHERE store_id = ? AND outcome = ? AND id >= ?',
     );
-    return OUTCOMES.map((outcome) => ({ outcome, n: q.get(storeId, outcome, sinceId)?.n ?? 0 })).filter((o) => o.n > 0);
+    return outcomes.map((outcome) => ({ outcome, n: q.get(storeId, outcome, sinceId)?.n ?? 0 })).filter((o) => o.n > 0);
   }
   async listAttemptsSince(storeId: string, sinceId: string, limit: number) {
     return this.db
@@ -411,37 +422,3 @@ export class SqliteRepo implements Repo {
   }
 }
 
-/** A raw `events` row (snake_case) as the typed row. */
-function rowToEvent(r: Record<string, unknown>): EventRow {
-  return {
-    id: r.id as string,
-    receiptId: r.receipt_id as string,
-    storeId: r.store_id as string,
-    endpointId: r.endpoint_id as string,
-    configVersion: r.config_version as number,
-    outcome: r.outcome as string,
-    code: r.code as string | null,
-    externalEventId: r.external_event_id as string | null,
-    eventType: r.event_type as string | null,
-    isTest: r.is_test === 1,
-    duplicateOf: r.duplicate_of as string | null,
-    resourceId: r.resource_id as string | null,
-    relatedResourceId: r.related_resource_id as string | null,
-    bodyBytes: r.body_bytes as number,
-    bodyRetention: r.body_retention as string,
-    receivedAt: r.received_at as number,
-    attempts: r.attempts as number,
-    lastAttemptAt: r.last_attempt_at as number | null,
-    nextAttemptAt: r.next_attempt_at as number | null,
-    leaseUntil: r.lease_until as number | null,
-    deliveredAt: r.delivered_at as number | null,
-  };
-}
-
-function eventValues(e: EventRow) {
-  return [
-    e.id, e.receiptId, e.storeId, e.endpointId, e.configVersion, e.outcome, e.code, e.externalEventId, e.eventType,
-    e.isTest ? 1 : 0, e.duplicateOf, e.resourceId, e.relatedResourceId, e.bodyBytes, e.bodyRetention, e.receivedAt,
-    e.attempts, e.lastAttemptAt, e.nextAttemptAt, e.leaseUntil, e.deliveredAt,
-  ] as const;
-}

@@ -1,7 +1,7 @@
 /** Store-level reads: setup state, plan usage, billing handoff, reliability health. */
 import type { OperationInput } from '../contract/operations.ts';
 import type { TriggerVariant } from '../contract/schemas.ts';
-import { TRIGGER_VARIANTS, WINDOW_MS, type Window } from '../contract/schemas.ts';
+import { EVENT_OUTCOMES, TRIGGER_VARIANTS, WINDOW_MS, type Window } from '../contract/schemas.ts';
 import { TRIGGERS } from '../contract/triggers.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
 import { idFloor } from '../lib/ids.ts';
@@ -81,7 +81,7 @@ export async function getPlanUsage(ctx: OpContext) {
   const now = core.clock.now();
   const p = period(store, now);
   const used = await core.repo.getUsage(store.id, p.start);
-  const accepted = (await core.repo.countOutcomes(store.id, idFloor('evt', p.start)))
+  const accepted = (await core.repo.countOutcomes(store.id, idFloor('evt', p.start), EVENT_OUTCOMES))
     .filter((o) => !['rejected', 'duplicate_suppressed', 'test'].includes(o.outcome))
     .reduce((a, o) => a + o.n, 0);
   const meters = METERS.map((meter) => {
@@ -127,7 +127,7 @@ async function reliability(ctx: OpContext, subject: 'tenant' | 'destination', wi
   const to = core.clock.now();
   const from = to - WINDOW_MS[window];
   const sinceId = idFloor('evt', from);
-  const counts = Object.fromEntries((await core.repo.countOutcomes(store.id, sinceId)).map((o) => [o.outcome, o.n]));
+  const counts = Object.fromEntries((await core.repo.countOutcomes(store.id, sinceId, EVENT_OUTCOMES)).map((o) => [o.outcome, o.n]));
   const attempts = await core.repo.listAttemptsSince(store.id, sinceId, 5000);
   const latencies = attempts.filter((a) => a.outcome === 'delivered').map((a) => a.finishedAt - a.receivedAt).sort((a, b) => a - b);
   const pct = (q: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]! : null);
