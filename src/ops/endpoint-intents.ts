@@ -3,7 +3,7 @@ import type { EndpointRow } from '../../db/types.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import { last4, newEndpointSecret } from '../lib/crypto.ts';
 import type { OpContext } from './context.ts';
-import { checkMapping, endpointView } from './endpoints.ts';
+import { checkMapping, configSnapshot, endpointView } from './endpoints.ts';
 import type { IntentKind } from './intents.ts';
 
 const EDITABLE = ['name', 'triggerVariant', 'resourceIdPath', 'relatedResourceIdPath', 'requiredPaths', 'sourceLabel', 'eventType', 'headerName'] as const;
@@ -78,9 +78,7 @@ export const endpointEditIntent: IntentKind<EditInput> = {
       configVersion: row.configVersion + 1,
       updatedAt: ctx.core.clock.now(),
     };
-    const view = endpointView(next, ctx.core.config.publicUrl);
-    const { id: _i, url: _u, createdAt: _c, updatedAt: _d, ...config } = view;
-    await ctx.core.repo.updateEndpoint(next, config);
+    await ctx.core.repo.updateEndpoint(next, configSnapshot(endpointView(next, ctx.core.config.publicUrl)));
     ctx.endpointChanged(row.id);
     return { summary: `Endpoint ${row.id} is at config version ${next.configVersion}.`, resourceId: row.id };
   },

@@ -35,6 +35,12 @@ export function endpointUrl(publicUrl: string, id: string): string {
   return `${publicUrl.replace(/\/+$/, '')}/hooks/${id}`;
 }
 
+/** The configuration recorded with each config version: the view without identity and timestamps. */
+export function configSnapshot(view: Endpoint) {
+  const { id: _id, url: _url, createdAt: _c, updatedAt: _u, ...config } = view;
+  return config;
+}
+
 export function endpointView(row: EndpointRow, publicUrl: string): Endpoint {
   return {
     id: row.id,
@@ -99,8 +105,7 @@ export async function createEndpoint(ctx: OpContext, { body }: OperationInput<'c
     updatedAt: now,
   };
   const endpoint = endpointView(row, core.config.publicUrl);
-  const { id: _id, url: _url, createdAt: _c, updatedAt: _u, ...config } = endpoint;
-  await core.repo.insertEndpoint(row, config);
+  await core.repo.insertEndpoint(row, configSnapshot(endpoint));
   const instructions =
     auth.mode === 'hmac_sha256'
       ? `Send ${auth.headerName}: lowercase hex HMAC-SHA256 of the exact raw request body, keyed with the secret. Do not re-serialise the body after signing.`

@@ -21,26 +21,35 @@ async function replayable(ctx: OpContext, eventId: string) {
   const event = await core.repo.getEvent(store.id, eventId);
   if (!event) throw new AppError('not_found', 'No such event.');
   const summary = eventSummary(event, core.clock.now(), core.config.bodyRetentionMs);
-  const blocked: Record<string, [string, string, string]> = {
-    rejected: ['event_rejected', 'The event was authenticated but is not deliverable; replaying it would fail the same way.', 'Fix the sender (see the code) and send a fresh event.'],
-    test: ['test_event', 'Test events prove authentication and are never handed off.', 'Send a real event.'],
-    duplicate_suppressed: ['duplicate_event', 'This receipt was suppressed as a duplicate; its first receipt carries the body.', `Replay the first receipt instead (${event.duplicateOf ?? 'see duplicateOf'}).`],
-    accepted: ['handoff_in_progress', 'The event is still waiting for its handoff.', 'Wait for the handoff to finish, then read the event again.'],
-    queued: ['handoff_in_progress', 'The event is being handed off or waits for a retry.', 'Wait for the handoff to finish, then read the event again.'],
-    held: ['held_for_capacity', 'The event is held for plan capacity and will be handed off when capacity returns.', 'Read GET /agent/v1/plan-usage.'],
-  };
-  const b = blocked[event.outcome];
-  if (b) throw refuse({ category: 'target_state', code: b[0], reason: b[1], recommendedAction: b[2] });
-  if (summary.bodyRetention !== 'retained') {
-    throw refuse({
-      category: 'target_state',
-      code: 'SVC_RETENTION_EXPIRED',
-      reason: 'The raw body is no longer retained, so the event cannot be replayed.',
-      recommendedAction: 'Ask the sender to send the event again.',
-    });
-  }
+  // `summary.replayable` is the one rule; the table below only says why an event is not.
+  if (!summary.replayable) throw refuse(whyNotReplayable(event.outcome, event.duplicateOf));
   return event;
 }
+
+const NOT_REPLAYABLE: Record<string, [code: string, reason: string, action: string]> = {
+  rejected: ['event_rejected', 'The event was authenticated but is not deliverable; replaying it would fail the same way.', 'Fix the sender (see the code) and send a fresh event.'],
+  test: ['test_event', 'Test events prove authentication and are never handed off.', 'Send a real event.'],
+  duplicate_suppressed: ['duplicate_event', 'This receipt was suppressed as a duplicate; its first receipt carries the body.', 'Replay the first receipt instead (see duplicateOf).'],
+  accepted: ['handoff_in_progress', 'The event is still waiting for its handoff.', 'Wait for the handoff to finish, then read the event again.'],
+  queued: ['handoff_in_progress', 'The event is being handed off or waits for a retry.', 'Wait for the handoff to finish, then read the event again.'],
+  held: ['held_for_capacity', 'The event is held for plan capacity and will be handed off when capacity returns.', 'Read GET /agent/v1/plan-usage.'],
+};
+
+function whyNotReplayable(outcome: string, duplicateOf: string | null) {
+  const known = NOT_REPLAYABLE[outcome];
+  if (known) {
+    const action = outcome === 'duplicate_suppressed' && duplicateOf ? `Replay the first receipt instead (${duplicateOf}).` : known[2];
+    return { category: 'target_state' as const, code: known[0], reason: known[1], recommendedAction: action };
+  }
+  return RETENTION_EXPIRED;
+}
+
+const RETENTION_EXPIRED = {
+  category: 'target_state' as const,
+  code: 'SVC_RETENTION_EXPIRED',
+  reason: 'The raw body is no longer retained, so the event cannot be replayed.',
+  recommendedAction: 'Ask the sender to send the event again.',
+};
 
 export const replayIntent: IntentKind<ReplayInput> = {
   kind: 'replay',
@@ -81,7 +90,7 @@ export const replayIntent: IntentKind<ReplayInput> = {
     const event = await replayable(ctx, intent.targetId!);
     await ensureCapacity(ctx.core, ctx.store, 'replay_executions');
     if (!(await ctx.core.repo.getEventBody(event.id))) {
-      throw refuse({ category: 'target_state', code: 'SVC_RETENTION_EXPIRED', reason: 'The raw body is no longer retained.', recommendedAction: 'Ask the sender to send the event again.' });
+      throw refuse(RETENTION_EXPIRED);
     }
     await ctx.core.repo.requeueEvent(event.id, ctx.core.clock.now());
     await record(ctx.core, ctx.store, 'replay_executions');

@@ -11,6 +11,11 @@ function scopeOf(ctx: Scoped) {
   return ctx ? { storeId: ctx.store.id, shopDomain: ctx.store.shopDomain, grantId: ctx.grant.id, scopes: ctx.scopes } : null;
 }
 
+/** A success envelope: edition, scope, actor, refusal, data. */
+export function envelopeBody(ctx: NonNullable<Scoped>, data: unknown): Record<string, unknown> {
+  return { edition: EDITION, scope: scopeOf(ctx), actor: ctx.actor, refusal: null, data };
+}
+
 export function newSupportCode(): string {
   return `sup-${randomBase62(8).slice(0, 10)}`;
 }

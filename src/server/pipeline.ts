@@ -13,7 +13,7 @@ import { sha256Hex } from '../lib/crypto.ts';
 import type { OpContext } from '../ops/context.ts';
 import { authenticateBearer } from '../ops/grants.ts';
 import { record, type Meter } from '../ops/usage.ts';
-import { errorResponse, invalidInput, newSupportCode } from './http.ts';
+import { envelopeBody, errorResponse, invalidInput, newSupportCode } from './http.ts';
 import type { RateLimiter } from './rate-limit.ts';
 
 export type AnyHandler = (ctx: OpContext, input: { params: unknown; query: unknown; body: unknown }) => Promise<unknown>;
@@ -162,11 +162,6 @@ function withoutSecrets(value: unknown): unknown {
     );
   }
   return value;
-}
-
-function envelopeBody(ctx: OpContext, data: unknown): Record<string, unknown> {
-  const scope = { storeId: ctx.store.id, shopDomain: ctx.store.shopDomain, grantId: ctx.grant.id, scopes: ctx.scopes };
-  return { edition: EDITION, scope, actor: ctx.actor, refusal: null, data };
 }
 
 /** Which usage meter a call counts against, from the table's classes. */
