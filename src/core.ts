@@ -6,7 +6,7 @@ import type { SecretBox } from './lib/crypto.ts';
 import type { IdGenerator } from './lib/ids.ts';
 import { createIdGenerator } from './lib/ids.ts';
 import type { Log } from './lib/log.ts';
-import { DEFAULT_RATE_LIMITS, type RateLimits } from './server/rate-limit.ts';
+import { DEFAULT_RATE_LIMITS, type RateLimits } from './contract/limits.ts';
 import { silentLog } from './lib/log.ts';
 
 export interface HandoffConfig {

@@ -15,7 +15,7 @@ import type { Config } from '../../src/core.ts';
 import { stderrLog } from '../../src/lib/log.ts';
 import { issueGrant } from '../../src/ops/grants.ts';
 import { initStore } from '../../src/ops/stores.ts';
-import { DEFAULT_RATE_LIMITS } from '../../src/server/rate-limit.ts';
+import { DEFAULT_RATE_LIMITS } from '../../src/contract/limits.ts';
 import { startServer } from '../../src/server/serve.ts';
 import { seedEvents } from './seed.ts';
 

@@ -1,15 +1,8 @@
 /** Fixed one-minute windows per grant and per store, per rate-limit class. In memory; the clock is injected. */
+import { DEFAULT_RATE_LIMITS, type RateLimits } from '../contract/limits.ts';
 import type { RateLimitClass } from '../contract/operations.ts';
 import type { Clock } from '../lib/clock.ts';
 
-export type RateLimits = Record<RateLimitClass, { grant: number; store: number }>;
-
-export const DEFAULT_RATE_LIMITS: RateLimits = {
-  simple_read: { grant: 120, store: 600 },
-  rich_read: { grant: 30, store: 150 },
-  recovery_preview: { grant: 20, store: 100 },
-  endpoint_preview: { grant: 10, store: 50 },
-};
 
 const WINDOW_MS = 60_000;
 

@@ -1,0 +1,11 @@
+/** Per-minute rate limits by class, per grant and per store (DESIGN.md "Plans and limits"; configurable). */
+import type { RateLimitClass } from './operations.ts';
+
+export type RateLimits = Record<RateLimitClass, { grant: number; store: number }>;
+
+export const DEFAULT_RATE_LIMITS: RateLimits = {
+  simple_read: { grant: 120, store: 600 },
+  rich_read: { grant: 30, store: 150 },
+  recovery_preview: { grant: 20, store: 100 },
+  endpoint_preview: { grant: 10, store: 50 },
+};
