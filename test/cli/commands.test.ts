@@ -6,14 +6,12 @@ import { cli, closedPort, scratchHome, startApi, type Api } from './harness.ts';
 
 let api: Api;
 let home: ReturnType<typeof scratchHome>;
-let admin: string;
 let operator: string;
 let observer: string;
 
 beforeAll(async () => {
   api = await startApi();
   home = scratchHome();
-  admin = await api.grant('admin_assistant');
   operator = await api.grant('operator');
   observer = await api.grant('observer');
 });

@@ -9,8 +9,6 @@ import { addGrant, addStore, BASE, call, createEndpoint, createTestEnv, orderEve
 const MiB = 1024 * 1024;
 const MARKER = 'INBOUND_BODY_MARKER_51c9';
 
-type Ep = { id: string; auth: { headerName: string; mode: string } };
-
 async function setup() {
   const env = await createTestEnv();
   const store = await addStore(env);

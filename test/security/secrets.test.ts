@@ -7,7 +7,7 @@
 import { beforeAll, describe, expect, test } from 'bun:test';
 import { hmacHex, newEndpointSecret, sha256Hex } from '../../src/lib/crypto.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { addGrant, addStore, BASE, call, createEndpoint, createTestEnv, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, BASE, call, createTestEnv, type TestEnv } from '../helpers.ts';
 
 const MARKER = 'RAW_BODY_CANARY_7f3a';
 
