@@ -95,3 +95,15 @@ export async function sendHook(
 export function orderEvent(ext: string, orderId: number | string = 4501) {
   return JSON.stringify({ event_type: 'order.flagged', external_event_id: ext, order: { id: orderId } });
 }
+
+/** Holds every group commit until the returned function is called (to observe that no 202 precedes its commit). */
+export function holdCommits(env: TestEnv): () => void {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const original = env.repo.commitIngest.bind(env.repo);
+  env.repo.commitIngest = async (receipts, failures) => {
+    await gate;
+    return original(receipts, failures);
+  };
+  return release;
+}

@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from 'bun:test';
 import { hmacHex, newEndpointSecret } from '../../src/lib/crypto.ts';
-import { addGrant, addStore, BASE, call, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, BASE, call, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv, holdCommits } from '../helpers.ts';
 
 const MiB = 1024 * 1024;
 const MARKER = 'INBOUND_BODY_MARKER_51c9';
@@ -138,13 +138,7 @@ describe('accepted events', () => {
   test('the 202 is sent only after the receipt commits', async () => {
     const { env, token } = await setup();
     const { endpoint, secret } = await createEndpoint(env, token);
-    const original = env.repo.commitIngest.bind(env.repo);
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    env.repo.commitIngest = async (receipts, failures) => {
-      await gate;
-      return original(receipts, failures);
-    };
+    const release = holdCommits(env);
     let settled = false;
     const pending = sendHook(env, endpoint, secret, orderEvent('ext-commit')).then((r) => {
       settled = true;

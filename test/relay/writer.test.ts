@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'bun:test';
 import type { CommittedReceipt } from '../../db/types.ts';
-import { addGrant, addStore, createEndpoint, createTestEnv, orderEvent, sendHook } from '../helpers.ts';
+import { addGrant, addStore, createEndpoint, createTestEnv, holdCommits, orderEvent, sendHook } from '../helpers.ts';
 
 describe('ReceiptWriter (group commit)', () => {
   it('commits the receipts of concurrent requests in one transaction', async () => {
@@ -23,13 +23,7 @@ describe('ReceiptWriter (group commit)', () => {
     const env = await createTestEnv();
     await addStore(env);
     const { endpoint, secret } = await createEndpoint(env, await addGrant(env));
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const original = env.repo.commitIngest.bind(env.repo);
-    env.repo.commitIngest = async (receipts, failures) => {
-      await gate;
-      return original(receipts, failures);
-    };
+    const release = holdCommits(env);
     let answered = false;
     const pending = sendHook(env, endpoint, secret, orderEvent('held-back')).then((r) => {
       answered = true;
@@ -62,13 +56,7 @@ describe('ReceiptWriter (group commit)', () => {
     const env = await createTestEnv();
     await addStore(env);
     const { endpoint, secret } = await createEndpoint(env, await addGrant(env));
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const original = env.repo.commitIngest.bind(env.repo);
-    env.repo.commitIngest = async (receipts, failures) => {
-      await gate;
-      return original(receipts, failures);
-    };
+    const release = holdCommits(env);
     const inflight = [sendHook(env, endpoint, secret, orderEvent('a')), sendHook(env, endpoint, secret, orderEvent('b'))];
     await Bun.sleep(20);
     const closing = env.app.writer.close();
