@@ -20,6 +20,7 @@ export const main = defineCommand({
     init: () => load(import('./init.ts')),
     grant: () => load(import('./grant.ts')),
     migrate: () => load(import('./migrate.ts')),
+    plan: () => load(import('./plan.ts')),
     audit: () => load(import('./audit.ts')),
     status: () => load(import('./status.ts')),
     docs: () => load(import('./docs.ts')),

@@ -24,6 +24,8 @@ export interface Repo {
 
   // stores
   getStore(id: string): Promise<StoreRow | null>;
+  /** Replaces the store's mutable fields (plan, billing status, destination, token variable). */
+  updateStore(row: StoreRow): Promise<void>;
   getStoreByShop(shopDomain: string): Promise<StoreRow | null>;
   listStores(): Promise<StoreRow[]>;
   insertStore(row: StoreRow): Promise<void>;
@@ -65,6 +67,11 @@ export interface Repo {
   nextDueAt(): Promise<number | null>;
   /** Clears every lease: only for a single-process deployment at start-up, after a crash. */
   releaseAllLeases(): Promise<number>;
+  /**
+   * Queues the store's oldest `held` events, as many as the meter has room for below `hardLimit`, and counts
+   * them on the meter in the same transaction. Returns how many.
+   */
+  releaseHeld(storeId: string, capacity: { meter: string; periodStart: number; hardLimit: number }, now: number): Promise<number>;
 
   // endpoints: changes
   /** Writes a new config version (the row's configVersion) with its snapshot. */

@@ -25,6 +25,11 @@ export interface PendingReceipt {
   bodyExpiresAt: number;
   /** Suppress as duplicate when the same endpoint saw this external id since this time. */
   dedupeSince: number | null;
+  /**
+   * The store's accepted-events meter for this receipt's period. An accepted receipt that would pass
+   * `hardLimit` is stored `held` (never dropped); the commit counts the rest in the same transaction.
+   */
+  capacity?: { meter: string; periodStart: number; hardLimit: number } | null;
 }
 
 /** What the commit decided for one receipt. */

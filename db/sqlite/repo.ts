@@ -84,6 +84,8 @@ export class SqliteRepo implements Repo {
   private readonly insertBody;
   private readonly findFirstByExternalId;
   private readonly insertAuthFailure;
+  private readonly getCounter;
+  private readonly bumpCounter;
   private readonly insertAttempt;
   private readonly updateAfterAttempt;
   private readonly recordBatch;
@@ -117,6 +119,13 @@ export class SqliteRepo implements Repo {
     this.findFirstByExternalId = sqlite.prepare<{ id: string }, [string, string, number]>(
       `SELECT id FROM events WHERE endpoint_id = ? AND external_event_id = ? AND received_at >= ?
          AND outcome NOT IN ('duplicate_suppressed', 'rejected', 'test') ORDER BY received_at, id LIMIT 1`,
+    );
+    this.getCounter = sqlite.prepare<{ used: number }, [string, string, number]>(
+      'SELECT used FROM usage_counters WHERE store_id = ? AND meter = ? AND period_start = ?',
+    );
+    this.bumpCounter = sqlite.prepare(
+      `INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES (?1, ?2, ?3, ?4)
+       ON CONFLICT (store_id, meter, period_start) DO UPDATE SET used = used + ?4`,
     );
     this.insertAuthFailure = sqlite.prepare('INSERT INTO auth_failures (id, store_id, endpoint_id, code, at) VALUES (?, ?, ?, ?, ?)');
     this.insertAttempt = sqlite.prepare(
@@ -152,6 +161,10 @@ export class SqliteRepo implements Repo {
 
   async getStore(id: string) {
     return this.db.select().from(s.stores).where(eq(s.stores.id, id)).get() ?? null;
+  }
+  async updateStore(row: StoreRow) {
+    const { plan, billingStatus, destination, adminTokenEnv, updatedAt } = row;
+    this.db.update(s.stores).set({ plan, billingStatus, destination, adminTokenEnv, updatedAt }).where(eq(s.stores.id, row.id)).run();
   }
   async getStoreByShop(shopDomain: string) {
     return this.db.select().from(s.stores).where(eq(s.stores.shopDomain, shopDomain)).get() ?? null;
@@ -207,6 +220,8 @@ export class SqliteRepo implements Repo {
   private commitInTransaction(batch: PendingReceipt[], authFailures: AuthFailureRow[]): CommittedReceipt[] {
     for (const f of authFailures) this.insertAuthFailure.run(f.id, f.storeId, f.endpointId, f.code, f.at);
     const seen = new Map<string, string>();
+    // Accepted-events meter per store and period, read once per batch and written back once.
+    const meters = new Map<string, { storeId: string; meter: string; periodStart: number; used: number; added: number }>();
     const out: CommittedReceipt[] = [];
     for (const p of batch) {
       const e = p.event;
@@ -216,13 +231,25 @@ export class SqliteRepo implements Repo {
         duplicateOf = seen.get(key) ?? this.findFirstByExternalId.get(e.endpointId, e.externalEventId, p.dedupeSince)?.id ?? null;
         if (duplicateOf == null) seen.set(key, e.id);
       }
-      const row: EventRow = duplicateOf
+      let row: EventRow = duplicateOf
         ? { ...e, outcome: 'duplicate_suppressed', duplicateOf, nextAttemptAt: null, bodyRetention: 'none' }
         : e;
+      if (row.outcome === 'accepted' && p.capacity) {
+        const key = `${e.storeId}\u0000${p.capacity.meter}\u0000${p.capacity.periodStart}`;
+        let m = meters.get(key);
+        if (!m) {
+          const { meter, periodStart } = p.capacity;
+          const used = this.getCounter.get(e.storeId, meter, periodStart)?.used ?? 0;
+          meters.set(key, (m = { storeId: e.storeId, meter, periodStart, used, added: 0 }));
+        }
+        if (m.used + m.added < p.capacity.hardLimit) m.added++;
+        else row = { ...row, outcome: 'held', code: 'SVC_OVER_CAPACITY', nextAttemptAt: null };
+      }
       this.insertEvent.run(...eventValues(row));
       if (!duplicateOf && p.body) this.insertBody.run(e.id, p.body, p.bodyExpiresAt);
       out.push({ eventId: row.id, receiptId: row.receiptId, outcome: row.outcome, duplicateOf });
     }
+    for (const m of meters.values()) if (m.added) this.bumpCounter.run(m.storeId, m.meter, m.periodStart, m.added);
     return out;
   }
 
@@ -308,6 +335,21 @@ export class SqliteRepo implements Repo {
   async getEventBody(eventId: string) {
     const row = this.db.select({ body: s.eventBodies.body }).from(s.eventBodies).where(eq(s.eventBodies.eventId, eventId)).get();
     return row ? new Uint8Array(row.body) : null;
+  }
+  async releaseHeld(storeId: string, capacity: { meter: string; periodStart: number; hardLimit: number }, now: number) {
+    return this.sqlite.transaction(() => {
+      const used = this.getCounter.get(storeId, capacity.meter, capacity.periodStart)?.used ?? 0;
+      const room = capacity.hardLimit - used;
+      if (room <= 0) return 0;
+      const { changes } = this.sqlite
+        .query(
+          `UPDATE events SET outcome = 'accepted', code = NULL, next_attempt_at = ?1
+           WHERE id IN (SELECT id FROM events WHERE store_id = ?2 AND outcome = 'held' ORDER BY id LIMIT ?3)`,
+        )
+        .run(now, storeId, room);
+      if (changes) this.bumpCounter.run(storeId, capacity.meter, capacity.periodStart, changes);
+      return changes;
+    })();
   }
   async requeueEvent(eventId: string, at: number) {
     this.db.update(s.events).set({ outcome: 'queued', code: null, nextAttemptAt: at, leaseUntil: null }).where(eq(s.events.id, eventId)).run();

@@ -80,12 +80,10 @@ export async function getPlanUsage(ctx: OpContext) {
   const { core, store } = ctx;
   const now = core.clock.now();
   const p = period(store, now);
+  // accepted_events is counted by the ingest commit itself (held receipts are not counted until released).
   const used = await core.repo.getUsage(store.id, p.start);
-  const accepted = (await core.repo.countOutcomes(store.id, idFloor('evt', p.start), EVENT_OUTCOMES))
-    .filter((o) => !['rejected', 'duplicate_suppressed', 'test'].includes(o.outcome))
-    .reduce((a, o) => a + o.n, 0);
   const meters = METERS.map((meter) => {
-    const u = meter === 'accepted_events' ? accepted : (used[meter] ?? 0);
+    const u = used[meter] ?? 0;
     const limit = limitOf(store, meter);
     return { meter, used: u, limit, remaining: limit == null ? null : Math.max(0, limit - u), resetAt: iso(p.end), enforcement: enforcement(store, meter, u) };
   });

@@ -51,6 +51,19 @@ export async function initStore(core: Core, input: InitStoreInput) {
   return { created: true, store: storeView(row) };
 }
 
+/**
+ * The local admin's lever on a self-hosted box (`hookrelay plan set`): on a hosted deployment the platform's
+ * billing decides. Held events of the store flow again on the worker's next pass when the new plan has room.
+ */
+export async function setPlan(core: Core, shopDomain: string, plan: string) {
+  if (!Object.hasOwn(PLANS, plan)) throw new AppError('invalid_input', `Plan must be one of ${Object.keys(PLANS).join(', ')}.`);
+  const store = await core.repo.getStoreByShop(shopDomain.trim().toLowerCase());
+  if (!store) throw new AppError('not_found', 'No store with that shop domain; run hookrelay init first.');
+  const row = { ...store, plan, updatedAt: core.clock.now() };
+  await core.repo.updateStore(row);
+  return { store: storeView(row), previousPlan: store.plan };
+}
+
 export function storeView(s: StoreRow) {
   return {
     storeId: s.id,

@@ -42,16 +42,45 @@ export function limitOf(store: StoreRow, meter: Meter): number | null {
   return null;
 }
 
+/** Where a meter is exhausted: the limit, plus the plan's grace for accepted events. */
+export function hardLimitOf(store: StoreRow, meter: Meter): number | null {
+  const limit = limitOf(store, meter);
+  if (limit == null) return null;
+  return meter === 'accepted_events' ? Math.floor(limit * (1 + planOf(store).eventGrace)) : limit;
+}
+
 export type Enforcement = 'ok' | 'warning' | 'grace' | 'exhausted';
 
 export function enforcement(store: StoreRow, meter: Meter, used: number): Enforcement {
   const limit = limitOf(store, meter);
   if (limit == null) return 'ok';
-  const grace = meter === 'accepted_events' ? planOf(store).eventGrace : 0;
-  if (used >= limit * (1 + grace)) return 'exhausted';
+  if (used >= hardLimitOf(store, meter)!) return 'exhausted';
   if (used >= limit) return 'grace';
   if (used >= limit * 0.8) return 'warning';
   return 'ok';
+}
+
+/**
+ * The accepted-events meter an inbound receipt counts against. The commit stores receipts past the hard limit
+ * as `held`: kept, never dropped, handed off when capacity returns.
+ */
+export function acceptedCapacity(store: StoreRow, now: number) {
+  return { meter: 'accepted_events' satisfies Meter, periodStart: period(store, now).start, hardLimit: hardLimitOf(store, 'accepted_events')! };
+}
+
+/**
+ * Moves held events back into the handoff queue, oldest first, as far as each store's capacity now allows
+ * (a new period, or a bigger plan). Returns how many were released.
+ */
+export async function releaseHeld(core: Core): Promise<number> {
+  const now = core.clock.now();
+  let released = 0;
+  for (const store of await core.repo.listStores()) {
+    const n = await core.repo.releaseHeld(store.id, acceptedCapacity(store, now), now);
+    if (n) core.log.info(`released ${n} held events of ${store.shopDomain} into the handoff queue`);
+    released += n;
+  }
+  return released;
 }
 
 export async function record(core: Core, store: StoreRow, meter: Meter, n = 1): Promise<void> {

@@ -1,9 +1,11 @@
 /** Keeps endpoint configuration and decrypted secrets in memory so ingest does not touch the disk for them. */
-import type { EndpointRow } from '../../db/types.ts';
+import type { EndpointRow, StoreRow } from '../../db/types.ts';
 import type { Core } from '../core.ts';
 
 export interface LiveEndpoint {
   row: EndpointRow;
+  /** The owning store as of `loadedAt` (plan and period for the accepted-events meter). */
+  store: StoreRow;
   secret: string;
   previousSecret: string | null;
   previousSecretExpiresAt: number | null;
@@ -26,7 +28,8 @@ export class EndpointCache {
     const hit = this.map.get(id);
     if (hit !== undefined && (hit === null ? false : now - hit.loadedAt < this.ttlMs)) return hit;
     const row = await this.core.repo.getEndpointById(id);
-    const live = row ? this.compile(row, now) : null;
+    const store = row ? await this.core.repo.getStore(row.storeId) : null;
+    const live = row && store ? this.compile(row, store, now) : null;
     if (this.map.size >= this.maxEntries) this.map.clear();
     if (live) this.map.set(id, live);
     return live;
@@ -37,10 +40,11 @@ export class EndpointCache {
     this.map.delete(id);
   }
 
-  private compile(row: EndpointRow, now: number): LiveEndpoint {
+  private compile(row: EndpointRow, store: StoreRow, now: number): LiveEndpoint {
     const box = this.core.box;
     return {
       row,
+      store,
       secret: box.open(row.secretSealed),
       previousSecret: row.previousSecretSealed ? box.open(row.previousSecretSealed) : null,
       previousSecretExpiresAt: row.previousSecretExpiresAt,

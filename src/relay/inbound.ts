@@ -5,6 +5,7 @@
 import type { EventRow } from '../../db/types.ts';
 import { TEST_EVENT_PREFIX, TRIGGERS } from '../contract/triggers.ts';
 import type { Core } from '../core.ts';
+import { acceptedCapacity } from '../ops/usage.ts';
 import { constantTimeEqual, verifyHmacHex } from '../lib/crypto.ts';
 import type { EndpointCache, LiveEndpoint } from './endpoint-cache.ts';
 import { buildFlowPayload, flowPayloadBytes } from './flow.ts';
@@ -109,6 +110,7 @@ export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
         body: keep ? body : null,
         bodyExpiresAt: now + config.bodyRetentionMs,
         dedupeSince: keep ? now - config.dedupeWindowMs : null,
+        capacity: keep ? acceptedCapacity(ep.store, now) : null,
       });
     } catch {
       core.log.error(`inbound: receipt commit failed for endpoint ${row.id}`);

@@ -8,7 +8,11 @@ import type { Core } from '../core.ts';
 import { logDestination } from './destinations/log.ts';
 import { shopifyDestination } from './destinations/shopify.ts';
 import type { Destination, HandoffOutcome } from './destinations/types.ts';
+import { releaseHeld } from '../ops/usage.ts';
 import { buildFlowPayload, flowPayloadBytes, triggerFor } from './flow.ts';
+
+/** How often the loop checks whether held events may flow again. */
+const RELEASE_EVERY_MS = 1000;
 
 export type Destinations = Record<'shopify' | 'log', Destination>;
 
@@ -24,6 +28,7 @@ export class HandoffWorker {
   private loop: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
   private inFlight = new Set<Promise<void>>();
+  private lastRelease = -Infinity;
   /** Math.random by default; tests pin it. */
   random: () => number = Math.random;
 
@@ -55,6 +60,7 @@ export class HandoffWorker {
     while (this.running) {
       let handled = 0;
       try {
+        if (this.core.clock.now() - this.lastRelease >= RELEASE_EVERY_MS) await this.releaseHeld();
         handled = await this.runOnce();
       } catch (err) {
         this.core.log.error(`handoff worker: ${err instanceof Error ? err.message : 'error'}`);
@@ -85,9 +91,10 @@ export class HandoffWorker {
     const due = await this.core.repo.claimDue(now, batchSize, leaseUntil);
     if (!due.length) return 0;
     const results: AttemptResult[] = [];
+    const noWorkflow = await this.triggersWithoutWorkflow(due);
     let i = 0;
     const lane = async () => {
-      while (i < due.length) results.push(await this.handOff(due[i++]!));
+      while (i < due.length) results.push(await this.handOff(due[i++]!, noWorkflow));
     };
     const round = Promise.all(Array.from({ length: Math.min(concurrency, due.length) }, lane)).then(() =>
       this.core.repo.recordAttempts(results),
@@ -106,13 +113,32 @@ export class HandoffWorker {
     return due.length;
   }
 
+  /** Held events flow again when their store has capacity (a new period or a bigger plan). */
+  async releaseHeld(): Promise<number> {
+    this.lastRelease = this.core.clock.now();
+    return releaseHeld(this.core);
+  }
+
   /** Runs until nothing is due at the current clock time (tests, shutdown drains). */
   async drain(maxRounds = 1000): Promise<void> {
+    await this.releaseHeld();
     for (let r = 0; r < maxRounds; r++) if ((await this.runOnce()) === 0) return;
   }
 
+  /**
+   * `store\0handle` of the triggers Flow's lifecycle callback last reported without an enabled workflow. A
+   * trigger never reported on is handed off: only a report of `has_enabled_flow: false` stops a handoff.
+   */
+  private async triggersWithoutWorkflow(due: DueEvent[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (const storeId of new Set(due.map((d) => d.store.id))) {
+      for (const r of await this.core.repo.listTriggerReadiness(storeId)) if (!r.hasEnabledFlow) out.add(`${storeId}\u0000${r.handle}`);
+    }
+    return out;
+  }
+
   /** One attempt; returns what to record (the caller records a whole round at once). */
-  private async handOff({ event, endpoint, store }: DueEvent): Promise<AttemptResult> {
+  private async handOff({ event, endpoint, store }: DueEvent, noWorkflow: Set<string>): Promise<AttemptResult> {
     const { clock, config, ids } = this.core;
     const trigger = triggerFor(endpoint.triggerVariant);
     const destination = this.destinations[store.destination === 'shopify' ? 'shopify' : 'log'];
@@ -121,7 +147,9 @@ export class HandoffWorker {
     const payload = buildFlowPayload(endpoint, event);
 
     let outcome: HandoffOutcome;
-    if (flowPayloadBytes(payload) >= 50_000) {
+    if (noWorkflow.has(`${store.id}\u0000${trigger.handle}`)) {
+      outcome = { kind: 'no_workflow', httpStatus: null, errorClass: 'no_workflow', message: `Flow reports no enabled workflow for ${trigger.handle}.` };
+    } else if (flowPayloadBytes(payload) >= 50_000) {
       outcome = { kind: 'failed', httpStatus: null, errorClass: 'payload_too_large', message: 'Flow payload would exceed 50,000 bytes.' };
     } else {
       try {
@@ -138,6 +166,9 @@ export class HandoffWorker {
     let nextAttemptAt: number | null = null;
     if (outcome.kind === 'delivered') {
       attemptOutcome = eventOutcome = 'delivered';
+    } else if (outcome.kind === 'no_workflow') {
+      attemptOutcome = eventOutcome = 'no_workflow';
+      code = 'SVC_NO_WORKFLOW';
     } else if (outcome.kind === 'retry' && number < config.handoff.maxAttempts) {
       attemptOutcome = 'retry';
       eventOutcome = 'queued';

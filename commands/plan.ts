@@ -1,0 +1,27 @@
+import { defineCommand } from 'citty';
+import { openCore } from '../src/boot.ts';
+import { setPlan } from '../src/ops/stores.ts';
+import { dataDirArg } from './_args.ts';
+import { printJson } from './_output.ts';
+
+const set = defineCommand({
+  meta: { name: 'set', description: "Change the store's plan on this box (local admin only; held events flow again when the new plan has room)" },
+  args: {
+    shop: { type: 'string', required: true, description: 'Shop domain, e.g. your-store.myshopify.com' },
+    plan: { type: 'string', required: true, description: 'free | starter | growth | scale' },
+    ...dataDirArg,
+  },
+  async run({ args }) {
+    const core = await openCore({ dataDir: args['data-dir'] });
+    try {
+      printJson(await setPlan(core, args.shop, args.plan));
+    } finally {
+      await core.repo.close();
+    }
+  },
+});
+
+export default defineCommand({
+  meta: { name: 'plan', description: "The store's plan (local admin only)" },
+  subCommands: { set },
+});
