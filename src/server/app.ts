@@ -3,11 +3,12 @@ import { OPERATIONS, type Operation, type OperationId } from '../contract/operat
 import { buildManifest } from '../contract/manifest.ts';
 import { buildOpenApi } from '../contract/openapi.ts';
 import { EDITION } from '../contract/scopes.ts';
-import { AppError } from '../contract/errors.ts';
+import { AppError, refuse } from '../contract/errors.ts';
 import type { Core } from '../core.ts';
 import { iso } from '../lib/clock.ts';
 import { EndpointCache } from '../relay/endpoint-cache.ts';
 import { createInboundHandler } from '../relay/inbound.ts';
+import { createLifecycleHandler } from '../relay/lifecycle.ts';
 import { ReceiptWriter } from '../relay/writer.ts';
 import { HANDLERS } from './handlers.ts';
 import { errorResponse } from './http.ts';
@@ -42,6 +43,13 @@ function safeDecode(s: string): string | null {
   }
 }
 
+/** A handler that refuses: the pipeline still authenticates, rate-limits and audits the attempt. */
+function refuseHumanOnly(write: NonNullable<Operation['humanOnlyWrite']>): AnyHandler {
+  return async () => {
+    throw refuse({ category: 'human_only', ...write });
+  };
+}
+
 export interface App {
   fetch(req: Request): Promise<Response>;
   core: Core;
@@ -58,6 +66,7 @@ export function createApp(core: Core): App {
   let wake: () => void = () => {};
   const writer = new ReceiptWriter(core.repo, () => wake());
   const inbound = createInboundHandler({ core, endpoints, writer });
+  const lifecycle = createLifecycleHandler(core);
   const routes = OPERATIONS.map(compile);
   const available = new Set(routes.filter((r) => r.handler || r.op.auth === 'none').map((r) => r.op.operationId));
   const deps = { core, endpointChanged: (id: string) => endpoints.invalidate(id), limiter: new RateLimiter(core.clock, core.config.rateLimits), inflight: new Map() };
@@ -71,6 +80,7 @@ export function createApp(core: Core): App {
       if (id && !id.includes('/')) return inbound(req, id);
       return Response.json({ code: 'not_found', message: 'No such endpoint.' }, { status: 404 });
     }
+    if (path === '/flow/lifecycle') return lifecycle(req);
     if (req.method === 'GET' && path === '/status') return status();
     if (req.method === 'GET' && path === '/agent/v1/openapi.json') return Response.json(buildOpenApi(core.config.publicUrl));
     if (req.method === 'GET' && (path === '/docs' || path === '/')) {
@@ -82,6 +92,7 @@ export function createApp(core: Core): App {
       const m = r.pattern.exec(path);
       if (!m) continue;
       if (r.op.method !== req.method) {
+        if (req.method === 'POST' && r.op.humanOnlyWrite) return runOperation(deps, r.op, refuseHumanOnly(r.op.humanOnlyWrite), req, {}, `req_${++requestSeq}`);
         methodMismatch = r.op;
         continue;
       }

@@ -1,0 +1,68 @@
+/**
+ * POST /flow/lifecycle: Shopify Flow tells the app whether a store has an enabled workflow for one of its
+ * triggers. Authenticated with Shopify's HMAC (base64, over the raw body, keyed with the app's client secret).
+ * What it records is trigger readiness: setup state shows it, and the handoff worker ends events for a trigger
+ * without a workflow as `no_workflow` instead of handing them off.
+ */
+import { z } from 'zod';
+import { TRIGGERS } from '../contract/triggers.ts';
+import type { Core } from '../core.ts';
+import { constantTimeEqual, hmacBase64 } from '../lib/crypto.ts';
+
+/** The app's client secret, read from the first of these variables that is set. */
+export const APP_SECRET_ENV = ['HOOKRELAY_SHOPIFY_APP_SECRET', 'SHOPIFY_API_SECRET'] as const;
+
+const MAX_BODY = 64 * 1024;
+const HANDLES: ReadonlySet<string> = new Set(Object.values(TRIGGERS).map((t) => t.handle));
+
+const LifecycleSchema = z.object({
+  flow_trigger_definition_id: z.string().min(1).max(255),
+  has_enabled_flow: z.boolean(),
+  shopify_domain: z.string().min(1).max(255),
+  shop_id: z.union([z.number(), z.string()]).optional(),
+  timestamp: z.iso.datetime({ offset: true }),
+});
+
+const reply = (status: number, code: string, message: string) => Response.json({ code, message }, { status });
+
+export function createLifecycleHandler(core: Core) {
+  return async function handleLifecycle(req: Request): Promise<Response> {
+    if (req.method !== 'POST') return Response.json({ code: 'method_not_allowed', message: 'Use POST.' }, { status: 405, headers: { Allow: 'POST' } });
+    const secret = APP_SECRET_ENV.map((name) => core.config.env(name)).find((v) => !!v);
+    if (!secret) {
+      core.log.warn(`flow lifecycle callback refused: set ${APP_SECRET_ENV[0]} to the app's client secret`);
+      return reply(503, 'lifecycle_not_configured', 'This server has no Shopify app secret configured, so it cannot verify lifecycle callbacks.');
+    }
+    if (Number(req.headers.get('content-length') ?? '0') > MAX_BODY) return reply(413, 'payload_too_large', 'Lifecycle callbacks are limited to 64 KiB.');
+    const body = new Uint8Array(await req.arrayBuffer());
+    if (body.byteLength > MAX_BODY) return reply(413, 'payload_too_large', 'Lifecycle callbacks are limited to 64 KiB.');
+
+    const signature = req.headers.get('x-shopify-hmac-sha256');
+    if (!signature) return reply(401, 'SVC_AUTH_HEADER_MISSING', 'X-Shopify-Hmac-Sha256 is missing.');
+    if (!constantTimeEqual(hmacBase64(secret, body), signature.trim())) return reply(401, 'SVC_AUTH_FAILED', 'The Shopify HMAC did not verify.');
+
+    let doc: unknown;
+    try {
+      doc = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body));
+    } catch {
+      return reply(400, 'invalid_input', 'The body is not valid JSON.');
+    }
+    const parsed = LifecycleSchema.safeParse(doc);
+    if (!parsed.success) {
+      const fields = [...new Set(parsed.error.issues.map((i) => i.path.join('.') || 'body'))].join(', ');
+      return reply(400, 'invalid_input', `The callback is missing or has malformed fields: ${fields}.`);
+    }
+    const cb = parsed.data;
+    const store = await core.repo.getStoreByShop(cb.shopify_domain.toLowerCase());
+    if (!store) return reply(404, 'not_found', 'No store for this shop on this server.');
+    if (!HANDLES.has(cb.flow_trigger_definition_id)) return reply(404, 'not_found', 'No such trigger in this app.');
+
+    const at = Date.parse(cb.timestamp);
+    const current = (await core.repo.listTriggerReadiness(store.id)).find((r) => r.handle === cb.flow_trigger_definition_id);
+    // Shopify: a callback older than what is stored is ignored; the newest timestamp wins.
+    if (current && current.updatedAt > at) return Response.json({ status: 'ignored', reason: 'stale' });
+    await core.repo.setTriggerReadiness({ storeId: store.id, handle: cb.flow_trigger_definition_id, hasEnabledFlow: cb.has_enabled_flow, updatedAt: at });
+    core.log.info(`flow lifecycle: ${store.shopDomain} ${cb.flow_trigger_definition_id} has_enabled_flow=${cb.has_enabled_flow}`);
+    return Response.json({ status: 'recorded' });
+  };
+}
