@@ -13,6 +13,7 @@ export const SAFETY_BOUNDARIES = [
   'Changes are previewed first, then executed with a single-use confirmation token and an Idempotency-Key; every step is audited.',
   'Diagnostics shares are preview-first and redacted before sharing.',
   'Billing approval stays human-only: the API cannot create or approve a charge.',
+  'Grants are minted by a human (`hookrelay grant issue`); no agent can create, widen or extend one.',
   'A request that failed inbound authentication is not recorded as an event and is never replayed.',
   'Expansion and feature requests are non-binding signals.',
 ];

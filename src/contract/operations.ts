@@ -66,9 +66,15 @@ interface OperationSpec {
   idempotency?: 'none' | 'execute' | 'optional';
   /** `none` only for the public manifest; everything else needs a bearer grant. */
   auth?: 'none' | 'grant';
+  /**
+   * The write an agent might attempt on this read's path that only a human may do (minting a grant, approving
+   * a charge). A POST there answers this refusal, category `human_only`, instead of 405.
+   */
+  humanOnlyWrite?: { code: string; reason: string; recommendedAction: string };
 }
 
-export type Operation = Required<Omit<OperationSpec, 'params' | 'query' | 'body'>> & Pick<OperationSpec, 'params' | 'query' | 'body'>;
+export type Operation = Required<Omit<OperationSpec, 'params' | 'query' | 'body' | 'humanOnlyWrite'>> &
+  Pick<OperationSpec, 'params' | 'query' | 'body' | 'humanOnlyWrite'>;
 
 const DEFAULTS = {
   successStatus: 200,
@@ -158,6 +164,11 @@ export const operations = {
     description: "Billing state, the platform's app billing page and paid plan options. Performs no charge; approval is human-only.",
     response: BillingHandoffReadSchema,
     rateLimitClass: 'simple_read',
+    humanOnlyWrite: {
+      code: 'billing_approval_human_only',
+      reason: 'Charges are created and approved by a human in the commerce platform; no grant can do it.',
+      recommendedAction: 'Give the merchant appBillingUrl from GET /agent/v1/billing-handoff.',
+    },
   }),
   getCurrentAgentGrant: op({
     operationId: 'getCurrentAgentGrant',
@@ -171,6 +182,11 @@ export const operations = {
     description: 'Tier, scopes, expiry, revocation state and safety guidance. Never the token or its hash.',
     response: AgentGrantIntrospectionReadSchema,
     rateLimitClass: 'simple_read',
+    humanOnlyWrite: {
+      code: 'grant_minting_human_only',
+      reason: 'Grants are minted by the merchant or operator, never by an agent.',
+      recommendedAction: 'Ask the merchant to run `hookrelay grant issue` with the tier you need.',
+    },
   }),
   getLatestEventResult: op({
     operationId: 'getLatestEventResult',

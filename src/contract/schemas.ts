@@ -1,7 +1,7 @@
 /** Zod schemas of every resource the contract reads or writes. Named ones become OpenAPI components. */
 import { z } from 'zod';
 import { REFUSAL_CATEGORIES } from './errors.ts';
-import { SCOPES, TIER_NAMES } from './scopes.ts';
+import { EDITION, SCOPES, TIER_NAMES } from './scopes.ts';
 
 const Timestamp = z.string().describe('RFC 3339 UTC timestamp');
 const Id = (prefix: string) => z.string().regex(new RegExp(`^${prefix}_[0-9a-z]+$`)).describe(`Identifier with prefix \`${prefix}_\``);
@@ -154,6 +154,12 @@ export const CreateEndpointInputSchema = z
     headerName: HeaderName.optional().describe('Header carrying the signature or static token'),
     sourceLabel: z.string().min(1).max(100).optional(),
     eventType: z.string().min(1).max(100).optional(),
+    platformKey: z
+      .string()
+      .min(1)
+      .max(50)
+      .optional()
+      .describe(`The workflow platform events are handed to. This edition hands off to "${EDITION.platformKey}" only; another value is refused (category edition)`),
   })
   .strict()
   .meta({ id: 'CreateEndpointInput' });

@@ -1,6 +1,7 @@
 /** Endpoints: creation (secret shown once) and reads (secret as last four only). */
 import type { EndpointRow } from '../../db/types.ts';
-import { AppError } from '../contract/errors.ts';
+import { AppError, refuse } from '../contract/errors.ts';
+import { EDITION } from '../contract/scopes.ts';
 import type { OperationInput } from '../contract/operations.ts';
 import type { AuthMode, Endpoint, SenderProfile } from '../contract/schemas.ts';
 import { TRIGGERS } from '../contract/triggers.ts';
@@ -78,6 +79,14 @@ export function checkMapping(variant: keyof typeof TRIGGERS, resourceIdPath: str
 
 export async function createEndpoint(ctx: OpContext, { body }: OperationInput<'createEndpoint'>) {
   const { core } = ctx;
+  if (body.platformKey !== undefined && body.platformKey !== EDITION.platformKey) {
+    throw refuse({
+      category: 'edition',
+      code: 'platform_outside_edition',
+      reason: `This edition (${EDITION.name}) hands events to ${EDITION.platformKey} only, not to ${body.platformKey}.`,
+      recommendedAction: 'Record the demand with POST /agent/v1/expansion-requests (kind platform); nothing is promised.',
+    });
+  }
   checkMapping(body.triggerVariant, body.resourceIdPath, body.relatedResourceIdPath);
   const auth = resolveAuth(body);
   const secret = newEndpointSecret();

@@ -26,9 +26,11 @@ async function replayable(ctx: OpContext, eventId: string) {
   return event;
 }
 
-const NOT_REPLAYABLE: Record<string, [code: string, reason: string, action: string]> = {
+type NotReplayable = [code: string, reason: string, action: string, category?: 'product_boundary'];
+
+const NOT_REPLAYABLE: Record<string, NotReplayable> = {
   rejected: ['event_rejected', 'The event was authenticated but is not deliverable; replaying it would fail the same way.', 'Fix the sender (see the code) and send a fresh event.'],
-  test: ['test_event', 'Test events prove authentication and are never handed off.', 'Send a real event.'],
+  test: ['test_event', 'Test events prove authentication; hookrelay never hands them to the workflow platform.', 'Have the sender send a real event.', 'product_boundary'],
   duplicate_suppressed: ['duplicate_event', 'This receipt was suppressed as a duplicate; its first receipt carries the body.', 'Replay the first receipt instead (see duplicateOf).'],
   accepted: ['handoff_in_progress', 'The event is still waiting for its handoff.', 'Wait for the handoff to finish, then read the event again.'],
   queued: ['handoff_in_progress', 'The event is being handed off or waits for a retry.', 'Wait for the handoff to finish, then read the event again.'],
@@ -39,7 +41,7 @@ function whyNotReplayable(outcome: string, duplicateOf: string | null) {
   const known = NOT_REPLAYABLE[outcome];
   if (known) {
     const action = outcome === 'duplicate_suppressed' && duplicateOf ? `Replay the first receipt instead (${duplicateOf}).` : known[2];
-    return { category: 'target_state' as const, code: known[0], reason: known[1], recommendedAction: action };
+    return { category: known[3] ?? ('target_state' as const), code: known[0], reason: known[1], recommendedAction: action };
   }
   return RETENTION_EXPIRED;
 }
