@@ -85,6 +85,8 @@ describe('POST /flow/lifecycle', () => {
     // Signed over different bytes than sent.
     expect(await post(env, body, hmacBase64(APP_SECRET, `${body} `))).toMatchObject({ status: 401, json: { code: 'SVC_AUTH_FAILED' } });
     expect((await readiness(env, token)).order.hasEnabledFlow).toBeNull();
+    expect(env.log.lines.join('\n')).not.toContain(APP_SECRET);
+    expect(JSON.stringify(env.repo.sqlite.query('SELECT * FROM audit_log').all())).not.toContain(APP_SECRET);
   });
 
   it('answers 503 lifecycle_not_configured without an app secret, and says which variable to set', async () => {
