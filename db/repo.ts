@@ -103,6 +103,9 @@ export interface Repo {
   insertRecord(row: RecordRow): Promise<void>;
   getRecord(storeId: string, kind: string, id: string): Promise<RecordRow | null>;
 
+  /** Whether any event of the store has this outcome now. */
+  hasOutcome(storeId: string, outcome: string): Promise<boolean>;
+
   // reliability
   /** `sinceId`: the smallest event id of the window (ids sort by time; see idFloor in src/lib/ids.ts). */
   /** Counts per outcome (range scans on (store_id, outcome, id)); outcomes with none are left out. */

@@ -97,7 +97,6 @@ export const events = sqliteTable(
     deliveredAt: integer('delivered_at'),
   },
   (t) => [
-    uniqueIndex('events_receipt_idx').on(t.receiptId),
     index('events_store_idx').on(t.storeId, t.id),
     index('events_store_endpoint_idx').on(t.storeId, t.endpointId, t.id),
     index('events_store_outcome_idx').on(t.storeId, t.outcome, t.id),

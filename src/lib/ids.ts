@@ -13,6 +13,7 @@ export interface IdGenerator {
 /** Monotonic within one process: ids made in the same millisecond still sort in creation order. */
 export function createIdGenerator(clock: Clock = systemClock): IdGenerator {
   let lastMs = -1;
+  let time = '';
   const rand = new Uint8Array(10);
   return {
     next(prefix) {
@@ -23,9 +24,10 @@ export function createIdGenerator(clock: Clock = systemClock): IdGenerator {
       } else {
         crypto.getRandomValues(rand);
         rand[0]! &= 0x7f; // headroom so increments never overflow in practice
+        time = encodeTime(ms);
       }
       lastMs = ms;
-      return `${prefix}_${encodeTime(ms)}${encodeRandom(rand)}`;
+      return `${prefix}_${time}${encodeRandom(rand)}`;
     },
   };
 }
@@ -54,13 +56,17 @@ function encodeTime(ms: number): string {
   return out;
 }
 
+/** 80 bits as 16 base32 characters: two 40-bit halves, each exact in a double. */
 function encodeRandom(bytes: Uint8Array): string {
-  let bits = 0n;
-  for (const b of bytes) bits = (bits << 8n) | BigInt(b);
+  return encode40(bytes, 0) + encode40(bytes, 5);
+}
+
+function encode40(b: Uint8Array, at: number): string {
+  let n = b[at]! * 2 ** 32 + ((b[at + 1]! << 24) >>> 0) + (b[at + 2]! << 16) + (b[at + 3]! << 8) + b[at + 4]!;
   let out = '';
-  for (let i = 0; i < 16; i++) {
-    out = B32[Number(bits & 31n)]! + out;
-    bits >>= 5n;
+  for (let i = 0; i < 8; i++) {
+    out = B32[n % 32]! + out;
+    n = Math.floor(n / 32);
   }
   return out;
 }

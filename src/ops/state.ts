@@ -16,8 +16,9 @@ export async function getSetupState(ctx: OpContext) {
   const readiness = await core.repo.listTriggerReadiness(store.id);
   const actions: { action: string; text: string; operationId: string | null; endpointId: string | null }[] = [];
   const summaries = [];
-  let testSeen = false;
-  let delivered = false;
+  // Per store, not per endpoint: one probe each on (store_id, outcome, id).
+  const testSeen = await core.repo.hasOutcome(store.id, 'test');
+  const delivered = await core.repo.hasOutcome(store.id, 'delivered');
   for (const ep of endpoints) {
     const last = await core.repo.latestEvent(store.id, ep.id);
     const failures = await core.repo.listAuthFailures(store.id, ep.id, 2);
@@ -33,8 +34,6 @@ export async function getSetupState(ctx: OpContext) {
         });
       }
     }
-    testSeen ||= (await core.repo.listEvents({ storeId: store.id, endpointId: ep.id, outcome: 'test', limit: 1 })).length > 0;
-    delivered ||= (await core.repo.listEvents({ storeId: store.id, endpointId: ep.id, outcome: 'delivered', limit: 1 })).length > 0;
     summaries.push({
       id: ep.id,
       name: ep.name,

@@ -13,6 +13,8 @@ import { buildFlowPayload, flowPayloadBytes, triggerFor } from './flow.ts';
 
 /** How often the loop checks whether held events may flow again. */
 const RELEASE_EVERY_MS = 1000;
+/** Pause after a partial round, so a busy ingest feeds the worker batches rather than single events. */
+const ROUND_GAP_MS = 10;
 
 export type Destinations = Record<'shopify' | 'log', Destination>;
 
@@ -65,9 +67,18 @@ export class HandoffWorker {
       } catch (err) {
         this.core.log.error(`handoff worker: ${err instanceof Error ? err.message : 'error'}`);
       }
-      // bun:sqlite answers synchronously, so without this the loop would never let HTTP requests in.
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      if (handled > 0 || !this.running) continue;
+      if (!this.running) continue;
+      if (handled >= this.core.config.handoff.batchSize) {
+        // A full round: more may be due. bun:sqlite answers synchronously, so yield to HTTP requests first.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        continue;
+      }
+      if (handled > 0) {
+        // A partial round: let receipts gather for a moment instead of running one round per group commit,
+        // which under load costs more in per-round queries than the handoffs themselves.
+        await Bun.sleep(ROUND_GAP_MS);
+        continue;
+      }
       const next = await this.core.repo.nextDueAt().catch(() => null);
       const wait = next == null ? 1000 : Math.min(1000, Math.max(0, next - this.core.clock.now()));
       await new Promise<void>((resolve) => {

@@ -130,6 +130,7 @@ describe('read query plans', () => {
       ...(await sqlOf(() => repo.countOutcomes(storeId, sinceId, EVENT_OUTCOMES))),
       ...(await sqlOf(() => repo.listAttemptsSince(storeId, sinceId, 5000))),
       ...(await sqlOf(() => repo.pendingStats(storeId))),
+      ...(await sqlOf(() => repo.hasOutcome(storeId, 'test'))),
     ]);
     for (const sql of [
       ...(await sqlOf(() => repo.countAuthFailures(storeId, 0), 'auth_failures')),
