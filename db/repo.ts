@@ -3,7 +3,6 @@ import type {
   AuditRow,
   IdempotencyRow,
   IntentRow,
-  OutcomeCount,
   RecordRow,
   TriggerReadinessRow,
   AttemptResult,
@@ -107,10 +106,8 @@ export interface Repo {
   hasOutcome(storeId: string, outcome: string): Promise<boolean>;
 
   // reliability
-  /** `sinceId`: the smallest event id of the window (ids sort by time; see idFloor in src/lib/ids.ts). */
-  /** Counts per outcome (range scans on (store_id, outcome, id)); outcomes with none are left out. */
-  countOutcomes(storeId: string, sinceId: string, outcomes: readonly string[]): Promise<OutcomeCount[]>;
-  listAttemptsSince(storeId: string, sinceId: string, limit: number): Promise<(AttemptRow & { receivedAt: number })[]>;
+  /** event_stats summed per metric over buckets from `fromBucket` on (see statsBucket in db/types.ts). */
+  sumStats(storeId: string, fromBucket: number): Promise<Record<string, number>>;
   countAuthFailures(storeId: string, since: number): Promise<{ endpointId: string; n: number }[]>;
   pendingStats(storeId: string): Promise<{ backlog: number; oldestReceivedAt: number | null }>;
 

@@ -13,11 +13,6 @@ export type IdempotencyRow = typeof s.idempotencyKeys.$inferSelect;
 export type TriggerReadinessRow = typeof s.triggerReadiness.$inferSelect;
 export type RecordRow = typeof s.records.$inferSelect;
 
-export interface OutcomeCount {
-  outcome: string;
-  n: number;
-}
-
 /** A receipt waiting for the group commit. `dedupeKey` is the sender's external_event_id, when it has one. */
 export interface PendingReceipt {
   event: EventRow;
@@ -58,9 +53,16 @@ export interface DueEvent {
   store: StoreRow;
 }
 
+/** Width of an event_stats bucket. */
+export const STATS_BUCKET_MS = 5 * 60_000;
+export const statsBucket = (ms: number) => ms - (ms % STATS_BUCKET_MS);
+
 export interface AttemptResult {
   /** attempt.eventId is the event updated. */
   attempt: AttemptRow;
+  storeId: string;
+  /** event_stats metrics this attempt adds one to, in the bucket of attempt.finishedAt. */
+  metrics: string[];
   /** Event columns to set with the attempt, in the same transaction. */
   event: Pick<EventRow, 'outcome' | 'code' | 'nextAttemptAt' | 'deliveredAt' | 'leaseUntil'>;
 }

@@ -23,6 +23,7 @@ import type {
   StoreRow,
 } from '../types.ts';
 import * as s from './schema.ts';
+import { statsBucket } from '../types.ts';
 
 export interface SqliteOptions {
   /** File path, or `:memory:`. */
@@ -105,6 +106,7 @@ export class SqliteRepo implements Repo {
   private readonly findFirstByExternalId;
   private readonly insertAuthFailure;
   private readonly getCounter;
+  private readonly bumpStat;
   private readonly bumpCounter;
   private readonly insertAttempt;
   private readonly updateAfterAttempt;
@@ -156,11 +158,18 @@ export class SqliteRepo implements Repo {
       `UPDATE events SET outcome = ?, code = ?, next_attempt_at = ?, delivered_at = ?, lease_until = ?, attempts = ?, last_attempt_at = ?
        WHERE id = ?`,
     );
+    this.bumpStat = sqlite.prepare(
+      `INSERT INTO event_stats (store_id, bucket, metric, n) VALUES (?1, ?2, ?3, ?4)
+       ON CONFLICT (store_id, bucket, metric) DO UPDATE SET n = n + ?4`,
+    );
     this.recordBatch = sqlite.transaction((results: AttemptResult[]) => {
-      for (const { attempt: a, event: e } of results) {
+      const stats = this.statsBatch();
+      for (const { attempt: a, event: e, storeId, metrics } of results) {
         this.insertAttempt.run(a.id, a.eventId, a.number, a.destination, a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt);
         this.updateAfterAttempt.run(e.outcome, e.code, e.nextAttemptAt, e.deliveredAt, e.leaseUntil, a.number, a.finishedAt, a.eventId);
+        for (const m of metrics) stats.add(storeId, a.finishedAt, m);
       }
+      stats.flush();
     });
     this.claimStatement = sqlite.prepare<Record<string, unknown>, [number, number, number]>(
       `UPDATE events SET lease_until = ?1, outcome = 'queued'
@@ -243,6 +252,7 @@ export class SqliteRepo implements Repo {
     // Accepted-events meter per store and period, read once per batch and written back once.
     const meters = new Map<string, { storeId: string; meter: string; periodStart: number; used: number; added: number }>();
     const out: CommittedReceipt[] = [];
+    const stats = this.statsBatch();
     for (const p of batch) {
       const e = p.event;
       let duplicateOf: string | null = null;
@@ -267,9 +277,11 @@ export class SqliteRepo implements Repo {
       }
       this.insertEvent.run(...eventValues(row));
       if (!duplicateOf && p.body) this.insertBody.run(e.id, p.body, p.bodyExpiresAt);
+      stats.add(row.storeId, row.receivedAt, `received:${row.outcome}`);
       out.push({ eventId: row.id, receiptId: row.receiptId, outcome: row.outcome, duplicateOf });
     }
     for (const m of meters.values()) if (m.added) this.bumpCounter.run(m.storeId, m.meter, m.periodStart, m.added);
+    stats.flush();
     return out;
   }
 
@@ -445,26 +457,34 @@ export class SqliteRepo implements Repo {
     return this.db.select().from(s.records).where(and(eq(s.records.storeId, storeId), eq(s.records.kind, kind), eq(s.records.id, id))).get() ?? null;
   }
 
+  /** Adds up event_stats increments in memory; flush() writes one upsert per (store, bucket, metric). */
+  private statsBatch() {
+    const pending = new Map<string, { storeId: string; bucket: number; metric: string; n: number }>();
+    return {
+      add: (storeId: string, at: number, metric: string) => {
+        const bucket = statsBucket(at);
+        const key = `${storeId}\u0000${bucket}\u0000${metric}`;
+        const hit = pending.get(key);
+        if (hit) hit.n++;
+        else pending.set(key, { storeId, bucket, metric, n: 1 });
+      },
+      flush: () => {
+        for (const c of pending.values()) this.bumpStat.run(c.storeId, c.bucket, c.metric, c.n);
+      },
+    };
+  }
+
+  async sumStats(storeId: string, fromBucket: number) {
+    const rows = this.sqlite
+      .query<{ metric: string; n: number }, [string, number]>(
+        'SELECT metric, sum(n) AS n FROM event_stats WHERE store_id = ? AND bucket >= ? GROUP BY metric',
+      )
+      .all(storeId, fromBucket);
+    return Object.fromEntries(rows.map((r) => [r.metric, r.n]));
+  }
+
   async hasOutcome(storeId: string, outcome: string) {
     return !!this.sqlite.query('SELECT 1 AS x FROM events WHERE store_id = ? AND outcome = ? LIMIT 1').get(storeId, outcome);
-  }
-  /** One range count per outcome on (store_id, outcome, id): bounded by the window, never the whole store. */
-  async countOutcomes(storeId: string, sinceId: string, outcomes: readonly string[]) {
-    const q = this.sqlite.query<{ n: number }, [string, string, string]>(
-      'SELECT count(*) AS n FROM events WHERE store_id = ? AND outcome = ? AND id >= ?',
-    );
-    return outcomes.map((outcome) => ({ outcome, n: q.get(storeId, outcome, sinceId)?.n ?? 0 })).filter((o) => o.n > 0);
-  }
-  async listAttemptsSince(storeId: string, sinceId: string, limit: number) {
-    return this.db
-      .select({ attempt: s.attempts, receivedAt: s.events.receivedAt })
-      .from(s.attempts)
-      .innerJoin(s.events, eq(s.events.id, s.attempts.eventId))
-      .where(and(eq(s.events.storeId, storeId), gte(s.events.id, sinceId)))
-      .orderBy(desc(s.events.id))
-      .limit(limit)
-      .all()
-      .map((r) => ({ ...r.attempt, receivedAt: r.receivedAt }));
   }
   async countAuthFailures(storeId: string, since: number) {
     return this.sqlite

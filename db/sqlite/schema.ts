@@ -249,3 +249,19 @@ export const records = sqliteTable(
   },
   (t) => [index('records_store_kind_idx').on(t.storeId, t.kind, t.id)],
 );
+
+/**
+ * Counters of what happened per store in 5-minute buckets (receipts by outcome, handoffs, attempt errors,
+ * handoff latency histogram). Written in the same transactions as the events they count; reliability reads
+ * sum a window's buckets instead of walking its events.
+ */
+export const eventStats = sqliteTable(
+  'event_stats',
+  {
+    storeId: text('store_id').notNull(),
+    bucket: integer('bucket').notNull(),
+    metric: text('metric').notNull(),
+    n: integer('n').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.storeId, t.bucket, t.metric] })],
+);

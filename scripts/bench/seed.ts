@@ -3,7 +3,9 @@
  * Ids come from the project's own id generator over a synthetic clock, so they sort by time as real ones do.
  */
 import type { Database } from 'bun:sqlite';
+import { statsBucket } from '../../db/types.ts';
 import { createIdGenerator } from '../../src/lib/ids.ts';
+import { attemptMetrics } from '../../src/ops/stats.ts';
 
 /** Column order of the events table (db/sqlite/schema.ts), the same order as the repo's ingest insert. */
 const EVENT_COLUMNS = [
@@ -59,6 +61,23 @@ export function seedEvents(sqlite: Database, o: SeedOptions): number {
   );
   const batch = o.batch ?? 50_000;
   let firstOfKind: string | null = null;
+  // The counters reliability reads sum, kept as the ingest commit and the worker keep them.
+  const bumpStat = sqlite.prepare(
+    `INSERT INTO event_stats (store_id, bucket, metric, n) VALUES (?1, ?2, ?3, ?4)
+     ON CONFLICT (store_id, bucket, metric) DO UPDATE SET n = n + ?4`,
+  );
+  const stats = new Map<string, number>();
+  const count = (at: number, metric: string) => {
+    const key = `${statsBucket(at)}\u0000${metric}`;
+    stats.set(key, (stats.get(key) ?? 0) + 1);
+  };
+  const flushStats = () => {
+    for (const [key, n] of stats) {
+      const [bucket, metric] = key.split('\u0000');
+      bumpStat.run(o.storeId, Number(bucket), metric!, n);
+    }
+    stats.clear();
+  };
 
   const run = sqlite.transaction((from: number, to: number) => {
     for (let n = from; n < to; n++) {
@@ -69,6 +88,7 @@ export function seedEvents(sqlite: Database, o: SeedOptions): number {
       const at = clockMs;
       if (o.kind === 'due') {
         insertEvent.run(id, receiptId, o.storeId, endpointId, 1, 'accepted', null, null, 'order.flagged', 0, null, null, null, 1024, 'retained', at, 0, null, at, null, null);
+        count(at, 'received:accepted');
         continue;
       }
       const r = rand();
@@ -90,7 +110,10 @@ export function seedEvents(sqlite: Database, o: SeedOptions): number {
         outcome === 'rejected' || outcome === 'duplicate_suppressed' ? 'none' : 'retained', at, attempts,
         handedOff ? finished : null, null, null, outcome === 'delivered' ? finished : null,
       );
+      count(at, `received:${handedOff ? 'accepted' : outcome}`);
       if (handedOff) {
+        const attempt = { outcome: outcome === 'failed' ? 'failed' : outcome, code: outcome === 'failed' ? 'http_error' : null, finishedAt: finished };
+        for (const metric of attemptMetrics(attempt, at)) count(finished, metric);
         insertAttempt.run(
           ids.next('att'), id, 1, 'shopify', at + 5, finished,
           outcome === 'failed' ? 'failed' : outcome, outcome === 'failed' ? 400 : 200,
@@ -99,6 +122,7 @@ export function seedEvents(sqlite: Database, o: SeedOptions): number {
       }
       firstOfKind ??= id;
     }
+    flushStats();
   });
   for (let from = 0; from < o.count; from += batch) run(from, Math.min(o.count, from + batch));
   return (performance.now() - started) / 1000;

@@ -380,19 +380,23 @@ export const ReliabilityHealthSchema = z
   .object({
     subject: z.enum(['tenant', 'destination']),
     window: z.enum(['1h', '24h', '7d']),
-    from: Timestamp,
+    from: Timestamp.describe('Start of the first 5-minute bucket of the window'),
     to: Timestamp,
-    counts: z.object({
-      accepted: z.number().int(),
-      delivered: z.number().int(),
-      failed: z.number().int(),
-      noWorkflow: z.number().int(),
-      rejected: z.number().int(),
-      duplicate: z.number().int(),
-      held: z.number().int(),
-    }),
+    counts: z
+      .object({
+        accepted: z.number().int(),
+        delivered: z.number().int(),
+        failed: z.number().int(),
+        noWorkflow: z.number().int(),
+        rejected: z.number().int(),
+        duplicate: z.number().int(),
+        held: z.number().int(),
+      })
+      .describe('What happened in the window: receipts by their outcome at receipt (accepted includes held), handoffs by their result'),
     authFailuresByEndpoint: z.array(z.object({ endpointId: z.string(), count: z.number().int() })),
-    handoffLatencyMs: z.object({ p50: z.number().nullable(), p95: z.number().nullable() }),
+    handoffLatencyMs: z
+      .object({ p50: z.number().nullable(), p95: z.number().nullable() })
+      .describe('Receipt to delivered, as the upper bound of the histogram bucket holding the percentile; null without deliveries'),
     retryBacklog: z.number().int(),
     oldestUndeliveredAgeSeconds: z.number().int().nullable(),
     destinationErrors: z.object({

@@ -1,11 +1,12 @@
 /** Store-level reads: setup state, plan usage, billing handoff, reliability health. */
 import type { OperationInput } from '../contract/operations.ts';
 import type { TriggerVariant } from '../contract/schemas.ts';
-import { EVENT_OUTCOMES, TRIGGER_VARIANTS, WINDOW_MS, type Window } from '../contract/schemas.ts';
+import { TRIGGER_VARIANTS, WINDOW_MS, type Window } from '../contract/schemas.ts';
 import { TRIGGERS } from '../contract/triggers.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
-import { idFloor } from '../lib/ids.ts';
+import { statsBucket } from '../../db/types.ts';
 import type { OpContext } from './context.ts';
+import { latencyQuantile } from './stats.ts';
 import { enforcement, limitOf, METERS, period, PLANS } from './usage.ts';
 
 const FAILURE_PAIR_WINDOW_MS = 30 * 60_000;
@@ -119,26 +120,25 @@ export async function getBillingHandoff(ctx: OpContext) {
   };
 }
 
+/**
+ * What happened in the window, from the event_stats counters (5-minute buckets; `from` is the first bucket's
+ * start): receipts by outcome at receipt, handoffs by result, attempt errors, and the latency histogram.
+ */
 async function reliability(ctx: OpContext, subject: 'tenant' | 'destination', window: Window) {
   const { core, store } = ctx;
   const to = core.clock.now();
-  const from = to - WINDOW_MS[window];
-  const sinceId = idFloor('evt', from);
-  const counts = Object.fromEntries((await core.repo.countOutcomes(store.id, sinceId, EVENT_OUTCOMES)).map((o) => [o.outcome, o.n]));
-  const attempts = await core.repo.listAttemptsSince(store.id, sinceId, 5000);
-  const latencies = attempts.filter((a) => a.outcome === 'delivered').map((a) => a.finishedAt - a.receivedAt).sort((a, b) => a - b);
-  const pct = (q: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]! : null);
-  const errors = { throttled: 0, serverErrors: 0, userErrors: 0, timeouts: 0 };
-  for (const a of attempts) {
-    if (a.code === 'throttled') errors.throttled++;
-    else if (a.code === 'server_error' || a.code === 'network') errors.serverErrors++;
-    else if (a.code === 'user_errors' || a.code === 'http_error') errors.userErrors++;
-    else if (a.code === 'timeout') errors.timeouts++;
-  }
+  const from = statsBucket(to - WINDOW_MS[window]);
+  const sums = await core.repo.sumStats(store.id, from);
+  const n = (metric: string) => sums[metric] ?? 0;
+  const errors = {
+    throttled: n('error:throttled'),
+    serverErrors: n('error:server_error') + n('error:network'),
+    userErrors: n('error:user_errors') + n('error:http_error'),
+    timeouts: n('error:timeout'),
+  };
   const authFailures = subject === 'tenant' ? (await core.repo.countAuthFailures(store.id, from)).map((r) => ({ endpointId: r.endpointId, count: r.n })) : [];
   const pending = await core.repo.pendingStats(store.id);
-  const c = (k: string) => counts[k] ?? 0;
-  const total = Object.values(counts).reduce((a, n) => a + n, 0);
+  const c = (outcome: string) => n(`handoff:${outcome}`);
   const handedOff = c('delivered') + c('failed') + c('no_workflow');
   const reasons: string[] = [];
   if (handedOff > 0 && c('failed') / handedOff > 0.05) reasons.push(`${c('failed')} of ${handedOff} handoffs failed.`);
@@ -153,16 +153,16 @@ async function reliability(ctx: OpContext, subject: 'tenant' | 'destination', wi
     from: iso(from),
     to: iso(to),
     counts: {
-      accepted: total - c('rejected') - c('duplicate_suppressed') - c('test'),
+      accepted: n('received:accepted') + n('received:held'),
       delivered: c('delivered'),
       failed: c('failed'),
       noWorkflow: c('no_workflow'),
-      rejected: c('rejected'),
-      duplicate: c('duplicate_suppressed'),
-      held: c('held'),
+      rejected: n('received:rejected'),
+      duplicate: n('received:duplicate_suppressed'),
+      held: n('received:held'),
     },
     authFailuresByEndpoint: authFailures,
-    handoffLatencyMs: { p50: pct(0.5), p95: pct(0.95) },
+    handoffLatencyMs: { p50: latencyQuantile(sums, 0.5), p95: latencyQuantile(sums, 0.95) },
     retryBacklog: pending.backlog,
     oldestUndeliveredAgeSeconds: pending.oldestReceivedAt == null ? null : Math.floor((to - pending.oldestReceivedAt) / 1000),
     destinationErrors: errors,

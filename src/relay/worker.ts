@@ -8,6 +8,7 @@ import type { Core } from '../core.ts';
 import { logDestination } from './destinations/log.ts';
 import { shopifyDestination } from './destinations/shopify.ts';
 import type { Destination, HandoffOutcome } from './destinations/types.ts';
+import { attemptMetrics } from '../ops/stats.ts';
 import { releaseHeld } from '../ops/usage.ts';
 import { buildFlowPayload, flowPayloadBytes, triggerFor } from './flow.ts';
 
@@ -194,20 +195,23 @@ export class HandoffWorker {
             : 'SVC_HANDOFF_REJECTED';
     }
 
+    const attempt = {
+      id: ids.next('att'),
+      eventId: event.id,
+      number,
+      destination: destination.name,
+      startedAt,
+      finishedAt,
+      outcome: attemptOutcome,
+      httpStatus: outcome.httpStatus,
+      code: outcome.kind === 'delivered' ? null : outcome.errorClass,
+      message: outcome.kind === 'delivered' ? null : outcome.message,
+      retryAt: nextAttemptAt,
+    };
     return {
-      attempt: {
-        id: ids.next('att'),
-        eventId: event.id,
-        number,
-        destination: destination.name,
-        startedAt,
-        finishedAt,
-        outcome: attemptOutcome,
-        httpStatus: outcome.httpStatus,
-        code: outcome.kind === 'delivered' ? null : outcome.errorClass,
-        message: outcome.kind === 'delivered' ? null : outcome.message,
-        retryAt: nextAttemptAt,
-      },
+      attempt,
+      storeId: store.id,
+      metrics: attemptMetrics(attempt, event.receivedAt),
       event: {
         outcome: eventOutcome,
         code,

@@ -1,4 +1,5 @@
 import { beforeEach, describe, expect, it } from 'bun:test';
+import type { Destination } from '../../src/relay/destinations/types.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { addGrant, addStore, call, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
@@ -91,10 +92,15 @@ describe('reliability health', () => {
     expect(t.counts).toMatchObject({ delivered: 4, duplicate: 1, rejected: 1, failed: 0 });
     expect(t.authFailuresByEndpoint).toEqual([{ endpointId: endpoint.id, count: 1 }]);
     expect(t.verdict).toBe('degraded');
-    expect(t.handoffLatencyMs.p50).toBe(0);
+    expect(t.handoffLatencyMs.p50).toBe(10); // histogram bound: the manual clock does not move, so 0 ms
 
-    env.repo.sqlite.exec("UPDATE events SET outcome = 'failed', code = 'SVC_HANDOFF_REJECTED' WHERE outcome = 'delivered'");
+    // Four more handed off and rejected by the platform: half the handoffs failed.
+    const rejecting: Destination = { name: 'log', send: async () => ({ kind: 'failed', httpStatus: 200, errorClass: 'user_errors', message: 'no' }) };
+    for (let i = 4; i < 8; i++) await sendHook(env, endpoint, secret, orderEvent(`r-${i}`));
+    await new HandoffWorker(env.core, { log: rejecting, shopify: rejecting }).drain();
     const d = (await call(env, 'GET', '/agent/v1/reliability/destination', { token })).json.data;
+    expect(d.counts).toMatchObject({ delivered: 4, failed: 4 });
+    expect(d.destinationErrors.userErrors).toBe(4);
     expect(d.window).toBe('24h');
     expect(d.verdict).toBe('unhealthy');
     expect(d.authFailuresByEndpoint).toEqual([]);
