@@ -64,6 +64,11 @@ export interface Repo {
   recordAttempts(results: AttemptResult[]): Promise<void>;
   /** Earliest next_attempt_at of pending events, for the worker's sleep. */
   nextDueAt(): Promise<number | null>;
+  /**
+   * Retention: deletes raw bodies past their expiry and idempotency keys created before `keysBefore`, at most
+   * `limit` of each per call. Receipts stay (they outlive their bodies).
+   */
+  sweepExpired(now: number, keysBefore: number, limit: number): Promise<{ bodies: number; idempotencyKeys: number }>;
   /** Clears every lease: only for a single-process deployment at start-up, after a crash. */
   releaseAllLeases(): Promise<number>;
   /**

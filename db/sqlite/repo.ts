@@ -383,6 +383,16 @@ export class SqliteRepo implements Repo {
       return changes;
     })();
   }
+  async sweepExpired(now: number, keysBefore: number, limit: number) {
+    return this.relaxed(() => ({
+      bodies: this.sqlite
+        .query('DELETE FROM event_bodies WHERE event_id IN (SELECT event_id FROM event_bodies WHERE expires_at <= ? LIMIT ?)')
+        .run(now, limit).changes,
+      idempotencyKeys: this.sqlite
+        .query('DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE created_at < ? LIMIT ?)')
+        .run(keysBefore, limit).changes,
+    }));
+  }
   async requeueEvent(eventId: string, at: number) {
     this.db.update(s.events).set({ outcome: 'queued', code: null, nextAttemptAt: at, leaseUntil: null }).where(eq(s.events.id, eventId)).run();
   }

@@ -9,3 +9,6 @@ export const DEFAULT_RATE_LIMITS: RateLimits = {
   recovery_preview: { grant: 20, store: 100 },
   endpoint_preview: { grant: 10, store: 50 },
 };
+
+/** How long an Idempotency-Key holds its stored response (DESIGN: 24 h); older keys are swept. */
+export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;

@@ -8,12 +8,16 @@ import type { Core } from '../core.ts';
 import { logDestination } from './destinations/log.ts';
 import { shopifyDestination } from './destinations/shopify.ts';
 import type { Destination, HandoffOutcome } from './destinations/types.ts';
+import { IDEMPOTENCY_TTL_MS } from '../contract/limits.ts';
 import { attemptMetrics } from '../ops/stats.ts';
 import { releaseHeld } from '../ops/usage.ts';
 import { buildFlowPayload, flowPayloadBytes, triggerFor } from './flow.ts';
 
 /** How often the loop checks whether held events may flow again. */
 const RELEASE_EVERY_MS = 1000;
+/** Retention sweeps: how often, and how many rows of each kind at most per sweep (short transactions). */
+const SWEEP_EVERY_MS = 60_000;
+const SWEEP_CHUNK = 5_000;
 /** Pause after a partial round, so a busy ingest feeds the worker batches rather than single events. */
 const ROUND_GAP_MS = 10;
 
@@ -32,6 +36,7 @@ export class HandoffWorker {
   private wakeUp: (() => void) | null = null;
   private inFlight = new Set<Promise<void>>();
   private lastRelease = -Infinity;
+  private lastSweep = -Infinity;
   /** Math.random by default; tests pin it. */
   random: () => number = Math.random;
 
@@ -64,6 +69,7 @@ export class HandoffWorker {
       let handled = 0;
       try {
         if (this.core.clock.now() - this.lastRelease >= RELEASE_EVERY_MS) await this.releaseHeld();
+        if (this.core.clock.now() - this.lastSweep >= SWEEP_EVERY_MS) await this.sweep();
         handled = await this.runOnce();
       } catch (err) {
         this.core.log.error(`handoff worker: ${err instanceof Error ? err.message : 'error'}`);
@@ -129,6 +135,16 @@ export class HandoffWorker {
   async releaseHeld(): Promise<number> {
     this.lastRelease = this.core.clock.now();
     return releaseHeld(this.core);
+  }
+
+  /** Retention: raw bodies past their expiry and day-old idempotency keys are deleted, a chunk at a time. */
+  async sweep(): Promise<{ bodies: number; idempotencyKeys: number }> {
+    const now = (this.lastSweep = this.core.clock.now());
+    const swept = await this.core.repo.sweepExpired(now, now - IDEMPOTENCY_TTL_MS, SWEEP_CHUNK);
+    if (swept.bodies) this.core.log.info(`retention: deleted ${swept.bodies} raw bodies past their retention`);
+    // A full chunk: more may be waiting; come back on the next pass rather than in a minute.
+    if (swept.bodies === SWEEP_CHUNK || swept.idempotencyKeys === SWEEP_CHUNK) this.lastSweep = -Infinity;
+    return swept;
   }
 
   /** Runs until nothing is due at the current clock time (tests, shutdown drains). */

@@ -4,6 +4,7 @@
  */
 import type { z } from 'zod';
 import { EXPECTED_CONTEXT } from '../contract/context.ts';
+import { IDEMPOTENCY_TTL_MS } from '../contract/limits.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import type { Operation } from '../contract/operations.ts';
 import type { Scope } from '../contract/scopes.ts';
@@ -25,8 +26,6 @@ export interface PipelineDeps {
   /** Executions in flight per store + Idempotency-Key, so concurrent retries run once. */
   inflight: Map<string, Promise<unknown>>;
 }
-
-const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 
 const MAX_API_BODY = 1024 * 1024;
 
