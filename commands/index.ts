@@ -36,6 +36,7 @@ export const main = defineCommand({
     request: () => load(import('./request.ts')),
     sign: () => load(import('./sign.ts')),
     profile: () => load(import('./profile.ts')),
+    mcp: () => load(import('./mcp.ts')),
   },
 });
 

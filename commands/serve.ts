@@ -1,6 +1,7 @@
 import { defineCommand } from 'citty';
 import { openCore } from '../src/boot.ts';
 import { AppError } from '../src/contract/errors.ts';
+import { mcpConfigFromEnv } from '../src/core.ts';
 import { stderrLog } from '../src/lib/log.ts';
 import { startServer } from '../src/server/serve.ts';
 import { dataDirArg } from './_args.ts';
@@ -23,6 +24,7 @@ export default defineCommand({
       config: {
         publicUrl: process.env.HOOKRELAY_PUBLIC_URL ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
         shopifyAdminUrl: process.env.HOOKRELAY_SHOPIFY_ADMIN_URL ?? null,
+        mcp: mcpConfigFromEnv(process.env),
       },
     });
     const running = await startServer(core, { port, host });

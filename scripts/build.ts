@@ -1,12 +1,17 @@
-/** Builds dist/hookrelay: one self-contained executable (migrations bundled; ignores bunfig.toml and .env at run time). */
+/**
+ * Builds dist/hookrelay: one self-contained executable (migrations bundled; ignores bunfig.toml and .env at run
+ * time). The MCP sandbox worker is a second entrypoint: Bun embeds workers only when they are listed here.
+ */
 export {};
 const outfile = process.argv[2] ?? 'dist/hookrelay';
 
+const SANDBOX_WORKER = './src/mcp/sandbox-worker.ts';
+
 const result = await Bun.build({
-  entrypoints: ['./commands/index.ts'],
+  entrypoints: ['./commands/index.ts', SANDBOX_WORKER],
   compile: { outfile, autoloadBunfig: false, autoloadDotenv: false },
   minify: true,
-  define: { 'process.env.NODE_ENV': '"production"' },
+  define: { 'process.env.NODE_ENV': '"production"', HOOKRELAY_SANDBOX_WORKER: JSON.stringify(SANDBOX_WORKER) },
 });
 if (!result.success) {
   for (const log of result.logs) console.error(log);

@@ -22,6 +22,30 @@ export interface HandoffConfig {
   batchSize: number;
 }
 
+/** Per `execute` of MCP code mode; each limit ends the run with its own stable error code. */
+export interface SandboxLimits {
+  /** Time spent running agent code, ms: clock time while the sandbox runs, waiting on API calls excluded. */
+  cpuMs: number;
+  /** Memory agent code may take, bytes: the sandbox's WebAssembly memory cannot grow past its base plus this. */
+  memoryBytes: number;
+  /** `api.call` / `api.request` calls per run. */
+  maxCalls: number;
+  /** UTF-8 bytes of the JSON result (and, separately, of captured console output). */
+  maxResultBytes: number;
+}
+
+export interface McpConfig {
+  /** false: the code-mode sandbox is never loaded and the MCP endpoint answers 503 (HOOKRELAY_MCP_CODE_MODE=off). */
+  codeMode: boolean;
+  /** Browser origins allowed besides the public URL's own (HOOKRELAY_MCP_ALLOWED_ORIGINS, comma-separated). */
+  allowedOrigins: string[];
+  /** SSE comment frames on open streams, ms; keep it below the server's idle timeout. */
+  keepAliveMs: number;
+  /** A session unused this long is closed, ms. */
+  sessionIdleMs: number;
+  limits: SandboxLimits;
+}
+
 export interface Config {
   /** Base of endpoint URLs, e.g. `https://relay.example.com`. */
   publicUrl: string;
@@ -33,6 +57,9 @@ export interface Config {
   handoff: HandoffConfig;
   /** Per-minute limits per grant and per store, by class (DESIGN defaults). */
   rateLimits: RateLimits;
+  /** Bun.serve closes a connection silent this long, s (max 255); open MCP streams send keep-alives below it. */
+  idleTimeoutSeconds: number;
+  mcp: McpConfig;
   /** Reads an environment variable by name (the store's token variable); injected so tests need no real env. */
   env: (name: string) => string | undefined;
 }
@@ -56,8 +83,24 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     handoff: { timeoutMs: 10_000, baseDelayMs: 1_000, maxDelayMs: 300_000, maxAttempts: 8, concurrency: 8, batchSize: 256 },
     env: (name) => process.env[name],
     rateLimits: DEFAULT_RATE_LIMITS,
+    idleTimeoutSeconds: 120,
+    mcp: DEFAULT_MCP,
     ...overrides,
   };
+}
+
+export const DEFAULT_MCP: McpConfig = {
+  codeMode: true,
+  allowedOrigins: [],
+  keepAliveMs: 15_000,
+  sessionIdleMs: 3600_000,
+  limits: { cpuMs: 2_000, memoryBytes: 32 * 1024 * 1024, maxCalls: 50, maxResultBytes: 256 * 1024 },
+};
+
+/** MCP settings from the environment (`hookrelay serve`): HOOKRELAY_MCP_CODE_MODE=off, HOOKRELAY_MCP_ALLOWED_ORIGINS. */
+export function mcpConfigFromEnv(env: Record<string, string | undefined>): McpConfig {
+  const origins = (env.HOOKRELAY_MCP_ALLOWED_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean);
+  return { ...DEFAULT_MCP, codeMode: !/^(off|false|0|no)$/i.test(env.HOOKRELAY_MCP_CODE_MODE?.trim() ?? ''), allowedOrigins: origins };
 }
 
 export function createCore(parts: Pick<Core, 'repo' | 'box'> & Partial<Core>): Core {

@@ -1,11 +1,12 @@
 /** The HTTP app: public routes, the inbound hook path, and every served contract operation through the pipeline. */
-import { OPERATIONS, type Operation, type OperationId } from '../contract/operations.ts';
+import { OPERATIONS, operations, type Operation, type OperationId } from '../contract/operations.ts';
 import { buildManifest } from '../contract/manifest.ts';
 import { buildOpenApi } from '../contract/openapi.ts';
 import { EDITION } from '../contract/scopes.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import type { Core } from '../core.ts';
 import { iso } from '../lib/clock.ts';
+import type { McpEndpoint } from '../mcp/endpoint.ts';
 import { EndpointCache } from '../relay/endpoint-cache.ts';
 import { createInboundHandler } from '../relay/inbound.ts';
 import { createLifecycleHandler } from '../relay/lifecycle.ts';
@@ -57,6 +58,8 @@ export interface App {
   endpoints: EndpointCache;
   /** Operations this server serves. */
   available: ReadonlySet<string>;
+  /** Ends open MCP sessions and their streams (serve calls it on shutdown). */
+  closeMcpSessions(): Promise<void>;
   /** Called after receipts commit (serve wires the worker's wake here). */
   onReceipts(fn: () => void): void;
 }
@@ -68,7 +71,11 @@ export function createApp(core: Core): App {
   const inbound = createInboundHandler({ core, endpoints, writer });
   const lifecycle = createLifecycleHandler(core);
   const routes = OPERATIONS.map(compile);
-  const available = new Set(routes.filter((r) => r.handler || r.op.auth === 'none').map((r) => r.op.operationId));
+  const MCP = operations.connectMcpAgentOperations;
+  // Loaded on the first MCP request: CLI commands and servers without MCP traffic never pay for the SDK.
+  let mcp: Promise<McpEndpoint> | null = null;
+  const mcpEndpoint = () => (mcp ??= import('../mcp/endpoint.ts').then((m) => m.createMcpEndpoint({ core, version: VERSION, appFetch: (req) => fetch(req) })));
+  const available = new Set(routes.filter((r) => r.handler || r.op.auth === 'none' || (r.op === MCP && core.config.mcp.codeMode)).map((r) => r.op.operationId));
   const deps = { core, endpointChanged: (id: string) => endpoints.invalidate(id), limiter: new RateLimiter(core.clock, core.config.rateLimits), inflight: new Map() };
   let requestSeq = 0;
 
@@ -81,6 +88,7 @@ export function createApp(core: Core): App {
       return Response.json({ code: 'not_found', message: 'No such endpoint.' }, { status: 404 });
     }
     if (path === '/flow/lifecycle') return lifecycle(req);
+    if (path === MCP.path) return (await mcpEndpoint()).fetch(req); // POST, and GET / DELETE of its streams and sessions
     if (req.method === 'GET' && path === '/status') return status();
     if (req.method === 'GET' && path === '/agent/v1/openapi.json') return Response.json(buildOpenApi(core.config.publicUrl));
     if (req.method === 'GET' && (path === '/docs' || path === '/')) {
@@ -136,6 +144,9 @@ export function createApp(core: Core): App {
     writer,
     endpoints,
     available,
+    async closeMcpSessions() {
+      if (mcp) await (await mcp).close();
+    },
     onReceipts(fn) {
       wake = fn;
     },

@@ -33,7 +33,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
   const server = Bun.serve({
     port: opts.port,
     hostname: opts.host,
-    idleTimeout: 120,
+    idleTimeout: core.config.idleTimeoutSeconds,
     maxRequestBodySize: core.config.maxBodyBytes * 2,
     async fetch(req) {
       const started = performance.now();
@@ -75,6 +75,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
     stop() {
       stopping ??= (async () => {
         const stopped = server.stop(false);
+        await app.closeMcpSessions(); // open MCP streams would otherwise hold the graceful stop
         // Requests already inside the app finish (and commit) before the writer closes; at most 10 s.
         const deadline = Date.now() + 10_000;
         while (inFlight > 0 && Date.now() < deadline) await Bun.sleep(5);

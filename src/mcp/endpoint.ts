@@ -1,0 +1,154 @@
+/**
+ * `POST|GET|DELETE /agent/v1/mcp`: the SDK's web-standard Streamable HTTP transport inside Bun.serve.
+ * Every request passes the Origin check and bearer authentication first; a session never stands in for the
+ * grant, and a session answers only the grant that created it.
+ */
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { EXPECTED_CONTEXT } from '../contract/context.ts';
+import { AppError, refuse } from '../contract/errors.ts';
+import type { Scope } from '../contract/scopes.ts';
+import { randomBase62 } from '../lib/ids.ts';
+import { authenticateBearer } from '../ops/grants.ts';
+import { errorResponse } from '../server/http.ts';
+import { codeModeAvailable } from './code-mode.ts';
+import { createMcpServer, type ServerDeps } from './server.ts';
+
+interface Session {
+  transport: WebStandardStreamableHTTPServerTransport;
+  server: McpServer;
+  grantId: string;
+  grantExpiresAt: number;
+  lastUsedAt: number;
+}
+
+/** Sessions one grant may hold open; opening another closes its least recently used. */
+const MAX_SESSIONS_PER_GRANT = 8;
+const MAX_BODY_BYTES = 1024 * 1024;
+/** Sent first on every SSE stream: Bun sends a streaming response's headers only with its first chunk. */
+const OPEN_FRAME = new TextEncoder().encode(': open\n\n');
+
+export interface McpEndpoint {
+  fetch(req: Request): Promise<Response>;
+  /** Closes every session and its open streams (shutdown: a graceful stop waits for open responses). */
+  close(): Promise<void>;
+}
+
+export function createMcpEndpoint(deps: ServerDeps): McpEndpoint {
+  const { core } = deps;
+  const sessions = new Map<string, Session>();
+  const origins = new Set([new URL(core.config.publicUrl).origin, ...core.config.mcp.allowedOrigins]);
+
+  function close(id: string): Promise<void> {
+    const s = sessions.get(id);
+    sessions.delete(id);
+    return s ? s.server.close().catch(() => {}) : Promise.resolve();
+  }
+
+  /** Closes idle and expired sessions, and the oldest of a grant past its cap. */
+  function sweep(grantId: string) {
+    const now = core.clock.now();
+    for (const [id, s] of sessions) {
+      if (s.lastUsedAt < now - core.config.mcp.sessionIdleMs || s.grantExpiresAt <= now) void close(id);
+    }
+    const mine = [...sessions].filter(([, s]) => s.grantId === grantId).sort(([, a], [, b]) => a.lastUsedAt - b.lastUsedAt);
+    for (const [id] of mine.slice(0, Math.max(0, mine.length - MAX_SESSIONS_PER_GRANT + 1))) void close(id);
+  }
+
+  async function open(grant: { id: string; expiresAt: number; scopes: Scope[] }): Promise<Session> {
+    const session: Session = {
+      transport: new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: () => `mcs_${randomBase62(24)}`,
+        enableJsonResponse: true,
+        keepAliveMs: core.config.mcp.keepAliveMs,
+        maxRequestBodySize: MAX_BODY_BYTES,
+        onsessioninitialized: (id) => void sessions.set(id, session),
+        onsessionclosed: (id) => void sessions.delete(id),
+      }),
+      server: createMcpServer(deps, { grantId: grant.id, scopes: grant.scopes }),
+      grantId: grant.id,
+      grantExpiresAt: grant.expiresAt,
+      lastUsedAt: core.clock.now(),
+    };
+    await session.server.connect(session.transport);
+    return session;
+  }
+
+  async function handle(req: Request): Promise<Response> {
+    const origin = req.headers.get('origin');
+    if (origin !== null && !origins.has(origin)) return errorResponse(null, originRefused(origin));
+    let grant;
+    try {
+      ({ grant } = await authenticateBearer(core, req.headers.get('authorization')));
+    } catch (err) {
+      if (err instanceof AppError) return errorResponse(null, err);
+      throw err;
+    }
+    if (!(await codeModeAvailable(core.config.mcp))) {
+      return Response.json({ code: 'mcp_code_mode_unavailable', message: 'Code mode (the sandbox behind search and execute) is unavailable on this server; the HTTP API and CLI keep working.' }, { status: 503 });
+    }
+    const scopes = JSON.parse(grant.scopes) as Scope[];
+    const authInfo = {
+      token: req.headers.get('authorization')!.trim().split(/\s+/)[1]!,
+      clientId: grant.id,
+      scopes,
+      expiresAt: Math.floor(grant.expiresAt / 1000),
+      extra: { expected: expectedContext(req) },
+    };
+
+    const id = req.headers.get('mcp-session-id');
+    if (id !== null) {
+      const session = sessions.get(id);
+      if (!session || session.grantId !== grant.id) return sessionNotFound();
+      session.lastUsedAt = core.clock.now();
+      return flushHeadersAtOnce(await session.transport.handleRequest(req, { authInfo }));
+    }
+    sweep(grant.id);
+    const session = await open({ id: grant.id, expiresAt: grant.expiresAt, scopes });
+    const res = await session.transport.handleRequest(req, { authInfo });
+    if (session.transport.sessionId === undefined) await session.server.close(); // not an initialize: nothing to keep
+    return res;
+  }
+
+  return {
+    fetch: handle,
+    async close() {
+      await Promise.all([...sessions.keys()].map(close));
+    },
+  };
+}
+
+function originRefused(origin: string): AppError {
+  return refuse({
+    category: 'safety',
+    code: 'origin_not_allowed',
+    reason: `Requests from the browser origin ${origin} are not allowed on the MCP endpoint.`,
+    recommendedAction: 'Connect from a non-browser MCP client, or ask the operator to add this origin to HOOKRELAY_MCP_ALLOWED_ORIGINS.',
+  });
+}
+
+/** As the SDK answers an unknown session: the client must initialize again. Another grant's session is unknown. */
+function sessionNotFound(): Response {
+  return Response.json({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }, { status: 404 });
+}
+
+/** The expected-context headers of the MCP request, passed on to every call `execute` makes. */
+function expectedContext(req: Request): Record<string, string> {
+  return Object.fromEntries(EXPECTED_CONTEXT.flatMap((c) => (req.headers.get(c.header) === null ? [] : [[c.key, req.headers.get(c.header)!]])));
+}
+
+/** An SSE response whose first chunk is a comment frame, so the client sees the headers without waiting. */
+function flushHeadersAtOnce(res: Response): Response {
+  if (!res.body || !res.headers.get('content-type')?.startsWith('text/event-stream')) return res;
+  const reader = res.body.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    start: (c) => c.enqueue(OPEN_FRAME),
+    async pull(c) {
+      const { done, value } = await reader.read();
+      if (done) c.close();
+      else c.enqueue(value);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
+  return new Response(body, { status: res.status, headers: res.headers });
+}

@@ -1,0 +1,74 @@
+/** `hookrelay mcp` spawned as a desktop client would, driven by the SDK's own Client over stdio. */
+import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { revokeGrant } from '../../src/ops/grants.ts';
+import { ENTRY, scratchHome } from '../cli/harness.ts';
+import { execute, startMcpServer, type McpServerUnderTest } from './harness.ts';
+
+/** These tests spawn sandbox workers or processes: a busy machine must not fail them on time. */
+const SLOW = 30_000;
+
+let s: McpServerUnderTest;
+let home: ReturnType<typeof scratchHome>;
+
+beforeAll(async () => {
+  s = await startMcpServer();
+  home = scratchHome();
+  // The profile names the variable holding the token, never the token.
+  mkdirSync(join(home.dir, '.config', 'hookrelay'), { recursive: true });
+  writeFileSync(join(home.dir, '.config', 'hookrelay', 'profiles.json'), JSON.stringify({ profiles: { default: { baseUrl: s.url, tokenEnv: 'HOOKRELAY_TOKEN_DESKTOP' } } }));
+}, SLOW);
+afterAll(async () => {
+  await s.stop();
+  home.cleanup();
+});
+
+/** Spawns `bun commands/index.ts mcp` with a clean environment; stderr is collected, stdout is the protocol. */
+async function bridge(token: string) {
+  const transport = new StdioClientTransport({
+    command: 'bun',
+    args: [ENTRY, 'mcp'],
+    cwd: home.dir,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home.dir, XDG_CONFIG_HOME: join(home.dir, '.config'), NO_COLOR: '1', HOOKRELAY_TOKEN_DESKTOP: token },
+    stderr: 'pipe',
+  });
+  let stderr = '';
+  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const client = new Client({ name: 'desktop-test', version: '1.0.0' });
+  const protocolErrors: Error[] = [];
+  client.onerror = (err) => protocolErrors.push(err);
+  return { client, transport, protocolErrors, stderr: () => stderr };
+}
+
+describe('hookrelay mcp', () => {
+  it('bridges stdio to the remote endpoint with the profile: initialize, tools/list, execute', async () => {
+    const { grantId, token } = await s.grant('operator');
+    const b = await bridge(token);
+    try {
+      await b.client.connect(b.transport);
+      expect(b.client.getServerVersion()?.name).toBe('hookrelay');
+      const { tools } = await b.client.listTools();
+      expect(tools.map((t) => t.name).sort()).toEqual(['execute', 'search']);
+      const r = await execute(b.client, `const g = await api.call('getCurrentAgentGrant'); return [g.data.grant.id, g.data.grant.tier];`);
+      expect(r.isError).toBe(false);
+      expect(r.doc.result).toEqual([grantId, 'operator']);
+      expect(b.protocolErrors).toEqual([]);
+    } finally {
+      await b.client.close();
+    }
+    expect(b.stderr()).toContain('forwarding stdio');
+    expect(b.stderr()).not.toContain(token);
+  }, SLOW);
+
+  it('answers a request the remote refuses with a JSON-RPC error, not silence', async () => {
+    const { grantId, token } = await s.grant('operator');
+    await revokeGrant(s.env.core, grantId);
+    const b = await bridge(token);
+    // A failed initialize closes the client and the bridge with it.
+    await expect(b.client.connect(b.transport)).rejects.toThrow('unauthorized: This grant was revoked');
+    expect(b.stderr()).not.toContain(token);
+  }, SLOW);
+});

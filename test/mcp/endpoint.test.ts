@@ -1,0 +1,127 @@
+import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
+import { DEFAULT_MCP, mcpConfigFromEnv } from '../../src/core.ts';
+import { revokeGrant } from '../../src/ops/grants.ts';
+import { call } from '../helpers.ts';
+import { INITIALIZE, rpc, startMcpServer, type McpServerUnderTest } from './harness.ts';
+
+/** These tests spawn sandbox workers or processes: a busy machine must not fail them on time. */
+const SLOW = 30_000;
+
+let s: McpServerUnderTest;
+let admin: { grantId: string; token: string };
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+beforeAll(async () => {
+  s = await startMcpServer({ mcp: { ...DEFAULT_MCP, allowedOrigins: ['https://agents.example'] } });
+  admin = await s.grant();
+}, SLOW);
+afterAll(() => s.stop());
+
+describe('POST /agent/v1/mcp', () => {
+  it('starts a session with initialize: 200 JSON and an Mcp-Session-Id; a notification is 202', async () => {
+    const init = await rpc(s.mcpUrl, INITIALIZE, bearer(admin.token));
+    expect(init.status).toBe(200);
+    expect(init.headers.get('content-type')).toStartWith('application/json');
+    const session = init.headers.get('mcp-session-id');
+    expect(session).toStartWith('mcs_');
+    const body = (await init.json()) as any;
+    expect(body.result.serverInfo.name).toBe('hookrelay');
+    expect(body.result.capabilities.tools).toBeDefined();
+    expect(body.result.instructions).toContain('search');
+    const note = await rpc(s.mcpUrl, { jsonrpc: '2.0', method: 'notifications/initialized' }, { ...bearer(admin.token), 'mcp-session-id': session! });
+    expect(note.status).toBe(202);
+  }, SLOW);
+
+  it('lists exactly two tools, search and execute, with hints from the effect classes', async () => {
+    const client = await s.connect(admin.token);
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(['execute', 'search']);
+    const byName = Object.fromEntries(tools.map((t) => [t.name, t.annotations]));
+    expect(byName.search).toMatchObject({ readOnlyHint: true, destructiveHint: false, idempotentHint: true });
+    expect(byName.execute).toMatchObject({ readOnlyHint: false, destructiveHint: true, idempotentHint: false });
+
+    const observer = await s.connect((await s.grant('observer')).token);
+    const executeAsObserver = (await observer.listTools()).tools.find((t) => t.name === 'execute')!;
+    expect(executeAsObserver.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, idempotentHint: true });
+  }, SLOW);
+
+  it('answers 401 with WWW-Authenticate: Bearer without a valid token, to raw and SDK clients', async () => {
+    for (const headers of [{}, bearer('hrg_notarealtoken'), { authorization: 'Basic abc' }]) {
+      const r = await rpc(s.mcpUrl, INITIALIZE, headers);
+      expect(r.status).toBe(401);
+      expect(r.headers.get('www-authenticate')).toStartWith('Bearer');
+      expect(((await r.json()) as any).error.code).toBe('unauthorized');
+    }
+    await expect(s.connect(null)).rejects.toMatchObject({ code: 401 });
+  }, SLOW);
+
+  it('checks the grant on every request: a revoked grant is refused on its existing session', async () => {
+    const g = await s.grant('operator');
+    const client = await s.connect(g.token);
+    expect((await client.listTools()).tools).toHaveLength(2);
+    const init = await rpc(s.mcpUrl, INITIALIZE, bearer(g.token));
+    const session = init.headers.get('mcp-session-id')!;
+
+    await revokeGrant(s.env.core, g.grantId);
+    await expect(client.listTools()).rejects.toMatchObject({ code: 401, message: expect.stringContaining('revoked') });
+    const raw = await rpc(s.mcpUrl, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { ...bearer(g.token), 'mcp-session-id': session });
+    expect(raw.status).toBe(401);
+    expect(raw.headers.get('www-authenticate')).toStartWith('Bearer');
+  }, SLOW);
+
+  it("binds a session to the grant that created it: another grant cannot use it", async () => {
+    const init = await rpc(s.mcpUrl, INITIALIZE, bearer(admin.token));
+    const session = init.headers.get('mcp-session-id')!;
+    const other = await s.grant('admin_assistant');
+    const list = { jsonrpc: '2.0', id: 2, method: 'tools/list' };
+    const refused = await rpc(s.mcpUrl, list, { ...bearer(other.token), 'mcp-session-id': session });
+    expect(refused.status).toBe(404);
+    const own = await rpc(s.mcpUrl, list, { ...bearer(admin.token), 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' });
+    expect(own.status).toBe(200);
+  }, SLOW);
+
+  it('answers 403 for a browser Origin that is not allowed; its own and configured origins pass', async () => {
+    const bad = await rpc(s.mcpUrl, INITIALIZE, { ...bearer(admin.token), origin: 'https://evil.example' });
+    expect(bad.status).toBe(403);
+    const body = (await bad.json()) as any;
+    expect(body.refusal).toMatchObject({ category: 'safety', code: 'origin_not_allowed' });
+    expect((await rpc(s.mcpUrl, INITIALIZE, { origin: 'https://evil.example' })).status).toBe(403);
+    for (const origin of [s.url, 'https://agents.example']) {
+      expect((await rpc(s.mcpUrl, INITIALIZE, { ...bearer(admin.token), origin })).status).toBe(200);
+    }
+  }, SLOW);
+
+  it('is marked available in the manifest', async () => {
+    const manifest = (await call(s.env, 'GET', '/agent/v1/manifest')).json;
+    expect(manifest.operations.find((o: { operationId: string }) => o.operationId === 'connectMcpAgentOperations').available).toBe(true);
+  }, SLOW);
+});
+
+describe('code mode off', () => {
+  it('is set by HOOKRELAY_MCP_CODE_MODE=off; HOOKRELAY_MCP_ALLOWED_ORIGINS lists extra origins', () => {
+    expect(mcpConfigFromEnv({})).toMatchObject({ codeMode: true, allowedOrigins: [] });
+    expect(mcpConfigFromEnv({ HOOKRELAY_MCP_CODE_MODE: 'off', HOOKRELAY_MCP_ALLOWED_ORIGINS: 'https://a.example, https://b.example' })).toMatchObject({
+      codeMode: false,
+      allowedOrigins: ['https://a.example', 'https://b.example'],
+    });
+  });
+
+
+  it('answers 503 mcp_code_mode_unavailable while the API keeps working', async () => {
+    const off = await startMcpServer({ mcp: { ...DEFAULT_MCP, codeMode: false } });
+    try {
+      const { token } = await off.grant();
+      const r = await rpc(off.mcpUrl, INITIALIZE, bearer(token));
+      expect(r.status).toBe(503);
+      const body = (await r.json()) as any;
+      expect(body.code).toBe('mcp_code_mode_unavailable');
+      expect(typeof body.message).toBe('string');
+      expect((await rpc(off.mcpUrl, INITIALIZE)).status).toBe(401);
+      expect((await call(off.env, 'GET', '/agent/v1/grant', { token })).status).toBe(200);
+      const manifest = (await call(off.env, 'GET', '/agent/v1/manifest')).json;
+      expect(manifest.operations.find((o: { operationId: string }) => o.operationId === 'connectMcpAgentOperations').available).toBe(false);
+    } finally {
+      await off.stop();
+    }
+  }, SLOW);
+});

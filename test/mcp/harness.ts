@@ -1,0 +1,80 @@
+/** MCP test harness: the real server (startServer) on a loopback port, and the SDK's own client over HTTP. */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Tier } from '../../src/contract/scopes.ts';
+import type { Config } from '../../src/core.ts';
+import { issueGrant } from '../../src/ops/grants.ts';
+import { startServer } from '../../src/server/serve.ts';
+import { closedPort } from '../cli/harness.ts';
+import { addStore, createTestEnv, type TestEnv } from '../helpers.ts';
+
+export interface McpServerUnderTest {
+  /** The test env, its `app` being the served one. */
+  env: TestEnv;
+  url: string;
+  mcpUrl: URL;
+  grant(tier?: Tier): Promise<{ grantId: string; token: string }>;
+  connect(token: string | null, headers?: Record<string, string>): Promise<Client>;
+  stop(): Promise<void>;
+}
+
+/** createTestEnv served by startServer (no handoff worker) on 127.0.0.1, its public URL set to that address. */
+export async function startMcpServer(config: Partial<Config> = {}): Promise<McpServerUnderTest> {
+  const port = closedPort();
+  const url = `http://127.0.0.1:${port}`;
+  const base = await createTestEnv({ publicUrl: url, ...config });
+  await addStore(base, { platformAccountId: 'acct-1', installationId: 'inst-1' });
+  const running = await startServer(base.core, { port, host: '127.0.0.1', worker: false });
+  const env = { ...base, app: running.app };
+  const mcpUrl = new URL('/agent/v1/mcp', url);
+  const clients: Client[] = [];
+  return {
+    env,
+    url,
+    mcpUrl,
+    grant: async (tier = 'admin_assistant') => issueGrant(env.core, { shopDomain: 'demo.myshopify.com', tier, ttlMs: 3600_000 }),
+    async connect(token, headers = {}) {
+      const client = new Client({ name: 'hookrelay-test', version: '1.0.0' });
+      const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+      await client.connect(new StreamableHTTPClientTransport(mcpUrl, { requestInit: { headers: { ...auth, ...headers } } }));
+      clients.push(client);
+      return client;
+    },
+    async stop() {
+      await Promise.all(clients.map((c) => c.close().catch(() => {})));
+      await running.stop();
+    },
+  };
+}
+
+export interface ToolOutcome {
+  isError: boolean;
+  /** The tool's one text content, parsed. */
+  doc: any;
+  text: string;
+}
+
+/** Calls a tool and parses its JSON text result. */
+export async function tool(client: Client, name: 'search' | 'execute', args: Record<string, unknown>): Promise<ToolOutcome> {
+  const r = await client.callTool({ name, arguments: args });
+  const text = (r.content as { type: string; text: string }[])[0]!.text;
+  return { isError: r.isError === true, doc: JSON.parse(text), text };
+}
+
+export const execute = (client: Client, code: string) => tool(client, 'execute', { code });
+
+/** A JSON-RPC POST to the MCP endpoint as a raw client would send it. */
+export function rpc(mcpUrl: URL, body: unknown, headers: Record<string, string> = {}) {
+  return fetch(mcpUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+export const INITIALIZE = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+};
