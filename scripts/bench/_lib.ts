@@ -112,15 +112,25 @@ export function cpuSeconds(pid: number): number | null {
   }
 }
 
-/** CPU seconds all processes of the machine have been busy (every field of /proc/stat's cpu line but idle and iowait). */
-export function machineBusySeconds(): number | null {
+/** /proc/stat's cpu line: [busy, steal] CPU seconds (busy: every field but idle and iowait, steal included). */
+function cpuLine(): [busy: number, steal: number] | null {
   try {
     const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
     const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = f;
-    return (user + nice + system + irq + softirq + steal) / CLK_TCK;
+    return [(user + nice + system + irq + softirq + steal) / CLK_TCK, steal / CLK_TCK];
   } catch {
     return null;
   }
+}
+
+/** CPU seconds all processes of the machine have been busy, steal included. */
+export function machineBusySeconds(): number | null {
+  return cpuLine()?.[0] ?? null;
+}
+
+/** CPU seconds the hypervisor gave to other guests while this VM wanted the CPU (noise no process here causes). */
+export function machineStealSeconds(): number | null {
+  return cpuLine()?.[1] ?? null;
 }
 
 function status(pid: number, field: string): number | null {

@@ -12,7 +12,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  api, cpuSeconds, freePort, log, machine, machineBusySeconds, median, oneKiBEvent, peakRssMiB, PINNED, pinned, ROOT, round, rssMiB, sign, spawnReady, stop,
+  api, cpuSeconds, freePort, log, machine, machineBusySeconds, machineStealSeconds, median, oneKiBEvent, peakRssMiB, PINNED, pinned, ROOT, round, rssMiB, sign, spawnReady, stop,
   type Child,
 } from './_lib.ts';
 import type { LoadResult, LoadSpec } from './load.ts';
@@ -55,7 +55,7 @@ async function child(core: 0 | 1, cmd: string[], opts: Parameters<typeof spawnRe
   return c;
 }
 
-type Measured = LoadResult & { serverCpuPct: number | null; othersCpuPct: number | null };
+type Measured = LoadResult & { serverCpuPct: number | null; othersCpuPct: number | null; stealPct: number | null };
 
 /** Runs the load generator on core 1 against a server process; server CPU is sampled over the measured run only. */
 async function load(spec: LoadSpec, serverPid: number): Promise<Measured> {
@@ -64,11 +64,13 @@ async function load(spec: LoadSpec, serverPid: number): Promise<Measured> {
   const gen = await child(1, ['bun', LOADER, `@${file}`], { timeoutMs: (spec.warmupS + 30) * 1000 });
   const cpu0 = cpuSeconds(serverPid);
   const busy0 = machineBusySeconds();
+  const steal0 = machineStealSeconds();
   const t0 = performance.now();
   const out = await gen.rest;
   const wall = (performance.now() - t0) / 1000;
   const cpu1 = cpuSeconds(serverPid);
   const busy1 = machineBusySeconds();
+  const steal1 = machineStealSeconds();
   await gen.proc.exited;
   const line = out.trim().split('\n').pop();
   if (!line) throw new Error('load generator printed no result');
@@ -76,7 +78,8 @@ async function load(spec: LoadSpec, serverPid: number): Promise<Measured> {
   const serverCpuPct = cpu0 != null && cpu1 != null ? ((cpu1 - cpu0) / wall) * 100 : null;
   // What the rest of the machine used meanwhile (other engineers' tests, daemons): noise in the figures.
   const othersCpuPct = busy0 != null && busy1 != null && serverCpuPct != null ? Math.max(0, ((busy1 - busy0) / wall) * 100 - serverCpuPct - r.loaderCpuPct) : null;
-  return { ...r, serverCpuPct, othersCpuPct };
+  const stealPct = steal0 != null && steal1 != null ? ((steal1 - steal0) / wall) * 100 : null;
+  return { ...r, serverCpuPct, othersCpuPct, stealPct };
 }
 
 function brief(r: Measured) {
@@ -95,6 +98,7 @@ function brief(r: Measured) {
     serverCpuPct: round(r.serverCpuPct, 0),
     loaderCpuPct: round(r.loaderCpuPct, 0),
     othersCpuPct: round(r.othersCpuPct, 0),
+    stealPct: round(r.stealPct, 0),
   };
 }
 
@@ -482,8 +486,8 @@ function table(r: any): string {
 type Row = (a: string, b: string, c: string) => void;
 
 function tableIngest(r: any, row: Row, lat: (x: any) => string) {
-  row('ceiling', 'bare Bun.serve 202', `${r.ceiling.rps.toLocaleString('en')} req/s (${lat(r.ceiling)}); CPU: server ${r.ceiling.serverCpuPct}%, loader ${r.ceiling.loaderCpuPct}%, others ${r.ceiling.othersCpuPct}%`);
-  row('ingest', 'serve, synchronous FULL, worker + log destination + request log', `${r.ingest.rps.toLocaleString('en')} req/s (${lat(r.ingest)}); CPU: server ${r.ingest.serverCpuPct}%, loader ${r.ingest.loaderCpuPct}%, others ${r.ingest.othersCpuPct}%`);
+  row('ceiling', 'bare Bun.serve 202', `${r.ceiling.rps.toLocaleString('en')} req/s (${lat(r.ceiling)}); CPU: server ${r.ceiling.serverCpuPct}%, loader ${r.ceiling.loaderCpuPct}%, others ${r.ceiling.othersCpuPct}% (hypervisor steal ${r.ceiling.stealPct}%)`);
+  row('ingest', 'serve, synchronous FULL, worker + log destination + request log', `${r.ingest.rps.toLocaleString('en')} req/s (${lat(r.ingest)}); CPU: server ${r.ingest.serverCpuPct}%, loader ${r.ingest.loaderCpuPct}%, others ${r.ingest.othersCpuPct}% (hypervisor steal ${r.ingest.stealPct}%)`);
   row('ingest', 'ratio ingest / ceiling', `${(r.ratio * 100).toFixed(1)}%`);
   if (r.ingest.peakRssMiB != null) row('resources', 'peak RSS of serve under ingest load (VmHWM)', `${r.ingest.peakRssMiB} MiB (${r.ingest.idleRssMiB} MiB before the load)`);
   if (r.durability) {
