@@ -1,5 +1,13 @@
-// Test preload: keep the environment of the developer's shell out of the tests.
+// Test preload: keep the environment of the developer's shell out of the tests, and give tests that start
+// servers or processes room on a loaded CI machine (bunfig.toml has no test timeout key; the default is 5 s).
+import { setDefaultTimeout } from 'bun:test';
+
+setDefaultTimeout(20_000);
 delete process.env.HOOKRELAY_DATA_DIR;
 delete process.env.HOOKRELAY_SECRET_KEY;
 delete process.env.HOOKRELAY_SHOPIFY_ADMIN_URL;
 delete process.env.HOOKRELAY_PUBLIC_URL;
+delete process.env.HOOKRELAY_SHOPIFY_APP_SECRET;
+delete process.env.SHOPIFY_API_SECRET;
+delete process.env.HOOKRELAY_MCP_CODE_MODE;
+delete process.env.HOOKRELAY_MCP_ALLOWED_ORIGINS;
