@@ -10,7 +10,9 @@ import { AppError, refuse } from '../contract/errors.ts';
 import type { Scope } from '../contract/scopes.ts';
 import { randomBase62 } from '../lib/ids.ts';
 import { authenticateBearer } from '../ops/grants.ts';
+import { operations } from '../contract/operations.ts';
 import { errorResponse } from '../server/http.ts';
+import { audit } from '../server/pipeline.ts';
 import { codeModeAvailable } from './code-mode.ts';
 import { createMcpServer, type ServerDeps } from './server.ts';
 
@@ -24,6 +26,7 @@ interface Session {
 
 /** Sessions one grant may hold open; opening another closes its least recently used. */
 const MAX_SESSIONS_PER_GRANT = 8;
+const MCP = operations.connectMcpAgentOperations;
 const MAX_BODY_BYTES = 1024 * 1024;
 /** Sent first on every SSE stream: Bun sends a streaming response's headers only with its first chunk. */
 const OPEN_FRAME = new TextEncoder().encode(': open\n\n');
@@ -37,6 +40,7 @@ export interface McpEndpoint {
 export function createMcpEndpoint(deps: ServerDeps): McpEndpoint {
   const { core } = deps;
   const sessions = new Map<string, Session>();
+  let requestSeq = 0;
   const origins = new Set([new URL(core.config.publicUrl).origin, ...core.config.mcp.allowedOrigins]);
 
   function close(id: string): Promise<void> {
@@ -75,13 +79,14 @@ export function createMcpEndpoint(deps: ServerDeps): McpEndpoint {
   }
 
   async function handle(req: Request): Promise<Response> {
+    const requestId = `mcp_${++requestSeq}`;
     const origin = req.headers.get('origin');
-    if (origin !== null && !origins.has(origin)) return errorResponse(null, originRefused(origin));
-    let grant;
+    if (origin !== null && !origins.has(origin)) return refused(originRefused(origin), requestId);
+    let grant, store;
     try {
-      ({ grant } = await authenticateBearer(core, req.headers.get('authorization')));
+      ({ grant, store } = await authenticateBearer(core, req.headers.get('authorization')));
     } catch (err) {
-      if (err instanceof AppError) return errorResponse(null, err);
+      if (err instanceof AppError) return refused(err, requestId);
       throw err;
     }
     if (!(await codeModeAvailable(core.config.mcp))) {
@@ -107,7 +112,14 @@ export function createMcpEndpoint(deps: ServerDeps): McpEndpoint {
     const session = await open({ id: grant.id, expiresAt: grant.expiresAt, scopes });
     const res = await session.transport.handleRequest(req, { authInfo });
     if (session.transport.sessionId === undefined) await session.server.close(); // not an initialize: nothing to keep
+    else await audit(core, MCP, { store, grant, scopes, actor: { kind: 'agent', grantId: grant.id, label: grant.label } }, {}, res.status, null, null, requestId, false);
     return res;
+  }
+
+  /** A connect refused before any session: audited like a refused HTTP call, then answered. */
+  async function refused(err: AppError, requestId: string): Promise<Response> {
+    await audit(core, MCP, null, {}, err.status, null, err, requestId, false).catch(() => {});
+    return errorResponse(null, err);
   }
 
   return {

@@ -136,7 +136,7 @@ export async function runOperation(
     } else {
       result = await exec();
     }
-    await audit(deps, op, ctx, params, result.status, result.body.data, null, requestId, replayed);
+    await audit(deps.core, op, ctx, params, result.status, result.body.data, null, requestId, replayed);
     return Response.json(result.body, { status: result.status, headers: replayed ? { 'Idempotent-Replayed': 'true' } : undefined });
   } catch (err) {
     let appErr: AppError;
@@ -147,7 +147,7 @@ export async function runOperation(
       deps.core.log.error(`internal error in ${op.operationId} request=${requestId} support=${supportCode}: ${describe(err)}`);
       appErr = new AppError('internal_error', 'Something went wrong on our side. Quote the support code.');
     }
-    await audit(deps, op, ctx, params, appErr.status, null, appErr, requestId, false).catch(() => {});
+    await audit(deps.core, op, ctx, params, appErr.status, null, appErr, requestId, false).catch(() => {});
     return errorResponse(ctx, appErr, supportCode);
   }
 }
@@ -186,11 +186,14 @@ function rateLimited(ctx: OpContext, op: Operation, scope: 'grant' | 'store', re
   return Response.json(body, { status: 429, headers: { 'Retry-After': String(retryAfterSeconds) } });
 }
 
-/** One audit row per call: who, what, which target, the outcome and any refusal. Never inputs or secrets. */
-async function audit(
-  deps: PipelineDeps,
+/**
+ * One audit row per call: who, what, which target, the outcome and any refusal. Never inputs or secrets.
+ * The MCP transport writes its own calls (session start, refused connects) through this too.
+ */
+export async function audit(
+  core: Core,
   op: Operation,
-  ctx: OpContext | null,
+  ctx: Pick<OpContext, 'store' | 'grant' | 'scopes' | 'actor'> | null,
   params: Record<string, string>,
   status: number,
   data: unknown,
@@ -199,9 +202,9 @@ async function audit(
   replayed: boolean,
 ): Promise<void> {
   const intent = (data as { intent?: { id: string; state: string; targetId: string | null } } | null)?.intent;
-  await deps.core.repo.insertAudit({
-    id: deps.core.ids.next('aud'),
-    at: deps.core.clock.now(),
+  await core.repo.insertAudit({
+    id: core.ids.next('aud'),
+    at: core.clock.now(),
     storeId: ctx?.store.id ?? null,
     grantId: ctx?.grant.id ?? null,
     actorKind: ctx ? 'agent' : 'anonymous',

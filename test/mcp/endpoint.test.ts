@@ -30,6 +30,11 @@ describe('POST /agent/v1/mcp', () => {
     expect(body.result.instructions).toContain('search');
     const note = await rpc(s.mcpUrl, { jsonrpc: '2.0', method: 'notifications/initialized' }, { ...bearer(admin.token), 'mcp-session-id': session! });
     expect(note.status).toBe(202);
+
+    // The session start is audited like any call: the operation, the grant, the outcome.
+    const rows = (await s.env.repo.listAudit({ limit: 500 })).filter((a) => a.operationId === 'connectMcpAgentOperations' && a.grantId === admin.grantId);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ actorKind: 'agent', outcome: 'ok', status: 200 });
   }, SLOW);
 
   it('lists exactly two tools, search and execute, with hints from the effect classes', async () => {
@@ -53,6 +58,10 @@ describe('POST /agent/v1/mcp', () => {
       expect(((await r.json()) as any).error.code).toBe('unauthorized');
     }
     await expect(s.connect(null)).rejects.toMatchObject({ code: 401 });
+    const refused = (await s.env.repo.listAudit({ limit: 500 })).filter((a) => a.operationId === 'connectMcpAgentOperations' && a.status === 401);
+    expect(refused.length).toBeGreaterThanOrEqual(3);
+    expect(refused.every((a) => a.actorKind === 'anonymous' && a.errorCode === 'unauthorized' && a.grantId === null)).toBe(true);
+    expect(JSON.stringify(refused)).not.toContain('hrg_notarealtoken');
   }, SLOW);
 
   it('checks the grant on every request: a revoked grant is refused on its existing session', async () => {
