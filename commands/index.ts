@@ -2,7 +2,7 @@
 /** The hookrelay entry: lazy subcommands, and the one place errors become exit codes. */
 import { defineCommand, runCommand, showUsage, type CommandDef } from 'citty';
 import { AppError, ERROR_CODES, EXIT } from '../src/contract/errors.ts';
-import { VERSION } from '../src/server/app.ts';
+import { VERSION } from '../src/version.ts';
 import { exitDocument } from './_exit.ts';
 import { printJson } from './_output.ts';
 

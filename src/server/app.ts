@@ -15,9 +15,9 @@ import { HANDLERS } from './handlers.ts';
 import { errorResponse } from './http.ts';
 import { runOperation, type AnyHandler } from './pipeline.ts';
 import { docsPage } from './docs.ts';
+import { VERSION } from '../version.ts';
 import { RateLimiter } from './rate-limit.ts';
 
-export const VERSION = '0.1.0';
 
 interface Route {
   op: Operation;
