@@ -285,11 +285,14 @@ export class SqliteRepo implements Repo {
     return out;
   }
 
+  // Setup state calls the next two once per endpoint: raw SQL through bun:sqlite's statement cache, where a
+  // drizzle call would compile its statement again each time.
   async listAuthFailures(storeId: string, endpointId?: string, limit = 100) {
-    const where = endpointId
-      ? and(eq(s.authFailures.storeId, storeId), eq(s.authFailures.endpointId, endpointId))
-      : eq(s.authFailures.storeId, storeId);
-    return this.db.select().from(s.authFailures).where(where).orderBy(desc(s.authFailures.at), desc(s.authFailures.id)).limit(limit).all();
+    const cols = 'id, store_id AS storeId, endpoint_id AS endpointId, code, at';
+    const order = 'ORDER BY at DESC, id DESC LIMIT ?';
+    return endpointId
+      ? this.sqlite.query<AuthFailureRow, [string, string, number]>(`SELECT ${cols} FROM auth_failures WHERE store_id = ? AND endpoint_id = ? ${order}`).all(storeId, endpointId, limit)
+      : this.sqlite.query<AuthFailureRow, [string, number]>(`SELECT ${cols} FROM auth_failures WHERE store_id = ? ${order}`).all(storeId, limit);
   }
 
   async listEvents(f: EventFilter) {
@@ -305,10 +308,10 @@ export class SqliteRepo implements Repo {
     return this.db.select().from(s.events).where(and(eq(s.events.storeId, storeId), eq(s.events.id, id))).get() ?? null;
   }
   async latestEvent(storeId: string, endpointId?: string) {
-    const where = endpointId
-      ? and(eq(s.events.storeId, storeId), eq(s.events.endpointId, endpointId))
-      : eq(s.events.storeId, storeId);
-    return this.db.select().from(s.events).where(where).orderBy(desc(s.events.id)).limit(1).get() ?? null;
+    const raw = endpointId
+      ? this.sqlite.query<Record<string, unknown>, [string, string]>('SELECT * FROM events WHERE store_id = ? AND endpoint_id = ? ORDER BY id DESC LIMIT 1').get(storeId, endpointId)
+      : this.sqlite.query<Record<string, unknown>, [string]>('SELECT * FROM events WHERE store_id = ? ORDER BY id DESC LIMIT 1').get(storeId);
+    return raw ? rowToEvent(raw) : null;
   }
   async listAttempts(eventId: string) {
     return this.db.select().from(s.attempts).where(eq(s.attempts.eventId, eventId)).orderBy(asc(s.attempts.number)).all();
