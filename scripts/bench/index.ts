@@ -96,6 +96,8 @@ function brief(r: Measured) {
     errors: r.errors,
     timeouts: r.timeouts,
     serverCpuPct: round(r.serverCpuPct, 0),
+    // Server CPU per answered request: unlike req/s, it hardly moves when the host steals time from this VM.
+    serverCpuUsPerRequest: r.serverCpuPct == null || r.rps === 0 ? null : round((r.serverCpuPct / 100 / r.rps) * 1e6, 1),
     loaderCpuPct: round(r.loaderCpuPct, 0),
     othersCpuPct: round(r.othersCpuPct, 0),
     stealPct: round(r.stealPct, 0),
@@ -489,6 +491,7 @@ function tableIngest(r: any, row: Row, lat: (x: any) => string) {
   row('ceiling', 'bare Bun.serve 202', `${r.ceiling.rps.toLocaleString('en')} req/s (${lat(r.ceiling)}); CPU: server ${r.ceiling.serverCpuPct}%, loader ${r.ceiling.loaderCpuPct}%, others ${r.ceiling.othersCpuPct}% (hypervisor steal ${r.ceiling.stealPct}%)`);
   row('ingest', 'serve, synchronous FULL, worker + log destination + request log', `${r.ingest.rps.toLocaleString('en')} req/s (${lat(r.ingest)}); CPU: server ${r.ingest.serverCpuPct}%, loader ${r.ingest.loaderCpuPct}%, others ${r.ingest.othersCpuPct}% (hypervisor steal ${r.ingest.stealPct}%)`);
   row('ingest', 'ratio ingest / ceiling', `${(r.ratio * 100).toFixed(1)}%`);
+  row('ingest', 'server CPU per request: ceiling / ingest (steal-robust)', `${r.ceiling.serverCpuUsPerRequest} µs / ${r.ingest.serverCpuUsPerRequest} µs`);
   if (r.ingest.peakRssMiB != null) row('resources', 'peak RSS of serve under ingest load (VmHWM)', `${r.ingest.peakRssMiB} MiB (${r.ingest.idleRssMiB} MiB before the load)`);
   if (r.durability) {
     for (const [k, v] of Object.entries<any>(r.durability.runs)) {
