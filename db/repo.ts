@@ -111,8 +111,8 @@ export interface Repo {
   hasOutcome(storeId: string, outcome: string): Promise<boolean>;
 
   // reliability
-  /** event_stats summed per metric over buckets from `fromBucket` on (see statsBucket in db/types.ts). */
-  sumStats(storeId: string, fromBucket: number): Promise<Record<string, number>>;
+  /** event_stats summed per metric from the 5-minute bucket holding `from` until now (see db/types.ts). */
+  sumStats(storeId: string, from: number): Promise<Record<string, number>>;
   countAuthFailures(storeId: string, since: number): Promise<{ endpointId: string; n: number }[]>;
   pendingStats(storeId: string): Promise<{ backlog: number; oldestReceivedAt: number | null }>;
 

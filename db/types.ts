@@ -53,9 +53,13 @@ export interface DueEvent {
   store: StoreRow;
 }
 
-/** Width of an event_stats bucket. */
-export const STATS_BUCKET_MS = 5 * 60_000;
-export const statsBucket = (ms: number) => ms - (ms % STATS_BUCKET_MS);
+/**
+ * event_stats keeps every counter at three widths (5 minutes, 1 hour, 1 day, UTC-aligned), so a window sums at
+ * most 12 + 23 + 7 buckets per metric however long it is.
+ */
+export const STATS_WIDTHS_MS = [5 * 60_000, 3600_000, 86400_000] as const;
+export const STATS_BUCKET_MS = STATS_WIDTHS_MS[0];
+export const statsBucket = (ms: number, width: number = STATS_BUCKET_MS) => ms - (ms % width);
 
 export interface AttemptResult {
   /** attempt.eventId is the event updated. */

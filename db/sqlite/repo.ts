@@ -23,7 +23,7 @@ import type {
   StoreRow,
 } from '../types.ts';
 import * as s from './schema.ts';
-import { statsBucket } from '../types.ts';
+import { STATS_WIDTHS_MS, statsBucket } from '../types.ts';
 
 export interface SqliteOptions {
   /** File path, or `:memory:`. */
@@ -159,8 +159,8 @@ export class SqliteRepo implements Repo {
        WHERE id = ?`,
     );
     this.bumpStat = sqlite.prepare(
-      `INSERT INTO event_stats (store_id, bucket, metric, n) VALUES (?1, ?2, ?3, ?4)
-       ON CONFLICT (store_id, bucket, metric) DO UPDATE SET n = n + ?4`,
+      `INSERT INTO event_stats (store_id, width, bucket, metric, n) VALUES (?1, ?2, ?3, ?4, ?5)
+       ON CONFLICT (store_id, width, bucket, metric) DO UPDATE SET n = n + ?5`,
     );
     this.recordBatch = sqlite.transaction((results: AttemptResult[]) => {
       const stats = this.statsBatch();
@@ -470,29 +470,43 @@ export class SqliteRepo implements Repo {
     return this.db.select().from(s.records).where(and(eq(s.records.storeId, storeId), eq(s.records.kind, kind), eq(s.records.id, id))).get() ?? null;
   }
 
-  /** Adds up event_stats increments in memory; flush() writes one upsert per (store, bucket, metric). */
+  /** Adds up event_stats increments in memory; flush() writes one upsert per (store, width, bucket, metric). */
   private statsBatch() {
-    const pending = new Map<string, { storeId: string; bucket: number; metric: string; n: number }>();
+    const pending = new Map<string, { storeId: string; width: number; bucket: number; metric: string; n: number }>();
     return {
       add: (storeId: string, at: number, metric: string) => {
-        const bucket = statsBucket(at);
-        const key = `${storeId}\u0000${bucket}\u0000${metric}`;
-        const hit = pending.get(key);
-        if (hit) hit.n++;
-        else pending.set(key, { storeId, bucket, metric, n: 1 });
+        for (const width of STATS_WIDTHS_MS) {
+          const bucket = statsBucket(at, width);
+          const key = `${storeId}\u0000${width}\u0000${bucket}\u0000${metric}`;
+          const hit = pending.get(key);
+          if (hit) hit.n++;
+          else pending.set(key, { storeId, width, bucket, metric, n: 1 });
+        }
       },
       flush: () => {
-        for (const c of pending.values()) this.bumpStat.run(c.storeId, c.bucket, c.metric, c.n);
+        for (const c of pending.values()) this.bumpStat.run(c.storeId, c.width, c.bucket, c.metric, c.n);
       },
     };
   }
 
-  async sumStats(storeId: string, fromBucket: number) {
+  /**
+   * Sums from the 5-minute bucket holding `from` to now: 5-minute buckets up to the next hour, hourly ones up
+   * to the next day, daily ones after that. Each part is a range on the primary key.
+   */
+  async sumStats(storeId: string, from: number) {
+    const [five, hour, day] = STATS_WIDTHS_MS;
+    const start = statsBucket(from, five);
+    const h = Math.ceil(start / hour) * hour;
+    const d = Math.ceil(h / day) * day;
     const rows = this.sqlite
-      .query<{ metric: string; n: number }, [string, number]>(
-        'SELECT metric, sum(n) AS n FROM event_stats WHERE store_id = ? AND bucket >= ? GROUP BY metric',
+      .query<{ metric: string; n: number }, [string, number, number, number, number, number, number, number, number, number]>(
+        `SELECT metric, sum(n) AS n FROM (
+           SELECT metric, n FROM event_stats WHERE store_id = ?1 AND width = ?2 AND bucket >= ?3 AND bucket < ?4
+           UNION ALL SELECT metric, n FROM event_stats WHERE store_id = ?1 AND width = ?5 AND bucket >= ?6 AND bucket < ?7
+           UNION ALL SELECT metric, n FROM event_stats WHERE store_id = ?1 AND width = ?8 AND bucket >= ?9 AND bucket < ?10
+         ) GROUP BY metric`,
       )
-      .all(storeId, fromBucket);
+      .all(storeId, five, start, h, hour, h, d, day, d, Number.MAX_SAFE_INTEGER);
     return Object.fromEntries(rows.map((r) => [r.metric, r.n]));
   }
 

@@ -251,17 +251,19 @@ export const records = sqliteTable(
 );
 
 /**
- * Counters of what happened per store in 5-minute buckets (receipts by outcome, handoffs, attempt errors,
- * handoff latency histogram). Written in the same transactions as the events they count; reliability reads
+ * Counters of what happened per store in 5-minute, hourly and daily buckets (receipts by outcome, handoffs,
+ * attempt errors, handoff latency histogram). Written in the same transactions as the events they count; reliability reads
  * sum a window's buckets instead of walking its events.
  */
 export const eventStats = sqliteTable(
   'event_stats',
   {
     storeId: text('store_id').notNull(),
+    /** Bucket width in ms: one of STATS_WIDTHS_MS (db/types.ts). */
+    width: integer('width').notNull().default(300_000),
     bucket: integer('bucket').notNull(),
     metric: text('metric').notNull(),
     n: integer('n').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.storeId, t.bucket, t.metric] })],
+  (t) => [primaryKey({ columns: [t.storeId, t.width, t.bucket, t.metric] })],
 );

@@ -3,7 +3,7 @@
  * Ids come from the project's own id generator over a synthetic clock, so they sort by time as real ones do.
  */
 import type { Database } from 'bun:sqlite';
-import { statsBucket } from '../../db/types.ts';
+import { STATS_WIDTHS_MS, statsBucket } from '../../db/types.ts';
 import { createIdGenerator } from '../../src/lib/ids.ts';
 import { attemptMetrics } from '../../src/ops/stats.ts';
 
@@ -63,18 +63,20 @@ export function seedEvents(sqlite: Database, o: SeedOptions): number {
   let firstOfKind: string | null = null;
   // The counters reliability reads sum, kept as the ingest commit and the worker keep them.
   const bumpStat = sqlite.prepare(
-    `INSERT INTO event_stats (store_id, bucket, metric, n) VALUES (?1, ?2, ?3, ?4)
-     ON CONFLICT (store_id, bucket, metric) DO UPDATE SET n = n + ?4`,
+    `INSERT INTO event_stats (store_id, width, bucket, metric, n) VALUES (?1, ?2, ?3, ?4, ?5)
+     ON CONFLICT (store_id, width, bucket, metric) DO UPDATE SET n = n + ?5`,
   );
   const stats = new Map<string, number>();
   const count = (at: number, metric: string) => {
-    const key = `${statsBucket(at)}\u0000${metric}`;
-    stats.set(key, (stats.get(key) ?? 0) + 1);
+    for (const width of STATS_WIDTHS_MS) {
+      const key = `${width}\u0000${statsBucket(at, width)}\u0000${metric}`;
+      stats.set(key, (stats.get(key) ?? 0) + 1);
+    }
   };
   const flushStats = () => {
     for (const [key, n] of stats) {
-      const [bucket, metric] = key.split('\u0000');
-      bumpStat.run(o.storeId, Number(bucket), metric!, n);
+      const [width, bucket, metric] = key.split('\u0000');
+      bumpStat.run(o.storeId, Number(width), Number(bucket), metric!, n);
     }
     stats.clear();
   };

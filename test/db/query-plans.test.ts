@@ -138,7 +138,10 @@ describe('read query plans', () => {
   it('reliability sums only the window\'s stats buckets, on the primary key', async () => {
     const [sql] = await sqlOf(() => repo.sumStats(storeId, 0), 'event_stats');
     const detail = plan(repo.sqlite, sql!);
-    expect(detail.some((d) => /SEARCH "?event_stats"? USING (PRIMARY KEY|INDEX sqlite_autoindex_event_stats_1) \(store_id=\? AND bucket>\?\)/.test(d))).toBe(true);
+    // One bounded range per width (5 minutes, hour, day), never a scan of the store's history.
+    const ranges = detail.filter((d) => /SEARCH "?event_stats"? USING (PRIMARY KEY|INDEX sqlite_autoindex_event_stats_1) \(store_id=\? AND width=\? AND bucket>\? AND bucket<\?\)/.test(d));
+    expect(ranges).toHaveLength(3);
+    expect(detail.filter((d) => /^SCAN "?event_stats"?/.test(d))).toEqual([]);
   });
   it('the dedupe lookup', () => {
     const dedupe = constructed.filter((q) => /external_event_id = \?/.test(q) && /^\s*SELECT/.test(q));

@@ -3,6 +3,7 @@ import m0 from './0000_init.sql' with { type: 'text' };
 import m1 from './0001_intents_audit_usage.sql' with { type: 'text' };
 import m2 from './0002_drop_receipt_index.sql' with { type: 'text' };
 import m3 from './0003_event_stats.sql' with { type: 'text' };
+import m4 from './0004_event_stats_widths.sql' with { type: 'text' };
 
 import type { Migration } from '../../migrate.ts';
 
@@ -11,4 +12,5 @@ export const migrations: Migration[] = [
   { tag: '0001_intents_audit_usage', when: 1795214385246, sql: m1 },
   { tag: '0002_drop_receipt_index', when: 1795216684688, sql: m2 },
   { tag: '0003_event_stats', when: 1795216851121, sql: m3 },
+  { tag: '0004_event_stats_widths', when: 1795220649707, sql: m4 },
 ];
