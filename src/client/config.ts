@@ -7,7 +7,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSy
 import { EXPECTED_CONTEXT } from '../contract/context.ts';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { AppError } from '../contract/errors.ts';
 import { mask } from './redact.ts';
 
@@ -33,19 +33,26 @@ export const EXPECTED_FIELDS = EXPECTED_CONTEXT.map((c) => ({ key: c.key, header
 export type ExpectedKey = (typeof EXPECTED_FIELDS)[number]['key'];
 export type ExpectedContext = Partial<Record<ExpectedKey, string>>;
 
-const ContextValue = z.string().min(1).max(255);
-
-export const ProfileSchema = z
-  .object({
-    baseUrl: z.string().min(1),
-    tokenEnv: z.string().min(1),
-    expectedPlatformKey: ContextValue.optional(),
-    expectedPlatformAccountId: ContextValue.optional(),
-    expectedShopDomain: ContextValue.optional(),
-    expectedInstallationId: ContextValue.optional(),
-  })
-  .strict();
-export type Profile = z.infer<typeof ProfileSchema>;
+/**
+ * The profile schema, built on first use: zod is loaded with it, so commands that read no profile (`status`,
+ * `--version`) start without zod.
+ */
+function buildProfileSchema() {
+  const { z } = require('zod') as typeof import('zod');
+  const ContextValue = z.string().min(1).max(255);
+  return z
+    .object({
+      baseUrl: z.string().min(1),
+      tokenEnv: z.string().min(1),
+      expectedPlatformKey: ContextValue.optional(),
+      expectedPlatformAccountId: ContextValue.optional(),
+      expectedShopDomain: ContextValue.optional(),
+      expectedInstallationId: ContextValue.optional(),
+    })
+    .strict();
+}
+let profileSchema: ReturnType<typeof buildProfileSchema> | undefined;
+export type Profile = z.infer<ReturnType<typeof buildProfileSchema>>;
 
 const PROFILE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
@@ -100,7 +107,7 @@ export function checkProfile(name: string, input: unknown, env: Env = {}): Profi
       }
     }
   }
-  const r = ProfileSchema.safeParse(input);
+  const r = (profileSchema ??= buildProfileSchema()).safeParse(input);
   if (!r.success) {
     const issue = r.error.issues[0];
     throw new AppError('invalid_input', `Profile ${name}: ${issue ? `${issue.path.join('.') || 'profile'}: ${issue.message}` : 'invalid'}.`);

@@ -6,7 +6,7 @@
  */
 import type { z } from 'zod';
 import { AppError, EXIT, type Refusal } from '../contract/errors.ts';
-import { operations, type Operation, type OperationId, type OperationOutput } from '../contract/operations.ts';
+import type { Operation, OperationId, OperationOutput, operations } from '../contract/operations.ts';
 import { EXPECTED_FIELDS, type ExpectedContext } from './config.ts';
 import { ClientError, exitCodeFor, type RateLimitInfo } from './errors.ts';
 
@@ -68,8 +68,9 @@ export class HookrelayClient {
     this.#fetch = opts.fetch ?? fetch;
   }
 
-  /** Calls one operation by its operationId. */
-  call<K extends OperationId>(id: K, input: SendInput = {}): Promise<ApiResponse<Body<K>>> {
+  /** Calls one operation by its operationId. The contract loads on first use: `status` and `docs` never need it. */
+  async call<K extends OperationId>(id: K, input: SendInput = {}): Promise<ApiResponse<Body<K>>> {
+    const { operations } = await import('../contract/operations.ts');
     return this.send(operations[id] as Operation, input) as Promise<ApiResponse<Body<K>>>;
   }
 
