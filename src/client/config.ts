@@ -7,7 +7,6 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSy
 import { EXPECTED_CONTEXT } from '../contract/context.ts';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
-import type { z } from 'zod';
 import { AppError } from '../contract/errors.ts';
 import { mask } from './redact.ts';
 
@@ -33,26 +32,28 @@ export const EXPECTED_FIELDS = EXPECTED_CONTEXT.map((c) => ({ key: c.key, header
 export type ExpectedKey = (typeof EXPECTED_FIELDS)[number]['key'];
 export type ExpectedContext = Partial<Record<ExpectedKey, string>>;
 
-/**
- * The profile schema, built on first use: zod is loaded with it, so commands that read no profile (`status`,
- * `--version`) start without zod.
- */
-function buildProfileSchema() {
-  const { z } = require('zod') as typeof import('zod');
-  const ContextValue = z.string().min(1).max(255);
-  return z
-    .object({
-      baseUrl: z.string().min(1),
-      tokenEnv: z.string().min(1),
-      expectedPlatformKey: ContextValue.optional(),
-      expectedPlatformAccountId: ContextValue.optional(),
-      expectedShopDomain: ContextValue.optional(),
-      expectedInstallationId: ContextValue.optional(),
-    })
-    .strict();
+/** A stored profile: where to connect and the NAME of the variable holding the token, never the token. */
+export interface Profile {
+  baseUrl: string;
+  tokenEnv: string;
+  expectedPlatformKey?: string;
+  expectedPlatformAccountId?: string;
+  expectedShopDomain?: string;
+  expectedInstallationId?: string;
 }
-let profileSchema: ReturnType<typeof buildProfileSchema> | undefined;
-export type Profile = z.infer<ReturnType<typeof buildProfileSchema>>;
+
+/** Checked by hand rather than with zod, so a command that needs no contract (`status`) never loads zod. */
+function profileShape(name: string, input: unknown): Profile {
+  const fail = (field: string, message: string) => new AppError('invalid_input', `Profile ${name}: ${field}: ${message}.`);
+  if (!input || typeof input !== 'object' || Array.isArray(input)) throw fail('profile', 'must be an object');
+  const allowed = new Set(['baseUrl', 'tokenEnv', ...EXPECTED_FIELDS.map((f) => f.profileKey)]);
+  for (const [key, value] of Object.entries(input)) {
+    if (!allowed.has(key)) throw fail(key, 'unknown field');
+    if (typeof value !== 'string' || value.length === 0 || value.length > 255) throw fail(key, 'must be a string of 1 to 255 characters');
+  }
+  for (const key of ['baseUrl', 'tokenEnv']) if (!(key in input)) throw fail(key, 'required');
+  return input as Profile;
+}
 
 const PROFILE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
@@ -107,12 +108,7 @@ export function checkProfile(name: string, input: unknown, env: Env = {}): Profi
       }
     }
   }
-  const r = (profileSchema ??= buildProfileSchema()).safeParse(input);
-  if (!r.success) {
-    const issue = r.error.issues[0];
-    throw new AppError('invalid_input', `Profile ${name}: ${issue ? `${issue.path.join('.') || 'profile'}: ${issue.message}` : 'invalid'}.`);
-  }
-  const p = r.data;
+  const p = profileShape(name, input);
   const out: Profile = { baseUrl: normalizeBaseUrl(p.baseUrl, `Profile ${name} baseUrl`), tokenEnv: checkTokenEnvName(p.tokenEnv, `Profile ${name} tokenEnv`, env) };
   for (const f of EXPECTED_FIELDS) {
     const v = p[f.profileKey];
