@@ -11,6 +11,10 @@ const result = await Bun.build({
   entrypoints: ['./commands/index.ts', SANDBOX_WORKER],
   compile: { outfile, autoloadBunfig: false, autoloadDotenv: false },
   minify: true,
+  // Precompiled bytecode: the binary starts without parsing its JavaScript (status 110 -> 68 ms, --version
+  // 84 -> 48 ms; the file grows by 11 MiB). Bytecode needs an explicit format; ours is ESM (top-level await).
+  bytecode: true,
+  format: 'esm',
   define: { 'process.env.NODE_ENV': '"production"', HOOKRELAY_SANDBOX_WORKER: JSON.stringify(SANDBOX_WORKER) },
 });
 if (!result.success) {
