@@ -470,21 +470,41 @@ export class SqliteRepo implements Repo {
     return this.db.select().from(s.records).where(and(eq(s.records.storeId, storeId), eq(s.records.kind, kind), eq(s.records.id, id))).get() ?? null;
   }
 
-  /** Adds up event_stats increments in memory; flush() writes one upsert per (store, width, bucket, metric). */
+  /**
+   * Adds up event_stats increments in memory; flush() writes one upsert per (store, width, bucket, metric).
+   * Events of a batch mostly share store, metric and 5-minute bucket, so add() checks the last entry first:
+   * building a map key per event cost more than the rest of the bookkeeping.
+   */
   private statsBatch() {
-    const pending = new Map<string, { storeId: string; width: number; bucket: number; metric: string; n: number }>();
+    type Entry = { storeId: string; metric: string; at: number; n: number };
+    const entries = new Map<string, Entry>();
+    let last: Entry | null = null;
+    let lastBucket = -1;
     return {
       add: (storeId: string, at: number, metric: string) => {
-        for (const width of STATS_WIDTHS_MS) {
-          const bucket = statsBucket(at, width);
-          const key = `${storeId}\u0000${width}\u0000${bucket}\u0000${metric}`;
-          const hit = pending.get(key);
-          if (hit) hit.n++;
-          else pending.set(key, { storeId, width, bucket, metric, n: 1 });
+        const bucket = statsBucket(at);
+        if (last && bucket === lastBucket && last.storeId === storeId && last.metric === metric) {
+          last.n++;
+          return;
         }
+        const key = `${storeId}\u0000${metric}\u0000${bucket}`;
+        last = entries.get(key) ?? null;
+        if (last) last.n++;
+        else entries.set(key, (last = { storeId, metric, at, n: 1 }));
+        lastBucket = bucket;
       },
       flush: () => {
-        for (const c of pending.values()) this.bumpStat.run(c.storeId, c.width, c.bucket, c.metric, c.n);
+        const rows = new Map<string, { storeId: string; width: number; bucket: number; metric: string; n: number }>();
+        for (const e of entries.values()) {
+          for (const width of STATS_WIDTHS_MS) {
+            const bucket = statsBucket(e.at, width);
+            const key = `${e.storeId}\u0000${width}\u0000${bucket}\u0000${e.metric}`;
+            const hit = rows.get(key);
+            if (hit) hit.n += e.n;
+            else rows.set(key, { storeId: e.storeId, width, bucket, metric: e.metric, n: e.n });
+          }
+        }
+        for (const c of rows.values()) this.bumpStat.run(c.storeId, c.width, c.bucket, c.metric, c.n);
       },
     };
   }
