@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { compiledBinary } from '../fixtures/binary.ts';
 import { cli, closedPort, scratchHome, startApi, type Api } from './harness.ts';
 
 const CHECKS = [
@@ -133,10 +133,7 @@ describe('dist/hookrelay doctor against dist/hookrelay serve', () => {
   let server: ReturnType<typeof Bun.spawn> | null = null;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'hookrelay-cli-bin-'));
-    bin = join(dir, 'hookrelay');
-    const build = Bun.spawn(['bun', 'scripts/build.ts', bin], { cwd: new URL('../../', import.meta.url).pathname, stderr: 'pipe' });
-    if ((await build.exited) !== 0) throw new Error(`build failed: ${await new Response(build.stderr).text()}`);
+    ({ dir, bin } = await compiledBinary('hookrelay-cli-bin-'));
   }, 120_000);
 
   afterAll(() => {

@@ -3,11 +3,10 @@
  * a signed event sent with curl + openssl, a clean SIGTERM.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { compiledBinary } from '../fixtures/binary.ts';
 
-const ROOT = new URL('../../', import.meta.url).pathname;
 let dir: string;
 let bin: string;
 let server: ReturnType<typeof Bun.spawn> | null = null;
@@ -35,11 +34,8 @@ async function waitFor(fn: () => Promise<boolean>, ms = 10_000) {
   throw new Error('timed out');
 }
 
-beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'hookrelay-bin-'));
-  bin = join(dir, 'hookrelay');
-  const build = Bun.spawnSync(['bun', 'scripts/build.ts', bin], { cwd: ROOT });
-  if (build.exitCode !== 0) throw new Error(`build failed: ${build.stderr.toString()}`);
+beforeAll(async () => {
+  ({ dir, bin } = await compiledBinary('hookrelay-bin-'));
 }, 120_000);
 
 afterAll(() => {

@@ -1,23 +1,18 @@
 /** The compiled executable carries code mode: the sandbox worker and the QuickJS wasm are embedded. */
 import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { closedPort } from '../cli/harness.ts';
+import { compiledBinary } from '../fixtures/binary.ts';
 import { execute } from './harness.ts';
 
-const ROOT = new URL('../../', import.meta.url).pathname;
 let dir: string;
 let bin: string;
 let server: ReturnType<typeof Bun.spawn> | null = null;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'hookrelay-mcp-bin-'));
-  bin = join(dir, 'hookrelay');
-  const build = Bun.spawn(['bun', 'scripts/build.ts', bin], { cwd: ROOT, stderr: 'pipe' });
-  if ((await build.exited) !== 0) throw new Error(`build failed: ${await new Response(build.stderr).text()}`);
+  ({ dir, bin } = await compiledBinary('hookrelay-mcp-bin-'));
 }, 120_000);
 
 afterAll(() => {
