@@ -61,6 +61,20 @@ export const STATS_WIDTHS_MS = [5 * 60_000, 3600_000, 86400_000] as const;
 export const STATS_BUCKET_MS = STATS_WIDTHS_MS[0];
 export const statsBucket = (ms: number, width: number = STATS_BUCKET_MS) => ms - (ms % width);
 
+/** The names of event_stats metrics, in one place for the ingest commit, the worker and the reads. */
+export const METRIC = {
+  /** A receipt, by its outcome when committed (accepted, held, rejected, duplicate_suppressed, test). */
+  received: (outcome: string) => `received:${outcome}`,
+  /** Every handoff attempt, by its outcome (retry included). */
+  attempt: (outcome: string) => `attempt:${outcome}`,
+  /** A handoff that ended: delivered, failed or no_workflow. */
+  handoff: (outcome: string) => `handoff:${outcome}`,
+  /** An attempt's error class (throttled, server_error, timeout, …). */
+  error: (errorClass: string) => `error:${errorClass}`,
+  /** A delivery whose receipt-to-delivered latency was at most `boundMs` (histogram bucket). */
+  latency: (boundMs: number) => `latency_le:${boundMs}`,
+} as const;
+
 export interface AttemptResult {
   /** attempt.eventId is the event updated. */
   attempt: AttemptRow;

@@ -23,7 +23,7 @@ import type {
   StoreRow,
 } from '../types.ts';
 import * as s from './schema.ts';
-import { STATS_WIDTHS_MS, statsBucket } from '../types.ts';
+import { METRIC, STATS_WIDTHS_MS, statsBucket } from '../types.ts';
 
 export interface SqliteOptions {
   /** File path, or `:memory:`. */
@@ -277,7 +277,7 @@ export class SqliteRepo implements Repo {
       }
       this.insertEvent.run(...eventValues(row));
       if (!duplicateOf && p.body) this.insertBody.run(e.id, p.body, p.bodyExpiresAt);
-      stats.add(row.storeId, row.receivedAt, `received:${row.outcome}`);
+      stats.add(row.storeId, row.receivedAt, METRIC.received(row.outcome));
       out.push({ eventId: row.id, receiptId: row.receiptId, outcome: row.outcome, duplicateOf });
     }
     for (const m of meters.values()) if (m.added) this.bumpCounter.run(m.storeId, m.meter, m.periodStart, m.added);
@@ -519,14 +519,14 @@ export class SqliteRepo implements Repo {
     const h = Math.ceil(start / hour) * hour;
     const d = Math.ceil(h / day) * day;
     const rows = this.sqlite
-      .query<{ metric: string; n: number }, [string, number, number, number, number, number, number, number, number, number]>(
+      .query<{ metric: string; n: number }, [string, number, number, number, number, number, number, number, number]>(
         `SELECT metric, sum(n) AS n FROM (
            SELECT metric, n FROM event_stats WHERE store_id = ?1 AND width = ?2 AND bucket >= ?3 AND bucket < ?4
            UNION ALL SELECT metric, n FROM event_stats WHERE store_id = ?1 AND width = ?5 AND bucket >= ?6 AND bucket < ?7
-           UNION ALL SELECT metric, n FROM event_stats WHERE store_id = ?1 AND width = ?8 AND bucket >= ?9 AND bucket < ?10
+           UNION ALL SELECT metric, n FROM event_stats WHERE store_id = ?1 AND width = ?8 AND bucket >= ?9
          ) GROUP BY metric`,
       )
-      .all(storeId, five, start, h, hour, h, d, day, d, Number.MAX_SAFE_INTEGER);
+      .all(storeId, five, start, h, hour, h, d, day, d);
     return Object.fromEntries(rows.map((r) => [r.metric, r.n]));
   }
 

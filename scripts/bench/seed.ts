@@ -3,7 +3,7 @@
  * Ids come from the project's own id generator over a synthetic clock, so they sort by time as real ones do.
  */
 import type { Database } from 'bun:sqlite';
-import { STATS_WIDTHS_MS, statsBucket } from '../../db/types.ts';
+import { METRIC, STATS_WIDTHS_MS, statsBucket } from '../../db/types.ts';
 import { createIdGenerator } from '../../src/lib/ids.ts';
 import { attemptMetrics } from '../../src/ops/stats.ts';
 
@@ -90,7 +90,7 @@ export function seedEvents(sqlite: Database, o: SeedOptions): number {
       const at = clockMs;
       if (o.kind === 'due') {
         insertEvent.run(id, receiptId, o.storeId, endpointId, 1, 'accepted', null, null, 'order.flagged', 0, null, null, null, 1024, 'retained', at, 0, null, at, null, null);
-        count(at, 'received:accepted');
+        count(at, METRIC.received('accepted'));
         continue;
       }
       const r = rand();
@@ -112,7 +112,7 @@ export function seedEvents(sqlite: Database, o: SeedOptions): number {
         outcome === 'rejected' || outcome === 'duplicate_suppressed' ? 'none' : 'retained', at, attempts,
         handedOff ? finished : null, null, null, outcome === 'delivered' ? finished : null,
       );
-      count(at, `received:${handedOff ? 'accepted' : outcome}`);
+      count(at, METRIC.received(handedOff ? 'accepted' : outcome));
       if (handedOff) {
         const attempt = { outcome: outcome === 'failed' ? 'failed' : outcome, code: outcome === 'failed' ? 'http_error' : null, finishedAt: finished };
         for (const metric of attemptMetrics(attempt, at)) count(finished, metric);

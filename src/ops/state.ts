@@ -4,7 +4,7 @@ import type { TriggerVariant } from '../contract/schemas.ts';
 import { TRIGGER_VARIANTS, WINDOW_MS, type Window } from '../contract/schemas.ts';
 import { TRIGGERS } from '../contract/triggers.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
-import { statsBucket } from '../../db/types.ts';
+import { METRIC, statsBucket } from '../../db/types.ts';
 import type { OpContext } from './context.ts';
 import { latencyQuantile } from './stats.ts';
 import { enforcement, limitOf, METERS, period, PLANS } from './usage.ts';
@@ -131,14 +131,14 @@ async function reliability(ctx: OpContext, subject: 'tenant' | 'destination', wi
   const sums = await core.repo.sumStats(store.id, from);
   const n = (metric: string) => sums[metric] ?? 0;
   const errors = {
-    throttled: n('error:throttled'),
-    serverErrors: n('error:server_error') + n('error:network'),
-    userErrors: n('error:user_errors') + n('error:http_error'),
-    timeouts: n('error:timeout'),
+    throttled: n(METRIC.error('throttled')),
+    serverErrors: n(METRIC.error('server_error')) + n(METRIC.error('network')),
+    userErrors: n(METRIC.error('user_errors')) + n(METRIC.error('http_error')),
+    timeouts: n(METRIC.error('timeout')),
   };
   const authFailures = subject === 'tenant' ? (await core.repo.countAuthFailures(store.id, from)).map((r) => ({ endpointId: r.endpointId, count: r.n })) : [];
   const pending = await core.repo.pendingStats(store.id);
-  const c = (outcome: string) => n(`handoff:${outcome}`);
+  const c = (outcome: string) => n(METRIC.handoff(outcome));
   const handedOff = c('delivered') + c('failed') + c('no_workflow');
   const reasons: string[] = [];
   if (handedOff > 0 && c('failed') / handedOff > 0.05) reasons.push(`${c('failed')} of ${handedOff} handoffs failed.`);
@@ -153,13 +153,13 @@ async function reliability(ctx: OpContext, subject: 'tenant' | 'destination', wi
     from: iso(from),
     to: iso(to),
     counts: {
-      accepted: n('received:accepted') + n('received:held'),
+      accepted: n(METRIC.received('accepted')) + n(METRIC.received('held')),
       delivered: c('delivered'),
       failed: c('failed'),
       noWorkflow: c('no_workflow'),
-      rejected: n('received:rejected'),
-      duplicate: n('received:duplicate_suppressed'),
-      held: n('received:held'),
+      rejected: n(METRIC.received('rejected')),
+      duplicate: n(METRIC.received('duplicate_suppressed')),
+      held: n(METRIC.received('held')),
     },
     authFailuresByEndpoint: authFailures,
     handoffLatencyMs: { p50: latencyQuantile(sums, 0.5), p95: latencyQuantile(sums, 0.95) },

@@ -2,27 +2,26 @@
  * The event_stats metrics: what the ingest commit and the handoff worker count, and how reliability reads
  * turn the sums back into counts, error classes and latency percentiles.
  */
+import { METRIC } from '../../db/types.ts';
 
 /** Upper bounds (ms) of the handoff latency histogram, receipt to delivered; the last one also takes anything slower. */
 export const LATENCY_BUCKETS_MS = [10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000, 900_000, 3_600_000, 86_400_000] as const;
 
-const latencyMetric = (bound: number) => `latency_le:${bound}`;
-
 /** The metrics one handoff attempt adds to. */
 export function attemptMetrics(a: { outcome: string; code: string | null; finishedAt: number }, receivedAt: number): string[] {
-  const out = [`attempt:${a.outcome}`];
-  if (a.outcome !== 'retry') out.push(`handoff:${a.outcome}`);
-  if (a.code) out.push(`error:${a.code}`);
+  const out = [METRIC.attempt(a.outcome)];
+  if (a.outcome !== 'retry') out.push(METRIC.handoff(a.outcome));
+  if (a.code) out.push(METRIC.error(a.code));
   if (a.outcome === 'delivered') {
     const latency = a.finishedAt - receivedAt;
-    out.push(latencyMetric(LATENCY_BUCKETS_MS.find((b) => latency <= b) ?? LATENCY_BUCKETS_MS.at(-1)!));
+    out.push(METRIC.latency(LATENCY_BUCKETS_MS.find((b) => latency <= b) ?? LATENCY_BUCKETS_MS.at(-1)!));
   }
   return out;
 }
 
 /** The histogram bucket bound at quantile q (an upper bound for the true value), or null with no deliveries. */
 export function latencyQuantile(sums: Record<string, number>, q: number): number | null {
-  const counts = LATENCY_BUCKETS_MS.map((b) => sums[latencyMetric(b)] ?? 0);
+  const counts = LATENCY_BUCKETS_MS.map((b) => sums[METRIC.latency(b)] ?? 0);
   const total = counts.reduce((a, n) => a + n, 0);
   if (total === 0) return null;
   let seen = 0;
