@@ -10,6 +10,7 @@ import { constantTimeEqual, verifyHmacHex } from '../lib/crypto.ts';
 import type { EndpointCache, LiveEndpoint } from './endpoint-cache.ts';
 import { buildFlowPayload, flowPayloadBytes } from './flow.ts';
 import { getPath, normalizeResourceId, relatedIdText } from './mapping.ts';
+import { readCapped } from '../lib/body.ts';
 import type { ReceiptWriter } from './writer.ts';
 
 
@@ -46,8 +47,6 @@ export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
     if (!JSON_TYPE.test(req.headers.get('content-type') ?? '')) {
       return reply(415, { code: 'unsupported_media_type', message: 'Send Content-Type: application/json.' });
     }
-    const declared = Number(req.headers.get('content-length') ?? '0');
-    if (declared > config.maxBodyBytes) return tooLarge();
     const body = await readCapped(req, config.maxBodyBytes);
     if (!body) return tooLarge();
 
@@ -175,34 +174,4 @@ function textField(v: unknown): string | null {
   if (typeof v === 'number' && Number.isFinite(v)) return String(v);
   if (typeof v !== 'string' || v.length === 0) return null;
   return v.length > MAX_TEXT ? v.slice(0, MAX_TEXT) : v;
-}
-
-/** Reads the body up to `max` bytes; null when larger (also when no Content-Length was sent). */
-async function readCapped(req: Request, max: number): Promise<Uint8Array | null> {
-  if (!req.body) return new Uint8Array(0);
-  const declared = req.headers.get('content-length');
-  if (declared !== null) {
-    const buf = new Uint8Array(await req.arrayBuffer());
-    return buf.byteLength > max ? null : buf;
-  }
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  const reader = req.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > max) {
-      await reader.cancel().catch(() => {});
-      return null;
-    }
-    chunks.push(value);
-  }
-  const out = new Uint8Array(total);
-  let off = 0;
-  for (const c of chunks) {
-    out.set(c, off);
-    off += c.byteLength;
-  }
-  return out;
 }

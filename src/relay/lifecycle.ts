@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { TRIGGERS } from '../contract/triggers.ts';
 import type { Core } from '../core.ts';
+import { readCapped } from '../lib/body.ts';
 import { constantTimeEqual, hmacBase64 } from '../lib/crypto.ts';
 
 /** The app's client secret, read from the first of these variables that is set. */
@@ -33,9 +34,8 @@ export function createLifecycleHandler(core: Core) {
       core.log.warn(`flow lifecycle callback refused: set ${APP_SECRET_ENV[0]} to the app's client secret`);
       return reply(503, 'lifecycle_not_configured', 'This server has no Shopify app secret configured, so it cannot verify lifecycle callbacks.');
     }
-    if (Number(req.headers.get('content-length') ?? '0') > MAX_BODY) return reply(413, 'payload_too_large', 'Lifecycle callbacks are limited to 64 KiB.');
-    const body = new Uint8Array(await req.arrayBuffer());
-    if (body.byteLength > MAX_BODY) return reply(413, 'payload_too_large', 'Lifecycle callbacks are limited to 64 KiB.');
+    const body = await readCapped(req, MAX_BODY);
+    if (!body) return reply(413, 'payload_too_large', 'Lifecycle callbacks are limited to 64 KiB.');
 
     const signature = req.headers.get('x-shopify-hmac-sha256');
     if (!signature) return reply(401, 'SVC_AUTH_HEADER_MISSING', 'X-Shopify-Hmac-Sha256 is missing.');
