@@ -43,6 +43,11 @@ export interface EventFilter {
   until?: number;
   /** Exclusive upper bound on id (ids sort by creation): the cursor. */
   beforeId?: string;
+  /**
+   * Inclusive lower bound on id, implied by `since` (an id is minted no earlier than its receipt): it bounds the
+   * index range, where `since` alone is checked row by row.
+   */
+  sinceId?: string;
   limit: number;
 }
 

@@ -302,6 +302,7 @@ export class SqliteRepo implements Repo {
     if (f.since != null) where.push(gte(s.events.receivedAt, f.since));
     if (f.until != null) where.push(lt(s.events.receivedAt, f.until));
     if (f.beforeId) where.push(lt(s.events.id, f.beforeId));
+    if (f.sinceId) where.push(gte(s.events.id, f.sinceId));
     return this.db.select().from(s.events).where(and(...where)).orderBy(desc(s.events.id)).limit(f.limit).all();
   }
   async getEvent(storeId: string, id: string) {

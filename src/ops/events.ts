@@ -4,6 +4,7 @@ import { AppError } from '../contract/errors.ts';
 import type { OperationInput } from '../contract/operations.ts';
 import type { EventOutcome, EventSummary } from '../contract/schemas.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
+import { idFloor } from '../lib/ids.ts';
 import type { OpContext } from './context.ts';
 
 const REPLAYABLE: ReadonlySet<string> = new Set(['delivered', 'failed', 'no_workflow']);
@@ -102,11 +103,13 @@ function decodeCursor(cursor: string): string {
 
 export async function listEvents(ctx: OpContext, { query }: OperationInput<'listEvents'>) {
   const { core, store } = ctx;
+  const since = query.since ? Date.parse(query.since) : undefined;
   const rows = await core.repo.listEvents({
     storeId: store.id,
     endpointId: query.endpointId,
     outcome: query.outcome,
-    since: query.since ? Date.parse(query.since) : undefined,
+    since,
+    sinceId: since === undefined ? undefined : idFloor('evt', since),
     until: query.until ? Date.parse(query.until) : undefined,
     beforeId: query.cursor ? decodeCursor(query.cursor) : undefined,
     limit: query.limit + 1,

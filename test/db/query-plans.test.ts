@@ -105,6 +105,9 @@ describe('read query plans', () => {
   });
   it('listEvents filtered by time', async () => {
     expectIndexed(await sqlOf(() => repo.listEvents({ storeId, since: 0, until: Date.now(), limit: 26 })));
+    // `since` bounds the index range through its id floor instead of filtering every newer event.
+    const [sql] = await sqlOf(() => repo.listEvents({ storeId, since: 0, sinceId: 'evt_0000000000', limit: 26 }));
+    expect(plan(repo.sqlite, sql!).some((d) => /\bid>\?/.test(d))).toBe(true);
   });
   it('listEvents with every filter and a cursor', async () => {
     expectIndexed(await sqlOf(() => repo.listEvents({ storeId, endpointId, outcome: 'delivered', since: 0, until: Date.now(), beforeId: eventId, limit: 26 })));
