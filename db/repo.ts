@@ -14,6 +14,7 @@ import type {
   EventFilter,
   EventRow,
   GrantRow,
+  IngestLease,
   PendingReceipt,
   StoreRow,
 } from './types.ts';
@@ -48,7 +49,7 @@ export interface Repo {
    * One durable transaction for many receipts and auth failures (group commit), deciding duplicates inside it.
    * Resolves only after the commit is on disk.
    */
-  commitIngest(receipts: PendingReceipt[], authFailures: AuthFailureRow[]): Promise<CommittedReceipt[]>;
+  commitIngest(receipts: PendingReceipt[], authFailures: AuthFailureRow[], lease?: IngestLease | null): Promise<CommittedReceipt[]>;
   listAuthFailures(storeId: string, endpointId?: string, limit?: number): Promise<AuthFailureRow[]>;
 
   // reads
@@ -69,8 +70,8 @@ export interface Repo {
    * `limit` of each per call. Receipts stay (they outlive their bodies).
    */
   sweepExpired(now: number, keysBefore: number, limit: number): Promise<{ bodies: number; idempotencyKeys: number }>;
-  /** Clears every lease: only for a single-process deployment at start-up, after a crash. */
-  releaseAllLeases(): Promise<number>;
+  /** Clears every lease and makes those events due by `now`: only for a single-process deployment at start-up. */
+  releaseAllLeases(now: number): Promise<number>;
   /**
    * Queues the store's oldest `held` events, as many as the meter has room for below `hardLimit`, and counts
    * them on the meter in the same transaction. Returns how many.

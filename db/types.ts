@@ -31,8 +31,23 @@ export interface PendingReceipt {
 export interface CommittedReceipt {
   eventId: string;
   receiptId: string;
+  /** The receipt's outcome (accepted, held, rejected, duplicate_suppressed, test): the 202's status. */
   outcome: string;
   duplicateOf: string | null;
+  /** Claimed for the running worker by this commit: stored `queued` under the commit's lease. */
+  leased?: boolean;
+}
+
+/**
+ * A claim made by the ingest commit itself, for the worker running in the same process: up to `max` accepted
+ * receipts are stored `queued` with `lease_until = next_attempt_at = until`, exactly as if the worker had claimed
+ * them right after the commit, without a second write; the commit sets those three fields on the pending event
+ * too, so the worker gets the stored row in memory. If it never records an attempt (a crash), the lease runs
+ * out and they are due again like any claimed event.
+ */
+export interface IngestLease {
+  until: number;
+  max: number;
 }
 
 export interface EventFilter {

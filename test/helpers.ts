@@ -101,9 +101,9 @@ export function holdCommits(env: TestEnv): () => void {
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
   const original = env.repo.commitIngest.bind(env.repo);
-  env.repo.commitIngest = async (receipts, failures) => {
+  env.repo.commitIngest = async (receipts, failures, lease) => {
     await gate;
-    return original(receipts, failures);
+    return original(receipts, failures, lease);
   };
   return release;
 }

@@ -1,6 +1,6 @@
 /** SQLite implementation of Repo over bun:sqlite + drizzle. The ingest commit uses raw prepared statements. */
 import { Database, type SQLQueryBindings } from 'bun:sqlite';
-import { and, asc, desc, eq, getTableColumns, gte, inArray, lt, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, gte, lt, sql, type SQL } from 'drizzle-orm';
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
 import { runMigrations, type Migration } from '../migrate.ts';
 import { migrations as sqliteMigrations } from '../migrations/sqlite/index.ts';
@@ -19,6 +19,7 @@ import type {
   EventFilter,
   EventRow,
   GrantRow,
+  IngestLease,
   PendingReceipt,
   StoreRow,
 } from '../types.ts';
@@ -113,6 +114,10 @@ export class SqliteRepo implements Repo {
   private readonly recordBatch;
   private readonly claimStatement;
   private readonly commitBatch;
+  /** Reads the inbound path and the worker make per request or per round, built once (drizzle builds SQL per call). */
+  private readonly storeById;
+  private readonly endpointById;
+  private readonly readinessOfStore;
 
   /**
    * Runs worker bookkeeping (leases, attempt rows) without an fsync at commit. Losing it to a power cut means
@@ -177,9 +182,13 @@ export class SqliteRepo implements Repo {
                     ORDER BY next_attempt_at LIMIT ?3)
        RETURNING *`,
     );
-    this.commitBatch = sqlite.transaction((batch: PendingReceipt[], failures: AuthFailureRow[]) =>
-      this.commitInTransaction(batch, failures),
+    this.commitBatch = sqlite.transaction((batch: PendingReceipt[], failures: AuthFailureRow[], lease: IngestLease | null) =>
+      this.commitInTransaction(batch, failures, lease),
     );
+    const id = sql.placeholder('id');
+    this.storeById = this.db.select().from(s.stores).where(eq(s.stores.id, id)).prepare();
+    this.endpointById = this.db.select().from(s.endpoints).where(eq(s.endpoints.id, id)).prepare();
+    this.readinessOfStore = this.db.select().from(s.triggerReadiness).where(eq(s.triggerReadiness.storeId, id)).prepare();
   }
 
   static async open(opts: SqliteOptions): Promise<SqliteRepo> {
@@ -189,7 +198,7 @@ export class SqliteRepo implements Repo {
   }
 
   async getStore(id: string) {
-    return this.db.select().from(s.stores).where(eq(s.stores.id, id)).get() ?? null;
+    return this.storeById.get({ id }) ?? null;
   }
   async updateStore(row: StoreRow) {
     const { plan, billingStatus, destination, adminTokenEnv, updatedAt } = row;
@@ -236,17 +245,18 @@ export class SqliteRepo implements Repo {
     );
   }
   async getEndpointById(id: string) {
-    return this.db.select().from(s.endpoints).where(eq(s.endpoints.id, id)).get() ?? null;
+    return this.endpointById.get({ id }) ?? null;
   }
   async listEndpoints(storeId: string) {
     return this.db.select().from(s.endpoints).where(eq(s.endpoints.storeId, storeId)).orderBy(asc(s.endpoints.id)).all();
   }
 
-  async commitIngest(receipts: PendingReceipt[], authFailures: AuthFailureRow[]): Promise<CommittedReceipt[]> {
-    return this.commitBatch(receipts, authFailures);
+  async commitIngest(receipts: PendingReceipt[], authFailures: AuthFailureRow[], lease: IngestLease | null = null): Promise<CommittedReceipt[]> {
+    return this.commitBatch(receipts, authFailures, lease);
   }
 
-  private commitInTransaction(batch: PendingReceipt[], authFailures: AuthFailureRow[]): CommittedReceipt[] {
+  private commitInTransaction(batch: PendingReceipt[], authFailures: AuthFailureRow[], lease: IngestLease | null): CommittedReceipt[] {
+    let leases = lease?.max ?? 0;
     for (const f of authFailures) this.insertAuthFailure.run(f.id, f.storeId, f.endpointId, f.code, f.at);
     const seen = new Map<string, string>();
     // Accepted-events meter per store and period, read once per batch and written back once.
@@ -275,10 +285,17 @@ export class SqliteRepo implements Repo {
         if (m.used + m.added < p.capacity.hardLimit) m.added++;
         else row = { ...row, outcome: 'held', code: 'SVC_OVER_CAPACITY', nextAttemptAt: null };
       }
+      const outcome = row.outcome;
+      const leased = outcome === 'accepted' && leases > 0;
+      if (leased) {
+        // Claimed in the same transaction (see IngestLease); the pending event becomes the stored row.
+        leases--;
+        Object.assign(e, { outcome: 'queued', leaseUntil: lease!.until, nextAttemptAt: lease!.until });
+      }
       this.insertEvent.run(...eventValues(row));
       if (!duplicateOf && p.body) this.insertBody.run(e.id, p.body, p.bodyExpiresAt);
-      stats.add(row.storeId, row.receivedAt, METRIC.received(row.outcome));
-      out.push({ eventId: row.id, receiptId: row.receiptId, outcome: row.outcome, duplicateOf });
+      stats.add(row.storeId, row.receivedAt, METRIC.received(outcome));
+      out.push({ eventId: row.id, receiptId: row.receiptId, outcome, duplicateOf, leased });
     }
     for (const m of meters.values()) if (m.added) this.bumpCounter.run(m.storeId, m.meter, m.periodStart, m.added);
     stats.flush();
@@ -321,10 +338,8 @@ export class SqliteRepo implements Repo {
   async claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]> {
     const claimed = this.relaxed(() => this.claimStatement.all(leaseUntil, now, limit)).map(rowToEvent);
     if (!claimed.length) return [];
-    const endpointIds = [...new Set(claimed.map((e) => e.endpointId))];
-    const storeIds = [...new Set(claimed.map((e) => e.storeId))];
-    const eps = new Map(this.db.select().from(s.endpoints).where(inArray(s.endpoints.id, endpointIds)).all().map((x) => [x.id, x]));
-    const sts = new Map(this.db.select().from(s.stores).where(inArray(s.stores.id, storeIds)).all().map((x) => [x.id, x]));
+    const eps = new Map([...new Set(claimed.map((e) => e.endpointId))].map((id) => [id, this.endpointById.get({ id })]));
+    const sts = new Map([...new Set(claimed.map((e) => e.storeId))].map((id) => [id, this.storeById.get({ id })]));
     return claimed.flatMap((event) => {
       const endpoint = eps.get(event.endpointId);
       const store = sts.get(event.storeId);
@@ -348,8 +363,11 @@ export class SqliteRepo implements Repo {
     return row?.at ?? null;
   }
 
-  async releaseAllLeases() {
-    return this.sqlite.prepare('UPDATE events SET lease_until = NULL WHERE lease_until IS NOT NULL').run().changes;
+  async releaseAllLeases(now: number) {
+    // A receipt leased by its own commit waits until its lease ends (next_attempt_at = lease_until): due now.
+    return this.sqlite
+      .prepare('UPDATE events SET lease_until = NULL, next_attempt_at = min(next_attempt_at, ?) WHERE lease_until IS NOT NULL')
+      .run(now).changes;
   }
 
   async updateEndpoint(row: EndpointRow, config: unknown) {
@@ -438,7 +456,7 @@ export class SqliteRepo implements Repo {
   }
 
   async listTriggerReadiness(storeId: string) {
-    return this.db.select().from(s.triggerReadiness).where(eq(s.triggerReadiness.storeId, storeId)).all();
+    return this.readinessOfStore.all({ id: storeId });
   }
   async setTriggerReadiness(row: TriggerReadinessRow) {
     this.db

@@ -3,7 +3,7 @@
  * attempt, retries with capped exponential backoff and jitter. A crash loses nothing: undelivered events stay
  * due and are picked up again on restart.
  */
-import type { AttemptResult, AttemptRow, DueEvent } from '../../db/types.ts';
+import type { AttemptResult, AttemptRow, DueEvent, EndpointRow, EventRow, StoreRow } from '../../db/types.ts';
 import type { Core } from '../core.ts';
 import { logDestination } from './destinations/log.ts';
 import { shopifyDestination } from './destinations/shopify.ts';
@@ -12,6 +12,7 @@ import { IDEMPOTENCY_TTL_MS } from '../contract/limits.ts';
 import { attemptMetrics } from '../ops/stats.ts';
 import { releaseHeld } from '../ops/usage.ts';
 import { buildFlowPayload, flowPayloadBytes, triggerFor } from './flow.ts';
+import type { DirectHandoff } from './writer.ts';
 
 /** How often the loop checks whether held events may flow again. */
 const RELEASE_EVERY_MS = 1000;
@@ -20,6 +21,11 @@ const SWEEP_EVERY_MS = 60_000;
 const SWEEP_CHUNK = 5_000;
 /** Pause after a partial round, so a busy ingest feeds the worker batches rather than single events. */
 const ROUND_GAP_MS = 10;
+/** While receipts come straight from commits, the due events (retries, released, replays) are still claimed this often. */
+const CLAIM_EVERY_MS = 1000;
+
+/** An endpoint and its store, as the inbound path has them in memory. */
+export type EndpointLookup = (endpointId: string) => Promise<{ row: EndpointRow; store: StoreRow } | null>;
 
 export type Destinations = Record<'shopify' | 'log', Destination>;
 
@@ -37,6 +43,12 @@ export class HandoffWorker {
   private inFlight = new Set<Promise<void>>();
   private lastRelease = -Infinity;
   private lastSweep = -Infinity;
+  private lastClaim = -Infinity;
+  /** A commit left accepted receipts for the claim (the direct queue was full). */
+  private claimNow = false;
+  /** Receipts leased to this worker by their own commit, not yet handed off. */
+  private direct: EventRow[] = [];
+  private lookup: EndpointLookup | null = null;
   /** Math.random by default; tests pin it. */
   random: () => number = Math.random;
 
@@ -51,12 +63,39 @@ export class HandoffWorker {
     this.loop = this.run();
   }
 
+  /**
+   * Takes receipts straight from each group commit while running, up to two rounds ahead: the commit stores
+   * them `queued` under this worker's lease, which saves the claim's second write of every event.
+   */
+  directHandoff(lookup: EndpointLookup): DirectHandoff {
+    this.lookup = lookup;
+    const { batchSize, concurrency, timeoutMs } = this.core.config.handoff;
+    const max = 2 * batchSize;
+    return {
+      lease: () => {
+        const room = max - this.direct.length;
+        if (!this.running || room <= 0) return null;
+        // As the claim's lease: long enough for every queued receipt to get its attempt even if each times out.
+        return { until: this.core.clock.now() + timeoutMs * Math.ceil((max + batchSize) / concurrency) + 30_000, max: room };
+      },
+      take: (events, due) => {
+        if (due) this.claimNow = true;
+        if (!events.length && !due) return;
+        for (const e of events) this.direct.push(e);
+        this.wake();
+      },
+    };
+  }
+
   /** New receipts are due: skip the sleep. */
   wake(): void {
     this.wakeUp?.();
   }
 
-  /** Stops leasing new events and waits for the attempts in flight to be recorded. */
+  /**
+   * Stops leasing new events and waits for the attempts in flight to be recorded. Receipts still in the direct
+   * queue stay leased: they are due again when the lease ends, or at the next start of a SQLite serve.
+   */
   async stop(): Promise<void> {
     this.running = false;
     this.wake();
@@ -99,14 +138,24 @@ export class HandoffWorker {
     }
   }
 
-  /** Leases one batch of due events and hands them off, `concurrency` at a time. Returns how many. */
+  /**
+   * One round: receipts taken from commits first, then events claimed as due (every round without direct
+   * receipts, when a commit left receipts to the claim, and at least every second), handed off `concurrency` at
+   * a time and recorded in one transaction. Returns how many.
+   */
   async runOnce(): Promise<number> {
     const { clock, config } = this.core;
     const now = clock.now();
     const { batchSize, concurrency, timeoutMs } = config.handoff;
-    // Long enough for the last lane to finish the round even if every attempt times out.
-    const leaseUntil = now + timeoutMs * Math.ceil(batchSize / concurrency) + 30_000;
-    const due = await this.core.repo.claimDue(now, batchSize, leaseUntil);
+    const due = await this.takeDirect(batchSize);
+    if (!due.length || this.claimNow || now - this.lastClaim >= CLAIM_EVERY_MS) {
+      this.lastClaim = now;
+      this.claimNow = false;
+      const limit = Math.max(batchSize - due.length, Math.ceil(batchSize / 4));
+      // Long enough for the last lane to finish the round even if every attempt times out.
+      const leaseUntil = now + timeoutMs * Math.ceil((due.length + limit) / concurrency) + 30_000;
+      for (const d of await this.core.repo.claimDue(now, limit, leaseUntil)) due.push(d);
+    }
     if (!due.length) return 0;
     const results: AttemptResult[] = [];
     const noWorkflow = await this.triggersWithoutWorkflow(due);
@@ -129,6 +178,18 @@ export class HandoffWorker {
       }
     }
     return due.length;
+  }
+
+  /** Up to `limit` receipts from the direct queue, with their endpoint and store from the inbound cache. */
+  private async takeDirect(limit: number): Promise<DueEvent[]> {
+    const out: DueEvent[] = [];
+    if (!this.direct.length || !this.lookup) return out;
+    for (const event of this.direct.splice(0, limit)) {
+      const live = await this.lookup(event.endpointId);
+      // An endpoint gone meanwhile: the lease runs out and the claim path decides, as for any claimed event.
+      if (live) out.push({ event, endpoint: live.row, store: live.store });
+    }
+    return out;
   }
 
   /** Held events flow again when their store has capacity (a new period or a bigger plan). */

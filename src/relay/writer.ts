@@ -3,7 +3,18 @@
  * only after the commit that holds it. One fsync per batch instead of one per request.
  */
 import type { Repo } from '../../db/repo.ts';
-import type { AuthFailureRow, CommittedReceipt, PendingReceipt } from '../../db/types.ts';
+import type { AuthFailureRow, CommittedReceipt, EventRow, IngestLease, PendingReceipt } from '../../db/types.ts';
+
+/**
+ * The running worker's side of a commit: it may take receipts straight from the commit (claimed in the same
+ * transaction, see IngestLease) instead of claiming them with a second write after it.
+ */
+export interface DirectHandoff {
+  /** How many receipts the worker takes from the next commit, and its lease; null when it takes none. */
+  lease(): IngestLease | null;
+  /** The receipts the commit leased to the worker, as stored; `due`: it also left accepted receipts to the claim. */
+  take(events: EventRow[], due: boolean): void;
+}
 
 interface Waiter<T> {
   item: T;
@@ -17,6 +28,7 @@ export class ReceiptWriter {
   private scheduled = false;
   private flushing: Promise<void> | null = null;
   private closed = false;
+  private direct: DirectHandoff | null = null;
 
   constructor(
     private readonly repo: Repo,
@@ -24,6 +36,11 @@ export class ReceiptWriter {
     private readonly onCommitted: (receipts: CommittedReceipt[]) => void = () => {},
     private readonly maxBatch = 2048,
   ) {}
+
+  /** Lets the running worker take receipts from each commit (null: it claims them itself). */
+  handOffTo(direct: DirectHandoff | null): void {
+    this.direct = direct;
+  }
 
   /** Resolves once the receipt is durably committed. */
   submit(receipt: PendingReceipt): Promise<CommittedReceipt> {
@@ -60,12 +77,19 @@ export class ReceiptWriter {
     const failures = this.failures.splice(0, this.maxBatch);
     this.flushing = (async () => {
       try {
+        const direct = this.direct;
+        const lease = batch.length ? (direct?.lease() ?? null) : null;
         const committed = await this.repo.commitIngest(
           batch.map((w) => w.item),
           failures.map((f) => f.item),
+          lease,
         );
         batch.forEach((w, i) => w.resolve(committed[i]!));
         failures.forEach((f) => f.resolve());
+        if (lease) {
+          const leased = batch.flatMap((w, i) => (committed[i]!.leased ? [w.item.event] : []));
+          direct!.take(leased, committed.some((c) => c.outcome === 'accepted' && !c.leased));
+        }
         if (committed.length) this.onCommitted(committed);
       } catch (err) {
         batch.forEach((w) => w.reject(err));

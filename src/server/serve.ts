@@ -58,8 +58,11 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
     },
   });
 
-  if (core.repo.dialect === 'sqlite') await core.repo.releaseAllLeases();
-  if (opts.worker ?? true) worker.start();
+  if (core.repo.dialect === 'sqlite') await core.repo.releaseAllLeases(core.clock.now());
+  if (opts.worker ?? true) {
+    worker.start();
+    app.writer.handOffTo(worker.directHandoff((id) => app.endpoints.get(id)));
+  }
 
   const stores = await core.repo.listStores();
   if (stores.length === 0) {

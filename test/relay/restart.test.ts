@@ -92,7 +92,7 @@ describe('durability across a restart (file database)', () => {
       expect(before).toHaveLength(N);
       expect(new Set(before.map((e) => e.outcome))).toEqual(new Set(['accepted']));
 
-      await env2.core.repo.releaseAllLeases();
+      await env2.core.repo.releaseAllLeases(Date.now());
       const worker = new HandoffWorker(env2.core);
       await worker.drain();
 
@@ -152,7 +152,7 @@ describe('durability across a restart (file database)', () => {
       expect((await allEvents(env2, grant)).every((e) => e.outcome === 'queued')).toBe(true);
 
       // What serve does at start for SQLite.
-      expect(await env2.core.repo.releaseAllLeases()).toBe(M);
+      expect(await env2.core.repo.releaseAllLeases(clock.now())).toBe(M);
       await worker.drain();
 
       expect(fake.requests).toHaveLength(M);
