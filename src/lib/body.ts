@@ -6,11 +6,12 @@
 export async function readCapped(req: Request, max: number): Promise<Uint8Array | null> {
   const declared = req.headers.get('content-length');
   if (declared !== null && Number(declared) > max) return null;
-  if (!req.body) return new Uint8Array(0);
+  // Read whole when declared: touching req.body first would build a stream for nothing.
   if (declared !== null) {
     const buf = new Uint8Array(await req.arrayBuffer());
     return buf.byteLength > max ? null : buf;
   }
+  if (!req.body) return new Uint8Array(0);
   const chunks: Uint8Array[] = [];
   let total = 0;
   const reader = req.body.getReader();

@@ -56,19 +56,24 @@ function encodeTime(ms: number): string {
   return out;
 }
 
-/** 80 bits as 16 base32 characters: two 40-bit halves, each exact in a double. */
+/** 80 bits as 16 base32 characters, most significant first: two 40-bit halves of 8 characters each. */
 function encodeRandom(bytes: Uint8Array): string {
   return encode40(bytes, 0) + encode40(bytes, 5);
 }
 
+/** Five bytes as eight 5-bit digits, by shifts and masks (float division per digit cost more than the rest). */
 function encode40(b: Uint8Array, at: number): string {
-  let n = b[at]! * 2 ** 32 + ((b[at + 1]! << 24) >>> 0) + (b[at + 2]! << 16) + (b[at + 3]! << 8) + b[at + 4]!;
-  let out = '';
-  for (let i = 0; i < 8; i++) {
-    out = B32[n % 32]! + out;
-    n = Math.floor(n / 32);
-  }
-  return out;
+  const b0 = b[at]!, b1 = b[at + 1]!, b2 = b[at + 2]!, b3 = b[at + 3]!, b4 = b[at + 4]!;
+  return (
+    B32[b0 >> 3]! +
+    B32[((b0 & 7) << 2) | (b1 >> 6)]! +
+    B32[(b1 >> 1) & 31]! +
+    B32[((b1 & 1) << 4) | (b2 >> 4)]! +
+    B32[((b2 & 15) << 1) | (b3 >> 7)]! +
+    B32[(b3 >> 2) & 31]! +
+    B32[((b3 & 3) << 3) | (b4 >> 5)]! +
+    B32[b4 & 31]!
+  );
 }
 
 const B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

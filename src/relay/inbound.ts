@@ -8,13 +8,15 @@ import type { Core } from '../core.ts';
 import { acceptedCapacity } from '../ops/usage.ts';
 import { constantTimeEqual, verifyHmacHex } from '../lib/crypto.ts';
 import type { EndpointCache, LiveEndpoint } from './endpoint-cache.ts';
-import { buildFlowPayload, flowPayloadBytes } from './flow.ts';
+import { buildFlowPayload, flowPayloadFits } from './flow.ts';
 import { getPath, normalizeResourceId, relatedIdText } from './mapping.ts';
 import { readCapped } from '../lib/body.ts';
 import type { ReceiptWriter } from './writer.ts';
 
 
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
+/** Stateless without `stream`, so one instance serves every request. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
 const MAX_TEXT = 255;
 
 export interface InboundDeps {
@@ -125,7 +127,7 @@ export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
   function interpret(ep: LiveEndpoint, body: Uint8Array, event: EventRow) {
     let doc: unknown;
     try {
-      doc = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body));
+      doc = JSON.parse(UTF8.decode(body));
     } catch {
       return 'SVC_INVALID_JSON' as const;
     }
@@ -153,7 +155,7 @@ export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
     if (row.relatedResourceIdPath) event.relatedResourceId = relatedIdText(getPath(doc, row.relatedResourceIdPath));
     if (variant.requires === 'relatedResourceIdPath' && !event.relatedResourceId) return 'SVC_RESOURCE_ID_UNMAPPABLE' as const;
 
-    if (flowPayloadBytes(buildFlowPayload(row, event)) >= 50_000) return 'SVC_PAYLOAD_TOO_LARGE' as const;
+    if (!flowPayloadFits(buildFlowPayload(row, event))) return 'SVC_PAYLOAD_TOO_LARGE' as const;
     return null;
   }
 }

@@ -11,7 +11,7 @@ import type { Destination, HandoffOutcome } from './destinations/types.ts';
 import { IDEMPOTENCY_TTL_MS } from '../contract/limits.ts';
 import { attemptMetrics } from '../ops/stats.ts';
 import { releaseHeld } from '../ops/usage.ts';
-import { buildFlowPayload, flowPayloadBytes, triggerFor } from './flow.ts';
+import { buildFlowPayload, flowPayloadFits, triggerFor } from './flow.ts';
 import type { DirectHandoff } from './writer.ts';
 
 /** How often the loop checks whether held events may flow again. */
@@ -238,7 +238,7 @@ export class HandoffWorker {
     let outcome: HandoffOutcome;
     if (noWorkflow.has(`${store.id}\u0000${trigger.handle}`)) {
       outcome = { kind: 'no_workflow', httpStatus: null, errorClass: 'no_workflow', message: `Flow reports no enabled workflow for ${trigger.handle}.` };
-    } else if (flowPayloadBytes(payload) >= 50_000) {
+    } else if (!flowPayloadFits(payload)) {
       outcome = { kind: 'failed', httpStatus: null, errorClass: 'payload_too_large', message: 'Flow payload would exceed 50,000 bytes.' };
     } else {
       try {

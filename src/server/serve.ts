@@ -2,7 +2,7 @@
 import type { Server } from 'bun';
 import type { Core } from '../core.ts';
 import { HandoffWorker, type Destinations } from '../relay/worker.ts';
-import { createApp, type App } from './app.ts';
+import { createApp, pathOf, type App } from './app.ts';
 
 export interface RunningServer {
   app: App;
@@ -42,14 +42,14 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
       try {
         res = await app.fetch(req);
       } catch {
-        core.log.error(`unhandled error on ${req.method} ${new URL(req.url).pathname}`);
+        core.log.error(`unhandled error on ${req.method} ${pathOf(req.url)}`);
         res = Response.json({ code: 'internal_error', message: 'Something went wrong on our side.' }, { status: 500 });
       } finally {
         inFlight--;
       }
       if (logRequests) {
         const ms = (performance.now() - started).toFixed(1);
-        core.log.info(`${req.method} ${new URL(req.url).pathname} ${res.status} ${ms}ms`);
+        core.log.info(`${req.method} ${pathOf(req.url)} ${res.status} ${ms}ms`);
       }
       return res;
     },
