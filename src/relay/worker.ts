@@ -242,7 +242,7 @@ export class HandoffWorker {
       outcome = { kind: 'failed', httpStatus: null, errorClass: 'payload_too_large', message: 'Flow payload would exceed 50,000 bytes.' };
     } else {
       try {
-        outcome = await destination.send({ store, endpoint, event, handle: trigger.handle, payload }, AbortSignal.timeout(config.handoff.timeoutMs));
+        outcome = await destination.send({ store, endpoint, event, handle: trigger.handle, payload }, config.handoff.timeoutMs);
       } catch {
         outcome = { kind: 'retry', httpStatus: null, errorClass: 'network', message: 'Handoff failed unexpectedly.' };
       }

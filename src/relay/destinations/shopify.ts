@@ -24,7 +24,7 @@ export function graphqlUrl(shopDomain: string, adminUrl: string | null): string 
 export function shopifyDestination(opts: ShopifyDestinationOptions): Destination {
   return {
     name: 'shopify',
-    async send(req, signal): Promise<HandoffOutcome> {
+    async send(req, timeoutMs): Promise<HandoffOutcome> {
       const tokenVar = req.store.adminTokenEnv;
       const token = tokenVar ? opts.env(tokenVar) : undefined;
       if (!token) {
@@ -34,6 +34,7 @@ export function shopifyDestination(opts: ShopifyDestinationOptions): Destination
         return { kind: 'failed', httpStatus: null, errorClass: 'config', message };
       }
       let res: Response;
+      const signal = AbortSignal.timeout(timeoutMs);
       try {
         res = await fetch(graphqlUrl(req.store.shopDomain, opts.adminUrl), {
           method: 'POST',

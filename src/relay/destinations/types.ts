@@ -21,5 +21,6 @@ export type HandoffOutcome =
 
 export interface Destination {
   readonly name: 'shopify' | 'log';
-  send(req: HandoffRequest, signal: AbortSignal): Promise<HandoffOutcome>;
+  /** `timeoutMs`: how long a request to the platform may take (a destination without one ignores it). */
+  send(req: HandoffRequest, timeoutMs: number): Promise<HandoffOutcome>;
 }
