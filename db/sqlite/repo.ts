@@ -260,7 +260,9 @@ export class SqliteRepo implements Repo {
     for (const f of authFailures) this.insertAuthFailure.run(f.id, f.storeId, f.endpointId, f.code, f.at);
     const seen = new Map<string, string>();
     // Accepted-events meter per store and period, read once per batch and written back once.
-    const meters = new Map<string, { storeId: string; meter: string; periodStart: number; used: number; added: number }>();
+    type Meter = { storeId: string; meter: string; periodStart: number; used: number; added: number };
+    const meters = new Map<string, Meter>();
+    let lastMeter: Meter | undefined;
     const out: CommittedReceipt[] = [];
     const stats = this.statsBatch();
     for (const p of batch) {
@@ -275,12 +277,17 @@ export class SqliteRepo implements Repo {
         ? { ...e, outcome: 'duplicate_suppressed', duplicateOf, nextAttemptAt: null, bodyRetention: 'none' }
         : e;
       if (row.outcome === 'accepted' && p.capacity) {
-        const key = `${e.storeId}\u0000${p.capacity.meter}\u0000${p.capacity.periodStart}`;
-        let m = meters.get(key);
+        const { meter, periodStart } = p.capacity;
+        // Receipts of a batch mostly share one meter: check the last one before building a key.
+        let m = lastMeter && lastMeter.storeId === e.storeId && lastMeter.meter === meter && lastMeter.periodStart === periodStart ? lastMeter : undefined;
         if (!m) {
-          const { meter, periodStart } = p.capacity;
-          const used = this.getCounter.get(e.storeId, meter, periodStart)?.used ?? 0;
-          meters.set(key, (m = { storeId: e.storeId, meter, periodStart, used, added: 0 }));
+          const key = `${e.storeId}\u0000${meter}\u0000${periodStart}`;
+          m = meters.get(key);
+          if (!m) {
+            const used = this.getCounter.get(e.storeId, meter, periodStart)?.used ?? 0;
+            meters.set(key, (m = { storeId: e.storeId, meter, periodStart, used, added: 0 }));
+          }
+          lastMeter = m;
         }
         if (m.used + m.added < p.capacity.hardLimit) m.added++;
         else row = { ...row, outcome: 'held', code: 'SVC_OVER_CAPACITY', nextAttemptAt: null };

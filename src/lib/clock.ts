@@ -20,9 +20,19 @@ export class ManualClock implements Clock {
   }
 }
 
-/** RFC 3339 UTC string for a millisecond timestamp. */
+let lastMs = NaN;
+let lastIso = '';
+
+/**
+ * RFC 3339 UTC string for a millisecond timestamp. The last one is kept: a group commit's receipts, their
+ * handoffs and their log lines mostly share a millisecond.
+ */
 export function iso(ms: number): string {
-  return new Date(ms).toISOString();
+  if (ms !== lastMs) {
+    lastIso = new Date(ms).toISOString();
+    lastMs = ms;
+  }
+  return lastIso;
 }
 
 export function isoOrNull(ms: number | null | undefined): string | null {

@@ -1,5 +1,6 @@
 /** Logging to stderr only (stdout carries data). Callers pass facts, never headers, bodies or secrets. */
 import { createConsola } from 'consola';
+import { iso } from './clock.ts';
 
 export interface Log {
   info(message: string): void;
@@ -25,7 +26,7 @@ export function stderrLog(level: 'info' | 'warn' | 'silent' = 'info'): Log {
   return {
     info: (m) => {
       if (level !== 'info') return;
-      sink.write(`${new Date().toISOString()} ${m}\n`);
+      sink.write(`${iso(Date.now())} ${m}\n`);
       if (!scheduled) {
         scheduled = true;
         setImmediate(flush);
