@@ -115,7 +115,8 @@ export interface Repo {
   /** event_stats summed per metric from the 5-minute bucket holding `from` until now (see db/types.ts). */
   sumStats(storeId: string, from: number): Promise<Record<string, number>>;
   countAuthFailures(storeId: string, since: number): Promise<{ endpointId: string; n: number }[]>;
-  pendingStats(storeId: string): Promise<{ backlog: number; oldestReceivedAt: number | null }>;
+  /** Events not yet handed off for good (accepted, queued, held): the store's, or one endpoint's. */
+  pendingStats(storeId: string, endpointId?: string): Promise<{ backlog: number; oldestReceivedAt: number | null }>;
 
   close(): Promise<void>;
 }

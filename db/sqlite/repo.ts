@@ -566,12 +566,12 @@ export class SqliteRepo implements Repo {
       )
       .all(storeId, since);
   }
-  async pendingStats(storeId: string) {
-    const row = this.sqlite
-      .query<{ backlog: number; oldest: number | null }, [string]>(
-        `SELECT count(*) AS backlog, min(received_at) AS oldest FROM events WHERE store_id = ? AND outcome IN ('accepted', 'queued', 'held')`,
-      )
-      .get(storeId);
+  async pendingStats(storeId: string, endpointId?: string) {
+    const pending = `SELECT count(*) AS backlog, min(received_at) AS oldest FROM events WHERE store_id = ? AND outcome IN ('accepted', 'queued', 'held')`;
+    // `+endpoint_id`: the pending few are found on (store_id, outcome), not among every event of the endpoint.
+    const row = endpointId
+      ? this.sqlite.query<{ backlog: number; oldest: number | null }, [string, string]>(`${pending} AND +endpoint_id = ?`).get(storeId, endpointId)
+      : this.sqlite.query<{ backlog: number; oldest: number | null }, [string]>(pending).get(storeId);
     return { backlog: row?.backlog ?? 0, oldestReceivedAt: row?.oldest ?? null };
   }
 

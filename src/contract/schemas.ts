@@ -220,7 +220,7 @@ export const EventDetailSchema = EventSummarySchema.extend({
   duplicateOf: z.string().nullable(),
   bodyBytes: z.number().int().min(0),
   deliveredAt: Timestamp.nullable(),
-  nextAttemptAt: Timestamp.nullable(),
+  nextAttemptAt: Timestamp.nullable().describe('When the next attempt is due; null while a worker is handing the event off, and once handoff has ended'),
   handoffStoppedAt: z
     .enum(['authentication', 'validation', 'deduplication', 'capacity', 'queue', 'platform', 'none'])
     .describe('Where the handoff stopped; `none` once delivered'),

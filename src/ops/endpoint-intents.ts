@@ -91,7 +91,7 @@ export const endpointDeleteIntent: IntentKind<DeleteInput> = {
   async preview(ctx, input, params) {
     const row = await endpointOf(ctx, params.endpointId!);
     const stage = input.stage ?? 'archive';
-    checkStage(ctx, row, stage);
+    await checkStage(ctx, row, stage);
     return {
       targetId: row.id,
       preview: {
@@ -106,7 +106,7 @@ export const endpointDeleteIntent: IntentKind<DeleteInput> = {
   async execute(ctx, intent, input) {
     const row = await endpointOf(ctx, intent.targetId!);
     const stage = input.stage ?? 'archive';
-    checkStage(ctx, row, stage);
+    await checkStage(ctx, row, stage);
     if (stage === 'archive') {
       await ctx.core.repo.updateEndpoint({ ...row, status: 'archived', updatedAt: ctx.core.clock.now() }, { status: 'archived' });
     } else {
@@ -117,10 +117,21 @@ export const endpointDeleteIntent: IntentKind<DeleteInput> = {
   },
 };
 
-function checkStage(ctx: OpContext, row: EndpointRow, stage: 'archive' | 'permanent') {
+async function checkStage(ctx: OpContext, row: EndpointRow, stage: 'archive' | 'permanent') {
   if (stage === 'archive') return mustBeActive(row);
   if (row.status !== 'archived') {
     throw refuse({ category: 'target_state', code: 'endpoint_not_archived', reason: 'Only an archived endpoint can be deleted permanently.', recommendedAction: 'Archive it first (stage archive).' });
+  }
+  // Its configuration is what hands its events off: deleting it would strand every acknowledged event still
+  // waiting (accepted, queued for a handoff or retry, held for capacity).
+  const { backlog } = await ctx.core.repo.pendingStats(ctx.store.id, row.id);
+  if (backlog > 0) {
+    throw refuse({
+      category: 'target_state',
+      code: 'endpoint_has_pending_events',
+      reason: `${backlog} acknowledged event(s) of this endpoint are not handed off yet (accepted, queued or held).`,
+      recommendedAction: 'Wait until they are delivered or end failed (list them with outcome filters), then delete it.',
+    });
   }
   if (ctx.grant.tier !== 'admin_assistant') {
     throw refuse({ category: 'scope', code: 'admin_assistant_only', reason: 'Permanent delete is for Admin Assistant grants only.', recommendedAction: 'Ask the merchant to do it, or for an admin_assistant grant.' });

@@ -126,8 +126,11 @@ export async function getEventDetail(ctx: OpContext, { params }: OperationInput<
   const { core, store } = ctx;
   const e = await core.repo.getEvent(store.id, params.eventId);
   if (!e) throw new AppError('not_found', 'No such event.');
-  const summary = eventSummary(e, core.clock.now(), core.config.bodyRetentionMs);
+  const now = core.clock.now();
+  const summary = eventSummary(e, now, core.config.bodyRetentionMs);
   const attempts = await core.repo.listAttempts(e.id);
+  // A worker holds it (a claim, or its own commit's lease): the stored time is the lease end, not an attempt.
+  const held = e.leaseUntil != null && e.leaseUntil > now;
   return {
     event: {
       ...summary,
@@ -135,7 +138,7 @@ export async function getEventDetail(ctx: OpContext, { params }: OperationInput<
       duplicateOf: e.duplicateOf,
       bodyBytes: e.bodyBytes,
       deliveredAt: isoOrNull(e.deliveredAt),
-      nextAttemptAt: isoOrNull(e.nextAttemptAt),
+      nextAttemptAt: held ? null : isoOrNull(e.nextAttemptAt),
       handoffStoppedAt: STOPPED_AT[summary.outcome] as 'none',
       meaning: MEANING[summary.outcome],
       attemptsDetail: attempts.map(attemptView),

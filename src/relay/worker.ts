@@ -71,12 +71,14 @@ export class HandoffWorker {
     this.lookup = lookup;
     const { batchSize, concurrency, timeoutMs } = this.core.config.handoff;
     const max = 2 * batchSize;
+    // A receipt at the back of a full queue waits for the round in progress and the next one, then has its own:
+    // three rounds of up to a batch plus a quarter batch claimed, every attempt taking the whole timeout.
+    const leaseMs = 3 * Math.ceil((batchSize + Math.ceil(batchSize / 4)) / concurrency) * timeoutMs + 30_000;
     return {
       lease: () => {
         const room = max - this.direct.length;
         if (!this.running || room <= 0) return null;
-        // As the claim's lease: long enough for every queued receipt to get its attempt even if each times out.
-        return { until: this.core.clock.now() + timeoutMs * Math.ceil((max + batchSize) / concurrency) + 30_000, max: room };
+        return { until: this.core.clock.now() + leaseMs, max: room };
       },
       take: (events, due) => {
         if (due) this.claimNow = true;
@@ -101,6 +103,8 @@ export class HandoffWorker {
     this.wake();
     await this.loop;
     await Promise.all(this.inFlight);
+    // They are stored under their lease; held here too, a later drain would hand them off beside the claim.
+    this.direct.length = 0;
   }
 
   private async run(): Promise<void> {
@@ -154,7 +158,10 @@ export class HandoffWorker {
       const limit = Math.max(batchSize - due.length, Math.ceil(batchSize / 4));
       // Long enough for the last lane to finish the round even if every attempt times out.
       const leaseUntil = now + timeoutMs * Math.ceil((due.length + limit) / concurrency) + 30_000;
-      for (const d of await this.core.repo.claimDue(now, limit, leaseUntil)) due.push(d);
+      // A claimed event is never one taken directly (takeDirect leaves those whose lease ended), but a round
+      // must not hand one event off twice whatever the two paths return.
+      const taken = new Set(due.map((d) => d.event.id));
+      for (const d of await this.core.repo.claimDue(now, limit, leaseUntil)) if (!taken.has(d.event.id)) due.push(d);
     }
     if (!due.length) return 0;
     const results: AttemptResult[] = [];
@@ -180,11 +187,16 @@ export class HandoffWorker {
     return due.length;
   }
 
-  /** Up to `limit` receipts from the direct queue, with their endpoint and store from the inbound cache. */
+  /**
+   * Up to `limit` receipts from the direct queue, with their endpoint and store from the inbound cache. One
+   * whose lease has ended is left to the claim, which may have taken it already.
+   */
   private async takeDirect(limit: number): Promise<DueEvent[]> {
     const out: DueEvent[] = [];
     if (!this.direct.length || !this.lookup) return out;
+    const now = this.core.clock.now();
     for (const event of this.direct.splice(0, limit)) {
+      if (event.leaseUntil == null || event.leaseUntil <= now) continue;
       const live = await this.lookup(event.endpointId);
       // An endpoint gone meanwhile: the lease runs out and the claim path decides, as for any claimed event.
       if (live) out.push({ event, endpoint: live.row, store: live.store });

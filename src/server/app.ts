@@ -53,7 +53,8 @@ function safeDecode(s: string): string | null {
 export function pathOf(url: string): string {
   const scheme = url.indexOf('://');
   const start = scheme < 0 ? -1 : url.indexOf('/', scheme + 3);
-  if (start < 0) return new URL(url).pathname;
+  // No slash, or a query or fragment before it (an absolute-form target such as `http://host?x=/hooks/…`).
+  if (start < 0 || /[?#]/.test(url.slice(scheme + 3, start))) return new URL(url).pathname;
   let end = url.indexOf('?', start);
   if (end < 0) end = url.length;
   const path = url.slice(start, end);

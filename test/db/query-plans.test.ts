@@ -129,6 +129,7 @@ describe('read query plans', () => {
   it('setup state and reliability reads: outcome counts, attempts since, backlog, auth failures', async () => {
     expectIndexed([
       ...(await sqlOf(() => repo.pendingStats(storeId))),
+      ...(await sqlOf(() => repo.pendingStats(storeId, endpointId))),
       ...(await sqlOf(() => repo.hasOutcome(storeId, 'test'))),
     ]);
     for (const sql of [

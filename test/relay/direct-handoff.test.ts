@@ -55,7 +55,7 @@ async function until(check: () => Promise<boolean> | boolean, ms = 10_000) {
 
 describe('the ingest commit leasing receipts to the running worker', () => {
   it('stores the leased receipts queued with lease_until = next_attempt_at, answers accepted, and counts them as received accepted', async () => {
-    const { env, endpoint, secret } = await setup();
+    const { env, grant, endpoint, secret } = await setup();
     const until = env.clock.now() + 60_000;
     const taken: EventRow[] = [];
     const leftToClaim: boolean[] = [];
@@ -82,6 +82,11 @@ describe('the ingest commit leasing receipts to the running worker', () => {
       expect(storedRow(env, e.id)).toEqual({ outcome: 'queued', lease_until: until, next_attempt_at: until, attempts: 0 });
     }
     expect(storedRow(env, replies[2]!.json.eventId)).toEqual({ outcome: 'accepted', lease_until: null, next_attempt_at: env.clock.now(), attempts: 0 });
+    // Read back, a leased receipt has no next-attempt time (the stored one is its lease end); the other is due now.
+    const leasedView = await call(env, 'GET', `/agent/v1/events/${taken[0]!.id}`, { token: grant });
+    const dueView = await call(env, 'GET', `/agent/v1/events/${replies[2]!.json.eventId}`, { token: grant });
+    expect([leasedView.json.data.event.outcome, leasedView.json.data.event.nextAttemptAt]).toEqual(['queued', null]);
+    expect([dueView.json.data.event.outcome, dueView.json.data.event.nextAttemptAt]).toEqual(['accepted', new Date(env.clock.now()).toISOString()]);
 
     const stats = env.repo.sqlite.query<{ n: number }, []>(`SELECT n FROM event_stats WHERE width = 300000 AND metric = 'received:accepted'`).get();
     expect(stats?.n).toBe(3);
