@@ -16,6 +16,14 @@ describe('pathOf', () => {
       'http://local/agent\\v1\\events',
       'http://local/agent/v1/openapi.json',
       'https://relay.example.com:443/flow/lifecycle?shop=a',
+      // Absolute-form request targets reach fetch as they were sent (test/relay/direct-handoff-edges.test.ts
+      // sends one over a raw socket): a query or fragment may come before any slash.
+      'http://evil?x=/hooks/ep_1',
+      'http://evil?/agent/v1/events',
+      'http://evil:8080?x=/agent/v1/events',
+      'HTTP://evil?x=/hooks/ep_1',
+      'http://u:p@evil?x=/hooks/ep_1',
+      'http://evil#/hooks/ep_1',
     ];
     for (const u of urls) expect([u, pathOf(u)]).toEqual([u, new URL(u).pathname]);
   });

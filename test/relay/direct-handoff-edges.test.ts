@@ -9,8 +9,8 @@ import type { HandoffConfig } from '../../src/core.ts';
 import { hmacHex } from '../../src/lib/crypto.ts';
 import type { Destination } from '../../src/relay/destinations/types.ts';
 import { defaultDestinations, HandoffWorker } from '../../src/relay/worker.ts';
-import { pathOf } from '../../src/server/app.ts';
 import { b, startFakeShopify, type FakeShopify } from '../fixtures/fake-shopify.ts';
+import { handedOffTwice, receivedCounts, startDirectWorker, until } from '../fixtures/handoff.ts';
 import { addGrant, addStore, call, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
 const TOKEN = 'shpat_direct_edges_token';
@@ -33,12 +33,10 @@ async function setup(handoff: HandoffConfig = HANDOFF) {
 }
 type Setup = Awaited<ReturnType<typeof setup>>;
 
-/** A worker wired to the app's writer as serve wires it. */
+/** A worker wired to the app's writer as serve wires it, jitter pinned. */
 function directWorker(env: TestEnv, worker = new HandoffWorker(env.core)) {
   worker.random = () => 1;
-  worker.start();
-  env.app.writer.handOffTo(worker.directHandoff((id) => env.app.endpoints.get(id)));
-  return worker;
+  return startDirectWorker(env, worker);
 }
 
 /**
@@ -77,30 +75,6 @@ function doubledAttempts(env: TestEnv) {
       'SELECT event_id, number, count(*) AS n FROM attempts GROUP BY event_id, number HAVING count(*) > 1',
     )
     .all();
-}
-
-/** How often the fake Flow received each external event id. */
-function receivedCounts() {
-  const counts = new Map<string, number>();
-  for (const r of fake.requests) {
-    const ext = String(r.payload['external event id']);
-    counts.set(ext, (counts.get(ext) ?? 0) + 1);
-  }
-  return counts;
-}
-
-/** The external ids the fake Flow received more than once. */
-function handedOffTwice() {
-  return [...receivedCounts()].filter(([, n]) => n > 1).map(([ext]) => ext);
-}
-
-async function until(check: () => Promise<boolean> | boolean, ms = 10_000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await Bun.sleep(5);
-  }
-  throw new Error('condition not met in time');
 }
 
 async function sendMany(s: Setup, prefix: string, n: number, base: number) {
@@ -163,7 +137,7 @@ describe('the ingest lease against the time a receipt waits in the direct queue'
       await until(() => all.every((id) => storedRow(env, id).outcome === 'delivered'));
       await Bun.sleep(50); // a second handoff of the same receipt would have been recorded by now
       expect(fake.rejected).toEqual([]);
-      expect(handedOffTwice()).toEqual([]);
+      expect(handedOffTwice(fake)).toEqual([]);
       expect(fake.requests).toHaveLength(all.length);
       expect(doubledAttempts(env)).toEqual([]);
       for (const id of all) expect(storedRow(env, id).attempts).toBe(1);
@@ -201,7 +175,7 @@ describe('worker.stop() with receipts still in the direct queue', () => {
     expect(await env.repo.releaseAllLeases(env.clock.now())).toBe(HANDOFF.batchSize);
     await new HandoffWorker(env.core).drain();
     expect(fake.requests).toHaveLength(ids.length);
-    expect(handedOffTwice()).toEqual([]);
+    expect(handedOffTwice(fake)).toEqual([]);
     for (const id of ids) expect(storedRow(env, id)).toMatchObject({ outcome: 'delivered', attempts: 1 });
   });
 
@@ -212,7 +186,7 @@ describe('worker.stop() with receipts still in the direct queue', () => {
     // holds them in memory too.
     env.clock.set(leaseUntil);
     await worker.drain();
-    expect(handedOffTwice()).toEqual([]);
+    expect(handedOffTwice(fake)).toEqual([]);
     expect(fake.requests).toHaveLength(ids.length);
     expect(doubledAttempts(env)).toEqual([]);
     for (const id of ids) expect(storedRow(env, id)).toMatchObject({ outcome: 'delivered', attempts: 1 });
@@ -226,7 +200,7 @@ describe('worker.stop() with receipts still in the direct queue', () => {
     // The next worker's claim takes it at once; the leftovers stay under their lease.
     await new HandoffWorker(env.core).drain();
     expect(storedRow(env, r.json.eventId)).toMatchObject({ outcome: 'delivered', attempts: 1 });
-    expect(receivedCounts().get('ext-after-stop')).toBe(1);
+    expect(receivedCounts(fake).get('ext-after-stop')).toBe(1);
     expect(fake.requests).toHaveLength(HANDOFF.batchSize + 1);
   });
 });
@@ -296,7 +270,7 @@ describe('receipts taken from their commit, through the rest of the handoff rule
       await until(() => ids.every((id) => storedRow(env, id).outcome === 'delivered'));
       expect(meter()).toBe(502);
       expect(fake.requests).toHaveLength(3);
-      expect(handedOffTwice()).toEqual([]);
+      expect(handedOffTwice(fake)).toEqual([]);
     } finally {
       await worker.stop();
     }
@@ -323,7 +297,7 @@ describe('receipts taken from their commit, through the rest of the handoff rule
         { number: 1, outcome: 'delivered' },
         { number: 2, outcome: 'delivered' },
       ]);
-      expect(receivedCounts().get('ext-replay-0')).toBe(2);
+      expect(receivedCounts(fake).get('ext-replay-0')).toBe(2);
     } finally {
       await worker.stop();
     }
@@ -343,7 +317,7 @@ describe('the endpoint changing while its receipts wait in the direct queue', ()
       open();
       await until(() => ids.every((id) => storedRow(s.env, id).outcome === 'delivered'));
       expect(fake.requests).toHaveLength(3);
-      expect(handedOffTwice()).toEqual([]);
+      expect(handedOffTwice(fake)).toEqual([]);
     } finally {
       await worker.stop();
     }
@@ -378,20 +352,7 @@ describe('the endpoint changing while its receipts wait in the direct queue', ()
   });
 });
 
-describe('pathOf against the URL parser, for request URLs Bun.serve really produces', () => {
-  it('an absolute-form request target without a path (query or fragment right after the host)', () => {
-    // `GET http://evil?x=/hooks/ep HTTP/1.1` reaches fetch with req.url exactly like these (see the next test).
-    const urls = [
-      'http://evil?x=/hooks/ep_1',
-      'http://evil?/agent/v1/events',
-      'http://evil:8080?x=/agent/v1/events',
-      'HTTP://evil?x=/hooks/ep_1',
-      'http://u:p@evil?x=/hooks/ep_1',
-      'http://evil#/hooks/ep_1',
-    ];
-    for (const u of urls) expect([u, pathOf(u)]).toEqual([u, new URL(u).pathname]);
-  });
-
+describe('routing by pathOf, for request targets Bun.serve really passes through', () => {
   it('routes an absolute-form request by its real path: a signed hook POSTed to "http://host?x=/hooks/<id>" is not accepted', async () => {
     const s = await setup();
     const body = orderEvent('ext-absolute-form', 8300);

@@ -3,9 +3,10 @@
  * the worker's lease in the commit itself, handed off once, and never lost when the worker dies first.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'bun:test';
-import type { DueEvent, EventRow } from '../../db/types.ts';
+import type { EventRow } from '../../db/types.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { startFakeShopify, type FakeShopify } from '../fixtures/fake-shopify.ts';
+import { receivedCounts, spyClaims, startDirectWorker, until } from '../fixtures/handoff.ts';
 import { addGrant, addStore, call, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
 const TOKEN = 'shpat_direct_token';
@@ -32,25 +33,6 @@ function storedRow(env: TestEnv, id: string) {
       'SELECT outcome, lease_until, next_attempt_at, attempts FROM events WHERE id = ?',
     )
     .get(id)!;
-}
-
-/** The external event ids the fake Flow received, with how often each. */
-function receivedCounts() {
-  const counts = new Map<string, number>();
-  for (const r of fake.requests) {
-    const ext = String(r.payload['external event id']);
-    counts.set(ext, (counts.get(ext) ?? 0) + 1);
-  }
-  return counts;
-}
-
-async function until(check: () => Promise<boolean> | boolean, ms = 10_000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await Bun.sleep(10);
-  }
-  throw new Error('condition not met in time');
 }
 
 describe('the ingest commit leasing receipts to the running worker', () => {
@@ -110,16 +92,8 @@ describe('the ingest commit leasing receipts to the running worker', () => {
 describe('the running worker taking receipts from their commit', () => {
   it('hands each receipt off once, without claiming it, and records it delivered', async () => {
     const { env, grant, endpoint, secret } = await setup();
-    const worker = new HandoffWorker(env.core);
-    const claimed: string[] = [];
-    const claimDue = env.repo.claimDue.bind(env.repo);
-    env.repo.claimDue = async (...args) => {
-      const due: DueEvent[] = await claimDue(...args);
-      claimed.push(...due.map((d) => d.event.id));
-      return due;
-    };
-    worker.start();
-    env.app.writer.handOffTo(worker.directHandoff((id) => env.app.endpoints.get(id)));
+    const claimed = spyClaims(env);
+    const worker = startDirectWorker(env);
     try {
       // Three commits of 5, each within the worker's room (two rounds of 8).
       const ids: string[] = [];
@@ -132,7 +106,7 @@ describe('the running worker taking receipts from their commit', () => {
 
       expect(fake.rejected).toEqual([]);
       expect(fake.requests).toHaveLength(ids.length);
-      expect([...receivedCounts().values()].every((n) => n === 1)).toBe(true);
+      expect([...receivedCounts(fake).values()].every((n) => n === 1)).toBe(true);
       expect(claimed).toEqual([]);
       for (const id of ids) expect(storedRow(env, id)).toEqual({ outcome: 'delivered', lease_until: null, next_attempt_at: null, attempts: 1 });
       const detail = await call(env, 'GET', `/agent/v1/events/${ids[0]}`, { token: grant });
@@ -145,16 +119,8 @@ describe('the running worker taking receipts from their commit', () => {
 
   it('leaves what does not fit in two rounds to the claim, and hands off every receipt once', async () => {
     const { env, endpoint, secret } = await setup();
-    const worker = new HandoffWorker(env.core);
-    const claimed: string[] = [];
-    const claimDue = env.repo.claimDue.bind(env.repo);
-    env.repo.claimDue = async (...args) => {
-      const due: DueEvent[] = await claimDue(...args);
-      claimed.push(...due.map((d) => d.event.id));
-      return due;
-    };
-    worker.start();
-    env.app.writer.handOffTo(worker.directHandoff((id) => env.app.endpoints.get(id)));
+    const claimed = spyClaims(env);
+    const worker = startDirectWorker(env);
     try {
       const N = 30; // one commit: 16 leased to the worker, 14 stored accepted
       const replies = await Promise.all(Array.from({ length: N }, (_, i) => sendHook(env, endpoint, secret, orderEvent(`ext-over-${i}`, 9100 + i))));
@@ -162,7 +128,7 @@ describe('the running worker taking receipts from their commit', () => {
       await until(() => ids.every((id) => storedRow(env, id).outcome === 'delivered'));
       expect(claimed.sort()).toEqual(ids.slice(2 * HANDOFF.batchSize).sort());
       expect(fake.requests).toHaveLength(N);
-      expect([...receivedCounts().values()].every((n) => n === 1)).toBe(true);
+      expect([...receivedCounts(fake).values()].every((n) => n === 1)).toBe(true);
     } finally {
       await worker.stop();
     }
@@ -206,7 +172,7 @@ describe('receipts leased by a worker that died before handing them off', () => 
     env.clock.set(until);
     await worker.drain();
     expect(fake.requests).toHaveLength(ids.length);
-    expect([...receivedCounts().values()].every((n) => n === 1)).toBe(true);
+    expect([...receivedCounts(fake).values()].every((n) => n === 1)).toBe(true);
     for (const id of ids) expect(storedRow(env, id)).toMatchObject({ outcome: 'delivered', attempts: 1 });
   });
 

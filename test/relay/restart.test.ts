@@ -11,6 +11,7 @@ import { memoryLog } from '../../src/lib/log.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { createApp } from '../../src/server/app.ts';
 import { startFakeShopify, type FakeShopify } from '../fixtures/fake-shopify.ts';
+import { receivedCounts } from '../fixtures/handoff.ts';
 import { addGrant, addStore, BASE, call, createEndpoint, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
 const TOKEN = 'shpat_canary_token';
@@ -44,16 +45,6 @@ function config(): Partial<Config> {
 /** The test helpers take a TestEnv; this wraps a core on a file database (its clock is the system clock under openCore). */
 function envFor(core: Core, log: ReturnType<typeof memoryLog>): TestEnv {
   return { core, app: createApp(core), clock: core.clock as ManualClock, log, repo: core.repo as SqliteRepo };
-}
-
-/** External event ids the fake received, with how many times each. */
-function receivedCounts(): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const r of fake.requests) {
-    const ext = String(r.payload['external event id']);
-    counts.set(ext, (counts.get(ext) ?? 0) + 1);
-  }
-  return counts;
 }
 
 async function allEvents(env: TestEnv, grant: string) {
@@ -98,7 +89,7 @@ describe('durability across a restart (file database)', () => {
 
       expect(fake.rejected).toEqual([]);
       expect(fake.requests).toHaveLength(N);
-      const counts = receivedCounts();
+      const counts = receivedCounts(fake);
       expect(counts.size).toBe(N);
       for (let i = 0; i < N; i++) expect(counts.get(`ext-restart-${i}`)).toBe(1);
       expect(fake.requests.map((r) => r.payload.order_id as number).sort((a, b) => a - b)).toEqual(
@@ -156,7 +147,7 @@ describe('durability across a restart (file database)', () => {
       await worker.drain();
 
       expect(fake.requests).toHaveLength(M);
-      const counts = receivedCounts();
+      const counts = receivedCounts(fake);
       for (let i = 0; i < M; i++) expect(counts.get(`ext-crash-${i}`)).toBe(1);
       const events = await allEvents(env2, grant);
       expect(events).toHaveLength(M);
