@@ -85,6 +85,7 @@ if (mode === 'bare') {
   const server = Bun.serve({
     port: Number(a.port),
     hostname: '127.0.0.1',
+    development: false, // as serve runs
     fetch: () => new Response(reply, { status: 202, headers: { 'Content-Type': 'application/json' } }),
   });
   ready({ url: `http://127.0.0.1:${server.port}` });
