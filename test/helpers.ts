@@ -70,6 +70,11 @@ export async function call(env: TestEnv, method: string, path: string, opts: { t
   return { status: res.status, headers: res.headers, json, text };
 }
 
+/** Executes a previewed intent: its confirmation token, under an Idempotency-Key. */
+export function executeIntent(env: TestEnv, token: string, path: string, intent: { id: string; confirmation: { token: string } }, key: string) {
+  return call(env, 'POST', path, { token, headers: { 'Idempotency-Key': key }, body: { mode: 'execute', intentId: intent.id, confirmationToken: intent.confirmation.token } });
+}
+
 /** Creates an endpoint through the API; returns the endpoint view and its secret. */
 export async function createEndpoint(env: TestEnv, token: string, input: Record<string, unknown> = { triggerVariant: 'order', resourceIdPath: 'order.id' }) {
   const r = await call(env, 'POST', '/agent/v1/endpoints', { token, body: input });

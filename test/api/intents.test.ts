@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from 'bun:test';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { addGrant, addStore, call, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, call, createEndpoint, createTestEnv, executeIntent, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
 let env: TestEnv;
 let token: string;
@@ -166,8 +166,7 @@ describe('rate limits', () => {
 });
 
 describe('endpoint intents', () => {
-  const exec = (path: string, intent: { id: string; confirmation: { token: string } }, key: string, tk = token) =>
-    call(env, 'POST', path, { token: tk, headers: { 'Idempotency-Key': key }, body: { mode: 'execute', intentId: intent.id, confirmationToken: intent.confirmation.token } });
+  const exec = (path: string, intent: { id: string; confirmation: { token: string } }, key: string, tk = token) => executeIntent(env, tk, path, intent, key);
 
   it('edits with a diff preview and a new config version', async () => {
     const { endpoint } = await createEndpoint(env, token);

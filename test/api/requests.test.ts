@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from 'bun:test';
 import { hmacHex } from '../../src/lib/crypto.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { addGrant, addStore, BASE, call, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, BASE, call, createEndpoint, createTestEnv, executeIntent, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
 let env: TestEnv;
 let token: string;
@@ -12,8 +12,7 @@ beforeEach(async () => {
   token = await addGrant(env, 'recovery_operator');
 });
 
-const exec = (path: string, intent: { id: string; confirmation: { token: string } }, key: string) =>
-  call(env, 'POST', path, { token, headers: { 'Idempotency-Key': key }, body: { mode: 'execute', intentId: intent.id, confirmationToken: intent.confirmation.token } });
+const exec = (path: string, intent: { id: string; confirmation: { token: string } }, key: string) => executeIntent(env, token, path, intent, key);
 
 describe('createEndpointTestIntent', () => {
   it('hands the sender a synthetic body to sign, never the secret; the signed event becomes a test receipt', async () => {

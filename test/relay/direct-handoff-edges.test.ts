@@ -11,7 +11,7 @@ import type { Destination } from '../../src/relay/destinations/types.ts';
 import { defaultDestinations, HandoffWorker } from '../../src/relay/worker.ts';
 import { b, startFakeShopify, type FakeShopify } from '../fixtures/fake-shopify.ts';
 import { handedOffTwice, receivedCounts, startDirectWorker, until } from '../fixtures/handoff.ts';
-import { addGrant, addStore, call, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, call, createEndpoint, createTestEnv, executeIntent, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
 const TOKEN = 'shpat_direct_edges_token';
 const HANDOFF: HandoffConfig = { timeoutMs: 1000, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 8 };
@@ -86,12 +86,7 @@ async function sendMany(s: Setup, prefix: string, n: number, base: number) {
 async function execIntent(s: Setup, path: string, input: Record<string, unknown>, key: string) {
   const p = await call(s.env, 'POST', path, { token: s.grant, body: { mode: 'preview', input } });
   expect(p.status).toBe(201);
-  const intent = p.json.data.intent;
-  const x = await call(s.env, 'POST', path, {
-    token: s.grant,
-    headers: { 'Idempotency-Key': key },
-    body: { mode: 'execute', intentId: intent.id, confirmationToken: intent.confirmation.token },
-  });
+  const x = await executeIntent(s.env, s.grant, path, p.json.data.intent, key);
   expect(x.status).toBe(200);
   return x;
 }

@@ -7,7 +7,7 @@ import { TRIGGERS } from '../../src/contract/triggers.ts';
 import { hmacBase64 } from '../../src/lib/crypto.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { startFakeShopify, type FakeShopify } from '../fixtures/fake-shopify.ts';
-import { addGrant, addStore, BASE, call, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, BASE, call, createEndpoint, createTestEnv, executeIntent, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
 const APP_SECRET = 'shpss_canary_app_secret';
 const ADMIN_TOKEN = 'shpat_canary_admin_token';
@@ -143,12 +143,7 @@ describe('no_workflow', () => {
     const preview = await call(env, 'POST', `/agent/v1/events/${eventId}/replay-intents`, { token, body: { mode: 'preview', input: {} } });
     expect(preview.status).toBe(201);
     expect(preview.json.data.intent.preview.warnings.join(' ')).not.toContain('no enabled workflow');
-    const { id, confirmation } = preview.json.data.intent;
-    const exec = await call(env, 'POST', `/agent/v1/events/${eventId}/replay-intents`, {
-      token,
-      body: { mode: 'execute', intentId: id, confirmationToken: confirmation.token },
-      headers: { 'idempotency-key': 'replay-after-enable' },
-    });
+    const exec = await executeIntent(env, token, `/agent/v1/events/${eventId}/replay-intents`, preview.json.data.intent, 'replay-after-enable');
     expect(exec.status).toBe(200);
     await worker.drain();
     expect(fake.requests).toHaveLength(1);

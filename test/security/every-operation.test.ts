@@ -3,7 +3,7 @@ import { describe, expect, it } from 'bun:test';
 import { OPERATIONS } from '../../src/contract/operations.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { startFakeShopify } from '../fixtures/fake-shopify.ts';
-import { addGrant, addStore, call, createEndpoint, createTestEnv } from '../helpers.ts';
+import { addGrant, addStore, call, createEndpoint, createTestEnv, executeIntent } from '../helpers.ts';
 
 const SHOPIFY_TOKEN = 'shpat_CANARY_platform_token_1234';
 const DB_URL = 'postgres://canary:CANARY_db_password@db.internal:5432/hookrelay';
@@ -52,7 +52,7 @@ describe('redaction across every operation', () => {
           const intent = p.json.data.intent;
           served.add(op.operationId);
           if (op.operationId === 'createEndpointDeleteIntent') continue; // preview only: keep the endpoint for the rest
-          const x = await call(env, 'POST', path, { token, headers: { 'Idempotency-Key': `k-${op.operationId}` }, body: { mode: 'execute', intentId: intent.id, confirmationToken: intent.confirmation.token } });
+          const x = await executeIntent(env, token, path, intent, `k-${op.operationId}`);
           expect(x.status, op.operationId).toBe(200);
           if (op.operationId === 'createSecretRotationIntent') rotated = x.json.data.intent.result.secret;
           else texts.push(x.text);
