@@ -156,8 +156,8 @@ export class SqliteRepo implements Repo {
     );
     this.insertAuthFailure = sqlite.prepare('INSERT INTO auth_failures (id, store_id, endpoint_id, code, at) VALUES (?, ?, ?, ?, ?)');
     this.insertAttempt = sqlite.prepare(
-      `INSERT INTO attempts (id, event_id, number, destination, started_at, finished_at, outcome, http_status, code, message, retry_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome, http_status, code, message, retry_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
     );
     this.updateAfterAttempt = sqlite.prepare(
       `UPDATE events SET outcome = ?, code = ?, next_attempt_at = ?, delivered_at = ?, lease_until = ?, attempts = ?, last_attempt_at = ?
@@ -170,7 +170,9 @@ export class SqliteRepo implements Repo {
     this.recordBatch = sqlite.transaction((results: AttemptResult[]) => {
       const stats = this.statsBatch();
       for (const { attempt: a, event: e, storeId, metrics } of results) {
-        this.insertAttempt.run(a.id, a.eventId, a.number, a.destination, a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt);
+        const { changes } = this.insertAttempt.run(a.eventId, a.number, a.destination, a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt);
+        // This number is recorded already (the handoff was repeated after its lease ran out): the first stands.
+        if (changes === 0) continue;
         this.updateAfterAttempt.run(e.outcome, e.code, e.nextAttemptAt, e.deliveredAt, e.leaseUntil, a.number, a.finishedAt, a.eventId);
         for (const m of metrics) stats.add(storeId, a.finishedAt, m);
       }

@@ -118,10 +118,14 @@ export const eventBodies = sqliteTable(
   (t) => [index('event_bodies_expires_idx').on(t.expiresAt)],
 );
 
+/**
+ * Handoff attempts, keyed by event and attempt number. This table, `usage_counters` and `event_stats` are
+ * `WITHOUT ROWID` (clustered on their primary key, no second B-tree to write per row): drizzle cannot declare
+ * that, so migration 0005 does by hand, and a drizzle-generated rebuild of these tables must keep it.
+ */
 export const attempts = sqliteTable(
   'attempts',
   {
-    id: text('id').primaryKey(),
     eventId: text('event_id').notNull(),
     number: integer('number').notNull(),
     destination: text('destination').notNull(),
@@ -133,7 +137,7 @@ export const attempts = sqliteTable(
     message: text('message'),
     retryAt: integer('retry_at'),
   },
-  (t) => [index('attempts_event_idx').on(t.eventId, t.number)],
+  (t) => [primaryKey({ columns: [t.eventId, t.number] })],
 );
 
 /** Failed inbound authentications: endpoint, code, time. No body, no header value. */

@@ -15,7 +15,7 @@ const EVENT_COLUMNS = [
 ] as const;
 
 const ATTEMPT_COLUMNS = [
-  'id', 'event_id', 'number', 'destination', 'started_at', 'finished_at', 'outcome', 'http_status', 'code', 'message', 'retry_at',
+  'event_id', 'number', 'destination', 'started_at', 'finished_at', 'outcome', 'http_status', 'code', 'message', 'retry_at',
 ] as const;
 
 export interface SeedOptions {
@@ -117,7 +117,7 @@ export function seedEvents(sqlite: Database, o: SeedOptions): number {
         const attempt = { outcome: outcome === 'failed' ? 'failed' : outcome, code: outcome === 'failed' ? 'http_error' : null, finishedAt: finished };
         for (const metric of attemptMetrics(attempt, at)) count(finished, metric);
         insertAttempt.run(
-          ids.next('att'), id, 1, 'shopify', at + 5, finished,
+          id, 1, 'shopify', at + 5, finished,
           outcome === 'failed' ? 'failed' : outcome, outcome === 'failed' ? 400 : 200,
           outcome === 'failed' ? 'http_error' : null, outcome === 'failed' ? 'Platform answered HTTP 400.' : null, null,
         );

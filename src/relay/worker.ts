@@ -240,7 +240,7 @@ export class HandoffWorker {
 
   /** One attempt; returns what to record (the caller records a whole round at once). */
   private async handOff({ event, endpoint, store }: DueEvent, noWorkflow: Set<string>): Promise<AttemptResult> {
-    const { clock, config, ids } = this.core;
+    const { clock, config } = this.core;
     const trigger = triggerFor(endpoint.triggerVariant);
     const destination = this.destinations[store.destination === 'shopify' ? 'shopify' : 'log'];
     const number = event.attempts + 1;
@@ -285,7 +285,6 @@ export class HandoffWorker {
     }
 
     const attempt = {
-      id: ids.next('att'),
       eventId: event.id,
       number,
       destination: destination.name,
