@@ -35,6 +35,8 @@ export class ReceiptWriter {
     /** Called after each commit that held receipts to hand off (wakes the worker). */
     private readonly onCommitted: (receipts: CommittedReceipt[]) => void = () => {},
     private readonly maxBatch = 2048,
+    /** How long a commit may wait for turns that keep bringing receipts (see schedule). */
+    private readonly gatherMs = 1,
   ) {}
 
   /** Lets the running worker take receipts from each commit (null: it claims them itself). */
@@ -59,14 +61,33 @@ export class ReceiptWriter {
     });
   }
 
+  /**
+   * The commit runs at the first event-loop turn that brings no new receipt, after `gatherMs`, or once a batch
+   * is full. A request's handler finishes over several turns (its body and its endpoint are awaited), so
+   * committing at the first turn cut each batch short: over sockets commits held about 35 receipts of 64
+   * concurrent requests, and every commit rewrites the last page of each B-tree it touches. A turn without
+   * new receipts is immediate when nothing else is ready, so an idle server commits at once.
+   */
   private schedule(): void {
     if (this.scheduled || this.flushing) return;
     this.scheduled = true;
-    // setImmediate lets every request already readable in this turn join the batch.
-    setImmediate(() => {
+    const started = performance.now();
+    let seen = this.pending();
+    const check = () => {
+      const n = this.pending();
+      if (n > seen && n < this.maxBatch && performance.now() - started < this.gatherMs) {
+        seen = n;
+        setImmediate(check);
+        return;
+      }
       this.scheduled = false;
       void this.flush();
-    });
+    };
+    setImmediate(check);
+  }
+
+  private pending(): number {
+    return this.receipts.length + this.failures.length;
   }
 
   /** Commits everything pending now. Safe to call concurrently: one commit runs at a time. */

@@ -1,22 +1,81 @@
 import { describe, expect, it } from 'bun:test';
-import type { CommittedReceipt } from '../../db/types.ts';
+import type { CommittedReceipt, PendingReceipt } from '../../db/types.ts';
+import { ReceiptWriter } from '../../src/relay/writer.ts';
 import { addGrant, addStore, createEndpoint, createTestEnv, holdCommits, orderEvent, sendHook } from '../helpers.ts';
+
+/**
+ * One event-loop turn in which `arrive` runs before the writer's check of that turn, as a request read from a
+ * socket does: the turn is queued first, so it runs ahead of the check the writer queues meanwhile.
+ */
+async function oneTurn(arrive: () => void): Promise<void> {
+  const turn = new Promise<void>((r) => setImmediate(r));
+  arrive();
+  await turn;
+}
+
+/** A receipt the commit stores as rejected: no endpoint, body or meter needed. */
+function rejectedReceipt(key: string): PendingReceipt {
+  const at = Date.now();
+  return {
+    event: {
+      id: `evt_${key}`, receiptId: `rcpt_${key}`, storeId: 'st_gather', endpointId: 'ep_gather', configVersion: 1, outcome: 'rejected',
+      code: 'SVC_INVALID_JSON', externalEventId: null, eventType: null, isTest: false, duplicateOf: null, resourceId: null,
+      relatedResourceId: null, bodyBytes: 2, bodyRetention: 'none', receivedAt: at, attempts: 0, lastAttemptAt: null,
+      nextAttemptAt: null, leaseUntil: null, deliveredAt: null,
+    },
+    body: null,
+    bodyExpiresAt: at,
+    dedupeSince: null,
+  };
+}
+
+/** The receipt count of each ingest commit. */
+function spyCommits(env: Awaited<ReturnType<typeof createTestEnv>>): number[] {
+  const calls: number[] = [];
+  const original = env.repo.commitIngest.bind(env.repo);
+  env.repo.commitIngest = async (receipts, failures, lease) => {
+    calls.push(receipts.length);
+    return original(receipts, failures, lease);
+  };
+  return calls;
+}
 
 describe('ReceiptWriter (group commit)', () => {
   it('commits the receipts of concurrent requests in one transaction', async () => {
     const env = await createTestEnv();
     await addStore(env);
     const { endpoint, secret } = await createEndpoint(env, await addGrant(env));
-    const calls: number[] = [];
-    const original = env.repo.commitIngest.bind(env.repo);
-    env.repo.commitIngest = async (receipts, failures) => {
-      calls.push(receipts.length);
-      return original(receipts, failures);
-    };
+    const calls = spyCommits(env);
     const replies = await Promise.all(Array.from({ length: 50 }, (_, i) => sendHook(env, endpoint, secret, orderEvent(`gc-${i}`))));
     expect(replies.every((r) => r.status === 202)).toBe(true);
     expect(calls).toEqual([50]);
     expect(env.repo.sqlite.query('SELECT count(*) AS n FROM events').get()).toEqual({ n: 50 });
+  });
+
+  it('a batch gathers receipts over consecutive event-loop turns and commits at the first turn without one', async () => {
+    const env = await createTestEnv();
+    const calls = spyCommits(env);
+    const writer = new ReceiptWriter(env.repo);
+    const committed: Promise<CommittedReceipt>[] = [];
+    for (let i = 0; i < 10; i++) await oneTurn(() => committed.push(writer.submit(rejectedReceipt(`a${i}`))));
+    await oneTurn(() => {}); // a turn without one: the ten commit
+    await oneTurn(() => {});
+    for (let i = 0; i < 3; i++) await oneTurn(() => committed.push(writer.submit(rejectedReceipt(`b${i}`))));
+    expect((await Promise.all(committed)).map((c) => c.eventId)).toEqual([...Array.from({ length: 10 }, (_, i) => `evt_a${i}`), 'evt_b0', 'evt_b1', 'evt_b2']);
+    expect(calls).toEqual([10, 3]);
+  });
+
+  it('receipts arriving on every turn still commit within the gather bound, not at the end of the stream', async () => {
+    const env = await createTestEnv();
+    const calls = spyCommits(env);
+    const writer = new ReceiptWriter(env.repo);
+    const committed: Promise<CommittedReceipt>[] = [];
+    const until = performance.now() + 40;
+    while (performance.now() < until) await oneTurn(() => committed.push(writer.submit(rejectedReceipt(`s${committed.length}`))));
+    await Promise.all(committed);
+    expect(calls.length).toBeGreaterThan(2);
+    expect(Math.max(...calls)).toBeLessThan(2048); // the batch cap: without the time bound, commits waited for it
+    expect(calls.reduce((a, b) => a + b, 0)).toBe(committed.length);
   });
 
   it('answers each request only after the commit that holds it', async () => {
