@@ -3,6 +3,7 @@ import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import type { Subprocess } from 'bun';
+import type { LoadSpec } from './load.ts';
 
 export const ROOT = new URL('../../', import.meta.url).pathname.replace(/\/$/, '');
 
@@ -205,4 +206,23 @@ export async function api(base: string, token: string, method: string, path: str
   const text = await res.text();
   if (!res.ok) throw new Error(`${method} ${path}: HTTP ${res.status} ${text.slice(0, 300)}`);
   return JSON.parse(text) as any;
+}
+
+/** The 1 KiB event every ingest run posts. */
+export const HOOK_BODY = oneKiBEvent();
+
+/** The headers of a hook request carrying HOOK_BODY, signed with the endpoint's secret. */
+export function hookHeaders(secret: string): Record<string, string> {
+  return { 'content-type': 'application/json', 'x-hookrelay-signature': sign(secret, HOOK_BODY) };
+}
+
+/** A generic endpoint created over the Agent API: its hook URL and its secret. */
+export async function createHookEndpoint(base: string, token: string, name: string): Promise<{ url: string; secret: string }> {
+  const created = await api(base, token, 'POST', '/agent/v1/endpoints', { triggerVariant: 'generic', name });
+  return { url: `${base}/hooks/${created.data.endpoint.id}`, secret: created.data.secret };
+}
+
+/** A load of signed HOOK_BODY posts to `url`. */
+export function hookLoad(url: string, secret: string, shape: Pick<LoadSpec, 'connections' | 'warmupS' | 'durationS'>): LoadSpec {
+  return { url, method: 'POST', headers: hookHeaders(secret), body: HOOK_BODY, ...shape };
 }

@@ -12,7 +12,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  api, cpuSeconds, freePort, log, machine, machineBusySeconds, machineStealSeconds, median, oneKiBEvent, peakRssMiB, PINNED, pinned, ROOT, round, rssMiB, sign, spawnReady, stop,
+  api, cpuSeconds, createHookEndpoint, freePort, HOOK_BODY, hookHeaders, hookLoad, log, machine, machineBusySeconds, machineStealSeconds, median, peakRssMiB, PINNED, pinned, ROOT, round,
+  rssMiB, spawnReady, stop,
   type Child,
 } from './_lib.ts';
 import type { LoadResult, LoadSpec } from './load.ts';
@@ -104,19 +105,7 @@ function brief(r: Measured) {
   };
 }
 
-const BODY = oneKiBEvent();
-
-function ingestSpec(url: string, signature: string, durationS = INGEST_S): LoadSpec {
-  return {
-    url,
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-hookrelay-signature': signature },
-    body: BODY,
-    connections: CONNECTIONS,
-    warmupS: WARMUP_S,
-    durationS,
-  };
-}
+const INGEST_LOAD = { connections: CONNECTIONS, warmupS: WARMUP_S, durationS: INGEST_S };
 
 /**
  * Waits (up to `maxS`) for half a second in which the rest of the machine is nearly idle: other engineers' test
@@ -140,7 +129,7 @@ async function ceiling() {
   log('ceiling: bare Bun.serve answering 202');
   const server = await child(0, ['bun', SERVER, 'bare']);
   try {
-    const r = await load(ingestSpec(`${server.ready.url}/hooks/ep_bench`, sign('whsec_bench', BODY)), server.pid);
+    const r = await load(hookLoad(`${server.ready.url}/hooks/ep_bench`, 'whsec_bench', INGEST_LOAD), server.pid);
     return brief(r);
   } finally {
     await stop(server);
@@ -167,14 +156,12 @@ async function ingest(label: string, o: IngestOptions) {
   let idleRss: number | null;
   try {
     const base = server.ready.url as string;
-    const created = await api(base, server.ready.token, 'POST', '/agent/v1/endpoints', { triggerVariant: 'generic', name: 'bench ingest' });
-    const url = `${base}/hooks/${created.data.endpoint.id}`;
-    const signature = sign(created.data.secret, BODY);
-    const probe = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-hookrelay-signature': signature }, body: BODY });
+    const { url, secret } = await createHookEndpoint(base, server.ready.token, 'bench ingest');
+    const probe = await fetch(url, { method: 'POST', headers: hookHeaders(secret), body: HOOK_BODY });
     const probeBody = await probe.text();
     if (probe.status !== 202) throw new Error(`ingest probe answered ${probe.status}: ${probeBody.slice(0, 200)}`);
     idleRss = rssMiB(server.pid);
-    r = await load(ingestSpec(url, signature), server.pid);
+    r = await load(hookLoad(url, secret, INGEST_LOAD), server.pid);
     rss = peakRssMiB(server.pid);
   } finally {
     await stop(server);
@@ -340,17 +327,16 @@ async function resources() {
   // One run to create the endpoint over HTTP, then timed restarts: spawn -> first 202 from /hooks/{id}.
   let proc = startServe();
   await untilUp(performance.now() + 15_000);
-  const created = await api(base, grant.token, 'POST', '/agent/v1/endpoints', { triggerVariant: 'generic', name: 'bench cold start' });
+  const { url: hook, secret } = await createHookEndpoint(base, grant.token, 'bench cold start');
   await stop(proc);
-  const hook = `${base}/hooks/${created.data.endpoint.id}`;
-  const headers = { 'content-type': 'application/json', 'x-hookrelay-signature': sign(created.data.secret, BODY) };
+  const headers = hookHeaders(secret);
   const serveMs: number[] = [];
   for (let i = 0; i < 5; i++) {
     const t0 = performance.now();
     proc = startServe();
     for (;;) {
       try {
-        const res = await fetch(hook, { method: 'POST', headers, body: BODY });
+        const res = await fetch(hook, { method: 'POST', headers, body: HOOK_BODY });
         await res.arrayBuffer();
         if (res.status === 202) break;
         throw new Error(`first request answered ${res.status}`);

@@ -18,7 +18,7 @@ import type { Log } from '../../src/lib/log.ts';
 import { issueGrant } from '../../src/ops/grants.ts';
 import { initStore } from '../../src/ops/stores.ts';
 import { startServer } from '../../src/server/serve.ts';
-import { oneKiBEvent, sign } from './_lib.ts';
+import { HOOK_BODY, hookHeaders } from './_lib.ts';
 
 const { values: a } = parseArgs({ options: { n: { type: 'string', default: '40000' }, connections: { type: 'string', default: '64' } } });
 const N = Number(a.n);
@@ -42,9 +42,9 @@ try {
     }),
   );
   const { data } = (await created.json()) as { data: { endpoint: { id: string }; secret: string } };
-  const body = new TextEncoder().encode(oneKiBEvent());
+  const body = new TextEncoder().encode(HOOK_BODY);
   const url = `http://bench.local/hooks/${data.endpoint.id}`;
-  const headers = { 'content-type': 'application/json', 'content-length': String(body.byteLength), 'x-hookrelay-signature': sign(data.secret, oneKiBEvent()) };
+  const headers = { ...hookHeaders(data.secret), 'content-length': String(body.byteLength) };
 
   const drive = async (count: number) => {
     let sent = 0;

@@ -12,8 +12,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { api, cpuSeconds, log, median, oneKiBEvent, ROOT, round, sign, spawnReady, stop, type Child } from './_lib.ts';
-import type { LoadResult, LoadSpec } from './load.ts';
+import { cpuSeconds, createHookEndpoint, hookLoad, log, median, ROOT, round, spawnReady, stop, type Child } from './_lib.ts';
+import type { LoadResult } from './load.ts';
 
 const { values: a } = parseArgs({
   options: {
@@ -29,7 +29,6 @@ if (!a.b) {
   process.stderr.write('usage: bun run bench:pair --b <checkout> [--a <checkout>] [--runs 3] [--a-env K=V] [--b-env K=V]\n');
   process.exit(2);
 }
-const BODY = oneKiBEvent();
 const envOf = (pairs: string[]) => Object.fromEntries(pairs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 
 /** Bytes the process wrote through system calls (WAL, database, sockets, logs). */
@@ -47,17 +46,8 @@ interface Side {
 async function start(label: string, checkout: string, env: Record<string, string>): Promise<Side> {
   const dir = mkdtempSync(join(tmpdir(), `hookrelay-pair-${label}-`));
   const server = await spawnReady(0, ['bun', join(resolve(checkout), 'scripts/bench/server.ts'), 'relay', '--data-dir', dir], { stderrTo: join(dir, 'log'), env });
-  const base = server.ready.url as string;
-  const created = await api(base, server.ready.token, 'POST', '/agent/v1/endpoints', { triggerVariant: 'generic', name: `pair ${label}` });
-  const spec: LoadSpec = {
-    url: `${base}/hooks/${created.data.endpoint.id}`,
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-hookrelay-signature': sign(created.data.secret, BODY) },
-    body: BODY,
-    connections: 32,
-    warmupS: 2,
-    durationS: Number(a.seconds),
-  };
+  const { url, secret } = await createHookEndpoint(server.ready.url, server.ready.token, `pair ${label}`);
+  const spec = hookLoad(url, secret, { connections: 32, warmupS: 2, durationS: Number(a.seconds) });
   writeFileSync(join(dir, 'spec.json'), JSON.stringify(spec));
   return { server, dir, spec: join(dir, 'spec.json') };
 }
