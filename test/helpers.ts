@@ -1,5 +1,6 @@
 /** Shared test harness: a fresh in-memory SQLite with migrations, a manual clock, a store, grants and the app. */
 import { migrateSqlite, openSqliteDatabase, SqliteRepo } from '../db/sqlite/repo.ts';
+import type { EventRow } from '../db/types.ts';
 import type { Tier } from '../src/contract/scopes.ts';
 import { createCore, defaultConfig, type Config, type Core } from '../src/core.ts';
 import { ManualClock } from '../src/lib/clock.ts';
@@ -111,4 +112,32 @@ export function holdCommits(env: TestEnv): () => void {
     return original(receipts, failures, lease);
   };
   return release;
+}
+
+/** An events row as a commit stores it: a queued receipt, due at receipt, unless `fields` say otherwise. */
+export function eventRow(fields: Partial<EventRow> & { id: string }): EventRow {
+  const receivedAt = fields.receivedAt ?? Date.parse('2026-06-17T12:00:00Z');
+  return {
+    receiptId: fields.id.replace(/^evt_/, 'rcpt_'),
+    storeId: 'st_01jz0000000000000000000000',
+    endpointId: 'ep_01jz0000000000000000000000',
+    configVersion: 1,
+    outcome: 'queued',
+    code: null,
+    externalEventId: null,
+    eventType: null,
+    isTest: false,
+    duplicateOf: null,
+    resourceId: null,
+    relatedResourceId: null,
+    bodyBytes: 2,
+    bodyRetention: 'retained',
+    receivedAt,
+    attempts: 0,
+    lastAttemptAt: null,
+    nextAttemptAt: receivedAt,
+    leaseUntil: null,
+    deliveredAt: null,
+    ...fields,
+  };
 }

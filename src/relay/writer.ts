@@ -119,12 +119,12 @@ export class ReceiptWriter {
     })();
     await this.flushing;
     this.flushing = null;
-    if (this.receipts.length || this.failures.length) this.schedule();
+    if (this.pending()) this.schedule();
   }
 
   /** Stops taking new receipts and commits what is in flight (SIGTERM). */
   async close(): Promise<void> {
     this.closed = true;
-    while (this.receipts.length || this.failures.length || this.flushing) await this.flush();
+    while (this.pending() || this.flushing) await this.flush();
   }
 }

@@ -5,6 +5,7 @@ import type { EventRow } from '../../db/types.ts';
 import type { TriggerVariant } from '../../src/contract/schemas.ts';
 import { COMMON_FIELDS, TRIGGERS } from '../../src/contract/triggers.ts';
 import { buildFlowPayload } from '../../src/relay/flow.ts';
+import { eventRow } from '../helpers.ts';
 
 const ROOT = join(import.meta.dir, '../../shopify');
 const EXT_DIR = join(ROOT, 'extensions');
@@ -25,32 +26,16 @@ const REFERENCE_KEYS: Record<string, string> = {
 };
 
 /** What a committed receipt for `variant` looks like after inbound mapping. */
-function eventRow(variant: TriggerVariant): EventRow {
-  const receivedAt = Date.parse('2026-06-17T12:00:00Z');
+function mappedEvent(variant: TriggerVariant): EventRow {
   const refers = TRIGGERS[variant].requires;
-  return {
+  return eventRow({
     id: 'evt_01jz0000000000000000000000',
-    receiptId: 'rcpt_01jz0000000000000000000000',
-    storeId: 'st_01jz0000000000000000000000',
-    endpointId: 'ep_01jz0000000000000000000000',
-    configVersion: 1,
-    outcome: 'queued',
-    code: null,
     externalEventId: 'zap-1001',
     eventType: `${variant}.flagged`,
-    isTest: false,
-    duplicateOf: null,
     resourceId: refers === 'resourceIdPath' ? '4501' : null,
     relatedResourceId: refers === 'relatedResourceIdPath' ? 'gid://shopify/InventoryItem/77' : null,
     bodyBytes: 120,
-    bodyRetention: 'retained',
-    receivedAt,
-    attempts: 0,
-    lastAttemptAt: null,
-    nextAttemptAt: receivedAt,
-    leaseUntil: null,
-    deliveredAt: null,
-  };
+  });
 }
 
 const VARIANTS = Object.keys(TRIGGERS) as TriggerVariant[];
@@ -105,7 +90,7 @@ describe('Flow trigger extensions', () => {
 
       it('matches the payload buildFlowPayload sends, key for key', () => {
         const declared = toml.settings.fields.map((f) => (f.type === 'single_line_text_field' ? f.key! : REFERENCE_KEYS[f.type]!));
-        const payload = buildFlowPayload({ triggerVariant: variant, sourceLabel: 'Zapier' }, eventRow(variant));
+        const payload = buildFlowPayload({ triggerVariant: variant, sourceLabel: 'Zapier' }, mappedEvent(variant));
         expect(Object.keys(payload).sort()).toEqual([...declared].sort());
         for (const f of toml.settings.fields) {
           if (f.type === 'single_line_text_field') expect(typeof payload[f.key!]).toBe('string');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'bun:test';
 import type { CommittedReceipt, PendingReceipt } from '../../db/types.ts';
 import { ReceiptWriter } from '../../src/relay/writer.ts';
-import { addGrant, addStore, createEndpoint, createTestEnv, holdCommits, orderEvent, sendHook } from '../helpers.ts';
+import { addGrant, addStore, createEndpoint, createTestEnv, eventRow, holdCommits, orderEvent, sendHook } from '../helpers.ts';
 
 /**
  * One event-loop turn in which `arrive` runs before the writer's check of that turn, as a request read from a
@@ -15,18 +15,8 @@ async function oneTurn(arrive: () => void): Promise<void> {
 
 /** A receipt the commit stores as rejected: no endpoint, body or meter needed. */
 function rejectedReceipt(key: string): PendingReceipt {
-  const at = Date.now();
-  return {
-    event: {
-      id: `evt_${key}`, receiptId: `rcpt_${key}`, storeId: 'st_gather', endpointId: 'ep_gather', configVersion: 1, outcome: 'rejected',
-      code: 'SVC_INVALID_JSON', externalEventId: null, eventType: null, isTest: false, duplicateOf: null, resourceId: null,
-      relatedResourceId: null, bodyBytes: 2, bodyRetention: 'none', receivedAt: at, attempts: 0, lastAttemptAt: null,
-      nextAttemptAt: null, leaseUntil: null, deliveredAt: null,
-    },
-    body: null,
-    bodyExpiresAt: at,
-    dedupeSince: null,
-  };
+  const event = eventRow({ id: `evt_${key}`, receivedAt: Date.now(), outcome: 'rejected', code: 'SVC_INVALID_JSON', bodyRetention: 'none', nextAttemptAt: null });
+  return { event, body: null, bodyExpiresAt: event.receivedAt, dedupeSince: null };
 }
 
 /** The receipt count of each ingest commit. */
