@@ -93,7 +93,7 @@ export class ReceiptWriter {
   /** Commits everything pending now. Safe to call concurrently: one commit runs at a time. */
   async flush(): Promise<void> {
     while (this.flushing) await this.flushing;
-    if (!this.receipts.length && !this.failures.length) return;
+    if (!this.pending()) return;
     const batch = this.receipts.splice(0, this.maxBatch);
     const failures = this.failures.splice(0, this.maxBatch);
     this.flushing = (async () => {
