@@ -23,10 +23,11 @@ const { values: a } = parseArgs({
     'a-env': { type: 'string', multiple: true, default: [] },
     'b-env': { type: 'string', multiple: true, default: [] },
     seconds: { type: 'string', default: '8' },
+    serial: { type: 'boolean', default: false },
   },
 });
 if (!a.b) {
-  process.stderr.write('usage: bun run bench:pair --b <checkout> [--a <checkout>] [--runs 3] [--a-env K=V] [--b-env K=V]\n');
+  process.stderr.write('usage: bun run bench:pair --b <checkout> [--a <checkout>] [--runs 3] [--a-env K=V] [--b-env K=V] [--serial]\n');
   process.exit(2);
 }
 const envOf = (pairs: string[]) => Object.fromEntries(pairs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
@@ -43,11 +44,11 @@ interface Side {
   spec: string;
 }
 
-async function start(label: string, checkout: string, env: Record<string, string>): Promise<Side> {
+async function start(label: string, checkout: string, env: Record<string, string>, connections = 32): Promise<Side> {
   const dir = mkdtempSync(join(tmpdir(), `hookrelay-pair-${label}-`));
   const server = await spawnReady(0, ['bun', join(resolve(checkout), 'scripts/bench/server.ts'), 'relay', '--data-dir', dir], { stderrTo: join(dir, 'log'), env });
   const { url, secret } = await createHookEndpoint(server.ready.url, server.ready.token, `pair ${label}`);
-  const spec = hookLoad(url, secret, { connections: 32, warmupS: 2, durationS: Number(a.seconds) });
+  const spec = hookLoad(url, secret, { connections, warmupS: 2, durationS: Number(a.seconds) });
   writeFileSync(join(dir, 'spec.json'), JSON.stringify(spec));
   return { server, dir, spec: join(dir, 'spec.json') };
 }
@@ -74,9 +75,50 @@ async function once() {
   }
 }
 
+interface Measured {
+  rps: number;
+  cpuUs: number;
+  bytes: number;
+}
+
+/** One tree alone on core 0 with the bench's 64 connections: what `bun run bench` measures. */
+async function alone(label: string, checkout: string, env: Record<string, string>): Promise<Measured> {
+  const side = await start(label, checkout, env, 64);
+  try {
+    const pid = side.server.pid;
+    const cpu0 = cpuSeconds(pid) ?? 0;
+    const io0 = writtenBytes(pid);
+    const loader = await spawnReady(1, ['bun', join(ROOT, 'scripts/bench/load.ts'), `@${side.spec}`], { timeoutMs: 60_000 });
+    const result = JSON.parse((await loader.rest).trim().split('\n').pop()!) as LoadResult;
+    const answered = result.requests + result.warmupOk;
+    return { rps: result.rps, cpuUs: (((cpuSeconds(pid) ?? 0) - cpu0) / answered) * 1e6, bytes: (writtenBytes(pid) - io0) / answered };
+  } finally {
+    await stop(side.server);
+    rmSync(side.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * --serial: A alone, then B alone (B first on every second run). Idle time (fsync waits) counts here, which a
+ * shared core hides: while one server waits, the other runs. Adjacent runs drift less than an hour does.
+ */
+async function serial(i: number) {
+  const runA = () => alone('a', a.a!, envOf(a['a-env']!));
+  const runB = () => alone('b', a.b!, envOf(a['b-env']!));
+  let ra: Measured, rb: Measured;
+  if (i % 2 === 0) {
+    ra = await runA();
+    rb = await runB();
+  } else {
+    rb = await runB();
+    ra = await runA();
+  }
+  return { a: ra, b: rb, cpuRatio: rb.cpuUs / ra.cpuUs, rpsRatio: rb.rps / ra.rps };
+}
+
 const runs = [];
 for (let i = 0; i < Number(a.runs); i++) {
-  const r = await once();
+  const r = a.serial ? await serial(i) : await once();
   log(`run ${i + 1}: A ${round(r.a.cpuUs)} µs, B ${round(r.b.cpuUs)} µs per receipt (B/A ${round(r.cpuRatio, 3)}); req/s B/A ${round(r.rpsRatio, 3)}; bytes written ${round(r.a.bytes, 0)} / ${round(r.b.bytes, 0)}`);
   runs.push(r);
 }
