@@ -116,8 +116,16 @@ function rowToEvent(raw: Record<string, unknown>): EventRow {
   return row as EventRow;
 }
 
+/** Page size of a database this process creates. */
+export const PAGE_SIZE = 8192;
+
 export function openSqliteDatabase(opts: SqliteOptions): Database {
   const sqlite = new Database(opts.path, { create: true, strict: true });
+  // 8 KiB pages for a new database (an existing one keeps its size: WAL mode cannot change it). A commit writes
+  // whole pages to the WAL, two write calls each; with 4 KiB pages a 1 KiB body left a quarter of its page
+  // unused and every index split rewrote more, smaller pages. Paired against 4 KiB: 0.970–0.984 of the CPU per
+  // receipt, with 30% more bytes written.
+  sqlite.exec(`PRAGMA page_size = ${PAGE_SIZE}`);
   sqlite.exec('PRAGMA journal_mode = WAL');
   sqlite.exec(`PRAGMA synchronous = ${opts.synchronous ?? 'FULL'}`);
   sqlite.exec('PRAGMA busy_timeout = 5000');

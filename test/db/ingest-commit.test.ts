@@ -1,11 +1,14 @@
 /**
  * The ingest commit inserts its events and bodies several rows per statement (RowBatch in db/sqlite/repo.ts).
  * Every receipt of a commit is stored whatever the commit's size against the statement's row count, in order,
- * and a failure anywhere in the commit leaves none of its rows.
+ * and a failure anywhere in the commit leaves none of its rows. New database files get 8 KiB pages.
  */
 import { Database } from 'bun:sqlite';
 import { describe, expect, it } from 'bun:test';
-import { migrateSqlite, SqliteRepo } from '../../db/sqlite/repo.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { migrateSqlite, openSqliteDatabase, PAGE_SIZE, SqliteRepo } from '../../db/sqlite/repo.ts';
 import type { PendingReceipt } from '../../db/types.ts';
 import { eventRow } from '../helpers.ts';
 
@@ -63,5 +66,32 @@ describe('ingest commit, several rows per statement', () => {
     // The connection is usable afterwards, and the next commit stores everything.
     await repo.commitIngest(receipts(30, 100), []);
     expect(db.query('SELECT count(*) AS n FROM events').get()).toEqual({ n: 31 });
+  });
+});
+
+describe('page size', () => {
+  it('a new database file gets 8 KiB pages; one made with 4 KiB pages keeps them and stays usable', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookrelay-pages-'));
+    try {
+      const fresh = openSqliteDatabase({ path: join(dir, 'new.db') });
+      await migrateSqlite(fresh);
+      expect(fresh.query('PRAGMA page_size').get()).toEqual({ page_size: PAGE_SIZE });
+      expect(PAGE_SIZE).toBe(8192);
+      fresh.close();
+
+      const old = new Database(join(dir, 'old.db'), { create: true, strict: true });
+      old.exec('PRAGMA page_size = 4096');
+      old.exec('PRAGMA journal_mode = WAL');
+      await migrateSqlite(old);
+      old.close();
+      const reopened = openSqliteDatabase({ path: join(dir, 'old.db') });
+      expect(reopened.query('PRAGMA page_size').get()).toEqual({ page_size: 4096 });
+      const repo = new SqliteRepo(reopened);
+      await repo.commitIngest(receipts(20), []);
+      expect(reopened.query('SELECT count(*) AS n FROM events').get()).toEqual({ n: 20 });
+      reopened.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
