@@ -44,7 +44,7 @@ interface Side {
   spec: string;
 }
 
-async function start(label: string, checkout: string, env: Record<string, string>, connections = 32): Promise<Side> {
+async function start(label: string, checkout: string, env: Record<string, string>, connections: number): Promise<Side> {
   const dir = mkdtempSync(join(tmpdir(), `hookrelay-pair-${label}-`));
   const server = await spawnReady(0, ['bun', join(resolve(checkout), 'scripts/bench/server.ts'), 'relay', '--data-dir', dir], { stderrTo: join(dir, 'log'), env });
   const { url, secret } = await createHookEndpoint(server.ready.url, server.ready.token, `pair ${label}`);
@@ -53,67 +53,67 @@ async function start(label: string, checkout: string, env: Record<string, string
   return { server, dir, spec: join(dir, 'spec.json') };
 }
 
-async function once() {
-  const sides: Side[] = [];
-  try {
-    sides.push(await start('a', a.a!, envOf(a['a-env']!)));
-    sides.push(await start('b', a.b!, envOf(a['b-env']!)));
-    const pids = sides.map((s) => s.server.pid);
-    const cpu0 = pids.map((p) => cpuSeconds(p) ?? 0);
-    const io0 = pids.map(writtenBytes);
-    const loaders = await Promise.all(sides.map((s) => spawnReady(1, ['bun', join(ROOT, 'scripts/bench/load.ts'), `@${s.spec}`], { timeoutMs: 60_000 })));
-    const results = (await Promise.all(loaders.map((l) => l.rest))).map((out) => JSON.parse(out.trim().split('\n').pop()!) as LoadResult);
-    // CPU and bytes over the whole load (warm-up included), per request answered in it.
-    const per = pids.map((p, i) => {
-      const answered = results[i]!.requests + results[i]!.warmupOk;
-      return { rps: results[i]!.rps, cpuUs: (((cpuSeconds(p) ?? 0) - cpu0[i]!) / answered) * 1e6, bytes: (writtenBytes(p) - io0[i]!) / answered };
-    });
-    return { a: per[0]!, b: per[1]!, cpuRatio: per[1]!.cpuUs / per[0]!.cpuUs, rpsRatio: per[1]!.rps / per[0]!.rps };
-  } finally {
-    await Promise.all(sides.map((s) => stop(s.server)));
-    for (const s of sides) rmSync(s.dir, { recursive: true, force: true });
-  }
-}
-
 interface Measured {
   rps: number;
   cpuUs: number;
   bytes: number;
 }
 
-/** One tree alone on core 0 with the bench's 64 connections: what `bun run bench` measures. */
-async function alone(label: string, checkout: string, env: Record<string, string>): Promise<Measured> {
-  const side = await start(label, checkout, env, 64);
+/**
+ * Loads the started sides at once, each with its own load generator on core 1, and stops them. CPU and bytes
+ * are over the whole load (warm-up included), per request answered in it.
+ */
+async function measure(sides: Side[]): Promise<Measured[]> {
   try {
-    const pid = side.server.pid;
-    const cpu0 = cpuSeconds(pid) ?? 0;
-    const io0 = writtenBytes(pid);
-    const loader = await spawnReady(1, ['bun', join(ROOT, 'scripts/bench/load.ts'), `@${side.spec}`], { timeoutMs: 60_000 });
-    const result = JSON.parse((await loader.rest).trim().split('\n').pop()!) as LoadResult;
-    const answered = result.requests + result.warmupOk;
-    return { rps: result.rps, cpuUs: (((cpuSeconds(pid) ?? 0) - cpu0) / answered) * 1e6, bytes: (writtenBytes(pid) - io0) / answered };
+    const pids = sides.map((s) => s.server.pid);
+    const cpu0 = pids.map((p) => cpuSeconds(p) ?? 0);
+    const io0 = pids.map(writtenBytes);
+    const loaders = await Promise.all(sides.map((s) => spawnReady(1, ['bun', join(ROOT, 'scripts/bench/load.ts'), `@${s.spec}`], { timeoutMs: 60_000 })));
+    const results = (await Promise.all(loaders.map((l) => l.rest))).map((out) => JSON.parse(out.trim().split('\n').pop()!) as LoadResult);
+    return pids.map((p, i) => {
+      const answered = results[i]!.requests + results[i]!.warmupOk;
+      return { rps: results[i]!.rps, cpuUs: (((cpuSeconds(p) ?? 0) - cpu0[i]!) / answered) * 1e6, bytes: (writtenBytes(p) - io0[i]!) / answered };
+    });
   } finally {
-    await stop(side.server);
-    rmSync(side.dir, { recursive: true, force: true });
+    await release(sides);
   }
 }
 
+async function release(sides: Side[]): Promise<void> {
+  await Promise.all(sides.map((s) => stop(s.server)));
+  for (const s of sides) rmSync(s.dir, { recursive: true, force: true });
+}
+
+const compare = (ra: Measured, rb: Measured) => ({ a: ra, b: rb, cpuRatio: rb.cpuUs / ra.cpuUs, rpsRatio: rb.rps / ra.rps });
+const startA = (connections: number) => start('a', a.a!, envOf(a['a-env']!), connections);
+const startB = (connections: number) => start('b', a.b!, envOf(a['b-env']!), connections);
+
+/** Both trees at once on core 0, 32 connections each. */
+async function once() {
+  const sides: Side[] = [];
+  try {
+    sides.push(await startA(32), await startB(32));
+  } catch (err) {
+    await release(sides); // A started, B did not
+    throw err;
+  }
+  const [ra, rb] = await measure(sides);
+  return compare(ra!, rb!);
+}
+
 /**
- * --serial: A alone, then B alone (B first on every second run). Idle time (fsync waits) counts here, which a
- * shared core hides: while one server waits, the other runs. Adjacent runs drift less than an hour does.
+ * --serial: A alone, then B alone (B first on every second run), each with the bench's 64 connections, as
+ * `bun run bench` measures. Idle time (fsync waits) counts here, which a shared core hides: while one server
+ * waits, the other runs. Adjacent runs drift less than an hour does.
  */
 async function serial(i: number) {
-  const runA = () => alone('a', a.a!, envOf(a['a-env']!));
-  const runB = () => alone('b', a.b!, envOf(a['b-env']!));
-  let ra: Measured, rb: Measured;
+  const alone = async (side: Promise<Side>) => (await measure([await side]))[0]!;
   if (i % 2 === 0) {
-    ra = await runA();
-    rb = await runB();
-  } else {
-    rb = await runB();
-    ra = await runA();
+    const ra = await alone(startA(64));
+    return compare(ra, await alone(startB(64)));
   }
-  return { a: ra, b: rb, cpuRatio: rb.cpuUs / ra.cpuUs, rpsRatio: rb.rps / ra.rps };
+  const rb = await alone(startB(64));
+  return compare(await alone(startA(64)), rb);
 }
 
 const runs = [];
