@@ -54,6 +54,15 @@ function holdLoop(worker: HandoffWorker): () => void {
   return open;
 }
 
+/** A store set up and a worker taking receipts from commits, its loop held until `open()`. */
+async function heldWorker() {
+  const s = await setup();
+  const worker = new HandoffWorker(s.env.core);
+  const open = holdLoop(worker);
+  directWorker(s.env, worker);
+  return { ...s, worker, open };
+}
+
 function storedRow(env: TestEnv, id: string) {
   return env.repo.sqlite
     .query<{ outcome: string; code: string | null; lease_until: number | null; next_attempt_at: number | null; attempts: number }, [string]>(
@@ -145,10 +154,8 @@ describe('the ingest lease against the time a receipt waits in the direct queue'
 describe('worker.stop() with receipts still in the direct queue', () => {
   /** A running worker holding 2 rounds of receipts in its direct queue, stopped after one round. */
   async function stoppedWithLeftovers() {
-    const s = await setup();
-    const worker = new HandoffWorker(s.env.core);
-    const open = holdLoop(worker);
-    directWorker(s.env, worker);
+    const s = await heldWorker();
+    const { worker, open } = s;
     const lease = worker.directHandoff((id) => s.env.app.endpoints.get(id)).lease()!;
     const ids = await sendMany(s, 'ext-stop', 2 * HANDOFF.batchSize, 7500);
     const stopping = worker.stop();
@@ -272,10 +279,8 @@ describe('receipts taken from their commit, through the rest of the handoff rule
   });
 
   it('replay: refused while the receipt is queued under the ingest lease; after delivery it is attempt 2, claimed once', async () => {
-    const s = await setup();
-    const worker = new HandoffWorker(s.env.core);
-    const open = holdLoop(worker);
-    directWorker(s.env, worker);
+    const s = await heldWorker();
+    const { worker, open } = s;
     try {
       const [id] = await sendMany(s, 'ext-replay', 1, 8000);
       expect(storedRow(s.env, id!).outcome).toBe('queued');
@@ -301,10 +306,8 @@ describe('receipts taken from their commit, through the rest of the handoff rule
 
 describe('the endpoint changing while its receipts wait in the direct queue', () => {
   it('archived: the receipts already acknowledged are still handed off, once each', async () => {
-    const s = await setup();
-    const worker = new HandoffWorker(s.env.core);
-    const open = holdLoop(worker);
-    directWorker(s.env, worker);
+    const s = await heldWorker();
+    const { worker, open } = s;
     try {
       const ids = await sendMany(s, 'ext-archived', 3, 8100);
       await execIntent(s, `/agent/v1/endpoints/${s.endpoint.id}/delete-intents`, {}, 'archive-1');
@@ -319,10 +322,8 @@ describe('the endpoint changing while its receipts wait in the direct queue', ()
   });
 
   it('deleted: a permanent delete is refused while an acknowledged receipt waits, so none is stranded; allowed once it is delivered', async () => {
-    const s = await setup();
-    const worker = new HandoffWorker(s.env.core);
-    const open = holdLoop(worker);
-    directWorker(s.env, worker);
+    const s = await heldWorker();
+    const { worker, open } = s;
     const id = (await sendMany(s, 'ext-deleted', 1, 8200))[0]!;
     const path = `/agent/v1/endpoints/${s.endpoint.id}/delete-intents`;
     try {
