@@ -3,25 +3,20 @@
  * commit and handed off from memory. Each test states the invariant it holds the change to: an acknowledged
  * event is handed off once by one process, ends in the right state, and is never lost.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'bun:test';
+import { describe, expect, it } from 'bun:test';
 import net from 'node:net';
 import type { HandoffConfig } from '../../src/core.ts';
 import { hmacHex } from '../../src/lib/crypto.ts';
 import type { Destination } from '../../src/relay/destinations/types.ts';
 import { defaultDestinations, HandoffWorker } from '../../src/relay/worker.ts';
-import { b, startFakeShopify, type FakeShopify } from '../fixtures/fake-shopify.ts';
+import { b, fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { handedOffTwice, receivedCounts, startDirectWorker, until } from '../fixtures/handoff.ts';
 import { addGrant, addStore, call, createEndpoint, createTestEnv, executeIntent, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
 const TOKEN = 'shpat_direct_edges_token';
 const HANDOFF: HandoffConfig = { timeoutMs: 1000, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 8 };
 
-let fake: FakeShopify;
-beforeAll(() => {
-  fake = startFakeShopify({ token: TOKEN });
-});
-afterEach(() => fake.reset());
-afterAll(() => fake.stop());
+const fake = fakeShopifyForFile({ token: TOKEN });
 
 async function setup(handoff: HandoffConfig = HANDOFF) {
   const env = await createTestEnv({ shopifyAdminUrl: fake.url, env: (n) => (n === 'SHOP_TOKEN' ? TOKEN : undefined), handoff });

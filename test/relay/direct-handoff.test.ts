@@ -2,22 +2,17 @@
  * Receipts taken by the running worker straight from their group commit (IngestLease): stored `queued` under
  * the worker's lease in the commit itself, handed off once, and never lost when the worker dies first.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'bun:test';
+import { describe, expect, it } from 'bun:test';
 import type { EventRow } from '../../db/types.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { startFakeShopify, type FakeShopify } from '../fixtures/fake-shopify.ts';
+import { fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { receivedCounts, spyClaims, startDirectWorker, until } from '../fixtures/handoff.ts';
 import { addGrant, addStore, call, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
 const TOKEN = 'shpat_direct_token';
 const HANDOFF = { timeoutMs: 1000, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 8 };
 
-let fake: FakeShopify;
-beforeAll(() => {
-  fake = startFakeShopify({ token: TOKEN });
-});
-afterEach(() => fake.reset());
-afterAll(() => fake.stop());
+const fake = fakeShopifyForFile({ token: TOKEN });
 
 async function setup() {
   const env = await createTestEnv({ shopifyAdminUrl: fake.url, env: (n) => (n === 'SHOP_TOKEN' ? TOKEN : undefined), handoff: HANDOFF });

@@ -1,19 +1,14 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'bun:test';
+import { describe, expect, it } from 'bun:test';
 import { SHOPIFY_ADMIN_API_VERSION } from '../../src/contract/triggers.ts';
 import type { Config } from '../../src/core.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { b, startFakeShopify, type FakeShopify } from '../fixtures/fake-shopify.ts';
+import { b, fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { addGrant, addStore, call, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
 const TOKEN = 'shpat_canary_token';
 const HANDOFF = { timeoutMs: 300, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 16 };
 
-let fake: FakeShopify;
-beforeAll(() => {
-  fake = startFakeShopify({ token: TOKEN });
-});
-afterEach(() => fake.reset());
-afterAll(() => fake.stop());
+const fake = fakeShopifyForFile({ token: TOKEN });
 
 interface Setup {
   env: TestEnv;

@@ -2,23 +2,18 @@
  * Flow's trigger lifecycle callback (POST /flow/lifecycle) and what it changes: trigger readiness in setup
  * state, and `no_workflow` instead of a handoff while Flow reports no enabled workflow for the trigger.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'bun:test';
+import { describe, expect, it } from 'bun:test';
 import { TRIGGERS } from '../../src/contract/triggers.ts';
 import { hmacBase64 } from '../../src/lib/crypto.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { startFakeShopify, type FakeShopify } from '../fixtures/fake-shopify.ts';
+import { fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { addGrant, addStore, BASE, call, createEndpoint, createTestEnv, executeIntent, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
 const APP_SECRET = 'shpss_canary_app_secret';
 const ADMIN_TOKEN = 'shpat_canary_admin_token';
 const ORDER = TRIGGERS.order.handle;
 
-let fake: FakeShopify;
-beforeAll(() => {
-  fake = startFakeShopify({ token: ADMIN_TOKEN });
-});
-afterEach(() => fake.reset());
-afterAll(() => fake.stop());
+const fake = fakeShopifyForFile({ token: ADMIN_TOKEN });
 
 async function setup(appSecret: string | null = APP_SECRET) {
   const vars: Record<string, string | undefined> = { HOOKRELAY_SHOPIFY_APP_SECRET: appSecret ?? undefined, SHOP_TOKEN: ADMIN_TOKEN };

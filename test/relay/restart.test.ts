@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'bun:test';
+import { afterAll, describe, expect, it } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,20 +10,15 @@ import { newSecretKey, SecretBox } from '../../src/lib/crypto.ts';
 import { memoryLog } from '../../src/lib/log.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { createApp } from '../../src/server/app.ts';
-import { startFakeShopify, type FakeShopify } from '../fixtures/fake-shopify.ts';
+import { fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { receivedCounts } from '../fixtures/handoff.ts';
 import { addGrant, addStore, BASE, call, createEndpoint, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
 const TOKEN = 'shpat_canary_token';
 
-let fake: FakeShopify;
+const fake = fakeShopifyForFile({ token: TOKEN });
 const dirs: string[] = [];
-beforeAll(() => {
-  fake = startFakeShopify({ token: TOKEN });
-});
-afterEach(() => fake.reset());
-afterAll(async () => {
-  await fake.stop();
+afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
