@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { compiledBinary } from '../fixtures/binary.ts';
+import { binaryForTests } from '../fixtures/binary.ts';
 import { cli, closedPort, scratchHome, startApi, type Api } from './harness.ts';
 
 const CHECKS = [
@@ -128,30 +128,19 @@ describe('doctor', () => {
 });
 
 describe('dist/hookrelay doctor against dist/hookrelay serve', () => {
-  let dir: string;
-  let bin: string;
-  let server: ReturnType<typeof Bun.spawn> | null = null;
-
-  beforeAll(async () => {
-    ({ dir, bin } = await compiledBinary('hookrelay-cli-bin-'));
-  }, 120_000);
-
-  afterAll(() => {
-    server?.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const exe = binaryForTests('hookrelay-cli-bin-');
 
   it('passes every check', async () => {
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, XDG_CONFIG_HOME: join(dir, '.config') };
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: exe.dir, XDG_CONFIG_HOME: join(exe.dir, '.config') };
     const exec = async (args: string[], extra: Record<string, string> = {}) => {
-      const p = Bun.spawn([bin, ...args], { cwd: dir, env: { ...env, ...extra }, stdout: 'pipe', stderr: 'pipe' });
+      const p = Bun.spawn([exe.bin, ...args], { cwd: exe.dir, env: { ...env, ...extra }, stdout: 'pipe', stderr: 'pipe' });
       const [out, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
       return { code, json: JSON.parse(out) };
     };
     expect((await exec(['init', '--shop', 'bin.myshopify.com', '--data-dir', 'data'])).code).toBe(0);
     const grant = await exec(['grant', 'issue', '--shop', 'bin.myshopify.com', '--tier', 'observer', '--ttl', '1h', '--data-dir', 'data']);
     const port = closedPort();
-    server = Bun.spawn([bin, 'serve', '--port', String(port), '--data-dir', 'data'], { cwd: dir, env, stdout: 'ignore', stderr: 'ignore' });
+    exe.server = Bun.spawn([exe.bin, 'serve', '--port', String(port), '--data-dir', 'data'], { cwd: exe.dir, env, stdout: 'ignore', stderr: 'ignore' });
     const base = `http://127.0.0.1:${port}`;
     const until = Date.now() + 10_000;
     while (Date.now() < until && !(await fetch(`${base}/status`).then((r) => r.ok, () => false))) await Bun.sleep(50);

@@ -2,50 +2,25 @@
  * The compiled executable, run as a self-hoster would: from an empty folder with no source tree beside it,
  * a signed event sent with curl + openssl, a clean SIGTERM.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { describe, expect, it } from 'bun:test';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { compiledBinary } from '../fixtures/binary.ts';
+import { closedPort } from '../cli/harness.ts';
+import { binaryForTests } from '../fixtures/binary.ts';
+import { until } from '../fixtures/handoff.ts';
 
-let dir: string;
-let bin: string;
-let server: ReturnType<typeof Bun.spawn> | null = null;
+const exe = binaryForTests('hookrelay-bin-');
 let port: number;
 let stderr = '';
 
 function run(args: string[]) {
-  const r = Bun.spawnSync([bin, ...args], { cwd: dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir } });
+  const r = Bun.spawnSync([exe.bin, ...args], { cwd: exe.dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: exe.dir } });
   return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
 }
 
-function freePort(): number {
-  const s = Bun.serve({ port: 0, fetch: () => new Response() });
-  const p = s.port!;
-  s.stop(true);
-  return p;
-}
-
-async function waitFor(fn: () => Promise<boolean>, ms = 10_000) {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (await fn().catch(() => false)) return;
-    await Bun.sleep(50);
-  }
-  throw new Error('timed out');
-}
-
-beforeAll(async () => {
-  ({ dir, bin } = await compiledBinary('hookrelay-bin-'));
-}, 120_000);
-
-afterAll(() => {
-  server?.kill('SIGKILL');
-  rmSync(dir, { recursive: true, force: true });
-});
-
 describe('dist/hookrelay', () => {
   it('runs admin commands from an empty folder with bundled migrations', () => {
-    expect(readdirSync(dir)).toEqual(['hookrelay']);
+    expect(readdirSync(exe.dir)).toEqual(['hookrelay']);
     const init = run(['init', '--shop', 'bin.myshopify.com', '--data-dir', 'data']);
     expect(init.code).toBe(0);
     expect(JSON.parse(init.out).store.shopDomain).toBe('bin.myshopify.com');
@@ -58,15 +33,15 @@ describe('dist/hookrelay', () => {
   it('serves: a curl + openssl signed event is 202, then delivered, and SIGTERM stops it cleanly', async () => {
     const grant = JSON.parse(run(['grant', 'issue', '--shop', 'bin.myshopify.com', '--tier', 'operator', '--ttl', '1h', '--data-dir', 'data']).out);
     expect(grant.token).toStartWith('hrg_');
-    port = freePort();
-    server = Bun.spawn([bin, 'serve', '--port', String(port), '--data-dir', 'data'], {
-      cwd: dir,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir },
+    port = closedPort();
+    exe.server = Bun.spawn([exe.bin, 'serve', '--port', String(port), '--data-dir', 'data'], {
+      cwd: exe.dir,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: exe.dir },
       stdout: 'pipe',
       stderr: 'pipe',
     });
     const base = `http://127.0.0.1:${port}`;
-    await waitFor(async () => (await fetch(`${base}/status`)).ok);
+    await until(() => fetch(`${base}/status`).then((r) => r.ok, () => false));
 
     const created = await fetch(`${base}/agent/v1/endpoints`, {
       method: 'POST',
@@ -90,7 +65,7 @@ curl -s -w '\\n%{http_code}' -X POST -H 'Content-Type: application/json' -H "X-H
     expect(wrong.stdout.toString().trim().endsWith('401')).toBe(true);
 
     const auth = { authorization: `Bearer ${grant.token}` };
-    await waitFor(async () => {
+    await until(async () => {
       const list = (await fetch(`${base}/agent/v1/events`, { headers: auth }).then((r) => r.json())) as any;
       return list.data.events[0]?.outcome === 'delivered';
     });
@@ -99,14 +74,14 @@ curl -s -w '\\n%{http_code}' -X POST -H 'Content-Type: application/json' -H "X-H
     expect(list).not.toContain('E2E_BODY_MARKER');
     expect(list).not.toContain(secret);
 
-    server.kill('SIGTERM');
-    expect(await server.exited).toBe(0);
-    stderr = await new Response(server.stderr as ReadableStream).text();
-    server = null;
+    exe.server.kill('SIGTERM');
+    expect(await exe.server.exited).toBe(0);
+    stderr = await new Response(exe.server.stderr as ReadableStream).text();
+    exe.server = null;
     expect(stderr).toContain(`POST /hooks/${endpoint.id} 202`);
     expect(stderr).toContain('stopped');
     for (const secretish of [secret, grant.token, 'E2E_BODY_MARKER']) expect(stderr).not.toContain(secretish);
-    const dbBytes = readFileSync(join(dir, 'data', 'hookrelay.db')).toString('latin1') + readFileSync(join(dir, 'data', 'hookrelay.db-wal'), { flag: 'a+' }).toString('latin1');
+    const dbBytes = readFileSync(join(exe.dir, 'data', 'hookrelay.db')).toString('latin1') + readFileSync(join(exe.dir, 'data', 'hookrelay.db-wal'), { flag: 'a+' }).toString('latin1');
     expect(dbBytes).not.toContain(secret);
     expect(dbBytes).not.toContain(grant.token);
   }, 60_000);

@@ -1,33 +1,21 @@
 /** The compiled executable carries code mode: the sandbox worker and the QuickJS wasm are embedded. */
-import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
-import { rmSync } from 'node:fs';
+import { describe, expect, it } from 'bun:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { closedPort } from '../cli/harness.ts';
-import { compiledBinary } from '../fixtures/binary.ts';
+import { binaryForTests } from '../fixtures/binary.ts';
 import { execute } from './harness.ts';
 
-let dir: string;
-let bin: string;
-let server: ReturnType<typeof Bun.spawn> | null = null;
-
-beforeAll(async () => {
-  ({ dir, bin } = await compiledBinary('hookrelay-mcp-bin-'));
-}, 120_000);
-
-afterAll(() => {
-  server?.kill('SIGKILL');
-  rmSync(dir, { recursive: true, force: true });
-});
+const exe = binaryForTests('hookrelay-mcp-bin-');
 
 describe('dist/hookrelay MCP', () => {
   it('runs execute in the embedded sandbox, and stops runaway code', async () => {
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir };
-    const run = (args: string[]) => JSON.parse(Bun.spawnSync([bin, ...args, '--data-dir', 'data'], { cwd: dir, env }).stdout.toString());
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: exe.dir };
+    const run = (args: string[]) => JSON.parse(Bun.spawnSync([exe.bin, ...args, '--data-dir', 'data'], { cwd: exe.dir, env }).stdout.toString());
     run(['init', '--shop', 'bin.myshopify.com']);
     const { token } = run(['grant', 'issue', '--shop', 'bin.myshopify.com', '--tier', 'observer', '--ttl', '1h']);
     const port = closedPort();
-    server = Bun.spawn([bin, 'serve', '--port', String(port), '--data-dir', 'data'], { cwd: dir, env, stdout: 'ignore', stderr: 'ignore' });
+    exe.server = Bun.spawn([exe.bin, 'serve', '--port', String(port), '--data-dir', 'data'], { cwd: exe.dir, env, stdout: 'ignore', stderr: 'ignore' });
     const base = `http://127.0.0.1:${port}`;
     const until = Date.now() + 10_000;
     while (Date.now() < until && !(await fetch(`${base}/status`).then((r) => r.ok, () => false))) await Bun.sleep(50);
@@ -42,8 +30,8 @@ describe('dist/hookrelay MCP', () => {
     } finally {
       await client.close();
     }
-    server.kill('SIGTERM');
-    expect(await server.exited).toBe(0);
-    server = null;
+    exe.server.kill('SIGTERM');
+    expect(await exe.server.exited).toBe(0);
+    exe.server = null;
   }, 60_000);
 });
