@@ -149,6 +149,8 @@ export const authFailures = sqliteTable(
     endpointId: text('endpoint_id').notNull(),
     code: text('code').notNull(),
     at: integer('at').notNull(),
+    /** Failures this row stands for: 1, or a flood's count folded into one row (at = the last one's time). */
+    count: integer('count').notNull().default(1),
   },
   (t) => [index('auth_failures_endpoint_idx').on(t.endpointId, t.at), index('auth_failures_store_idx').on(t.storeId, t.at)],
 );
@@ -174,6 +176,8 @@ export const auditLog = sqliteTable(
     refusalCategory: text('refusal_category'),
     refusalCode: text('refusal_code'),
     requestId: text('request_id'),
+    /** How the call arrived: `http`, `mcp` or `cli` (null on rows written before the column existed). */
+    surface: text('surface'),
   },
   (t) => [index('audit_store_idx').on(t.storeId, t.at), index('audit_at_idx').on(t.at)],
 );
@@ -271,3 +275,10 @@ export const eventStats = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.storeId, t.width, t.bucket, t.metric] })],
 );
+
+/** Box-wide settings the local admin sets (`hookrelay store set`), e.g. the public URL. Key -> JSON value. */
+export const settings = sqliteTable('settings', {
+  key: text('key').primaryKey(),
+  value: text('value').notNull(),
+  updatedAt: integer('updated_at').notNull(),
+});

@@ -65,7 +65,7 @@ export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
   }
 
   async function authFailure(ep: LiveEndpoint, code: 'SVC_AUTH_HEADER_MISSING' | 'SVC_AUTH_FAILED', at: number) {
-    await writer.recordAuthFailure({ id: ids.next('af'), storeId: ep.row.storeId, endpointId: ep.row.id, code, at });
+    await writer.recordAuthFailure({ id: ids.next('af'), storeId: ep.row.storeId, endpointId: ep.row.id, code, at, count: 1 });
     return reply(401, { code, message: MESSAGES[code] });
   }
 

@@ -220,6 +220,7 @@ export async function audit(
     refusalCategory: err?.refusal?.category ?? null,
     refusalCode: err?.refusal?.code ?? null,
     requestId,
+    surface: null,
   });
 }
 

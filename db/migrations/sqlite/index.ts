@@ -5,6 +5,7 @@ import m2 from './0002_drop_receipt_index.sql' with { type: 'text' };
 import m3 from './0003_event_stats.sql' with { type: 'text' };
 import m4 from './0004_event_stats_widths.sql' with { type: 'text' };
 import m5 from './0005_attempts_clustered.sql' with { type: 'text' };
+import m6 from './0006_hardening_columns.sql' with { type: 'text' };
 
 import type { Migration } from '../../migrate.ts';
 
@@ -15,4 +16,5 @@ export const migrations: Migration[] = [
   { tag: '0003_event_stats', when: 1795216851121, sql: m3 },
   { tag: '0004_event_stats_widths', when: 1795220649707, sql: m4 },
   { tag: '0005_attempts_clustered', when: 1795228102415, sql: m5 },
+  { tag: '0006_hardening_columns', when: 1795450310308, sql: m6 },
 ];
