@@ -367,7 +367,7 @@ describe('inbound authentication failures', () => {
     }
     // auth_failures has no room for a body or a header value.
     const columns = (env.repo.sqlite.query('PRAGMA table_info(auth_failures)').all() as { name: string }[]).map((c) => c.name).sort();
-    expect(columns).toEqual(['at', 'code', 'endpoint_id', 'id', 'store_id']);
+    expect(columns).toEqual(['at', 'code', 'count', 'endpoint_id', 'id', 'store_id']);
     const dump = JSON.stringify(env.repo.sqlite.query('SELECT * FROM auth_failures').all());
     expect(dump).not.toContain(MARKER);
     expect(dump).not.toContain(secret);
