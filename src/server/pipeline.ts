@@ -3,7 +3,7 @@
  * input validation, handler, envelope, error mapping. Handlers only see validated input and a typed context.
  */
 import type { z } from 'zod';
-import { EXPECTED_CONTEXT } from '../contract/context.ts';
+import { checkExpectedContext } from '../contract/context.ts';
 import { IDEMPOTENCY_TTL_MS } from '../contract/limits.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import type { Operation } from '../contract/operations.ts';
@@ -51,14 +51,7 @@ export async function runOperation(
       endpointChanged: deps.endpointChanged,
     };
 
-    for (const { key, header, what } of EXPECTED_CONTEXT) {
-      const expected = req.headers.get(header);
-      if (expected !== null && expected !== store[key]) {
-        throw new AppError('agent_context_mismatch', `The grant belongs to a different ${what} than ${header} expects.`, {
-          header: header.toLowerCase(),
-        });
-      }
-    }
+    checkExpectedContext(req.headers, store);
 
     const missing = op.scopes.filter((s) => !scopes.includes(s));
     if (missing.length) {
