@@ -6,6 +6,7 @@ import type {
   RecordRow,
   TriggerReadinessRow,
   AttemptResult,
+  AttemptStart,
   AttemptRow,
   AuthFailureRow,
   CommittedReceipt,
@@ -59,9 +60,20 @@ export interface Repo {
   listAttempts(eventId: string): Promise<AttemptRow[]>;
 
   // handoff worker
-  /** Leases up to `limit` events due at `now` so no other worker takes them until `leaseUntil`. */
+  /**
+   * Leases up to `limit` events due at `now` so no other worker takes them until `leaseUntil`. An attempt of a
+   * claimed event still `sending` (its worker stopped or lost the lease mid-send) ends `unknown` and counts.
+   */
   claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]>;
-  /** Records a round of attempts in one transaction (one fsync for the round, not one per event). */
+  /**
+   * Journals attempts `sending` before their sends, durably, in one transaction. Returns those journaled: an
+   * attempt number already present (another worker has it) is left out and must not be sent.
+   */
+  journalAttempts(starts: AttemptStart[]): Promise<AttemptStart[]>;
+  /**
+   * Closes a round of journaled attempts and updates their events in one transaction. An attempt no longer
+   * `sending` (a claim marked it `unknown` after its lease ran out) writes nothing: the stale worker is fenced.
+   */
   recordAttempts(results: AttemptResult[]): Promise<void>;
   /** Earliest next_attempt_at of pending events, for the worker's sleep. */
   nextDueAt(): Promise<number | null>;

@@ -12,6 +12,7 @@ import type {
   RecordRow,
   TriggerReadinessRow,
   AttemptResult,
+  AttemptStart,
   AuthFailureRow,
   CommittedReceipt,
   DueEvent,
@@ -66,6 +67,8 @@ function eventValues(e: EventRow): SQLQueryBindings[] {
 
 /** Rows per multi-row INSERT in a commit (see RowBatch). */
 const ROWS_PER_INSERT = 16;
+/** The message of an attempt whose result no one can know (see claimTransaction). */
+const UNKNOWN_MESSAGE = 'The worker stopped or lost its lease after starting this handoff; Flow may have received the trigger.';
 
 /**
  * The two INSERTs a RowBatch uses: `ROWS_PER_INSERT` rows at once, and one row for the remainder. `OR FAIL`
@@ -159,10 +162,15 @@ export class SqliteRepo implements Repo {
   private readonly getCounter;
   private readonly bumpStat;
   private readonly bumpCounter;
-  private readonly insertAttempt;
+  private readonly journalAttempt;
+  private readonly closeAttempt;
   private readonly updateAfterAttempt;
+  private readonly markUnknown;
+  private readonly countUnknown;
+  private readonly journalBatch;
   private readonly recordBatch;
   private readonly claimStatement;
+  private readonly claimTransaction;
   private readonly commitBatch;
   /** Reads the inbound path and the worker make per request or per round, built once (drizzle builds SQL per call). */
   private readonly storeById;
@@ -203,13 +211,27 @@ export class SqliteRepo implements Repo {
        ON CONFLICT (store_id, meter, period_start) DO UPDATE SET used = used + ?4`,
     );
     this.insertAuthFailure = sqlite.prepare('INSERT INTO auth_failures (id, store_id, endpoint_id, code, at) VALUES (?, ?, ?, ?, ?)');
-    this.insertAttempt = sqlite.prepare(
-      `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome, http_status, code, message, retry_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    this.journalAttempt = sqlite.prepare(
+      `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome)
+       VALUES (?, ?, ?, ?, ?, 'sending') ON CONFLICT DO NOTHING`,
+    );
+    this.closeAttempt = sqlite.prepare(
+      `UPDATE attempts SET started_at = ?, finished_at = ?, outcome = ?, http_status = ?, code = ?, message = ?, retry_at = ?
+       WHERE event_id = ? AND number = ? AND outcome = 'sending'`,
     );
     this.updateAfterAttempt = sqlite.prepare(
       `UPDATE events SET outcome = ?, code = ?, next_attempt_at = ?, delivered_at = ?, lease_until = ?, attempts = ?, last_attempt_at = ?
        WHERE id = ?`,
+    );
+    this.markUnknown = sqlite.prepare<{ number: number }, [number, string, string]>(
+      `UPDATE attempts SET outcome = 'unknown', finished_at = ?, code = 'unknown', message = ?
+       WHERE event_id = ? AND outcome = 'sending' RETURNING number`,
+    );
+    this.countUnknown = sqlite.prepare<unknown, [number, number, string]>(
+      'UPDATE events SET attempts = max(attempts, ?), last_attempt_at = ? WHERE id = ?',
+    );
+    this.journalBatch = sqlite.transaction((rows: AttemptStart[]) =>
+      rows.filter((a) => this.journalAttempt.run(a.eventId, a.number, a.destination, a.startedAt, a.startedAt).changes === 1),
     );
     this.bumpStat = sqlite.prepare(
       `INSERT INTO event_stats (store_id, width, bucket, metric, n) VALUES (?1, ?2, ?3, ?4, ?5)
@@ -218,8 +240,8 @@ export class SqliteRepo implements Repo {
     this.recordBatch = sqlite.transaction((results: AttemptResult[]) => {
       const stats = this.statsBatch();
       for (const { attempt: a, event: e, storeId, metrics } of results) {
-        const { changes } = this.insertAttempt.run(a.eventId, a.number, a.destination, a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt);
-        // This number is recorded already (the handoff was repeated after its lease ran out): the first stands.
+        const { changes } = this.closeAttempt.run(a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt, a.eventId, a.number);
+        // No journaled attempt to close: its lease ran out and a claim marked it `unknown`. This worker writes nothing.
         if (changes === 0) continue;
         this.updateAfterAttempt.run(e.outcome, e.code, e.nextAttemptAt, e.deliveredAt, e.leaseUntil, a.number, a.finishedAt, a.eventId);
         for (const m of metrics) stats.add(storeId, a.finishedAt, m);
@@ -232,6 +254,20 @@ export class SqliteRepo implements Repo {
                     ORDER BY next_attempt_at LIMIT ?3)
        RETURNING *`,
     );
+    this.claimTransaction = sqlite.transaction((leaseUntil: number, now: number, limit: number) => {
+      const claimed = this.claimStatement.all(leaseUntil, now, limit).map(rowToEvent);
+      // A claimed event whose attempt is still `sending` was left by a worker that stopped or lost its lease
+      // mid-send: Flow may have the trigger. The attempt ends `unknown` and counts, so the next one is visible as a repeat.
+      for (const e of claimed) {
+        const left = this.markUnknown.all(now, UNKNOWN_MESSAGE, e.id);
+        if (!left.length) continue;
+        const number = Math.max(...left.map((r) => r.number));
+        this.countUnknown.run(number, now, e.id);
+        e.attempts = Math.max(e.attempts, number);
+        e.lastAttemptAt = now;
+      }
+      return claimed;
+    });
     this.commitBatch = sqlite.transaction((batch: PendingReceipt[], failures: AuthFailureRow[], lease: IngestLease | null) =>
       this.commitInTransaction(batch, failures, lease),
     );
@@ -397,7 +433,7 @@ export class SqliteRepo implements Repo {
   }
 
   async claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]> {
-    const claimed = this.relaxed(() => this.claimStatement.all(leaseUntil, now, limit)).map(rowToEvent);
+    const claimed = this.relaxed(() => this.claimTransaction(leaseUntil, now, limit));
     if (!claimed.length) return [];
     const eps = new Map([...new Set(claimed.map((e) => e.endpointId))].map((id) => [id, this.endpointById.get({ id })]));
     const sts = new Map([...new Set(claimed.map((e) => e.storeId))].map((id) => [id, this.storeById.get({ id })]));
@@ -406,6 +442,12 @@ export class SqliteRepo implements Repo {
       const store = sts.get(event.storeId);
       return endpoint && store ? [{ event, endpoint, store }] : [];
     });
+  }
+
+  async journalAttempts(starts: AttemptStart[]): Promise<AttemptStart[]> {
+    if (!starts.length) return [];
+    // Full durability: a send must never happen without a journal entry that survives the crash after it.
+    return this.journalBatch(starts);
   }
 
   async recordAttempts(results: AttemptResult[]) {
