@@ -629,6 +629,16 @@ export class SqliteRepo implements Repo {
     return { backlog: row?.backlog ?? 0, oldestReceivedAt: row?.oldest ?? null };
   }
 
+  async handoffBacklog(storeId: string) {
+    // Ids sort by receipt time: each pending outcome's first id on (store_id, outcome, id) is its oldest, found
+    // without reading the rows of a large backlog (min(received_at) reads every one of them).
+    const first = (o: string) => `SELECT (SELECT received_at FROM events WHERE store_id = ?1 AND outcome = '${o}' ORDER BY id LIMIT 1) AS at`;
+    const sql = `SELECT (SELECT count(*) FROM events WHERE store_id = ?1 AND outcome IN ('accepted', 'queued', 'held')) AS backlog, min(at) AS oldest
+      FROM (${['accepted', 'queued', 'held'].map(first).join(' UNION ALL ')})`;
+    const row = this.sqlite.query<{ backlog: number; oldest: number | null }, [string]>(sql).get(storeId);
+    return { backlog: row?.backlog ?? 0, oldestReceivedAt: row?.oldest ?? null };
+  }
+
   async close() {
     this.sqlite.close();
   }

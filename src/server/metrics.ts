@@ -51,7 +51,7 @@ export function createMetricsHandler(core: Core) {
   };
 
   async function scrape(storeId: string): Promise<Response> {
-    const [pending, stores] = await Promise.all([core.repo.pendingStats(storeId), core.repo.listStores()]);
+    const [pending, stores] = await Promise.all([core.repo.handoffBacklog(storeId), core.repo.listStores()]);
     const db = new Registry();
     db.gauge('hookrelay_handoff_backlog', `Events of this grant's store not yet handed off for good (accepted, queued, held). ${FROM_DATABASE}`)
       .labels()

@@ -95,6 +95,7 @@ describe('GET /metrics', () => {
     const pending = (await scrape()).families;
     expect(value(pending, 'hookrelay_handoff_backlog')).toBe(1);
     expect(value(pending, 'hookrelay_handoff_oldest_pending_seconds')).toBe(90);
+    expect(await env.repo.handoffBacklog(storeId)).toEqual(await env.repo.pendingStats(storeId));
 
     await new HandoffWorker(env.core).drain();
     const { text, families } = await scrape();
