@@ -26,7 +26,7 @@ const BATCH_BOUNDS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048];
 const COMMIT_BOUNDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
 /** An agent call's outcome from its HTTP status: a handful of values, whatever the error code. */
-export function callOutcome(status: number): string {
+function callOutcome(status: number): string {
   if (status < 400) return 'ok';
   if (status === 401) return 'auth_failed';
   if (status === 402 || status === 403) return 'refused';
