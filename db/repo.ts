@@ -129,6 +129,8 @@ export interface Repo {
   countAuthFailures(storeId: string, since: number): Promise<{ endpointId: string; n: number }[]>;
   /** Events not yet handed off for good (accepted, queued, held): the store's, or one endpoint's. */
   pendingStats(storeId: string, endpointId?: string): Promise<{ backlog: number; oldestReceivedAt: number | null }>;
+  /** The same figures for the whole store at scrape cost: the count read from the index alone, the oldest by id order. */
+  handoffBacklog(storeId: string): Promise<{ backlog: number; oldestReceivedAt: number | null }>;
 
   close(): Promise<void>;
 }

@@ -65,6 +65,10 @@ function eventValues(e: EventRow): SQLQueryBindings[] {
   return out;
 }
 
+/** Outcomes of events not yet handed off for good (pendingStats, handoffBacklog). */
+const PENDING_OUTCOMES = ['accepted', 'queued', 'held'] as const;
+const PENDING_IN = PENDING_OUTCOMES.map((o) => `'${o}'`).join(', ');
+
 /** Rows per multi-row INSERT in a commit (see RowBatch). */
 const ROWS_PER_INSERT = 16;
 /** The message of an attempt whose result no one can know (see claimTransaction). */
@@ -663,11 +667,21 @@ export class SqliteRepo implements Repo {
       .all(storeId, since);
   }
   async pendingStats(storeId: string, endpointId?: string) {
-    const pending = `SELECT count(*) AS backlog, min(received_at) AS oldest FROM events WHERE store_id = ? AND outcome IN ('accepted', 'queued', 'held')`;
+    const pending = `SELECT count(*) AS backlog, min(received_at) AS oldest FROM events WHERE store_id = ? AND outcome IN (${PENDING_IN})`;
     // `+endpoint_id`: the pending few are found on (store_id, outcome), not among every event of the endpoint.
     const row = endpointId
       ? this.sqlite.query<{ backlog: number; oldest: number | null }, [string, string]>(`${pending} AND +endpoint_id = ?`).get(storeId, endpointId)
       : this.sqlite.query<{ backlog: number; oldest: number | null }, [string]>(pending).get(storeId);
+    return { backlog: row?.backlog ?? 0, oldestReceivedAt: row?.oldest ?? null };
+  }
+
+  async handoffBacklog(storeId: string) {
+    // Ids sort by receipt time: each pending outcome's first id on (store_id, outcome, id) is its oldest, found
+    // without reading the rows of a large backlog (min(received_at) reads every one of them).
+    const first = (o: string) => `SELECT (SELECT received_at FROM events WHERE store_id = ?1 AND outcome = '${o}' ORDER BY id LIMIT 1) AS at`;
+    const sql = `SELECT (SELECT count(*) FROM events WHERE store_id = ?1 AND outcome IN (${PENDING_IN})) AS backlog, min(at) AS oldest
+      FROM (${PENDING_OUTCOMES.map(first).join(' UNION ALL ')})`;
+    const row = this.sqlite.query<{ backlog: number; oldest: number | null }, [string]>(sql).get(storeId);
     return { backlog: row?.backlog ?? 0, oldestReceivedAt: row?.oldest ?? null };
   }
 

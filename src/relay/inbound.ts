@@ -11,6 +11,7 @@ import type { EndpointCache, LiveEndpoint } from './endpoint-cache.ts';
 import { buildFlowPayload, flowPayloadFits } from './flow.ts';
 import { getPath, normalizeResourceId, relatedIdText } from './mapping.ts';
 import { readCapped } from '../lib/body.ts';
+import { metrics } from '../lib/instruments.ts';
 import type { ReceiptWriter } from './writer.ts';
 
 
@@ -26,6 +27,7 @@ export interface InboundDeps {
 }
 
 function reply(status: number, body: Record<string, unknown>, headers?: Record<string, string>): Response {
+  metrics.inboundReply(status);
   return Response.json(body, { status, headers });
 }
 
@@ -66,6 +68,7 @@ export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
 
   async function authFailure(ep: LiveEndpoint, code: 'SVC_AUTH_HEADER_MISSING' | 'SVC_AUTH_FAILED', at: number) {
     await writer.recordAuthFailure({ id: ids.next('af'), storeId: ep.row.storeId, endpointId: ep.row.id, code, at, count: 1 });
+    metrics.inboundAuthFailure(ep.row.storeId, code);
     return reply(401, { code, message: MESSAGES[code] });
   }
 
@@ -114,9 +117,11 @@ export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
         capacity: keep ? acceptedCapacity(ep.store, now) : null,
       });
     } catch {
+      metrics.inbound(row.storeId, 'unavailable');
       core.log.error(`inbound: receipt commit failed for endpoint ${row.id}`);
       return reply(503, { code: 'temporarily_unavailable', message: 'The receipt could not be recorded; retry later.' }, { 'Retry-After': '5' });
     }
+    metrics.inbound(row.storeId, committed.outcome);
     const out: Record<string, unknown> = { receiptId: committed.receiptId, eventId: committed.eventId, status: committed.outcome };
     if (committed.duplicateOf) out.duplicateOf = committed.duplicateOf;
     if (rejectedCode && !event.isTest) return reply(422, { code: rejectedCode, message: MESSAGES[rejectedCode], ...out });

@@ -10,6 +10,7 @@ import { shopifyDestination } from './destinations/shopify.ts';
 import type { Destination, HandoffOutcome } from './destinations/types.ts';
 import { IDEMPOTENCY_TTL_MS } from '../contract/limits.ts';
 import { attemptMetrics } from '../ops/stats.ts';
+import { metrics } from '../lib/instruments.ts';
 import { releaseHeld } from '../ops/usage.ts';
 import { buildFlowPayload, flowPayloadFits, triggerFor } from './flow.ts';
 import type { DirectHandoff } from './writer.ts';
@@ -182,6 +183,7 @@ export class HandoffWorker {
       this.inFlight.delete(round);
     }
     for (const r of results) {
+      metrics.handoff(r.storeId, r.attempt.outcome);
       if (r.attempt.outcome !== 'delivered') {
         this.core.log.warn(`handoff ${r.attempt.eventId} attempt ${r.attempt.number}: ${r.attempt.outcome} (${r.attempt.code}${r.attempt.httpStatus ? ` HTTP ${r.attempt.httpStatus}` : ''})`);
       }

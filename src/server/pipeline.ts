@@ -11,6 +11,7 @@ import type { Scope } from '../contract/scopes.ts';
 import type { Core } from '../core.ts';
 import { EDITION } from '../contract/scopes.ts';
 import { sha256Hex } from '../lib/crypto.ts';
+import { metrics } from '../lib/instruments.ts';
 import type { OpContext } from '../ops/context.ts';
 import { authenticateBearer } from '../ops/grants.ts';
 import { record, type Meter } from '../ops/usage.ts';
@@ -165,6 +166,7 @@ function meterOf(op: Operation, executing: boolean): Meter | null {
 }
 
 function rateLimited(ctx: OpContext, op: Operation, scope: 'grant' | 'store', retryAfterSeconds: number, resetAt: number): Response {
+  metrics.agentCall(ctx.store.id, op.operationId, 429);
   const body = {
     edition: EDITION,
     actor: ctx.actor,
@@ -194,6 +196,7 @@ export async function audit(
   requestId: string,
   replayed: boolean,
 ): Promise<void> {
+  metrics.agentCall(ctx?.store.id ?? null, op.operationId, status);
   const intent = (data as { intent?: { id: string; state: string; targetId: string | null } } | null)?.intent;
   await core.repo.insertAudit({
     id: core.ids.next('aud'),
