@@ -210,7 +210,7 @@ export class SqliteRepo implements Repo {
       `INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES (?1, ?2, ?3, ?4)
        ON CONFLICT (store_id, meter, period_start) DO UPDATE SET used = used + ?4`,
     );
-    this.insertAuthFailure = sqlite.prepare('INSERT INTO auth_failures (id, store_id, endpoint_id, code, at) VALUES (?, ?, ?, ?, ?)');
+    this.insertAuthFailure = sqlite.prepare('INSERT INTO auth_failures (id, store_id, endpoint_id, code, at, count) VALUES (?, ?, ?, ?, ?, ?)');
     this.journalAttempt = sqlite.prepare(
       `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome)
        VALUES (?, ?, ?, ?, ?, 'sending') ON CONFLICT DO NOTHING`,
@@ -343,7 +343,7 @@ export class SqliteRepo implements Repo {
 
   private commitInTransaction(batch: PendingReceipt[], authFailures: AuthFailureRow[], lease: IngestLease | null): CommittedReceipt[] {
     let leases = lease?.max ?? 0;
-    for (const f of authFailures) this.insertAuthFailure.run(f.id, f.storeId, f.endpointId, f.code, f.at);
+    for (const f of authFailures) this.insertAuthFailure.run(f.id, f.storeId, f.endpointId, f.code, f.at, f.count ?? 1);
     const seen = new Map<string, string>();
     // Accepted-events meter per store and period, read once per batch and written back once.
     type Meter = { storeId: string; meter: string; periodStart: number; used: number; added: number };
@@ -658,7 +658,7 @@ export class SqliteRepo implements Repo {
   async countAuthFailures(storeId: string, since: number) {
     return this.sqlite
       .query<{ endpointId: string; n: number }, [string, number]>(
-        'SELECT endpoint_id AS endpointId, count(*) AS n FROM auth_failures WHERE store_id = ? AND at >= ? GROUP BY endpoint_id',
+        'SELECT endpoint_id AS endpointId, sum(count) AS n FROM auth_failures WHERE store_id = ? AND at >= ? GROUP BY endpoint_id',
       )
       .all(storeId, since);
   }
