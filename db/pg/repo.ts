@@ -79,12 +79,12 @@ export function openPgPool(opts: PgOptions): pg.Pool {
 export async function migratePg(pool: pg.Pool, list: Migration[] = pgMigrations, schema?: string): Promise<string[]> {
   const client = await pool.connect();
   try {
-    if (schema) {
-      await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema.replace(/"/g, '')}"`);
-      await client.query(`SET search_path TO "${schema.replace(/"/g, '')}"`);
-    }
     await client.query('BEGIN');
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    if (schema) {
+      await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema.replace(/"/g, '')}"`);
+      await client.query(`SET LOCAL search_path TO "${schema.replace(/"/g, '')}"`);
+    }
     await client.query('CREATE TABLE IF NOT EXISTS __hookrelay_migrations (tag text PRIMARY KEY, applied_at bigint NOT NULL)');
     const done = await runMigrations(
       {
