@@ -130,5 +130,15 @@ export interface Repo {
   /** Events not yet handed off for good (accepted, queued, held): the store's, or one endpoint's. */
   pendingStats(storeId: string, endpointId?: string): Promise<{ backlog: number; oldestReceivedAt: number | null }>;
 
+  /**
+   * Cross-instance signals (PostgreSQL LISTEN/NOTIFY): `endpoint` carries an endpoint id whose cached config is
+   * stale, `due` says events became due. A single-process dialect has no peers and leaves both out.
+   */
+  notify?(channel: Signal, payload: string): Promise<void>;
+  /** Calls `fn` for each signal from any instance (this one included) until the returned stop is called. */
+  listen?(fn: (channel: Signal, payload: string) => void): Promise<() => Promise<void>>;
+
   close(): Promise<void>;
 }
+
+export type Signal = 'endpoint' | 'due';

@@ -14,7 +14,7 @@ import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import { runMigrations, type Migration } from '../migrate.ts';
 import { migrations as pgMigrations } from '../migrations/pg/index.ts';
-import type { Repo } from '../repo.ts';
+import type { Repo, Signal } from '../repo.ts';
 import type {
   AttemptResult,
   AttemptStart,
@@ -118,14 +118,19 @@ export class PgRepo implements Repo {
   /** This process's event_stats shard: concurrent instances add to different rows. */
   private readonly shard = Math.floor(Math.random() * 16);
 
-  constructor(readonly pool: pg.Pool) {
+  constructor(
+    readonly pool: pg.Pool,
+    /** For the LISTEN connection, which lives outside the pool. */
+    private readonly url: string,
+    private readonly schema?: string,
+  ) {
     this.db = drizzle({ client: pool, schema: s });
   }
 
   static async open(opts: PgOptions): Promise<PgRepo> {
     const pool = openPgPool(opts);
     await migratePg(pool, pgMigrations, opts.schema);
-    return new PgRepo(pool);
+    return new PgRepo(pool, opts.url, opts.schema?.replace(/"/g, ''));
   }
 
   private async tx<T>(fn: (c: Tx) => Promise<T>): Promise<T> {
@@ -620,8 +625,43 @@ export class PgRepo implements Repo {
     return { backlog: r.rows[0]?.backlog ?? 0, oldestReceivedAt: r.rows[0]?.oldest ?? null };
   }
 
+  async notify(channel: Signal, payload: string) {
+    await this.pool.query('SELECT pg_notify($1, $2)', [this.channel(channel), payload]);
+  }
+
+  /** A dedicated connection LISTENs (a pooled one would be handed to other queries); it reconnects if dropped. */
+  async listen(fn: (channel: Signal, payload: string) => void) {
+    let client: pg.Client | null = null;
+    let stopped = false;
+    const connect = async (): Promise<void> => {
+      const c = new pg.Client({ connectionString: this.url, types });
+      c.on('notification', (m) => {
+        for (const channel of ['endpoint', 'due'] as const) if (m.channel === this.channel(channel)) fn(channel, m.payload ?? '');
+      });
+      c.on('error', () => {
+        if (stopped) return;
+        client = null;
+        setTimeout(() => void connect().catch(() => {}), 1000);
+      });
+      await c.connect();
+      if (this.schema) await c.query(`SET search_path TO "${this.schema}"`);
+      for (const channel of ['endpoint', 'due'] as const) await c.query(`LISTEN "${this.channel(channel)}"`);
+      client = c;
+    };
+    await connect();
+    return async () => {
+      stopped = true;
+      await (client as pg.Client | null)?.end().catch(() => {});
+    };
+  }
+
   async close() {
     await this.pool.end();
+  }
+
+  /** NOTIFY channels are database-wide: a deployment in its own schema signals only its own instances. */
+  private channel(signal: Signal): string {
+    return this.schema ? `${this.schema}_hookrelay_${signal}` : `hookrelay_${signal}`;
   }
 
   private newToken(): string {

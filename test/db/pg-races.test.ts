@@ -140,4 +140,23 @@ describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL', () => {
       await b.close();
     }
   });
+
+  it('a signal sent by one instance reaches the other (LISTEN/NOTIFY), and only its own deployment', async () => {
+    const [a, b] = await pair();
+    const other = await pgBackend!.open(); // another schema: another deployment on the same database
+    const heard: string[] = [];
+    const stop = await a.listen!((channel, payload) => heard.push(`${channel}:${payload}`));
+    try {
+      await other.notify!('endpoint', 'ep_elsewhere');
+      await b.notify!('endpoint', 'ep_changed');
+      await b.notify!('due', '');
+      const end = Date.now() + 5000;
+      while (heard.length < 2 && Date.now() < end) await Bun.sleep(10);
+      await Bun.sleep(50);
+      expect(heard).toEqual(['endpoint:ep_changed', 'due:']);
+    } finally {
+      await stop();
+      await Promise.all([a.close(), b.close(), other.close()]);
+    }
+  });
 });
