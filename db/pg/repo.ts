@@ -491,6 +491,8 @@ export class PgRepo implements Repo {
          (SELECT store_id, key FROM idempotency_keys WHERE created_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
       [keysBefore, limit],
     );
+    // Rate windows are a minute long: anything older than an hour is history no one reads.
+    await this.pool.query('DELETE FROM rate_counters WHERE window_start < $1', [now - 3600_000]);
     return { bodies: bodies.rowCount ?? 0, idempotencyKeys: keys.rowCount ?? 0 };
   }
 
@@ -562,6 +564,40 @@ export class PgRepo implements Repo {
   }
   async putIdempotency(row: IdempotencyRow) {
     await this.db.insert(s.idempotencyKeys).values(row).onConflictDoUpdate({ target: [s.idempotencyKeys.storeId, s.idempotencyKeys.key], set: row });
+  }
+
+  async claimIdempotency(row: Pick<IdempotencyRow, 'storeId' | 'key' | 'operationId' | 'requestHash' | 'createdAt'>, since: number, staleBefore: number) {
+    const claimed = await this.pool.query(
+      `INSERT INTO idempotency_keys (store_id, key, operation_id, request_hash, status, response, created_at) VALUES ($1, $2, $3, $4, 0, '', $5)
+       ON CONFLICT (store_id, key) DO UPDATE SET operation_id = $3, request_hash = $4, status = 0, response = '', created_at = $5
+         WHERE idempotency_keys.created_at < $6 OR (idempotency_keys.status = 0 AND idempotency_keys.created_at < $7)
+       RETURNING key`,
+      [row.storeId, row.key, row.operationId, row.requestHash, row.createdAt, since, staleBefore],
+    );
+    return claimed.rowCount ? null : await this.getIdempotency(row.storeId, row.key, 0);
+  }
+  async releaseIdempotency(storeId: string, key: string) {
+    await this.pool.query('DELETE FROM idempotency_keys WHERE store_id = $1 AND key = $2 AND status = 0', [storeId, key]);
+  }
+
+  async takeRate(keys: { key: string; limit: number }[], windowStart: number) {
+    const sorted = keys.map((k) => k.key).sort();
+    return this.tx(async (c) => {
+      await c.query(
+        'INSERT INTO rate_counters (key, window_start, n) SELECT k, $2, 0 FROM unnest($1::text[]) AS k ON CONFLICT DO NOTHING',
+        [sorted, windowStart],
+      );
+      // Locked in key order: two instances taking the same keys never deadlock.
+      const r = await c.query<{ key: string; n: number }>(
+        'SELECT key, n FROM rate_counters WHERE window_start = $2 AND key = ANY($1::text[]) ORDER BY key FOR UPDATE',
+        [sorted, windowStart],
+      );
+      const used = new Map(r.rows.map((row) => [row.key, row.n]));
+      const full = keys.findIndex((k) => (used.get(k.key) ?? 0) >= k.limit);
+      if (full >= 0) return full;
+      await c.query('UPDATE rate_counters SET n = n + 1 WHERE window_start = $2 AND key = ANY($1::text[])', [sorted, windowStart]);
+      return -1;
+    });
   }
 
   // readiness, usage, records

@@ -286,3 +286,17 @@ export const settings = pgTable('settings', {
   value: text('value').notNull(),
   updatedAt: ms('updated_at').notNull(),
 });
+
+/**
+ * Rate-limit windows shared by every instance: one row per (class, grant or store, window start), counted
+ * under the row lock so N instances enforce one limit. Old windows are swept.
+ */
+export const rateCounters = pgTable(
+  'rate_counters',
+  {
+    key: text('key').notNull(),
+    windowStart: ms('window_start').notNull(),
+    n: integer('n').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.key, t.windowStart] }), index('rate_counters_window_idx').on(t.windowStart)],
+);

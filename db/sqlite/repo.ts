@@ -558,6 +558,35 @@ export class SqliteRepo implements Repo {
       .run();
   }
 
+  async claimIdempotency(row: Pick<IdempotencyRow, 'storeId' | 'key' | 'operationId' | 'requestHash' | 'createdAt'>, since: number, staleBefore: number) {
+    const claimed = this.sqlite
+      .query(
+        `INSERT INTO idempotency_keys (store_id, key, operation_id, request_hash, status, response, created_at) VALUES (?1, ?2, ?3, ?4, 0, '', ?5)
+         ON CONFLICT (store_id, key) DO UPDATE SET operation_id = ?3, request_hash = ?4, status = 0, response = '', created_at = ?5
+           WHERE created_at < ?6 OR (status = 0 AND created_at < ?7)
+         RETURNING key`,
+      )
+      .get(row.storeId, row.key, row.operationId, row.requestHash, row.createdAt, since, staleBefore);
+    return claimed ? null : await this.getIdempotency(row.storeId, row.key, 0);
+  }
+  async releaseIdempotency(storeId: string, key: string) {
+    this.sqlite.query('DELETE FROM idempotency_keys WHERE store_id = ? AND key = ? AND status = 0').run(storeId, key);
+  }
+
+  /** One process owns a SQLite file (the data directory lock): its windows live in memory. */
+  private readonly windows = new Map<string, number>();
+  private windowStart = -1;
+  async takeRate(keys: { key: string; limit: number }[], windowStart: number) {
+    if (windowStart !== this.windowStart) {
+      this.windowStart = windowStart;
+      this.windows.clear();
+    }
+    const full = keys.findIndex((k) => (this.windows.get(k.key) ?? 0) >= k.limit);
+    if (full >= 0) return full;
+    for (const k of keys) this.windows.set(k.key, (this.windows.get(k.key) ?? 0) + 1);
+    return -1;
+  }
+
   async listTriggerReadiness(storeId: string) {
     return this.readinessOfStore.all({ id: storeId });
   }

@@ -202,5 +202,37 @@ for (const backend of backends()) {
         await repo.close();
       }
     });
+
+    it('claims an Idempotency-Key once: a live key is held, a pending one past its staleness or an expired one is taken over', async () => {
+      const repo = await backend.open();
+      try {
+        const row = { storeId: STORE, key: 'k1', operationId: 'op', requestHash: 'h', createdAt: T0 };
+        expect(await repo.claimIdempotency(row, T0 - 86400_000, T0 - 60_000)).toBeNull();
+        expect((await repo.claimIdempotency({ ...row, createdAt: T0 + 1 }, T0 - 86400_000, T0 - 60_000))?.status).toBe(0); // in flight
+        expect(await repo.claimIdempotency({ ...row, createdAt: T0 + 61_000 }, T0 - 86400_000, T0 + 1_000)).toBeNull(); // its holder died
+        await repo.putIdempotency({ ...row, status: 200, response: '{"ok":1}', createdAt: T0 + 61_000 });
+        expect((await repo.claimIdempotency({ ...row, createdAt: T0 + 62_000 }, T0, T0 + 62_000))?.response).toBe('{"ok":1}'); // done: held
+        expect(await repo.claimIdempotency({ ...row, createdAt: T0 + 2 * 86400_000 }, T0 + 86400_000, T0)).toBeNull(); // expired
+        await repo.releaseIdempotency(STORE, 'k1');
+        expect(await repo.getIdempotency(STORE, 'k1', 0)).toBeNull();
+      } finally {
+        await repo.close();
+      }
+    });
+
+    it('counts rate windows per key and refuses, counting nothing, once any key is full', async () => {
+      const repo = await backend.open();
+      try {
+        const keys = [{ key: 'simple|g|gr_1', limit: 2 }, { key: 'simple|s|st_1', limit: 3 }];
+        expect(await repo.takeRate(keys, T0)).toBe(-1);
+        expect(await repo.takeRate(keys, T0)).toBe(-1);
+        expect(await repo.takeRate(keys, T0)).toBe(0); // the grant's window is full
+        expect(await repo.takeRate([{ key: 'simple|g|gr_2', limit: 2 }, keys[1]!], T0)).toBe(-1); // the store had room for one more
+        expect(await repo.takeRate([{ key: 'simple|g|gr_2', limit: 2 }, keys[1]!], T0)).toBe(1);
+        expect(await repo.takeRate(keys, T0 + 60_000)).toBe(-1); // a new window
+      } finally {
+        await repo.close();
+      }
+    });
   });
 }
