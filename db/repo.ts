@@ -111,6 +111,21 @@ export interface Repo {
   transitionIntent(id: string, fromState: string, patch: Partial<IntentRow>): Promise<boolean>;
   getIdempotency(storeId: string, key: string, since: number): Promise<IdempotencyRow | null>;
   putIdempotency(row: IdempotencyRow): Promise<void>;
+  /**
+   * Claims an Idempotency-Key for a request about to run: stores it pending (`status` 0) unless a live row holds
+   * it. A row older than `since` (expired) or pending since before `staleBefore` (its instance died) is taken
+   * over. Returns null when claimed, else the row that holds the key (pending: in flight elsewhere).
+   */
+  claimIdempotency(row: Pick<IdempotencyRow, 'storeId' | 'key' | 'operationId' | 'requestHash' | 'createdAt'>, since: number, staleBefore: number): Promise<IdempotencyRow | null>;
+  /** Drops a pending claim whose request failed, so a retry may run. */
+  releaseIdempotency(storeId: string, key: string): Promise<void>;
+
+  // rate limits
+  /**
+   * Counts one call in the window starting at `windowStart` against every key, unless one of them has reached
+   * its limit: then nothing is counted and its index is returned (-1: counted). Exact across instances.
+   */
+  takeRate(keys: { key: string; limit: number }[], windowStart: number): Promise<number>;
 
   // readiness, usage, records
   listTriggerReadiness(storeId: string): Promise<TriggerReadinessRow[]>;
@@ -132,5 +147,15 @@ export interface Repo {
   /** The same figures for the whole store at scrape cost: the count read from the index alone, the oldest by id order. */
   handoffBacklog(storeId: string): Promise<{ backlog: number; oldestReceivedAt: number | null }>;
 
+  /**
+   * Cross-instance signals (PostgreSQL LISTEN/NOTIFY): `endpoint` carries an endpoint id whose cached config is
+   * stale, `due` says events became due. A single-process dialect has no peers and leaves both out.
+   */
+  notify?(channel: Signal, payload: string): Promise<void>;
+  /** Calls `fn` for each signal from any instance (this one included) until the returned stop is called. */
+  listen?(fn: (channel: Signal, payload: string) => void): Promise<() => Promise<void>>;
+
   close(): Promise<void>;
 }
+
+export type Signal = 'endpoint' | 'due';

@@ -214,7 +214,7 @@ export class SqliteRepo implements Repo {
       `INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES (?1, ?2, ?3, ?4)
        ON CONFLICT (store_id, meter, period_start) DO UPDATE SET used = used + ?4`,
     );
-    this.insertAuthFailure = sqlite.prepare('INSERT INTO auth_failures (id, store_id, endpoint_id, code, at) VALUES (?, ?, ?, ?, ?)');
+    this.insertAuthFailure = sqlite.prepare('INSERT INTO auth_failures (id, store_id, endpoint_id, code, at, count) VALUES (?, ?, ?, ?, ?, ?)');
     this.journalAttempt = sqlite.prepare(
       `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome)
        VALUES (?, ?, ?, ?, ?, 'sending') ON CONFLICT DO NOTHING`,
@@ -347,7 +347,7 @@ export class SqliteRepo implements Repo {
 
   private commitInTransaction(batch: PendingReceipt[], authFailures: AuthFailureRow[], lease: IngestLease | null): CommittedReceipt[] {
     let leases = lease?.max ?? 0;
-    for (const f of authFailures) this.insertAuthFailure.run(f.id, f.storeId, f.endpointId, f.code, f.at);
+    for (const f of authFailures) this.insertAuthFailure.run(f.id, f.storeId, f.endpointId, f.code, f.at, f.count ?? 1);
     const seen = new Map<string, string>();
     // Accepted-events meter per store and period, read once per batch and written back once.
     type Meter = { storeId: string; meter: string; periodStart: number; used: number; added: number };
@@ -562,6 +562,35 @@ export class SqliteRepo implements Repo {
       .run();
   }
 
+  async claimIdempotency(row: Pick<IdempotencyRow, 'storeId' | 'key' | 'operationId' | 'requestHash' | 'createdAt'>, since: number, staleBefore: number) {
+    const claimed = this.sqlite
+      .query(
+        `INSERT INTO idempotency_keys (store_id, key, operation_id, request_hash, status, response, created_at) VALUES (?1, ?2, ?3, ?4, 0, '', ?5)
+         ON CONFLICT (store_id, key) DO UPDATE SET operation_id = ?3, request_hash = ?4, status = 0, response = '', created_at = ?5
+           WHERE created_at < ?6 OR (status = 0 AND created_at < ?7)
+         RETURNING key`,
+      )
+      .get(row.storeId, row.key, row.operationId, row.requestHash, row.createdAt, since, staleBefore);
+    return claimed ? null : await this.getIdempotency(row.storeId, row.key, 0);
+  }
+  async releaseIdempotency(storeId: string, key: string) {
+    this.sqlite.query('DELETE FROM idempotency_keys WHERE store_id = ? AND key = ? AND status = 0').run(storeId, key);
+  }
+
+  /** One process owns a SQLite file (the data directory lock): its windows live in memory. */
+  private readonly windows = new Map<string, number>();
+  private windowStart = -1;
+  async takeRate(keys: { key: string; limit: number }[], windowStart: number) {
+    if (windowStart !== this.windowStart) {
+      this.windowStart = windowStart;
+      this.windows.clear();
+    }
+    const full = keys.findIndex((k) => (this.windows.get(k.key) ?? 0) >= k.limit);
+    if (full >= 0) return full;
+    for (const k of keys) this.windows.set(k.key, (this.windows.get(k.key) ?? 0) + 1);
+    return -1;
+  }
+
   async listTriggerReadiness(storeId: string) {
     return this.readinessOfStore.all({ id: storeId });
   }
@@ -662,7 +691,7 @@ export class SqliteRepo implements Repo {
   async countAuthFailures(storeId: string, since: number) {
     return this.sqlite
       .query<{ endpointId: string; n: number }, [string, number]>(
-        'SELECT endpoint_id AS endpointId, count(*) AS n FROM auth_failures WHERE store_id = ? AND at >= ? GROUP BY endpoint_id',
+        'SELECT endpoint_id AS endpointId, sum(count) AS n FROM auth_failures WHERE store_id = ? AND at >= ? GROUP BY endpoint_id',
       )
       .all(storeId, since);
   }
