@@ -66,6 +66,9 @@ export interface EventFilter {
   limit: number;
 }
 
+/** Outcomes of events not yet handed off for good: the backlog. */
+export const PENDING_OUTCOMES = ['accepted', 'queued', 'held'] as const;
+
 /** A due event for the handoff worker, with what it needs to build the platform payload. */
 export interface DueEvent {
   event: EventRow;

@@ -34,7 +34,7 @@ import type {
   StoreRow,
   TriggerReadinessRow,
 } from '../types.ts';
-import { METRIC, STATS_WIDTHS_MS, statsBucket } from '../types.ts';
+import { METRIC, PENDING_OUTCOMES, STATS_WIDTHS_MS, statsBucket } from '../types.ts';
 import * as s from './schema.ts';
 
 /** Any two instances migrating at once serialise on this key (pg_advisory_xact_lock). */
@@ -654,10 +654,21 @@ export class PgRepo implements Repo {
     return r.rows;
   }
   async pendingStats(storeId: string, endpointId?: string) {
-    const base = `SELECT count(*)::bigint AS backlog, min(received_at) AS oldest FROM events WHERE store_id = $1 AND outcome IN ('accepted', 'queued', 'held')`;
+    const base = `SELECT count(*)::bigint AS backlog, min(received_at) AS oldest FROM events WHERE store_id = $1 AND outcome = ANY($2::text[])`;
     const r = endpointId
-      ? await this.pool.query<{ backlog: number; oldest: number | null }>(`${base} AND endpoint_id = $2`, [storeId, endpointId])
-      : await this.pool.query<{ backlog: number; oldest: number | null }>(base, [storeId]);
+      ? await this.pool.query<{ backlog: number; oldest: number | null }>(`${base} AND endpoint_id = $3`, [storeId, PENDING_OUTCOMES, endpointId])
+      : await this.pool.query<{ backlog: number; oldest: number | null }>(base, [storeId, PENDING_OUTCOMES]);
+    return { backlog: r.rows[0]?.backlog ?? 0, oldestReceivedAt: r.rows[0]?.oldest ?? null };
+  }
+
+  async handoffBacklog(storeId: string) {
+    // Each pending outcome's first id on (store_id, outcome, id) is its oldest: no scan of a large backlog.
+    const r = await this.pool.query<{ backlog: number; oldest: number | null }>(
+      `SELECT (SELECT count(*) FROM events WHERE store_id = $1 AND outcome = ANY($2::text[]))::bigint AS backlog,
+              (SELECT min(at) FROM unnest($2::text[]) AS o(outcome),
+                 LATERAL (SELECT received_at AS at FROM events e WHERE e.store_id = $1 AND e.outcome = o.outcome ORDER BY e.id LIMIT 1) f) AS oldest`,
+      [storeId, PENDING_OUTCOMES],
+    );
     return { backlog: r.rows[0]?.backlog ?? 0, oldestReceivedAt: r.rows[0]?.oldest ?? null };
   }
 

@@ -25,7 +25,7 @@ import type {
   StoreRow,
 } from '../types.ts';
 import * as s from './schema.ts';
-import { METRIC, STATS_WIDTHS_MS, statsBucket } from '../types.ts';
+import { METRIC, PENDING_OUTCOMES, STATS_WIDTHS_MS, statsBucket } from '../types.ts';
 
 export interface SqliteOptions {
   /** File path, or `:memory:`. */
@@ -66,7 +66,6 @@ function eventValues(e: EventRow): SQLQueryBindings[] {
 }
 
 /** Outcomes of events not yet handed off for good (pendingStats, handoffBacklog). */
-const PENDING_OUTCOMES = ['accepted', 'queued', 'held'] as const;
 const PENDING_IN = PENDING_OUTCOMES.map((o) => `'${o}'`).join(', ');
 
 /** Rows per multi-row INSERT in a commit (see RowBatch). */

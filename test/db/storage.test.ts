@@ -120,6 +120,7 @@ for (const backend of backends()) {
         expect((await repo.getUsage(STORE, T0)).accepted_events).toBe(4);
         expect(await repo.hasOutcome(STORE, 'held')).toBe(true);
         expect(await repo.pendingStats(STORE)).toEqual({ backlog: 5, oldestReceivedAt: T0 });
+        expect(await repo.handoffBacklog(STORE)).toEqual({ backlog: 5, oldestReceivedAt: T0 });
       } finally {
         await repo.close();
       }
