@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { SqliteRepo } from '../db/sqlite/repo.ts';
 import { AppError } from './contract/errors.ts';
 import { createCore, defaultConfig, type Config, type Core } from './core.ts';
+import { lockDataDir } from './lib/dir-lock.ts';
 import { newSecretKey, parseSecretKey, SecretBox } from './lib/crypto.ts';
 import type { Log } from './lib/log.ts';
 
@@ -12,6 +13,8 @@ export interface BootOptions {
   log?: Log;
   config?: Partial<Config>;
   synchronous?: 'FULL' | 'NORMAL';
+  /** Take the data directory's serve lock before opening the database (`serve` only; see lockDataDir). */
+  serveLock?: boolean;
 }
 
 export function resolveDataDir(flag?: string): string {
@@ -48,6 +51,7 @@ export function prepareDataDir(flag?: string): string {
 
 export async function openCore(opts: BootOptions = {}): Promise<Core> {
   const dataDir = prepareDataDir(opts.dataDir);
+  if (opts.serveLock) lockDataDir(dataDir);
   const repo = await SqliteRepo.open({ path: join(dataDir, 'hookrelay.db'), synchronous: opts.synchronous });
   const box = new SecretBox(loadSecretKey(dataDir));
   return createCore({ repo, box, log: opts.log, config: defaultConfig(opts.config) });

@@ -1,5 +1,6 @@
 /** `hookrelay serve`: Bun.serve + the app + the handoff worker, with request logging and a clean SIGTERM. */
 import type { Server } from 'bun';
+import { AppError } from '../contract/errors.ts';
 import type { Core } from '../core.ts';
 import { HandoffWorker, type Destinations } from '../relay/worker.ts';
 import { createApp, pathOf, type App } from './app.ts';
@@ -23,6 +24,19 @@ export interface StartOptions {
   logRequests?: boolean;
 }
 
+/** Bun.serve, with a busy port answered as a `conflict` that names it (the CLI exits non-zero with it). */
+function listen(opts: StartOptions, options: Parameters<typeof Bun.serve<undefined>>[0]): Server<undefined> {
+  try {
+    return Bun.serve(options);
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'EADDRINUSE') throw err;
+    throw new AppError('conflict', `Port ${opts.port} on ${opts.host} is already in use. Stop what listens there, or choose another --port.`, {
+      port: opts.port,
+      host: opts.host,
+    });
+  }
+}
+
 export async function startServer(core: Core, opts: StartOptions): Promise<RunningServer> {
   const app = createApp(core);
   const worker = new HandoffWorker(core, opts.destinations);
@@ -30,9 +44,12 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
   const logRequests = opts.logRequests ?? true;
   let inFlight = 0;
 
-  const server = Bun.serve({
+  const server = listen(opts, {
     port: opts.port,
     hostname: opts.host,
+    // Bun sets SO_REUSEPORT in production mode unless told not to: a second serve on a busy port would then
+    // listen beside the first and share its connections instead of failing.
+    reusePort: false,
     idleTimeout: core.config.idleTimeoutSeconds,
     // Bun's default follows NODE_ENV, so a server started from source would run in development mode: error pages
     // with stack traces, and a measurably slower request path. Always production.
