@@ -10,6 +10,7 @@ import type { McpEndpoint } from '../mcp/endpoint.ts';
 import { EndpointCache } from '../relay/endpoint-cache.ts';
 import { createInboundHandler } from '../relay/inbound.ts';
 import { createLifecycleHandler } from '../relay/lifecycle.ts';
+import { describeFault, StorageHealth } from '../relay/storage-health.ts';
 import { ReceiptWriter } from '../relay/writer.ts';
 import { HANDLERS } from './handlers.ts';
 import { errorResponse } from './http.ts';
@@ -85,6 +86,8 @@ export function createApp(core: Core): App {
   const endpoints = new EndpointCache(core);
   let wake: () => void = () => {};
   const writer = new ReceiptWriter(core.repo, () => wake());
+  const storage = new StorageHealth(core.clock, core.log);
+  writer.reportHealthTo(storage);
   const inbound = createInboundHandler({ core, endpoints, writer });
   const lifecycle = createLifecycleHandler(core);
   const routes = OPERATIONS.map(compile);
@@ -93,7 +96,7 @@ export function createApp(core: Core): App {
   let mcp: Promise<McpEndpoint> | null = null;
   const mcpEndpoint = () => (mcp ??= import('../mcp/endpoint.ts').then((m) => m.createMcpEndpoint({ core, version: VERSION, appFetch: (req) => fetch(req) })));
   const available = new Set(routes.filter((r) => r.handler || r.op.auth === 'none' || (r.op === MCP && core.config.mcp.codeMode)).map((r) => r.op.operationId));
-  const deps = { core, endpointChanged: (id: string) => endpoints.invalidate(id), limiter: new RateLimiter(core.clock, core.config.rateLimits), inflight: new Map() };
+  const deps = { core, endpointChanged: (id: string) => endpoints.invalidate(id), limiter: new RateLimiter(core.clock, core.config.rateLimits), inflight: new Map(), storage };
   let requestSeq = 0;
 
   async function fetch(req: Request): Promise<Response> {
@@ -133,25 +136,41 @@ export function createApp(core: Core): App {
     return errorResponse(null, new AppError('not_found', 'No such route. GET /agent/v1/manifest lists the operations.'));
   }
 
+  /**
+   * Aggregate health. Storage is degraded from a failed write until a write succeeds again (a full disk still
+   * reads fine, so a read probe alone would say operational); the read probe catches a database that cannot
+   * even be read. Degraded answers 503, so a load balancer's check takes the box out of rotation.
+   */
   async function status(): Promise<Response> {
-    let dbOk = true;
+    let readable = true;
     try {
       await core.repo.listStores();
     } catch {
-      dbOk = false;
+      readable = false;
+    }
+    const writes = storage.state();
+    const ok = readable && writes.status === 'operational';
+    const health = ok ? 'operational' : 'degraded';
+    const storageComponent: Record<string, unknown> = { name: 'storage', status: health };
+    if (writes.status === 'degraded') {
+      Object.assign(storageComponent, {
+        code: 'storage_unavailable',
+        fault: writes.fault,
+        detail: `Writes are failing: ${describeFault(writes.fault!)}. Receipts and API calls answer 503 until a write succeeds again.`,
+        failingSince: iso(writes.failingSince!),
+        lastFailureAt: iso(writes.lastFailureAt!),
+      });
+    } else if (!readable) {
+      Object.assign(storageComponent, { code: 'storage_unavailable', detail: 'The database cannot be read.' });
     }
     const body = {
-      status: dbOk ? 'operational' : 'degraded',
+      status: health,
       edition: EDITION,
       version: VERSION,
-      components: [
-        { name: 'ingest', status: dbOk ? 'operational' : 'degraded' },
-        { name: 'agent_api', status: 'operational' },
-        { name: 'storage', status: dbOk ? 'operational' : 'degraded' },
-      ],
+      components: [{ name: 'ingest', status: health }, { name: 'agent_api', status: health }, storageComponent],
       time: iso(core.clock.now()),
     };
-    return Response.json(body, { status: dbOk ? 200 : 503 });
+    return Response.json(body, { status: ok ? 200 : 503 });
   }
 
   return {

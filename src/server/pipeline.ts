@@ -16,6 +16,7 @@ import { authenticateBearer } from '../ops/grants.ts';
 import { record, type Meter } from '../ops/usage.ts';
 import { envelopeBody, errorResponse, invalidInput, newSupportCode } from './http.ts';
 import type { RateLimiter } from './rate-limit.ts';
+import { storageFault, storageUnavailable, type StorageHealth } from '../relay/storage-health.ts';
 
 export type AnyHandler = (ctx: OpContext, input: { params: unknown; query: unknown; body: unknown }) => Promise<unknown>;
 
@@ -25,6 +26,8 @@ export interface PipelineDeps {
   limiter: RateLimiter;
   /** Executions in flight per store + Idempotency-Key, so concurrent retries run once. */
   inflight: Map<string, Promise<unknown>>;
+  /** Where storage faults are recorded (GET /status); absent in tests that build deps by hand. */
+  storage?: StorageHealth;
 }
 
 const MAX_API_BODY = 1024 * 1024;
@@ -130,11 +133,15 @@ export async function runOperation(
       result = await exec();
     }
     await audit(deps.core, op, ctx, params, result.status, result.body.data, null, requestId, replayed);
+    deps.storage?.succeeded();
     return Response.json(result.body, { status: result.status, headers: replayed ? { 'Idempotent-Replayed': 'true' } : undefined });
   } catch (err) {
     let appErr: AppError;
     let supportCode: string | undefined;
+    const fault = err instanceof AppError ? null : (deps.storage?.failed(err) ?? storageFault(err));
     if (err instanceof AppError) appErr = err;
+    else if (req.signal.aborted) throw err; // the client hung up: nobody to answer, and not our failure (serve logs it)
+    else if (fault) appErr = storageUnavailable(fault);
     else {
       supportCode = newSupportCode();
       deps.core.log.error(`internal error in ${op.operationId} request=${requestId} support=${supportCode}: ${describe(err)}`);
