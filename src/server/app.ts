@@ -5,6 +5,8 @@ import { buildOpenApi } from '../contract/openapi.ts';
 import { EDITION } from '../contract/scopes.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import type { Core } from '../core.ts';
+import { MAX_API_BODY_BYTES } from '../contract/limits.ts';
+import { withCappedBody } from '../lib/body.ts';
 import { iso } from '../lib/clock.ts';
 import type { McpEndpoint } from '../mcp/endpoint.ts';
 import { EndpointCache } from '../relay/endpoint-cache.ts';
@@ -107,7 +109,12 @@ export function createApp(core: Core): App {
       return Response.json({ code: 'not_found', message: 'No such endpoint.' }, { status: 404 });
     }
     if (path === '/flow/lifecycle') return lifecycle(req);
-    if (path === MCP.path) return (await mcpEndpoint()).fetch(req); // POST, and GET / DELETE of its streams and sessions
+    if (path === MCP.path) {
+      // POST, and GET / DELETE of its streams and sessions. The SDK buffers any body whole: cap it first.
+      const capped = await withCappedBody(req, MAX_API_BODY_BYTES);
+      if (!capped) return errorResponse(null, new AppError('payload_too_large', 'Request bodies are limited to 1 MiB.'));
+      return (await mcpEndpoint()).fetch(capped);
+    }
     if (req.method === 'GET' && path === '/status') return status();
     if (req.method === 'GET' && path === '/agent/v1/openapi.json') return Response.json(buildOpenApi(core.config.publicUrl));
     if (req.method === 'GET' && (path === '/docs' || path === '/')) {
