@@ -20,6 +20,7 @@ export default defineCommand({
     const log = stderrLog();
     const core = await openCore({
       dataDir: args['data-dir'],
+      serveLock: true,
       log,
       config: {
         publicUrl: process.env.HOOKRELAY_PUBLIC_URL ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`,

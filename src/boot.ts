@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { isPostgresUrl, openStorage } from '../db/open.ts';
 import { AppError } from './contract/errors.ts';
 import { createCore, defaultConfig, type Config, type Core } from './core.ts';
+import { lockDataDir } from './lib/dir-lock.ts';
 import { newSecretKey, parseSecretKey, SecretBox } from './lib/crypto.ts';
 import type { Log } from './lib/log.ts';
 
@@ -14,6 +15,8 @@ export interface BootOptions {
   synchronous?: 'FULL' | 'NORMAL';
   /** `postgres://…` (--database-url); else HOOKRELAY_DATABASE_URL; else SQLite in the data directory. */
   databaseUrl?: string;
+  /** Take the data directory's serve lock before opening a SQLite database (`serve` only; see lockDataDir). */
+  serveLock?: boolean;
 }
 
 export function resolveDataDir(flag?: string): string {
@@ -57,6 +60,8 @@ export async function openCore(opts: BootOptions = {}): Promise<Core> {
   if (url && !process.env.HOOKRELAY_SECRET_KEY) {
     throw new AppError('invalid_input', 'With a PostgreSQL database, set HOOKRELAY_SECRET_KEY (64 hex characters), the same on every instance.');
   }
+  // One serve per SQLite file; instances on PostgreSQL are peers and take no lock.
+  if (opts.serveLock && !url) lockDataDir(dataDir);
   const box = new SecretBox(loadSecretKey(dataDir));
   const repo = await openStorage({ url, sqlitePath: join(dataDir, 'hookrelay.db'), synchronous: opts.synchronous });
   return createCore({ repo, box, log: opts.log, config: defaultConfig(opts.config) });

@@ -31,6 +31,10 @@ export const ERROR_CODES = {
   internal_error: { status: 500, exitCode: EXIT.error },
   not_implemented: { status: 501, exitCode: EXIT.error },
   mcp_code_mode_unavailable: { status: 503, exitCode: EXIT.error },
+  /** The database refuses writes (disk full, I/O error); GET /status says which. Retry after the operator frees it. */
+  storage_unavailable: { status: 503, exitCode: EXIT.error },
+  /** The server is stopping (SIGTERM): retry against it once restarted. */
+  shutting_down: { status: 503, exitCode: EXIT.unreachable },
 } as const satisfies Record<string, { status: number; exitCode: number }>;
 export type ErrorCode = keyof typeof ERROR_CODES;
 

@@ -12,3 +12,6 @@ export const DEFAULT_RATE_LIMITS: RateLimits = {
 
 /** How long an Idempotency-Key holds its stored response (DESIGN: 24 h); older keys are swept. */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
+
+/** Largest Agent Operations API (and MCP) request body; larger bodies answer 413 `payload_too_large`. */
+export const MAX_API_BODY_BYTES = 1024 * 1024;

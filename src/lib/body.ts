@@ -1,4 +1,4 @@
-/** Raw request bodies, read once and capped (inbound hooks, the Flow lifecycle callback). */
+/** Raw request bodies, read once and capped (inbound hooks, the Flow lifecycle callback, API and MCP bodies). */
 /**
  * Reads the raw body up to `max` bytes; null when it is larger: declared so by Content-Length (nothing is
  * read), or found so while reading a body sent without one.
@@ -32,4 +32,15 @@ export async function readCapped(req: Request, max: number): Promise<Uint8Array 
     off += c.byteLength;
   }
   return out;
+}
+
+/**
+ * `req` with its body read (up to `max` bytes) for a reader that would otherwise buffer any size (the MCP SDK
+ * reads the whole body); null when it is larger. Bodyless requests pass unchanged.
+ */
+export async function withCappedBody(req: Request, max: number): Promise<Request | null> {
+  if (!req.body) return req;
+  const body = await readCapped(req, max);
+  if (!body) return null;
+  return new Request(req.url, { method: req.method, headers: req.headers, body, signal: req.signal });
 }

@@ -12,7 +12,8 @@ import { buildFlowPayload, flowPayloadFits } from './flow.ts';
 import { getPath, normalizeResourceId, relatedIdText } from './mapping.ts';
 import { readCapped } from '../lib/body.ts';
 import { metrics } from '../lib/instruments.ts';
-import type { ReceiptWriter } from './writer.ts';
+import { describeFault, STORAGE_RETRY_AFTER_SECONDS, storageFault } from './storage-health.ts';
+import { WriterClosedError, type ReceiptWriter } from './writer.ts';
 
 
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
@@ -44,6 +45,28 @@ export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
   const { clock, ids, config } = core;
 
   return async function handleInbound(req: Request, endpointId: string): Promise<Response> {
+    try {
+      return await receive(req, endpointId);
+    } catch (err) {
+      return unavailable(err);
+    }
+  };
+
+  /**
+   * The answer when storage cannot take the receipt: a 503 the sender retries, with a stable code and no driver
+   * text. The writer has recorded (and logged, once) the fault; a receipt refused because the server is stopping
+   * is no error at all. Anything else is a bug, for serve's top-level handler.
+   */
+  function unavailable(err: unknown): Response {
+    if (err instanceof WriterClosedError) {
+      return reply(503, { code: 'shutting_down', message: 'The server is stopping; nothing was recorded. Retry shortly.' }, { 'Retry-After': '5', Connection: 'close' });
+    }
+    const fault = storageFault(err);
+    if (!fault) throw err;
+    return reply(503, { code: 'storage_unavailable', message: `The receipt could not be recorded: ${describeFault(fault)}. Retry later.` }, { 'Retry-After': String(STORAGE_RETRY_AFTER_SECONDS) });
+  }
+
+  async function receive(req: Request, endpointId: string): Promise<Response> {
     if (req.method !== 'POST') return reply(405, { code: 'method_not_allowed', message: 'Use POST.' }, { Allow: 'POST' });
     const ep = await endpoints.get(endpointId);
     if (!ep || ep.row.status !== 'active') return reply(404, { code: 'not_found', message: 'No such endpoint.' });
@@ -60,7 +83,7 @@ export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
     if (!authenticate(ep, body, headerValue, now)) return authFailure(ep, 'SVC_AUTH_FAILED', now);
 
     return accept(ep, body, now);
-  };
+  }
 
   function tooLarge(): Response {
     return reply(413, { code: 'SVC_PAYLOAD_TOO_LARGE', message: `Bodies are limited to ${config.maxBodyBytes} bytes.` });
@@ -106,9 +129,9 @@ export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
       Object.assign(event, { outcome: 'rejected', code: rejectedCode, nextAttemptAt: null, bodyRetention: 'none' });
     }
 
+    const keep = event.outcome === 'accepted';
     let committed;
     try {
-      const keep = event.outcome === 'accepted';
       committed = await writer.submit({
         event,
         body: keep ? body : null,
@@ -116,10 +139,9 @@ export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
         dedupeSince: keep ? now - config.dedupeWindowMs : null,
         capacity: keep ? acceptedCapacity(ep.store, now) : null,
       });
-    } catch {
+    } catch (err) {
       metrics.inbound(row.storeId, 'unavailable');
-      core.log.error(`inbound: receipt commit failed for endpoint ${row.id}`);
-      return reply(503, { code: 'temporarily_unavailable', message: 'The receipt could not be recorded; retry later.' }, { 'Retry-After': '5' });
+      throw err; // answered by unavailable()
     }
     metrics.inbound(row.storeId, committed.outcome);
     const out: Record<string, unknown> = { receiptId: committed.receiptId, eventId: committed.eventId, status: committed.outcome };

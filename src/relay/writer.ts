@@ -5,6 +5,7 @@
 import type { Repo } from '../../db/repo.ts';
 import type { AuthFailureRow, CommittedReceipt, EventRow, IngestLease, PendingReceipt } from '../../db/types.ts';
 import { metrics } from '../lib/instruments.ts';
+import type { StorageHealth } from './storage-health.ts';
 
 /**
  * The running worker's side of a commit: it may take receipts straight from the commit (claimed in the same
@@ -15,6 +16,14 @@ export interface DirectHandoff {
   lease(): IngestLease | null;
   /** The receipts the commit leased to the worker, as stored; `due`: it also left accepted receipts to the claim. */
   take(events: EventRow[], due: boolean): void;
+}
+
+/** A receipt offered after close (shutdown): refused, not a failure of storage. */
+export class WriterClosedError extends Error {
+  constructor() {
+    super('writer closed');
+    this.name = 'WriterClosedError';
+  }
 }
 
 interface Waiter<T> {
@@ -30,6 +39,7 @@ export class ReceiptWriter {
   private flushing: Promise<void> | null = null;
   private closed = false;
   private direct: DirectHandoff | null = null;
+  private health: StorageHealth | null = null;
 
   constructor(
     private readonly repo: Repo,
@@ -45,9 +55,14 @@ export class ReceiptWriter {
     this.direct = direct;
   }
 
+  /** Records each commit's success or storage failure there (GET /status reads it). */
+  reportHealthTo(health: StorageHealth): void {
+    this.health = health;
+  }
+
   /** Resolves once the receipt is durably committed. */
   submit(receipt: PendingReceipt): Promise<CommittedReceipt> {
-    if (this.closed) return Promise.reject(new Error('writer closed'));
+    if (this.closed) return Promise.reject(new WriterClosedError());
     return new Promise((resolve, reject) => {
       this.receipts.push({ item: receipt, resolve, reject });
       this.schedule();
@@ -55,7 +70,7 @@ export class ReceiptWriter {
   }
 
   recordAuthFailure(row: AuthFailureRow): Promise<void> {
-    if (this.closed) return Promise.reject(new Error('writer closed'));
+    if (this.closed) return Promise.reject(new WriterClosedError());
     return new Promise((resolve, reject) => {
       this.failures.push({ item: row, resolve, reject });
       this.schedule();
@@ -108,6 +123,7 @@ export class ReceiptWriter {
           lease,
         );
         metrics.commit(batch.length + failures.length, (performance.now() - started) / 1000);
+        this.health?.succeeded();
         batch.forEach((w, i) => w.resolve(committed[i]!));
         failures.forEach((f) => f.resolve());
         if (lease) {
@@ -116,6 +132,7 @@ export class ReceiptWriter {
         }
         if (committed.length) this.onCommitted(committed);
       } catch (err) {
+        this.health?.failed(err);
         batch.forEach((w) => w.reject(err));
         failures.forEach((f) => f.reject(err));
       }

@@ -5,11 +5,14 @@ import { buildOpenApi } from '../contract/openapi.ts';
 import { EDITION } from '../contract/scopes.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import type { Core } from '../core.ts';
+import { MAX_API_BODY_BYTES } from '../contract/limits.ts';
+import { withCappedBody } from '../lib/body.ts';
 import { iso } from '../lib/clock.ts';
 import type { McpEndpoint } from '../mcp/endpoint.ts';
 import { EndpointCache } from '../relay/endpoint-cache.ts';
 import { createInboundHandler } from '../relay/inbound.ts';
 import { createLifecycleHandler } from '../relay/lifecycle.ts';
+import { describeFault, StorageHealth } from '../relay/storage-health.ts';
 import { ReceiptWriter } from '../relay/writer.ts';
 import { HANDLERS } from './handlers.ts';
 import { errorResponse } from './http.ts';
@@ -86,6 +89,8 @@ export function createApp(core: Core): App {
   const endpoints = new EndpointCache(core);
   let wake: () => void = () => {};
   const writer = new ReceiptWriter(core.repo, () => wake());
+  const storage = new StorageHealth(core.clock, core.log);
+  writer.reportHealthTo(storage);
   const inbound = createInboundHandler({ core, endpoints, writer });
   const lifecycle = createLifecycleHandler(core);
   const metrics = createMetricsHandler(core);
@@ -95,7 +100,7 @@ export function createApp(core: Core): App {
   let mcp: Promise<McpEndpoint> | null = null;
   const mcpEndpoint = () => (mcp ??= import('../mcp/endpoint.ts').then((m) => m.createMcpEndpoint({ core, version: VERSION, appFetch: (req) => fetch(req) })));
   const available = new Set(routes.filter((r) => r.handler || r.op.auth === 'none' || (r.op === MCP && core.config.mcp.codeMode)).map((r) => r.op.operationId));
-  const deps = { core, endpointChanged: (id: string) => endpoints.invalidate(id), limiter: new RateLimiter(core.clock, core.config.rateLimits), inflight: new Map() };
+  const deps = { core, endpointChanged: (id: string) => endpoints.invalidate(id), limiter: new RateLimiter(core.clock, core.config.rateLimits), inflight: new Map(), storage };
   let requestSeq = 0;
 
   async function fetch(req: Request): Promise<Response> {
@@ -107,7 +112,12 @@ export function createApp(core: Core): App {
     }
     if (path === '/flow/lifecycle') return lifecycle(req);
     if (path === '/metrics') return metrics(req);
-    if (path === MCP.path) return (await mcpEndpoint()).fetch(req); // POST, and GET / DELETE of its streams and sessions
+    if (path === MCP.path) {
+      // POST, and GET / DELETE of its streams and sessions. The SDK buffers any body whole: cap it first.
+      const capped = await withCappedBody(req, MAX_API_BODY_BYTES);
+      if (!capped) return errorResponse(null, new AppError('payload_too_large', 'Request bodies are limited to 1 MiB.'));
+      return (await mcpEndpoint()).fetch(capped);
+    }
     if (req.method === 'GET' && path === '/status') return status();
     if (req.method === 'GET' && path === '/agent/v1/openapi.json') return Response.json(buildOpenApi(core.config.publicUrl));
     if (req.method === 'GET' && (path === '/docs' || path === '/')) {
@@ -136,25 +146,41 @@ export function createApp(core: Core): App {
     return errorResponse(null, new AppError('not_found', 'No such route. GET /agent/v1/manifest lists the operations.'));
   }
 
+  /**
+   * Aggregate health. Storage is degraded from a failed write until a write succeeds again (a full disk still
+   * reads fine, so a read probe alone would say operational); the read probe catches a database that cannot
+   * even be read. Degraded answers 503, so a load balancer's check takes the box out of rotation.
+   */
   async function status(): Promise<Response> {
-    let dbOk = true;
+    let readable = true;
     try {
       await core.repo.listStores();
     } catch {
-      dbOk = false;
+      readable = false;
+    }
+    const writes = storage.state();
+    const ok = readable && writes.status === 'operational';
+    const health = ok ? 'operational' : 'degraded';
+    const storageComponent: Record<string, unknown> = { name: 'storage', status: health };
+    if (writes.status === 'degraded') {
+      Object.assign(storageComponent, {
+        code: 'storage_unavailable',
+        fault: writes.fault,
+        detail: `Writes are failing: ${describeFault(writes.fault!)}. Receipts and API calls answer 503 until a write succeeds again.`,
+        failingSince: iso(writes.failingSince!),
+        lastFailureAt: iso(writes.lastFailureAt!),
+      });
+    } else if (!readable) {
+      Object.assign(storageComponent, { code: 'storage_unavailable', detail: 'The database cannot be read.' });
     }
     const body = {
-      status: dbOk ? 'operational' : 'degraded',
+      status: health,
       edition: EDITION,
       version: VERSION,
-      components: [
-        { name: 'ingest', status: dbOk ? 'operational' : 'degraded' },
-        { name: 'agent_api', status: 'operational' },
-        { name: 'storage', status: dbOk ? 'operational' : 'degraded' },
-      ],
+      components: [{ name: 'ingest', status: health }, { name: 'agent_api', status: health }, storageComponent],
       time: iso(core.clock.now()),
     };
-    return Response.json(body, { status: dbOk ? 200 : 503 });
+    return Response.json(body, { status: ok ? 200 : 503 });
   }
 
   return {

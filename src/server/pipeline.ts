@@ -4,12 +4,13 @@
  */
 import type { z } from 'zod';
 import { checkExpectedContext } from '../contract/context.ts';
-import { IDEMPOTENCY_TTL_MS } from '../contract/limits.ts';
+import { IDEMPOTENCY_TTL_MS, MAX_API_BODY_BYTES } from '../contract/limits.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import type { Operation } from '../contract/operations.ts';
 import type { Scope } from '../contract/scopes.ts';
 import type { Core } from '../core.ts';
 import { EDITION } from '../contract/scopes.ts';
+import { readCapped } from '../lib/body.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { metrics } from '../lib/instruments.ts';
 import type { OpContext } from '../ops/context.ts';
@@ -17,6 +18,9 @@ import { authenticateBearer } from '../ops/grants.ts';
 import { record, type Meter } from '../ops/usage.ts';
 import { envelopeBody, errorResponse, invalidInput, newSupportCode } from './http.ts';
 import type { RateLimiter } from './rate-limit.ts';
+import { storageFault, storageUnavailable, type StorageHealth } from '../relay/storage-health.ts';
+
+const UTF8 = new TextDecoder();
 
 export type AnyHandler = (ctx: OpContext, input: { params: unknown; query: unknown; body: unknown }) => Promise<unknown>;
 
@@ -26,9 +30,9 @@ export interface PipelineDeps {
   limiter: RateLimiter;
   /** Executions in flight per store + Idempotency-Key, so concurrent retries run once. */
   inflight: Map<string, Promise<unknown>>;
+  /** Where storage faults are recorded (GET /status); absent in tests that build deps by hand. */
+  storage?: StorageHealth;
 }
-
-const MAX_API_BODY = 1024 * 1024;
 
 export async function runOperation(
   deps: PipelineDeps,
@@ -131,11 +135,15 @@ export async function runOperation(
       result = await exec();
     }
     await audit(deps.core, op, ctx, params, result.status, result.body.data, null, requestId, replayed);
+    deps.storage?.succeeded();
     return Response.json(result.body, { status: result.status, headers: replayed ? { 'Idempotent-Replayed': 'true' } : undefined });
   } catch (err) {
     let appErr: AppError;
     let supportCode: string | undefined;
+    const fault = err instanceof AppError ? null : (deps.storage?.failed(err) ?? storageFault(err));
     if (err instanceof AppError) appErr = err;
+    else if (req.signal.aborted) throw err; // the client hung up: nobody to answer, and not our failure (serve logs it)
+    else if (fault) appErr = storageUnavailable(fault);
     else {
       supportCode = newSupportCode();
       deps.core.log.error(`internal error in ${op.operationId} request=${requestId} support=${supportCode}: ${describe(err)}`);
@@ -226,12 +234,14 @@ function parse<S extends z.ZodType>(schema: S, value: unknown, where: string): z
   return r.data;
 }
 
-/** The request body as JSON: `{}` when empty, 415 for another type, 413 past 1 MiB, 400 when malformed. */
+/**
+ * The request body as JSON: `{}` when empty, 415 for another type, 413 past 1 MiB (declared, or found while
+ * reading a body sent without a length: never buffered whole), 400 when malformed.
+ */
 export async function readJsonBody(req: Request): Promise<unknown> {
-  const length = Number(req.headers.get('content-length') ?? '0');
-  if (length > MAX_API_BODY) throw new AppError('payload_too_large', 'Request bodies are limited to 1 MiB.');
-  const text = req.body ? await req.text() : '';
-  if (text.length > MAX_API_BODY) throw new AppError('payload_too_large', 'Request bodies are limited to 1 MiB.');
+  const bytes = await readCapped(req, MAX_API_BODY_BYTES);
+  if (!bytes) throw new AppError('payload_too_large', 'Request bodies are limited to 1 MiB.');
+  const text = UTF8.decode(bytes);
   if (text.trim() === '') return {};
   const type = req.headers.get('content-type') ?? '';
   if (!/^application\/json\s*(;|$)/i.test(type)) throw new AppError('unsupported_media_type', 'Send Content-Type: application/json.');

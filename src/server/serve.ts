@@ -1,8 +1,10 @@
 /** `hookrelay serve`: Bun.serve + the app + the handoff worker, with request logging and a clean SIGTERM. */
 import type { Server } from 'bun';
+import { AppError } from '../contract/errors.ts';
 import type { Core } from '../core.ts';
 import { HandoffWorker, type Destinations } from '../relay/worker.ts';
 import { createApp, pathOf, type App } from './app.ts';
+import { errorResponse } from './http.ts';
 
 export interface RunningServer {
   app: App;
@@ -23,32 +25,74 @@ export interface StartOptions {
   logRequests?: boolean;
 }
 
+/** Bun.serve, with a busy port answered as a `conflict` that names it (the CLI exits non-zero with it). */
+function listen(opts: StartOptions, options: Parameters<typeof Bun.serve<undefined>>[0]): Server<undefined> {
+  try {
+    return Bun.serve(options);
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'EADDRINUSE') throw err;
+    throw new AppError('conflict', `Port ${opts.port} on ${opts.host} is already in use. Stop what listens there, or choose another --port.`, {
+      port: opts.port,
+      host: opts.host,
+    });
+  }
+}
+
+/**
+ * An answer given outside the app (shutdown, a crash in a handler) in the shape the path documents: inbound
+ * paths `{code, message}`, the Agent Operations API its error envelope.
+ */
+export function edgeAnswer(path: string, err: AppError): Response {
+  if (path.startsWith('/agent/')) return errorResponse(null, err);
+  return Response.json({ code: err.code, message: err.message }, { status: err.status, headers: err.headers });
+}
+
+const SHUTTING_DOWN = new AppError('shutting_down', 'The server is stopping; nothing was done. Retry shortly.', undefined, undefined, {
+  'Retry-After': '5',
+  Connection: 'close',
+});
+
 export async function startServer(core: Core, opts: StartOptions): Promise<RunningServer> {
   const app = createApp(core);
   const worker = new HandoffWorker(core, opts.destinations);
   app.onReceipts(() => worker.wake());
   const logRequests = opts.logRequests ?? true;
   let inFlight = 0;
+  let draining = false;
 
-  const server = Bun.serve({
+  const server = listen(opts, {
     port: opts.port,
     hostname: opts.host,
+    // Bun sets SO_REUSEPORT in production mode unless told not to: a second serve on a busy port would then
+    // listen beside the first and share its connections instead of failing.
+    reusePort: false,
     idleTimeout: core.config.idleTimeoutSeconds,
     // Bun's default follows NODE_ENV, so a server started from source would run in development mode: error pages
     // with stack traces, and a measurably slower request path. Always production.
     development: false,
-    maxRequestBodySize: core.config.maxBodyBytes * 2,
+    // Bun answers a body over this limit itself, with an empty 413, before any of our code runs. Every reader in
+    // the app caps its own body (src/lib/body.ts) and answers its documented 413, so Bun's limit stays out of reach.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     async fetch(req) {
       const started = performance.now();
       let res: Response;
-      inFlight++;
-      try {
-        res = await app.fetch(req);
-      } catch {
-        core.log.error(`unhandled error on ${req.method} ${pathOf(req.url)}`);
-        res = Response.json({ code: 'internal_error', message: 'Something went wrong on our side.' }, { status: 500 });
-      } finally {
-        inFlight--;
+      // Bun's stop(false) closes the listener but keeps serving requests on open keep-alive connections.
+      if (draining) res = edgeAnswer(pathOf(req.url), SHUTTING_DOWN);
+      else {
+        inFlight++;
+        try {
+          res = await app.fetch(req);
+        } catch {
+          if (req.signal.aborted) {
+            // The client hung up (mid-body, most often): nobody to answer, and no failure of ours.
+            core.log.info(`${req.method} ${pathOf(req.url)} client closed the connection before the answer`);
+            return new Response(null, { status: 400 });
+          }
+          core.log.error(`unhandled error on ${req.method} ${pathOf(req.url)}`);
+          res = edgeAnswer(pathOf(req.url), new AppError('internal_error', 'Something went wrong on our side.'));
+        } finally {
+          inFlight--;
+        }
       }
       if (logRequests) {
         const ms = (performance.now() - started).toFixed(1);
@@ -80,11 +124,14 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
     url: `http://${server.hostname}:${server.port}`,
     stop() {
       stopping ??= (async () => {
+        // Stop accepting first: the listener closes, and requests still arriving on open connections get a 503.
+        draining = true;
         const stopped = server.stop(false);
         await app.closeMcpSessions(); // open MCP streams would otherwise hold the graceful stop
         // Requests already inside the app finish (and commit) before the writer closes; at most 10 s.
         const deadline = Date.now() + 10_000;
         while (inFlight > 0 && Date.now() < deadline) await Bun.sleep(5);
+        await server.stop(true); // idle keep-alive connections would hold the stop open
         await app.writer.close();
         await stopped;
         await worker.stop();

@@ -5,6 +5,7 @@
 import { describe, expect, test } from 'bun:test';
 import { hmacHex, newEndpointSecret } from '../../src/lib/crypto.ts';
 import { addGrant, addStore, BASE, call, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv, holdCommits } from '../helpers.ts';
+import { bigOrderEvent, fillDisk } from '../fixtures/disk-full.ts';
 
 const MiB = 1024 * 1024;
 const MARKER = 'INBOUND_BODY_MARKER_51c9';
@@ -156,20 +157,18 @@ describe('accepted events', () => {
   test('a failed commit answers 503 with Retry-After, never 202', async () => {
     const { env, token } = await setup();
     const { endpoint, secret } = await createEndpoint(env, token);
-    env.repo.commitIngest = async () => {
-      throw new Error('disk full');
-    };
+    fillDisk(env.repo);
     const res = await env.app.fetch(
       new Request(`${BASE}/hooks/${endpoint.id}`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', [endpoint.auth.headerName]: hmacHex(secret, orderEvent('ext-503')) },
-        body: orderEvent('ext-503'),
+        headers: { 'content-type': 'application/json', [endpoint.auth.headerName]: hmacHex(secret, bigOrderEvent('ext-503')) },
+        body: bigOrderEvent('ext-503'),
       }),
     );
     expect(res.status).toBe(503);
-    expect(res.headers.get('retry-after')).toBe('5');
+    expect(res.headers.get('retry-after')).toBe('30');
     const json = (await res.json()) as any;
-    expect(json.code).toBe('temporarily_unavailable');
+    expect(json.code).toBe('storage_unavailable');
     expect(json.eventId).toBeUndefined();
     expect(count(env, 'events')).toBe(0);
   });

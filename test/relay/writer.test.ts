@@ -2,6 +2,7 @@ import { describe, expect, it } from 'bun:test';
 import type { CommittedReceipt, PendingReceipt } from '../../db/types.ts';
 import { ReceiptWriter } from '../../src/relay/writer.ts';
 import { addGrant, addStore, createEndpoint, createTestEnv, eventRow, holdCommits, orderEvent, sendHook } from '../helpers.ts';
+import { bigOrderEvent, fillDisk } from '../fixtures/disk-full.ts';
 
 /**
  * One event-loop turn in which `arrive` runs before the writer's check of that turn, as a request read from a
@@ -90,17 +91,16 @@ describe('ReceiptWriter (group commit)', () => {
     const env = await createTestEnv();
     await addStore(env);
     const { endpoint, secret } = await createEndpoint(env, await addGrant(env));
-    env.repo.commitIngest = async (): Promise<CommittedReceipt[]> => {
-      throw new Error('disk full');
-    };
-    const replies = await Promise.all([1, 2, 3].map((i) => sendHook(env, endpoint, secret, orderEvent(`fail-${i}`))));
+    fillDisk(env.repo);
+    const replies = await Promise.all([1, 2, 3].map((i) => sendHook(env, endpoint, secret, bigOrderEvent(`fail-${i}`))));
     for (const r of replies) {
       expect(r.status).toBe(503);
-      expect(r.json.code).toBe('temporarily_unavailable');
+      expect(r.json.code).toBe('storage_unavailable');
       expect(r.json.receiptId).toBeUndefined();
     }
-    expect(env.log.lines.some((l) => l.includes('receipt commit failed'))).toBe(true);
-    expect(env.log.lines.join('\n')).not.toContain('disk full');
+    expect(env.repo.sqlite.query('SELECT count(*) AS n FROM events').get()).toEqual({ n: 0 });
+    expect(env.log.lines.some((l) => l.includes('storage: writes are failing (full)'))).toBe(true);
+    expect(env.log.lines.join('\n')).not.toContain('disk is full');
   });
 
   it('commits what is pending on close and refuses new receipts after', async () => {

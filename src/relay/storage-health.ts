@@ -1,0 +1,102 @@
+/** Whether the database takes writes: failures recorded where writes happen, reported by GET /status. */
+import { AppError } from '../contract/errors.ts';
+import { iso, type Clock } from '../lib/clock.ts';
+import type { Log } from '../lib/log.ts';
+
+/** Why storage refuses writes, in words safe for a public status page (never the driver's text). */
+export type StorageFault = 'full' | 'io' | 'busy' | 'read_only' | 'corrupt';
+
+const FAULTS: [RegExp, StorageFault][] = [
+  [/^SQLITE_FULL/, 'full'],
+  [/^SQLITE_(IOERR|CANTOPEN|NOLFS|PROTOCOL)/, 'io'],
+  [/^SQLITE_(BUSY|LOCKED)/, 'busy'],
+  [/^SQLITE_READONLY/, 'read_only'],
+  [/^SQLITE_(CORRUPT|NOTADB)/, 'corrupt'],
+  [/^(ENOSPC|EDQUOT)$/, 'full'],
+  [/^(EIO|EROFS)$/, 'io'],
+];
+
+/**
+ * The storage fault an error stands for, or null for any other error (a bug stays an internal error). Looks
+ * through `cause` chains: the query builder wraps the driver's error.
+ */
+export function storageFault(err: unknown): StorageFault | null {
+  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code !== 'string') continue;
+    const hit = FAULTS.find(([re]) => re.test(code));
+    if (hit) return hit[1];
+  }
+  return null;
+}
+
+export interface StorageState {
+  status: 'operational' | 'degraded';
+  fault?: StorageFault;
+  /** When writes started failing, and the newest failure (epoch ms). */
+  failingSince?: number;
+  lastFailureAt?: number;
+}
+
+/**
+ * Storage health as writes see it. A read probe cannot tell a full disk (reads still work); a failed write
+ * can. Degraded from the first failed write until a write succeeds again; one log line at each change, not
+ * one per failed request (a full disk must not also fill with log lines).
+ */
+export class StorageHealth {
+  private failing: { since: number; last: number; fault: StorageFault } | null = null;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly log: Log,
+  ) {}
+
+  /** Records `err` if it is a storage fault; returns the fault (null: not a storage error, nothing recorded). */
+  failed(err: unknown): StorageFault | null {
+    const fault = storageFault(err);
+    if (!fault) return null;
+    const now = this.clock.now();
+    if (!this.failing || this.failing.fault !== fault) this.log.error(`storage: writes are failing (${fault}); ingest and the API answer 503 storage_unavailable`);
+    this.failing = { since: this.failing?.since ?? now, last: now, fault };
+    return fault;
+  }
+
+  /** A write committed: storage takes writes again. */
+  succeeded(): void {
+    if (!this.failing) return;
+    this.log.info(`storage: writes succeed again after failing since ${iso(this.failing.since)}`);
+    this.failing = null;
+  }
+
+  state(): StorageState {
+    if (!this.failing) return { status: 'operational' };
+    return { status: 'degraded', fault: this.failing.fault, failingSince: this.failing.since, lastFailureAt: this.failing.last };
+  }
+}
+
+const FAULT_WORDS: Record<StorageFault, string> = {
+  full: 'the disk or the database is full',
+  io: 'the disk reports I/O errors',
+  busy: 'the database stayed locked',
+  read_only: 'the database is read-only',
+  corrupt: 'the database file is damaged',
+};
+
+/** What a fault means, for people (the status page, error messages); never the driver's text. */
+export function describeFault(fault: StorageFault): string {
+  return FAULT_WORDS[fault];
+}
+
+/** The 503 every API operation answers on a storage fault (a stable code, Retry-After, no driver text). */
+export function storageUnavailable(fault: StorageFault): AppError {
+  return new AppError(
+    'storage_unavailable',
+    `Storage is unavailable: ${describeFault(fault)}. The request may not have been recorded; retry later (with the same Idempotency-Key for an execute step). GET /status shows storage health.`,
+    { fault },
+    undefined,
+    { 'Retry-After': String(STORAGE_RETRY_AFTER_SECONDS) },
+  );
+}
+
+/** How long clients are told to wait before retrying after a storage fault. */
+export const STORAGE_RETRY_AFTER_SECONDS = 30;
