@@ -12,3 +12,6 @@ export const DEFAULT_RATE_LIMITS: RateLimits = {
 
 /** How long an Idempotency-Key holds its stored response (DESIGN: 24 h); older keys are swept. */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
+
+/** The longest Idempotency-Key accepted, characters (server, OpenAPI and client check this one number). */
+export const IDEMPOTENCY_KEY_MAX_LENGTH = 200;
