@@ -14,7 +14,8 @@ interface Shape {
  */
 const SECRET_SHAPES: readonly Shape[] = [
   { pattern: /\b(?:proxy-)?authorization\s*[:=]\s*(?:(?:bearer|basic|token|digest)\s+)?[^\s"',;]+/gi, label: 'authorization header' },
-  { pattern: /\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi, label: 'credential' },
+  // A credential after the scheme word holds a digit or symbol, or is long: "Basic authentication" stays prose.
+  { pattern: /\b(?:[Bb]earer|BEARER|[Bb]asic|BASIC)\s+(?:(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}|[A-Za-z]{24,})/g, label: 'credential' },
   { pattern: /\bwhsec_[0-9A-Za-z]+/g, label: 'secret', maskable: true },
   { pattern: /\bhrg_[0-9A-Za-z]+/g, label: 'grant token', maskable: true },
   { pattern: /\bshp(?:at|ca|pa|ss)_[0-9A-Za-z_]+/g, label: 'platform token', maskable: true },

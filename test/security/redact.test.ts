@@ -10,6 +10,7 @@ const SHAPES: [name: string, canary: string, label: string][] = [
   ['HMAC hex, upper case and prefixed', `sha256=${'A3F1'.repeat(16)}`, 'signature'],
   ['full Authorization header', 'Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.sig', 'authorization header'],
   ['bare bearer credential', 'Bearer opaque0123456789abcdef', 'credential'],
+  ['basic credential', 'Basic dXNlcjpwYXNzd29yZA==', 'credential'],
   ['Shopify token', 'shpat_0123456789abcdef0123456789abcdef', 'platform token'],
   ['database URL', 'postgres://app:s3cret@db.internal:5432/hookrelay', 'database URL'],
   ['credentials in another URL', 'https://user:pa55@example.com/hook', 'URL with credentials'],
@@ -25,7 +26,7 @@ describe('redactSecretsIn', () => {
   }
 
   it('leaves ordinary text, ids and emails alone', () => {
-    const text = 'evt_01HZX order 4501 ops@example.com cfm_token sha256 of 63 chars ' + 'a'.repeat(63);
+    const text = 'evt_01HZX order 4501 ops@example.com cfm_token Basic authentication, bearer tokens; 63 hex ' + 'a'.repeat(63);
     expect(redactSecretsIn(text)).toBe(text);
   });
 });
