@@ -6,6 +6,7 @@
  */
 import type { z } from 'zod';
 import { AppError, EXIT, type Refusal } from '../contract/errors.ts';
+import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../contract/limits.ts';
 import type { Operation, OperationId, OperationOutput, operations } from '../contract/operations.ts';
 import { EXPECTED_FIELDS, type ExpectedContext } from './config.ts';
 import { ClientError, exitCodeFor, type RateLimitInfo } from './errors.ts';
@@ -51,7 +52,7 @@ export interface SendInput {
 type Data<K extends OperationId> = OperationOutput<K>;
 type Body<K extends OperationId> = K extends keyof typeof operations ? ((typeof operations)[K] extends { envelope: false } ? Data<K> : Envelope<Data<K>>) : never;
 
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+const IDEMPOTENCY_KEY = new RegExp(`^[\\x21-\\x7e]{1,${IDEMPOTENCY_KEY_MAX_LENGTH}}$`);
 
 export class HookrelayClient {
   readonly baseUrl: string;
@@ -90,7 +91,7 @@ export class HookrelayClient {
       check(op.body, {}, 'body');
     }
     if (input.idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(input.idempotencyKey)) {
-      throw new AppError('invalid_input', 'The idempotency key must be 1-255 printable ASCII characters without spaces.');
+      throw new AppError('invalid_input', `The idempotency key must be 1-${IDEMPOTENCY_KEY_MAX_LENGTH} printable ASCII characters without spaces.`);
     }
 
     const path = op.path.replace(/\{(\w+)\}/g, (_m, name: string) => encodeURIComponent(input.params?.[name] ?? ''));

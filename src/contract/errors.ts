@@ -61,17 +61,57 @@ export interface Refusal {
   recommendedAction: string;
 }
 
+/**
+ * The refusal an agent can act on, for codes that are refusals whatever the throw site: each answer with one of
+ * these codes carries `{category, code, reason, recommendedAction}`, the reason being the error's own message.
+ * Scope, usage and action refusals always come from `refuse()` with their own refusal.
+ */
+const DEFAULT_REFUSALS: Partial<Record<ErrorCode, Omit<Refusal, 'reason'>>> = {
+  agent_context_mismatch: {
+    category: 'scope',
+    code: 'expected_context_mismatch',
+    recommendedAction:
+      "Use the grant of the store you meant, or fix the X-Service-Expected-* header (GET /agent/v1/grant shows this grant's store).",
+  },
+  conflict: {
+    category: 'target_state',
+    code: 'target_state_conflict',
+    recommendedAction: 'Read the target again, then preview a fresh intent; a confirmation token works once, for 15 minutes.',
+  },
+  idempotency_key_reused: {
+    category: 'safety',
+    code: 'idempotency_key_reused',
+    recommendedAction:
+      'Send a new Idempotency-Key for a different request; resend the identical request to get the stored response.',
+  },
+  rate_limited: {
+    category: 'usage',
+    code: 'rate_limited',
+    recommendedAction: 'Wait Retry-After seconds before retrying; read GET /agent/v1/plan-usage before loops or polling.',
+  },
+};
+
+/** The refusal a code carries by default (null when the code is no refusal), with `reason` as its reason. */
+export function defaultRefusal(code: ErrorCode, reason: string): Refusal | null {
+  const d = DEFAULT_REFUSALS[code];
+  return d ? { category: d.category, code: d.code, reason, recommendedAction: d.recommendedAction } : null;
+}
+
 /** The one error type. Throw it anywhere; HTTP, MCP and the CLI map it through ERROR_CODES. */
 export class AppError extends Error {
+  /** The refusal given, else the code's default (see DEFAULT_REFUSALS). */
+  readonly refusal?: Refusal;
+
   constructor(
     readonly code: ErrorCode,
     message: string,
     readonly details?: unknown,
-    readonly refusal?: Refusal,
+    refusal?: Refusal,
     readonly headers?: Record<string, string>,
   ) {
     super(message);
     this.name = 'AppError';
+    this.refusal = refusal ?? defaultRefusal(code, message) ?? undefined;
   }
 
   get status(): number {

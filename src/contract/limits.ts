@@ -15,3 +15,6 @@ export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 
 /** Largest Agent Operations API (and MCP) request body; larger bodies answer 413 `payload_too_large`. */
 export const MAX_API_BODY_BYTES = 1024 * 1024;
+
+/** The longest Idempotency-Key accepted, characters (server, OpenAPI and client check this one number). */
+export const IDEMPOTENCY_KEY_MAX_LENGTH = 200;

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { ERROR_CODES } from './errors.ts';
 import { EXPECTED_CONTEXT_HEADERS } from './context.ts';
+import { IDEMPOTENCY_KEY_MAX_LENGTH } from './limits.ts';
 import { OPERATIONS, type Operation } from './operations.ts';
 import { ActorSchema, EditionSchema, EnvelopeScopeSchema, McpUnavailableSchema, RateLimitedResponseSchema, ErrorEnvelopeSchema } from './schemas.ts';
 import { OPENAPI_VERSION, SCHEMA_VERSION } from './scopes.ts';
@@ -82,9 +83,9 @@ function errorResponses(op: Operation): Record<string, Json> {
   }
   if (op.params || op.effect === 'preview_or_execute') r['404'] = err('Unknown id, or an id of another store (`not_found`)');
   if (op.effect === 'preview_or_execute') {
-    r['402'] = err('Plan capacity exhausted (`plan_capacity_exhausted`)');
-    r['409'] = err('Intent not in a state that allows this step; confirmation expired or reused (`conflict`)');
-    r['422'] = err('Same Idempotency-Key with a different request (`idempotency_key_reused`)');
+    r['402'] = err('Plan capacity exhausted (`plan_capacity_exhausted`; `refusal` category usage)');
+    r['409'] = err('Intent not in a state that allows this step; confirmation expired or reused (`conflict`; `refusal` says which, category target_state)');
+    r['422'] = err('Same Idempotency-Key with a different request (`idempotency_key_reused`; `refusal` category safety)');
   }
   if (op.body) {
     r['413'] = err('Body over 1 MiB (`payload_too_large`)');
@@ -92,7 +93,7 @@ function errorResponses(op: Operation): Record<string, Json> {
   }
   if (op.rateLimitClass) {
     r['429'] = {
-      description: 'Rate limited: wait Retry-After seconds',
+      description: 'Rate limited: wait Retry-After seconds (`rate_limited`; `refusal` category usage)',
       headers: { 'Retry-After': { description: 'Seconds to wait (integer, at least 1)', schema: { type: 'integer', minimum: 1 } } },
       content: { 'application/json': { schema: ref('RateLimitedResponse') } },
     };
@@ -183,7 +184,7 @@ export function buildOpenApi(serverUrl = 'http://127.0.0.1:8787'): Json {
           in: 'header',
           required: false,
           description: 'Required on execute steps. The same key with the same request returns the stored response for 24 h.',
-          schema: { type: 'string', minLength: 1, maxLength: 200 },
+          schema: { type: 'string', minLength: 1, maxLength: IDEMPOTENCY_KEY_MAX_LENGTH },
         },
       },
       schemas: componentSchemas(),

@@ -73,7 +73,7 @@ export const ErrorEnvelopeSchema = z
     edition: EditionSchema,
     scope: EnvelopeScopeSchema.nullable(),
     actor: ActorSchema.nullable(),
-    refusal: RefusalSchema.nullable(),
+    refusal: RefusalSchema.nullable().describe('Set on every refusal an agent can act on (402, 403, 409, 422, 429); null otherwise'),
     error: ErrorDetailSchema,
   })
   .meta({ id: 'ErrorResponse', description: 'Every error of a grant-authenticated operation.' });
@@ -82,7 +82,7 @@ export const RateLimitedResponseSchema = z
   .object({
     edition: EditionSchema,
     actor: ActorSchema.nullable(),
-    refusal: RefusalSchema.nullable(),
+    refusal: RefusalSchema,
     error: ErrorDetailSchema,
     retryAfterSeconds: z.number().int().min(1),
     resetAt: Timestamp,

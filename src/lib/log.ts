@@ -10,6 +10,18 @@ export interface Log {
 
 export const silentLog: Log = { info() {}, warn() {}, error() {} };
 
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t', '\u001b': '\\x1b' };
+
+/**
+ * One event, one line, nothing a terminal interprets: control characters (newline, ESC, C1, Unicode line
+ * separators) become visible escapes. Every sink applies it, so a caller's field (an error code thrown in code
+ * mode, a header name) can neither forge a second line nor colour the terminal.
+ */
+export function escapeLogLine(message: string): string {
+  return message.replace(CONTROL, (c) => NAMED[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /**
  * Info lines (one per request on the hot path) go through a buffered stderr sink flushed once per event-loop
  * turn; consola formats per line and would cost a third of ingest throughput. Warnings and errors use consola.
@@ -26,7 +38,7 @@ export function stderrLog(level: 'info' | 'warn' | 'silent' = 'info'): Log {
   return {
     info: (m) => {
       if (level !== 'info') return;
-      sink.write(`${iso(Date.now())} ${m}\n`);
+      sink.write(`${iso(Date.now())} ${escapeLogLine(m)}\n`);
       if (!scheduled) {
         scheduled = true;
         setImmediate(flush);
@@ -34,11 +46,11 @@ export function stderrLog(level: 'info' | 'warn' | 'silent' = 'info'): Log {
     },
     warn: (m) => {
       void sink.flush();
-      c.warn(m);
+      c.warn(escapeLogLine(m));
     },
     error: (m) => {
       void sink.flush();
-      c.error(m);
+      c.error(escapeLogLine(m));
     },
   };
 }
@@ -46,5 +58,6 @@ export function stderrLog(level: 'info' | 'warn' | 'silent' = 'info'): Log {
 /** A log that keeps every line: tests read it for canaries. */
 export function memoryLog(): Log & { lines: string[] } {
   const lines: string[] = [];
-  return { lines, info: (m) => lines.push(`info ${m}`), warn: (m) => lines.push(`warn ${m}`), error: (m) => lines.push(`error ${m}`) };
+  const keep = (level: string) => (m: string) => void lines.push(`${level} ${escapeLogLine(m)}`);
+  return { lines, info: keep('info'), warn: keep('warn'), error: keep('error') };
 }

@@ -9,6 +9,7 @@ import { AppError, type Refusal } from '../contract/errors.ts';
 import { iso } from '../lib/clock.ts';
 import { constantTimeEqual, sha256Hex } from '../lib/crypto.ts';
 import { randomBase62 } from '../lib/ids.ts';
+import { redactDocument, redactSecretsIn, redactText } from '../lib/redact.ts';
 import type { OpContext } from './context.ts';
 
 export const CONFIRMATION_TTL_MS = 15 * 60_000;
@@ -30,6 +31,8 @@ export interface IntentResult {
 
 export interface IntentKind<I> {
   kind: 'endpoint_edit' | 'endpoint_delete' | 'secret_rotation' | 'replay' | 'diagnostics_share' | 'support_request';
+  /** Input fields that are free text (notes, summaries, reasons): email addresses go too, not only secrets. */
+  freeText?: readonly string[];
   /** Checks the target and builds the preview. Throws refusals. Changes nothing. */
   preview(ctx: OpContext, input: I, params: Record<string, string>): Promise<{ targetId: string | null; preview: IntentPreview }>;
   /** Performs the change, re-checking the target's state first. */
@@ -71,9 +74,22 @@ export function intentHandler<I>(operationId: string, def: IntentKind<I>) {
   };
 }
 
-async function preview<I>(ctx: OpContext, operationId: string, def: IntentKind<I>, input: I, params: Record<string, string>) {
+/**
+ * The input as the intent keeps it: no secret shape in any string, and free-text fields without email
+ * addresses either. Preview, the stored row and execute all see this one, so what is previewed is what runs.
+ */
+function redactInput<I>(def: IntentKind<I>, input: I): I {
+  const fields = Object.fromEntries((def.freeText ?? []).map((f) => [f, redactText]));
+  return redactDocument(input ?? {}, { text: redactSecretsIn, secretField: redactSecretsIn, fields }) as I;
+}
+
+const REDACTED_WARNING = 'Parts of the input looked private (a secret, token, credential or email address) and were redacted; only the redacted text is kept or shared.';
+
+async function preview<I>(ctx: OpContext, operationId: string, def: IntentKind<I>, raw: I, params: Record<string, string>) {
   const { core } = ctx;
+  const input = redactInput(def, raw);
   const { targetId, preview } = await def.preview(ctx, input, params);
+  if (JSON.stringify(input) !== JSON.stringify(raw ?? {})) preview.warnings.unshift(REDACTED_WARNING);
   const now = core.clock.now();
   const token = `cfm_${randomBase62(24)}`;
   const row: IntentRow = {
@@ -84,7 +100,7 @@ async function preview<I>(ctx: OpContext, operationId: string, def: IntentKind<I
     operationId,
     targetId,
     state: 'previewed',
-    input: JSON.stringify(input ?? {}),
+    input: JSON.stringify(input),
     preview: JSON.stringify(preview),
     confirmationHash: sha256Hex(token),
     confirmationExpiresAt: now + CONFIRMATION_TTL_MS,
@@ -97,6 +113,13 @@ async function preview<I>(ctx: OpContext, operationId: string, def: IntentKind<I
   return intentView(row, { token });
 }
 
+/** 409 with a refusal naming which step of the lifecycle stood in the way. */
+function conflict(code: string, reason: string, details?: unknown, recommendedAction = PREVIEW_AGAIN): AppError {
+  return new AppError('conflict', reason, details, { category: 'target_state', code, reason, recommendedAction });
+}
+
+const PREVIEW_AGAIN = 'Preview the intent again and execute the new one with its confirmation token (it works once, for 15 minutes).';
+
 async function execute<I>(ctx: OpContext, operationId: string, def: IntentKind<I>, intentId: string, token: string, params: Record<string, string>) {
   const { core } = ctx;
   const row = await core.repo.getIntent(ctx.store.id, intentId);
@@ -106,17 +129,17 @@ async function execute<I>(ctx: OpContext, operationId: string, def: IntentKind<I
   }
   const now = core.clock.now();
   if (row.state !== 'previewed') {
-    throw new AppError('conflict', `This intent is ${row.state}; a confirmation works once. Preview again.`, { state: row.state });
+    throw conflict('intent_not_previewed', `This intent is ${row.state}; a confirmation works once. Preview again.`, { state: row.state });
   }
   if (!row.confirmationHash || !constantTimeEqual(sha256Hex(token), row.confirmationHash)) {
-    throw new AppError('conflict', 'The confirmation token does not match this intent.');
+    throw conflict('confirmation_mismatch', 'The confirmation token does not match this intent.');
   }
   if ((row.confirmationExpiresAt ?? 0) <= now) {
     await core.repo.transitionIntent(row.id, 'previewed', { state: 'expired', updatedAt: now, confirmationHash: null });
-    throw new AppError('conflict', 'The confirmation expired. Preview again.', { state: 'expired' });
+    throw conflict('confirmation_expired', 'The confirmation expired. Preview again.', { state: 'expired' });
   }
   if (!(await core.repo.transitionIntent(row.id, 'previewed', { state: 'executing', updatedAt: now, confirmationHash: null }))) {
-    throw new AppError('conflict', 'This intent is already being executed.');
+    throw conflict('intent_executing', 'This intent is already being executed.', undefined, 'Wait for that execution; retry with its Idempotency-Key to get its result.');
   }
   const input = JSON.parse(row.input) as I;
   try {

@@ -55,6 +55,7 @@ const RETENTION_EXPIRED = {
 
 export const replayIntent: IntentKind<ReplayInput> = {
   kind: 'replay',
+  freeText: ['reason'],
   async preview(ctx, input, params) {
     const event = await replayable(ctx, params.eventId!);
     await ensureCapacity(ctx.core, ctx.store, 'replay_executions');

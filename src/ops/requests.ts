@@ -5,18 +5,20 @@ import { WINDOW_MS, type Window } from '../contract/schemas.ts';
 import { TEST_EVENT_PREFIX } from '../contract/triggers.ts';
 import { iso } from '../lib/clock.ts';
 import { randomBase62 } from '../lib/ids.ts';
+import { redactDocument, redactText } from '../lib/redact.ts';
 import type { OpContext } from './context.ts';
 import { endpointUrl } from './endpoints.ts';
 import { eventSummary } from './events.ts';
 import type { IntentKind } from './intents.ts';
 import { ensureCapacity, record } from './usage.ts';
 
-
-
 export async function createEndpointTestIntent(ctx: OpContext, { params, body }: OperationInput<'createEndpointTestIntent'>) {
   const ep = await ctx.core.repo.getEndpoint(ctx.store.id, params.endpointId);
   if (!ep) throw new AppError('not_found', 'No such endpoint.');
-  if (ep.status !== 'active') throw new AppError('conflict', 'The endpoint is archived; it takes no events.');
+  if (ep.status !== 'active') {
+    const reason = 'The endpoint is archived; it takes no events.';
+    throw new AppError('conflict', reason, undefined, { category: 'target_state', code: 'endpoint_archived', reason, recommendedAction: 'Test an active endpoint, or create a new one.' });
+  }
   const payload = { event_type: body.eventType ?? 'hookrelay.test', external_event_id: `${TEST_EVENT_PREFIX}${randomBase62(12)}` };
   const bodyText = JSON.stringify(payload);
   const hmac = ep.authMode === 'hmac_sha256';
@@ -78,8 +80,10 @@ async function diagnosticsPackage(ctx: OpContext, input: DiagInput) {
   };
 }
 
+/** Input reaches these kinds already redacted (intents.ts): the note and summary they show are what is kept. */
 export const diagnosticsShareIntent: IntentKind<DiagInput> = {
   kind: 'diagnostics_share',
+  freeText: ['note'],
   async preview(ctx, input) {
     await ensureCapacity(ctx.core, ctx.store, 'diagnostics_shares');
     const pkg = await diagnosticsPackage(ctx, input);
@@ -87,7 +91,7 @@ export const diagnosticsShareIntent: IntentKind<DiagInput> = {
       targetId: null,
       preview: {
         summary: `Share a redacted diagnostics package: ${pkg.events.length} events, ${pkg.endpoints.length} endpoints, window ${pkg.window}.`,
-        changes: [{ field: 'diagnosticsShare', from: null, to: { events: pkg.events.map((e) => e.id), endpoints: pkg.endpoints.map((e) => e.id), expiresInHours: input.expiresInHours ?? 72 } }],
+        changes: [{ field: 'diagnosticsShare', from: null, to: { events: pkg.events.map((e) => e.id), endpoints: pkg.endpoints.map((e) => e.id), note: input.note ?? null, expiresInHours: input.expiresInHours ?? 72 } }],
         sideEffects: ['The package is frozen at execution and readable by support until it expires.'],
         meterCost: [
           { meter: 'diagnostics_shares', units: 1 },
@@ -103,7 +107,7 @@ export const diagnosticsShareIntent: IntentKind<DiagInput> = {
     const now = ctx.core.clock.now();
     const id = ctx.core.ids.next('diag');
     const expiresAt = now + (input.expiresInHours ?? 72) * 3600_000;
-    await ctx.core.repo.insertRecord({ id, storeId: ctx.store.id, kind: 'diagnostics_share', body: JSON.stringify({ ...pkg, note: input.note ? redactText(input.note) : null }), createdAt: now, expiresAt });
+    await ctx.core.repo.insertRecord({ id, storeId: ctx.store.id, kind: 'diagnostics_share', body: JSON.stringify({ ...pkg, note: input.note ?? null }), createdAt: now, expiresAt });
     await record(ctx.core, ctx.store, 'diagnostics_shares');
     return { summary: `Diagnostics share ${id} is frozen until ${iso(expiresAt)}.`, resourceId: id };
   },
@@ -111,34 +115,23 @@ export const diagnosticsShareIntent: IntentKind<DiagInput> = {
 
 type SupportInput = { category: string; urgency: string; summary: string; eventIds?: string[]; endpointIds?: string[]; diagnosticsShareId?: string };
 
-/** Strips what looks like secrets, tokens or signatures from free text before it reaches support. */
-export function redactText(text: string): string {
-  return text
-    .replace(/whsec_[0-9A-Za-z]+/g, '[redacted secret]')
-    .replace(/hrg_[0-9A-Za-z]+/g, '[redacted grant token]')
-    .replace(/shp(at|ca|pa|ss)_[0-9A-Za-z]+/g, '[redacted platform token]')
-    .replace(/\b[0-9a-f]{64}\b/gi, '[redacted signature]')
-    .replace(/\b(postgres(ql)?|mysql):\/\/\S+/gi, '[redacted database URL]')
-    .replace(/\b[\w.+-]+@[\w-]+\.[\w.]+\b/g, '[redacted email]');
-}
-
 export const supportRequestIntent: IntentKind<SupportInput> = {
   kind: 'support_request',
+  freeText: ['summary'],
   async preview(ctx, input) {
     for (const id of input.eventIds ?? []) if (!(await ctx.core.repo.getEvent(ctx.store.id, id))) throw new AppError('not_found', `No such event ${id}.`);
     for (const id of input.endpointIds ?? []) if (!(await ctx.core.repo.getEndpoint(ctx.store.id, id))) throw new AppError('not_found', `No such endpoint ${id}.`);
     if (input.diagnosticsShareId && !(await ctx.core.repo.getRecord(ctx.store.id, 'diagnostics_share', input.diagnosticsShareId))) {
       throw new AppError('not_found', 'No such diagnostics share.');
     }
-    const summary = redactText(input.summary);
     return {
       targetId: null,
       preview: {
         summary: `Send a ${input.urgency} ${input.category} support request.`,
-        changes: [{ field: 'supportRequest', from: null, to: { category: input.category, urgency: input.urgency, summary, eventIds: input.eventIds ?? [], endpointIds: input.endpointIds ?? [], diagnosticsShareId: input.diagnosticsShareId ?? null } }],
+        changes: [{ field: 'supportRequest', from: null, to: { category: input.category, urgency: input.urgency, summary: input.summary, eventIds: input.eventIds ?? [], endpointIds: input.endpointIds ?? [], diagnosticsShareId: input.diagnosticsShareId ?? null } }],
         sideEffects: ['Support sees the redacted summary, the linked ids and the shop domain.'],
         meterCost: [{ meter: 'executed_actions', units: 1 }],
-        warnings: summary !== input.summary ? ['Parts of the summary looked private and were redacted.'] : [],
+        warnings: [],
       },
     };
   },
@@ -148,7 +141,7 @@ export const supportRequestIntent: IntentKind<SupportInput> = {
     const body = {
       category: input.category,
       urgency: input.urgency,
-      summary: redactText(input.summary),
+      summary: input.summary,
       links: { eventIds: input.eventIds ?? [], endpointIds: input.endpointIds ?? [], diagnosticsShareId: input.diagnosticsShareId ?? null },
       statusHistory: [{ status: 'submitted', at: iso(now) }],
       consent: true,
@@ -162,14 +155,16 @@ const ACK =
   'Received. This is a non-binding signal: it implies no commitment, priority or timeline.';
 
 export async function createExpansionRequest(ctx: OpContext, { body }: OperationInput<'createExpansionRequest'>) {
-  return nonBinding(ctx, 'expansion', { ...body, summary: redactText(body.summary), detail: body.detail ? redactText(body.detail) : undefined });
+  return nonBinding(ctx, 'expansion', body);
 }
 
 export async function createFeatureRequest(ctx: OpContext, { body }: OperationInput<'createFeatureRequest'>) {
-  return nonBinding(ctx, 'feature', { ...body, problem: redactText(body.problem), detail: body.detail ? redactText(body.detail) : undefined });
+  return nonBinding(ctx, 'feature', body);
 }
 
-async function nonBinding(ctx: OpContext, kind: 'expansion' | 'feature', body: unknown) {
+/** Stores the request with every string redacted as free text (they are written for support to read). */
+async function nonBinding(ctx: OpContext, kind: 'expansion' | 'feature', raw: unknown) {
+  const body = redactDocument(raw, { text: redactText, secretField: redactText });
   const now = ctx.core.clock.now();
   const id = ctx.core.ids.next(kind === 'expansion' ? 'exp' : 'feat');
   await ctx.core.repo.insertRecord({ id, storeId: ctx.store.id, kind: `${kind}_request`, body: JSON.stringify(body), createdAt: now, expiresAt: null });

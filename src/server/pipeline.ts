@@ -4,8 +4,8 @@
  */
 import type { z } from 'zod';
 import { checkExpectedContext } from '../contract/context.ts';
-import { IDEMPOTENCY_TTL_MS, MAX_API_BODY_BYTES } from '../contract/limits.ts';
-import { AppError, refuse } from '../contract/errors.ts';
+import { IDEMPOTENCY_KEY_MAX_LENGTH, IDEMPOTENCY_TTL_MS, MAX_API_BODY_BYTES } from '../contract/limits.ts';
+import { AppError, defaultRefusal, refuse } from '../contract/errors.ts';
 import type { Operation } from '../contract/operations.ts';
 import type { Scope } from '../contract/scopes.ts';
 import type { Core } from '../core.ts';
@@ -13,6 +13,7 @@ import { EDITION } from '../contract/scopes.ts';
 import { readCapped } from '../lib/body.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { metrics } from '../lib/instruments.ts';
+import { redactDocument, redactSecretsIn } from '../lib/redact.ts';
 import type { OpContext } from '../ops/context.ts';
 import { authenticateBearer } from '../ops/grants.ts';
 import { record, type Meter } from '../ops/usage.ts';
@@ -100,7 +101,9 @@ export async function runOperation(
     let result: { status: number; body: Record<string, unknown> };
     let replayed = false;
     if (key && op.idempotency !== 'none') {
-      if (key.length > 200) throw new AppError('invalid_input', 'Idempotency-Key is at most 200 characters.');
+      if (key.length > IDEMPOTENCY_KEY_MAX_LENGTH) {
+        throw new AppError('invalid_input', `Idempotency-Key is at most ${IDEMPOTENCY_KEY_MAX_LENGTH} characters.`);
+      }
       const requestHash = sha256Hex(JSON.stringify([op.operationId, params, input.body ?? null]));
       const slot = `${store.id}\u0000${key}`;
       while (deps.inflight.has(slot)) await deps.inflight.get(slot)!.catch(() => {});
@@ -156,13 +159,7 @@ export async function runOperation(
 
 /** A stored idempotent response never keeps a secret: it was shown once, in the original response. */
 function withoutSecrets(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutSecrets);
-  if (value && typeof value === 'object') {
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [k, k === 'secret' ? '(shown once in the original response)' : withoutSecrets(v)]),
-    );
-  }
-  return value;
+  return redactDocument(value, { text: redactSecretsIn, secretField: () => '(shown once in the original response)' });
 }
 
 /** Which usage meter a call counts against, from the table's classes. */
@@ -175,16 +172,18 @@ function meterOf(op: Operation, executing: boolean): Meter | null {
 
 function rateLimited(ctx: OpContext, op: Operation, scope: 'grant' | 'store', retryAfterSeconds: number, resetAt: number): Response {
   metrics.agentCall(ctx.store.id, op.operationId, 429);
+  const message = `Too many ${op.rateLimitClass} calls for this ${scope}; wait ${retryAfterSeconds} s.`;
+  const recommendedAction = `Wait ${retryAfterSeconds} seconds before retrying; read GET /agent/v1/plan-usage before loops or polling.`;
   const body = {
     edition: EDITION,
     actor: ctx.actor,
-    refusal: null,
-    error: { code: 'rate_limited', message: `Too many ${op.rateLimitClass} calls for this ${scope}; wait ${retryAfterSeconds} s.`, supportCode: newSupportCode() },
+    refusal: { ...defaultRefusal('rate_limited', message)!, recommendedAction },
+    error: { code: 'rate_limited', message, supportCode: newSupportCode() },
     retryAfterSeconds,
     resetAt: new Date(resetAt).toISOString(),
     rateLimitClass: op.rateLimitClass,
     scope,
-    recommendedAction: `Wait ${retryAfterSeconds} seconds before retrying; read GET /agent/v1/plan-usage before loops or polling.`,
+    recommendedAction,
   };
   return Response.json(body, { status: 429, headers: { 'Retry-After': String(retryAfterSeconds) } });
 }

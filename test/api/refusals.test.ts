@@ -6,7 +6,7 @@ import { beforeEach, describe, expect, it } from 'bun:test';
 import type { RefusalCategory } from '../../src/contract/errors.ts';
 import { acceptedCapacity } from '../../src/ops/usage.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { addGrant, addStore, call, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, call, createEndpoint, createTestEnv, executeIntent, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
 let env: TestEnv;
 let admin: string;
@@ -148,5 +148,62 @@ describe('Idempotency-Key lifetime', () => {
     expect(after.headers.get('idempotent-replayed')).toBeNull();
     expect(after.json.data.request.id).not.toBe(first.json.data.request.id);
     expect((await expansion('two stores', 'k-24h')).status).toBe(422);
+  });
+});
+
+describe('every refusal an agent can act on carries its refusal object', () => {
+  it('403 agent_context_mismatch: scope refusal naming the header to fix', async () => {
+    const r = await call(env, 'GET', '/agent/v1/grant', { token: admin, headers: { 'X-Service-Expected-Shop-Domain': 'other.myshopify.com' } });
+    await expectRefusal(r, 403, 'scope', 'expected_context_mismatch');
+    expect(r.json.error.code).toBe('agent_context_mismatch');
+    expect(r.json.refusal.recommendedAction).toContain('X-Service-Expected-');
+  });
+
+  it('409 conflict: a spent, a mismatched and an expired confirmation each say which', async () => {
+    const { eventId } = await eventOf('c1');
+    await new HandoffWorker(env.core).drain();
+    const path = `/agent/v1/events/${eventId}/replay-intents`;
+    const intent = (await replayPreview(eventId)).json.data.intent;
+    expect((await executeIntent(env, admin, path, intent, 'c-1')).status).toBe(200);
+    const spent = await executeIntent(env, admin, path, intent, 'c-2');
+    await expectRefusal(spent, 409, 'target_state', 'intent_not_previewed');
+    expect(spent.json.error.code).toBe('conflict');
+    expect(spent.json.refusal.reason).toBe(spent.json.error.message);
+
+    const support = '/agent/v1/support-request-intents';
+    const supportPreview = async () =>
+      (await call(env, 'POST', support, { token: admin, body: { mode: 'preview', input: { category: 'other', urgency: 'low', summary: 'hello' } } })).json.data.intent;
+    const fresh = await supportPreview();
+    await expectRefusal(await executeIntent(env, admin, support, { ...fresh, confirmation: { token: 'cfm_wrong' } }, 'c-3'), 409, 'target_state', 'confirmation_mismatch');
+    const late = await supportPreview();
+    env.clock.advance(15 * 60_000);
+    await expectRefusal(await executeIntent(env, admin, support, late, 'c-4'), 409, 'target_state', 'confirmation_expired');
+  });
+
+  it('409 conflict: a test intent for an archived endpoint', async () => {
+    const { endpoint } = await createEndpoint(env, admin);
+    env.repo.sqlite.query("UPDATE endpoints SET status = 'archived' WHERE id = ?").run(endpoint.id);
+    const r = await call(env, 'POST', `/agent/v1/endpoints/${endpoint.id}/test-intents`, { token: admin, body: {} });
+    await expectRefusal(r, 409, 'target_state', 'endpoint_archived');
+  });
+
+  it('422 idempotency_key_reused: a safety refusal that says how to retry', async () => {
+    const send = (summary: string) =>
+      call(env, 'POST', '/agent/v1/expansion-requests', { token: admin, headers: { 'Idempotency-Key': 'k-422' }, body: { kind: 'multi_store', summary } });
+    expect((await send('two stores')).status).toBe(201);
+    const r = await send('three stores');
+    await expectRefusal(r, 422, 'safety', 'idempotency_key_reused');
+    expect(r.json.refusal.recommendedAction).toContain('new Idempotency-Key');
+  });
+
+  it('429 rate_limited: a usage refusal with the same wait as Retry-After', async () => {
+    const observer = await addGrant(env, 'observer');
+    let r = await call(env, 'GET', '/agent/v1/grant', { token: observer });
+    for (let i = 0; i < 200 && r.status !== 429; i++) r = await call(env, 'GET', '/agent/v1/grant', { token: observer });
+    expect(r.status).toBe(429);
+    expect(r.json.refusal).toMatchObject({ category: 'usage', code: 'rate_limited' });
+    expect(r.json.refusal.reason).toBe(r.json.error.message);
+    expect(r.json.refusal.recommendedAction).toBe(r.json.recommendedAction);
+    expect(r.json.refusal.recommendedAction).toContain(`Wait ${r.headers.get('retry-after')} seconds`);
   });
 });

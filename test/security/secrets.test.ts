@@ -8,6 +8,7 @@ import { beforeAll, describe, expect, test } from 'bun:test';
 import { hmacHex, newEndpointSecret, sha256Hex } from '../../src/lib/crypto.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { addGrant, addStore, BASE, call, createTestEnv, type TestEnv } from '../helpers.ts';
+import { dumpDatabase } from './dump.ts';
 
 const MARKER = 'RAW_BODY_CANARY_7f3a';
 
@@ -37,18 +38,6 @@ async function capture(label: string, res: Response): Promise<Captured> {
   const headers = JSON.stringify([...res.headers.entries()]);
   const body = await res.text();
   return { label, text: `${res.status} ${headers} ${body}`, body };
-}
-
-/** Every row of every table, blobs decoded as UTF-8, keyed by table. */
-function dumpDatabase(env: TestEnv): Record<string, string> {
-  const db = env.repo.sqlite;
-  const tables = (db.query("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((t) => t.name);
-  const out: Record<string, string> = {};
-  for (const table of tables) {
-    const rows = db.query(`SELECT * FROM "${table}"`).all() as Record<string, unknown>[];
-    out[table] = JSON.stringify(rows, (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString('utf8') : v));
-  }
-  return out;
 }
 
 let w: World;

@@ -1,0 +1,81 @@
+/** The one redactor: every secret shape hookrelay knows, for free text and for whole JSON documents. */
+
+interface Shape {
+  pattern: RegExp;
+  label: string;
+  /** A token with a recognisable prefix: the CLI may show its last four characters. */
+  maskable?: boolean;
+}
+
+/**
+ * Secret shapes, widest first (a full `Authorization:` header before a bare `Bearer …` or the token in it,
+ * a database URL before the credentials-in-URL rule). Every pattern is global and never matches its own label,
+ * so redacting twice changes nothing.
+ */
+const SECRET_SHAPES: readonly Shape[] = [
+  { pattern: /\b(?:proxy-)?authorization\s*[:=]\s*(?:(?:bearer|basic|token|digest)\s+)?[^\s"',;]+/gi, label: 'authorization header' },
+  // A credential after the scheme word holds a digit or symbol, or is long: "Basic authentication" stays prose.
+  { pattern: /\b(?:[Bb]earer|BEARER|[Bb]asic|BASIC)\s+(?:(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}|[A-Za-z]{24,})/g, label: 'credential' },
+  { pattern: /\bwhsec_[0-9A-Za-z]+/g, label: 'secret', maskable: true },
+  { pattern: /\bhrg_[0-9A-Za-z]+/g, label: 'grant token', maskable: true },
+  { pattern: /\bshp(?:at|ca|pa|ss)_[0-9A-Za-z_]+/g, label: 'platform token', maskable: true },
+  { pattern: /\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|mssql|sqlserver|libsql):\/\/\S+/gi, label: 'database URL' },
+  { pattern: /\b[a-z][a-z0-9+.-]*:\/\/[^\s/@:]+:[^\s/@]+@\S*/gi, label: 'URL with credentials' },
+  { pattern: /\b(?:sha256=)?[0-9a-f]{64}\b/gi, label: 'signature' },
+];
+
+/** Customer data that is no secret but never belongs in what support or the database keeps from free text. */
+const PRIVATE_SHAPES: readonly Shape[] = [{ pattern: /\b[\w.+-]+@[\w-]+\.[\w.-]+\b/g, label: 'email' }];
+
+function apply(text: string, shapes: readonly Shape[], replace: (match: string, shape: Shape) => string): string {
+  let out = text;
+  for (const shape of shapes) out = out.replace(shape.pattern, (m) => replace(m, shape));
+  return out;
+}
+
+const label = (_m: string, shape: Shape) => `[redacted ${shape.label}]`;
+
+/** `****abcd`: all but the last four characters hidden (all of it when shorter than 12). */
+export function mask(value: string): string {
+  return value.length < 12 ? '****' : `****${value.slice(-4)}`;
+}
+
+/** Secrets in any text (names, messages, stored responses): each becomes `[redacted <kind>]`. */
+export function redactSecretsIn(text: string): string {
+  return apply(text, SECRET_SHAPES, label);
+}
+
+/**
+ * Free text a person or agent typed (notes, summaries, reasons): secrets and email addresses removed. Used for
+ * what support sees, what a diagnostics share freezes and what an intent keeps of its input.
+ */
+export function redactText(text: string): string {
+  return apply(apply(text, SECRET_SHAPES, label), PRIVATE_SHAPES, label);
+}
+
+/** For output a human reads (the CLI): prefixed tokens keep their last four characters, other secrets their label. */
+export function maskSecretsIn(text: string): string {
+  return apply(text, SECRET_SHAPES, (m, shape) => (shape.maskable ? mask(m) : label(m, shape)));
+}
+
+/**
+ * A copy of a JSON document with every string passed through `text` and every `secret` field replaced by
+ * `secretField(value)`: the one walk behind stored responses, stored intent input and CLI output.
+ */
+export function redactDocument(
+  doc: unknown,
+  how: { text: (s: string) => string; secretField: (value: string) => string; fields?: Record<string, (s: string) => string> },
+): unknown {
+  if (typeof doc === 'string') return how.text(doc);
+  if (Array.isArray(doc)) return doc.map((d) => redactDocument(d, how));
+  if (doc && typeof doc === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(doc)) {
+      if (k === 'secret' && typeof v === 'string') out[k] = how.secretField(v);
+      else if (typeof v === 'string' && how.fields?.[k]) out[k] = how.fields[k]!(v);
+      else out[k] = redactDocument(v, how);
+    }
+    return out;
+  }
+  return doc;
+}

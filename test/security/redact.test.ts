@@ -1,0 +1,55 @@
+/** The one redactor (src/lib/redact.ts): every secret shape, in text and in documents, and stable when run twice. */
+import { describe, expect, it } from 'bun:test';
+import { redactSecrets } from '../../src/client/redact.ts';
+import { maskSecretsIn, redactDocument, redactSecretsIn, redactText } from '../../src/lib/redact.ts';
+
+const SHAPES: [name: string, canary: string, label: string][] = [
+  ['endpoint secret', 'whsec_7Hq2kLmN9pQrStUvWxYz01', 'secret'],
+  ['grant token', 'hrg_AbCdEfGhIjKlMnOpQrStUv12', 'grant token'],
+  ['HMAC hex', 'a3f1'.repeat(16), 'signature'],
+  ['HMAC hex, upper case and prefixed', `sha256=${'A3F1'.repeat(16)}`, 'signature'],
+  ['full Authorization header', 'Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.sig', 'authorization header'],
+  ['bare bearer credential', 'Bearer opaque0123456789abcdef', 'credential'],
+  ['basic credential', 'Basic dXNlcjpwYXNzd29yZA==', 'credential'],
+  ['Shopify token', 'shpat_0123456789abcdef0123456789abcdef', 'platform token'],
+  ['database URL', 'postgres://app:s3cret@db.internal:5432/hookrelay', 'database URL'],
+  ['credentials in another URL', 'https://user:pa55@example.com/hook', 'URL with credentials'],
+];
+
+describe('redactSecretsIn', () => {
+  for (const [name, canary, label] of SHAPES) {
+    it(`replaces a ${name} inside text with its label`, () => {
+      const out = redactSecretsIn(`before ${canary} after`);
+      expect(out).toBe(`before [redacted ${label}] after`);
+      expect(redactSecretsIn(out)).toBe(out);
+    });
+  }
+
+  it('leaves ordinary text, ids and emails alone', () => {
+    const text = 'evt_01HZX order 4501 ops@example.com cfm_token Basic authentication, bearer tokens; 63 hex ' + 'a'.repeat(63);
+    expect(redactSecretsIn(text)).toBe(text);
+  });
+});
+
+describe('redactText (free text)', () => {
+  it('also removes email addresses, and is stable', () => {
+    const out = redactText('mail buyer@example.com, key whsec_abc123');
+    expect(out).toBe('mail [redacted email], key [redacted secret]');
+    expect(redactText(out)).toBe(out);
+  });
+});
+
+describe('documents', () => {
+  it('walks arrays and objects, with a rule for `secret` fields and for named free-text fields', () => {
+    const doc = { secret: 'whsec_x', list: [`t ${SHAPES[1]![1]}`], note: 'a@b.co', name: 'a@b.co', n: 3, z: null };
+    const out = redactDocument(doc, { text: redactSecretsIn, secretField: () => '(hidden)', fields: { note: redactText } });
+    expect(out).toEqual({ secret: '(hidden)', list: ['t [redacted grant token]'], note: '[redacted email]', name: 'a@b.co', n: 3, z: null });
+  });
+
+  it('the CLI masks prefixed tokens to their last four and labels the rest', () => {
+    expect(maskSecretsIn('token hrg_AbCdEfGhIjKlMnOpQrStUv12')).toBe('token ****Uv12');
+    const out = JSON.stringify(redactSecrets({ error: { message: `bad ${SHAPES[4]![1]} and ${SHAPES[7]![1]}` } }));
+    expect(out).not.toContain('eyJhbGci');
+    expect(out).not.toContain('s3cret');
+  });
+});
