@@ -1,6 +1,8 @@
 /** Shared test harness: a fresh in-memory SQLite with migrations, a manual clock, a store, grants and the app. */
 import { migrateSqlite, openSqliteDatabase, SqliteRepo } from '../db/sqlite/repo.ts';
 import type { EventRow } from '../db/types.ts';
+import { PgRepo } from '../db/pg/repo.ts';
+import { TEST_DATABASE_URL, testSchema } from './fixtures/storage.ts';
 import type { Tier } from '../src/contract/scopes.ts';
 import { createCore, defaultConfig, type Config, type Core } from '../src/core.ts';
 import { ManualClock } from '../src/lib/clock.ts';
@@ -20,11 +22,22 @@ export interface TestEnv {
   repo: SqliteRepo;
 }
 
-/** A fresh deployment in memory. `config` overrides defaults (handoff delays, env, admin URL…). */
-export async function createTestEnv(config: Partial<Config> = {}): Promise<TestEnv> {
+/**
+ * The storage a test deployment runs on: SQLite in memory, or a fresh PostgreSQL schema when
+ * HOOKRELAY_TEST_BACKEND=postgres (with HOOKRELAY_TEST_DATABASE_URL): the API suites then run against PostgreSQL.
+ */
+async function testRepo(): Promise<SqliteRepo> {
+  if (process.env.HOOKRELAY_TEST_BACKEND === 'postgres' && TEST_DATABASE_URL) {
+    return (await PgRepo.open({ url: TEST_DATABASE_URL, schema: testSchema(), max: 4 })) as unknown as SqliteRepo;
+  }
   const sqlite = openSqliteDatabase({ path: ':memory:' });
   await migrateSqlite(sqlite);
-  const repo = new SqliteRepo(sqlite);
+  return new SqliteRepo(sqlite);
+}
+
+/** A fresh deployment in memory. `config` overrides defaults (handoff delays, env, admin URL…). */
+export async function createTestEnv(config: Partial<Config> = {}): Promise<TestEnv> {
+  const repo = await testRepo();
   const clock = new ManualClock();
   const log = memoryLog();
   const core = createCore({
