@@ -4,7 +4,7 @@ import { iso, type Clock } from '../lib/clock.ts';
 import type { Log } from '../lib/log.ts';
 
 /** Why storage refuses writes, in words safe for a public status page (never the driver's text). */
-export type StorageFault = 'full' | 'io' | 'busy' | 'read_only' | 'corrupt';
+export type StorageFault = 'full' | 'io' | 'busy' | 'read_only' | 'corrupt' | 'unreachable';
 
 const FAULTS: [RegExp, StorageFault][] = [
   [/^SQLITE_FULL/, 'full'],
@@ -14,6 +14,12 @@ const FAULTS: [RegExp, StorageFault][] = [
   [/^SQLITE_(CORRUPT|NOTADB)/, 'corrupt'],
   [/^(ENOSPC|EDQUOT)$/, 'full'],
   [/^(EIO|EROFS)$/, 'io'],
+  // PostgreSQL SQLSTATEs (class 53: insufficient resources; 08: connection; 57P0x: the server shutting down) and
+  // the socket errors of a database that cannot be reached.
+  [/^53100$/, 'full'],
+  [/^(53\d{3}|58030)$/, 'io'],
+  [/^(08\d{3}|57P0[1-3]|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND)$/, 'unreachable'],
+  [/^25006$/, 'read_only'],
 ];
 
 /**
@@ -80,6 +86,7 @@ const FAULT_WORDS: Record<StorageFault, string> = {
   busy: 'the database stayed locked',
   read_only: 'the database is read-only',
   corrupt: 'the database file is damaged',
+  unreachable: 'the database cannot be reached',
 };
 
 /** What a fault means, for people (the status page, error messages); never the driver's text. */
