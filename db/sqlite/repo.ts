@@ -4,7 +4,7 @@ import { and, asc, desc, eq, getTableColumns, gte, lt, sql, type SQL } from 'dri
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
 import { runMigrations, type Migration } from '../migrate.ts';
 import { migrations as sqliteMigrations } from '../migrations/sqlite/index.ts';
-import type { Repo } from '../repo.ts';
+import type { PendingAuthFailure, Repo } from '../repo.ts';
 import type {
   AuditRow,
   IdempotencyRow,
@@ -156,6 +156,8 @@ export class SqliteRepo implements Repo {
   private readonly insertBodies;
   private readonly findFirstByExternalId;
   private readonly insertAuthFailure;
+  private readonly recentAuthFailures;
+  private readonly foldAuthFailure;
   private readonly getCounter;
   private readonly bumpStat;
   private readonly bumpCounter;
@@ -202,7 +204,11 @@ export class SqliteRepo implements Repo {
       `INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES (?1, ?2, ?3, ?4)
        ON CONFLICT (store_id, meter, period_start) DO UPDATE SET used = used + ?4`,
     );
-    this.insertAuthFailure = sqlite.prepare('INSERT INTO auth_failures (id, store_id, endpoint_id, code, at) VALUES (?, ?, ?, ?, ?)');
+    this.insertAuthFailure = sqlite.prepare('INSERT INTO auth_failures (id, store_id, endpoint_id, code, at, count) VALUES (?, ?, ?, ?, ?, ?)');
+    this.recentAuthFailures = sqlite.prepare<{ id: string }, [string, number, string, number]>(
+      'SELECT id FROM auth_failures WHERE endpoint_id = ? AND at >= ? AND code = ? ORDER BY at DESC, id DESC LIMIT ?',
+    );
+    this.foldAuthFailure = sqlite.prepare('UPDATE auth_failures SET count = count + ?, at = max(at, ?) WHERE id = ?');
     this.insertAttempt = sqlite.prepare(
       `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome, http_status, code, message, retry_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
@@ -232,7 +238,7 @@ export class SqliteRepo implements Repo {
                     ORDER BY next_attempt_at LIMIT ?3)
        RETURNING *`,
     );
-    this.commitBatch = sqlite.transaction((batch: PendingReceipt[], failures: AuthFailureRow[], lease: IngestLease | null) =>
+    this.commitBatch = sqlite.transaction((batch: PendingReceipt[], failures: PendingAuthFailure[], lease: IngestLease | null) =>
       this.commitInTransaction(batch, failures, lease),
     );
     const id = sql.placeholder('id');
@@ -301,13 +307,13 @@ export class SqliteRepo implements Repo {
     return this.db.select().from(s.endpoints).where(eq(s.endpoints.storeId, storeId)).orderBy(asc(s.endpoints.id)).all();
   }
 
-  async commitIngest(receipts: PendingReceipt[], authFailures: AuthFailureRow[], lease: IngestLease | null = null): Promise<CommittedReceipt[]> {
+  async commitIngest(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null = null): Promise<CommittedReceipt[]> {
     return this.commitBatch(receipts, authFailures, lease);
   }
 
-  private commitInTransaction(batch: PendingReceipt[], authFailures: AuthFailureRow[], lease: IngestLease | null): CommittedReceipt[] {
+  private commitInTransaction(batch: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null): CommittedReceipt[] {
     let leases = lease?.max ?? 0;
-    for (const f of authFailures) this.insertAuthFailure.run(f.id, f.storeId, f.endpointId, f.code, f.at);
+    for (const f of authFailures) this.recordAuthFailure(f);
     const seen = new Map<string, string>();
     // Accepted-events meter per store and period, read once per batch and written back once.
     type Meter = { storeId: string; meter: string; periodStart: number; used: number; added: number };
@@ -363,10 +369,17 @@ export class SqliteRepo implements Repo {
     return out;
   }
 
+  /** Inserts the failure, or folds it into the newest row of its endpoint and code once the window holds keepRows. */
+  private recordAuthFailure(f: PendingAuthFailure): void {
+    const recent = this.recentAuthFailures.all(f.endpointId, f.foldSince, f.code, f.keepRows);
+    if (recent.length >= f.keepRows && recent[0]) this.foldAuthFailure.run(f.count, f.at, recent[0].id);
+    else this.insertAuthFailure.run(f.id, f.storeId, f.endpointId, f.code, f.at, f.count);
+  }
+
   // Setup state calls the next two once per endpoint: raw SQL through bun:sqlite's statement cache, where a
   // drizzle call would compile its statement again each time.
   async listAuthFailures(storeId: string, endpointId?: string, limit = 100) {
-    const cols = 'id, store_id AS storeId, endpoint_id AS endpointId, code, at';
+    const cols = 'id, store_id AS storeId, endpoint_id AS endpointId, code, at, count';
     const order = 'ORDER BY at DESC, id DESC LIMIT ?';
     return endpointId
       ? this.sqlite.query<AuthFailureRow, [string, string, number]>(`SELECT ${cols} FROM auth_failures WHERE store_id = ? AND endpoint_id = ? ${order}`).all(storeId, endpointId, limit)
@@ -616,7 +629,7 @@ export class SqliteRepo implements Repo {
   async countAuthFailures(storeId: string, since: number) {
     return this.sqlite
       .query<{ endpointId: string; n: number }, [string, number]>(
-        'SELECT endpoint_id AS endpointId, count(*) AS n FROM auth_failures WHERE store_id = ? AND at >= ? GROUP BY endpoint_id',
+        'SELECT endpoint_id AS endpointId, sum(count) AS n FROM auth_failures WHERE store_id = ? AND at >= ? GROUP BY endpoint_id',
       )
       .all(storeId, since);
   }

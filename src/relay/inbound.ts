@@ -3,6 +3,7 @@
  * validation and mapping, then a durable receipt before the 202. Does not use the agent-API pipeline.
  */
 import type { EventRow } from '../../db/types.ts';
+import { AUTH_FAILURE_LIMITS } from '../contract/limits.ts';
 import { TEST_EVENT_PREFIX, TRIGGERS } from '../contract/triggers.ts';
 import type { Core } from '../core.ts';
 import { acceptedCapacity } from '../ops/usage.ts';
@@ -12,6 +13,7 @@ import { buildFlowPayload, flowPayloadFits } from './flow.ts';
 import { getPath, normalizeResourceId, relatedIdText } from './mapping.ts';
 import { readCapped } from '../lib/body.ts';
 import type { ReceiptWriter } from './writer.ts';
+import type { AuthFailureLimiter } from '../server/rate-limit.ts';
 
 
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
@@ -23,6 +25,8 @@ export interface InboundDeps {
   core: Core;
   endpoints: EndpointCache;
   writer: ReceiptWriter;
+  /** Failed authentications per client address and per endpoint: 429 past either limit. */
+  authFailures: AuthFailureLimiter;
 }
 
 function reply(status: number, body: Record<string, unknown>, headers?: Record<string, string>): Response {
@@ -32,16 +36,18 @@ function reply(status: number, body: Record<string, unknown>, headers?: Record<s
 const MESSAGES = {
   SVC_AUTH_HEADER_MISSING: 'The authentication header configured for this endpoint is missing. Fix the sender and send a fresh event.',
   SVC_AUTH_FAILED: 'Authentication failed: the signature or static token did not verify. Fix the sender and send a fresh event.',
+  SVC_AUTH_HEADER_REPEATED: 'Authentication failed: the authentication header carries several values. Send it once, with one value.',
   SVC_INVALID_JSON: 'The body is not valid UTF-8 JSON.',
   SVC_REQUIRED_PATH_MISSING: 'A path this endpoint requires is missing from the event.',
   SVC_RESOURCE_ID_UNMAPPABLE: "The mapped resource id is missing or is not a numeric id or GID.",
   SVC_PAYLOAD_TOO_LARGE: 'The event is larger than this endpoint accepts.',
 } as const;
 
-export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
+export function createInboundHandler({ core, endpoints, writer, authFailures }: InboundDeps) {
   const { clock, ids, config } = core;
 
-  return async function handleInbound(req: Request, endpointId: string): Promise<Response> {
+  /** `client`: the caller's address key (see clientKey), null when unknown. */
+  return async function handleInbound(req: Request, endpointId: string, client: string | null = null): Promise<Response> {
     if (req.method !== 'POST') return reply(405, { code: 'method_not_allowed', message: 'Use POST.' }, { Allow: 'POST' });
     const ep = await endpoints.get(endpointId);
     if (!ep || ep.row.status !== 'active') return reply(404, { code: 'not_found', message: 'No such endpoint.' });
@@ -54,8 +60,11 @@ export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
 
     const now = clock.now();
     const headerValue = req.headers.get(ep.row.headerName);
-    if (!headerValue) return authFailure(ep, 'SVC_AUTH_HEADER_MISSING', now);
-    if (!authenticate(ep, body, headerValue, now)) return authFailure(ep, 'SVC_AUTH_FAILED', now);
+    if (!headerValue) return authFailure(ep, 'SVC_AUTH_HEADER_MISSING', now, client);
+    // Repeated header lines reach us joined with ", " (standard header names, proxies, Bun 1.4+); no signature or
+    // secret holds a comma. Refused outright: a proxy reading the first value would see another one than we do.
+    if (headerValue.includes(',')) return authFailure(ep, 'SVC_AUTH_FAILED', now, client, MESSAGES.SVC_AUTH_HEADER_REPEATED);
+    if (!authenticate(ep, body, headerValue, now)) return authFailure(ep, 'SVC_AUTH_FAILED', now, client);
 
     return accept(ep, body, now);
   };
@@ -64,9 +73,22 @@ export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
     return reply(413, { code: 'SVC_PAYLOAD_TOO_LARGE', message: `Bodies are limited to ${config.maxBodyBytes} bytes.` });
   }
 
-  async function authFailure(ep: LiveEndpoint, code: 'SVC_AUTH_HEADER_MISSING' | 'SVC_AUTH_FAILED', at: number) {
-    await writer.recordAuthFailure({ id: ids.next('af'), storeId: ep.row.storeId, endpointId: ep.row.id, code, at, count: 1 });
-    return reply(401, { code, message: MESSAGES[code] });
+  /**
+   * Records the failure (folded into a count under a flood) and answers 401, or 429 once the client address or the
+   * endpoint is over its failure limit. Only failures reach here: a correctly signed event is never refused by it.
+   */
+  async function authFailure(ep: LiveEndpoint, code: 'SVC_AUTH_HEADER_MISSING' | 'SVC_AUTH_FAILED', at: number, client: string | null, message: string = MESSAGES[code]) {
+    const { windowMs, rowsPerEndpoint } = AUTH_FAILURE_LIMITS;
+    const d = authFailures.fail(client, ep.row.id);
+    const foldSince = Math.floor(at / windowMs) * windowMs;
+    await writer.recordAuthFailure({ id: ids.next('af'), storeId: ep.row.storeId, endpointId: ep.row.id, code, at, count: 1, foldSince, keepRows: rowsPerEndpoint });
+    if (!d.limited) return reply(401, { code, message });
+    const whose = d.scope === 'client' ? 'from this address' : 'for this endpoint';
+    return reply(
+      429,
+      { code: 'rate_limited', message: `Too many failed authentications ${whose}; fix the sender's secret or signature and retry after ${d.retryAfterSeconds} s.`, retryAfterSeconds: d.retryAfterSeconds },
+      { 'Retry-After': String(d.retryAfterSeconds) },
+    );
   }
 
   async function accept(ep: LiveEndpoint, body: Uint8Array, now: number): Promise<Response> {

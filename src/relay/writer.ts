@@ -2,8 +2,8 @@
  * Group commit: receipts of concurrent requests share one durable transaction, and each request is answered
  * only after the commit that holds it. One fsync per batch instead of one per request.
  */
-import type { Repo } from '../../db/repo.ts';
-import type { AuthFailureRow, CommittedReceipt, EventRow, IngestLease, PendingReceipt } from '../../db/types.ts';
+import type { PendingAuthFailure, Repo } from '../../db/repo.ts';
+import type { CommittedReceipt, EventRow, IngestLease, PendingReceipt } from '../../db/types.ts';
 
 /**
  * The running worker's side of a commit: it may take receipts straight from the commit (claimed in the same
@@ -24,7 +24,7 @@ interface Waiter<T> {
 
 export class ReceiptWriter {
   private receipts: Waiter<PendingReceipt>[] = [];
-  private failures: { item: AuthFailureRow; resolve: () => void; reject: (e: unknown) => void }[] = [];
+  private failures: { item: PendingAuthFailure; resolve: () => void; reject: (e: unknown) => void }[] = [];
   private scheduled = false;
   private flushing: Promise<void> | null = null;
   private closed = false;
@@ -53,7 +53,8 @@ export class ReceiptWriter {
     });
   }
 
-  recordAuthFailure(row: AuthFailureRow): Promise<void> {
+  /** Resolves once the failure is committed, as a row of its own or folded into its window's newest (see PendingAuthFailure). */
+  recordAuthFailure(row: PendingAuthFailure): Promise<void> {
     if (this.closed) return Promise.reject(new Error('writer closed'));
     return new Promise((resolve, reject) => {
       this.failures.push({ item: row, resolve, reject });

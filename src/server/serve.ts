@@ -38,12 +38,12 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
     // with stack traces, and a measurably slower request path. Always production.
     development: false,
     maxRequestBodySize: core.config.maxBodyBytes * 2,
-    async fetch(req) {
+    async fetch(req, srv) {
       const started = performance.now();
       let res: Response;
       inFlight++;
       try {
-        res = await app.fetch(req);
+        res = await app.fetch(req, srv.requestIP(req)?.address ?? null);
       } catch {
         core.log.error(`unhandled error on ${req.method} ${pathOf(req.url)}`);
         res = Response.json({ code: 'internal_error', message: 'Something went wrong on our side.' }, { status: 500 });
