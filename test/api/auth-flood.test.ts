@@ -2,13 +2,16 @@
  * Failed bearer authentication under a flood (REST and the MCP endpoint): 429 `auth_failure` per client address,
  * a valid token never refused, audit rows bounded and folded into counted summaries; the limiter's memory bound.
  */
-import { describe, expect, test } from 'bun:test';
+import { describe, expect, setDefaultTimeout, test } from 'bun:test';
 import { AUTH_FAILURE_LIMITS } from '../../src/contract/limits.ts';
 import { RateLimitedResponseSchema } from '../../src/contract/schemas.ts';
 import { ManualClock } from '../../src/lib/clock.ts';
 import { newGrantToken } from '../../src/lib/crypto.ts';
 import { AuthFailureLimiter, clientKey } from '../../src/server/rate-limit.ts';
 import { addGrant, addStore, BASE, createTestEnv, type TestEnv } from '../helpers.ts';
+
+// Floods of a few thousand requests and real sockets, on a machine the suite shares: no timing is asserted.
+setDefaultTimeout(60_000);
 
 const { perClient, windowMs, auditedPerClient, auditedPerWindow } = AUTH_FAILURE_LIMITS;
 

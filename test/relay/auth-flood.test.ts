@@ -3,12 +3,15 @@
  * signed event), failures folded into counted rows, the replacement-endpoint guidance kept, and repeated
  * signature headers refused over a real socket.
  */
-import { describe, expect, test } from 'bun:test';
+import { describe, expect, setDefaultTimeout, test } from 'bun:test';
 import net from 'node:net';
 import { AUTH_FAILURE_LIMITS } from '../../src/contract/limits.ts';
 import { hmacHex, newEndpointSecret } from '../../src/lib/crypto.ts';
 import { startServer } from '../../src/server/serve.ts';
 import { addGrant, addStore, BASE, call, createEndpoint, createTestEnv, orderEvent, type TestEnv } from '../helpers.ts';
+
+// Floods of a few thousand requests and real sockets, on a machine the suite shares: no timing is asserted.
+setDefaultTimeout(60_000);
 
 const { perClient, perEndpoint, rowsPerEndpoint, windowMs } = AUTH_FAILURE_LIMITS;
 
