@@ -6,6 +6,7 @@ import type {
   RecordRow,
   TriggerReadinessRow,
   AttemptResult,
+  AttemptStart,
   AttemptRow,
   AuthFailureRow,
   CommittedReceipt,
@@ -60,9 +61,20 @@ export interface Repo {
   listAttempts(eventId: string): Promise<AttemptRow[]>;
 
   // handoff worker
-  /** Leases up to `limit` events due at `now` so no other worker takes them until `leaseUntil`. */
+  /**
+   * Leases up to `limit` events due at `now` so no other worker takes them until `leaseUntil`. An attempt of a
+   * claimed event still `sending` (its worker stopped or lost the lease mid-send) ends `unknown` and counts.
+   */
   claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]>;
-  /** Records a round of attempts in one transaction (one fsync for the round, not one per event). */
+  /**
+   * Journals attempts `sending` before their sends, durably, in one transaction. Returns those journaled: an
+   * attempt number already present (another worker has it) is left out and must not be sent.
+   */
+  journalAttempts(starts: AttemptStart[]): Promise<AttemptStart[]>;
+  /**
+   * Closes a round of journaled attempts and updates their events in one transaction. An attempt no longer
+   * `sending` (a claim marked it `unknown` after its lease ran out) writes nothing: the stale worker is fenced.
+   */
   recordAttempts(results: AttemptResult[]): Promise<void>;
   /** Earliest next_attempt_at of pending events, for the worker's sleep. */
   nextDueAt(): Promise<number | null>;
@@ -100,6 +112,21 @@ export interface Repo {
   transitionIntent(id: string, fromState: string, patch: Partial<IntentRow>): Promise<boolean>;
   getIdempotency(storeId: string, key: string, since: number): Promise<IdempotencyRow | null>;
   putIdempotency(row: IdempotencyRow): Promise<void>;
+  /**
+   * Claims an Idempotency-Key for a request about to run: stores it pending (`status` 0) unless a live row holds
+   * it. A row older than `since` (expired) or pending since before `staleBefore` (its instance died) is taken
+   * over. Returns null when claimed, else the row that holds the key (pending: in flight elsewhere).
+   */
+  claimIdempotency(row: Pick<IdempotencyRow, 'storeId' | 'key' | 'operationId' | 'requestHash' | 'createdAt'>, since: number, staleBefore: number): Promise<IdempotencyRow | null>;
+  /** Drops a pending claim whose request failed, so a retry may run. */
+  releaseIdempotency(storeId: string, key: string): Promise<void>;
+
+  // rate limits
+  /**
+   * Counts one call in the window starting at `windowStart` against every key, unless one of them has reached
+   * its limit: then nothing is counted and its index is returned (-1: counted). Exact across instances.
+   */
+  takeRate(keys: { key: string; limit: number }[], windowStart: number): Promise<number>;
 
   // readiness, usage, records
   listTriggerReadiness(storeId: string): Promise<TriggerReadinessRow[]>;
@@ -119,15 +146,28 @@ export interface Repo {
   countAuthFailures(storeId: string, since: number): Promise<{ endpointId: string; n: number }[]>;
   /** Events not yet handed off for good (accepted, queued, held): the store's, or one endpoint's. */
   pendingStats(storeId: string, endpointId?: string): Promise<{ backlog: number; oldestReceivedAt: number | null }>;
+  /** The same figures for the whole store at scrape cost: the count read from the index alone, the oldest by id order. */
+  handoffBacklog(storeId: string): Promise<{ backlog: number; oldestReceivedAt: number | null }>;
+
+  /**
+   * Cross-instance signals (PostgreSQL LISTEN/NOTIFY): `endpoint` carries an endpoint id whose cached config is
+   * stale, `due` says events became due. A single-process dialect has no peers and leaves both out.
+   */
+  notify?(channel: Signal, payload: string): Promise<void>;
+  /** Calls `fn` for each signal from any instance (this one included) until the returned stop is called. */
+  listen?(fn: (channel: Signal, payload: string) => void): Promise<() => Promise<void>>;
 
   close(): Promise<void>;
 }
 
 /**
  * An auth failure to record. Once its endpoint holds `keepRows` rows of its code with `at >= foldSince`, it is added
- * to the newest of them (count, at) instead of inserted: a flood is a count, not a row per request.
+ * to the newest of them (count, at) instead of inserted: a flood is a count, not a row per request. Without the two
+ * fields it is inserted as it is.
  */
 export interface PendingAuthFailure extends AuthFailureRow {
-  foldSince: number;
-  keepRows: number;
+  foldSince?: number;
+  keepRows?: number;
 }
+
+export type Signal = 'endpoint' | 'due';

@@ -95,6 +95,9 @@ export const METRIC = {
   latency: (boundMs: number) => `latency_le:${boundMs}`,
 } as const;
 
+/** An attempt journaled `sending` before its send; closed by recordAttempts, or found `unknown` by a later claim. */
+export type AttemptStart = Pick<AttemptRow, 'eventId' | 'number' | 'destination' | 'startedAt'>;
+
 export interface AttemptResult {
   /** attempt.eventId is the event updated. */
   attempt: AttemptRow;

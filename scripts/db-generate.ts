@@ -3,7 +3,7 @@ import { $ } from 'bun';
 import { writeMigrationIndex } from '../db/migration-index.ts';
 
 const name = process.argv[2];
-for (const dialect of ['sqlite'] as const) {
+for (const dialect of ['sqlite', 'pg'] as const) {
   const config = `db/drizzle.${dialect}.config.ts`;
   if (name) await $`bunx drizzle-kit generate --config ${config} --name ${name}`;
   else await $`bunx drizzle-kit generate --config ${config}`;

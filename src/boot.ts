@@ -1,7 +1,7 @@
 /** Opens a deployment: data directory, secret key, database (migrated), and the runtime core. */
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { SqliteRepo } from '../db/sqlite/repo.ts';
+import { isPostgresUrl, openStorage } from '../db/open.ts';
 import { AppError } from './contract/errors.ts';
 import { createCore, defaultConfig, type Config, type Core } from './core.ts';
 import { newSecretKey, parseSecretKey, SecretBox } from './lib/crypto.ts';
@@ -12,6 +12,8 @@ export interface BootOptions {
   log?: Log;
   config?: Partial<Config>;
   synchronous?: 'FULL' | 'NORMAL';
+  /** `postgres://…` (--database-url); else HOOKRELAY_DATABASE_URL; else SQLite in the data directory. */
+  databaseUrl?: string;
 }
 
 export function resolveDataDir(flag?: string): string {
@@ -48,7 +50,14 @@ export function prepareDataDir(flag?: string): string {
 
 export async function openCore(opts: BootOptions = {}): Promise<Core> {
   const dataDir = prepareDataDir(opts.dataDir);
-  const repo = await SqliteRepo.open({ path: join(dataDir, 'hookrelay.db'), synchronous: opts.synchronous });
+  const url = opts.databaseUrl ?? process.env.HOOKRELAY_DATABASE_URL ?? null;
+  if (url && !isPostgresUrl(url)) throw new AppError('invalid_input', 'HOOKRELAY_DATABASE_URL / --database-url must be a postgres:// or postgresql:// URL.');
+  // Every instance on one database must seal and open endpoint secrets with the same key: a key file made by
+  // one instance in its own data directory would leave the others unable to verify any signature.
+  if (url && !process.env.HOOKRELAY_SECRET_KEY) {
+    throw new AppError('invalid_input', 'With a PostgreSQL database, set HOOKRELAY_SECRET_KEY (64 hex characters), the same on every instance.');
+  }
   const box = new SecretBox(loadSecretKey(dataDir));
+  const repo = await openStorage({ url, sqlitePath: join(dataDir, 'hookrelay.db'), synchronous: opts.synchronous });
   return createCore({ repo, box, log: opts.log, config: defaultConfig(opts.config) });
 }

@@ -12,6 +12,7 @@ import type {
   RecordRow,
   TriggerReadinessRow,
   AttemptResult,
+  AttemptStart,
   AuthFailureRow,
   CommittedReceipt,
   DueEvent,
@@ -64,8 +65,14 @@ function eventValues(e: EventRow): SQLQueryBindings[] {
   return out;
 }
 
+/** Outcomes of events not yet handed off for good (pendingStats, handoffBacklog). */
+const PENDING_OUTCOMES = ['accepted', 'queued', 'held'] as const;
+const PENDING_IN = PENDING_OUTCOMES.map((o) => `'${o}'`).join(', ');
+
 /** Rows per multi-row INSERT in a commit (see RowBatch). */
 const ROWS_PER_INSERT = 16;
+/** The message of an attempt whose result no one can know (see claimTransaction). */
+const UNKNOWN_MESSAGE = 'The worker stopped or lost its lease after starting this handoff; Flow may have received the trigger.';
 
 /**
  * The two INSERTs a RowBatch uses: `ROWS_PER_INSERT` rows at once, and one row for the remainder. `OR FAIL`
@@ -161,10 +168,15 @@ export class SqliteRepo implements Repo {
   private readonly getCounter;
   private readonly bumpStat;
   private readonly bumpCounter;
-  private readonly insertAttempt;
+  private readonly journalAttempt;
+  private readonly closeAttempt;
   private readonly updateAfterAttempt;
+  private readonly markUnknown;
+  private readonly countUnknown;
+  private readonly journalBatch;
   private readonly recordBatch;
   private readonly claimStatement;
+  private readonly claimTransaction;
   private readonly commitBatch;
   /** Reads the inbound path and the worker make per request or per round, built once (drizzle builds SQL per call). */
   private readonly storeById;
@@ -209,13 +221,27 @@ export class SqliteRepo implements Repo {
       'SELECT id FROM auth_failures WHERE endpoint_id = ? AND at >= ? AND code = ? ORDER BY at DESC, id DESC LIMIT ?',
     );
     this.foldAuthFailure = sqlite.prepare('UPDATE auth_failures SET count = count + ?, at = max(at, ?) WHERE id = ?');
-    this.insertAttempt = sqlite.prepare(
-      `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome, http_status, code, message, retry_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    this.journalAttempt = sqlite.prepare(
+      `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome)
+       VALUES (?, ?, ?, ?, ?, 'sending') ON CONFLICT DO NOTHING`,
+    );
+    this.closeAttempt = sqlite.prepare(
+      `UPDATE attempts SET started_at = ?, finished_at = ?, outcome = ?, http_status = ?, code = ?, message = ?, retry_at = ?
+       WHERE event_id = ? AND number = ? AND outcome = 'sending'`,
     );
     this.updateAfterAttempt = sqlite.prepare(
       `UPDATE events SET outcome = ?, code = ?, next_attempt_at = ?, delivered_at = ?, lease_until = ?, attempts = ?, last_attempt_at = ?
        WHERE id = ?`,
+    );
+    this.markUnknown = sqlite.prepare<{ number: number }, [number, string, string]>(
+      `UPDATE attempts SET outcome = 'unknown', finished_at = ?, code = 'unknown', message = ?
+       WHERE event_id = ? AND outcome = 'sending' RETURNING number`,
+    );
+    this.countUnknown = sqlite.prepare<unknown, [number, number, string]>(
+      'UPDATE events SET attempts = max(attempts, ?), last_attempt_at = ? WHERE id = ?',
+    );
+    this.journalBatch = sqlite.transaction((rows: AttemptStart[]) =>
+      rows.filter((a) => this.journalAttempt.run(a.eventId, a.number, a.destination, a.startedAt, a.startedAt).changes === 1),
     );
     this.bumpStat = sqlite.prepare(
       `INSERT INTO event_stats (store_id, width, bucket, metric, n) VALUES (?1, ?2, ?3, ?4, ?5)
@@ -224,8 +250,8 @@ export class SqliteRepo implements Repo {
     this.recordBatch = sqlite.transaction((results: AttemptResult[]) => {
       const stats = this.statsBatch();
       for (const { attempt: a, event: e, storeId, metrics } of results) {
-        const { changes } = this.insertAttempt.run(a.eventId, a.number, a.destination, a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt);
-        // This number is recorded already (the handoff was repeated after its lease ran out): the first stands.
+        const { changes } = this.closeAttempt.run(a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt, a.eventId, a.number);
+        // No journaled attempt to close: its lease ran out and a claim marked it `unknown`. This worker writes nothing.
         if (changes === 0) continue;
         this.updateAfterAttempt.run(e.outcome, e.code, e.nextAttemptAt, e.deliveredAt, e.leaseUntil, a.number, a.finishedAt, a.eventId);
         for (const m of metrics) stats.add(storeId, a.finishedAt, m);
@@ -238,6 +264,20 @@ export class SqliteRepo implements Repo {
                     ORDER BY next_attempt_at LIMIT ?3)
        RETURNING *`,
     );
+    this.claimTransaction = sqlite.transaction((leaseUntil: number, now: number, limit: number) => {
+      const claimed = this.claimStatement.all(leaseUntil, now, limit).map(rowToEvent);
+      // A claimed event whose attempt is still `sending` was left by a worker that stopped or lost its lease
+      // mid-send: Flow may have the trigger. The attempt ends `unknown` and counts, so the next one is visible as a repeat.
+      for (const e of claimed) {
+        const left = this.markUnknown.all(now, UNKNOWN_MESSAGE, e.id);
+        if (!left.length) continue;
+        const number = Math.max(...left.map((r) => r.number));
+        this.countUnknown.run(number, now, e.id);
+        e.attempts = Math.max(e.attempts, number);
+        e.lastAttemptAt = now;
+      }
+      return claimed;
+    });
     this.commitBatch = sqlite.transaction((batch: PendingReceipt[], failures: PendingAuthFailure[], lease: IngestLease | null) =>
       this.commitInTransaction(batch, failures, lease),
     );
@@ -371,9 +411,12 @@ export class SqliteRepo implements Repo {
 
   /** Inserts the failure, or folds it into the newest row of its endpoint and code once the window holds keepRows. */
   private recordAuthFailure(f: PendingAuthFailure): void {
-    const recent = this.recentAuthFailures.all(f.endpointId, f.foldSince, f.code, f.keepRows);
-    if (recent.length >= f.keepRows && recent[0]) this.foldAuthFailure.run(f.count, f.at, recent[0].id);
-    else this.insertAuthFailure.run(f.id, f.storeId, f.endpointId, f.code, f.at, f.count);
+    const count = f.count ?? 1;
+    if (f.keepRows !== undefined && f.foldSince !== undefined) {
+      const recent = this.recentAuthFailures.all(f.endpointId, f.foldSince, f.code, f.keepRows);
+      if (recent.length >= f.keepRows && recent[0]) return void this.foldAuthFailure.run(count, f.at, recent[0].id);
+    }
+    this.insertAuthFailure.run(f.id, f.storeId, f.endpointId, f.code, f.at, count);
   }
 
   // Setup state calls the next two once per endpoint: raw SQL through bun:sqlite's statement cache, where a
@@ -410,7 +453,7 @@ export class SqliteRepo implements Repo {
   }
 
   async claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]> {
-    const claimed = this.relaxed(() => this.claimStatement.all(leaseUntil, now, limit)).map(rowToEvent);
+    const claimed = this.relaxed(() => this.claimTransaction(leaseUntil, now, limit));
     if (!claimed.length) return [];
     const eps = new Map([...new Set(claimed.map((e) => e.endpointId))].map((id) => [id, this.endpointById.get({ id })]));
     const sts = new Map([...new Set(claimed.map((e) => e.storeId))].map((id) => [id, this.storeById.get({ id })]));
@@ -419,6 +462,12 @@ export class SqliteRepo implements Repo {
       const store = sts.get(event.storeId);
       return endpoint && store ? [{ event, endpoint, store }] : [];
     });
+  }
+
+  async journalAttempts(starts: AttemptStart[]): Promise<AttemptStart[]> {
+    if (!starts.length) return [];
+    // Full durability: a send must never happen without a journal entry that survives the crash after it.
+    return this.journalBatch(starts);
   }
 
   async recordAttempts(results: AttemptResult[]) {
@@ -529,6 +578,35 @@ export class SqliteRepo implements Repo {
       .run();
   }
 
+  async claimIdempotency(row: Pick<IdempotencyRow, 'storeId' | 'key' | 'operationId' | 'requestHash' | 'createdAt'>, since: number, staleBefore: number) {
+    const claimed = this.sqlite
+      .query(
+        `INSERT INTO idempotency_keys (store_id, key, operation_id, request_hash, status, response, created_at) VALUES (?1, ?2, ?3, ?4, 0, '', ?5)
+         ON CONFLICT (store_id, key) DO UPDATE SET operation_id = ?3, request_hash = ?4, status = 0, response = '', created_at = ?5
+           WHERE created_at < ?6 OR (status = 0 AND created_at < ?7)
+         RETURNING key`,
+      )
+      .get(row.storeId, row.key, row.operationId, row.requestHash, row.createdAt, since, staleBefore);
+    return claimed ? null : await this.getIdempotency(row.storeId, row.key, 0);
+  }
+  async releaseIdempotency(storeId: string, key: string) {
+    this.sqlite.query('DELETE FROM idempotency_keys WHERE store_id = ? AND key = ? AND status = 0').run(storeId, key);
+  }
+
+  /** One process owns a SQLite file (the data directory lock): its windows live in memory. */
+  private readonly windows = new Map<string, number>();
+  private windowStart = -1;
+  async takeRate(keys: { key: string; limit: number }[], windowStart: number) {
+    if (windowStart !== this.windowStart) {
+      this.windowStart = windowStart;
+      this.windows.clear();
+    }
+    const full = keys.findIndex((k) => (this.windows.get(k.key) ?? 0) >= k.limit);
+    if (full >= 0) return full;
+    for (const k of keys) this.windows.set(k.key, (this.windows.get(k.key) ?? 0) + 1);
+    return -1;
+  }
+
   async listTriggerReadiness(storeId: string) {
     return this.readinessOfStore.all({ id: storeId });
   }
@@ -634,11 +712,21 @@ export class SqliteRepo implements Repo {
       .all(storeId, since);
   }
   async pendingStats(storeId: string, endpointId?: string) {
-    const pending = `SELECT count(*) AS backlog, min(received_at) AS oldest FROM events WHERE store_id = ? AND outcome IN ('accepted', 'queued', 'held')`;
+    const pending = `SELECT count(*) AS backlog, min(received_at) AS oldest FROM events WHERE store_id = ? AND outcome IN (${PENDING_IN})`;
     // `+endpoint_id`: the pending few are found on (store_id, outcome), not among every event of the endpoint.
     const row = endpointId
       ? this.sqlite.query<{ backlog: number; oldest: number | null }, [string, string]>(`${pending} AND +endpoint_id = ?`).get(storeId, endpointId)
       : this.sqlite.query<{ backlog: number; oldest: number | null }, [string]>(pending).get(storeId);
+    return { backlog: row?.backlog ?? 0, oldestReceivedAt: row?.oldest ?? null };
+  }
+
+  async handoffBacklog(storeId: string) {
+    // Ids sort by receipt time: each pending outcome's first id on (store_id, outcome, id) is its oldest, found
+    // without reading the rows of a large backlog (min(received_at) reads every one of them).
+    const first = (o: string) => `SELECT (SELECT received_at FROM events WHERE store_id = ?1 AND outcome = '${o}' ORDER BY id LIMIT 1) AS at`;
+    const sql = `SELECT (SELECT count(*) FROM events WHERE store_id = ?1 AND outcome IN (${PENDING_IN})) AS backlog, min(at) AS oldest
+      FROM (${PENDING_OUTCOMES.map(first).join(' UNION ALL ')})`;
+    const row = this.sqlite.query<{ backlog: number; oldest: number | null }, [string]>(sql).get(storeId);
     return { backlog: row?.backlog ?? 0, oldestReceivedAt: row?.oldest ?? null };
   }
 

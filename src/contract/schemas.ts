@@ -204,8 +204,10 @@ export const AttemptSchema = z
     number: z.number().int().min(1),
     destination: z.enum(['shopify', 'log']),
     startedAt: Timestamp,
-    finishedAt: Timestamp,
-    outcome: z.enum(['delivered', 'retry', 'failed', 'no_workflow']),
+    finishedAt: Timestamp.nullable().describe('null while the attempt is still sending'),
+    outcome: z
+      .enum(['sending', 'delivered', 'retry', 'failed', 'no_workflow', 'unknown'])
+      .describe('`sending`: journaled before the send, result not yet recorded. `unknown`: the worker stopped or lost its lease mid-send, so Flow may have received the trigger; a later attempt may be a repeat'),
     httpStatus: z.number().int().nullable(),
     code: z.string().nullable(),
     message: z.string().nullable(),

@@ -12,6 +12,7 @@ import type { EndpointCache, LiveEndpoint } from './endpoint-cache.ts';
 import { buildFlowPayload, flowPayloadFits } from './flow.ts';
 import { getPath, normalizeResourceId, relatedIdText } from './mapping.ts';
 import { readCapped } from '../lib/body.ts';
+import { metrics } from '../lib/instruments.ts';
 import type { ReceiptWriter } from './writer.ts';
 import type { AuthFailureLimiter } from '../server/rate-limit.ts';
 
@@ -30,6 +31,7 @@ export interface InboundDeps {
 }
 
 function reply(status: number, body: Record<string, unknown>, headers?: Record<string, string>): Response {
+  metrics.inboundReply(status);
   return Response.json(body, { status, headers });
 }
 
@@ -82,6 +84,7 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
     const d = authFailures.fail(client, ep.row.id);
     const foldSince = Math.floor(at / windowMs) * windowMs;
     await writer.recordAuthFailure({ id: ids.next('af'), storeId: ep.row.storeId, endpointId: ep.row.id, code, at, count: 1, foldSince, keepRows: rowsPerEndpoint });
+    metrics.inboundAuthFailure(ep.row.storeId, code);
     if (!d.limited) return reply(401, { code, message });
     const whose = d.scope === 'client' ? 'from this address' : 'for this endpoint';
     return reply(
@@ -136,9 +139,11 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
         capacity: keep ? acceptedCapacity(ep.store, now) : null,
       });
     } catch {
+      metrics.inbound(row.storeId, 'unavailable');
       core.log.error(`inbound: receipt commit failed for endpoint ${row.id}`);
       return reply(503, { code: 'temporarily_unavailable', message: 'The receipt could not be recorded; retry later.' }, { 'Retry-After': '5' });
     }
+    metrics.inbound(row.storeId, committed.outcome);
     const out: Record<string, unknown> = { receiptId: committed.receiptId, eventId: committed.eventId, status: committed.outcome };
     if (committed.duplicateOf) out.duplicateOf = committed.duplicateOf;
     if (rejectedCode && !event.isTest) return reply(422, { code: rejectedCode, message: MESSAGES[rejectedCode], ...out });

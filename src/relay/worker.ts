@@ -10,6 +10,7 @@ import { shopifyDestination } from './destinations/shopify.ts';
 import type { Destination, HandoffOutcome } from './destinations/types.ts';
 import { IDEMPOTENCY_TTL_MS } from '../contract/limits.ts';
 import { attemptMetrics } from '../ops/stats.ts';
+import { metrics } from '../lib/instruments.ts';
 import { releaseHeld } from '../ops/usage.ts';
 import { buildFlowPayload, flowPayloadFits, triggerFor } from './flow.ts';
 import type { DirectHandoff } from './writer.ts';
@@ -164,6 +165,8 @@ export class HandoffWorker {
       for (const d of await this.core.repo.claimDue(now, limit, leaseUntil)) if (!taken.has(d.event.id)) due.push(d);
     }
     if (!due.length) return 0;
+    const handled = due.length;
+    await this.journal(due);
     const results: AttemptResult[] = [];
     const noWorkflow = await this.triggersWithoutWorkflow(due);
     let i = 0;
@@ -180,11 +183,31 @@ export class HandoffWorker {
       this.inFlight.delete(round);
     }
     for (const r of results) {
+      metrics.handoff(r.storeId, r.attempt.outcome);
       if (r.attempt.outcome !== 'delivered') {
         this.core.log.warn(`handoff ${r.attempt.eventId} attempt ${r.attempt.number}: ${r.attempt.outcome} (${r.attempt.code}${r.attempt.httpStatus ? ` HTTP ${r.attempt.httpStatus}` : ''})`);
       }
     }
-    return due.length;
+    return handled;
+  }
+
+  /**
+   * Journals the round's attempts `sending` before any send, so a crash after a send leaves it visible (`unknown`)
+   * rather than silently repeated. An event whose attempt number is journaled already belongs to another worker:
+   * it leaves the round unsent.
+   */
+  private async journal(due: DueEvent[]): Promise<void> {
+    const startedAt = this.core.clock.now();
+    const starts = due.map(({ event, store }) => ({ eventId: event.id, number: event.attempts + 1, destination: this.destinationOf(store).name, startedAt }));
+    const journaled = new Set((await this.core.repo.journalAttempts(starts)).map((a) => a.eventId));
+    if (journaled.size === due.length) return;
+    const kept = due.filter((d) => journaled.has(d.event.id));
+    due.length = 0;
+    due.push(...kept);
+  }
+
+  private destinationOf(store: StoreRow): Destination {
+    return this.destinations[store.destination === 'shopify' ? 'shopify' : 'log'];
   }
 
   /**
@@ -242,7 +265,7 @@ export class HandoffWorker {
   private async handOff({ event, endpoint, store }: DueEvent, noWorkflow: Set<string>): Promise<AttemptResult> {
     const { clock, config } = this.core;
     const trigger = triggerFor(endpoint.triggerVariant);
-    const destination = this.destinations[store.destination === 'shopify' ? 'shopify' : 'log'];
+    const destination = this.destinationOf(store);
     const number = event.attempts + 1;
     const startedAt = clock.now();
     const payload = buildFlowPayload(endpoint, event);

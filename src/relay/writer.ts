@@ -4,6 +4,7 @@
  */
 import type { PendingAuthFailure, Repo } from '../../db/repo.ts';
 import type { CommittedReceipt, EventRow, IngestLease, PendingReceipt } from '../../db/types.ts';
+import { metrics } from '../lib/instruments.ts';
 
 /**
  * The running worker's side of a commit: it may take receipts straight from the commit (claimed in the same
@@ -101,11 +102,13 @@ export class ReceiptWriter {
       try {
         const direct = this.direct;
         const lease = batch.length ? (direct?.lease() ?? null) : null;
+        const started = performance.now();
         const committed = await this.repo.commitIngest(
           batch.map((w) => w.item),
           failures.map((f) => f.item),
           lease,
         );
+        metrics.commit(batch.length + failures.length, (performance.now() - started) / 1000);
         batch.forEach((w, i) => w.resolve(committed[i]!));
         failures.forEach((f) => f.resolve());
         if (lease) {

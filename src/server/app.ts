@@ -15,6 +15,7 @@ import { HANDLERS } from './handlers.ts';
 import { errorResponse } from './http.ts';
 import { runOperation, type AnyHandler } from './pipeline.ts';
 import { docsPage } from './docs.ts';
+import { createMetricsHandler } from './metrics.ts';
 import { VERSION } from '../version.ts';
 import { AuthFailureLimiter, clientAddress, clientKey, RateLimiter } from './rate-limit.ts';
 
@@ -90,6 +91,7 @@ export function createApp(core: Core): App {
   const trustProxy = /^(1|true|yes|on)$/i.test(core.config.env('HOOKRELAY_TRUST_PROXY')?.trim() ?? '');
   const inbound = createInboundHandler({ core, endpoints, writer, authFailures });
   const lifecycle = createLifecycleHandler(core);
+  const metrics = createMetricsHandler(core);
   const routes = OPERATIONS.map(compile);
   const MCP = operations.connectMcpAgentOperations;
   // Loaded on the first MCP request: CLI commands and servers without MCP traffic never pay for the SDK.
@@ -108,6 +110,7 @@ export function createApp(core: Core): App {
       return Response.json({ code: 'not_found', message: 'No such endpoint.' }, { status: 404 });
     }
     if (path === '/flow/lifecycle') return lifecycle(req);
+    if (path === '/metrics') return metrics(req);
     if (path === MCP.path) return (await mcpEndpoint()).fetch(req, client); // POST, and GET / DELETE of its streams and sessions
     if (req.method === 'GET' && path === '/status') return status();
     if (req.method === 'GET' && path === '/agent/v1/openapi.json') return Response.json(buildOpenApi(core.config.publicUrl));

@@ -11,6 +11,7 @@ import type { Scope } from '../contract/scopes.ts';
 import type { Core } from '../core.ts';
 import { EDITION } from '../contract/scopes.ts';
 import { sha256Hex } from '../lib/crypto.ts';
+import { metrics } from '../lib/instruments.ts';
 import type { Actor, OpContext } from '../ops/context.ts';
 import { authenticateBearer } from '../ops/grants.ts';
 import { record, type Meter } from '../ops/usage.ts';
@@ -81,7 +82,10 @@ export async function runOperation(
 
     if (op.rateLimitClass && !executing) {
       const d = deps.limiter.take(op.rateLimitClass, grant.id, store.id);
-      if (d.limited) return rateLimited(ctx.actor, op.rateLimitClass, d.scope, d.retryAfterSeconds, d.resetAt);
+      if (d.limited) {
+        metrics.agentCall(store.id, op.operationId, 429);
+        return rateLimited(ctx.actor, op.rateLimitClass, d.scope, d.retryAfterSeconds, d.resetAt);
+      }
     }
 
     const key = req.headers.get('idempotency-key');
@@ -218,7 +222,10 @@ export async function failedAuthentication(
   if (d.audit) {
     const recorded = d.limited ? new AppError('rate_limited', 'Too many failed authentications from this client.') : err;
     await audit(deps.core, op, null, params, res.status, null, recorded, requestId, false).catch(() => {});
-  } else deps.authFailures.fold(op.operationId);
+  } else {
+    metrics.agentCall(null, op.operationId, res.status);
+    deps.authFailures.fold(op.operationId);
+  }
   for (const folded of deps.authFailures.takeFolded()) await auditFolded(deps.core, folded).catch(() => {});
   return res;
 }
@@ -262,6 +269,7 @@ export async function audit(
   requestId: string,
   replayed: boolean,
 ): Promise<void> {
+  metrics.agentCall(ctx?.store.id ?? null, op.operationId, status);
   const intent = (data as { intent?: { id: string; state: string; targetId: string | null } } | null)?.intent;
   await core.repo.insertAudit({
     id: core.ids.next('aud'),

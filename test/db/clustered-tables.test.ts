@@ -50,7 +50,7 @@ describe('clustered tables (migration 0005)', () => {
     expect(plan).toEqual(['SEARCH attempts USING PRIMARY KEY (event_id=?)']);
   });
 
-  it('recording an attempt number already recorded keeps the first attempt, its event update and its counts', async () => {
+  it('closing an attempt already closed keeps the first attempt, its event update and its counts; an unjournaled one writes nothing', async () => {
     const db = new Database(':memory:', { strict: true });
     await migrateSqlite(db);
     const repo = new SqliteRepo(db);
@@ -62,6 +62,9 @@ describe('clustered tables (migration 0005)', () => {
       metrics: [`handoff:${outcome}`],
       event: { outcome, code: null, nextAttemptAt: null, deliveredAt: outcome === 'delivered' ? startedAt + 5 : null, leaseUntil: null },
     });
+    expect(await repo.journalAttempts([{ eventId: 'evt_1', number: 1, destination: 'log', startedAt: 1_900 }])).toHaveLength(1);
+    // The same number journaled again (another worker has it): left out, so its caller does not send.
+    expect(await repo.journalAttempts([{ eventId: 'evt_1', number: 1, destination: 'log', startedAt: 1_950 }])).toEqual([]);
     await repo.recordAttempts([result('delivered', 2_000)]);
     await repo.recordAttempts([result('failed', 3_000)]); // no constraint error: the batch is not lost
     expect((await repo.listAttempts('evt_1')).map((a) => [a.number, a.outcome, a.startedAt])).toEqual([[1, 'delivered', 2_000]]);

@@ -139,6 +139,14 @@ describe('read query plans', () => {
       expect(plan(repo.sqlite, sql).filter((d) => /^SCAN "?auth_failures"?\b/.test(d))).toEqual([]);
     }
   });
+  it('the /metrics backlog: the count from the covering index, the oldest by one index search per pending outcome', async () => {
+    const [sql] = await sqlOf(() => repo.handoffBacklog(storeId));
+    expectIndexed([sql!]);
+    const detail = plan(repo.sqlite, sql!);
+    expect(detail.filter((d) => /SEARCH "?events"? USING COVERING INDEX events_store_outcome_idx/.test(d))).toHaveLength(1);
+    expect(detail.filter((d) => /SEARCH "?events"? USING INDEX events_store_outcome_idx \(store_id=\? AND outcome=\?\)/.test(d))).toHaveLength(3);
+    expect(detail.filter((d) => /TEMP B-TREE/.test(d))).toEqual([]);
+  });
   it('reliability sums only the window\'s stats buckets, on the primary key', async () => {
     const [sql] = await sqlOf(() => repo.sumStats(storeId, 0), 'event_stats');
     const detail = plan(repo.sqlite, sql!);

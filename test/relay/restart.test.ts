@@ -8,10 +8,10 @@ import { createCore, defaultConfig, type Config, type Core } from '../../src/cor
 import { ManualClock } from '../../src/lib/clock.ts';
 import { newSecretKey, SecretBox } from '../../src/lib/crypto.ts';
 import { memoryLog } from '../../src/lib/log.ts';
-import { HandoffWorker } from '../../src/relay/worker.ts';
+import { defaultDestinations, HandoffWorker } from '../../src/relay/worker.ts';
 import { createApp } from '../../src/server/app.ts';
 import { fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
-import { receivedCounts } from '../fixtures/handoff.ts';
+import { handedOffTwice, receivedCounts, until } from '../fixtures/handoff.ts';
 import { addGrant, addStore, BASE, call, createEndpoint, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
 const TOKEN = 'shpat_canary_token';
@@ -150,6 +150,73 @@ describe('durability across a restart (file database)', () => {
         expect(e.outcome).toBe('delivered');
         expect(e.attempts).toBe(1);
       }
+    } finally {
+      await env2.app.writer.close();
+      await env2.core.repo.close();
+      await env1.core.repo.close();
+    }
+  });
+
+  it('a worker that dies after its sends leaves each attempt `unknown`: the repeat is visible as attempt 2', async () => {
+    const path = join(tempDir(), 'hookrelay.db');
+    const key = newSecretKey();
+    const clock = new ManualClock();
+    const open = async () => {
+      const log = memoryLog();
+      const repo = await SqliteRepo.open({ path });
+      return envFor(createCore({ repo, box: new SecretBox(key), clock, log, config: defaultConfig(config()) }), log);
+    };
+    const M = 6;
+    const LANES = config().handoff!.concurrency; // sends in flight at the "kill"
+    fake.reset();
+
+    const env1 = await open();
+    await addStore(env1, { destination: 'shopify', adminTokenEnv: 'SHOP_TOKEN' });
+    const grant = await addGrant(env1);
+    const { endpoint, secret } = await createEndpoint(env1, grant);
+    for (let i = 0; i < M; i++) {
+      expect((await sendHook(env1, endpoint, secret, orderEvent(`ext-midsend-${i}`, 7100 + i))).status).toBe(202);
+    }
+    // The dying worker: each send reaches Flow, then the process is gone before the round is recorded.
+    const real = defaultDestinations(env1.core);
+    let sent = 0;
+    const dying = new HandoffWorker(env1.core, {
+      ...real,
+      shopify: { name: 'shopify', send: async (...args) => (await real.shopify.send(...args), sent++, new Promise(() => {})) },
+    });
+    void dying.runOnce();
+    await until(() => sent === LANES);
+    expect(fake.requests).toHaveLength(LANES);
+
+    const env2 = await open();
+    try {
+      expect(await env2.core.repo.releaseAllLeases(clock.now())).toBe(M);
+      await new HandoffWorker(env2.core).drain();
+
+      // Flow got the events in flight twice, never more; the whole round was journaled, so each of its events
+      // shows an `unknown` attempt before the delivered one (the ones still waiting for a lane were not sent).
+      expect(fake.requests).toHaveLength(M + LANES);
+      expect(handedOffTwice(fake)).toHaveLength(LANES);
+      for (const e of await allEvents(env2, grant)) {
+        expect([e.outcome, e.attempts]).toEqual(['delivered', 2]);
+        const detail = await call(env2, 'GET', `/agent/v1/events/${e.id}`, { token: grant });
+        const attempts = detail.json.data.event.attemptsDetail as { number: number; outcome: string; finishedAt: string | null; message: string }[];
+        expect(attempts.map((a) => [a.number, a.outcome])).toEqual([[1, 'unknown'], [2, 'delivered']]);
+        expect(attempts[0]!.message).toContain('may have received');
+      }
+
+      // The dead worker's round, were it ever to finish, would be fenced: its attempts are no longer `sending`.
+      const stale = (await env2.core.repo.listAttempts((await allEvents(env2, grant))[0]!.id))[0]!;
+      await env2.core.repo.recordAttempts([
+        {
+          attempt: { ...stale, outcome: 'delivered', finishedAt: clock.now() },
+          storeId: stale.eventId,
+          metrics: [],
+          event: { outcome: 'failed', code: null, nextAttemptAt: null, deliveredAt: null, leaseUntil: null },
+        },
+      ]);
+      expect((await env2.core.repo.listAttempts(stale.eventId)).map((a) => a.outcome)).toEqual(['unknown', 'delivered']);
+      expect((await allEvents(env2, grant)).every((e) => e.outcome === 'delivered')).toBe(true);
     } finally {
       await env2.app.writer.close();
       await env2.core.repo.close();

@@ -45,7 +45,9 @@ describe('ReceiptWriter (group commit)', () => {
   it('a batch gathers receipts over consecutive event-loop turns and commits at the first turn without one', async () => {
     const env = await createTestEnv();
     const calls = spyCommits(env);
-    const writer = new ReceiptWriter(env.repo);
+    // A gather bound far beyond the test's run: only a turn without a receipt may end the batch (under CPU load
+    // the default 1 ms bound would end it early and make the test flaky).
+    const writer = new ReceiptWriter(env.repo, undefined, 2048, 60_000);
     const committed: Promise<CommittedReceipt>[] = [];
     for (let i = 0; i < 10; i++) await oneTurn(() => committed.push(writer.submit(rejectedReceipt(`a${i}`))));
     await oneTurn(() => {}); // a turn without one: the ten commit

@@ -1,0 +1,778 @@
+/**
+ * PostgreSQL storage, for several `serve` instances on one database. What SQLite gets from being one process,
+ * this gets from the database: dedupe by a unique key, meters by conditional updates under a row lock, the
+ * handoff queue claimed with FOR UPDATE SKIP LOCKED under leases that carry a token every write checks, and
+ * migrations under an advisory lock.
+ *
+ * Driver: `pg` (node-postgres). Bun's built-in SQL client is not used: in Bun 1.3.x it has no LISTEN, array
+ * parameters are broken and prepared statements could return another query's rows. Switch once those are fixed
+ * and it passes this file's tests (test/db/pg-*.test.ts).
+ */
+import { randomUUID } from 'node:crypto';
+import { and, asc, desc, eq, getTableColumns, gte, lt, sql, type SQL } from 'drizzle-orm';
+import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
+import pg from 'pg';
+import { runMigrations, type Migration } from '../migrate.ts';
+import { migrations as pgMigrations } from '../migrations/pg/index.ts';
+import type { PendingAuthFailure, Repo, Signal } from '../repo.ts';
+import type {
+  AttemptResult,
+  AttemptStart,
+  AuditRow,
+  CommittedReceipt,
+  DueEvent,
+  EndpointRow,
+  EventFilter,
+  EventRow,
+  GrantRow,
+  IdempotencyRow,
+  IngestLease,
+  IntentRow,
+  PendingReceipt,
+  RecordRow,
+  StoreRow,
+  TriggerReadinessRow,
+} from '../types.ts';
+import { METRIC, STATS_WIDTHS_MS, statsBucket } from '../types.ts';
+import * as s from './schema.ts';
+
+/** Any two instances migrating at once serialise on this key (pg_advisory_xact_lock). */
+const MIGRATION_LOCK = 0x686f6f6b; // 'hook'
+const UNKNOWN_MESSAGE = 'The worker stopped or lost its lease after starting this handoff; Flow may have received the trigger.';
+
+/** int8 as a JavaScript number (milliseconds and counters stay far below 2^53). */
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+export interface PgOptions {
+  url: string;
+  /** A schema to use (created if missing): tests run each in its own. */
+  schema?: string;
+  max?: number;
+}
+
+const EVENT_COLUMNS = Object.entries(getTableColumns(s.events)).filter(([key]) => key !== 'leaseToken');
+
+/** A raw events row (snake_case) as the typed row shared by every dialect. */
+function rowToEvent(raw: Record<string, unknown>): EventRow {
+  const row: Record<string, unknown> = {};
+  for (const [key, col] of EVENT_COLUMNS) row[key] = raw[col.name] ?? null;
+  return row as EventRow;
+}
+
+/** The connection pool of a database URL, every connection set to the schema (search_path) when one is given. */
+export function openPgPool(opts: PgOptions): pg.Pool {
+  const pool = new pg.Pool({ connectionString: opts.url, max: opts.max ?? 10, types });
+  if (opts.schema) {
+    const schema = opts.schema.replace(/"/g, '');
+    pool.on('connect', (client) => void client.query(`SET search_path TO "${schema}"`));
+  }
+  // An idle connection dropped by the server must not end the process; the next query reconnects.
+  pool.on('error', () => {});
+  return pool;
+}
+
+/** Applies pending migrations under an advisory lock, so N instances can start at once. */
+export async function migratePg(pool: pg.Pool, list: Migration[] = pgMigrations, schema?: string): Promise<string[]> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    if (schema) {
+      await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema.replace(/"/g, '')}"`);
+      await client.query(`SET LOCAL search_path TO "${schema.replace(/"/g, '')}"`);
+    }
+    await client.query('CREATE TABLE IF NOT EXISTS __hookrelay_migrations (tag text PRIMARY KEY, applied_at bigint NOT NULL)');
+    const done = await runMigrations(
+      {
+        exec: async (q) => void (await client.query(q)),
+        appliedTags: async () => (await client.query<{ tag: string }>('SELECT tag FROM __hookrelay_migrations')).rows.map((r) => r.tag),
+        apply: async (m, statements) => {
+          // drizzle-kit qualifies references with "public"; unqualified, they follow search_path (a test's own schema).
+          for (const st of statements) await client.query(st.replaceAll('"public".', ''));
+          await client.query('INSERT INTO __hookrelay_migrations (tag, applied_at) VALUES ($1, $2)', [m.tag, Date.now()]);
+        },
+      },
+      list,
+    );
+    await client.query('COMMIT');
+    return done;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+type Tx = pg.PoolClient;
+
+export class PgRepo implements Repo {
+  readonly dialect = 'postgres' as const;
+  private readonly db: NodePgDatabase<typeof s>;
+  /** Lease tokens of the events this process holds (claimed, or leased by its own ingest commits). */
+  private readonly leases = new Map<string, string>();
+  /** This process's event_stats shard: concurrent instances add to different rows. */
+  private readonly shard = Math.floor(Math.random() * 16);
+
+  constructor(
+    readonly pool: pg.Pool,
+    /** For the LISTEN connection, which lives outside the pool. */
+    private readonly url: string,
+    private readonly schema?: string,
+  ) {
+    this.db = drizzle({ client: pool, schema: s });
+  }
+
+  static async open(opts: PgOptions): Promise<PgRepo> {
+    const pool = openPgPool(opts);
+    await migratePg(pool, pgMigrations, opts.schema);
+    return new PgRepo(pool, opts.url, opts.schema?.replace(/"/g, ''));
+  }
+
+  private async tx<T>(fn: (c: Tx) => Promise<T>): Promise<T> {
+    const c = await this.pool.connect();
+    try {
+      await c.query('BEGIN');
+      const out = await fn(c);
+      await c.query('COMMIT');
+      return out;
+    } catch (err) {
+      await c.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      c.release();
+    }
+  }
+
+  // stores
+  async getStore(id: string) {
+    return (await this.db.select().from(s.stores).where(eq(s.stores.id, id)))[0] ?? null;
+  }
+  async updateStore(row: StoreRow) {
+    const { plan, billingStatus, destination, adminTokenEnv, updatedAt } = row;
+    await this.db.update(s.stores).set({ plan, billingStatus, destination, adminTokenEnv, updatedAt }).where(eq(s.stores.id, row.id));
+  }
+  async getStoreByShop(shopDomain: string) {
+    return (await this.db.select().from(s.stores).where(eq(s.stores.shopDomain, shopDomain)))[0] ?? null;
+  }
+  async listStores() {
+    return this.db.select().from(s.stores).orderBy(asc(s.stores.id));
+  }
+  async insertStore(row: StoreRow) {
+    await this.db.insert(s.stores).values(row);
+  }
+
+  // grants
+  async insertGrant(row: GrantRow) {
+    await this.db.insert(s.grants).values(row);
+  }
+  async getGrantByTokenHash(tokenHash: string) {
+    return (await this.db.select().from(s.grants).where(eq(s.grants.tokenHash, tokenHash)))[0] ?? null;
+  }
+  async listGrants(storeId?: string) {
+    const q = this.db.select().from(s.grants);
+    return (storeId ? q.where(eq(s.grants.storeId, storeId)) : q).orderBy(asc(s.grants.id));
+  }
+  async revokeGrant(id: string, at: number) {
+    const existing = (await this.db.select().from(s.grants).where(eq(s.grants.id, id)))[0];
+    if (!existing) return null;
+    if (existing.revokedAt != null) return existing;
+    return (await this.db.update(s.grants).set({ revokedAt: at }).where(eq(s.grants.id, id)).returning())[0] ?? null;
+  }
+
+  // endpoints
+  async insertEndpoint(row: EndpointRow, config: unknown) {
+    await this.db.transaction(async (tx) => {
+      await tx.insert(s.endpoints).values(row);
+      await tx.insert(s.endpointVersions).values({ endpointId: row.id, version: row.configVersion, config: JSON.stringify(config), createdAt: row.createdAt });
+    });
+  }
+  async getEndpoint(storeId: string, id: string) {
+    return (await this.db.select().from(s.endpoints).where(and(eq(s.endpoints.storeId, storeId), eq(s.endpoints.id, id))))[0] ?? null;
+  }
+  async getEndpointById(id: string) {
+    return (await this.db.select().from(s.endpoints).where(eq(s.endpoints.id, id)))[0] ?? null;
+  }
+  async listEndpoints(storeId: string) {
+    return this.db.select().from(s.endpoints).where(eq(s.endpoints.storeId, storeId)).orderBy(asc(s.endpoints.id));
+  }
+  async updateEndpoint(row: EndpointRow, config: unknown) {
+    await this.db.transaction(async (tx) => {
+      await tx.update(s.endpoints).set(row).where(eq(s.endpoints.id, row.id));
+      await tx
+        .insert(s.endpointVersions)
+        .values({ endpointId: row.id, version: row.configVersion, config: JSON.stringify(config), createdAt: row.updatedAt })
+        .onConflictDoNothing();
+    });
+  }
+  async deleteEndpoint(storeId: string, id: string) {
+    await this.db.transaction(async (tx) => {
+      await tx.delete(s.endpointVersions).where(eq(s.endpointVersions.endpointId, id));
+      await tx.delete(s.endpoints).where(and(eq(s.endpoints.storeId, storeId), eq(s.endpoints.id, id)));
+    });
+  }
+
+  // inbound
+  async commitIngest(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null = null): Promise<CommittedReceipt[]> {
+    return this.tx(async (c) => {
+      if (authFailures.length) await this.recordAuthFailures(c, authFailures);
+      const duplicates = await this.decideDuplicates(c, receipts);
+      const granted = await this.reserveCapacity(c, receipts, duplicates);
+      const token = lease ? this.newToken() : null;
+      let leases = lease?.max ?? 0;
+      const rows: EventRow[] = [];
+      const bodies: { id: string; body: Uint8Array; expiresAt: number }[] = [];
+      const out: CommittedReceipt[] = [];
+      const stats = new StatsBatch();
+      for (const p of receipts) {
+        const e = p.event;
+        const duplicateOf = duplicates.get(e.id) ?? null;
+        let row: EventRow = duplicateOf ? { ...e, outcome: 'duplicate_suppressed', duplicateOf, nextAttemptAt: null, bodyRetention: 'none' } : e;
+        if (row.outcome === 'accepted' && p.capacity) {
+          const key = meterKey(e.storeId, p.capacity);
+          const left = granted.get(key) ?? 0;
+          if (left > 0) granted.set(key, left - 1);
+          else row = { ...row, outcome: 'held', code: 'SVC_OVER_CAPACITY', nextAttemptAt: null };
+        }
+        const outcome = row.outcome;
+        const leased = outcome === 'accepted' && leases > 0;
+        if (leased) {
+          leases--;
+          Object.assign(e, { outcome: 'queued', leaseUntil: lease!.until, nextAttemptAt: lease!.until });
+          this.leases.set(e.id, token!);
+        }
+        rows.push(row);
+        if (!duplicateOf && p.body) bodies.push({ id: e.id, body: p.body, expiresAt: p.bodyExpiresAt });
+        stats.add(row.storeId, row.receivedAt, METRIC.received(outcome));
+        out.push({ eventId: row.id, receiptId: row.receiptId, outcome, duplicateOf, leased });
+      }
+      await this.insertEvents(c, rows, token, new Set(out.filter((o) => o.leased).map((o) => o.eventId)));
+      if (bodies.length) {
+        await c.query('INSERT INTO event_bodies (event_id, body, expires_at) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bigint[])', [
+          bodies.map((b) => b.id),
+          bodies.map((b) => Buffer.from(b.body)),
+          bodies.map((b) => b.expiresAt),
+        ]);
+      }
+      await stats.flush(c, this.shard);
+      return out;
+    });
+  }
+
+  /**
+   * The first receipt per (endpoint, external id) within its window wins the key; the others link to it. The
+   * database decides across instances: a concurrent commit holding the same key waits on its row, then sees it.
+   */
+  private async decideDuplicates(c: Tx, receipts: PendingReceipt[]): Promise<Map<string, string>> {
+    const dup = new Map<string, string>();
+    const first = new Map<string, PendingReceipt>();
+    for (const p of receipts) {
+      const e = p.event;
+      if (e.externalEventId == null || p.dedupeSince == null) continue;
+      const key = `${e.endpointId}\u0000${e.externalEventId}`;
+      const earlier = first.get(key);
+      if (earlier) dup.set(e.id, earlier.event.id);
+      else first.set(key, p);
+    }
+    if (!first.size) return dup;
+    const cands = [...first.values()];
+    const since = Math.min(...cands.map((p) => p.dedupeSince!));
+    // A key whose first receipt is older than the window is taken over by the new receipt.
+    const won = await c.query<{ event_id: string }>(
+      `INSERT INTO dedupe_keys (endpoint_id, external_event_id, event_id, received_at)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
+       ON CONFLICT (endpoint_id, external_event_id) DO UPDATE
+         SET event_id = excluded.event_id, received_at = excluded.received_at
+         WHERE dedupe_keys.received_at < $5
+       RETURNING event_id`,
+      [cands.map((p) => p.event.endpointId), cands.map((p) => p.event.externalEventId), cands.map((p) => p.event.id), cands.map((p) => p.event.receivedAt), since],
+    );
+    const winners = new Set(won.rows.map((r) => r.event_id));
+    const losers = cands.filter((p) => !winners.has(p.event.id));
+    if (losers.length) {
+      const held = await c.query<{ endpoint_id: string; external_event_id: string; event_id: string }>(
+        `SELECT d.endpoint_id, d.external_event_id, d.event_id FROM dedupe_keys d
+         JOIN unnest($1::text[], $2::text[]) AS k(endpoint_id, external_event_id) USING (endpoint_id, external_event_id)`,
+        [losers.map((p) => p.event.endpointId), losers.map((p) => p.event.externalEventId)],
+      );
+      const byKey = new Map(held.rows.map((r) => [`${r.endpoint_id}\u0000${r.external_event_id}`, r.event_id]));
+      for (const p of losers) dup.set(p.event.id, byKey.get(`${p.event.endpointId}\u0000${p.event.externalEventId}`)!);
+    }
+    for (const [id, firstId] of dup) {
+      const p = receipts.find((r) => r.event.id === firstId);
+      // A receipt of this batch that lost the key links to the stored winner, not to its batch neighbour.
+      if (p && dup.has(p.event.id)) dup.set(id, dup.get(p.event.id)!);
+    }
+    return dup;
+  }
+
+  /**
+   * How many accepted receipts each meter takes in this commit: as many as fit below the hard limit, reserved
+   * by one conditional update under the meter row's lock, so instances never count past the cap together.
+   */
+  private async reserveCapacity(c: Tx, receipts: PendingReceipt[], duplicates: Map<string, string>): Promise<Map<string, number>> {
+    const want = new Map<string, { storeId: string; meter: string; periodStart: number; hardLimit: number; n: number }>();
+    for (const p of receipts) {
+      if (p.event.outcome !== 'accepted' || !p.capacity || duplicates.has(p.event.id)) continue;
+      const key = meterKey(p.event.storeId, p.capacity);
+      const w = want.get(key);
+      if (w) w.n++;
+      else want.set(key, { storeId: p.event.storeId, ...p.capacity, n: 1 });
+    }
+    const granted = new Map<string, number>();
+    for (const [key, w] of want) {
+      await c.query(
+        'INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES ($1, $2, $3, 0) ON CONFLICT DO NOTHING',
+        [w.storeId, w.meter, w.periodStart],
+      );
+      const r = await c.query<{ granted: number }>(
+        `UPDATE usage_counters u SET used = GREATEST(o.used, LEAST($4::int, o.used + $5::int))
+         FROM (SELECT used FROM usage_counters WHERE store_id = $1 AND meter = $2 AND period_start = $3 FOR UPDATE) o
+         WHERE u.store_id = $1 AND u.meter = $2 AND u.period_start = $3
+         RETURNING u.used - o.used AS granted`,
+        [w.storeId, w.meter, w.periodStart, w.hardLimit, w.n],
+      );
+      granted.set(key, r.rows[0]?.granted ?? 0);
+    }
+    return granted;
+  }
+
+  private async insertEvents(c: Tx, rows: EventRow[], token: string | null, leased: Set<string>): Promise<void> {
+    if (!rows.length) return;
+    const cols = EVENT_COLUMNS.map(([, col]) => col);
+    const arrays = cols.map(() => [] as unknown[]);
+    const tokens: (string | null)[] = [];
+    for (const r of rows) {
+      EVENT_COLUMNS.forEach(([key], i) => arrays[i]!.push((r as Record<string, unknown>)[key] ?? null));
+      tokens.push(leased.has(r.id) ? token : null);
+    }
+    const casts = cols.map((col, i) => `$${i + 1}::${pgType(col.getSQLType())}[]`);
+    await c.query(
+      `INSERT INTO events (${cols.map((col) => col.name).join(', ')}, lease_token)
+       SELECT * FROM unnest(${casts.join(', ')}, $${cols.length + 1}::text[])`,
+      [...arrays, tokens],
+    );
+  }
+
+  async listAuthFailures(storeId: string, endpointId?: string, limit = 100) {
+    const where = endpointId ? and(eq(s.authFailures.storeId, storeId), eq(s.authFailures.endpointId, endpointId)) : eq(s.authFailures.storeId, storeId);
+    return this.db.select().from(s.authFailures).where(where).orderBy(desc(s.authFailures.at), desc(s.authFailures.id)).limit(limit);
+  }
+
+  // reads
+  async listEvents(f: EventFilter) {
+    const where: SQL[] = [eq(s.events.storeId, f.storeId)];
+    if (f.endpointId) where.push(eq(s.events.endpointId, f.endpointId));
+    if (f.outcome) where.push(eq(s.events.outcome, f.outcome));
+    if (f.since != null) where.push(gte(s.events.receivedAt, f.since));
+    if (f.until != null) where.push(lt(s.events.receivedAt, f.until));
+    if (f.beforeId) where.push(lt(s.events.id, f.beforeId));
+    if (f.sinceId) where.push(gte(s.events.id, f.sinceId));
+    const rows = await this.db.select().from(s.events).where(and(...where)).orderBy(desc(s.events.id)).limit(f.limit);
+    return rows.map(withoutToken);
+  }
+  async getEvent(storeId: string, id: string) {
+    const row = (await this.db.select().from(s.events).where(and(eq(s.events.storeId, storeId), eq(s.events.id, id))))[0];
+    return row ? withoutToken(row) : null;
+  }
+  async latestEvent(storeId: string, endpointId?: string) {
+    const where = endpointId ? and(eq(s.events.storeId, storeId), eq(s.events.endpointId, endpointId)) : eq(s.events.storeId, storeId);
+    const row = (await this.db.select().from(s.events).where(where).orderBy(desc(s.events.id)).limit(1))[0];
+    return row ? withoutToken(row) : null;
+  }
+  async listAttempts(eventId: string) {
+    return this.db.select().from(s.attempts).where(eq(s.attempts.eventId, eventId)).orderBy(asc(s.attempts.number));
+  }
+
+  // handoff queue
+  async claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]> {
+    const token = this.newToken();
+    const claimed = await this.tx(async (c) => {
+      const r = await c.query(
+        `UPDATE events SET lease_until = $1, outcome = 'queued', lease_token = $4
+         WHERE id IN (SELECT id FROM events WHERE next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until <= $2)
+                      ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+         RETURNING *`,
+        [leaseUntil, now, limit, token],
+      );
+      const events = r.rows.map(rowToEvent);
+      if (!events.length) return events;
+      // Attempts still `sending` were left by a worker that stopped or lost its lease mid-send: `unknown`, counted.
+      const left = await c.query<{ event_id: string; number: number }>(
+        `UPDATE attempts SET outcome = 'unknown', finished_at = $1, code = 'unknown', message = $2
+         WHERE event_id = ANY($3::text[]) AND outcome = 'sending' RETURNING event_id, number`,
+        [now, UNKNOWN_MESSAGE, events.map((e) => e.id)],
+      );
+      const top = new Map<string, number>();
+      for (const row of left.rows) top.set(row.event_id, Math.max(top.get(row.event_id) ?? 0, row.number));
+      for (const e of events) {
+        const n = top.get(e.id);
+        if (n == null) continue;
+        await c.query('UPDATE events SET attempts = GREATEST(attempts, $1), last_attempt_at = $2 WHERE id = $3', [n, now, e.id]);
+        e.attempts = Math.max(e.attempts, n);
+        e.lastAttemptAt = now;
+      }
+      return events;
+    });
+    for (const e of claimed) this.leases.set(e.id, token);
+    if (!claimed.length) return [];
+    const eps = new Map<string, EndpointRow | null>();
+    const sts = new Map<string, StoreRow | null>();
+    for (const id of new Set(claimed.map((e) => e.endpointId))) eps.set(id, await this.getEndpointById(id));
+    for (const id of new Set(claimed.map((e) => e.storeId))) sts.set(id, await this.getStore(id));
+    return claimed.flatMap((event) => {
+      const endpoint = eps.get(event.endpointId);
+      const store = sts.get(event.storeId);
+      return endpoint && store ? [{ event, endpoint, store }] : [];
+    });
+  }
+
+  async journalAttempts(starts: AttemptStart[]): Promise<AttemptStart[]> {
+    if (!starts.length) return [];
+    // Only while this process's lease holds: same token, not expired. A send without a journal entry is never made.
+    const r = await this.pool.query<{ event_id: string }>(
+      `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome)
+       SELECT k.event_id, k.number, k.destination, k.started_at, k.started_at, 'sending'
+       FROM unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::text[]) AS k(event_id, number, destination, started_at, token)
+       JOIN events e ON e.id = k.event_id AND e.lease_token = k.token AND e.lease_until > k.started_at
+       ON CONFLICT DO NOTHING RETURNING event_id`,
+      [starts.map((a) => a.eventId), starts.map((a) => a.number), starts.map((a) => a.destination), starts.map((a) => a.startedAt), starts.map((a) => this.leases.get(a.eventId) ?? '')],
+    );
+    const ok = new Set(r.rows.map((row) => row.event_id));
+    return starts.filter((a) => ok.has(a.eventId));
+  }
+
+  async recordAttempts(results: AttemptResult[]) {
+    if (!results.length) return;
+    await this.tx(async (c) => {
+      const stats = new StatsBatch();
+      for (const { attempt: a, event: e, storeId, metrics } of results) {
+        const closed = await c.query(
+          `UPDATE attempts SET started_at = $1, finished_at = $2, outcome = $3, http_status = $4, code = $5, message = $6, retry_at = $7
+           WHERE event_id = $8 AND number = $9 AND outcome = 'sending'`,
+          [a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt, a.eventId, a.number],
+        );
+        // Marked `unknown` by a claim after this worker's lease ended: it writes nothing more.
+        if (closed.rowCount === 0) continue;
+        this.leases.delete(a.eventId);
+        await c.query(
+          `UPDATE events SET outcome = $1, code = $2, next_attempt_at = $3, delivered_at = $4, lease_until = $5, attempts = $6, last_attempt_at = $7, lease_token = NULL
+           WHERE id = $8`,
+          [e.outcome, e.code, e.nextAttemptAt, e.deliveredAt, e.leaseUntil, a.number, a.finishedAt, a.eventId],
+        );
+        for (const m of metrics) stats.add(storeId, a.finishedAt, m);
+      }
+      await stats.flush(c, this.shard);
+    });
+  }
+
+  async nextDueAt() {
+    const r = await this.pool.query<{ at: number | null }>('SELECT min(next_attempt_at) AS at FROM events WHERE next_attempt_at IS NOT NULL');
+    return r.rows[0]?.at ?? null;
+  }
+
+  async sweepExpired(now: number, keysBefore: number, limit: number) {
+    const bodies = await this.pool.query(
+      'DELETE FROM event_bodies WHERE event_id IN (SELECT event_id FROM event_bodies WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)',
+      [now, limit],
+    );
+    const keys = await this.pool.query(
+      `DELETE FROM idempotency_keys WHERE (store_id, key) IN
+         (SELECT store_id, key FROM idempotency_keys WHERE created_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      [keysBefore, limit],
+    );
+    // Rate windows are a minute long: anything older than an hour is history no one reads.
+    await this.pool.query('DELETE FROM rate_counters WHERE window_start < $1', [now - 3600_000]);
+    return { bodies: bodies.rowCount ?? 0, idempotencyKeys: keys.rowCount ?? 0 };
+  }
+
+  /**
+   * Several instances share the queue: a starting instance never releases leases that live peers hold. Leases
+   * end by themselves; a lease of this process (none at start) is all there is to release.
+   */
+  async releaseAllLeases(_now: number) {
+    return 0;
+  }
+
+  async releaseHeld(storeId: string, capacity: { meter: string; periodStart: number; hardLimit: number }, now: number) {
+    return this.tx(async (c) => {
+      await c.query('INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES ($1, $2, $3, 0) ON CONFLICT DO NOTHING', [
+        storeId,
+        capacity.meter,
+        capacity.periodStart,
+      ]);
+      const used = (await c.query<{ used: number }>('SELECT used FROM usage_counters WHERE store_id = $1 AND meter = $2 AND period_start = $3 FOR UPDATE', [storeId, capacity.meter, capacity.periodStart])).rows[0]?.used ?? 0;
+      const room = capacity.hardLimit - used;
+      if (room <= 0) return 0;
+      const r = await c.query(
+        `UPDATE events SET outcome = 'accepted', code = NULL, next_attempt_at = $1
+         WHERE id IN (SELECT id FROM events WHERE store_id = $2 AND outcome = 'held' ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)`,
+        [now, storeId, room],
+      );
+      const n = r.rowCount ?? 0;
+      if (n) await c.query('UPDATE usage_counters SET used = used + $4 WHERE store_id = $1 AND meter = $2 AND period_start = $3', [storeId, capacity.meter, capacity.periodStart, n]);
+      return n;
+    });
+  }
+
+  // replay
+  async getEventBody(eventId: string) {
+    const row = (await this.db.select({ body: s.eventBodies.body }).from(s.eventBodies).where(eq(s.eventBodies.eventId, eventId)))[0];
+    return row ? new Uint8Array(row.body) : null;
+  }
+  async requeueEvent(eventId: string, at: number) {
+    await this.db.update(s.events).set({ outcome: 'queued', code: null, nextAttemptAt: at, leaseUntil: null, leaseToken: null }).where(eq(s.events.id, eventId));
+  }
+
+  // audit, intents, idempotency
+  async insertAudit(row: AuditRow) {
+    await this.db.insert(s.auditLog).values(row);
+  }
+  async listAudit(f: { storeId?: string; since?: number; limit: number }) {
+    const where: SQL[] = [];
+    if (f.storeId) where.push(eq(s.auditLog.storeId, f.storeId));
+    if (f.since != null) where.push(gte(s.auditLog.at, f.since));
+    return this.db.select().from(s.auditLog).where(and(...where)).orderBy(asc(s.auditLog.at), asc(s.auditLog.id)).limit(f.limit);
+  }
+  async insertIntent(row: IntentRow) {
+    await this.db.insert(s.intents).values(row);
+  }
+  async getIntent(storeId: string, id: string) {
+    return (await this.db.select().from(s.intents).where(and(eq(s.intents.storeId, storeId), eq(s.intents.id, id))))[0] ?? null;
+  }
+  async transitionIntent(id: string, fromState: string, patch: Partial<IntentRow>) {
+    const r = await this.db.update(s.intents).set(patch).where(and(eq(s.intents.id, id), eq(s.intents.state, fromState))).returning({ id: s.intents.id });
+    return r.length === 1;
+  }
+  async getIdempotency(storeId: string, key: string, since: number) {
+    return (
+      (await this.db
+        .select()
+        .from(s.idempotencyKeys)
+        .where(and(eq(s.idempotencyKeys.storeId, storeId), eq(s.idempotencyKeys.key, key), gte(s.idempotencyKeys.createdAt, since))))[0] ?? null
+    );
+  }
+  async putIdempotency(row: IdempotencyRow) {
+    await this.db.insert(s.idempotencyKeys).values(row).onConflictDoUpdate({ target: [s.idempotencyKeys.storeId, s.idempotencyKeys.key], set: row });
+  }
+
+  async claimIdempotency(row: Pick<IdempotencyRow, 'storeId' | 'key' | 'operationId' | 'requestHash' | 'createdAt'>, since: number, staleBefore: number) {
+    const claimed = await this.pool.query(
+      `INSERT INTO idempotency_keys (store_id, key, operation_id, request_hash, status, response, created_at) VALUES ($1, $2, $3, $4, 0, '', $5)
+       ON CONFLICT (store_id, key) DO UPDATE SET operation_id = $3, request_hash = $4, status = 0, response = '', created_at = $5
+         WHERE idempotency_keys.created_at < $6 OR (idempotency_keys.status = 0 AND idempotency_keys.created_at < $7)
+       RETURNING key`,
+      [row.storeId, row.key, row.operationId, row.requestHash, row.createdAt, since, staleBefore],
+    );
+    return claimed.rowCount ? null : await this.getIdempotency(row.storeId, row.key, 0);
+  }
+  async releaseIdempotency(storeId: string, key: string) {
+    await this.pool.query('DELETE FROM idempotency_keys WHERE store_id = $1 AND key = $2 AND status = 0', [storeId, key]);
+  }
+
+  async takeRate(keys: { key: string; limit: number }[], windowStart: number) {
+    const sorted = keys.map((k) => k.key).sort();
+    return this.tx(async (c) => {
+      await c.query(
+        'INSERT INTO rate_counters (key, window_start, n) SELECT k, $2, 0 FROM unnest($1::text[]) AS k ON CONFLICT DO NOTHING',
+        [sorted, windowStart],
+      );
+      // Locked in key order: two instances taking the same keys never deadlock.
+      const r = await c.query<{ key: string; n: number }>(
+        'SELECT key, n FROM rate_counters WHERE window_start = $2 AND key = ANY($1::text[]) ORDER BY key FOR UPDATE',
+        [sorted, windowStart],
+      );
+      const used = new Map(r.rows.map((row) => [row.key, row.n]));
+      const full = keys.findIndex((k) => (used.get(k.key) ?? 0) >= k.limit);
+      if (full >= 0) return full;
+      await c.query('UPDATE rate_counters SET n = n + 1 WHERE window_start = $2 AND key = ANY($1::text[])', [sorted, windowStart]);
+      return -1;
+    });
+  }
+
+  // readiness, usage, records
+  async listTriggerReadiness(storeId: string) {
+    return this.db.select().from(s.triggerReadiness).where(eq(s.triggerReadiness.storeId, storeId));
+  }
+  async setTriggerReadiness(row: TriggerReadinessRow) {
+    await this.db
+      .insert(s.triggerReadiness)
+      .values(row)
+      .onConflictDoUpdate({ target: [s.triggerReadiness.storeId, s.triggerReadiness.handle], set: { hasEnabledFlow: row.hasEnabledFlow, updatedAt: row.updatedAt } });
+  }
+  async addUsage(storeId: string, meter: string, periodStart: number, n: number) {
+    await this.db
+      .insert(s.usageCounters)
+      .values({ storeId, meter, periodStart, used: n })
+      .onConflictDoUpdate({ target: [s.usageCounters.storeId, s.usageCounters.meter, s.usageCounters.periodStart], set: { used: sql`${s.usageCounters.used} + ${n}` } });
+  }
+  async getUsage(storeId: string, periodStart: number) {
+    const rows = await this.db.select().from(s.usageCounters).where(and(eq(s.usageCounters.storeId, storeId), eq(s.usageCounters.periodStart, periodStart)));
+    return Object.fromEntries(rows.map((r) => [r.meter, r.used]));
+  }
+  async insertRecord(row: RecordRow) {
+    await this.db.insert(s.records).values(row);
+  }
+  async getRecord(storeId: string, kind: string, id: string) {
+    return (await this.db.select().from(s.records).where(and(eq(s.records.storeId, storeId), eq(s.records.kind, kind), eq(s.records.id, id))))[0] ?? null;
+  }
+
+  async hasOutcome(storeId: string, outcome: string) {
+    const r = await this.pool.query('SELECT 1 FROM events WHERE store_id = $1 AND outcome = $2 LIMIT 1', [storeId, outcome]);
+    return (r.rowCount ?? 0) > 0;
+  }
+
+  // reliability
+  async sumStats(storeId: string, from: number) {
+    const [five, hour, day] = STATS_WIDTHS_MS;
+    const start = statsBucket(from, five);
+    const h = Math.ceil(start / hour) * hour;
+    const d = Math.ceil(h / day) * day;
+    const r = await this.pool.query<{ metric: string; n: number }>(
+      `SELECT metric, sum(n)::bigint AS n FROM event_stats WHERE store_id = $1 AND (
+         (width = $2 AND bucket >= $3 AND bucket < $4) OR (width = $5 AND bucket >= $6 AND bucket < $7) OR (width = $8 AND bucket >= $9)
+       ) GROUP BY metric`,
+      [storeId, five, start, h, hour, h, d, day, d],
+    );
+    return Object.fromEntries(r.rows.map((row) => [row.metric, row.n]));
+  }
+  async countAuthFailures(storeId: string, since: number) {
+    const r = await this.pool.query<{ endpointId: string; n: number }>(
+      'SELECT endpoint_id AS "endpointId", sum(count)::bigint AS n FROM auth_failures WHERE store_id = $1 AND at >= $2 GROUP BY endpoint_id',
+      [storeId, since],
+    );
+    return r.rows;
+  }
+  async pendingStats(storeId: string, endpointId?: string) {
+    const base = `SELECT count(*)::bigint AS backlog, min(received_at) AS oldest FROM events WHERE store_id = $1 AND outcome IN ('accepted', 'queued', 'held')`;
+    const r = endpointId
+      ? await this.pool.query<{ backlog: number; oldest: number | null }>(`${base} AND endpoint_id = $2`, [storeId, endpointId])
+      : await this.pool.query<{ backlog: number; oldest: number | null }>(base, [storeId]);
+    return { backlog: r.rows[0]?.backlog ?? 0, oldestReceivedAt: r.rows[0]?.oldest ?? null };
+  }
+
+  async notify(channel: Signal, payload: string) {
+    await this.pool.query('SELECT pg_notify($1, $2)', [this.channel(channel), payload]);
+  }
+
+  /** A dedicated connection LISTENs (a pooled one would be handed to other queries); it reconnects if dropped. */
+  async listen(fn: (channel: Signal, payload: string) => void) {
+    let client: pg.Client | null = null;
+    let stopped = false;
+    const connect = async (): Promise<void> => {
+      const c = new pg.Client({ connectionString: this.url, types });
+      c.on('notification', (m) => {
+        for (const channel of ['endpoint', 'due'] as const) if (m.channel === this.channel(channel)) fn(channel, m.payload ?? '');
+      });
+      c.on('error', () => {
+        if (stopped) return;
+        client = null;
+        setTimeout(() => void connect().catch(() => {}), 1000);
+      });
+      await c.connect();
+      if (this.schema) await c.query(`SET search_path TO "${this.schema}"`);
+      for (const channel of ['endpoint', 'due'] as const) await c.query(`LISTEN "${this.channel(channel)}"`);
+      client = c;
+    };
+    await connect();
+    return async () => {
+      stopped = true;
+      await (client as pg.Client | null)?.end().catch(() => {});
+    };
+  }
+
+  async close() {
+    await this.pool.end();
+  }
+
+  /** NOTIFY channels are database-wide: a deployment in its own schema signals only its own instances. */
+  private channel(signal: Signal): string {
+    return this.schema ? `${this.schema}_hookrelay_${signal}` : `hookrelay_${signal}`;
+  }
+
+  /**
+   * Inserts the batch's auth failures; those of one endpoint, code and fold window beyond the window's `keepRows`
+   * rows are added to its newest row instead (PendingAuthFailure): three statements per group, not one per failure.
+   */
+  private async recordAuthFailures(c: Tx, failures: PendingAuthFailure[]): Promise<void> {
+    const groups = new Map<string, PendingAuthFailure[]>();
+    const insert: PendingAuthFailure[] = [];
+    for (const f of failures) {
+      if (f.keepRows === undefined || f.foldSince === undefined) insert.push(f);
+      else {
+        const key = `${f.endpointId}\u0000${f.code}\u0000${f.foldSince}\u0000${f.keepRows}`;
+        groups.set(key, [...(groups.get(key) ?? []), f]);
+      }
+    }
+    const folds: { into: string | null; count: number; at: number }[] = [];
+    for (const group of groups.values()) {
+      const { endpointId, code, foldSince, keepRows } = group[0]!;
+      const { rows } = await c.query<{ id: string }>(
+        'SELECT id FROM auth_failures WHERE endpoint_id = $1 AND at >= $2 AND code = $3 ORDER BY at DESC, id DESC LIMIT $4',
+        [endpointId, foldSince, code, keepRows],
+      );
+      const room = Math.max(0, keepRows! - rows.length);
+      const fresh = group.slice(0, room);
+      const rest = group.slice(room);
+      insert.push(...fresh);
+      if (rest.length) {
+        folds.push({ into: fresh.at(-1)?.id ?? rows[0]!.id, count: rest.reduce((n, f) => n + (f.count ?? 1), 0), at: Math.max(...rest.map((f) => f.at)) });
+      }
+    }
+    if (insert.length) {
+      await c.query(
+        `INSERT INTO auth_failures (id, store_id, endpoint_id, code, at, count)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::int[])`,
+        [insert.map((f) => f.id), insert.map((f) => f.storeId), insert.map((f) => f.endpointId), insert.map((f) => f.code), insert.map((f) => f.at), insert.map((f) => f.count ?? 1)],
+      );
+    }
+    for (const f of folds) await c.query('UPDATE auth_failures SET count = count + $1, at = greatest(at, $2) WHERE id = $3', [f.count, f.at, f.into]);
+  }
+
+  private newToken(): string {
+    return randomUUID();
+  }
+}
+
+function meterKey(storeId: string, c: { meter: string; periodStart: number }): string {
+  return `${storeId}\u0000${c.meter}\u0000${c.periodStart}`;
+}
+
+function withoutToken(row: typeof s.events.$inferSelect): EventRow {
+  const { leaseToken: _token, ...rest } = row;
+  return rest;
+}
+
+/** The array type unnest needs for a column. */
+function pgType(sqlType: string): string {
+  return sqlType === 'bigint' ? 'bigint' : sqlType === 'integer' ? 'int' : sqlType === 'boolean' ? 'boolean' : 'text';
+}
+
+/** event_stats increments of one transaction, one upsert per (store, width, bucket, metric) into this instance's shard. */
+class StatsBatch {
+  private readonly rows = new Map<string, { storeId: string; width: number; bucket: number; metric: string; n: number }>();
+
+  add(storeId: string, at: number, metric: string): void {
+    for (const width of STATS_WIDTHS_MS) {
+      const bucket = statsBucket(at, width);
+      const key = `${storeId}\u0000${width}\u0000${bucket}\u0000${metric}`;
+      const hit = this.rows.get(key);
+      if (hit) hit.n++;
+      else this.rows.set(key, { storeId, width, bucket, metric, n: 1 });
+    }
+  }
+
+  async flush(c: Tx, shard: number): Promise<void> {
+    if (!this.rows.size) return;
+    const rows = [...this.rows.values()];
+    await c.query(
+      `INSERT INTO event_stats (store_id, width, bucket, metric, shard, n)
+       SELECT k.store_id, k.width, k.bucket, k.metric, $5, k.n FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $6::bigint[]) AS k(store_id, width, bucket, metric, n)
+       ON CONFLICT (store_id, width, bucket, metric, shard) DO UPDATE SET n = event_stats.n + excluded.n`,
+      [rows.map((r) => r.storeId), rows.map((r) => r.width), rows.map((r) => r.bucket), rows.map((r) => r.metric), shard, rows.map((r) => r.n)],
+    );
+  }
+}

@@ -1,0 +1,302 @@
+/**
+ * PostgreSQL schema: the same tables, columns and keys as db/sqlite/schema.ts (the repository speaks one set of
+ * row types), plus what several instances need: a lease token on events and a dedupe key table. Timestamps are
+ * bigint milliseconds since the epoch, read as JavaScript numbers.
+ */
+import { sql } from 'drizzle-orm';
+import { bigint, boolean, customType, index, integer, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
+
+const ms = (name: string) => bigint(name, { mode: 'number' });
+const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => 'bytea' });
+
+export const stores = pgTable('stores', {
+  id: text('id').primaryKey(),
+  platformKey: text('platform_key').notNull(),
+  platformAccountId: text('platform_account_id').notNull(),
+  shopDomain: text('shop_domain').notNull().unique(),
+  installationId: text('installation_id').notNull(),
+  plan: text('plan').notNull(),
+  billingStatus: text('billing_status').notNull(),
+  destination: text('destination').notNull(),
+  adminTokenEnv: text('admin_token_env'),
+  createdAt: ms('created_at').notNull(),
+  updatedAt: ms('updated_at').notNull(),
+});
+
+export const grants = pgTable(
+  'grants',
+  {
+    id: text('id').primaryKey(),
+    storeId: text('store_id').notNull().references(() => stores.id),
+    tier: text('tier').notNull(),
+    scopes: text('scopes').notNull(),
+    label: text('label').notNull(),
+    tokenHash: text('token_hash').notNull(),
+    expiresAt: ms('expires_at').notNull(),
+    revokedAt: ms('revoked_at'),
+    createdAt: ms('created_at').notNull(),
+    lastUsedAt: ms('last_used_at'),
+  },
+  (t) => [uniqueIndex('grants_token_hash_idx').on(t.tokenHash), index('grants_store_idx').on(t.storeId, t.id)],
+);
+
+export const endpoints = pgTable(
+  'endpoints',
+  {
+    id: text('id').primaryKey(),
+    storeId: text('store_id').notNull().references(() => stores.id),
+    name: text('name').notNull(),
+    status: text('status').notNull(),
+    triggerVariant: text('trigger_variant').notNull(),
+    resourceIdPath: text('resource_id_path'),
+    relatedResourceIdPath: text('related_resource_id_path'),
+    requiredPaths: text('required_paths').notNull(),
+    senderProfile: text('sender_profile'),
+    authMode: text('auth_mode').notNull(),
+    headerName: text('header_name').notNull(),
+    secretSealed: text('secret_sealed').notNull(),
+    secretLast4: text('secret_last4').notNull(),
+    previousSecretSealed: text('previous_secret_sealed'),
+    previousSecretExpiresAt: ms('previous_secret_expires_at'),
+    sourceLabel: text('source_label').notNull(),
+    eventType: text('event_type'),
+    configVersion: integer('config_version').notNull(),
+    createdAt: ms('created_at').notNull(),
+    updatedAt: ms('updated_at').notNull(),
+  },
+  (t) => [index('endpoints_store_idx').on(t.storeId, t.id)],
+);
+
+export const endpointVersions = pgTable(
+  'endpoint_versions',
+  {
+    endpointId: text('endpoint_id').notNull().references(() => endpoints.id),
+    version: integer('version').notNull(),
+    config: text('config').notNull(),
+    createdAt: ms('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.endpointId, t.version] })],
+);
+
+export const events = pgTable(
+  'events',
+  {
+    id: text('id').primaryKey(),
+    receiptId: text('receipt_id').notNull(),
+    storeId: text('store_id').notNull(),
+    endpointId: text('endpoint_id').notNull(),
+    configVersion: integer('config_version').notNull(),
+    outcome: text('outcome').notNull(),
+    code: text('code'),
+    externalEventId: text('external_event_id'),
+    eventType: text('event_type'),
+    isTest: boolean('is_test').notNull(),
+    duplicateOf: text('duplicate_of'),
+    resourceId: text('resource_id'),
+    relatedResourceId: text('related_resource_id'),
+    bodyBytes: integer('body_bytes').notNull(),
+    bodyRetention: text('body_retention').notNull(),
+    receivedAt: ms('received_at').notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    lastAttemptAt: ms('last_attempt_at'),
+    nextAttemptAt: ms('next_attempt_at'),
+    leaseUntil: ms('lease_until'),
+    deliveredAt: ms('delivered_at'),
+    /** Set by each claim; journaling and recording an attempt check it, so a worker whose lease ended writes nothing. */
+    leaseToken: text('lease_token'),
+  },
+  (t) => [
+    index('events_store_idx').on(t.storeId, t.id),
+    index('events_store_endpoint_idx').on(t.storeId, t.endpointId, t.id),
+    index('events_store_outcome_idx').on(t.storeId, t.outcome, t.id),
+    index('events_due_idx').on(t.nextAttemptAt).where(sql`${t.nextAttemptAt} IS NOT NULL`),
+  ],
+);
+
+/**
+ * The first accepted receipt per (endpoint, external event id), while its dedupe window lasts: the database
+ * decides the winner by this key, so two instances receiving the same id store exactly one `accepted`.
+ */
+export const dedupeKeys = pgTable(
+  'dedupe_keys',
+  {
+    endpointId: text('endpoint_id').notNull(),
+    externalEventId: text('external_event_id').notNull(),
+    eventId: text('event_id').notNull(),
+    receivedAt: ms('received_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.endpointId, t.externalEventId] })],
+);
+
+export const eventBodies = pgTable(
+  'event_bodies',
+  {
+    eventId: text('event_id').primaryKey(),
+    body: bytea('body').notNull(),
+    expiresAt: ms('expires_at').notNull(),
+  },
+  (t) => [index('event_bodies_expires_idx').on(t.expiresAt)],
+);
+
+export const attempts = pgTable(
+  'attempts',
+  {
+    eventId: text('event_id').notNull(),
+    number: integer('number').notNull(),
+    destination: text('destination').notNull(),
+    startedAt: ms('started_at').notNull(),
+    finishedAt: ms('finished_at').notNull(),
+    outcome: text('outcome').notNull(),
+    httpStatus: integer('http_status'),
+    code: text('code'),
+    message: text('message'),
+    retryAt: ms('retry_at'),
+  },
+  (t) => [primaryKey({ columns: [t.eventId, t.number] })],
+);
+
+export const authFailures = pgTable(
+  'auth_failures',
+  {
+    id: text('id').primaryKey(),
+    storeId: text('store_id').notNull(),
+    endpointId: text('endpoint_id').notNull(),
+    code: text('code').notNull(),
+    at: ms('at').notNull(),
+    count: integer('count').notNull().default(1),
+  },
+  (t) => [index('auth_failures_endpoint_idx').on(t.endpointId, t.at), index('auth_failures_store_idx').on(t.storeId, t.at)],
+);
+
+export const auditLog = pgTable(
+  'audit_log',
+  {
+    id: text('id').primaryKey(),
+    at: ms('at').notNull(),
+    storeId: text('store_id'),
+    grantId: text('grant_id'),
+    actorKind: text('actor_kind').notNull(),
+    actorLabel: text('actor_label').notNull(),
+    operationId: text('operation_id').notNull(),
+    scopes: text('scopes').notNull(),
+    targetId: text('target_id'),
+    intentId: text('intent_id'),
+    transition: text('transition'),
+    outcome: text('outcome').notNull(),
+    status: integer('status').notNull(),
+    errorCode: text('error_code'),
+    refusalCategory: text('refusal_category'),
+    refusalCode: text('refusal_code'),
+    requestId: text('request_id'),
+    surface: text('surface'),
+  },
+  (t) => [index('audit_store_idx').on(t.storeId, t.at), index('audit_at_idx').on(t.at)],
+);
+
+export const intents = pgTable(
+  'intents',
+  {
+    id: text('id').primaryKey(),
+    storeId: text('store_id').notNull(),
+    grantId: text('grant_id').notNull(),
+    kind: text('kind').notNull(),
+    operationId: text('operation_id').notNull(),
+    targetId: text('target_id'),
+    state: text('state').notNull(),
+    input: text('input').notNull(),
+    preview: text('preview').notNull(),
+    confirmationHash: text('confirmation_hash'),
+    confirmationExpiresAt: ms('confirmation_expires_at'),
+    result: text('result'),
+    refusal: text('refusal'),
+    createdAt: ms('created_at').notNull(),
+    updatedAt: ms('updated_at').notNull(),
+  },
+  (t) => [index('intents_store_idx').on(t.storeId, t.id)],
+);
+
+export const idempotencyKeys = pgTable(
+  'idempotency_keys',
+  {
+    storeId: text('store_id').notNull(),
+    key: text('key').notNull(),
+    operationId: text('operation_id').notNull(),
+    requestHash: text('request_hash').notNull(),
+    status: integer('status').notNull(),
+    response: text('response').notNull(),
+    createdAt: ms('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.storeId, t.key] }), index('idempotency_created_idx').on(t.createdAt)],
+);
+
+export const triggerReadiness = pgTable(
+  'trigger_readiness',
+  {
+    storeId: text('store_id').notNull(),
+    handle: text('handle').notNull(),
+    hasEnabledFlow: boolean('has_enabled_flow').notNull(),
+    updatedAt: ms('updated_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.storeId, t.handle] })],
+);
+
+export const usageCounters = pgTable(
+  'usage_counters',
+  {
+    storeId: text('store_id').notNull(),
+    meter: text('meter').notNull(),
+    periodStart: ms('period_start').notNull(),
+    used: integer('used').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.storeId, t.meter, t.periodStart] })],
+);
+
+export const records = pgTable(
+  'records',
+  {
+    id: text('id').primaryKey(),
+    storeId: text('store_id').notNull(),
+    kind: text('kind').notNull(),
+    body: text('body').notNull(),
+    createdAt: ms('created_at').notNull(),
+    expiresAt: ms('expires_at'),
+  },
+  (t) => [index('records_store_kind_idx').on(t.storeId, t.kind, t.id)],
+);
+
+/**
+ * event_stats, sharded: each writer adds to its own shard's row (a small integer), so concurrent commits of
+ * several instances never wait on one hot counter row; reads sum the shards.
+ */
+export const eventStats = pgTable(
+  'event_stats',
+  {
+    storeId: text('store_id').notNull(),
+    width: ms('width').notNull(),
+    bucket: ms('bucket').notNull(),
+    metric: text('metric').notNull(),
+    shard: integer('shard').notNull().default(0),
+    n: bigint('n', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.storeId, t.width, t.bucket, t.metric, t.shard] })],
+);
+
+export const settings = pgTable('settings', {
+  key: text('key').primaryKey(),
+  value: text('value').notNull(),
+  updatedAt: ms('updated_at').notNull(),
+});
+
+/**
+ * Rate-limit windows shared by every instance: one row per (class, grant or store, window start), counted
+ * under the row lock so N instances enforce one limit. Old windows are swept.
+ */
+export const rateCounters = pgTable(
+  'rate_counters',
+  {
+    key: text('key').notNull(),
+    windowStart: ms('window_start').notNull(),
+    n: integer('n').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.key, t.windowStart] }), index('rate_counters_window_idx').on(t.windowStart)],
+);

@@ -1,0 +1,178 @@
+/**
+ * Two storage handles on one PostgreSQL database, as two `serve` instances would hold them: the database, not
+ * process memory, keeps claims single, dedupe to one winner and meters under their cap. Runs only when
+ * HOOKRELAY_TEST_DATABASE_URL is set (CI sets it).
+ */
+import { describe, expect, it } from 'bun:test';
+import { migratePg, openPgPool } from '../../db/pg/repo.ts';
+import type { Repo } from '../../db/repo.ts';
+import type { PendingReceipt } from '../../db/types.ts';
+import { backends, TEST_DATABASE_URL, testSchema } from '../fixtures/storage.ts';
+import { eventRow } from '../helpers.ts';
+
+const STORE = 'st_01jz0000000000000000000000';
+const EP = 'ep_01jz0000000000000000000000';
+const T0 = Date.parse('2026-06-17T12:00:00Z');
+const pgBackend = backends().find((b) => b.name === 'postgres');
+
+let seq = 0;
+function receipt(ext: string | null, capacity: PendingReceipt['capacity'] = null, tag = 'a'): PendingReceipt {
+  const id = `evt_${tag}${String(++seq).padStart(8, '0')}`;
+  return {
+    event: eventRow({ id, storeId: STORE, endpointId: EP, outcome: 'accepted', externalEventId: ext, receivedAt: T0, nextAttemptAt: T0 }),
+    body: new TextEncoder().encode('{}'),
+    bodyExpiresAt: T0 + 86400_000,
+    dedupeSince: T0 - 86400_000,
+    capacity,
+  };
+}
+
+async function pair(): Promise<[Repo, Repo]> {
+  const a = await pgBackend!.open();
+  const b = await pgBackend!.peer!();
+  await a.insertStore({ id: STORE, platformKey: 'shopify', platformAccountId: 'a', shopDomain: 'demo.myshopify.com', installationId: 'i', plan: 'free', billingStatus: 'active', destination: 'log', adminTokenEnv: null, createdAt: T0, updatedAt: T0 });
+  await a.insertEndpoint(
+    { id: EP, storeId: STORE, name: 'n', status: 'active', triggerVariant: 'generic', resourceIdPath: null, relatedResourceIdPath: null, requiredPaths: '[]', senderProfile: null, authMode: 'hmac_sha256', headerName: 'X-Hookrelay-Signature', secretSealed: 's', secretLast4: 'abcd', previousSecretSealed: null, previousSecretExpiresAt: null, sourceLabel: 'x', eventType: null, configVersion: 1, createdAt: T0, updatedAt: T0 },
+    {},
+  );
+  return [a, b];
+}
+
+describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL', () => {
+  it('migrations started at once by four instances apply once', async () => {
+    const schema = testSchema();
+    const pools = Array.from({ length: 4 }, () => openPgPool({ url: TEST_DATABASE_URL!, schema, max: 2 }));
+    try {
+      const applied = await Promise.all(pools.map((p) => migratePg(p, undefined, schema)));
+      expect(applied.flat()).toHaveLength(applied.find((a) => a.length)!.length);
+      expect(applied.filter((a) => a.length)).toHaveLength(1);
+    } finally {
+      await Promise.all(pools.map((p) => p.end()));
+    }
+  });
+
+  it('concurrent claims never hand one event to both', async () => {
+    const [a, b] = await pair();
+    try {
+      for (let i = 0; i < 4; i++) await a.commitIngest(Array.from({ length: 50 }, () => receipt(null)), []);
+      const got: string[][] = [[], []];
+      await Promise.all(
+        [a, b].map(async (repo, k) => {
+          for (;;) {
+            const due = await repo.claimDue(T0, 7, T0 + 600_000);
+            if (!due.length) return;
+            got[k]!.push(...due.map((d) => d.event.id));
+          }
+        }),
+      );
+      const all = [...got[0]!, ...got[1]!];
+      expect(all).toHaveLength(200);
+      expect(new Set(all).size).toBe(200);
+      expect(got[0]!.length).toBeGreaterThan(0);
+      expect(got[1]!.length).toBeGreaterThan(0);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('the same external id received by both at once is accepted exactly once', async () => {
+    const [a, b] = await pair();
+    try {
+      const ids = Array.from({ length: 30 }, (_, i) => `ext-${i}`);
+      const results = await Promise.all([
+        ...ids.map((ext) => a.commitIngest([receipt(ext, null, 'a')], [])),
+        ...ids.map((ext) => b.commitIngest([receipt(ext, null, 'b')], [])),
+      ]);
+      const outcomes = results.flat();
+      expect(outcomes.filter((o) => o.outcome === 'accepted')).toHaveLength(30);
+      expect(outcomes.filter((o) => o.outcome === 'duplicate_suppressed')).toHaveLength(30);
+      const accepted = new Set(outcomes.filter((o) => o.outcome === 'accepted').map((o) => o.eventId));
+      for (const o of outcomes.filter((x) => x.outcome === 'duplicate_suppressed')) expect(accepted.has(o.duplicateOf!)).toBe(true);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('the accepted-events meter never passes its cap when both commit at once', async () => {
+    const [a, b] = await pair();
+    try {
+      const capacity = { meter: 'accepted_events', periodStart: T0, hardLimit: 50 };
+      const results = await Promise.all(
+        Array.from({ length: 16 }, (_, i) => (i % 2 ? a : b).commitIngest(Array.from({ length: 5 }, () => receipt(null, capacity)), [])),
+      );
+      const outcomes = results.flat().map((o) => o.outcome);
+      expect(outcomes.filter((o) => o === 'accepted')).toHaveLength(50);
+      expect(outcomes.filter((o) => o === 'held')).toHaveLength(30);
+      expect((await b.getUsage(STORE, T0)).accepted_events).toBe(50);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('an expired lease is reclaimed by the other instance; the stale holder can neither journal nor record', async () => {
+    const [a, b] = await pair();
+    try {
+      const [r] = [receipt(null)];
+      await a.commitIngest([r!], []);
+      const [held] = await a.claimDue(T0, 1, T0 + 1000);
+      expect(await a.journalAttempts([{ eventId: held!.event.id, number: 1, destination: 'log', startedAt: T0 + 10 }])).toHaveLength(1);
+      // a goes silent past its lease; b takes the event, finds the attempt `sending` and ends it `unknown`.
+      const [taken] = await b.claimDue(T0 + 1000, 1, T0 + 60_000);
+      expect(taken!.event.attempts).toBe(1);
+      expect((await b.listAttempts(r!.event.id)).map((x) => x.outcome)).toEqual(['unknown']);
+      // a's late record and a new journal entry under its old lease are both refused.
+      await a.recordAttempts([
+        {
+          attempt: { eventId: r!.event.id, number: 1, destination: 'log', startedAt: T0 + 10, finishedAt: T0 + 20, outcome: 'delivered', httpStatus: 200, code: null, message: null, retryAt: null },
+          storeId: STORE,
+          metrics: [],
+          event: { outcome: 'delivered', code: null, nextAttemptAt: null, deliveredAt: T0 + 20, leaseUntil: null },
+        },
+      ]);
+      expect((await b.getEvent(STORE, r!.event.id))?.outcome).toBe('queued');
+      expect(await a.journalAttempts([{ eventId: r!.event.id, number: 2, destination: 'log', startedAt: T0 + 1500 }])).toEqual([]);
+      expect(await b.journalAttempts([{ eventId: r!.event.id, number: 2, destination: 'log', startedAt: T0 + 1500 }])).toHaveLength(1);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('a signal sent by one instance reaches the other (LISTEN/NOTIFY), and only its own deployment', async () => {
+    const [a, b] = await pair();
+    const other = await pgBackend!.open(); // another schema: another deployment on the same database
+    const heard: string[] = [];
+    const stop = await a.listen!((channel, payload) => heard.push(`${channel}:${payload}`));
+    try {
+      await other.notify!('endpoint', 'ep_elsewhere');
+      await b.notify!('endpoint', 'ep_changed');
+      await b.notify!('due', '');
+      const end = Date.now() + 5000;
+      while (heard.length < 2 && Date.now() < end) await Bun.sleep(10);
+      await Bun.sleep(50);
+      expect(heard).toEqual(['endpoint:ep_changed', 'due:']);
+    } finally {
+      await stop();
+      await Promise.all([a.close(), b.close(), other.close()]);
+    }
+  });
+
+  it('one Idempotency-Key claimed at once by both: exactly one runs; rate limits count once across both', async () => {
+    const [a, b] = await pair();
+    try {
+      const row = { storeId: STORE, key: 'same-key', operationId: 'op', requestHash: 'h', createdAt: T0 };
+      const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).claimIdempotency(row, T0 - 86400_000, T0 - 60_000)));
+      expect(claims.filter((c) => c === null)).toHaveLength(1);
+      const keys = [{ key: 'rich|g|gr_1', limit: 10 }, { key: 'rich|s|st_1', limit: 50 }];
+      const taken = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).takeRate(keys, T0)));
+      expect(taken.filter((t) => t === -1)).toHaveLength(10);
+      expect(taken.filter((t) => t === 0)).toHaveLength(30);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+});
