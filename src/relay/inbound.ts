@@ -38,12 +38,14 @@ function reply(status: number, body: Record<string, unknown>, headers?: Record<s
 const MESSAGES = {
   SVC_AUTH_HEADER_MISSING: 'The authentication header configured for this endpoint is missing. Fix the sender and send a fresh event.',
   SVC_AUTH_FAILED: 'Authentication failed: the signature or static token did not verify. Fix the sender and send a fresh event.',
-  SVC_AUTH_HEADER_REPEATED: 'Authentication failed: the authentication header carries several values. Send it once, with one value.',
   SVC_INVALID_JSON: 'The body is not valid UTF-8 JSON.',
   SVC_REQUIRED_PATH_MISSING: 'A path this endpoint requires is missing from the event.',
   SVC_RESOURCE_ID_UNMAPPABLE: "The mapped resource id is missing or is not a numeric id or GID.",
   SVC_PAYLOAD_TOO_LARGE: 'The event is larger than this endpoint accepts.',
 } as const;
+
+/** SVC_AUTH_FAILED's message when the authentication header arrived with several values. */
+const SEVERAL_VALUES = 'Authentication failed: the authentication header carries several values. Send it once, with one value.';
 
 export function createInboundHandler({ core, endpoints, writer, authFailures }: InboundDeps) {
   const { clock, ids, config } = core;
@@ -65,7 +67,7 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
     if (!headerValue) return authFailure(ep, 'SVC_AUTH_HEADER_MISSING', now, client);
     // Repeated header lines reach us joined with ", " (standard header names, proxies, Bun 1.4+); no signature or
     // secret holds a comma. Refused outright: a proxy reading the first value would see another one than we do.
-    if (headerValue.includes(',')) return authFailure(ep, 'SVC_AUTH_FAILED', now, client, MESSAGES.SVC_AUTH_HEADER_REPEATED);
+    if (headerValue.includes(',')) return authFailure(ep, 'SVC_AUTH_FAILED', now, client, SEVERAL_VALUES);
     if (!authenticate(ep, body, headerValue, now)) return authFailure(ep, 'SVC_AUTH_FAILED', now, client);
 
     return accept(ep, body, now);

@@ -45,6 +45,7 @@ export class RateLimiter {
   }
 }
 
+/** What to do with one failed authentication: answer 401 or 429, audit it or fold it. */
 export interface AuthFailureDecision {
   /** Over a limit: answer 429 instead of 401. */
   limited: boolean;
