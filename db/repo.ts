@@ -50,7 +50,8 @@ export interface Repo {
    * One durable transaction for many receipts and auth failures (group commit), deciding duplicates inside it.
    * Resolves only after the commit is on disk.
    */
-  commitIngest(receipts: PendingReceipt[], authFailures: AuthFailureRow[], lease?: IngestLease | null): Promise<CommittedReceipt[]>;
+  commitIngest(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease?: IngestLease | null): Promise<CommittedReceipt[]>;
+  /** Newest first; a row stands for `count` failures, the last at `at`. */
   listAuthFailures(storeId: string, endpointId?: string, limit?: number): Promise<AuthFailureRow[]>;
 
   // reads
@@ -141,6 +142,7 @@ export interface Repo {
   // reliability
   /** event_stats summed per metric from the 5-minute bucket holding `from` until now (see db/types.ts). */
   sumStats(storeId: string, from: number): Promise<Record<string, number>>;
+  /** Failures (rows' counts summed, not rows) per endpoint with `at` since `since`. */
   countAuthFailures(storeId: string, since: number): Promise<{ endpointId: string; n: number }[]>;
   /** Events not yet handed off for good (accepted, queued, held): the store's, or one endpoint's. */
   pendingStats(storeId: string, endpointId?: string): Promise<{ backlog: number; oldestReceivedAt: number | null }>;
@@ -156,6 +158,16 @@ export interface Repo {
   listen?(fn: (channel: Signal, payload: string) => void): Promise<() => Promise<void>>;
 
   close(): Promise<void>;
+}
+
+/**
+ * An auth failure to record. Once its endpoint holds `keepRows` rows of its code with `at >= foldSince`, it is added
+ * to the newest of them (count, at) instead of inserted: a flood is a count, not a row per request. Without the two
+ * fields it is inserted as it is.
+ */
+export interface PendingAuthFailure extends AuthFailureRow {
+  foldSince?: number;
+  keepRows?: number;
 }
 
 export type Signal = 'endpoint' | 'due';

@@ -14,12 +14,11 @@ import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import { runMigrations, type Migration } from '../migrate.ts';
 import { migrations as pgMigrations } from '../migrations/pg/index.ts';
-import type { Repo, Signal } from '../repo.ts';
+import type { PendingAuthFailure, Repo, Signal } from '../repo.ts';
 import type {
   AttemptResult,
   AttemptStart,
   AuditRow,
-  AuthFailureRow,
   CommittedReceipt,
   DueEvent,
   EndpointRow,
@@ -217,15 +216,9 @@ export class PgRepo implements Repo {
   }
 
   // inbound
-  async commitIngest(receipts: PendingReceipt[], authFailures: AuthFailureRow[], lease: IngestLease | null = null): Promise<CommittedReceipt[]> {
+  async commitIngest(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null = null): Promise<CommittedReceipt[]> {
     return this.tx(async (c) => {
-      if (authFailures.length) {
-        await c.query(
-          `INSERT INTO auth_failures (id, store_id, endpoint_id, code, at, count)
-           SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::int[])`,
-          [authFailures.map((f) => f.id), authFailures.map((f) => f.storeId), authFailures.map((f) => f.endpointId), authFailures.map((f) => f.code), authFailures.map((f) => f.at), authFailures.map((f) => f.count ?? 1)],
-        );
-      }
+      if (authFailures.length) await this.recordAuthFailures(c, authFailures);
       const duplicates = await this.decideDuplicates(c, receipts);
       const granted = await this.reserveCapacity(c, receipts, duplicates);
       const token = lease ? this.newToken() : null;
@@ -709,6 +702,45 @@ export class PgRepo implements Repo {
   /** NOTIFY channels are database-wide: a deployment in its own schema signals only its own instances. */
   private channel(signal: Signal): string {
     return this.schema ? `${this.schema}_hookrelay_${signal}` : `hookrelay_${signal}`;
+  }
+
+  /**
+   * Inserts the batch's auth failures; those of one endpoint, code and fold window beyond the window's `keepRows`
+   * rows are added to its newest row instead (PendingAuthFailure): three statements per group, not one per failure.
+   */
+  private async recordAuthFailures(c: Tx, failures: PendingAuthFailure[]): Promise<void> {
+    const groups = new Map<string, PendingAuthFailure[]>();
+    const insert: PendingAuthFailure[] = [];
+    for (const f of failures) {
+      if (f.keepRows === undefined || f.foldSince === undefined) insert.push(f);
+      else {
+        const key = `${f.endpointId}\u0000${f.code}\u0000${f.foldSince}\u0000${f.keepRows}`;
+        groups.set(key, [...(groups.get(key) ?? []), f]);
+      }
+    }
+    const folds: { into: string | null; count: number; at: number }[] = [];
+    for (const group of groups.values()) {
+      const { endpointId, code, foldSince, keepRows } = group[0]!;
+      const { rows } = await c.query<{ id: string }>(
+        'SELECT id FROM auth_failures WHERE endpoint_id = $1 AND at >= $2 AND code = $3 ORDER BY at DESC, id DESC LIMIT $4',
+        [endpointId, foldSince, code, keepRows],
+      );
+      const room = Math.max(0, keepRows! - rows.length);
+      const fresh = group.slice(0, room);
+      const rest = group.slice(room);
+      insert.push(...fresh);
+      if (rest.length) {
+        folds.push({ into: fresh.at(-1)?.id ?? rows[0]!.id, count: rest.reduce((n, f) => n + (f.count ?? 1), 0), at: Math.max(...rest.map((f) => f.at)) });
+      }
+    }
+    if (insert.length) {
+      await c.query(
+        `INSERT INTO auth_failures (id, store_id, endpoint_id, code, at, count)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::int[])`,
+        [insert.map((f) => f.id), insert.map((f) => f.storeId), insert.map((f) => f.endpointId), insert.map((f) => f.code), insert.map((f) => f.at), insert.map((f) => f.count ?? 1)],
+      );
+    }
+    for (const f of folds) await c.query('UPDATE auth_failures SET count = count + $1, at = greatest(at, $2) WHERE id = $3', [f.count, f.at, f.into]);
   }
 
   private newToken(): string {

@@ -4,7 +4,7 @@ import { and, asc, desc, eq, getTableColumns, gte, lt, sql, type SQL } from 'dri
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
 import { runMigrations, type Migration } from '../migrate.ts';
 import { migrations as sqliteMigrations } from '../migrations/sqlite/index.ts';
-import type { Repo } from '../repo.ts';
+import type { PendingAuthFailure, Repo } from '../repo.ts';
 import type {
   AuditRow,
   IdempotencyRow,
@@ -162,6 +162,8 @@ export class SqliteRepo implements Repo {
   private readonly insertBodies;
   private readonly findFirstByExternalId;
   private readonly insertAuthFailure;
+  private readonly recentAuthFailures;
+  private readonly foldAuthFailure;
   private readonly getCounter;
   private readonly bumpStat;
   private readonly bumpCounter;
@@ -214,6 +216,10 @@ export class SqliteRepo implements Repo {
        ON CONFLICT (store_id, meter, period_start) DO UPDATE SET used = used + ?4`,
     );
     this.insertAuthFailure = sqlite.prepare('INSERT INTO auth_failures (id, store_id, endpoint_id, code, at, count) VALUES (?, ?, ?, ?, ?, ?)');
+    this.recentAuthFailures = sqlite.prepare<{ id: string }, [string, number, string, number]>(
+      'SELECT id FROM auth_failures WHERE endpoint_id = ? AND at >= ? AND code = ? ORDER BY at DESC, id DESC LIMIT ?',
+    );
+    this.foldAuthFailure = sqlite.prepare('UPDATE auth_failures SET count = count + ?, at = max(at, ?) WHERE id = ?');
     this.journalAttempt = sqlite.prepare(
       `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome)
        VALUES (?, ?, ?, ?, ?, 'sending') ON CONFLICT DO NOTHING`,
@@ -271,7 +277,7 @@ export class SqliteRepo implements Repo {
       }
       return claimed;
     });
-    this.commitBatch = sqlite.transaction((batch: PendingReceipt[], failures: AuthFailureRow[], lease: IngestLease | null) =>
+    this.commitBatch = sqlite.transaction((batch: PendingReceipt[], failures: PendingAuthFailure[], lease: IngestLease | null) =>
       this.commitInTransaction(batch, failures, lease),
     );
     const id = sql.placeholder('id');
@@ -340,13 +346,13 @@ export class SqliteRepo implements Repo {
     return this.db.select().from(s.endpoints).where(eq(s.endpoints.storeId, storeId)).orderBy(asc(s.endpoints.id)).all();
   }
 
-  async commitIngest(receipts: PendingReceipt[], authFailures: AuthFailureRow[], lease: IngestLease | null = null): Promise<CommittedReceipt[]> {
+  async commitIngest(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null = null): Promise<CommittedReceipt[]> {
     return this.commitBatch(receipts, authFailures, lease);
   }
 
-  private commitInTransaction(batch: PendingReceipt[], authFailures: AuthFailureRow[], lease: IngestLease | null): CommittedReceipt[] {
+  private commitInTransaction(batch: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null): CommittedReceipt[] {
     let leases = lease?.max ?? 0;
-    for (const f of authFailures) this.insertAuthFailure.run(f.id, f.storeId, f.endpointId, f.code, f.at, f.count ?? 1);
+    for (const f of authFailures) this.recordAuthFailure(f);
     const seen = new Map<string, string>();
     // Accepted-events meter per store and period, read once per batch and written back once.
     type Meter = { storeId: string; meter: string; periodStart: number; used: number; added: number };
@@ -402,10 +408,20 @@ export class SqliteRepo implements Repo {
     return out;
   }
 
+  /** Inserts the failure, or folds it into the newest row of its endpoint and code once the window holds keepRows. */
+  private recordAuthFailure(f: PendingAuthFailure): void {
+    const count = f.count ?? 1;
+    if (f.keepRows !== undefined && f.foldSince !== undefined) {
+      const recent = this.recentAuthFailures.all(f.endpointId, f.foldSince, f.code, f.keepRows);
+      if (recent.length >= f.keepRows && recent[0]) return void this.foldAuthFailure.run(count, f.at, recent[0].id);
+    }
+    this.insertAuthFailure.run(f.id, f.storeId, f.endpointId, f.code, f.at, count);
+  }
+
   // Setup state calls the next two once per endpoint: raw SQL through bun:sqlite's statement cache, where a
   // drizzle call would compile its statement again each time.
   async listAuthFailures(storeId: string, endpointId?: string, limit = 100) {
-    const cols = 'id, store_id AS storeId, endpoint_id AS endpointId, code, at';
+    const cols = 'id, store_id AS storeId, endpoint_id AS endpointId, code, at, count';
     const order = 'ORDER BY at DESC, id DESC LIMIT ?';
     return endpointId
       ? this.sqlite.query<AuthFailureRow, [string, string, number]>(`SELECT ${cols} FROM auth_failures WHERE store_id = ? AND endpoint_id = ? ${order}`).all(storeId, endpointId, limit)

@@ -18,3 +18,28 @@ export const MAX_API_BODY_BYTES = 1024 * 1024;
 
 /** The longest Idempotency-Key accepted, characters (server, OpenAPI and client check this one number). */
 export const IDEMPOTENCY_KEY_MAX_LENGTH = 200;
+
+/**
+ * Failed authentication (bearer 401s under /agent/v1 and on the MCP endpoint, inbound 401s on /hooks), counted in
+ * fixed windows per client address and per inbound endpoint. Only failures count and only failures are refused with
+ * 429: a correct credential always passes, so an attacker sharing an address (NAT, proxy) or hammering an endpoint
+ * cannot lock out a real caller. Grant tokens and endpoint secrets carry over 180 bits, so the limit protects the box
+ * (disk, log, CPU), not the secrets. `windowMs` must stay within 30 minutes: a folded auth_failures row then holds
+ * failures no further apart than the replacement-endpoint guidance's pair window.
+ */
+export const AUTH_FAILURE_LIMITS = {
+  windowMs: 60_000,
+  /** Failures per client address per window before further failures answer 429. */
+  perClient: 30,
+  /** Failures per inbound endpoint per window, from every address together, before 429. */
+  perEndpoint: 60,
+  /** Addresses and endpoints tracked at once; past it the oldest entry is dropped (an attacker rotating addresses). */
+  maxTracked: 10_000,
+  /** auth_failures rows per endpoint and code per window; further failures fold into the newest (count, at). */
+  rowsPerEndpoint: 10,
+  /** Audit rows for failed bearer authentication per address per window, and for all addresses together. */
+  auditedPerClient: 10,
+  auditedPerWindow: 100,
+} as const;
+
+export type AuthFailureLimits = { readonly [K in keyof typeof AUTH_FAILURE_LIMITS]: number };

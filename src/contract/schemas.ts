@@ -86,8 +86,10 @@ export const RateLimitedResponseSchema = z
     error: ErrorDetailSchema,
     retryAfterSeconds: z.number().int().min(1),
     resetAt: Timestamp,
-    rateLimitClass: z.enum(['simple_read', 'rich_read', 'recovery_preview', 'endpoint_preview']),
-    scope: z.enum(['grant', 'store']).describe('Which limit was hit: this grant\'s, or the whole store\'s'),
+    rateLimitClass: z
+      .enum(['simple_read', 'rich_read', 'recovery_preview', 'endpoint_preview', 'auth_failure'])
+      .describe('`auth_failure`: too many failed bearer authentications from this client address; a valid token still passes'),
+    scope: z.enum(['grant', 'store', 'client']).describe('Which limit was hit: this grant\'s, the whole store\'s, or (auth_failure) this client address\'s'),
     recommendedAction: z.string(),
   })
   .meta({

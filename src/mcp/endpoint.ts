@@ -12,7 +12,8 @@ import { randomBase62 } from '../lib/ids.ts';
 import { authenticateBearer } from '../ops/grants.ts';
 import { operations } from '../contract/operations.ts';
 import { errorResponse } from '../server/http.ts';
-import { audit } from '../server/pipeline.ts';
+import { audit, failedAuthentication } from '../server/pipeline.ts';
+import { AuthFailureLimiter } from '../server/rate-limit.ts';
 import { codeModeAvailable } from './code-mode.ts';
 import { createMcpServer, type ServerDeps } from './server.ts';
 
@@ -32,13 +33,15 @@ const MAX_BODY_BYTES = 1024 * 1024;
 const OPEN_FRAME = new TextEncoder().encode(': open\n\n');
 
 export interface McpEndpoint {
-  fetch(req: Request): Promise<Response>;
+  /** `client`: the caller's address key; failed bearer authentication is limited by it. */
+  fetch(req: Request, client?: string | null): Promise<Response>;
   /** Closes every session and its open streams (shutdown: a graceful stop waits for open responses). */
   close(): Promise<void>;
 }
 
-export function createMcpEndpoint(deps: ServerDeps): McpEndpoint {
+export function createMcpEndpoint(deps: ServerDeps & { authFailures?: AuthFailureLimiter }): McpEndpoint {
   const { core } = deps;
+  const authFailures = deps.authFailures ?? new AuthFailureLimiter(core.clock);
   const sessions = new Map<string, Session>();
   let requestSeq = 0;
   const origins = new Set([new URL(core.config.publicUrl).origin, ...core.config.mcp.allowedOrigins]);
@@ -78,7 +81,7 @@ export function createMcpEndpoint(deps: ServerDeps): McpEndpoint {
     return session;
   }
 
-  async function handle(req: Request): Promise<Response> {
+  async function handle(req: Request, client: string | null = null): Promise<Response> {
     const requestId = `mcp_${++requestSeq}`;
     const origin = req.headers.get('origin');
     if (origin !== null && !origins.has(origin)) return refused(originRefused(origin), requestId);
@@ -86,7 +89,7 @@ export function createMcpEndpoint(deps: ServerDeps): McpEndpoint {
     try {
       ({ grant, store } = await authenticateBearer(core, req.headers.get('authorization')));
     } catch (err) {
-      if (err instanceof AppError) return refused(err, requestId);
+      if (err instanceof AppError) return failedAuthentication({ core, authFailures }, MCP, err, client, requestId);
       throw err;
     }
     if (!(await codeModeAvailable(core.config.mcp))) {

@@ -23,8 +23,10 @@ export async function getSetupState(ctx: OpContext) {
   for (const ep of endpoints) {
     const last = await core.repo.latestEvent(store.id, ep.id);
     const failures = await core.repo.listAuthFailures(store.id, ep.id, 2);
-    const recent = failures.filter((f) => f.at >= core.clock.now() - FAILURE_PAIR_WINDOW_MS).length;
-    if (ep.status === 'active' && failures.length === 2 && failures[0]!.at - failures[1]!.at <= FAILURE_PAIR_WINDOW_MS) {
+    const recent = failures.filter((f) => f.at >= core.clock.now() - FAILURE_PAIR_WINDOW_MS).reduce((n, f) => n + f.count, 0);
+    // A folded row (count >= 2) holds the two newest failures itself, within one window shorter than 30 minutes.
+    const pair = failures[0] && (failures[0].count >= 2 || (failures[1] && failures[0].at - failures[1].at <= FAILURE_PAIR_WINDOW_MS));
+    if (ep.status === 'active' && pair) {
       const newestIsFailure = !last || last.receivedAt < failures[0]!.at;
       if (newestIsFailure) {
         actions.push({

@@ -3,6 +3,7 @@
  * validation and mapping, then a durable receipt before the 202. Does not use the agent-API pipeline.
  */
 import type { EventRow } from '../../db/types.ts';
+import { AUTH_FAILURE_LIMITS } from '../contract/limits.ts';
 import { TEST_EVENT_PREFIX, TRIGGERS } from '../contract/triggers.ts';
 import type { Core } from '../core.ts';
 import { acceptedCapacity } from '../ops/usage.ts';
@@ -14,6 +15,7 @@ import { readCapped } from '../lib/body.ts';
 import { metrics } from '../lib/instruments.ts';
 import { describeFault, STORAGE_RETRY_AFTER_SECONDS, storageFault } from './storage-health.ts';
 import { WriterClosedError, type ReceiptWriter } from './writer.ts';
+import type { AuthFailureLimiter } from '../server/rate-limit.ts';
 
 
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
@@ -25,6 +27,8 @@ export interface InboundDeps {
   core: Core;
   endpoints: EndpointCache;
   writer: ReceiptWriter;
+  /** Failed authentications per client address and per endpoint: 429 past either limit. */
+  authFailures: AuthFailureLimiter;
 }
 
 function reply(status: number, body: Record<string, unknown>, headers?: Record<string, string>): Response {
@@ -41,12 +45,16 @@ const MESSAGES = {
   SVC_PAYLOAD_TOO_LARGE: 'The event is larger than this endpoint accepts.',
 } as const;
 
-export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
+/** SVC_AUTH_FAILED's message when the authentication header arrived with several values. */
+const SEVERAL_VALUES = 'Authentication failed: the authentication header carries several values. Send it once, with one value.';
+
+export function createInboundHandler({ core, endpoints, writer, authFailures }: InboundDeps) {
   const { clock, ids, config } = core;
 
-  return async function handleInbound(req: Request, endpointId: string): Promise<Response> {
+  /** `client`: the caller's address key (see clientKey), null when unknown. */
+  return async function handleInbound(req: Request, endpointId: string, client: string | null = null): Promise<Response> {
     try {
-      return await receive(req, endpointId);
+      return await receive(req, endpointId, client);
     } catch (err) {
       return unavailable(err);
     }
@@ -66,7 +74,7 @@ export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
     return reply(503, { code: 'storage_unavailable', message: `The receipt could not be recorded: ${describeFault(fault)}. Retry later.` }, { 'Retry-After': String(STORAGE_RETRY_AFTER_SECONDS) });
   }
 
-  async function receive(req: Request, endpointId: string): Promise<Response> {
+  async function receive(req: Request, endpointId: string, client: string | null): Promise<Response> {
     if (req.method !== 'POST') return reply(405, { code: 'method_not_allowed', message: 'Use POST.' }, { Allow: 'POST' });
     const ep = await endpoints.get(endpointId);
     if (!ep || ep.row.status !== 'active') return reply(404, { code: 'not_found', message: 'No such endpoint.' });
@@ -79,8 +87,11 @@ export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
 
     const now = clock.now();
     const headerValue = req.headers.get(ep.row.headerName);
-    if (!headerValue) return authFailure(ep, 'SVC_AUTH_HEADER_MISSING', now);
-    if (!authenticate(ep, body, headerValue, now)) return authFailure(ep, 'SVC_AUTH_FAILED', now);
+    if (!headerValue) return authFailure(ep, 'SVC_AUTH_HEADER_MISSING', now, client);
+    // Repeated header lines reach us joined with ", " (standard header names, proxies, Bun 1.4+); no signature or
+    // secret holds a comma. Refused outright: a proxy reading the first value would see another one than we do.
+    if (headerValue.includes(',')) return authFailure(ep, 'SVC_AUTH_FAILED', now, client, SEVERAL_VALUES);
+    if (!authenticate(ep, body, headerValue, now)) return authFailure(ep, 'SVC_AUTH_FAILED', now, client);
 
     return accept(ep, body, now);
   }
@@ -89,10 +100,23 @@ export function createInboundHandler({ core, endpoints, writer }: InboundDeps) {
     return reply(413, { code: 'SVC_PAYLOAD_TOO_LARGE', message: `Bodies are limited to ${config.maxBodyBytes} bytes.` });
   }
 
-  async function authFailure(ep: LiveEndpoint, code: 'SVC_AUTH_HEADER_MISSING' | 'SVC_AUTH_FAILED', at: number) {
-    await writer.recordAuthFailure({ id: ids.next('af'), storeId: ep.row.storeId, endpointId: ep.row.id, code, at, count: 1 });
+  /**
+   * Records the failure (folded into a count under a flood) and answers 401, or 429 once the client address or the
+   * endpoint is over its failure limit. Only failures reach here: a correctly signed event is never refused by it.
+   */
+  async function authFailure(ep: LiveEndpoint, code: 'SVC_AUTH_HEADER_MISSING' | 'SVC_AUTH_FAILED', at: number, client: string | null, message: string = MESSAGES[code]) {
+    const { windowMs, rowsPerEndpoint } = AUTH_FAILURE_LIMITS;
+    const d = authFailures.fail(client, ep.row.id);
+    const foldSince = Math.floor(at / windowMs) * windowMs;
+    await writer.recordAuthFailure({ id: ids.next('af'), storeId: ep.row.storeId, endpointId: ep.row.id, code, at, count: 1, foldSince, keepRows: rowsPerEndpoint });
     metrics.inboundAuthFailure(ep.row.storeId, code);
-    return reply(401, { code, message: MESSAGES[code] });
+    if (!d.limited) return reply(401, { code, message });
+    const whose = d.scope === 'client' ? 'from this address' : 'for this endpoint';
+    return reply(
+      429,
+      { code: 'rate_limited', message: `Too many failed authentications ${whose}; fix the sender's secret or signature and retry after ${d.retryAfterSeconds} s.`, retryAfterSeconds: d.retryAfterSeconds },
+      { 'Retry-After': String(d.retryAfterSeconds) },
+    );
   }
 
   async function accept(ep: LiveEndpoint, body: Uint8Array, now: number): Promise<Response> {

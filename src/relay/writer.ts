@@ -2,8 +2,8 @@
  * Group commit: receipts of concurrent requests share one durable transaction, and each request is answered
  * only after the commit that holds it. One fsync per batch instead of one per request.
  */
-import type { Repo } from '../../db/repo.ts';
-import type { AuthFailureRow, CommittedReceipt, EventRow, IngestLease, PendingReceipt } from '../../db/types.ts';
+import type { PendingAuthFailure, Repo } from '../../db/repo.ts';
+import type { CommittedReceipt, EventRow, IngestLease, PendingReceipt } from '../../db/types.ts';
 import { metrics } from '../lib/instruments.ts';
 import type { StorageHealth } from './storage-health.ts';
 
@@ -34,7 +34,7 @@ interface Waiter<T> {
 
 export class ReceiptWriter {
   private receipts: Waiter<PendingReceipt>[] = [];
-  private failures: { item: AuthFailureRow; resolve: () => void; reject: (e: unknown) => void }[] = [];
+  private failures: { item: PendingAuthFailure; resolve: () => void; reject: (e: unknown) => void }[] = [];
   private scheduled = false;
   private flushing: Promise<void> | null = null;
   private closed = false;
@@ -69,7 +69,8 @@ export class ReceiptWriter {
     });
   }
 
-  recordAuthFailure(row: AuthFailureRow): Promise<void> {
+  /** Resolves once the failure is committed, as a row of its own or folded into its window's newest (see PendingAuthFailure). */
+  recordAuthFailure(row: PendingAuthFailure): Promise<void> {
     if (this.closed) return Promise.reject(new WriterClosedError());
     return new Promise((resolve, reject) => {
       this.failures.push({ item: row, resolve, reject });

@@ -20,7 +20,7 @@ import { runOperation, type AnyHandler } from './pipeline.ts';
 import { docsPage } from './docs.ts';
 import { createMetricsHandler } from './metrics.ts';
 import { VERSION } from '../version.ts';
-import { RateLimiter } from './rate-limit.ts';
+import { AuthFailureLimiter, clientAddress, clientKey, RateLimiter } from './rate-limit.ts';
 
 
 interface Route {
@@ -73,7 +73,8 @@ function refuseHumanOnly(write: NonNullable<Operation['humanOnlyWrite']>): AnyHa
 }
 
 export interface App {
-  fetch(req: Request): Promise<Response>;
+  /** `peer`: the socket's remote address (serve passes Bun's requestIP); failed authentication is limited by it. */
+  fetch(req: Request, peer?: string | null): Promise<Response>;
   core: Core;
   writer: ReceiptWriter;
   endpoints: EndpointCache;
@@ -91,23 +92,26 @@ export function createApp(core: Core): App {
   const writer = new ReceiptWriter(core.repo, () => wake());
   const storage = new StorageHealth(core.clock, core.log);
   writer.reportHealthTo(storage);
-  const inbound = createInboundHandler({ core, endpoints, writer });
+  const authFailures = new AuthFailureLimiter(core.clock);
+  const trustProxy = /^(1|true|yes|on)$/i.test(core.config.env('HOOKRELAY_TRUST_PROXY')?.trim() ?? '');
+  const inbound = createInboundHandler({ core, endpoints, writer, authFailures });
   const lifecycle = createLifecycleHandler(core);
   const metrics = createMetricsHandler(core);
   const routes = OPERATIONS.map(compile);
   const MCP = operations.connectMcpAgentOperations;
   // Loaded on the first MCP request: CLI commands and servers without MCP traffic never pay for the SDK.
   let mcp: Promise<McpEndpoint> | null = null;
-  const mcpEndpoint = () => (mcp ??= import('../mcp/endpoint.ts').then((m) => m.createMcpEndpoint({ core, version: VERSION, appFetch: (req) => fetch(req) })));
+  const mcpEndpoint = () => (mcp ??= import('../mcp/endpoint.ts').then((m) => m.createMcpEndpoint({ core, version: VERSION, appFetch: (req) => fetch(req), authFailures })));
   const available = new Set(routes.filter((r) => r.handler || r.op.auth === 'none' || (r.op === MCP && core.config.mcp.codeMode)).map((r) => r.op.operationId));
-  const deps = { core, endpointChanged: (id: string) => endpoints.invalidate(id), limiter: new RateLimiter(core.clock, core.config.rateLimits), inflight: new Map(), storage };
+  const deps = { core, endpointChanged: (id: string) => endpoints.invalidate(id), limiter: new RateLimiter(core.clock, core.config.rateLimits), authFailures, inflight: new Map(), storage };
   let requestSeq = 0;
 
-  async function fetch(req: Request): Promise<Response> {
+  async function fetch(req: Request, peer: string | null = null): Promise<Response> {
     const path = pathOf(req.url);
+    const client = clientKey(clientAddress(req, peer, trustProxy));
     if (path.startsWith('/hooks/')) {
       const id = safeDecode(path.slice('/hooks/'.length));
-      if (id && !id.includes('/')) return inbound(req, id);
+      if (id && !id.includes('/')) return inbound(req, id, client);
       return Response.json({ code: 'not_found', message: 'No such endpoint.' }, { status: 404 });
     }
     if (path === '/flow/lifecycle') return lifecycle(req);
@@ -116,7 +120,7 @@ export function createApp(core: Core): App {
       // POST, and GET / DELETE of its streams and sessions. The SDK buffers any body whole: cap it first.
       const capped = await withCappedBody(req, MAX_API_BODY_BYTES);
       if (!capped) return errorResponse(null, new AppError('payload_too_large', 'Request bodies are limited to 1 MiB.'));
-      return (await mcpEndpoint()).fetch(capped);
+      return (await mcpEndpoint()).fetch(capped, client);
     }
     if (req.method === 'GET' && path === '/status') return status();
     if (req.method === 'GET' && path === '/agent/v1/openapi.json') return Response.json(buildOpenApi(core.config.publicUrl));
@@ -129,7 +133,7 @@ export function createApp(core: Core): App {
       const m = r.pattern.exec(path);
       if (!m) continue;
       if (r.op.method !== req.method) {
-        if (req.method === 'POST' && r.op.humanOnlyWrite) return runOperation(deps, r.op, refuseHumanOnly(r.op.humanOnlyWrite), req, {}, `req_${++requestSeq}`);
+        if (req.method === 'POST' && r.op.humanOnlyWrite) return runOperation(deps, r.op, refuseHumanOnly(r.op.humanOnlyWrite), req, {}, `req_${++requestSeq}`, client);
         methodMismatch = r.op;
         continue;
       }
@@ -138,7 +142,7 @@ export function createApp(core: Core): App {
         return errorResponse(null, new AppError('not_implemented', `${r.op.operationId} is declared in the contract but not served by this server yet; the manifest lists what is available.`));
       }
       const params = Object.fromEntries(r.names.map((n, i) => [n, safeDecode(m[i + 1]!) ?? '']));
-      return runOperation(deps, r.op, r.handler, req, params, `req_${++requestSeq}`);
+      return runOperation(deps, r.op, r.handler, req, params, `req_${++requestSeq}`, client);
     }
     if (methodMismatch) {
       return errorResponse(null, new AppError('method_not_allowed', `Use ${methodMismatch.method} for ${methodMismatch.operationId}.`, undefined, undefined, { Allow: methodMismatch.method }));

@@ -14,11 +14,12 @@ import { readCapped } from '../lib/body.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { metrics } from '../lib/instruments.ts';
 import { redactDocument, redactSecretsIn } from '../lib/redact.ts';
-import type { OpContext } from '../ops/context.ts';
+import type { Actor, OpContext } from '../ops/context.ts';
 import { authenticateBearer } from '../ops/grants.ts';
 import { record, type Meter } from '../ops/usage.ts';
 import { envelopeBody, errorResponse, invalidInput, newSupportCode } from './http.ts';
-import type { RateLimiter } from './rate-limit.ts';
+import { iso } from '../lib/clock.ts';
+import type { AuthFailureLimiter, FoldedAudit, RateLimiter } from './rate-limit.ts';
 import { storageFault, storageUnavailable, type StorageHealth } from '../relay/storage-health.ts';
 
 const UTF8 = new TextDecoder();
@@ -29,6 +30,8 @@ export interface PipelineDeps {
   core: Core;
   endpointChanged(id: string): void;
   limiter: RateLimiter;
+  /** Failed bearer authentications per client address: 429 past the limit, audit rows folded under a flood. */
+  authFailures: AuthFailureLimiter;
   /** Executions in flight per store + Idempotency-Key, so concurrent retries run once. */
   inflight: Map<string, Promise<unknown>>;
   /** Where storage faults are recorded (GET /status); absent in tests that build deps by hand. */
@@ -42,6 +45,8 @@ export async function runOperation(
   req: Request,
   params: Record<string, string>,
   requestId: string,
+  /** The client's address (see clientAddress), null when unknown (in-process calls). */
+  client: string | null = null,
 ): Promise<Response> {
   let ctx: OpContext | null = null;
   try {
@@ -82,7 +87,10 @@ export async function runOperation(
 
     if (op.rateLimitClass && !executing) {
       const d = deps.limiter.take(op.rateLimitClass, grant.id, store.id);
-      if (d.limited) return rateLimited(ctx, op, d.scope, d.retryAfterSeconds, d.resetAt);
+      if (d.limited) {
+        metrics.agentCall(store.id, op.operationId, 429);
+        return rateLimited(ctx.actor, op.rateLimitClass, d.scope, d.retryAfterSeconds, d.resetAt);
+      }
     }
 
     const key = req.headers.get('idempotency-key');
@@ -152,6 +160,7 @@ export async function runOperation(
       deps.core.log.error(`internal error in ${op.operationId} request=${requestId} support=${supportCode}: ${describe(err)}`);
       appErr = new AppError('internal_error', 'Something went wrong on our side. Quote the support code.');
     }
+    if (!ctx && appErr.code === 'unauthorized') return failedAuthentication(deps, op, appErr, client, requestId, params);
     await audit(deps.core, op, ctx, params, appErr.status, null, appErr, requestId, false).catch(() => {});
     return errorResponse(ctx, appErr, supportCode);
   }
@@ -170,22 +179,82 @@ function meterOf(op: Operation, executing: boolean): Meter | null {
   return null;
 }
 
-function rateLimited(ctx: OpContext, op: Operation, scope: 'grant' | 'store', retryAfterSeconds: number, resetAt: number): Response {
-  metrics.agentCall(ctx.store.id, op.operationId, 429);
-  const message = `Too many ${op.rateLimitClass} calls for this ${scope}; wait ${retryAfterSeconds} s.`;
-  const recommendedAction = `Wait ${retryAfterSeconds} seconds before retrying; read GET /agent/v1/plan-usage before loops or polling.`;
+function rateLimited(
+  actor: Actor | null,
+  rateLimitClass: Operation['rateLimitClass'] | 'auth_failure',
+  scope: 'grant' | 'store' | 'client',
+  retryAfterSeconds: number,
+  resetAt: number,
+): Response {
+  const authFailure = rateLimitClass === 'auth_failure';
+  const message = authFailure
+    ? `Too many failed authentications from this client; wait ${retryAfterSeconds} s.`
+    : `Too many ${rateLimitClass} calls for this ${scope}; wait ${retryAfterSeconds} s.`;
+  const recommendedAction = authFailure
+    ? `Fix the bearer token first (a live grant token, sent as Authorization: Bearer <token>); a valid token is never refused here. Wait ${retryAfterSeconds} seconds before retrying.`
+    : `Wait ${retryAfterSeconds} seconds before retrying; read GET /agent/v1/plan-usage before loops or polling.`;
   const body = {
     edition: EDITION,
-    actor: ctx.actor,
+    actor,
     refusal: { ...defaultRefusal('rate_limited', message)!, recommendedAction },
     error: { code: 'rate_limited', message, supportCode: newSupportCode() },
     retryAfterSeconds,
     resetAt: new Date(resetAt).toISOString(),
-    rateLimitClass: op.rateLimitClass,
+    rateLimitClass,
     scope,
     recommendedAction,
   };
   return Response.json(body, { status: 429, headers: { 'Retry-After': String(retryAfterSeconds) } });
+}
+
+/**
+ * A failed bearer authentication (REST or the MCP endpoint): 401, or 429 `auth_failure` once the client address is
+ * over its limit. Audited one row per failure up to the window's allowance (AUTH_FAILURE_LIMITS); past it the
+ * failures are counted and written as one summary row per operation once their window has ended (see auditFolded).
+ */
+export async function failedAuthentication(
+  deps: Pick<PipelineDeps, 'core' | 'authFailures'>,
+  op: Operation,
+  err: AppError,
+  client: string | null,
+  requestId: string,
+  params: Record<string, string> = {},
+): Promise<Response> {
+  const d = deps.authFailures.fail(client);
+  const res = d.limited ? rateLimited(null, 'auth_failure', 'client', d.retryAfterSeconds, d.resetAt) : errorResponse(null, err);
+  if (d.audit) {
+    const recorded = d.limited ? new AppError('rate_limited', 'Too many failed authentications from this client.') : err;
+    await audit(deps.core, op, null, params, res.status, null, recorded, requestId, false).catch(() => {});
+  } else {
+    metrics.agentCall(null, op.operationId, res.status);
+    deps.authFailures.fold(op.operationId);
+  }
+  for (const folded of deps.authFailures.takeFolded()) await auditFolded(deps.core, folded).catch(() => {});
+  return res;
+}
+
+/** One audit row standing for a window's failed authentications that had no row of their own; the count is in `transition`. */
+async function auditFolded(core: Core, f: FoldedAudit): Promise<void> {
+  await core.repo.insertAudit({
+    id: core.ids.next('aud'),
+    at: f.lastAt,
+    storeId: null,
+    grantId: null,
+    actorKind: 'anonymous',
+    actorLabel: 'unauthenticated',
+    operationId: f.operationId,
+    scopes: '[]',
+    targetId: null,
+    intentId: null,
+    transition: `folded: ${f.count} further failed authentications from ${iso(f.from)} to ${iso(f.to)}`,
+    outcome: 'error',
+    status: 401,
+    errorCode: 'unauthorized',
+    refusalCategory: null,
+    refusalCode: null,
+    requestId: null,
+    surface: null,
+  });
 }
 
 /**

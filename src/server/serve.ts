@@ -73,7 +73,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
     // Bun answers a body over this limit itself, with an empty 413, before any of our code runs. Every reader in
     // the app caps its own body (src/lib/body.ts) and answers its documented 413, so Bun's limit stays out of reach.
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    async fetch(req) {
+    async fetch(req, srv) {
       const started = performance.now();
       let res: Response;
       // Bun's stop(false) closes the listener but keeps serving requests on open keep-alive connections.
@@ -81,7 +81,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
       else {
         inFlight++;
         try {
-          res = await app.fetch(req);
+          res = await app.fetch(req, srv.requestIP(req)?.address ?? null);
         } catch {
           if (req.signal.aborted) {
             // The client hung up (mid-body, most often): nobody to answer, and no failure of ours.
