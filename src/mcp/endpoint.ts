@@ -14,6 +14,7 @@ import { operations } from '../contract/operations.ts';
 import { errorResponse } from '../server/http.ts';
 import { audit } from '../server/pipeline.ts';
 import { codeModeAvailable } from './code-mode.ts';
+import { closeSandboxes } from './sandbox-process.ts';
 import { createMcpServer, type ServerDeps } from './server.ts';
 
 interface Session {
@@ -59,7 +60,7 @@ export function createMcpEndpoint(deps: ServerDeps): McpEndpoint {
     for (const [id] of mine.slice(0, Math.max(0, mine.length - MAX_SESSIONS_PER_GRANT + 1))) void close(id);
   }
 
-  async function open(grant: { id: string; expiresAt: number; scopes: Scope[] }): Promise<Session> {
+  async function open(grant: { id: string; storeId: string; expiresAt: number; scopes: Scope[] }): Promise<Session> {
     const session: Session = {
       transport: new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => `mcs_${randomBase62(24)}`,
@@ -69,7 +70,7 @@ export function createMcpEndpoint(deps: ServerDeps): McpEndpoint {
         onsessioninitialized: (id) => void sessions.set(id, session),
         onsessionclosed: (id) => void sessions.delete(id),
       }),
-      server: createMcpServer(deps, { grantId: grant.id, scopes: grant.scopes }),
+      server: createMcpServer(deps, { grantId: grant.id, storeId: grant.storeId, scopes: grant.scopes }),
       grantId: grant.id,
       grantExpiresAt: grant.expiresAt,
       lastUsedAt: core.clock.now(),
@@ -109,7 +110,7 @@ export function createMcpEndpoint(deps: ServerDeps): McpEndpoint {
       return flushHeadersAtOnce(await session.transport.handleRequest(req, { authInfo }));
     }
     sweep(grant.id);
-    const session = await open({ id: grant.id, expiresAt: grant.expiresAt, scopes });
+    const session = await open({ id: grant.id, storeId: store.id, expiresAt: grant.expiresAt, scopes });
     const res = await session.transport.handleRequest(req, { authInfo });
     if (session.transport.sessionId === undefined) await session.server.close(); // not an initialize: nothing to keep
     else await audit(core, MCP, { store, grant, scopes, actor: { kind: 'agent', grantId: grant.id, label: grant.label } }, {}, res.status, null, null, requestId, false);
@@ -126,6 +127,7 @@ export function createMcpEndpoint(deps: ServerDeps): McpEndpoint {
     fetch: handle,
     async close() {
       await Promise.all([...sessions.keys()].map(close));
+      await closeSandboxes();
     },
   };
 }

@@ -10,6 +10,8 @@ import { runCode } from './code-mode.ts';
 
 export interface SessionGrant {
   grantId: string;
+  /** The grant's store: `execute` runs are shared fairly between stores. */
+  storeId: string;
   scopes: Scope[];
 }
 
@@ -65,7 +67,7 @@ export function createMcpServer(deps: ServerDeps, grant: SessionGrant): McpServe
       const caller = callerOf(extra);
       if (!caller) return text({ error: { code: 'unauthorized', message: 'No grant on this request.' } }, true);
       const started = performance.now();
-      const run = await runCode(code, deps.core.config.mcp.limits, apiHost(deps.appFetch, caller));
+      const run = await runCode(code, deps.core.config.mcp.limits, apiHost(deps.appFetch, caller), grant.storeId);
       const ms = (performance.now() - started).toFixed(0);
       deps.core.log.info(`mcp execute grant=${grant.grantId} calls=${run.calls} outcome=${run.ok ? 'ok' : run.error.code} ${ms}ms`);
       const logs = run.logs.length ? { logs: run.logs } : {};
