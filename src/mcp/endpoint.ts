@@ -5,7 +5,7 @@
  */
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { EXPECTED_CONTEXT } from '../contract/context.ts';
+import { checkExpectedContext, EXPECTED_CONTEXT } from '../contract/context.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import type { Scope } from '../contract/scopes.ts';
 import { randomBase62 } from '../lib/ids.ts';
@@ -90,10 +90,17 @@ export function createMcpEndpoint(deps: ServerDeps): McpEndpoint {
       if (err instanceof AppError) return refused(err, requestId);
       throw err;
     }
+    const scopes = JSON.parse(grant.scopes) as Scope[];
+    const ctx = { store, grant, scopes, actor: { kind: 'agent' as const, grantId: grant.id, label: grant.label } };
+    try {
+      checkExpectedContext(req.headers, store); // as REST: a session never binds to a store the client did not expect
+    } catch (err) {
+      if (err instanceof AppError) return refused(err, requestId, ctx);
+      throw err;
+    }
     if (!(await codeModeAvailable(core.config.mcp))) {
       return Response.json({ code: 'mcp_code_mode_unavailable', message: 'Code mode (the sandbox behind search and execute) is unavailable on this server; the HTTP API and CLI keep working.' }, { status: 503 });
     }
-    const scopes = JSON.parse(grant.scopes) as Scope[];
     const authInfo = {
       token: req.headers.get('authorization')!.trim().split(/\s+/)[1]!,
       clientId: grant.id,
@@ -113,14 +120,14 @@ export function createMcpEndpoint(deps: ServerDeps): McpEndpoint {
     const session = await open({ id: grant.id, storeId: store.id, expiresAt: grant.expiresAt, scopes });
     const res = await session.transport.handleRequest(req, { authInfo });
     if (session.transport.sessionId === undefined) await session.server.close(); // not an initialize: nothing to keep
-    else await audit(core, MCP, { store, grant, scopes, actor: { kind: 'agent', grantId: grant.id, label: grant.label } }, {}, res.status, null, null, requestId, false);
+    else await audit(core, MCP, ctx, {}, res.status, null, null, requestId, false);
     return res;
   }
 
-  /** A connect refused before any session: audited like a refused HTTP call, then answered. */
-  async function refused(err: AppError, requestId: string): Promise<Response> {
-    await audit(core, MCP, null, {}, err.status, null, err, requestId, false).catch(() => {});
-    return errorResponse(null, err);
+  /** A connect refused before any session: audited like a refused HTTP call (by its grant once known), then answered. */
+  async function refused(err: AppError, requestId: string, ctx: Parameters<typeof audit>[2] = null): Promise<Response> {
+    await audit(core, MCP, ctx, {}, err.status, null, err, requestId, false).catch(() => {});
+    return errorResponse(ctx, err);
   }
 
   return {
