@@ -60,7 +60,7 @@ export function createMcpEndpoint(deps: ServerDeps): McpEndpoint {
     for (const [id] of mine.slice(0, Math.max(0, mine.length - MAX_SESSIONS_PER_GRANT + 1))) void close(id);
   }
 
-  async function open(grant: { id: string; storeId: string; expiresAt: number; scopes: Scope[] }): Promise<Session> {
+  async function open(grant: { id: string; label: string; storeId: string; expiresAt: number; scopes: Scope[] }): Promise<Session> {
     const session: Session = {
       transport: new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => `mcs_${randomBase62(24)}`,
@@ -70,7 +70,7 @@ export function createMcpEndpoint(deps: ServerDeps): McpEndpoint {
         onsessioninitialized: (id) => void sessions.set(id, session),
         onsessionclosed: (id) => void sessions.delete(id),
       }),
-      server: createMcpServer(deps, { grantId: grant.id, storeId: grant.storeId, scopes: grant.scopes }),
+      server: createMcpServer(deps, { grantId: grant.id, label: grant.label, storeId: grant.storeId, scopes: grant.scopes }),
       grantId: grant.id,
       grantExpiresAt: grant.expiresAt,
       lastUsedAt: core.clock.now(),
@@ -117,16 +117,16 @@ export function createMcpEndpoint(deps: ServerDeps): McpEndpoint {
       return flushHeadersAtOnce(await session.transport.handleRequest(req, { authInfo }));
     }
     sweep(grant.id);
-    const session = await open({ id: grant.id, storeId: store.id, expiresAt: grant.expiresAt, scopes });
+    const session = await open({ id: grant.id, label: grant.label, storeId: store.id, expiresAt: grant.expiresAt, scopes });
     const res = await session.transport.handleRequest(req, { authInfo });
     if (session.transport.sessionId === undefined) await session.server.close(); // not an initialize: nothing to keep
-    else await audit(core, MCP, ctx, {}, res.status, null, null, requestId, false);
+    else await audit(core, MCP, ctx, {}, res.status, null, null, requestId, false, 'mcp');
     return res;
   }
 
   /** A connect refused before any session: audited like a refused HTTP call (by its grant once known), then answered. */
   async function refused(err: AppError, requestId: string, ctx: Parameters<typeof audit>[2] = null): Promise<Response> {
-    await audit(core, MCP, ctx, {}, err.status, null, err, requestId, false).catch(() => {});
+    await audit(core, MCP, ctx, {}, err.status, null, err, requestId, false, 'mcp').catch(() => {});
     return errorResponse(ctx, err);
   }
 

@@ -13,6 +13,7 @@ import { EDITION } from '../contract/scopes.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import type { OpContext } from '../ops/context.ts';
 import { authenticateBearer } from '../ops/grants.ts';
+import { surfaceOf, type Surface } from '../mcp/surface.ts';
 import { record, type Meter } from '../ops/usage.ts';
 import { envelopeBody, errorResponse, invalidInput, newSupportCode } from './http.ts';
 import type { RateLimiter } from './rate-limit.ts';
@@ -129,7 +130,7 @@ export async function runOperation(
     } else {
       result = await exec();
     }
-    await audit(deps.core, op, ctx, params, result.status, result.body.data, null, requestId, replayed);
+    await audit(deps.core, op, ctx, params, result.status, result.body.data, null, requestId, replayed, surfaceOf(req));
     return Response.json(result.body, { status: result.status, headers: replayed ? { 'Idempotent-Replayed': 'true' } : undefined });
   } catch (err) {
     let appErr: AppError;
@@ -140,7 +141,7 @@ export async function runOperation(
       deps.core.log.error(`internal error in ${op.operationId} request=${requestId} support=${supportCode}: ${describe(err)}`);
       appErr = new AppError('internal_error', 'Something went wrong on our side. Quote the support code.');
     }
-    await audit(deps.core, op, ctx, params, appErr.status, null, appErr, requestId, false).catch(() => {});
+    await audit(deps.core, op, ctx, params, appErr.status, null, appErr, requestId, false, surfaceOf(req)).catch(() => {});
     return errorResponse(ctx, appErr, supportCode);
   }
 }
@@ -193,6 +194,7 @@ export async function audit(
   err: AppError | null,
   requestId: string,
   replayed: boolean,
+  surface: Surface,
 ): Promise<void> {
   const intent = (data as { intent?: { id: string; state: string; targetId: string | null } } | null)?.intent;
   await core.repo.insertAudit({
@@ -213,7 +215,7 @@ export async function audit(
     refusalCategory: err?.refusal?.category ?? null,
     refusalCode: err?.refusal?.code ?? null,
     requestId,
-    surface: null,
+    surface,
   });
 }
 
