@@ -29,3 +29,6 @@ export const SANDBOX_MAX_CALL_BYTES = 2 * 1024 * 1024;
  * run peaks near 115 MiB resident with the default 32 MiB sandbox memory, 45 MiB for `return 1`.
  */
 export const SANDBOX_PROCESS = { addressSpaceBytes: 1024 * 1024 * 1024, residentBytes: 256 * 1024 * 1024 };
+
+/** MCP sessions one grant may hold open; opening another closes its least recently used (`hookrelay mcp` reopens). */
+export const MCP_SESSIONS_PER_GRANT = 8;

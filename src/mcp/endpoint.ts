@@ -7,6 +7,7 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { checkExpectedContext, EXPECTED_CONTEXT } from '../contract/context.ts';
 import { AppError, refuse } from '../contract/errors.ts';
+import { MCP_SESSIONS_PER_GRANT } from '../contract/limits.ts';
 import type { Scope } from '../contract/scopes.ts';
 import { randomBase62 } from '../lib/ids.ts';
 import { authenticateBearer } from '../ops/grants.ts';
@@ -25,8 +26,6 @@ interface Session {
   lastUsedAt: number;
 }
 
-/** Sessions one grant may hold open; opening another closes its least recently used. */
-const MAX_SESSIONS_PER_GRANT = 8;
 const MCP = operations.connectMcpAgentOperations;
 const MAX_BODY_BYTES = 1024 * 1024;
 /** Sent first on every SSE stream: Bun sends a streaming response's headers only with its first chunk. */
@@ -57,7 +56,7 @@ export function createMcpEndpoint(deps: ServerDeps): McpEndpoint {
       if (s.lastUsedAt < now - core.config.mcp.sessionIdleMs || s.grantExpiresAt <= now) void close(id);
     }
     const mine = [...sessions].filter(([, s]) => s.grantId === grantId).sort(([, a], [, b]) => a.lastUsedAt - b.lastUsedAt);
-    for (const [id] of mine.slice(0, Math.max(0, mine.length - MAX_SESSIONS_PER_GRANT + 1))) void close(id);
+    for (const [id] of mine.slice(0, Math.max(0, mine.length - MCP_SESSIONS_PER_GRANT + 1))) void close(id);
   }
 
   async function open(grant: { id: string; label: string; storeId: string; expiresAt: number; scopes: Scope[] }): Promise<Session> {
