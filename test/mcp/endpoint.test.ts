@@ -4,7 +4,7 @@ import { revokeGrant } from '../../src/ops/grants.ts';
 import { call } from '../helpers.ts';
 import { INITIALIZE, rpc, startMcpServer, type McpServerUnderTest } from './harness.ts';
 
-/** These tests spawn sandbox workers or processes: a busy machine must not fail them on time. */
+/** These tests spawn sandbox processes: a busy machine must not fail them on time. */
 const SLOW = 30_000;
 
 let s: McpServerUnderTest;
