@@ -79,7 +79,13 @@ function start(memoryBytes: number): Promise<SandboxProcess | null> {
   proc.unref();
   const handle: SandboxProcess = {
     pid: proc.pid,
-    send: (m) => void proc.send(m),
+    send: (m) => {
+      try {
+        proc.send(m);
+      } catch {
+        proc.kill('SIGKILL'); // the channel is gone: the process ends, and its run with `sandbox_failed`
+      }
+    },
     onMessage: () => {},
     exited: proc.exited,
     get alive() {

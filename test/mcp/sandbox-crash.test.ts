@@ -46,7 +46,8 @@ describe('a sandbox failure ends the run, not the server', () => {
        await api.request('POST', '/agent/v1/feature-requests', { capability: 'x'.repeat(20 << 20), problem: 'p' });`,
     );
     expect(r.isError).toBe(true);
-    expect(r.doc.error.code).toBe('sandbox_memory_limit');
+    // Building and copying 20 MiB in QuickJS is slow: on a loaded machine the CPU limit may come first.
+    expect(['sandbox_memory_limit', 'sandbox_cpu_time_limit']).toContain(r.doc.error.code);
     await serverStillWorks();
   }, SLOW);
 
