@@ -19,8 +19,15 @@ const tooLarge = (bytes: number) =>
     error: { code: 'payload_too_large', message: `This call is ${bytes} bytes of JSON; a call is limited to ${SANDBOX_MAX_CALL_BYTES}.`, status: null },
   });
 
-/** Serves one run on the IPC channel, then waits to be ended; resolves when the parent goes away. */
-export function runSandboxChild(): Promise<void> {
+/**
+ * Serves one run on the IPC channel, then waits to be ended; resolves true when the parent goes away, false at
+ * once when there is no channel (started by hand: only the server starts this).
+ */
+export function runSandboxChild(): Promise<boolean> {
+  if (typeof process.send !== 'function') {
+    process.stderr.write('hookrelay __sandbox is started by hookrelay serve for MCP code mode, not by hand.\n');
+    return Promise.resolve(false);
+  }
   const post = (m: FromChild) => process.send!(m);
   const waiting = new Map<number, (text: string) => void>();
   let nextId = 0;
@@ -54,5 +61,5 @@ export function runSandboxChild(): Promise<void> {
       post({ type: 'done', outcome: await runSandboxed(module, m.code, host, m.limits, { dispose: false }) });
     }
   });
-  return new Promise((resolve) => process.once('disconnect', resolve));
+  return new Promise((resolve) => process.once('disconnect', () => resolve(true)));
 }

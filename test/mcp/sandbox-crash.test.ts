@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { SANDBOX_PROCESS } from '../../src/contract/limits.ts';
 import { DEFAULT_MCP } from '../../src/core.ts';
 import { runningSandboxPids } from '../../src/mcp/sandbox-process.ts';
+import { ENTRY } from '../cli/harness.ts';
 import { until } from '../fixtures/handoff.ts';
 import { execute, startMcpServer, type McpServerUnderTest } from './harness.ts';
 
@@ -70,5 +71,13 @@ describe('a sandbox failure ends the run, not the server', () => {
     process.kill(pid!, 'SIGKILL');
     await run;
     expect(limits).toMatch(new RegExp(`Max address space\\s+${SANDBOX_PROCESS.addressSpaceBytes}\\s+${SANDBOX_PROCESS.addressSpaceBytes}`));
+  }, SLOW);
+
+  it('keeps __sandbox out of help, and refuses it when started by hand (no IPC channel)', () => {
+    const help = Bun.spawnSync(['bun', ENTRY, '--help'], { stdout: 'pipe', stderr: 'pipe' });
+    expect(`${help.stdout}${help.stderr}`).not.toContain('__sandbox');
+    const byHand = Bun.spawnSync(['bun', ENTRY, '__sandbox'], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe', timeout: 20_000 });
+    expect(byHand.exitCode).toBe(2);
+    expect(byHand.stderr.toString()).toContain('started by hookrelay serve');
   }, SLOW);
 });
