@@ -46,6 +46,10 @@ function wantsHelp(args: string[]): boolean {
 
 /** Runs the CLI and returns the exit code (tests call this in-process). */
 export async function run(rawArgs: string[]): Promise<number> {
+  if (rawArgs[0] === '__sandbox') {
+    // Hidden: the MCP code-mode sandbox process the server spawns (src/mcp/sandbox-process.ts); not in help.
+    return (await (await import('../src/mcp/sandbox-child.ts')).runSandboxChild()) ? EXIT.ok : EXIT.usage;
+  }
   if (rawArgs.length === 1 && (rawArgs[0] === '--version' || rawArgs[0] === '-v')) {
     printJson({ version: VERSION });
     return EXIT.ok;

@@ -1,21 +1,19 @@
 /**
  * Builds dist/hookrelay: one self-contained executable (migrations bundled; ignores bunfig.toml and .env at run
- * time). The MCP sandbox worker is a second entrypoint: Bun embeds workers only when they are listed here.
+ * time). The MCP sandbox runs as this same executable (`hookrelay __sandbox`); HOOKRELAY_COMPILED tells it so.
  */
 export {};
 const outfile = process.argv[2] ?? 'dist/hookrelay';
 
-const SANDBOX_WORKER = './src/mcp/sandbox-worker.ts';
-
 const result = await Bun.build({
-  entrypoints: ['./commands/index.ts', SANDBOX_WORKER],
+  entrypoints: ['./commands/index.ts'],
   compile: { outfile, autoloadBunfig: false, autoloadDotenv: false },
   minify: true,
   // Precompiled bytecode: the binary starts without parsing its JavaScript (status 110 -> 68 ms, --version
   // 84 -> 48 ms; the file grows by 11 MiB). Bytecode needs an explicit format; ours is ESM (top-level await).
   bytecode: true,
   format: 'esm',
-  define: { 'process.env.NODE_ENV': '"production"', HOOKRELAY_SANDBOX_WORKER: JSON.stringify(SANDBOX_WORKER) },
+  define: { 'process.env.NODE_ENV': '"production"', HOOKRELAY_COMPILED: 'true' },
 });
 if (!result.success) {
   for (const log of result.logs) console.error(log);

@@ -8,6 +8,8 @@ import type { z } from 'zod';
 import { AppError, EXIT, type Refusal } from '../contract/errors.ts';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../contract/limits.ts';
 import type { Operation, OperationId, OperationOutput, operations } from '../contract/operations.ts';
+import { CLI_USER_AGENT_PREFIX } from '../mcp/surface.ts';
+import { VERSION } from '../version.ts';
 import { EXPECTED_FIELDS, type ExpectedContext } from './config.ts';
 import { ClientError, exitCodeFor, type RateLimitInfo } from './errors.ts';
 
@@ -96,7 +98,8 @@ export class HookrelayClient {
 
     const path = op.path.replace(/\{(\w+)\}/g, (_m, name: string) => encodeURIComponent(input.params?.[name] ?? ''));
     const qs = new URLSearchParams(query).toString();
-    const headers: Record<string, string> = { accept: 'application/json' };
+    // The audit's `surface` is `cli` for this User-Agent (self-declared, like any User-Agent).
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': `${CLI_USER_AGENT_PREFIX}${VERSION}` };
     if (op.auth !== 'none') {
       if (this.#token === null) throw new AppError('unauthorized', `${op.operationId} needs a grant token.`);
       headers.authorization = `Bearer ${this.#token}`;

@@ -13,6 +13,7 @@ import { HookrelayClient, type SendInput } from '../client/http.ts';
 import { matchOperation } from '../client/routes.ts';
 import type { Host, HostAnswer } from './code-mode.ts';
 import type { SandboxError } from './sandbox.ts';
+import { markCodeMode } from './surface.ts';
 
 /** In-process requests need a base; the app routes on the path alone. */
 const IN_PROCESS_BASE = 'http://hookrelay.in-process';
@@ -44,7 +45,7 @@ export interface Caller {
 
 /** The host answering a run's `api.*` calls for `caller`, through `appFetch`. */
 export function apiHost(appFetch: (req: Request) => Promise<Response>, caller: Caller): Host {
-  const inProcess = ((url: string, init?: RequestInit) => appFetch(new Request(url, init))) as typeof fetch;
+  const inProcess = ((url: string, init?: RequestInit) => appFetch(markCodeMode(new Request(url, init)))) as typeof fetch;
   const client = new HookrelayClient({ baseUrl: IN_PROCESS_BASE, token: caller.token, expected: caller.expected, fetch: inProcess });
   return async (raw): Promise<HostAnswer> => {
     let operationId: string | undefined;

@@ -1,11 +1,20 @@
 /**
  * `hookrelay mcp`: a stdio MCP server for desktop clients that forwards every JSON-RPC frame, unchanged, to
  * the remote endpoint (POST /agent/v1/mcp) with the grant token, and every answer back. stdout carries MCP
- * frames only; anything to say goes to the log (stderr).
+ * frames only; anything to say goes to the log (stderr). When the remote has closed the session (idle, or
+ * evicted past a grant's session cap) the bridge replays the client's initialize and sends the frame again;
+ * when stdin ends, answers still in flight are delivered before the remote session is ended.
  */
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { isInitializeRequest, isJSONRPCRequest, isJSONRPCResultResponse, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import {
+  isInitializeRequest,
+  isJSONRPCRequest,
+  isJSONRPCResultResponse,
+  type JSONRPCMessage,
+  type JSONRPCRequest,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { Log } from '../lib/log.ts';
 
 export interface BridgeOptions {
@@ -16,27 +25,82 @@ export interface BridgeOptions {
   log: Log;
 }
 
-/** Runs until stdin ends, then ends the remote session. */
+/** Runs until stdin ends and every answer in flight is written, then ends the remote session. */
 export async function runStdioBridge(opts: BridgeOptions): Promise<void> {
-  const remote = new StreamableHTTPClientTransport(opts.url, { requestInit: { headers: opts.headers } });
   const local = new StdioServerTransport();
   const initializing = new Set<RequestId>();
-  const toLocal = (m: JSONRPCMessage) => void local.send(m);
+  const inflight = new Set<Promise<void>>();
+  const writes = new Set<Promise<void>>();
+  /** The client's own initialize: replayed, under a bridge id, to open a new session after the remote lost one. */
+  let initialize: JSONRPCRequest | null = null;
+  let reopening: Promise<void> | null = null;
+  let reopened = 0;
+  let ending = false;
+
+  const toLocal = (m: JSONRPCMessage) => {
+    const write = local.send(m).finally(() => writes.delete(write));
+    writes.add(write);
+  };
+  const connectRemote = (hidden: Set<RequestId>) => {
+    const t = new StreamableHTTPClientTransport(opts.url, { requestInit: { headers: opts.headers } });
+    t.onmessage = (message) => {
+      if (isJSONRPCResultResponse(message)) {
+        const replayed = hidden.delete(message.id);
+        if (replayed || initializing.delete(message.id)) t.setProtocolVersion(String(message.result.protocolVersion));
+        if (replayed) return;
+      }
+      toLocal(message);
+    };
+    t.onerror = (err) => {
+      if (!ending) opts.log.warn(`remote ${opts.url.origin}: ${reason(err)}`);
+    };
+    return t;
+  };
+  let remote = connectRemote(new Set());
+
+  /** A new remote session for the same client: its initialize again, then the initialized notification. */
+  const reopen = async () => {
+    const replayId = `hookrelay-bridge-reinitialize-${++reopened}`;
+    const hidden = new Set<RequestId>([replayId]);
+    const fresh = connectRemote(hidden);
+    await fresh.start();
+    await fresh.send({ ...initialize!, id: replayId });
+    if (hidden.has(replayId)) throw new Error('the remote did not answer the new initialize');
+    await fresh.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    const old = remote;
+    remote = fresh;
+    await old.close().catch(() => {});
+    opts.log.info('hookrelay mcp: the remote session had ended; opened a new one');
+  };
+
+  /** Sends a frame; a session the remote no longer knows is reopened once and the frame sent again. */
+  const forward = async (message: JSONRPCMessage) => {
+    const sentOn = remote;
+    try {
+      await sentOn.send(message);
+    } catch (err) {
+      if (!(err instanceof StreamableHTTPError && err.code === 404 && initialize && !isInitializeRequest(message))) throw err;
+      if (remote === sentOn) reopening ??= reopen().finally(() => (reopening = null));
+      await reopening;
+      await remote.send(message);
+    }
+  };
 
   local.onmessage = (message) => {
-    if (isJSONRPCRequest(message) && isInitializeRequest(message)) initializing.add(message.id);
-    remote.send(message).catch((err: unknown) => {
-      // The client is waiting for an answer: give it one rather than silence.
-      if (!isJSONRPCRequest(message)) return;
-      const data = err instanceof StreamableHTTPError && err.code !== undefined ? { data: { status: err.code } } : {};
-      toLocal({ jsonrpc: '2.0', id: message.id, error: { code: -32000, message: reason(err), ...data } });
-    });
+    if (isJSONRPCRequest(message) && isInitializeRequest(message)) {
+      initializing.add(message.id);
+      initialize = message;
+    }
+    const sent = forward(message)
+      .catch((err: unknown) => {
+        // The client is waiting for an answer: give it one rather than silence.
+        if (!isJSONRPCRequest(message)) return;
+        const data = err instanceof StreamableHTTPError && err.code !== undefined ? { data: { status: err.code } } : {};
+        toLocal({ jsonrpc: '2.0', id: message.id, error: { code: -32000, message: reason(err), ...data } });
+      })
+      .finally(() => inflight.delete(sent));
+    inflight.add(sent);
   };
-  remote.onmessage = (message) => {
-    if (isJSONRPCResultResponse(message) && initializing.delete(message.id)) remote.setProtocolVersion(String(message.result.protocolVersion));
-    toLocal(message);
-  };
-  remote.onerror = (err) => opts.log.warn(`remote ${opts.url.origin}: ${reason(err)}`);
   local.onerror = (err) => opts.log.warn(`stdin: ${reason(err)}`);
 
   await remote.start();
@@ -46,6 +110,9 @@ export async function runStdioBridge(opts: BridgeOptions): Promise<void> {
     process.stdin.once('end', resolve);
     local.onclose = resolve;
   });
+  while (inflight.size) await Promise.allSettled(inflight);
+  await Promise.allSettled(writes);
+  ending = true;
   await remote.terminateSession().catch(() => {});
   await remote.close();
 }

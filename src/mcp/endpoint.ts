@@ -5,8 +5,9 @@
  */
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { EXPECTED_CONTEXT } from '../contract/context.ts';
+import { checkExpectedContext, EXPECTED_CONTEXT } from '../contract/context.ts';
 import { AppError, refuse } from '../contract/errors.ts';
+import { MCP_SESSIONS_PER_GRANT } from '../contract/limits.ts';
 import type { Scope } from '../contract/scopes.ts';
 import { randomBase62 } from '../lib/ids.ts';
 import { authenticateBearer } from '../ops/grants.ts';
@@ -15,6 +16,7 @@ import { errorResponse } from '../server/http.ts';
 import { audit, failedAuthentication } from '../server/pipeline.ts';
 import { AuthFailureLimiter } from '../server/rate-limit.ts';
 import { codeModeAvailable } from './code-mode.ts';
+import { closeSandboxes } from './sandbox-process.ts';
 import { createMcpServer, type ServerDeps } from './server.ts';
 
 interface Session {
@@ -25,8 +27,6 @@ interface Session {
   lastUsedAt: number;
 }
 
-/** Sessions one grant may hold open; opening another closes its least recently used. */
-const MAX_SESSIONS_PER_GRANT = 8;
 const MCP = operations.connectMcpAgentOperations;
 const MAX_BODY_BYTES = 1024 * 1024;
 /** Sent first on every SSE stream: Bun sends a streaming response's headers only with its first chunk. */
@@ -59,10 +59,10 @@ export function createMcpEndpoint(deps: ServerDeps & { authFailures?: AuthFailur
       if (s.lastUsedAt < now - core.config.mcp.sessionIdleMs || s.grantExpiresAt <= now) void close(id);
     }
     const mine = [...sessions].filter(([, s]) => s.grantId === grantId).sort(([, a], [, b]) => a.lastUsedAt - b.lastUsedAt);
-    for (const [id] of mine.slice(0, Math.max(0, mine.length - MAX_SESSIONS_PER_GRANT + 1))) void close(id);
+    for (const [id] of mine.slice(0, Math.max(0, mine.length - MCP_SESSIONS_PER_GRANT + 1))) void close(id);
   }
 
-  async function open(grant: { id: string; expiresAt: number; scopes: Scope[] }): Promise<Session> {
+  async function open(grant: { id: string; label: string; storeId: string; expiresAt: number; scopes: Scope[] }): Promise<Session> {
     const session: Session = {
       transport: new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => `mcs_${randomBase62(24)}`,
@@ -72,7 +72,7 @@ export function createMcpEndpoint(deps: ServerDeps & { authFailures?: AuthFailur
         onsessioninitialized: (id) => void sessions.set(id, session),
         onsessionclosed: (id) => void sessions.delete(id),
       }),
-      server: createMcpServer(deps, { grantId: grant.id, scopes: grant.scopes }),
+      server: createMcpServer(deps, { grantId: grant.id, label: grant.label, storeId: grant.storeId, scopes: grant.scopes }),
       grantId: grant.id,
       grantExpiresAt: grant.expiresAt,
       lastUsedAt: core.clock.now(),
@@ -89,13 +89,20 @@ export function createMcpEndpoint(deps: ServerDeps & { authFailures?: AuthFailur
     try {
       ({ grant, store } = await authenticateBearer(core, req.headers.get('authorization')));
     } catch (err) {
-      if (err instanceof AppError) return failedAuthentication({ core, authFailures }, MCP, err, client, requestId);
+      if (err instanceof AppError) return failedAuthentication({ core, authFailures }, MCP, err, client, requestId, 'mcp');
+      throw err;
+    }
+    const scopes = JSON.parse(grant.scopes) as Scope[];
+    const ctx = { store, grant, scopes, actor: { kind: 'agent' as const, grantId: grant.id, label: grant.label } };
+    try {
+      checkExpectedContext(req.headers, store); // as REST: a session never binds to a store the client did not expect
+    } catch (err) {
+      if (err instanceof AppError) return refused(err, requestId, ctx);
       throw err;
     }
     if (!(await codeModeAvailable(core.config.mcp))) {
       return Response.json({ code: 'mcp_code_mode_unavailable', message: 'Code mode (the sandbox behind search and execute) is unavailable on this server; the HTTP API and CLI keep working.' }, { status: 503 });
     }
-    const scopes = JSON.parse(grant.scopes) as Scope[];
     const authInfo = {
       token: req.headers.get('authorization')!.trim().split(/\s+/)[1]!,
       clientId: grant.id,
@@ -112,23 +119,24 @@ export function createMcpEndpoint(deps: ServerDeps & { authFailures?: AuthFailur
       return flushHeadersAtOnce(await session.transport.handleRequest(req, { authInfo }));
     }
     sweep(grant.id);
-    const session = await open({ id: grant.id, expiresAt: grant.expiresAt, scopes });
+    const session = await open({ id: grant.id, label: grant.label, storeId: store.id, expiresAt: grant.expiresAt, scopes });
     const res = await session.transport.handleRequest(req, { authInfo });
     if (session.transport.sessionId === undefined) await session.server.close(); // not an initialize: nothing to keep
-    else await audit(core, MCP, { store, grant, scopes, actor: { kind: 'agent', grantId: grant.id, label: grant.label } }, {}, res.status, null, null, requestId, false);
+    else await audit(core, MCP, ctx, {}, res.status, null, null, requestId, false, 'mcp');
     return res;
   }
 
-  /** A connect refused before any session: audited like a refused HTTP call, then answered. */
-  async function refused(err: AppError, requestId: string): Promise<Response> {
-    await audit(core, MCP, null, {}, err.status, null, err, requestId, false).catch(() => {});
-    return errorResponse(null, err);
+  /** A connect refused before any session: audited like a refused HTTP call (by its grant once known), then answered. */
+  async function refused(err: AppError, requestId: string, ctx: Parameters<typeof audit>[2] = null): Promise<Response> {
+    await audit(core, MCP, ctx, {}, err.status, null, err, requestId, false, 'mcp').catch(() => {});
+    return errorResponse(ctx, err);
   }
 
   return {
     fetch: handle,
     async close() {
       await Promise.all([...sessions.keys()].map(close));
+      await closeSandboxes();
     },
   };
 }

@@ -2,7 +2,7 @@
  * The code-mode sandbox: QuickJS compiled to WebAssembly (the single-file variant embeds the wasm, so the
  * compiled binary carries it). Agent code gets `api`, `console` and the language, nothing else: no fetch,
  * timers, modules, file system or host objects. Strings are the only thing that crosses the boundary.
- * This module runs inside the sandbox worker (`sandbox-worker.ts`); the server talks to it by messages.
+ * This module runs inside the sandbox process (`sandbox-child.ts`); the server talks to it by messages.
  */
 import variant from '@jitl/quickjs-singlefile-mjs-release-sync';
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSContext, type QuickJSHandle, type QuickJSWASMModule } from 'quickjs-emscripten-core';
@@ -67,7 +67,13 @@ const PRELUDE = `(() => {
  * (interrupt handler), memory (runtime limit), number of api calls, result size, a promise that can never
  * settle, or an uncaught exception (an uncaught ApiError keeps the API's own code, e.g. insufficient_scope).
  */
-export async function runSandboxed(qjs: QuickJSWASMModule, code: string, host: SandboxHost, limits: SandboxLimits): Promise<SandboxOutcome> {
+export async function runSandboxed(
+  qjs: QuickJSWASMModule,
+  code: string,
+  host: SandboxHost,
+  limits: SandboxLimits,
+  { dispose = true }: { /** false when the process ends after the run anyway. */ dispose?: boolean } = {},
+): Promise<SandboxOutcome> {
   const runtime = qjs.newRuntime();
   const logs: string[] = [];
   let logBytes = 0;
@@ -148,8 +154,10 @@ export async function runSandboxed(qjs: QuickJSWASMModule, code: string, host: S
     }
   } finally {
     await Promise.allSettled(inflight);
-    vm.dispose();
-    runtime.dispose();
+    if (dispose) {
+      vm.dispose();
+      runtime.dispose();
+    }
   }
 }
 

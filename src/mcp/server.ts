@@ -7,9 +7,15 @@ import type { Core } from '../core.ts';
 import { apiHost, type Caller } from './api.ts';
 import { executeHints, searchCatalogue, SearchInputShape } from './catalogue.ts';
 import { runCode } from './code-mode.ts';
+import type { SandboxOutcome } from './sandbox.ts';
+import { operations } from '../contract/operations.ts';
 
 export interface SessionGrant {
   grantId: string;
+  /** The grant's label, for audit rows. */
+  label: string;
+  /** The grant's store: `execute` runs are shared fairly between stores. */
+  storeId: string;
   scopes: Scope[];
 }
 
@@ -65,12 +71,41 @@ export function createMcpServer(deps: ServerDeps, grant: SessionGrant): McpServe
       const caller = callerOf(extra);
       if (!caller) return text({ error: { code: 'unauthorized', message: 'No grant on this request.' } }, true);
       const started = performance.now();
-      const run = await runCode(code, deps.core.config.mcp.limits, apiHost(deps.appFetch, caller));
+      const run = await runCode(code, deps.core.config.mcp.limits, apiHost(deps.appFetch, caller), grant.storeId);
       const ms = (performance.now() - started).toFixed(0);
       deps.core.log.info(`mcp execute grant=${grant.grantId} calls=${run.calls} outcome=${run.ok ? 'ok' : run.error.code} ${ms}ms`);
+      await auditRun(deps.core, grant, run).catch((err: unknown) => deps.core.log.warn(`mcp execute audit failed: ${err instanceof Error ? err.message : 'error'}`));
       const logs = run.logs.length ? { logs: run.logs } : {};
       return run.ok ? text({ result: run.result, ...logs, calls: run.calls }) : text({ error: run.error, ...logs, calls: run.calls }, true);
     },
   );
   return server;
+}
+
+/**
+ * One audit row per `execute` run, besides the rows of the calls it made (surface `mcp`): so a run that made
+ * no call, or that a sandbox limit ended (`error_code` sandbox_*), is on record too. Transition `execute`
+ * tells it apart from the session start, which is audited under the same operation.
+ */
+async function auditRun(core: Core, grant: SessionGrant, run: SandboxOutcome): Promise<void> {
+  await core.repo.insertAudit({
+    id: core.ids.next('aud'),
+    at: core.clock.now(),
+    storeId: grant.storeId,
+    grantId: grant.grantId,
+    actorKind: 'agent',
+    actorLabel: grant.label,
+    operationId: operations.connectMcpAgentOperations.operationId,
+    scopes: JSON.stringify(grant.scopes),
+    targetId: null,
+    intentId: null,
+    transition: 'execute',
+    outcome: run.ok ? 'ok' : 'error',
+    status: 200,
+    errorCode: run.ok ? null : run.error.code,
+    refusalCategory: null,
+    refusalCode: null,
+    requestId: null,
+    surface: 'mcp',
+  });
 }

@@ -16,6 +16,7 @@ import { metrics } from '../lib/instruments.ts';
 import { redactDocument, redactSecretsIn } from '../lib/redact.ts';
 import type { Actor, OpContext } from '../ops/context.ts';
 import { authenticateBearer } from '../ops/grants.ts';
+import { surfaceOf, type Surface } from '../mcp/surface.ts';
 import { record, type Meter } from '../ops/usage.ts';
 import { envelopeBody, errorResponse, invalidInput, newSupportCode } from './http.ts';
 import { iso } from '../lib/clock.ts';
@@ -145,7 +146,7 @@ export async function runOperation(
     } else {
       result = await exec();
     }
-    await audit(deps.core, op, ctx, params, result.status, result.body.data, null, requestId, replayed);
+    await audit(deps.core, op, ctx, params, result.status, result.body.data, null, requestId, replayed, surfaceOf(req));
     deps.storage?.succeeded();
     return Response.json(result.body, { status: result.status, headers: replayed ? { 'Idempotent-Replayed': 'true' } : undefined });
   } catch (err) {
@@ -160,8 +161,8 @@ export async function runOperation(
       deps.core.log.error(`internal error in ${op.operationId} request=${requestId} support=${supportCode}: ${describe(err)}`);
       appErr = new AppError('internal_error', 'Something went wrong on our side. Quote the support code.');
     }
-    if (!ctx && appErr.code === 'unauthorized') return failedAuthentication(deps, op, appErr, client, requestId, params);
-    await audit(deps.core, op, ctx, params, appErr.status, null, appErr, requestId, false).catch(() => {});
+    if (!ctx && appErr.code === 'unauthorized') return failedAuthentication(deps, op, appErr, client, requestId, surfaceOf(req), params);
+    await audit(deps.core, op, ctx, params, appErr.status, null, appErr, requestId, false, surfaceOf(req)).catch(() => {});
     return errorResponse(ctx, appErr, supportCode);
   }
 }
@@ -218,13 +219,14 @@ export async function failedAuthentication(
   err: AppError,
   client: string | null,
   requestId: string,
+  surface: Surface,
   params: Record<string, string> = {},
 ): Promise<Response> {
   const d = deps.authFailures.fail(client);
   const res = d.limited ? rateLimited(null, 'auth_failure', 'client', d.retryAfterSeconds, d.resetAt) : errorResponse(null, err);
   if (d.audit) {
     const recorded = d.limited ? new AppError('rate_limited', 'Too many failed authentications from this client.') : err;
-    await audit(deps.core, op, null, params, res.status, null, recorded, requestId, false).catch(() => {});
+    await audit(deps.core, op, null, params, res.status, null, recorded, requestId, false, surface).catch(() => {});
   } else {
     metrics.agentCall(null, op.operationId, res.status);
     deps.authFailures.fold(op.operationId);
@@ -271,6 +273,7 @@ export async function audit(
   err: AppError | null,
   requestId: string,
   replayed: boolean,
+  surface: Surface,
 ): Promise<void> {
   metrics.agentCall(ctx?.store.id ?? null, op.operationId, status);
   const intent = (data as { intent?: { id: string; state: string; targetId: string | null } } | null)?.intent;
@@ -292,7 +295,7 @@ export async function audit(
     refusalCategory: err?.refusal?.category ?? null,
     refusalCode: err?.refusal?.code ?? null,
     requestId,
-    surface: null,
+    surface,
   });
 }
 

@@ -1,4 +1,4 @@
-/** The compiled executable carries code mode: the sandbox worker and the QuickJS wasm are embedded. */
+/** The compiled executable carries code mode: it runs its own sandbox processes (`__sandbox`) with the QuickJS wasm embedded. */
 import { describe, expect, it } from 'bun:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -9,7 +9,7 @@ import { execute } from './harness.ts';
 const exe = binaryForTests('hookrelay-mcp-bin-');
 
 describe('dist/hookrelay MCP', () => {
-  it('runs execute in the embedded sandbox, and stops runaway code', async () => {
+  it('runs execute in its own sandbox process, stops runaway code, and outlives a sandbox abort', async () => {
     const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: exe.dir };
     const run = (args: string[]) => JSON.parse(Bun.spawnSync([exe.bin, ...args, '--data-dir', 'data'], { cwd: exe.dir, env }).stdout.toString());
     run(['init', '--shop', 'bin.myshopify.com']);
@@ -27,6 +27,11 @@ describe('dist/hookrelay MCP', () => {
       expect(read.doc).toMatchObject({ result: 'observer', calls: 1 });
       const loop = await execute(client, 'for (;;) {}');
       expect(loop.doc.error.code).toBe('sandbox_cpu_time_limit');
+      const bomb = await execute(client, 'await null; const a = []; for (;;) a.push(new Array(1e6).fill(1.5));');
+      // Which limit ends it first depends on the machine's speed (2 s of CPU by default); the server lives on.
+      expect(['sandbox_memory_limit', 'sandbox_cpu_time_limit']).toContain(bomb.doc.error.code);
+      const again = await execute(client, `return (await api.call('getCurrentAgentGrant')).data.grant.tier;`);
+      expect(again.doc).toMatchObject({ result: 'observer', calls: 1 });
     } finally {
       await client.close();
     }

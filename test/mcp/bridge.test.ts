@@ -4,11 +4,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { MCP_SESSIONS_PER_GRANT } from '../../src/contract/limits.ts';
 import { revokeGrant } from '../../src/ops/grants.ts';
 import { ENTRY, scratchHome } from '../cli/harness.ts';
-import { execute, startMcpServer, type McpServerUnderTest } from './harness.ts';
+import { execute, INITIALIZE, startMcpServer, type McpServerUnderTest } from './harness.ts';
 
-/** These tests spawn sandbox workers or processes: a busy machine must not fail them on time. */
+/** These tests spawn sandbox processes: a busy machine must not fail them on time. */
 const SLOW = 30_000;
 
 let s: McpServerUnderTest;
@@ -26,15 +27,18 @@ afterAll(async () => {
   home.cleanup();
 });
 
+/** The bridge's environment: a scratch home whose profile names the variable holding the token. */
+const bridgeEnv = (token: string) => ({
+  PATH: process.env.PATH ?? '/usr/bin:/bin',
+  HOME: home.dir,
+  XDG_CONFIG_HOME: join(home.dir, '.config'),
+  NO_COLOR: '1',
+  HOOKRELAY_TOKEN_DESKTOP: token,
+});
+
 /** Spawns `bun commands/index.ts mcp` with a clean environment; stderr is collected, stdout is the protocol. */
 async function bridge(token: string) {
-  const transport = new StdioClientTransport({
-    command: 'bun',
-    args: [ENTRY, 'mcp'],
-    cwd: home.dir,
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home.dir, XDG_CONFIG_HOME: join(home.dir, '.config'), NO_COLOR: '1', HOOKRELAY_TOKEN_DESKTOP: token },
-    stderr: 'pipe',
-  });
+  const transport = new StdioClientTransport({ command: 'bun', args: [ENTRY, 'mcp'], cwd: home.dir, env: bridgeEnv(token), stderr: 'pipe' });
   let stderr = '';
   transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const client = new Client({ name: 'desktop-test', version: '1.0.0' });
@@ -71,4 +75,56 @@ describe('hookrelay mcp', () => {
     await expect(b.client.connect(b.transport)).rejects.toThrow('unauthorized: This grant was revoked');
     expect(b.stderr()).not.toContain(token);
   }, SLOW);
+
+  it(`opens a new remote session when the remote closed its own (a grant past ${MCP_SESSIONS_PER_GRANT} sessions), and the client never notices`, async () => {
+    const { token } = await s.grant('operator');
+    const b = await bridge(token);
+    try {
+      await b.client.connect(b.transport);
+      expect((await execute(b.client, 'return 1')).doc.result).toBe(1);
+      // The same grant opening its cap of sessions elsewhere closes the bridge's, the least recently used.
+      for (let i = 0; i < MCP_SESSIONS_PER_GRANT; i++) await s.connect(token);
+      const r = await execute(b.client, `return (await api.call('getCurrentAgentGrant')).data.grant.tier;`);
+      expect(r.isError).toBe(false);
+      expect(r.doc.result).toBe('operator');
+      expect(b.protocolErrors).toEqual([]);
+    } finally {
+      await b.client.close();
+    }
+    expect(b.stderr()).toContain('opened a new one');
+  }, SLOW);
+
+  it('delivers the answers still in flight when stdin closes, then exits', async () => {
+    const { token } = await s.grant('operator');
+    const proc = Bun.spawn(['bun', ENTRY, 'mcp'], { cwd: home.dir, env: bridgeEnv(token), stdin: 'pipe', stdout: 'pipe', stderr: 'ignore' });
+    const lines = readLines(proc.stdout);
+    const frame = (m: unknown) => proc.stdin.write(`${JSON.stringify(m)}\n`);
+    frame(INITIALIZE);
+    await proc.stdin.flush();
+    expect((await lines.next()).value).toMatchObject({ id: 1, result: { serverInfo: { name: 'hookrelay' } } });
+    frame({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    const code = `for (let i = 0; i < 5; i++) await api.call('getCurrentAgentGrant'); return 'answered';`;
+    frame({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'execute', arguments: { code } } });
+    await proc.stdin.end(); // the client hangs up with its call in flight
+    const rest: any[] = [];
+    for await (const m of lines) rest.push(m);
+    expect(await proc.exited).toBe(0);
+    const answer = rest.find((m) => m.id === 2);
+    expect(JSON.parse(answer.result.content[0].text)).toMatchObject({ result: 'answered', calls: 5 });
+  }, SLOW);
 });
+
+/** Newline-delimited JSON frames from a stream, as they arrive. */
+async function* readLines(stream: ReadableStream<Uint8Array>) {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const chunk of stream) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let nl: number;
+    while ((nl = buffer.indexOf('\n')) >= 0) {
+      const line = buffer.slice(0, nl).trim();
+      buffer = buffer.slice(nl + 1);
+      if (line) yield JSON.parse(line);
+    }
+  }
+}

@@ -5,7 +5,7 @@ import { HandoffWorker } from '../../src/relay/worker.ts';
 import { createEndpoint, orderEvent, sendHook } from '../helpers.ts';
 import { execute, startMcpServer, tool, type McpServerUnderTest } from './harness.ts';
 
-/** These tests spawn sandbox workers or processes: a busy machine must not fail them on time. */
+/** These tests spawn sandbox processes: a busy machine must not fail them on time. */
 const SLOW = 30_000;
 
 /** The CPU clock is time spent running agent code; generous here so a loaded machine only trips the limit under test. */

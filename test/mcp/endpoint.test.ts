@@ -4,7 +4,7 @@ import { revokeGrant } from '../../src/ops/grants.ts';
 import { call } from '../helpers.ts';
 import { INITIALIZE, rpc, startMcpServer, type McpServerUnderTest } from './harness.ts';
 
-/** These tests spawn sandbox workers or processes: a busy machine must not fail them on time. */
+/** These tests spawn sandbox processes: a busy machine must not fail them on time. */
 const SLOW = 30_000;
 
 let s: McpServerUnderTest;
@@ -35,6 +35,30 @@ describe('POST /agent/v1/mcp', () => {
     const rows = (await s.env.repo.listAudit({ limit: 500 })).filter((a) => a.operationId === 'connectMcpAgentOperations' && a.grantId === admin.grantId);
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ actorKind: 'agent', outcome: 'ok', status: 200 });
+  }, SLOW);
+
+  it('refuses initialize with 403 agent_context_mismatch when an expected-context header names another store, as REST does', async () => {
+    const before = (await s.env.repo.listAudit({ limit: 500 })).filter((a) => a.errorCode === 'agent_context_mismatch').length;
+    for (const [header, value] of [
+      ['x-service-expected-shop-domain', 'other.myshopify.com'],
+      ['x-service-expected-platform-account-id', 'acct-2'],
+      ['x-service-expected-installation-id', 'inst-2'],
+    ]) {
+      const r = await rpc(s.mcpUrl, INITIALIZE, { ...bearer(admin.token), [header!]: value! });
+      expect(r.status).toBe(403);
+      expect(r.headers.get('mcp-session-id')).toBeNull();
+      const body = (await r.json()) as any;
+      expect(body.error).toMatchObject({ code: 'agent_context_mismatch', details: { header } });
+    }
+    await expect(s.connect(admin.token, { 'x-service-expected-shop-domain': 'other.myshopify.com' })).rejects.toMatchObject({ code: 403 });
+    const rows = (await s.env.repo.listAudit({ limit: 500 })).filter((a) => a.errorCode === 'agent_context_mismatch');
+    expect(rows.length - before).toBe(4);
+    expect(rows.at(-1)).toMatchObject({ operationId: 'connectMcpAgentOperations', grantId: admin.grantId, status: 403 });
+
+    // Matching headers pass; the shop domain compares case-insensitively.
+    const ok = await rpc(s.mcpUrl, INITIALIZE, { ...bearer(admin.token), 'x-service-expected-shop-domain': 'Demo.MyShopify.com', 'x-service-expected-platform-account-id': 'acct-1' });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('mcp-session-id')).toStartWith('mcs_');
   }, SLOW);
 
   it('lists exactly two tools, search and execute, with hints from the effect classes', async () => {

@@ -1,0 +1,123 @@
+/**
+ * Sandbox processes: `hookrelay __sandbox` (the same executable, a hidden subcommand) spawned with an IPC channel
+ * and an OS bound on its address space, kept warm in a small pool, one per run and ended after it.
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Subprocess } from 'bun';
+import { SANDBOX_PROCESS } from '../contract/limits.ts';
+import type { FromChild, ToChild } from './sandbox-child.ts';
+
+/** Set by scripts/build.ts: the compiled binary runs the subcommand itself; from source, bun runs the entry. */
+declare const HOOKRELAY_COMPILED: boolean | undefined;
+const COMMAND =
+  typeof HOOKRELAY_COMPILED !== 'undefined' && HOOKRELAY_COMPILED
+    ? [process.execPath, '__sandbox']
+    : [process.execPath, fileURLToPath(new URL('../../commands/index.ts', import.meta.url)), '__sandbox'];
+/** Warm processes kept ready per memory size, so a run does not wait for a process to start. */
+const POOL_SIZE = 2;
+/** Starting a process and instantiating QuickJS; past this the sandbox counts as unable to load. */
+const BOOT_TIMEOUT_MS = 15_000;
+const PAGE_BYTES = 4096;
+
+export interface SandboxProcess {
+  readonly pid: number;
+  send(m: ToChild): void;
+  /** Receives every message after `ready`. */
+  onMessage: (m: FromChild) => void;
+  /** Resolves once the process has ended, however it ended. */
+  readonly exited: Promise<unknown>;
+  readonly alive: boolean;
+  /** Resident memory in bytes, where the OS tells (Linux /proc); null elsewhere. */
+  residentBytes(): number | null;
+  kill(): void;
+}
+
+const pools = new Map<number, Promise<SandboxProcess | null>[]>();
+/** Processes handed to a run and not yet ended. */
+const inUse = new Set<SandboxProcess>();
+
+/** A warm process for a run with this memory cap, or null when none can start (code mode unavailable). */
+export async function takeProcess(memoryBytes: number): Promise<SandboxProcess | null> {
+  const pool = pools.get(memoryBytes) ?? [];
+  pools.set(memoryBytes, pool);
+  let proc = await (pool.shift() ?? start(memoryBytes));
+  if (proc && !proc.alive) proc = await start(memoryBytes);
+  while (pool.length < POOL_SIZE) pool.push(start(memoryBytes));
+  if (proc) {
+    inUse.add(proc);
+    void proc.exited.then(() => inUse.delete(proc));
+  }
+  return proc;
+}
+
+/** The pids of sandbox processes running code now (tests end one mid-run to prove the server survives). */
+export const runningSandboxPids = () => [...inUse].map((p) => p.pid);
+
+/** Ends the warm processes (server shutdown); runs in flight end by themselves, within their limits. */
+export async function closeSandboxes(): Promise<void> {
+  const waiting = [...pools.values()].flat();
+  pools.clear();
+  for (const p of await Promise.all(waiting)) p?.kill();
+}
+
+/** Spawns one process and waits until QuickJS is loaded in it. */
+function start(memoryBytes: number): Promise<SandboxProcess | null> {
+  let proc: Subprocess;
+  try {
+    proc = Bun.spawn(limited(COMMAND), {
+      env: { PATH: process.env.PATH ?? '' },
+      stdin: 'ignore',
+      stdout: 'ignore',
+      stderr: 'ignore',
+      serialization: 'json',
+      ipc: (m: FromChild) => handle.onMessage(m),
+    });
+  } catch {
+    return Promise.resolve(null);
+  }
+  proc.unref();
+  const handle: SandboxProcess = {
+    pid: proc.pid,
+    send: (m) => {
+      try {
+        proc.send(m);
+      } catch {
+        proc.kill('SIGKILL'); // the channel is gone: the process ends, and its run with `sandbox_failed`
+      }
+    },
+    onMessage: () => {},
+    exited: proc.exited,
+    get alive() {
+      return proc.exitCode === null && proc.signalCode === null;
+    },
+    residentBytes() {
+      try {
+        return Number(readFileSync(`/proc/${proc.pid}/statm`, 'latin1').split(' ')[1]) * PAGE_BYTES;
+      } catch {
+        return null;
+      }
+    },
+    kill: () => {
+      inUse.delete(handle);
+      proc.kill('SIGKILL');
+    },
+  };
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => (handle.kill(), resolve(null)), BOOT_TIMEOUT_MS);
+    handle.onMessage = (m) => {
+      if (m.type !== 'ready') return;
+      clearTimeout(timer);
+      handle.onMessage = () => {};
+      resolve(handle);
+    };
+    void proc.exited.then(() => (clearTimeout(timer), resolve(null)));
+    handle.send({ type: 'warm', memoryBytes });
+  });
+}
+
+/** The command under an address-space limit where a POSIX shell can set one. */
+function limited(command: string[]): string[] {
+  if (process.platform !== 'linux') return command;
+  return ['/bin/sh', '-c', `ulimit -v ${Math.floor(SANDBOX_PROCESS.addressSpaceBytes / 1024)} && exec "$@"`, 'sh', ...command];
+}
