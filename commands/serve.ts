@@ -4,7 +4,7 @@ import { AppError } from '../src/contract/errors.ts';
 import { mcpConfigFromEnv } from '../src/core.ts';
 import { stderrLog } from '../src/lib/log.ts';
 import { describeDestination, storedPublicUrl } from '../src/ops/stores.ts';
-import { APP_SECRET_ENV } from '../src/relay/lifecycle.ts';
+import { APP_SECRET_ENV, appSecret } from '../src/relay/lifecycle.ts';
 import { startServer } from '../src/server/serve.ts';
 import { dataDirArg } from './_args.ts';
 
@@ -38,7 +38,7 @@ export default defineCommand({
     if (fromSetting) core.config.publicUrl = fromSetting;
     const stores = await core.repo.listStores();
     for (const s of stores) log.info(describeDestination(s, core.config.env));
-    if (stores.some((s) => s.destination === 'shopify') && !APP_SECRET_ENV.some((name) => core.config.env(name))) {
+    if (stores.some((s) => s.destination === 'shopify') && !appSecret(core.config.env)) {
       log.warn(
         `A store hands off to Shopify but ${APP_SECRET_ENV[0]} is not set: Flow's lifecycle callback (/flow/lifecycle) answers 503, so merchants cannot enable workflows on hookrelay's triggers. Set it to the app's client secret.`,
       );
