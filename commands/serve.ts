@@ -37,7 +37,10 @@ export default defineCommand({
     const fromSetting = explicitUrl ? null : await storedPublicUrl(core);
     if (fromSetting) core.config.publicUrl = fromSetting;
     const stores = await core.repo.listStores();
-    for (const s of stores) log.info(describeDestination(s, core.config.env));
+    for (const s of stores) {
+      const tokenMissing = s.destination === 'shopify' && !(s.adminTokenEnv && core.config.env(s.adminTokenEnv));
+      (tokenMissing ? log.warn : log.info)(describeDestination(s, core.config.env));
+    }
     if (stores.some((s) => s.destination === 'shopify') && !appSecret(core.config.env)) {
       log.warn(
         `A store hands off to Shopify but ${APP_SECRET_ENV[0]} is not set: Flow's lifecycle callback (/flow/lifecycle) answers 503, so merchants cannot enable workflows on hookrelay's triggers. Set it to the app's client secret.`,
