@@ -4,6 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ENTRY } from './harness.ts';
 
+/** Each test spawns several CLI processes; on a loaded machine one spawn can take seconds. Never a speed assertion. */
+export const SPAWN_TIMEOUT_MS = 120_000;
+
 export interface AdminBox {
   /** Scratch root: HOME is `root/home`; `dir(name)` makes a working directory under it. */
   root: string;

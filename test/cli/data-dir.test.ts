@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'bun:test';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { defaultDataDir, locateDataDir } from '../../src/boot.ts';
-import { admin, adminBox } from './admin-run.ts';
+import { admin, adminBox, SPAWN_TIMEOUT_MS } from './admin-run.ts';
 
 const box = adminBox();
 afterAll(() => rmSync(box.root, { recursive: true, force: true }));
@@ -16,7 +16,7 @@ describe('data directory resolution', () => {
     expect(locateDataDir(undefined, { XDG_DATA_HOME: '/xdg', HOME: '/h' })).toEqual({ path: '/xdg/hookrelay', source: 'default' });
     expect(defaultDataDir({ HOME: '/h' })).toBe('/h/.local/share/hookrelay');
     expect(defaultDataDir({ XDG_DATA_HOME: 'relative', HOME: '/h' })).toBe('/h/.local/share/hookrelay');
-  });
+  }, SPAWN_TIMEOUT_MS);
 
   it('admin commands other than init/migrate/serve never create a database: they say where they looked (exit 6)', () => {
     const cwd = box.dir('somewhere');
@@ -31,7 +31,7 @@ describe('data directory resolution', () => {
     }
     expect(existsSync(join(box.home, '.local'))).toBe(false);
     expect(existsSync(join(cwd, '.hookrelay'))).toBe(false);
-  });
+  }, SPAWN_TIMEOUT_MS);
 
   it('init in one folder and grant in another use the same per-user database; init prints where it is', () => {
     const a = box.dir('project-a');
@@ -49,7 +49,7 @@ describe('data directory resolution', () => {
     expect(issued.code).toBe(0);
     const listed = admin(box, box.dir('project-c'), ['grant', 'list']);
     expect(listed.json.grants.map((g: { grantId: string }) => g.grantId)).toEqual([issued.json.grantId]);
-  });
+  }, SPAWN_TIMEOUT_MS);
 
   it('HOOKRELAY_DATA_DIR and --data-dir choose another; migrate creates and prints it', () => {
     const cwd = box.dir('elsewhere');
@@ -69,5 +69,5 @@ describe('data directory resolution', () => {
     expect(viaFlag.code).toBe(6);
     expect(viaFlag.json.error.details).toEqual({ dataDir: flagDir, source: '--data-dir' });
     expect(existsSync(flagDir)).toBe(false);
-  });
+  }, SPAWN_TIMEOUT_MS);
 });

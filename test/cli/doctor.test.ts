@@ -100,7 +100,7 @@ describe('doctor', () => {
     } finally {
       await core.repo.updateStore(store);
     }
-  });
+  }, 60_000);
 
   it('fails grant_valid (exit 3) without a token and skips the context check', async () => {
     const r = await run([], { HOOKRELAY_BASE_URL: api.url });

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'bun:test';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ENTRY } from './harness.ts';
-import { admin, adminBox } from './admin-run.ts';
+import { admin, adminBox, SPAWN_TIMEOUT_MS } from './admin-run.ts';
 
 const box = adminBox('hookrelay-serve-');
 const cwd = box.dir('work');
@@ -66,7 +66,7 @@ describe('serve --port 0', () => {
     expect(res.status).toBe(201);
     const body = (await res.json()) as { data: { endpoint: { id: string; url: string } } };
     expect(body.data.endpoint.url).toBe(`${url}/hooks/${body.data.endpoint.id}`);
-  });
+  }, SPAWN_TIMEOUT_MS);
 
   it('uses the public URL set with store set, and warns when a Shopify store has no app secret for the lifecycle callback', async () => {
     const dataDir = join(box.root, 'data-b');
@@ -78,7 +78,7 @@ describe('serve --port 0', () => {
     expect(log).toContain('HOOKRELAY_SHOPIFY_APP_SECRET is not set');
     const manifest = JSON.stringify(await (await fetch(`${url}/agent/v1/manifest`)).json());
     expect(manifest).toContain('https://relay.example.com/agent/v1');
-  });
+  }, SPAWN_TIMEOUT_MS);
 
   it('does not warn once the app secret is set', async () => {
     const dataDir = join(box.root, 'data-c');
@@ -87,5 +87,5 @@ describe('serve --port 0', () => {
     expect(log).toContain('(Admin API token from $SHOPIFY_ADMIN_TOKEN, set)');
     expect(log).not.toContain('HOOKRELAY_SHOPIFY_APP_SECRET is not set');
     expect(log).not.toContain('app-secret-for-test');
-  });
+  }, SPAWN_TIMEOUT_MS);
 });

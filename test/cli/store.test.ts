@@ -2,7 +2,7 @@
 import { afterAll, describe, expect, it } from 'bun:test';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { admin, adminBox } from './admin-run.ts';
+import { admin, adminBox, SPAWN_TIMEOUT_MS } from './admin-run.ts';
 
 const box = adminBox('hookrelay-store-');
 afterAll(() => rmSync(box.root, { recursive: true, force: true }));
@@ -28,7 +28,7 @@ describe('store settings', () => {
     const identity = run('init', '--shop', SHOP, '--installation-id', 'other');
     expect(identity.code).toBe(2);
     expect(identity.json.error.message).toContain('--installation-id identify the store and cannot change');
-  });
+  }, SPAWN_TIMEOUT_MS);
 
   it('store set validates: shopify needs a variable NAME, never a token; bad values are usage errors; nothing half-written', () => {
     const noToken = run('store', 'set', '--shop', SHOP, '--destination', 'shopify');
@@ -45,7 +45,7 @@ describe('store settings', () => {
     expect(run('store', 'set', '--shop', SHOP).code).toBe(2);
     expect(run('store', 'set', '--shop', 'nope.myshopify.com', '--plan', 'growth').code).toBe(6);
     expect(run('store', 'show').json).toMatchObject({ stores: [{ destination: 'log', adminTokenEnv: null, plan: 'free' }], settings: { publicUrl: null } });
-  });
+  }, SPAWN_TIMEOUT_MS);
 
   it('store set changes destination, token variable, plan and the box-wide public URL; store show and init agree', () => {
     const set = run('store', 'set', '--shop', SHOP, '--destination', 'shopify', '--admin-token-env', 'SHOPIFY_ADMIN_TOKEN', '--plan', 'growth', '--public-url', 'https://relay.example.com/');
@@ -69,5 +69,5 @@ describe('store settings', () => {
     expect(urlOnly.code).toBe(0);
     expect(urlOnly.json).toMatchObject({ settings: { publicUrl: 'https://hooks.example.org' }, changed: ['publicUrl'] });
     expect(run('store', 'set', '--plan', 'scale').code).toBe(2);
-  });
+  }, SPAWN_TIMEOUT_MS);
 });
