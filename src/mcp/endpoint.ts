@@ -40,7 +40,6 @@ export interface McpEndpoint {
 export function createMcpEndpoint(deps: ServerDeps): McpEndpoint {
   const { core } = deps;
   const sessions = new Map<string, Session>();
-  let requestSeq = 0;
   const origins = new Set([new URL(core.config.publicUrl).origin, ...core.config.mcp.allowedOrigins]);
 
   function close(id: string): Promise<void> {
@@ -79,7 +78,7 @@ export function createMcpEndpoint(deps: ServerDeps): McpEndpoint {
   }
 
   async function handle(req: Request): Promise<Response> {
-    const requestId = `mcp_${++requestSeq}`;
+    const requestId = core.ids.next('req');
     const origin = req.headers.get('origin');
     if (origin !== null && !origins.has(origin)) return refused(originRefused(origin), requestId);
     let grant, store;

@@ -20,4 +20,16 @@ describe('request ids', () => {
     expect(new Set(ids).size).toBe(3);
     for (const id of ids) expect(id).toMatch(/^req_[0-9a-z]{26}$/);
   });
+
+  it('differ for MCP requests too (audited refusals of two app instances)', async () => {
+    const env = await createTestEnv();
+    const refusedOrigin = (app: ReturnType<typeof createApp>) =>
+      app.fetch(new Request(`${BASE}/agent/v1/mcp`, { method: 'POST', headers: { origin: 'https://elsewhere.example', 'content-type': 'application/json' }, body: '{}' }));
+    expect((await refusedOrigin(env.app)).status).toBe(403);
+    expect((await refusedOrigin(createApp(env.core))).status).toBe(403);
+    const ids = (env.repo.sqlite.query('SELECT request_id AS id FROM audit_log ORDER BY rowid').all() as { id: string }[]).map((r) => r.id);
+    expect(ids).toHaveLength(2);
+    expect(ids[0]).not.toBe(ids[1]);
+    for (const id of ids) expect(id).toMatch(/^req_[0-9a-z]{26}$/);
+  });
 });
