@@ -37,9 +37,16 @@ export function locateDataDir(flag?: string, env: Record<string, string | undefi
   return { path: defaultDataDir(env), source: 'default' };
 }
 
+/** Before the per-user default, the data directory was `./.hookrelay`: point an upgrading operator at it. */
+export function legacyDataDirHint(dir: DataDir, cwd = process.cwd()): string {
+  const legacy = join(cwd, '.hookrelay');
+  if (dir.source !== 'default' || legacy === dir.path || !existsSync(databasePath(legacy))) return '';
+  return ` A database from an older version is in ${legacy} (the former default): pass --data-dir ${legacy} to keep using it.`;
+}
+
 /** The stderr line serve, init and migrate print, so nobody wonders which database they are on. */
 export function describeDataDir(dir: DataDir): string {
-  return `data directory ${dir.path} (from ${dir.source}; choose another with --data-dir or HOOKRELAY_DATA_DIR)`;
+  return `data directory ${dir.path} (from ${dir.source}; choose another with --data-dir or HOOKRELAY_DATA_DIR).${legacyDataDirHint(dir)}`;
 }
 
 export function resolveDataDir(flag?: string): string {
@@ -58,7 +65,7 @@ export function requireDatabase(flag?: string): string {
   if (existsSync(databasePath(dir.path))) return dir.path;
   throw new AppError(
     'not_found',
-    `No hookrelay database in ${dir.path} (data directory from ${dir.source}). Create it with hookrelay init --shop your-store.myshopify.com, or choose another with --data-dir DIR or HOOKRELAY_DATA_DIR.`,
+    `No hookrelay database in ${dir.path} (data directory from ${dir.source}). Create it with hookrelay init --shop your-store.myshopify.com, or choose another with --data-dir DIR or HOOKRELAY_DATA_DIR.${legacyDataDirHint(dir)}`,
     { dataDir: dir.path, source: dir.source },
   );
 }

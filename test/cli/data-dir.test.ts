@@ -1,6 +1,6 @@
 /** Where the database lives: flag > HOOKRELAY_DATA_DIR > a per-user default, the same for every command, never the cwd. */
 import { afterAll, describe, expect, it } from 'bun:test';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { defaultDataDir, locateDataDir } from '../../src/boot.ts';
 import { admin, adminBox, SPAWN_TIMEOUT_MS } from './admin-run.ts';
@@ -49,6 +49,19 @@ describe('data directory resolution', () => {
     expect(issued.code).toBe(0);
     const listed = admin(box, box.dir('project-c'), ['grant', 'list']);
     expect(listed.json.grants.map((g: { grantId: string }) => g.grantId)).toEqual([issued.json.grantId]);
+  }, SPAWN_TIMEOUT_MS);
+
+  it('points at a ./.hookrelay database left by an older version, without using it', () => {
+    const cwd = box.dir('upgraded');
+    mkdirSync(join(cwd, '.hookrelay'));
+    writeFileSync(join(cwd, '.hookrelay', 'hookrelay.db'), '');
+    const emptyHome = { HOME: join(box.root, 'other-home') };
+    const r = admin(box, cwd, ['grant', 'list'], emptyHome);
+    expect(r.code).toBe(6);
+    expect(r.json.error.message).toContain(`pass --data-dir ${join(cwd, '.hookrelay')} to keep using it`);
+    const migrated = admin(box, cwd, ['migrate'], emptyHome);
+    expect(migrated.json.dataDir).toBe(join(box.root, 'other-home/.local/share/hookrelay'));
+    expect(migrated.stderr).toContain('A database from an older version is in');
   }, SPAWN_TIMEOUT_MS);
 
   it('HOOKRELAY_DATA_DIR and --data-dir choose another; migrate creates and prints it', () => {
