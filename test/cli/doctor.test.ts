@@ -176,5 +176,5 @@ describe('dist/hookrelay doctor against dist/hookrelay serve', () => {
     expect(r.json.ok).toBe(true);
     expect(r.json.checks.map((c: { name: string }) => c.name)).toEqual(CHECKS);
     expect(JSON.stringify(r.json)).not.toContain(grant.json.token);
-  });
+  }, 60_000);
 });
