@@ -1,6 +1,6 @@
 /** Arg fragments shared by commands. */
 export const dataDirArg = {
-  'data-dir': { type: 'string', description: 'Data directory (default ./.hookrelay, env HOOKRELAY_DATA_DIR)' },
+  'data-dir': { type: 'string', description: 'Data directory (env HOOKRELAY_DATA_DIR; default $XDG_DATA_HOME/hookrelay or ~/.local/share/hookrelay)' },
 } as const;
 
 /** The expected-context flags, sent as the X-Service-Expected-* headers (also saved by `profile add`). */

@@ -14,7 +14,7 @@ export default defineCommand({
     ...dataDirArg,
   },
   async run({ args }) {
-    const core = await openCore({ dataDir: args['data-dir'] });
+    const core = await openCore({ dataDir: args['data-dir'], create: false });
     try {
       const text = args.since ?? '24h';
       const ago = parseDuration(text);

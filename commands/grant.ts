@@ -9,7 +9,7 @@ import { dataDirArg } from './_args.ts';
 import { printJson } from './_output.ts';
 
 async function withCore(dataDir: string | undefined, fn: (core: Core) => Promise<unknown>) {
-  const core = await openCore({ dataDir });
+  const core = await openCore({ dataDir, create: false });
   try {
     printJson(await fn(core));
   } finally {

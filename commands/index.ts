@@ -18,6 +18,7 @@ export const main = defineCommand({
   subCommands: {
     serve: () => load(import('./serve.ts')),
     init: () => load(import('./init.ts')),
+    store: () => load(import('./store.ts')),
     grant: () => load(import('./grant.ts')),
     migrate: () => load(import('./migrate.ts')),
     plan: () => load(import('./plan.ts')),

@@ -1,11 +1,15 @@
 import { defineCommand } from 'citty';
-import { openCore } from '../src/boot.ts';
-import { initStore } from '../src/ops/stores.ts';
+import { describeDataDir, locateDataDir, openCore } from '../src/boot.ts';
+import { stderrLog } from '../src/lib/log.ts';
+import { describeDestination, initStore } from '../src/ops/stores.ts';
 import { dataDirArg } from './_args.ts';
 import { printJson } from './_output.ts';
 
 export default defineCommand({
-  meta: { name: 'init', description: 'Create the store this box relays for (idempotent; local admin only)' },
+  meta: {
+    name: 'init',
+    description: 'Create the store this box relays for (idempotent; local admin only). Change an existing store with hookrelay store set',
+  },
   args: {
     shop: { type: 'string', required: true, description: 'Shop domain, e.g. your-store.myshopify.com' },
     'platform-account-id': { type: 'string', description: 'Platform account id' },
@@ -16,18 +20,22 @@ export default defineCommand({
     ...dataDirArg,
   },
   async run({ args }) {
-    const core = await openCore({ dataDir: args['data-dir'] });
+    const dataDir = locateDataDir(args['data-dir']);
+    const log = stderrLog();
+    log.info(describeDataDir(dataDir));
+    const core = await openCore({ dataDir: dataDir.path, log });
     try {
-      printJson(
-        await initStore(core, {
-          shopDomain: args.shop,
-          platformAccountId: args['platform-account-id'],
-          installationId: args['installation-id'],
-          plan: args.plan,
-          destination: args.destination as 'log' | 'shopify' | undefined,
-          adminTokenEnv: args['admin-token-env'],
-        }),
-      );
+      const result = await initStore(core, {
+        shopDomain: args.shop,
+        platformAccountId: args['platform-account-id'],
+        installationId: args['installation-id'],
+        plan: args.plan,
+        destination: args.destination as 'log' | 'shopify' | undefined,
+        adminTokenEnv: args['admin-token-env'],
+      });
+      const row = await core.repo.getStoreByShop(result.store.shopDomain);
+      if (row) log.info(describeDestination(row, core.config.env));
+      printJson({ ...result, dataDir: dataDir.path });
     } finally {
       await core.repo.close();
     }

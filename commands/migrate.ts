@@ -1,7 +1,7 @@
 import { defineCommand } from 'citty';
-import { join } from 'node:path';
 import { migrateSqlite, openSqliteDatabase } from '../db/sqlite/repo.ts';
-import { prepareDataDir } from '../src/boot.ts';
+import { databasePath, describeDataDir, locateDataDir, prepareDataDir } from '../src/boot.ts';
+import { stderrLog } from '../src/lib/log.ts';
 import { dataDirArg } from './_args.ts';
 import { printJson } from './_output.ts';
 
@@ -9,10 +9,15 @@ export default defineCommand({
   meta: { name: 'migrate', description: 'Apply database migrations (serve also applies them at start)' },
   args: { ...dataDirArg },
   async run({ args }) {
+    const log = stderrLog();
+    log.info(describeDataDir(locateDataDir(args['data-dir'])));
     const dir = prepareDataDir(args['data-dir']);
-    const db = openSqliteDatabase({ path: join(dir, 'hookrelay.db') });
+    const db = openSqliteDatabase({ path: databasePath(dir) });
     try {
-      printJson({ dialect: 'sqlite', applied: await migrateSqlite(db) });
+      const applied = await migrateSqlite(db);
+      const stores = db.query('SELECT shop_domain AS shop, destination FROM stores ORDER BY id').all() as { shop: string; destination: string }[];
+      for (const s of stores) log.info(`store ${s.shop}: destination ${s.destination}`);
+      printJson({ dialect: 'sqlite', applied, dataDir: dir });
     } finally {
       db.close();
     }

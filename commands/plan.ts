@@ -12,7 +12,7 @@ const set = defineCommand({
     ...dataDirArg,
   },
   async run({ args }) {
-    const core = await openCore({ dataDir: args['data-dir'] });
+    const core = await openCore({ dataDir: args['data-dir'], create: false });
     try {
       printJson(await setPlan(core, args.shop, args.plan));
     } finally {

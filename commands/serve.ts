@@ -1,16 +1,19 @@
 import { defineCommand } from 'citty';
-import { openCore } from '../src/boot.ts';
+import { describeDataDir, locateDataDir, openCore } from '../src/boot.ts';
 import { AppError } from '../src/contract/errors.ts';
 import { mcpConfigFromEnv } from '../src/core.ts';
 import { stderrLog } from '../src/lib/log.ts';
+import { describeDestination, storedPublicUrl } from '../src/ops/stores.ts';
+import { APP_SECRET_ENV, appSecret } from '../src/relay/lifecycle.ts';
 import { startServer } from '../src/server/serve.ts';
 import { dataDirArg } from './_args.ts';
 
 export default defineCommand({
-  meta: { name: 'serve', description: 'Run the relay: inbound hooks, the Agent Operations API and the handoff worker' },
+  meta: { name: 'serve', description: 'Run the relay in the foreground: inbound hooks, the Agent Operations API and the handoff worker' },
   args: {
-    port: { type: 'string', description: 'Port (default 8787, env HOOKRELAY_PORT)' },
+    port: { type: 'string', description: 'Port (default 8787, env HOOKRELAY_PORT; 0 picks a free one)' },
     host: { type: 'string', description: 'Interface (default 127.0.0.1, env HOOKRELAY_HOST)' },
+    'public-url': { type: 'string', description: 'Base of endpoint URLs (env HOOKRELAY_PUBLIC_URL; else hookrelay store set --public-url; else http://host:port)' },
     ...dataDirArg,
   },
   async run({ args }) {
@@ -18,18 +21,36 @@ export default defineCommand({
     const host = args.host ?? process.env.HOOKRELAY_HOST ?? '127.0.0.1';
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new AppError('invalid_input', '--port must be 0-65535.');
     const log = stderrLog();
+    const dataDir = locateDataDir(args['data-dir']);
+    log.info(describeDataDir(dataDir));
+    const explicitUrl = args['public-url'] ?? process.env.HOOKRELAY_PUBLIC_URL;
+    const hostPart = host.includes(':') ? `[${host}]` : host;
     const core = await openCore({
-      dataDir: args['data-dir'],
+      dataDir: dataDir.path,
       serveLock: true,
       log,
       config: {
-        publicUrl: process.env.HOOKRELAY_PUBLIC_URL ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+        publicUrl: explicitUrl ?? `http://${hostPart}:${port}`,
         shopifyAdminUrl: process.env.HOOKRELAY_SHOPIFY_ADMIN_URL ?? null,
         mcp: mcpConfigFromEnv(process.env),
       },
     });
-    const running = await startServer(core, { port, host });
-    log.info(`hookrelay listening on ${running.url} (public URL ${core.config.publicUrl})`);
+    const fromSetting = explicitUrl ? null : await storedPublicUrl(core);
+    if (fromSetting) core.config.publicUrl = fromSetting;
+    const stores = await core.repo.listStores();
+    for (const s of stores) {
+      const tokenMissing = s.destination === 'shopify' && !(s.adminTokenEnv && core.config.env(s.adminTokenEnv));
+      (tokenMissing ? log.warn : log.info)(describeDestination(s, core.config.env));
+    }
+    if (stores.some((s) => s.destination === 'shopify') && !appSecret(core.config.env)) {
+      log.warn(
+        `A store hands off to Shopify but ${APP_SECRET_ENV[0]} is not set: Flow's lifecycle callback (/flow/lifecycle) answers 503, so merchants cannot enable workflows on hookrelay's triggers. Set it to the app's client secret.`,
+      );
+    }
+    // Without an explicit public URL, endpoint URLs and the manifest carry the port actually bound (--port 0).
+    const publicUrlFor = explicitUrl || fromSetting ? undefined : (bound: number) => `http://${hostPart}:${bound}`;
+    const running = await startServer(core, { port, host, publicUrlFor });
+    log.info(`hookrelay listening on ${running.url} (public URL ${core.config.publicUrl}); runs in the foreground, stop with Ctrl-C`);
     await new Promise<void>((resolve) => {
       const shutdown = (signal: string) => {
         log.info(`${signal}: finishing in-flight work`);

@@ -31,6 +31,10 @@ export interface Repo {
   listStores(): Promise<StoreRow[]>;
   insertStore(row: StoreRow): Promise<void>;
 
+  // box-wide settings (`hookrelay store set --public-url`): key -> JSON text
+  getSetting(key: string): Promise<string | null>;
+  putSetting(key: string, value: string, at: number): Promise<void>;
+
   // grants
   insertGrant(row: GrantRow): Promise<void>;
   getGrantByTokenHash(tokenHash: string): Promise<GrantRow | null>;

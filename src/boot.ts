@@ -1,6 +1,7 @@
 /** Opens a deployment: data directory, secret key, database (migrated), and the runtime core. */
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
 import { isPostgresUrl, openStorage } from '../db/open.ts';
 import { AppError } from './contract/errors.ts';
 import { createCore, defaultConfig, type Config, type Core } from './core.ts';
@@ -17,10 +18,61 @@ export interface BootOptions {
   databaseUrl?: string;
   /** Take the data directory's serve lock before opening a SQLite database (`serve` only; see lockDataDir). */
   serveLock?: boolean;
+  /** Create the data directory and database when missing (serve, init; default). False: fail, saying where it looked. */
+  create?: boolean;
+}
+
+/** Where the data directory came from: every command resolves it the same way (README, "Configuration"). */
+export interface DataDir {
+  path: string;
+  source: '--data-dir' | 'HOOKRELAY_DATA_DIR' | 'default';
+}
+
+/** The per-user default: `$XDG_DATA_HOME/hookrelay`, else `~/.local/share/hookrelay` — never the current directory. */
+export function defaultDataDir(env: Record<string, string | undefined> = process.env): string {
+  const xdg = env.XDG_DATA_HOME;
+  const base = xdg && isAbsolute(xdg) ? xdg : join(env.HOME || homedir(), '.local', 'share');
+  return join(base, 'hookrelay');
+}
+
+/** Flag > HOOKRELAY_DATA_DIR > the per-user default. */
+export function locateDataDir(flag?: string, env: Record<string, string | undefined> = process.env): DataDir {
+  if (flag) return { path: resolve(flag), source: '--data-dir' };
+  if (env.HOOKRELAY_DATA_DIR) return { path: resolve(env.HOOKRELAY_DATA_DIR), source: 'HOOKRELAY_DATA_DIR' };
+  return { path: defaultDataDir(env), source: 'default' };
+}
+
+/** Before the per-user default, the data directory was `./.hookrelay`: point an upgrading operator at it. */
+export function legacyDataDirHint(dir: DataDir, cwd = process.cwd()): string {
+  const legacy = join(cwd, '.hookrelay');
+  if (dir.source !== 'default' || legacy === dir.path || !existsSync(databasePath(legacy))) return '';
+  return ` A database from an older version is in ${legacy} (the former default): pass --data-dir ${legacy} to keep using it.`;
+}
+
+/** The stderr line serve, init and migrate print, so nobody wonders which database they are on. */
+export function describeDataDir(dir: DataDir): string {
+  return `data directory ${dir.path} (from ${dir.source}; choose another with --data-dir or HOOKRELAY_DATA_DIR).${legacyDataDirHint(dir)}`;
 }
 
 export function resolveDataDir(flag?: string): string {
-  return resolve(flag ?? process.env.HOOKRELAY_DATA_DIR ?? '.hookrelay');
+  return locateDataDir(flag).path;
+}
+
+/** The database file of a data directory. */
+export const databasePath = (dataDir: string) => join(dataDir, 'hookrelay.db');
+
+/**
+ * Admin commands other than init, migrate and serve must never create a database: one made in the wrong place
+ * answers `{"grants":[]}` and sends the user off to init a second store. They fail here instead, saying where.
+ */
+export function requireDatabase(flag?: string): string {
+  const dir = locateDataDir(flag);
+  if (existsSync(databasePath(dir.path))) return dir.path;
+  throw new AppError(
+    'not_found',
+    `No hookrelay database in ${dir.path} (data directory from ${dir.source}). Create it with hookrelay init --shop your-store.myshopify.com, or choose another with --data-dir DIR or HOOKRELAY_DATA_DIR.${legacyDataDirHint(dir)}`,
+    { dataDir: dir.path, source: dir.source },
+  );
 }
 
 /** The 32-byte key sealing endpoint secrets: HOOKRELAY_SECRET_KEY, else a 0600 key file made once in the data dir. */
@@ -52,8 +104,9 @@ export function prepareDataDir(flag?: string): string {
 }
 
 export async function openCore(opts: BootOptions = {}): Promise<Core> {
-  const dataDir = prepareDataDir(opts.dataDir);
   const url = opts.databaseUrl ?? process.env.HOOKRELAY_DATABASE_URL ?? null;
+  if (opts.create === false && !url) requireDatabase(opts.dataDir);
+  const dataDir = prepareDataDir(opts.dataDir);
   if (url && !isPostgresUrl(url)) throw new AppError('invalid_input', 'HOOKRELAY_DATABASE_URL / --database-url must be a postgres:// or postgresql:// URL.');
   // Every instance on one database must seal and open endpoint secrets with the same key: a key file made by
   // one instance in its own data directory would leave the others unable to verify any signature.
@@ -63,6 +116,6 @@ export async function openCore(opts: BootOptions = {}): Promise<Core> {
   // One serve per SQLite file; instances on PostgreSQL are peers and take no lock.
   if (opts.serveLock && !url) lockDataDir(dataDir);
   const box = new SecretBox(loadSecretKey(dataDir));
-  const repo = await openStorage({ url, sqlitePath: join(dataDir, 'hookrelay.db'), synchronous: opts.synchronous });
+  const repo = await openStorage({ url, sqlitePath: databasePath(dataDir), synchronous: opts.synchronous });
   return createCore({ repo, box, log: opts.log, config: defaultConfig(opts.config) });
 }

@@ -165,6 +165,13 @@ export class PgRepo implements Repo {
     await this.db.insert(s.stores).values(row);
   }
 
+  async getSetting(key: string) {
+    return (await this.db.select({ value: s.settings.value }).from(s.settings).where(eq(s.settings.key, key)))[0]?.value ?? null;
+  }
+  async putSetting(key: string, value: string, at: number) {
+    await this.db.insert(s.settings).values({ key, value, updatedAt: at }).onConflictDoUpdate({ target: s.settings.key, set: { value, updatedAt: at } });
+  }
+
   // grants
   async insertGrant(row: GrantRow) {
     await this.db.insert(s.grants).values(row);

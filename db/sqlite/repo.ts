@@ -308,6 +308,12 @@ export class SqliteRepo implements Repo {
   async insertStore(row: StoreRow) {
     this.db.insert(s.stores).values(row).run();
   }
+  async getSetting(key: string) {
+    return this.db.select({ value: s.settings.value }).from(s.settings).where(eq(s.settings.key, key)).get()?.value ?? null;
+  }
+  async putSetting(key: string, value: string, at: number) {
+    this.db.insert(s.settings).values({ key, value, updatedAt: at }).onConflictDoUpdate({ target: s.settings.key, set: { value, updatedAt: at } }).run();
+  }
 
   async insertGrant(row: GrantRow) {
     this.db.insert(s.grants).values(row).run();

@@ -232,6 +232,22 @@ export async function runDoctor(client: HookrelayClient, config: ResolvedConfig)
     );
   }
 
+  // 9. Flow's lifecycle callback: a Shopify store needs the app secret on the server (setup state says).
+  const contextOk = checks.some((c) => c.name === 'expected_context' && c.ok);
+  if (!contextOk) checks.push(skip('lifecycle_callback', store ? 'expected_context' : 'grant_valid'));
+  else {
+    try {
+      const item = (await client.call('getSetupState')).body.data.checklist.find((c) => c.item === 'lifecycle_callback_verifiable');
+      checks.push(
+        !item || item.done
+          ? pass('lifecycle_callback', item ? 'The server can verify Flow lifecycle callbacks (or the store hands off to log).' : 'The server does not report it.')
+          : fail('lifecycle_callback', item.text, 'Set HOOKRELAY_SHOPIFY_APP_SECRET to the app client secret where hookrelay serve runs, then restart it.'),
+      );
+    } catch (err) {
+      checks.push(fail('lifecycle_callback', describeError(err), 'The grant needs setup:read to read setup state.'));
+    }
+  }
+
   const failed = checks.filter((c) => !c.ok);
   const byName = (n: string) => failed.some((c) => c.name === n && !c.skipped);
   const exitCode = failed.length === 0 ? EXIT.ok : !reachable ? EXIT.unreachable : byName('grant_valid') ? grantExit : byName('expected_context') ? EXIT.auth : EXIT.error;

@@ -43,7 +43,6 @@ export function createMcpEndpoint(deps: ServerDeps & { authFailures?: AuthFailur
   const { core } = deps;
   const authFailures = deps.authFailures ?? new AuthFailureLimiter(core.clock);
   const sessions = new Map<string, Session>();
-  let requestSeq = 0;
   const origins = new Set([new URL(core.config.publicUrl).origin, ...core.config.mcp.allowedOrigins]);
 
   function close(id: string): Promise<void> {
@@ -82,7 +81,7 @@ export function createMcpEndpoint(deps: ServerDeps & { authFailures?: AuthFailur
   }
 
   async function handle(req: Request, client: string | null = null): Promise<Response> {
-    const requestId = `mcp_${++requestSeq}`;
+    const requestId = core.ids.next('req');
     const origin = req.headers.get('origin');
     if (origin !== null && !origins.has(origin)) return refused(originRefused(origin), requestId);
     let grant, store;

@@ -3,6 +3,7 @@ import type { OperationInput } from '../contract/operations.ts';
 import type { TriggerVariant } from '../contract/schemas.ts';
 import { TRIGGER_VARIANTS, WINDOW_MS, type Window } from '../contract/schemas.ts';
 import { TRIGGERS } from '../contract/triggers.ts';
+import { APP_SECRET_ENV, appSecret } from '../relay/lifecycle.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
 import { METRIC, statsBucket } from '../../db/types.ts';
 import type { OpContext } from './context.ts';
@@ -59,6 +60,11 @@ export async function getSetupState(ctx: OpContext) {
   const checklist = [
     { item: 'store_installed', done: true, text: `Store ${store.shopDomain} is installed.` },
     { item: 'destination_configured', done: store.destination === 'shopify' ? !!store.adminTokenEnv : true, text: store.destination === 'log' ? 'Destination is log: events are recorded, not sent to Flow.' : 'Destination is Shopify Flow.' },
+    {
+      item: 'lifecycle_callback_verifiable',
+      done: store.destination !== 'shopify' || !!appSecret(core.config.env),
+      text: `Flow's lifecycle callback can be verified (${APP_SECRET_ENV[0]} is set on the server); without it Flow cannot enable workflows on hookrelay's triggers.`,
+    },
     { item: 'endpoint_created', done: active.length > 0, text: 'At least one active endpoint.' },
     { item: 'test_receipt_seen', done: testSeen, text: 'A test event authenticated.' },
     { item: 'first_delivered_event', done: delivered, text: 'An event was handed to the workflow platform.' },

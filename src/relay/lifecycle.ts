@@ -13,6 +13,11 @@ import { constantTimeEqual, hmacBase64 } from '../lib/crypto.ts';
 /** The app's client secret, read from the first of these variables that is set. */
 export const APP_SECRET_ENV = ['HOOKRELAY_SHOPIFY_APP_SECRET', 'SHOPIFY_API_SECRET'] as const;
 
+/** The app's client secret, or undefined: serve and setup state warn without it (Flow cannot enable workflows). */
+export function appSecret(env: (name: string) => string | undefined): string | undefined {
+  return APP_SECRET_ENV.map((name) => env(name)).find((v) => !!v);
+}
+
 const MAX_BODY = 64 * 1024;
 const HANDLES: ReadonlySet<string> = new Set(Object.values(TRIGGERS).map((t) => t.handle));
 
@@ -29,7 +34,7 @@ const reply = (status: number, code: string, message: string) => Response.json({
 export function createLifecycleHandler(core: Core) {
   return async function handleLifecycle(req: Request): Promise<Response> {
     if (req.method !== 'POST') return Response.json({ code: 'method_not_allowed', message: 'Use POST.' }, { status: 405, headers: { Allow: 'POST' } });
-    const secret = APP_SECRET_ENV.map((name) => core.config.env(name)).find((v) => !!v);
+    const secret = appSecret(core.config.env);
     if (!secret) {
       core.log.warn(`flow lifecycle callback refused: set ${APP_SECRET_ENV[0]} to the app's client secret`);
       return reply(503, 'lifecycle_not_configured', 'This server has no Shopify app secret configured, so it cannot verify lifecycle callbacks.');

@@ -104,7 +104,6 @@ export function createApp(core: Core): App {
   const mcpEndpoint = () => (mcp ??= import('../mcp/endpoint.ts').then((m) => m.createMcpEndpoint({ core, version: VERSION, appFetch: (req) => fetch(req), authFailures })));
   const available = new Set(routes.filter((r) => r.handler || r.op.auth === 'none' || (r.op === MCP && core.config.mcp.codeMode)).map((r) => r.op.operationId));
   const deps = { core, endpointChanged: (id: string) => endpoints.invalidate(id), limiter: new RateLimiter(core.clock, core.config.rateLimits), authFailures, inflight: new Map(), storage };
-  let requestSeq = 0;
 
   async function fetch(req: Request, peer: string | null = null): Promise<Response> {
     const path = pathOf(req.url);
@@ -133,7 +132,7 @@ export function createApp(core: Core): App {
       const m = r.pattern.exec(path);
       if (!m) continue;
       if (r.op.method !== req.method) {
-        if (req.method === 'POST' && r.op.humanOnlyWrite) return runOperation(deps, r.op, refuseHumanOnly(r.op.humanOnlyWrite), req, {}, `req_${++requestSeq}`, client);
+        if (req.method === 'POST' && r.op.humanOnlyWrite) return runOperation(deps, r.op, refuseHumanOnly(r.op.humanOnlyWrite), req, {}, core.ids.next('req'), client);
         methodMismatch = r.op;
         continue;
       }
@@ -142,7 +141,7 @@ export function createApp(core: Core): App {
         return errorResponse(null, new AppError('not_implemented', `${r.op.operationId} is declared in the contract but not served by this server yet; the manifest lists what is available.`));
       }
       const params = Object.fromEntries(r.names.map((n, i) => [n, safeDecode(m[i + 1]!) ?? '']));
-      return runOperation(deps, r.op, r.handler, req, params, `req_${++requestSeq}`, client);
+      return runOperation(deps, r.op, r.handler, req, params, core.ids.next('req'), client);
     }
     if (methodMismatch) {
       return errorResponse(null, new AppError('method_not_allowed', `Use ${methodMismatch.method} for ${methodMismatch.operationId}.`, undefined, undefined, { Allow: methodMismatch.method }));

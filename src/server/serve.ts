@@ -23,6 +23,8 @@ export interface StartOptions {
   destinations?: Destinations;
   /** Log one line per request (method, path, status, duration); never headers or bodies. */
   logRequests?: boolean;
+  /** Derives the public URL from the port actually bound (`--port 0`), before the first request is served. */
+  publicUrlFor?: (boundPort: number) => string;
 }
 
 /** Bun.serve, with a busy port answered as a `conflict` that names it (the CLI exits non-zero with it). */
@@ -104,6 +106,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
       return Response.json({ code: 'internal_error', message: 'Something went wrong on our side.' }, { status: 500 });
     },
   });
+  if (opts.publicUrlFor) core.config.publicUrl = opts.publicUrlFor(server.port!);
 
   if (core.repo.dialect === 'sqlite') await core.repo.releaseAllLeases(core.clock.now());
   if (opts.worker ?? true) {

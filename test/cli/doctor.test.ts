@@ -13,6 +13,7 @@ const CHECKS = [
   'grant_valid',
   'expected_context',
   'clock_skew',
+  'lifecycle_callback',
 ];
 
 let api: Api;
@@ -75,8 +76,31 @@ describe('doctor', () => {
     expect(r.json.ok).toBe(false);
     expect(check(r, 'expected_context')).toMatchObject({ ok: false, hint: expect.any(String) });
     expect(check(r, 'grant_valid').ok).toBe(true);
-    expect(r.json.summary).toBe('7 of 8 checks passed.');
+    expect(r.json.summary).toBe('7 of 9 checks passed.');
   });
+
+  it('fails lifecycle_callback (exit 1) when the store hands off to Shopify but the server has no app secret', async () => {
+    const { core } = api.env;
+    const store = (await core.repo.getStoreByShop('demo.myshopify.com'))!;
+    await core.repo.updateStore({ ...store, destination: 'shopify', adminTokenEnv: 'SHOPIFY_ADMIN_TOKEN' });
+    const env = { HOOKRELAY_BASE_URL: api.url, HOOKRELAY_TOKEN: token };
+    try {
+      const r = await run([], env);
+      expect(r.code).toBe(1);
+      expect(check(r, 'lifecycle_callback')).toMatchObject({ ok: false, hint: expect.stringContaining('HOOKRELAY_SHOPIFY_APP_SECRET') });
+      const envBefore = core.config.env;
+      core.config.env = (name) => (name === 'HOOKRELAY_SHOPIFY_APP_SECRET' ? 'app-secret' : envBefore(name));
+      try {
+        const fixed = await run([], env);
+        expect(check(fixed, 'lifecycle_callback').ok).toBe(true);
+        expect(fixed.code).toBe(0);
+      } finally {
+        core.config.env = envBefore;
+      }
+    } finally {
+      await core.repo.updateStore(store);
+    }
+  }, 60_000);
 
   it('fails grant_valid (exit 3) without a token and skips the context check', async () => {
     const r = await run([], { HOOKRELAY_BASE_URL: api.url });
@@ -152,5 +176,5 @@ describe('dist/hookrelay doctor against dist/hookrelay serve', () => {
     expect(r.json.ok).toBe(true);
     expect(r.json.checks.map((c: { name: string }) => c.name)).toEqual(CHECKS);
     expect(JSON.stringify(r.json)).not.toContain(grant.json.token);
-  });
+  }, 60_000);
 });

@@ -71,6 +71,10 @@ for (const backend of backends()) {
         expect((await repo.revokeGrant('gr_1', T0 + 5))?.revokedAt).toBe(T0 + 5);
         expect((await repo.revokeGrant('gr_1', T0 + 9))?.revokedAt).toBe(T0 + 5);
         expect(await repo.revokeGrant('gr_none', T0)).toBeNull();
+        expect(await repo.getSetting('public_url')).toBeNull();
+        await repo.putSetting('public_url', '"https://a.example"', T0);
+        await repo.putSetting('public_url', '"https://b.example"', T0 + 1);
+        expect(await repo.getSetting('public_url')).toBe('"https://b.example"');
       } finally {
         await repo.close();
       }

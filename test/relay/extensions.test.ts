@@ -5,7 +5,7 @@ import type { EventRow } from '../../db/types.ts';
 import type { TriggerVariant } from '../../src/contract/schemas.ts';
 import { COMMON_FIELDS, TRIGGERS } from '../../src/contract/triggers.ts';
 import { buildFlowPayload } from '../../src/relay/flow.ts';
-import { eventRow } from '../helpers.ts';
+import { BASE, createTestEnv, eventRow } from '../helpers.ts';
 
 const ROOT = join(import.meta.dir, '../../shopify');
 const EXT_DIR = join(ROOT, 'extensions');
@@ -39,12 +39,77 @@ function mappedEvent(variant: TriggerVariant): EventRow {
 }
 
 const VARIANTS = Object.keys(TRIGGERS) as TriggerVariant[];
+const LIFECYCLE_DIR = 'lifecycle-callback';
+
+/**
+ * The fields Shopify documents for each extension type, copied here so the test needs no network:
+ * - flow_trigger: shopify.dev/docs/apps/build/flow/triggers/reference ("Trigger extension properties": name,
+ *   type, handle required, description optional; handle at most 30 characters, alphanumerics and hyphens, unique
+ *   across the app's extensions; "Trigger extension fields": [[settings.fields]] with type, key, description,
+ *   key required except for reference types).
+ * - flow_trigger_lifecycle_callback: shopify.dev/docs/apps/build/flow/track-lifecycle-events and the Shopify
+ *   CLI's extension specification (name, handle, type, url; uid is added by the CLI). The url is an absolute
+ *   HTTPS URL, or since 2025 a path relative to the app's application_url (never protocol-relative `//`).
+ */
+const DOCUMENTED: Record<string, { required: string[]; optional: string[]; sections: string[] }> = {
+  flow_trigger: { required: ['name', 'type', 'handle'], optional: ['description'], sections: ['extensions', 'settings'] },
+  flow_trigger_lifecycle_callback: { required: ['name', 'type', 'handle', 'url'], optional: ['uid'], sections: ['extensions'] },
+};
+const DOCUMENTED_FIELD_KEYS = ['type', 'key', 'description'];
+
+/** Every shopify.extension.toml under shopify/extensions, parsed. */
+function allExtensionFiles(): { dir: string; toml: Record<string, any> }[] {
+  return readdirSync(EXT_DIR, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => ({ dir: d.name, toml: Bun.TOML.parse(readFileSync(join(EXT_DIR, d.name, 'shopify.extension.toml'), 'utf8')) as Record<string, any> }));
+}
 
 describe('Flow trigger extensions', () => {
-  it('ships exactly one extension folder per trigger variant', () => {
+  it('ships one extension folder per trigger variant and the lifecycle callback', () => {
     const dirs = readdirSync(EXT_DIR, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
-    expect(dirs.sort()).toEqual([...VARIANTS].sort());
-    expect(dirs).toHaveLength(8);
+    expect(dirs.sort()).toEqual([...VARIANTS, LIFECYCLE_DIR].sort());
+    expect(dirs).toHaveLength(9);
+  });
+
+  it('every extension file uses only the fields Shopify documents for its type, with the required ones present', () => {
+    const files = allExtensionFiles();
+    const handles: string[] = [];
+    for (const { dir, toml } of files) {
+      expect(Object.keys(toml).every((k) => DOCUMENTED[toml.extensions?.[0]?.type]?.sections.includes(k)), `${dir}: top-level sections`).toBe(true);
+      expect(toml.extensions, dir).toHaveLength(1);
+      const ext = toml.extensions[0] as Record<string, unknown>;
+      const doc = DOCUMENTED[ext.type as string];
+      expect(doc, `${dir}: documented type`).toBeDefined();
+      for (const k of doc!.required) expect(typeof ext[k] === 'string' && (ext[k] as string).length > 0, `${dir}: ${k}`).toBe(true);
+      for (const k of Object.keys(ext)) expect([...doc!.required, ...doc!.optional], `${dir}: ${k} is documented`).toContain(k);
+      const handle = ext.handle as string;
+      expect(handle.length, dir).toBeLessThanOrEqual(30);
+      expect(handle, dir).toMatch(/^[A-Za-z0-9-]+$/);
+      handles.push(handle);
+      for (const f of (toml.settings?.fields ?? []) as Record<string, unknown>[]) {
+        for (const k of Object.keys(f)) expect(DOCUMENTED_FIELD_KEYS, `${dir}: field ${k}`).toContain(k);
+        expect(typeof f.type, dir).toBe('string');
+        if (!(f.type as string).endsWith('_reference')) expect(typeof f.key, `${dir}: ${f.type} needs a key`).toBe('string');
+      }
+    }
+    expect(new Set(handles).size).toBe(files.length);
+  });
+
+  it('ships the lifecycle callback pointing at the /flow/lifecycle route this server answers, on the app URL', async () => {
+    const { toml } = allExtensionFiles().find((f) => f.dir === LIFECYCLE_DIR)!;
+    const ext = toml.extensions[0];
+    expect(ext.type).toBe('flow_trigger_lifecycle_callback');
+    const app = Bun.TOML.parse(readFileSync(join(ROOT, 'shopify.app.toml'), 'utf8')) as { application_url: string };
+    const url = new URL(ext.url, app.application_url);
+    expect(ext.url.startsWith('//')).toBe(false);
+    expect(url.protocol).toBe('https:');
+    expect(url.origin).toBe(new URL(app.application_url).origin);
+    expect(url.pathname).toBe('/flow/lifecycle');
+    // The route is real: an unsigned callback gets the lifecycle handler's own answer, not the router's 404.
+    const env = await createTestEnv({ env: (name) => (name === 'HOOKRELAY_SHOPIFY_APP_SECRET' ? 'app-secret' : undefined) });
+    const res = await env.app.fetch(new Request(`${BASE}${url.pathname}`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } }));
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { code: string }).code).toBe('SVC_AUTH_HEADER_MISSING');
   });
 
   it('declares an app config with the reference scopes and no secret', () => {

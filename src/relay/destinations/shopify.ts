@@ -30,7 +30,7 @@ export function shopifyDestination(opts: ShopifyDestinationOptions): Destination
       if (!token) {
         const message = tokenVar
           ? `The Admin API token variable ${tokenVar} is not set on the server.`
-          : 'The store has no Admin API token variable configured (hookrelay init --admin-token-env).';
+          : 'The store has no Admin API token variable configured (hookrelay store set --shop <shop> --admin-token-env NAME).';
         return { kind: 'failed', httpStatus: null, errorClass: 'config', message };
       }
       let res: Response;

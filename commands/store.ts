@@ -1,0 +1,51 @@
+/** `hookrelay store show|set`: a store's settings and the box-wide public URL, on the local database. */
+import { defineCommand } from 'citty';
+import { openCore } from '../src/boot.ts';
+import { setStoreSettings, showStores } from '../src/ops/stores.ts';
+import { dataDirArg } from './_args.ts';
+import { printJson } from './_output.ts';
+
+const show = defineCommand({
+  meta: { name: 'show', description: "Show the stores' settings (destination, admin token variable NAME, plan) and the public URL" },
+  args: { shop: { type: 'string', description: 'Only this store' }, ...dataDirArg },
+  async run({ args }) {
+    const core = await openCore({ dataDir: args['data-dir'], create: false });
+    try {
+      printJson(await showStores(core, args.shop));
+    } finally {
+      await core.repo.close();
+    }
+  },
+});
+
+const set = defineCommand({
+  meta: { name: 'set', description: "Change a store's settings (what init will not change); restart serve to apply" },
+  args: {
+    shop: { type: 'string', description: 'Shop domain (required unless only --public-url is given)' },
+    destination: { type: 'string', description: 'log | shopify (shopify needs --admin-token-env, given now or before)' },
+    'admin-token-env': { type: 'string', description: 'NAME of the env variable holding the Admin API token (never the token)' },
+    plan: { type: 'string', description: 'free | starter | growth | scale' },
+    'public-url': { type: 'string', description: 'Box-wide base of endpoint URLs, e.g. https://relay.example.com (env HOOKRELAY_PUBLIC_URL wins)' },
+    ...dataDirArg,
+  },
+  async run({ args }) {
+    const core = await openCore({ dataDir: args['data-dir'], create: false });
+    try {
+      printJson(
+        await setStoreSettings(core, args.shop, {
+          destination: args.destination,
+          adminTokenEnv: args['admin-token-env'],
+          plan: args.plan,
+          publicUrl: args['public-url'],
+        }),
+      );
+    } finally {
+      await core.repo.close();
+    }
+  },
+});
+
+export default defineCommand({
+  meta: { name: 'store', description: "Show or change a store's settings (local admin only)" },
+  subCommands: { show, set },
+});

@@ -1,0 +1,73 @@
+/** `hookrelay store show|set`, and `init` refusing the flags it would otherwise ignore on an existing store. */
+import { afterAll, describe, expect, it } from 'bun:test';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { admin, adminBox, SPAWN_TIMEOUT_MS } from './admin-run.ts';
+
+const box = adminBox('hookrelay-store-');
+afterAll(() => rmSync(box.root, { recursive: true, force: true }));
+const cwd = box.dir('work');
+const data = ['--data-dir', join(box.root, 'data')];
+const SHOP = 'st.myshopify.com';
+const run = (...args: string[]) => admin(box, cwd, [...args, ...data]);
+
+describe('store settings', () => {
+  it('init creates; init again with differing flags refuses (exit 2) with the store set hint; same values stay idempotent', () => {
+    expect(run('init', '--shop', SHOP).code).toBe(0);
+    const refused = run('init', '--shop', SHOP, '--destination', 'shopify', '--admin-token-env', 'SHOPIFY_ADMIN_TOKEN');
+    expect(refused.code).toBe(2);
+    expect(refused.json.error.code).toBe('invalid_input');
+    expect(refused.json.error.details.differing).toEqual(['--destination', '--admin-token-env']);
+    expect(refused.json.error.details.hint).toBe(`hookrelay store set --shop ${SHOP} --destination shopify --admin-token-env SHOPIFY_ADMIN_TOKEN`);
+    expect(refused.json.error.message).toContain('hookrelay store set');
+    expect(run('store', 'show', '--shop', SHOP).json.stores[0]).toMatchObject({ destination: 'log', adminTokenEnv: null });
+
+    const same = run('init', '--shop', SHOP, '--destination', 'log', '--plan', 'free');
+    expect(same.code).toBe(0);
+    expect(same.json.created).toBe(false);
+    const identity = run('init', '--shop', SHOP, '--installation-id', 'other');
+    expect(identity.code).toBe(2);
+    expect(identity.json.error.message).toContain('--installation-id identify the store and cannot change');
+  }, SPAWN_TIMEOUT_MS);
+
+  it('store set validates: shopify needs a variable NAME, never a token; bad values are usage errors; nothing half-written', () => {
+    const noToken = run('store', 'set', '--shop', SHOP, '--destination', 'shopify');
+    expect(noToken.code).toBe(2);
+    expect(noToken.json.error.message).toContain('--admin-token-env');
+    for (const value of ['shpat_0123456789abcdef0123456789abcdef', 'SHPAT_ABCDEF', 'hrg_abc', 'lowercase_name', 'Abcdefghijklmnop1234567890XYZ']) {
+      const r = run('store', 'set', '--shop', SHOP, '--destination', 'shopify', '--admin-token-env', value);
+      expect(r.code, value).toBe(2);
+      expect(JSON.stringify(r.json)).not.toContain(value);
+    }
+    expect(run('store', 'set', '--shop', SHOP, '--destination', 'carrier-pigeon').code).toBe(2);
+    expect(run('store', 'set', '--shop', SHOP, '--plan', 'platinum').code).toBe(2);
+    expect(run('store', 'set', '--shop', SHOP, '--public-url', 'ftp://relay.example.com').code).toBe(2);
+    expect(run('store', 'set', '--shop', SHOP).code).toBe(2);
+    expect(run('store', 'set', '--shop', 'nope.myshopify.com', '--plan', 'growth').code).toBe(6);
+    expect(run('store', 'show').json).toMatchObject({ stores: [{ destination: 'log', adminTokenEnv: null, plan: 'free' }], settings: { publicUrl: null } });
+  }, SPAWN_TIMEOUT_MS);
+
+  it('store set changes destination, token variable, plan and the box-wide public URL; store show and init agree', () => {
+    const set = run('store', 'set', '--shop', SHOP, '--destination', 'shopify', '--admin-token-env', 'SHOPIFY_ADMIN_TOKEN', '--plan', 'growth', '--public-url', 'https://relay.example.com/');
+    expect(set.code).toBe(0);
+    expect(set.json.store).toMatchObject({ shopDomain: SHOP, destination: 'shopify', adminTokenEnv: 'SHOPIFY_ADMIN_TOKEN', plan: 'growth' });
+    expect(set.json.settings).toEqual({ publicUrl: 'https://relay.example.com' });
+    expect(set.json.changed.sort()).toEqual(['adminTokenEnv', 'destination', 'plan', 'publicUrl']);
+
+    const shown = run('store', 'show');
+    expect(shown.json.stores).toHaveLength(1);
+    expect(shown.json.stores[0]).toMatchObject({ destination: 'shopify', adminTokenEnv: 'SHOPIFY_ADMIN_TOKEN', plan: 'growth' });
+    expect(shown.json.settings.publicUrl).toBe('https://relay.example.com');
+
+    // The README's go-live command is now a no-op on the store as set: same values, exit 0.
+    const again = run('init', '--shop', SHOP, '--destination', 'shopify', '--admin-token-env', 'SHOPIFY_ADMIN_TOKEN');
+    expect(again.code).toBe(0);
+    expect(again.json.created).toBe(false);
+    expect(again.stderr).toContain(`store ${SHOP}: destination shopify (Admin API token from $SHOPIFY_ADMIN_TOKEN, NOT set)`);
+
+    const urlOnly = run('store', 'set', '--public-url', 'https://hooks.example.org');
+    expect(urlOnly.code).toBe(0);
+    expect(urlOnly.json).toMatchObject({ settings: { publicUrl: 'https://hooks.example.org' }, changed: ['publicUrl'] });
+    expect(run('store', 'set', '--plan', 'scale').code).toBe(2);
+  }, SPAWN_TIMEOUT_MS);
+});
