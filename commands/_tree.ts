@@ -36,9 +36,14 @@ export async function argsOf(cmd: Cmd): Promise<Record<string, ArgDef>> {
   return ((await resolveValue(cmd.args)) ?? {}) as Record<string, ArgDef>;
 }
 
-/** The subcommands by name (hidden ones included; callers filter on meta.hidden). */
+/** The subcommand definitions, unloaded: resolving one imports its module, so a run loads only its own. */
+async function lazySubsOf(cmd: Cmd): Promise<Record<string, Cmd | (() => Promise<Cmd>)>> {
+  return ((await resolveValue(cmd.subCommands)) ?? {}) as Record<string, Cmd | (() => Promise<Cmd>)>;
+}
+
+/** The subcommands by name, all loaded (hidden ones included; callers filter on meta.hidden). */
 export async function subsOf(cmd: Cmd): Promise<Record<string, Cmd>> {
-  const subs = ((await resolveValue(cmd.subCommands)) ?? {}) as Record<string, Cmd | (() => Promise<Cmd>)>;
+  const subs = await lazySubsOf(cmd);
   const out: Record<string, Cmd> = {};
   for (const [name, sub] of Object.entries(subs)) out[name] = (await resolveValue(sub)) as Cmd;
   return out;
@@ -109,7 +114,7 @@ export async function resolveStrict(root: Cmd, rawArgs: string[], opts: { help?:
   const suggestions: Record<string, string> = {};
   let args = await argsOf(cmd);
   let flags = flagTable(args);
-  let subs = await subsOf(cmd);
+  let subs = await lazySubsOf(cmd);
   const positionals: string[] = [];
   let literal = false;
   for (let i = 0; i < rawArgs.length; i++) {
@@ -137,9 +142,9 @@ export async function resolveStrict(root: Cmd, rawArgs: string[], opts: { help?:
     }
     const names = Object.keys(subs);
     if (names.length && positionals.length === 0 && !literal) {
-      const next = subs[tok] ?? (await findByAlias(subs, tok));
+      const next = subs[tok] ? ((await resolveValue(subs[tok])) as Cmd) : await findByAlias(await subsOf(cmd), tok);
       if (!next) {
-        const visible = await visibleNames(subs);
+        const visible = await visibleNames(await subsOf(cmd));
         const near = closest(tok, visible);
         throw usageError(`Unknown command \`${tok}\`${near ? `; did you mean \`${near}\`?` : '.'} See \`${path.join(' ')} --help\`.`, {
           command: tok,
@@ -151,7 +156,7 @@ export async function resolveStrict(root: Cmd, rawArgs: string[], opts: { help?:
       path.push(tok);
       args = await argsOf(cmd);
       flags = flagTable(args);
-      subs = await subsOf(cmd);
+      subs = await lazySubsOf(cmd);
       continue;
     }
     positionals.push(tok);
@@ -171,7 +176,7 @@ export async function resolveStrict(root: Cmd, rawArgs: string[], opts: { help?:
     });
   }
   if (!opts.help && Object.keys(subs).length && !cmd.run && positionals.length === 0) {
-    throw usageError(`\`${path.join(' ')}\` needs a command: ${(await visibleNames(subs)).join(', ')}.`);
+    throw usageError(`\`${path.join(' ')}\` needs a command: ${(await visibleNames(await subsOf(cmd))).join(', ')}.`);
   }
   return { cmd, path };
 }
