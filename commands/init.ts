@@ -5,7 +5,7 @@ import { dataDirArg } from './_args.ts';
 import { printJson } from './_output.ts';
 
 export default defineCommand({
-  meta: { name: 'init', description: 'Create the store this box relays for (idempotent; local admin only)' },
+  meta: { name: 'init', description: 'Create the store this box relays for (idempotent; local admin only)', examples: ['hookrelay init --shop your-store.myshopify.com'] },
   args: {
     shop: { type: 'string', required: true, description: 'Shop domain, e.g. your-store.myshopify.com' },
     'platform-account-id': { type: 'string', description: 'Platform account id' },
