@@ -18,6 +18,7 @@ function previewBody(file: unknown): unknown {
 export default defineCommand({
   meta: {
     name: 'replay-intent',
+    examples: ['hookrelay replay-intent evt_123 --json reason.json  # preview; then --execute --intent int_… --confirm …'],
     description:
       'Preview a replay of an event (--json holds {"reason": …}); then --execute --intent <id> --confirm <token> [--idempotency-key k] executes it',
   },

@@ -11,6 +11,7 @@ const modeOf = (body: unknown) => (body && typeof body === 'object' ? (body as {
 export default defineCommand({
   meta: {
     name: 'request',
+    examples: ['hookrelay request GET \'/agent/v1/events?limit=5\''],
     description:
       'Advanced: call any contract operation, e.g. request POST /agent/v1/feature-requests --json f.json. Paths outside /agent/v1 and the MCP transport are refused; the body is validated first.',
   },
