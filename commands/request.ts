@@ -1,7 +1,7 @@
 import { defineCommand } from 'citty';
 import { AppError } from '../src/contract/errors.ts';
 import { operations } from '../src/contract/operations.ts';
-import { ClientError } from '../src/client/errors.ts';
+import { ClientError, idempotencyNote } from '../src/client/errors.ts';
 import { matchOperation } from '../src/client/routes.ts';
 import { connectionArgs, idempotencyKeyArg, jsonFileArg } from './_args.ts';
 import { connect, emit, newIdempotencyKey, readJsonInput } from './_cli.ts';
@@ -44,7 +44,9 @@ export default defineCommand({
       const doc = res.body && typeof res.body === 'object' && !Array.isArray(res.body) ? res.body : { data: res.body };
       emit(idempotency ? { idempotency: { ...idempotency, replayed: res.headers.get('idempotent-replayed') === 'true' }, ...doc } : doc);
     } catch (err) {
-      if (err instanceof ClientError && idempotency) err.annotate({ idempotency });
+      if (err instanceof ClientError && idempotency) {
+        err.annotate({ idempotency: idempotencyNote(err, idempotency.key, idempotency.generated, `Retry with --idempotency-key ${idempotency.key}.`) });
+      }
       throw err;
     }
   },

@@ -1,6 +1,6 @@
 import { defineCommand } from 'citty';
 import { AppError } from '../src/contract/errors.ts';
-import { ClientError } from '../src/client/errors.ts';
+import { ClientError, idempotencyNote } from '../src/client/errors.ts';
 import { connectionArgs, idempotencyKeyArg, jsonFileArg } from './_args.ts';
 import { connect, emit, newIdempotencyKey, readJsonInput } from './_cli.ts';
 
@@ -48,7 +48,7 @@ const submit = defineCommand({
       const res = await client.call('createSupportRequestIntent', { body, idempotencyKey: key });
       emit({ idempotency: { key, generated, replayed: res.headers.get('idempotent-replayed') === 'true' }, ...res.body });
     } catch (err) {
-      if (err instanceof ClientError) err.annotate({ idempotency: { key, generated, hint: `Retry with --idempotency-key ${key}.` } });
+      if (err instanceof ClientError) err.annotate({ idempotency: idempotencyNote(err, key, generated, `Retry with --idempotency-key ${key}.`) });
       throw err;
     }
   },
