@@ -106,7 +106,7 @@ function fish(prog: string, nodes: Node[]): string {
     const cond =
       n.path.length === 0
         ? '__fish_use_subcommand'
-        : `__fish_seen_subcommand_from ${n.path[n.path.length - 1]}${n.subcommands.length ? `; and not __fish_seen_subcommand_from ${n.subcommands.join(' ')}` : ''}`;
+        : `${n.path.map((w) => `__fish_seen_subcommand_from ${w}`).join('; and ')}${n.subcommands.length ? `; and not __fish_seen_subcommand_from ${n.subcommands.join(' ')}` : ''}`;
     for (const s of n.subcommands) {
       const child = nodes.find((c) => c.path.join(' ') === [...n.path, s].join(' '));
       lines.push(`complete -c ${prog} -n ${q(cond)} -a ${q(s)} -d ${q(firstSentence(child?.description ?? ''))}`);

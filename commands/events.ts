@@ -27,6 +27,7 @@ export async function follow(args: { endpoint?: string; since?: string; interval
       intervalMs: interval * 1000,
       signal: stop.signal,
       onEvent: (e) => printJsonLine(redactSecrets(e)),
+      onReady: () => log.info('Following new receipts; Ctrl-C to stop.'),
       onRateLimited: (s) => log.warn(`Rate limited; polling again in ${s} s.`),
     });
   } catch (err) {

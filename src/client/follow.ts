@@ -15,6 +15,8 @@ export interface FollowOptions {
    */
   lookbackMs?: number;
   onEvent(event: EventSummary): Promise<void> | void;
+  /** Called once what already existed has been read: from here on every receipt is reported. */
+  onReady?(): void;
   /** Told how long a 429 asked to wait. */
   onRateLimited?(seconds: number): void;
   signal: AbortSignal;
@@ -56,6 +58,7 @@ export async function followEvents(client: HookrelayClient, opts: FollowOptions)
       for (const e of await paced(opts, () => readSince(client, opts.endpointId, from))) seen.set(e.id, Date.parse(e.receivedAt));
     }
   }
+  opts.onReady?.();
   while (!opts.signal.aborted) {
     const events = await paced(opts, () => readSince(client, opts.endpointId, floor === undefined ? undefined : floor - lookback));
     // Oldest first: ids are time-ordered and the server lists newest first.
