@@ -9,12 +9,12 @@ import { redactSecrets } from '../src/client/redact.ts';
 
 const followArgs = {
   follow: { type: 'boolean', description: 'Keep printing new receipts, one compact JSON line each, oldest first, until Ctrl-C (alias: hookrelay tail)' },
-  interval: { type: 'string', description: 'With --follow: seconds between polls (default 2)' },
+  interval: { type: 'string', description: 'With --follow: seconds between polls (default 5; each poll is a rich read, 30 a minute per grant)' },
 } as const;
 
 /** The receipts arriving from now on (or from --since), one JSON line each, until SIGINT/SIGTERM (exit 0). */
 export async function follow(args: { endpoint?: string; since?: string; interval?: string }, { client, log }: Connection): Promise<void> {
-  const interval = Number(args.interval ?? 2);
+  const interval = Number(args.interval ?? 5);
   if (!Number.isFinite(interval) || interval < 0.05 || interval > 3600) throw new AppError('invalid_input', '--interval takes seconds, 0.05 to 3600.');
   const stop = new AbortController();
   const onSignal = () => stop.abort();

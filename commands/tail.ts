@@ -13,7 +13,7 @@ export default defineCommand({
   args: {
     endpoint: { type: 'string', description: 'Only this endpoint (ep_…)' },
     since: { type: 'string', description: `Also print what arrived since: ${SINCE_HELP}` },
-    interval: { type: 'string', description: 'Seconds between polls (default 2)' },
+    interval: { type: 'string', description: 'Seconds between polls (default 5; each poll is a rich read, 30 a minute per grant)' },
     ...connectionArgs,
   },
   async run({ args }) {
