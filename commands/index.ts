@@ -47,6 +47,9 @@ export const main = defineCommand({
 
 setRoot(main);
 
+/** citty colours names in its own messages; none of that belongs inside JSON. */
+const stripAnsi = (text: string) => text.replace(/\u001B\[[0-9;]*m/g, '');
+
 const HELP_FLAGS = new Set(['--help', '-h']);
 
 function wantsHelp(args: string[]): boolean {
@@ -79,7 +82,7 @@ export async function run(rawArgs: string[]): Promise<number> {
       return ERROR_CODES[err.code].exitCode;
     }
     if (err instanceof Error && (err.name === 'CLIError' || /Unknown command|Missing required/i.test(err.message))) {
-      printJson({ error: { code: 'usage', message: err.message } });
+      printJson({ error: { code: 'usage', message: stripAnsi(err.message) } });
       return EXIT.usage;
     }
     printJson({ error: { code: 'internal_error', message: err instanceof Error ? err.message.split('\n')[0] : 'error' } });
