@@ -23,7 +23,7 @@ describe('usage errors', () => {
     expect(r.json.error.code).toBe('usage');
     expect(r.json.error.message).toContain('--limt');
     expect(r.json.error.details).toEqual({ unknownFlags: ['--limt'], didYouMean: { '--limt': '--limit' } });
-  });
+  }, 60_000);
 
   it('refuses a flag the command does not declare and an extra positional argument', async () => {
     const verbose = await cli(['status', '--verbose'], { home: home.dir, env: offline() });
@@ -35,7 +35,7 @@ describe('usage errors', () => {
     const sub = await cli(['grant', 'list', '--tier', 'x'], { home: home.dir });
     expect(sub.code).toBe(2);
     expect(sub.json.error.message).toContain('`hookrelay grant list`');
-  });
+  }, 60_000);
 
   it('suggests the nearest command for an unknown one, at any depth', async () => {
     const top = await cli(['evnts'], { home: home.dir });
@@ -44,12 +44,12 @@ describe('usage errors', () => {
     const nested = await cli(['grant', 'isue'], { home: home.dir });
     expect(nested.code).toBe(2);
     expect(nested.json.error.details).toEqual({ command: 'isue', didYouMean: 'issue' });
-  });
+  }, 60_000);
 
   it('still accepts what is declared: --flag=value, a boolean, a value after --', async () => {
     const r = await cli(['status', '--timeout=1', '--quiet'], { home: home.dir, env: offline() });
     expect(r.code).toBe(7);
-  });
+  }, 60_000);
 
   it('closest() suggests within a few edits and not beyond', () => {
     expect(closest('evnts', ['events', 'event', 'status'])).toBe('events');
@@ -69,7 +69,7 @@ describe('colour', () => {
     const doctor = await cliText(['doctor'], { home: home.dir, env: { ...offline(), NO_COLOR: undefined, FORCE_COLOR: '0' } });
     expect(doctor.stderr.length).toBeGreaterThan(0);
     expect(doctor.stderr + doctor.stdout).not.toContain(ESC);
-  });
+  }, 60_000);
 
   it('colorFor: a terminal only, NO_COLOR off, FORCE_COLOR (not 0) on, TERM=dumb off', () => {
     expect(colorFor({ isTTY: false }, {})).toBe(false);
@@ -95,7 +95,7 @@ describe('help', () => {
     expect(nested.stdout).toContain('hookrelay grant issue --shop <value> --tier <value> --ttl <value> [options]');
     const unknown = await cli(['help', 'evnts'], { home: home.dir });
     expect(unknown.code).toBe(2);
-  });
+  }, 60_000);
 
   it('every runnable command has an example, every command a description, in one layout', async () => {
     for (const node of await commandNodes(main)) {
@@ -107,7 +107,7 @@ describe('help', () => {
       if (cmd.run) expect({ path: node.path, example: text.includes('\nExample') }).toEqual({ path: node.path, example: true });
       else expect(text).toContain('\nCommands\n');
     }
-  });
+  }, 60_000);
 });
 
 describe('completion', () => {
@@ -123,12 +123,12 @@ describe('completion', () => {
     }
     const bad = await cli(['completion', 'ksh'], { home: home.dir });
     expect(bad.code).toBe(2);
-  });
+  }, 60_000);
 
   it('the bash script completes subcommands and flags', async () => {
     const script = (await cliText(['completion', 'bash'], { home: home.dir })).stdout;
     const probe = `${script}\nCOMP_WORDS=(hookrelay grant ''); COMP_CWORD=2; _hookrelay_complete; echo "\${COMPREPLY[*]}"\nCOMP_WORDS=(hookrelay events --li); COMP_CWORD=2; _hookrelay_complete; echo "\${COMPREPLY[*]}"`;
     const out = Bun.spawnSync(['bash', '-c', probe]).stdout.toString().trim().split('\n');
     expect(out).toEqual(['issue list revoke --help', '--limit']);
-  });
+  }, 60_000);
 });
