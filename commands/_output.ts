@@ -1,6 +1,7 @@
 /** stdout carries exactly one JSON document per command (pretty on a TTY, compact otherwise), written in full before exit. */
 
 const pending = new Set<Promise<void>>();
+let closed = false;
 
 /**
  * Writes to stdout and remembers the write until the stream has taken it: a pipe accepts 64 KiB at a time, and
@@ -9,11 +10,19 @@ const pending = new Set<Promise<void>>();
  */
 export function writeOut(text: string): Promise<void> {
   const done = new Promise<void>((resolve) => {
-    process.stdout.write(text, () => resolve());
+    process.stdout.write(text, (err) => {
+      if (err) closed = true;
+      resolve();
+    });
   });
   pending.add(done);
   void done.then(() => pending.delete(done));
   return done;
+}
+
+/** True once a write failed because the reader went away (`| head -1`): a stream should stop. */
+export function stdoutClosed(): boolean {
+  return closed;
 }
 
 /** Resolves once every stdout write so far has been handed to the OS; the entry awaits it before exiting. */

@@ -4,7 +4,7 @@ import { EVENT_OUTCOMES } from '../src/contract/schemas.ts';
 import { followEvents } from '../src/client/follow.ts';
 import { connectionArgs, parseSince, SINCE_HELP } from './_args.ts';
 import { connect, emit, type Connection } from './_cli.ts';
-import { printJsonLine } from './_output.ts';
+import { printJsonLine, stdoutClosed } from './_output.ts';
 import { redactSecrets } from '../src/client/redact.ts';
 
 const followArgs = {
@@ -26,7 +26,10 @@ export async function follow(args: { endpoint?: string; since?: string; interval
       sinceMs: args.since === undefined ? undefined : parseSince(args.since, Date.now()),
       intervalMs: interval * 1000,
       signal: stop.signal,
-      onEvent: (e) => printJsonLine(redactSecrets(e)),
+      onEvent: async (e) => {
+        await printJsonLine(redactSecrets(e));
+        if (stdoutClosed()) stop.abort();
+      },
       onReady: () => log.info('Following new receipts; Ctrl-C to stop.'),
       onRateLimited: (s) => log.warn(`Rate limited; polling again in ${s} s.`),
     });

@@ -4,7 +4,7 @@ import { followEvents } from '../../src/client/follow.ts';
 import { HookrelayClient } from '../../src/client/http.ts';
 import type { EventSummary } from '../../src/contract/schemas.ts';
 import { createEndpoint, orderEvent, sendHook } from '../helpers.ts';
-import { scratchHome, spawnCli, startApi, type Api } from './harness.ts';
+import { ENTRY, scratchHome, spawnCli, startApi, type Api } from './harness.ts';
 
 let api: Api;
 let home: ReturnType<typeof scratchHome>;
@@ -80,6 +80,27 @@ describe('events --follow', () => {
     const refused = spawnCli(['events', '--follow', '--limit', '5'], { home: home.dir, env: { HOOKRELAY_BASE_URL: api.url, HOOKRELAY_TOKEN: token } });
     expect(await refused.exited).toBe(2);
     expect(JSON.parse(await new Response(refused.stdout).text()).error.message).toContain('--limit');
+  }, 60_000);
+});
+
+describe('tail into a reader that stops', () => {
+  it('ends (exit 0) once the reader is gone, as `hookrelay tail | head -1` should', async () => {
+    const token = await api.grant('observer');
+    const proc = Bun.spawn(['bash', '-o', 'pipefail', '-c', `bun '${ENTRY}' tail --interval 0.3 | head -1`], {
+      cwd: home.dir,
+      env: { PATH: process.env.PATH ?? '', HOME: home.dir, NO_COLOR: '1', HOOKRELAY_BASE_URL: api.url, HOOKRELAY_TOKEN: token },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    await lines(proc.stderr).until((t) => t.includes('Following new receipts'));
+    let exited = false;
+    void proc.exited.then(() => (exited = true));
+    for (let i = 0; !exited; i++) {
+      await send(`h-${i}`);
+      await Bun.sleep(300);
+    }
+    expect(await proc.exited).toBe(0);
+    expect(JSON.parse(await new Response(proc.stdout).text()).externalEventId).toBe('h-0');
   }, 60_000);
 });
 
