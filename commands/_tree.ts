@@ -10,7 +10,7 @@ declare module 'citty' {
   }
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: citty's own type for a command of any args.
+/** A command of any args, as citty types its subcommands. */
 export type Cmd = CommandDef<any>;
 
 let rootCommand: Cmd | undefined;
