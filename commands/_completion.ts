@@ -96,7 +96,8 @@ ${cases}
   esac
   _describe '${prog}' items
 }
-compdef ${fn} ${prog}
+# Autoloaded from $fpath the file body is the completion function; sourced, it registers one.
+if [[ "\${funcstack[1]}" == ${fn} ]]; then ${fn} "$@"; else compdef ${fn} ${prog}; fi
 `;
 }
 
