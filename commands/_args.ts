@@ -1,4 +1,7 @@
-/** Arg fragments shared by commands. */
+/** Arg fragments shared by commands, and the one parser of `--since`/`--until`. */
+import { AppError } from '../src/contract/errors.ts';
+import { parseDuration } from '../src/lib/clock.ts';
+
 export const dataDirArg = {
   'data-dir': { type: 'string', description: 'Data directory (env HOOKRELAY_DATA_DIR; default $XDG_DATA_HOME/hookrelay or ~/.local/share/hookrelay)' },
 } as const;
@@ -28,3 +31,15 @@ export const jsonFileArg = {
 export const idempotencyKeyArg = {
   'idempotency-key': { type: 'string', description: 'Idempotency-Key header; reuse it to retry safely' },
 } as const;
+
+/** How `--since` reads everywhere (events, audit): a duration back from now or an RFC 3339 time. */
+export const SINCE_HELP = 'a duration back from now (30m, 1h, 24h, 7d) or an RFC 3339 time';
+
+/** `--since`/`--until` to epoch ms: `1h` is one hour before `now`; else an RFC 3339 time. invalid_input (exit 2) otherwise. */
+export function parseSince(text: string, now: number, flag = '--since'): number {
+  const ago = parseDuration(text);
+  if (ago != null) return now - ago;
+  const at = /^\d{4}-\d{2}-\d{2}T/.test(text) ? Date.parse(text) : Number.NaN;
+  if (Number.isNaN(at)) throw new AppError('invalid_input', `${flag} takes ${SINCE_HELP}; got ${JSON.stringify(text)}.`);
+  return at;
+}

@@ -1,16 +1,21 @@
 /** What every client command shares: configuration, the client, stderr logging, JSON input and output. */
 import { createConsola, type ConsolaInstance } from 'consola';
+import { createConsola as createPlainConsola } from 'consola/basic';
 import { AppError } from '../src/contract/errors.ts';
 import { EXPECTED_FIELDS, expectedContext, requireToken, resolveConfig, type ResolvedConfig } from '../src/client/config.ts';
 import { HookrelayClient } from '../src/client/http.ts';
 import { redactSecrets } from '../src/client/redact.ts';
-import { printJson } from './_output.ts';
+import { colorFor, printJson } from './_output.ts';
 
 type ConnectionArgs = Record<string, unknown>;
 
-/** Logs go to stderr only: consola's default would send info lines to stdout and corrupt the JSON. */
+/**
+ * Logs go to stderr only: consola's default would send info lines to stdout and corrupt the JSON. consola decides
+ * colour from stdout being a TTY, so the plain reporter is used unless stderr itself may be coloured.
+ */
 export function createLog(args: { quiet?: unknown }): ConsolaInstance {
-  return createConsola({ stdout: process.stderr, stderr: process.stderr, level: args.quiet ? -999 : 3 });
+  const create = colorFor(process.stderr) ? createConsola : createPlainConsola;
+  return create({ stdout: process.stderr, stderr: process.stderr, level: args.quiet ? -999 : 3 });
 }
 
 export interface Connection {

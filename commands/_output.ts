@@ -1,5 +1,49 @@
-/** stdout carries exactly one JSON document per command: pretty on a TTY, compact otherwise. */
-export function printJson(doc: unknown): void {
+/** stdout carries exactly one JSON document per command (pretty on a TTY, compact otherwise), written in full before exit. */
+
+const pending = new Set<Promise<void>>();
+let closed = false;
+
+/**
+ * Writes to stdout and remembers the write until the stream has taken it: a pipe accepts 64 KiB at a time, and
+ * `process.exit` before it drains cut `audit --limit 100000 | wc -c` at 65,536 bytes. A closed reader (EPIPE,
+ * `| head`) is not an error of ours.
+ */
+export function writeOut(text: string): Promise<void> {
+  const done = new Promise<void>((resolve) => {
+    process.stdout.write(text, (err) => {
+      if (err) closed = true;
+      resolve();
+    });
+  });
+  pending.add(done);
+  void done.then(() => pending.delete(done));
+  return done;
+}
+
+/** True once a write failed because the reader went away (`| head -1`): a stream should stop. */
+export function stdoutClosed(): boolean {
+  return closed;
+}
+
+/** Resolves once every stdout write so far has been handed to the OS; the entry awaits it before exiting. */
+export async function drained(): Promise<void> {
+  while (pending.size) await Promise.all([...pending]);
+}
+
+/** Prints one JSON document: indented for a person at a terminal, one line for a program. */
+export function printJson(doc: unknown): Promise<void> {
   const text = process.stdout.isTTY ? JSON.stringify(doc, null, 2) : JSON.stringify(doc);
-  process.stdout.write(`${text}\n`);
+  return writeOut(`${text}\n`);
+}
+
+/** Prints one compact JSON line (a stream such as `events --follow`). */
+export function printJsonLine(doc: unknown): Promise<void> {
+  return writeOut(`${JSON.stringify(doc)}\n`);
+}
+
+/** Colour only for a terminal: NO_COLOR (any value) turns it off, FORCE_COLOR (other than 0) turns it on, TERM=dumb off. */
+export function colorFor(stream: { isTTY?: boolean }, env: Record<string, string | undefined> = process.env): boolean {
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
+  if (env.FORCE_COLOR !== undefined) return env.FORCE_COLOR !== '0' && env.FORCE_COLOR !== 'false';
+  return Boolean(stream.isTTY) && env.TERM !== 'dumb';
 }

@@ -1,25 +1,26 @@
 import { defineCommand } from 'citty';
 import { openCore } from '../src/boot.ts';
 import { AppError } from '../src/contract/errors.ts';
-import { iso, parseDuration } from '../src/lib/clock.ts';
-import { dataDirArg } from './_args.ts';
+import { iso } from '../src/lib/clock.ts';
+import { dataDirArg, parseSince, SINCE_HELP } from './_args.ts';
 import { printJson } from './_output.ts';
 
 export default defineCommand({
-  meta: { name: 'audit', description: 'Read the audit log: one row per operation call and intent transition (local admin only)' },
+  meta: {
+    name: 'audit',
+    description: 'Read the audit log: one row per operation call and intent transition (local admin only)',
+    examples: ['hookrelay audit --since 1h --limit 50'],
+  },
   args: {
-    since: { type: 'string', description: 'A duration back from now (e.g. 1h, 7d) or an RFC 3339 time (default 24h)' },
+    since: { type: 'string', description: `Rows at or after: ${SINCE_HELP} (default 24h)` },
     shop: { type: 'string', description: 'Only this store' },
-    limit: { type: 'string', description: 'At most this many rows (default 1000)' },
+    limit: { type: 'string', description: 'The newest this many rows, oldest first (default 1000)' },
     ...dataDirArg,
   },
   async run({ args }) {
     const core = await openCore({ dataDir: args['data-dir'], create: false });
     try {
-      const text = args.since ?? '24h';
-      const ago = parseDuration(text);
-      const since = ago != null ? core.clock.now() - ago : Date.parse(text);
-      if (Number.isNaN(since)) throw new AppError('invalid_input', '--since takes a duration (1h, 7d) or an RFC 3339 time.');
+      const since = parseSince(args.since ?? '24h', core.clock.now());
       const limit = Number(args.limit ?? 1000);
       if (!Number.isInteger(limit) || limit < 1 || limit > 100_000) throw new AppError('invalid_input', '--limit must be 1 to 100000.');
       let storeId: string | undefined;

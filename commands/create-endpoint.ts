@@ -6,6 +6,7 @@ import { printJson } from './_output.ts';
 export default defineCommand({
   meta: {
     name: 'create-endpoint',
+    examples: ['hookrelay create-endpoint --json endpoint.json  # {"triggerVariant":"order","resourceIdPath":"order.id"}'],
     description: 'Create an endpoint from a JSON file; prints its secret once — the only command that ever prints a secret',
   },
   args: { ...connectionArgs, ...jsonFileArg, ...idempotencyKeyArg },

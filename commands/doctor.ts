@@ -8,6 +8,7 @@ import { CommandExit } from './_exit.ts';
 export default defineCommand({
   meta: {
     name: 'doctor',
+    examples: ['hookrelay doctor --profile prod'],
     description: 'Checks the base URL, manifest, edition, OpenAPI, docs, grant, expected context and clock skew; exit 0 only when all pass',
   },
   args: { ...connectionArgs },

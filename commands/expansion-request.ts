@@ -5,6 +5,7 @@ import { connect, emit, readJsonInput } from './_cli.ts';
 export default defineCommand({
   meta: {
     name: 'expansion-request',
+    examples: ['hookrelay expansion-request --json expansion.json'],
     description: 'Signal demand for a platform, edition, trigger-lane, multi-store or reliability expansion (non-binding)',
   },
   args: { ...jsonFileArg, ...idempotencyKeyArg, ...connectionArgs },

@@ -18,7 +18,7 @@ async function withCore(dataDir: string | undefined, fn: (core: Core) => Promise
 }
 
 const issue = defineCommand({
-  meta: { name: 'issue', description: 'Mint an agent grant; prints its token once' },
+  meta: { name: 'issue', description: 'Mint an agent grant; prints its token once', examples: ['hookrelay grant issue --shop your-store.myshopify.com --tier operator --ttl 8h --label ci'] },
   args: {
     shop: { type: 'string', required: true, description: 'Shop domain of the store' },
     tier: { type: 'string', required: true, description: TIER_NAMES.join(' | ') },
@@ -45,13 +45,13 @@ const issue = defineCommand({
 });
 
 const list = defineCommand({
-  meta: { name: 'list', description: 'List grants (never their tokens)' },
+  meta: { name: 'list', description: 'List grants (never their tokens)', examples: ['hookrelay grant list'] },
   args: { shop: { type: 'string', description: 'Only this store' }, ...dataDirArg },
   run: ({ args }) => withCore(args['data-dir'], async (core) => ({ grants: await listGrants(core, args.shop) })),
 });
 
 const revoke = defineCommand({
-  meta: { name: 'revoke', description: 'Revoke a grant now' },
+  meta: { name: 'revoke', description: 'Revoke a grant now', examples: ['hookrelay grant revoke grt_…'] },
   args: { grantId: { type: 'positional', required: true, description: 'Grant id (gr_…)' }, ...dataDirArg },
   run: ({ args }) => withCore(args['data-dir'], (core) => revokeGrant(core, args.grantId)),
 });

@@ -1,10 +1,12 @@
 #!/usr/bin/env bun
 /** The hookrelay entry: lazy subcommands, and the one place errors become exit codes. */
-import { defineCommand, runCommand, showUsage, type CommandDef } from 'citty';
+import { defineCommand, runCommand } from 'citty';
 import { AppError, ERROR_CODES, EXIT } from '../src/contract/errors.ts';
 import { VERSION } from '../src/version.ts';
 import { exitDocument } from './_exit.ts';
-import { printJson } from './_output.ts';
+import { printHelp } from './_help.ts';
+import { drained, printJson } from './_output.ts';
+import { resolveStrict, setRoot } from './_tree.ts';
 
 const load = <T>(p: Promise<{ default: T }>) => p.then((m) => m.default);
 
@@ -38,11 +40,22 @@ export const main = defineCommand({
     sign: () => load(import('./sign.ts')),
     profile: () => load(import('./profile.ts')),
     mcp: () => load(import('./mcp.ts')),
+    tail: () => load(import('./tail.ts')),
+    completion: () => load(import('./completion.ts')),
+    help: () => load(import('./help.ts')),
   },
 });
 
+setRoot(main);
+
+/** citty colours names in its own messages; none of that belongs inside JSON. */
+const stripAnsi = (text: string) => text.replace(/\u001B\[[0-9;]*m/g, '');
+
+const HELP_FLAGS = new Set(['--help', '-h']);
+
 function wantsHelp(args: string[]): boolean {
-  return args.includes('--help') || args.includes('-h') || args.length === 0;
+  const end = args.indexOf('--');
+  return args.length === 0 || (end < 0 ? args : args.slice(0, end)).some((a) => HELP_FLAGS.has(a));
 }
 
 /** Runs the CLI and returns the exit code (tests call this in-process). */
@@ -55,11 +68,12 @@ export async function run(rawArgs: string[]): Promise<number> {
     printJson({ version: VERSION });
     return EXIT.ok;
   }
-  if (wantsHelp(rawArgs)) {
-    await showUsage(...(await resolveSub(main, rawArgs)));
-    return rawArgs.length === 0 ? EXIT.usage : EXIT.ok;
-  }
   try {
+    if (wantsHelp(rawArgs)) {
+      await printHelp(main, rawArgs.filter((a) => !HELP_FLAGS.has(a)));
+      return rawArgs.length === 0 ? EXIT.usage : EXIT.ok;
+    }
+    await resolveStrict(main, rawArgs);
     await runCommand(main, { rawArgs });
     return EXIT.ok;
   } catch (err) {
@@ -73,7 +87,7 @@ export async function run(rawArgs: string[]): Promise<number> {
       return ERROR_CODES[err.code].exitCode;
     }
     if (err instanceof Error && (err.name === 'CLIError' || /Unknown command|Missing required/i.test(err.message))) {
-      printJson({ error: { code: 'usage', message: err.message } });
+      printJson({ error: { code: 'usage', message: stripAnsi(err.message) } });
       return EXIT.usage;
     }
     printJson({ error: { code: 'internal_error', message: err instanceof Error ? err.message.split('\n')[0] : 'error' } });
@@ -81,20 +95,8 @@ export async function run(rawArgs: string[]): Promise<number> {
   }
 }
 
-async function resolveSub(cmd: CommandDef, args: string[]): Promise<[CommandDef, CommandDef?]> {
-  let current = cmd;
-  let parent: CommandDef | undefined;
-  for (const a of args) {
-    if (a.startsWith('-')) break;
-    const subs = (await (typeof current.subCommands === 'function' ? current.subCommands() : current.subCommands)) as
-      | Record<string, CommandDef | (() => Promise<CommandDef>)>
-      | undefined;
-    const next = subs?.[a];
-    if (!next) break;
-    parent = current;
-    current = typeof next === 'function' ? await next() : next;
-  }
-  return [current, parent];
+if (import.meta.main) {
+  const code = await run(process.argv.slice(2));
+  await drained();
+  process.exit(code);
 }
-
-if (import.meta.main) process.exit(await run(process.argv.slice(2)));

@@ -9,6 +9,7 @@ export default defineCommand({
   meta: {
     name: 'init',
     description: 'Create the store this box relays for (idempotent; local admin only). Change an existing store with hookrelay store set',
+    examples: ['hookrelay init --shop your-store.myshopify.com'],
   },
   args: {
     shop: { type: 'string', required: true, description: 'Shop domain, e.g. your-store.myshopify.com' },

@@ -8,6 +8,7 @@ import { connect } from './_cli.ts';
 export default defineCommand({
   meta: {
     name: 'mcp',
+    examples: ['hookrelay mcp --profile prod  # in a desktop client\'s MCP server command'],
     description:
       "Stdio MCP server for desktop clients: forwards to the remote MCP endpoint (POST /agent/v1/mcp) with the configured base URL and grant token. stdout carries MCP frames only; logs go to stderr.",
   },

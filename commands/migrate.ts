@@ -6,7 +6,7 @@ import { dataDirArg } from './_args.ts';
 import { printJson } from './_output.ts';
 
 export default defineCommand({
-  meta: { name: 'migrate', description: 'Apply database migrations (serve also applies them at start)' },
+  meta: { name: 'migrate', description: 'Apply database migrations (serve also applies them at start)', examples: ['hookrelay migrate --data-dir /var/lib/hookrelay'] },
   args: { ...dataDirArg },
   async run({ args }) {
     const log = stderrLog();

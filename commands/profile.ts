@@ -29,7 +29,7 @@ function checked(name: string, raw: unknown) {
 }
 
 const add = defineCommand({
-  meta: { name: 'add', description: 'Save a profile: base URL, the NAME of the token variable, optional expected context (never a token)' },
+  meta: { name: 'add', description: 'Save a profile: base URL, the NAME of the token variable, optional expected context (never a token)', examples: ['hookrelay profile add prod --base-url https://relay.example.com --token-env PROD_TOKEN'] },
   args: {
     name: { type: 'positional', required: true, description: 'Profile name' },
     'base-url': { type: 'string', required: true, description: 'Server base URL' },
@@ -55,7 +55,7 @@ const add = defineCommand({
 });
 
 const list = defineCommand({
-  meta: { name: 'list', description: 'List profiles and which one is active' },
+  meta: { name: 'list', description: 'List profiles and which one is active', examples: ['hookrelay profile list'] },
   args: {},
   run() {
     const profiles = readProfilesFile(env());
@@ -66,7 +66,7 @@ const list = defineCommand({
 });
 
 const show = defineCommand({
-  meta: { name: 'show', description: 'Show one profile (the token variable name and whether it is set, never the token)' },
+  meta: { name: 'show', description: 'Show one profile (the token variable name and whether it is set, never the token)', examples: ['hookrelay profile show prod'] },
   args: { name: { type: 'positional', required: true, description: 'Profile name' } },
   run({ args }) {
     const profiles = readProfilesFile(env());
@@ -76,7 +76,7 @@ const show = defineCommand({
 });
 
 const remove = defineCommand({
-  meta: { name: 'remove', description: 'Delete a profile' },
+  meta: { name: 'remove', description: 'Delete a profile', examples: ['hookrelay profile remove prod'] },
   args: { name: { type: 'positional', required: true, description: 'Profile name' } },
   run({ args }) {
     const profiles = readProfilesFile(env());

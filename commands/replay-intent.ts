@@ -1,6 +1,6 @@
 import { defineCommand } from 'citty';
 import { AppError } from '../src/contract/errors.ts';
-import { ClientError } from '../src/client/errors.ts';
+import { ClientError, idempotencyNote } from '../src/client/errors.ts';
 import { connectionArgs, idempotencyKeyArg, jsonFileArg } from './_args.ts';
 import { connect, emit, newIdempotencyKey, readJsonInput } from './_cli.ts';
 
@@ -18,6 +18,7 @@ function previewBody(file: unknown): unknown {
 export default defineCommand({
   meta: {
     name: 'replay-intent',
+    examples: ['hookrelay replay-intent evt_123 --json reason.json  # preview; then --execute --intent int_… --confirm …'],
     description:
       'Preview a replay of an event (--json holds {"reason": …}); then --execute --intent <id> --confirm <token> [--idempotency-key k] executes it',
   },
@@ -54,7 +55,7 @@ export default defineCommand({
       const res = await client.call('createReplayIntent', { params: { eventId: args.eventId }, body, idempotencyKey: key });
       emit({ idempotency: { ...idempotency, replayed: res.headers.get('idempotent-replayed') === 'true' }, ...res.body });
     } catch (err) {
-      if (err instanceof ClientError) err.annotate({ idempotency: { ...idempotency, hint: `Retry with --idempotency-key ${key}; the server will not replay twice.` } });
+      if (err instanceof ClientError) err.annotate({ idempotency: idempotencyNote(err, key, generated, `Retry with --idempotency-key ${key}; the server will not replay twice.`) });
       throw err;
     }
   },

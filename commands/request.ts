@@ -1,7 +1,7 @@
 import { defineCommand } from 'citty';
 import { AppError } from '../src/contract/errors.ts';
 import { operations } from '../src/contract/operations.ts';
-import { ClientError } from '../src/client/errors.ts';
+import { ClientError, idempotencyNote } from '../src/client/errors.ts';
 import { matchOperation } from '../src/client/routes.ts';
 import { connectionArgs, idempotencyKeyArg, jsonFileArg } from './_args.ts';
 import { connect, emit, newIdempotencyKey, readJsonInput } from './_cli.ts';
@@ -11,6 +11,7 @@ const modeOf = (body: unknown) => (body && typeof body === 'object' ? (body as {
 export default defineCommand({
   meta: {
     name: 'request',
+    examples: ['hookrelay request GET \'/agent/v1/events?limit=5\''],
     description:
       'Advanced: call any contract operation, e.g. request POST /agent/v1/feature-requests --json f.json. Paths outside /agent/v1 and the MCP transport are refused; the body is validated first.',
   },
@@ -43,7 +44,9 @@ export default defineCommand({
       const doc = res.body && typeof res.body === 'object' && !Array.isArray(res.body) ? res.body : { data: res.body };
       emit(idempotency ? { idempotency: { ...idempotency, replayed: res.headers.get('idempotent-replayed') === 'true' }, ...doc } : doc);
     } catch (err) {
-      if (err instanceof ClientError && idempotency) err.annotate({ idempotency });
+      if (err instanceof ClientError && idempotency) {
+        err.annotate({ idempotency: idempotencyNote(err, idempotency.key, idempotency.generated, `Retry with --idempotency-key ${idempotency.key}.`) });
+      }
       throw err;
     }
   },

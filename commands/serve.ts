@@ -9,7 +9,11 @@ import { startServer } from '../src/server/serve.ts';
 import { dataDirArg } from './_args.ts';
 
 export default defineCommand({
-  meta: { name: 'serve', description: 'Run the relay in the foreground: inbound hooks, the Agent Operations API and the handoff worker' },
+  meta: {
+    name: 'serve',
+    description: 'Run the relay in the foreground: inbound hooks, the Agent Operations API and the handoff worker',
+    examples: ['hookrelay serve --port 8787  # foreground; use a second terminal'],
+  },
   args: {
     port: { type: 'string', description: 'Port (default 8787, env HOOKRELAY_PORT; 0 picks a free one)' },
     host: { type: 'string', description: 'Interface (default 127.0.0.1, env HOOKRELAY_HOST)' },

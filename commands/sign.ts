@@ -1,16 +1,18 @@
 import { defineCommand } from 'citty';
 import { AppError } from '../src/contract/errors.ts';
 import { hmacHex } from '../src/lib/crypto.ts';
-import { printJson } from './_output.ts';
+import { printJson, writeOut } from './_output.ts';
 
 export default defineCommand({
   meta: {
     name: 'sign',
     description: 'Lowercase hex HMAC-SHA256 of the exact bytes of a body (file or stdin), keyed with the secret in an env variable',
+    examples: ['SIG=$(hookrelay sign --secret-env HOOKRELAY_SECRET --file body.json --raw)'],
   },
   args: {
     'secret-env': { type: 'string', required: true, description: 'NAME of the env variable holding the endpoint secret' },
     file: { type: 'string', description: 'Body file, signed byte for byte (default: stdin)' },
+    raw: { type: 'boolean', description: 'Print only the hex signature and a newline (for SIG=$(…))' },
   },
   async run({ args }) {
     const name = args['secret-env'];
@@ -27,10 +29,15 @@ export default defineCommand({
       if (process.stdin.isTTY) throw new AppError('invalid_input', 'Pipe the body on stdin or pass --file body.json.');
       bytes = await Bun.stdin.bytes();
     }
+    const signature = hmacHex(secret, bytes);
+    if (args.raw) {
+      await writeOut(`${signature}\n`);
+      return;
+    }
     printJson({
       algorithm: 'HMAC-SHA256',
       encoding: 'hex',
-      signature: hmacHex(secret, bytes),
+      signature,
       bytes: bytes.length,
       secretEnv: name,
       usage: 'Send it in the endpoint header (X-Hookrelay-Signature by default) with exactly these bytes as the body.',

@@ -6,7 +6,7 @@ import { connect, emit } from './_cli.ts';
 import { CommandExit } from './_exit.ts';
 
 export default defineCommand({
-  meta: { name: 'status', description: 'Public aggregate status of the server (no token, unmetered, not tenant-specific)' },
+  meta: { name: 'status', description: 'Public aggregate status of the server (no token, unmetered, not tenant-specific)', examples: ['hookrelay status --base-url http://127.0.0.1:8787'] },
   args: { ...connectionArgs },
   async run({ args }) {
     const { client } = connect(args, { token: 'none' });

@@ -6,7 +6,11 @@ import { dataDirArg } from './_args.ts';
 import { printJson } from './_output.ts';
 
 const show = defineCommand({
-  meta: { name: 'show', description: "Show the stores' settings (destination, admin token variable NAME, plan) and the public URL" },
+  meta: {
+    name: 'show',
+    description: "Show the stores' settings (destination, admin token variable NAME, plan) and the public URL",
+    examples: ['hookrelay store show --shop your-store.myshopify.com'],
+  },
   args: { shop: { type: 'string', description: 'Only this store' }, ...dataDirArg },
   async run({ args }) {
     const core = await openCore({ dataDir: args['data-dir'], create: false });
@@ -19,7 +23,11 @@ const show = defineCommand({
 });
 
 const set = defineCommand({
-  meta: { name: 'set', description: "Change a store's settings (what init will not change); restart serve to apply" },
+  meta: {
+    name: 'set',
+    description: "Change a store's settings (what init will not change); restart serve to apply",
+    examples: ['hookrelay store set --shop your-store.myshopify.com --destination shopify --admin-token-env SHOPIFY_ADMIN_TOKEN'],
+  },
   args: {
     shop: { type: 'string', description: 'Shop domain (required unless only --public-url is given)' },
     destination: { type: 'string', description: 'log | shopify (shopify needs --admin-token-env, given now or before)' },

@@ -1,6 +1,6 @@
 import { defineCommand } from 'citty';
 import { AppError } from '../src/contract/errors.ts';
-import { ClientError } from '../src/client/errors.ts';
+import { ClientError, idempotencyNote } from '../src/client/errors.ts';
 import { connectionArgs, idempotencyKeyArg, jsonFileArg } from './_args.ts';
 import { connect, emit, newIdempotencyKey, readJsonInput } from './_cli.ts';
 
@@ -21,7 +21,7 @@ function consentError(): AppError {
 }
 
 const preview = defineCommand({
-  meta: { name: 'preview', description: 'Preview a support request: what would be shared, redacted; nothing is sent to support' },
+  meta: { name: 'preview', description: 'Preview a support request: what would be shared, redacted; nothing is sent to support', examples: ['hookrelay support-request preview --json support.json'] },
   args: { ...jsonFileArg, ...connectionArgs },
   async run({ args }) {
     const body = bodyFor('preview', await readJsonInput(args.json), false);
@@ -31,7 +31,7 @@ const preview = defineCommand({
 });
 
 const submit = defineCommand({
-  meta: { name: 'submit', description: 'Submit a support request with consent (not bound to a stored preview)' },
+  meta: { name: 'submit', description: 'Submit a support request with consent (not bound to a stored preview)', examples: ['hookrelay support-request submit --json support.json --consent'] },
   args: {
     ...jsonFileArg,
     consent: { type: 'boolean', description: 'Agree to share the redacted request and safe support context' },
@@ -48,7 +48,7 @@ const submit = defineCommand({
       const res = await client.call('createSupportRequestIntent', { body, idempotencyKey: key });
       emit({ idempotency: { key, generated, replayed: res.headers.get('idempotent-replayed') === 'true' }, ...res.body });
     } catch (err) {
-      if (err instanceof ClientError) err.annotate({ idempotency: { key, generated, hint: `Retry with --idempotency-key ${key}.` } });
+      if (err instanceof ClientError) err.annotate({ idempotency: idempotencyNote(err, key, generated, `Retry with --idempotency-key ${key}.`) });
       throw err;
     }
   },

@@ -77,3 +77,18 @@ export function exitCodeFor(status: number, code?: string): number {
   if (status === 400 || status === 405 || status === 413 || status === 415 || status === 422) return EXIT.usage;
   return EXIT.error;
 }
+
+/**
+ * Whether sending the same request again (same Idempotency-Key) may succeed: no answer arrived, a 429, or a 5xx.
+ * Any other answer is final: a 409 for a spent or expired confirmation, a 422 reused key or a refusal answers the
+ * same however often it is retried, so no retry hint goes with it.
+ */
+export function retryMayHelp(err: ClientError): boolean {
+  const s = err.status;
+  return s === null || s === 429 || s >= 500;
+}
+
+/** The `idempotency` annotation of a failed execute: the key, and a retry hint only where a retry can help. */
+export function idempotencyNote(err: ClientError, key: string, generated: boolean, hint: string): Record<string, unknown> {
+  return { key, generated, ...(retryMayHelp(err) ? { hint } : {}) };
+}

@@ -38,3 +38,55 @@ describe('hookrelay audit', () => {
     expect(cli(dir, 'audit', '--since', 'soon').code).toBe(2);
   });
 });
+
+describe('hookrelay audit --limit', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hookrelay-audit-many-'));
+  const rows = 3000;
+
+  it('returns the newest N rows, oldest first; --since takes the same durations', async () => {
+    cli(dir, 'init', '--shop', 'm.myshopify.com');
+    const core = await openCore({ dataDir: dir });
+    const now = Date.now();
+    for (let i = 0; i < rows; i++) {
+      await core.repo.insertAudit({
+        id: `aud_${String(i).padStart(6, '0')}`,
+        at: now - (rows - i) * 100,
+        storeId: null,
+        grantId: null,
+        actorKind: 'anonymous',
+        actorLabel: 'test',
+        operationId: `op${i}`,
+        scopes: '[]',
+        targetId: null,
+        intentId: null,
+        transition: null,
+        outcome: 'ok',
+        status: 200,
+        errorCode: null,
+        refusalCategory: null,
+        refusalCode: null,
+        requestId: null,
+        surface: 'http',
+      });
+    }
+    await core.repo.close();
+    const newest = cli(dir, 'audit', '--limit', '2', '--since', '1h');
+    expect(newest.code).toBe(0);
+    expect(newest.json.entries.map((e: { operationId: string }) => e.operationId)).toEqual([`op${rows - 2}`, `op${rows - 1}`]);
+    const recent = cli(dir, 'audit', '--since', '30s', '--limit', '1000');
+    expect(recent.json.entries.length).toBeGreaterThan(0);
+    expect(recent.json.entries.length).toBeLessThanOrEqual(300);
+  }, 60_000);
+
+  it('writes all of a large document into a slow pipe before exiting (was cut at 65,536 bytes)', () => {
+    // The reader sleeps first, so the pipe fills and the writer must wait for it to drain.
+    const r = Bun.spawnSync(['bash', '-o', 'pipefail', '-c', `bun commands/index.ts audit --limit 100000 --since 1h --data-dir '${dir}' | (sleep 1; cat)`], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '' },
+    });
+    expect(r.exitCode).toBe(0);
+    const out = r.stdout.toString();
+    expect(out.length).toBeGreaterThan(65_536 * 4);
+    expect(JSON.parse(out).entries).toHaveLength(rows);
+  }, 60_000);
+});

@@ -187,6 +187,17 @@ describe('events and event', () => {
     expect(second.json.data.nextCursor).toBeNull();
   });
 
+  it('--since and --until take the durations audit takes (1h, 24h, 7d) or an RFC 3339 time', async () => {
+    const reader = await api.grant('observer');
+    const duration = await run(['events', '--since', '24h'], { HOOKRELAY_TOKEN: reader });
+    expect(duration.code).toBe(0);
+    const window = await run(['events', '--endpoint', endpointId, '--since', '2026-06-17T11:00:00Z', '--until', '2026-06-17T13:00:00Z'], { HOOKRELAY_TOKEN: reader });
+    expect(window.json.data.events).toHaveLength(3);
+    const bad = await run(['events', '--since', 'soon'], { HOOKRELAY_TOKEN: reader });
+    expect(bad.code).toBe(2);
+    expect(bad.json.error.message).toContain('24h');
+  });
+
   it('exits 2 on an out-of-range --limit or unknown --outcome without calling the server', async () => {
     const limit = await run(['events', '--limit', '0'], { HOOKRELAY_TOKEN: observer });
     expect(limit.code).toBe(2);

@@ -58,21 +58,43 @@ export interface CliResult {
   json: any;
 }
 
+/** What a run printed, as text (help, completion scripts, `sign --raw`, JSON lines). */
+export interface CliText {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
 /**
- * Runs `bun commands/index.ts …` with only PATH, HOME and XDG_CONFIG_HOME from here plus `env`; cwd is the
- * scratch dir, so no .env or developer variable leaks in. Async spawn: the server lives in this process.
+ * Runs `bun commands/index.ts …` with only PATH, HOME, XDG_CONFIG_HOME and NO_COLOR=1 from here plus `env` (a key
+ * set to undefined is left unset); cwd is the scratch dir, so no .env or developer variable leaks in. Async spawn:
+ * the server lives in this process.
  */
-export async function cli(args: string[], opts: { home: string; env?: Record<string, string | undefined>; stdin?: string | Uint8Array }): Promise<CliResult> {
+export async function cliText(args: string[], opts: { home: string; env?: Record<string, string | undefined>; stdin?: string | Uint8Array }): Promise<CliText> {
+  const proc = spawnCli(args, opts);
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { code, stdout, stderr };
+}
+
+/** The CLI as a child process with piped stdout and stderr, for runs read while they go (`events --follow`). */
+export function spawnCli(args: string[], opts: { home: string; env?: Record<string, string | undefined>; stdin?: string | Uint8Array }) {
   const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: opts.home, XDG_CONFIG_HOME: join(opts.home, '.config'), NO_COLOR: '1' };
-  for (const [k, v] of Object.entries(opts.env ?? {})) if (v !== undefined) env[k] = v;
-  const proc = Bun.spawn(['bun', ENTRY, ...args], {
+  for (const [k, v] of Object.entries(opts.env ?? {})) {
+    if (v === undefined) delete env[k];
+    else env[k] = v;
+  }
+  return Bun.spawn(['bun', ENTRY, ...args], {
     cwd: opts.home,
     env,
     stdin: opts.stdin === undefined ? 'ignore' : typeof opts.stdin === 'string' ? Buffer.from(opts.stdin) : opts.stdin,
     stdout: 'pipe',
     stderr: 'pipe',
   });
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+}
+
+/** Like cliText, with stdout parsed: every command but help, completion and streams prints exactly one JSON document. */
+export async function cli(args: string[], opts: { home: string; env?: Record<string, string | undefined>; stdin?: string | Uint8Array }): Promise<CliResult> {
+  const { code, stdout, stderr } = await cliText(args, opts);
   let json: unknown;
   try {
     json = JSON.parse(stdout);

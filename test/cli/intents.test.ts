@@ -89,13 +89,13 @@ describe('replay-intent', () => {
     expect(r.code).toBe(6);
   });
 
-  it('exits 4 for a wrong confirmation token, still printing the idempotency key used', async () => {
+  it('exits 4 for a wrong confirmation token, printing the key used but no retry hint (a retry answers the same 409)', async () => {
     const preview = await run(['replay-intent', delivered], recovery);
     const r = await run(['replay-intent', delivered, '--execute', '--intent', preview.json.data.intent.id, '--confirm', 'cfm_wrong'], recovery);
     expect(r.code).toBe(4);
     expect(r.json.error).toMatchObject({ code: 'conflict', status: 409 });
     expect(r.json.idempotency.key).toMatch(/^idem_/);
-    expect(r.json.idempotency.hint).toContain('--idempotency-key');
+    expect(r.json.idempotency.hint).toBeUndefined();
   });
 
   it('prints the idempotency key even when the server is unreachable (exit 7)', async () => {
@@ -104,6 +104,7 @@ describe('replay-intent', () => {
     });
     expect(r.code).toBe(7);
     expect(r.json.idempotency).toMatchObject({ key: 'my-key-1', generated: false });
+    expect(r.json.idempotency.hint).toContain('--idempotency-key my-key-1');
   });
 
   it('exits 2 on misuse of --execute', async () => {

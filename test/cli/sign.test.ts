@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cli, scratchHome } from './harness.ts';
+import { cli, cliText, scratchHome } from './harness.ts';
 
 let home: ReturnType<typeof scratchHome>;
 const SECRET = 'whsec_TestSecretForSigning0123456789abcdef';
@@ -45,5 +45,15 @@ describe('sign', () => {
     expect(missing.code).toBe(2);
     const noFlag = await cli(['sign'], { home: home.dir });
     expect(noFlag.code).toBe(2);
+  });
+});
+
+describe('sign --raw', () => {
+  it('prints only the hex signature and a newline, the same one the JSON form gives', async () => {
+    const body = '{"event_type":"x","external_event_id":"raw-1"}';
+    const r = await cliText(['sign', '--secret-env', 'EP_SECRET', '--raw'], { home: home.dir, env: { EP_SECRET: SECRET }, stdin: body });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(`${openssl(body)}\n`);
+    expect(r.stdout).toMatch(/^[0-9a-f]{64}\n$/);
   });
 });
