@@ -32,6 +32,8 @@ export interface CrashFigures {
   storedUnacknowledged: number;
   /** Events the fake Flow received more than once. */
   repeats: number;
+  /** Repeats delivered twice within one server run (no kill between): not explained by any crash. */
+  repeatsWithinOneRun: number;
   /** Repeats with fewer `unknown` attempts in event detail than extra deliveries. */
   repeatsUnexplained: number;
   /** `delivered` in the database, but the fake never received it. */
@@ -89,8 +91,11 @@ export async function crashPart(o: CrashOptions): Promise<CrashFigures> {
     const rounds: ('kill' | 'term')[] = Array.from({ length: o.kills }, () => 'kill' as const);
     for (let t = 0; t < o.terms; t++) rounds.splice(o.rand.int(0, rounds.length), 0, 'term');
     let termsUnclean = 0;
+    /** fake.requests.length at each stop: deliveries before the first belong to run 0, and so on. */
+    const boundaries: number[] = [];
     for (const [i, round] of rounds.entries()) {
       await Bun.sleep(o.rand.int(300, 1500));
+      boundaries.push(fake.requests.length);
       if (round === 'kill') await box.kill9();
       else if ((await box.term()) !== 0) termsUnclean++;
       log(`crash: round ${i + 1}/${rounds.length} ${round === 'kill' ? 'kill -9' : 'SIGTERM'} after ${acked.size} acknowledged`);
@@ -107,11 +112,15 @@ export async function crashPart(o: CrashOptions): Promise<CrashFigures> {
     const pendingAtEnd = pending();
 
     const deliveries = new Map<string, number>();
-    for (const r of fake.requests) {
+    const runsOf = new Map<string, number[]>();
+    for (const [i, r] of fake.requests.entries()) {
       const id = String(r.payload['hookrelay event id'] ?? '');
       deliveries.set(id, (deliveries.get(id) ?? 0) + 1);
+      const run = boundaries.filter((b) => b <= i).length;
+      runsOf.set(id, [...(runsOf.get(id) ?? []), run]);
     }
     const repeated = [...deliveries].filter(([, n]) => n > 1);
+    const repeatsWithinOneRun = repeated.filter(([id]) => new Set(runsOf.get(id)).size < runsOf.get(id)!.length).length;
     let repeatsUnexplained = 0;
     for (const [id, n] of repeated) {
       if ((await unknownAttempts(box, token, id)) < n - 1) repeatsUnexplained++;
@@ -131,6 +140,7 @@ export async function crashPart(o: CrashOptions): Promise<CrashFigures> {
       lostIds: lostIds.slice(0, 5),
       storedUnacknowledged: [...stored.keys()].filter((id) => !acked.has(id)).length,
       repeats: repeated.length,
+      repeatsWithinOneRun,
       repeatsUnexplained,
       deliveredWithoutHandoff,
       pendingAtEnd,

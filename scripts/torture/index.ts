@@ -88,13 +88,17 @@ const started = Date.now();
 const bin = await binary();
 const rand = (part: Part) => seeded(seed * 31 + PARTS.indexOf(part));
 const results: Results = {};
+const seconds: Partial<Record<Part, number>> = {};
 const attempt = async <T>(part: Part, run: () => Promise<T>): Promise<T | { error: string }> => {
   log(`${part}: starting`);
+  const t0 = Date.now();
   try {
     return await run();
   } catch (err) {
     log(`${part}: failed: ${err instanceof Error ? err.stack : String(err)}`);
     return { error: err instanceof Error ? err.message : String(err) };
+  } finally {
+    seconds[part] = Math.round((Date.now() - t0) / 1000);
   }
 };
 if (only.has('crash')) results.crash = await attempt('crash', () => crashPart({ bin, rand: rand('crash'), kills: SIZE.kills, terms: SIZE.terms, senders: SIZE.senders, keep: a.keep }));
@@ -130,6 +134,7 @@ if (c && !errored('crash', c)) {
   mustBeZero('crash', 'lost (acknowledged, not found)', c.lost);
   info('crash', 'stored but never acknowledged', c.storedUnacknowledged);
   info('crash', 'handoffs repeated (event delivered twice+)', c.repeats);
+  info('crash', '  of which twice within one server run', c.repeatsWithinOneRun);
   mustBeZero('crash', 'repeats without an `unknown` attempt', c.repeatsUnexplained);
   mustBeZero('crash', 'delivered without any handoff', c.deliveredWithoutHandoff);
   info('crash', 'still pending after the drain wait', c.pendingAtEnd);
@@ -171,17 +176,19 @@ const meta = {
   commit: `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', '--untracked-files=no') ? '+dirty' : ''}`,
   date: new Date().toISOString(),
   durationS: Math.round((Date.now() - started) / 1000),
+  partSeconds: seconds,
   bin,
 };
 if (a.json) {
   process.stdout.write(`${JSON.stringify({ meta, ...results, failures, ok: failures.length === 0 }, null, 2)}\n`);
 } else {
-  const w = [7, Math.max(...rows.map((r) => r[1].length)), Math.max(5, ...rows.map((r) => String(r[2]).length))];
-  const line = (r: (string | number)[]) => `${String(r[0]).padEnd(w[0]!)}  ${String(r[1]).padEnd(w[1]!)}  ${String(r[2]).padStart(w[2]!)}  ${r[3]}`.trimEnd();
+  // Numbers line up on the right; a long value (a list of statuses) runs on past the column.
+  const w = [7, Math.max(...rows.map((r) => r[1].length)), 14];
+  const line = (r: (string | number)[]) => `${String(r[0]).padEnd(w[0]!)}  ${String(r[1]).padEnd(w[1]!)}  ${String(r[3]).padEnd(4)}  ${String(r[2]).padStart(w[2]!)}`.trimEnd();
   const out = [
-    `hookrelay torture: ${meta.mode}, seed ${seed}, commit ${meta.commit}, ${meta.date}, ${meta.durationS} s`,
+    `hookrelay torture: ${meta.mode}, seed ${seed}, commit ${meta.commit}, ${meta.date}, ${meta.durationS} s (${Object.entries(seconds).map(([p, n]) => `${p} ${n} s`).join(', ')})`,
     '',
-    line(['part', 'figure', 'value', '']),
+    line(['part', 'figure', 'value', 'check']),
     ...rows.map(line),
   ];
   if (f && !('error' in f) && f.offenders.length) out.push('', 'first undocumented answers (fuzz):', ...f.offenders.map((o) => `  ${o}`));
