@@ -39,7 +39,7 @@ export interface FuzzFigures {
 }
 
 const STORES = 3;
-const GRANTS_PER_STORE = 3;
+const GRANTS_PER_STORE = 2;
 const REQUEST_TIMEOUT_MS = 15_000;
 
 /** Stores, grants and real ids for the cases to aim at. */
