@@ -34,6 +34,8 @@ export interface CrashFigures {
   repeats: number;
   /** Repeats delivered twice within one server run (no kill between): not explained by any crash. */
   repeatsWithinOneRun: number;
+  /** Repeats whose first delivery's server was stopped with SIGTERM, which should record what it handed off. */
+  repeatsAcrossSigterm: number;
   /** Repeats with fewer `unknown` attempts in event detail than extra deliveries. */
   repeatsUnexplained: number;
   /** `delivered` in the database, but the fake never received it. */
@@ -95,9 +97,12 @@ export async function crashPart(o: CrashOptions): Promise<CrashFigures> {
     const boundaries: number[] = [];
     for (const [i, round] of rounds.entries()) {
       await Bun.sleep(o.rand.int(300, 1500));
-      boundaries.push(fake.requests.length);
       if (round === 'kill') await box.kill9();
       else if ((await box.term()) !== 0) termsUnclean++;
+      // Taken once the process is gone and the fake has read what reached its socket, so a delivery counted
+      // after this mark can only come from the next server.
+      await Bun.sleep(50);
+      boundaries.push(fake.requests.length);
       log(`crash: round ${i + 1}/${rounds.length} ${round === 'kill' ? 'kill -9' : 'SIGTERM'} after ${acked.size} acknowledged`);
       await box.start();
     }
@@ -121,6 +126,7 @@ export async function crashPart(o: CrashOptions): Promise<CrashFigures> {
     }
     const repeated = [...deliveries].filter(([, n]) => n > 1);
     const repeatsWithinOneRun = repeated.filter(([id]) => new Set(runsOf.get(id)).size < runsOf.get(id)!.length).length;
+    const repeatsAcrossSigterm = repeated.filter(([id]) => rounds[runsOf.get(id)![0]!] === 'term').length;
     let repeatsUnexplained = 0;
     for (const [id, n] of repeated) {
       if ((await unknownAttempts(box, token, id)) < n - 1) repeatsUnexplained++;
@@ -141,6 +147,7 @@ export async function crashPart(o: CrashOptions): Promise<CrashFigures> {
       storedUnacknowledged: [...stored.keys()].filter((id) => !acked.has(id)).length,
       repeats: repeated.length,
       repeatsWithinOneRun,
+      repeatsAcrossSigterm,
       repeatsUnexplained,
       deliveredWithoutHandoff,
       pendingAtEnd,

@@ -136,6 +136,7 @@ if (c && !errored('crash', c)) {
   info('crash', 'stored but never acknowledged', c.storedUnacknowledged);
   info('crash', 'handoffs repeated (event delivered twice+)', c.repeats);
   info('crash', '  of which twice within one server run', c.repeatsWithinOneRun);
+  info('crash', '  of which first sent by a server stopped by SIGTERM', c.repeatsAcrossSigterm);
   mustBeZero('crash', 'repeats without an `unknown` attempt', c.repeatsUnexplained);
   mustBeZero('crash', 'delivered without any handoff', c.deliveredWithoutHandoff);
   info('crash', 'still pending after the drain wait', c.pendingAtEnd);
