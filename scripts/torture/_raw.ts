@@ -39,22 +39,30 @@ export function parseResponse(raw: Buffer): Answer | null {
 export async function rawRequest(port: number, head: string, body: Uint8Array | string = '', opts: { hangUpAfter?: number; timeoutMs?: number } = {}): Promise<Answer | null> {
   const bytes = typeof body === 'string' ? Buffer.from(body) : Buffer.from(body);
   const chunks: Buffer[] = [];
+  let closed = false;
   let done!: () => void;
-  const closed = new Promise<void>((r) => (done = r));
+  const ended = new Promise<void>((r) => (done = r));
+  const finish = () => {
+    closed = true;
+    done();
+  };
   const socket = await Bun.connect({
     hostname: '127.0.0.1',
     port,
     socket: {
       data: (_s, d) => void chunks.push(Buffer.from(d)),
-      close: () => done(),
-      error: () => done(),
-      end: () => done(),
+      close: finish,
+      error: finish,
+      end: finish,
     },
   });
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  const deadline = Date.now() + timeoutMs;
   const payload = Buffer.concat([Buffer.from(`${head}\r\n\r\n`, 'latin1'), opts.hangUpAfter === undefined ? bytes : bytes.subarray(0, opts.hangUpAfter)]);
-  // write() may take only part of a large payload; keep going until all of it is queued.
+  // write() may take only part of a large payload; keep going until all of it is queued, the server closes
+  // (it may answer 413 and stop reading) or the deadline passes.
   let off = 0;
-  while (off < payload.length) {
+  while (off < payload.length && !closed && Date.now() < deadline) {
     const n = socket.write(payload.subarray(off));
     off += Math.max(0, n);
     if (n <= 0) await Bun.sleep(1);
@@ -67,9 +75,9 @@ export async function rawRequest(port: number, head: string, body: Uint8Array | 
   }
   const t = setTimeout(() => {
     socket.end();
-    done();
-  }, opts.timeoutMs ?? 10_000);
-  await closed;
+    finish();
+  }, Math.max(1, deadline - Date.now()));
+  await ended;
   clearTimeout(t);
   return parseResponse(Buffer.concat(chunks));
 }

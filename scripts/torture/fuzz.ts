@@ -66,13 +66,36 @@ async function world(box: Box): Promise<FuzzWorld> {
   return { stores, observerToken };
 }
 
-async function send(box: Box, c: FuzzCase): Promise<Answer | null | 'timeout'> {
+async function send(box: Box, c: FuzzCase, signal: AbortSignal): Promise<Answer | null> {
   if (c.raw) return rawRequest(box.port, c.raw.head, c.body ?? '', { hangUpAfter: c.raw.hangUpAfter, timeoutMs: REQUEST_TIMEOUT_MS });
   try {
-    const res = await fetch(`${box.base}${c.target}`, { method: c.method, headers: c.headers, body: c.body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
-    return { status: res.status, contentType: res.headers.get('content-type') ?? '', text: await res.text() };
-  } catch (err) {
-    return err instanceof Error && err.name === 'TimeoutError' ? 'timeout' : null;
+    const res = await fetch(`${box.base}${c.target}`, { method: c.method, headers: c.headers, body: c.body, signal });
+    const contentType = res.headers.get('content-type') ?? '';
+    // An event stream (MCP) may stay open: its status and type are what is judged, not its frames.
+    if (/^text\/event-stream/i.test(contentType)) {
+      await res.body?.cancel().catch(() => {});
+      return { status: res.status, contentType, text: '' };
+    }
+    return { status: res.status, contentType, text: await res.text() };
+  } catch {
+    return null;
+  }
+}
+
+/** `send`, bounded: past the timeout the request is aborted and the case counts as unanswered. */
+async function sendBounded(box: Box, c: FuzzCase): Promise<Answer | null | 'timeout'> {
+  const abort = new AbortController();
+  let timer: Timer | undefined;
+  const late = new Promise<'timeout'>((r) => {
+    timer = setTimeout(() => {
+      abort.abort();
+      r('timeout');
+    }, REQUEST_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([send(box, c, abort.signal), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -94,8 +117,10 @@ export async function fuzzPart(o: FuzzOptions): Promise<FuzzFigures> {
     let next = 0;
     const worker = async () => {
       while (next < cases.length) {
-        const c = cases[next++]!;
-        const a = await send(box, c);
+        const i = next++;
+        const c = cases[i]!;
+        if (i > 0 && i % 500 === 0) log(`fuzz: ${i}/${cases.length} cases sent`);
+        const a = await sendBounded(box, c);
         if (c.raw?.hangUpAfter !== undefined) continue;
         const key = a === null ? 'none' : a === 'timeout' ? 'timeout' : String(a.status);
         statuses[key] = (statuses[key] ?? 0) + 1;
