@@ -17,6 +17,17 @@ function unchunk(body: Buffer): Buffer {
   return Buffer.concat(parts);
 }
 
+/** Whether `raw` holds a whole response: the head, and the body its Content-Length or chunked framing announces. */
+function complete(raw: Buffer): boolean {
+  const end = raw.indexOf('\r\n\r\n');
+  if (end < 0) return false;
+  const head = raw.subarray(0, end).toString('latin1');
+  const length = /\r\ncontent-length:\s*(\d+)/i.exec(head);
+  if (length) return raw.length - end - 4 >= Number(length[1]);
+  if (/\r\ntransfer-encoding:\s*chunked/i.test(head)) return raw.subarray(end + 4).includes('0\r\n\r\n');
+  return false;
+}
+
 /** Parses what the server sent back; null when it closed without a status line. */
 export function parseResponse(raw: Buffer): Answer | null {
   const end = raw.indexOf('\r\n\r\n');
@@ -50,7 +61,11 @@ export async function rawRequest(port: number, head: string, body: Uint8Array | 
     hostname: '127.0.0.1',
     port,
     socket: {
-      data: (_s, d) => void chunks.push(Buffer.from(d)),
+      // A whole answer ends the wait: a server may keep the connection open despite `Connection: close`.
+      data: (_s, d) => {
+        chunks.push(Buffer.from(d));
+        if (complete(Buffer.concat(chunks))) finish();
+      },
       close: finish,
       error: finish,
       end: finish,

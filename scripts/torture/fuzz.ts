@@ -34,6 +34,8 @@ export interface FuzzFigures {
   offenders: string[];
   /** Malformed HTTP answered by Bun's parser, not hookrelay: what came back (not counted as undocumented). */
   parserLevel: string[];
+  /** Requests carrying two values of an auth header (bearer or signature) that were accepted (2xx). */
+  duplicateAuthAccepted: number;
   /** Whether the server was still up at the end. */
   survived: boolean;
 }
@@ -90,7 +92,7 @@ async function sendBounded(box: Box, c: FuzzCase): Promise<Answer | null | 'time
     timer = setTimeout(() => {
       abort.abort();
       r('timeout');
-    }, REQUEST_TIMEOUT_MS);
+    }, REQUEST_TIMEOUT_MS + 1_000); // a raw request keeps its own deadline and answers with what it got
   });
   try {
     return await Promise.race([send(box, c, abort.signal), late]);
@@ -112,6 +114,7 @@ export async function fuzzPart(o: FuzzOptions): Promise<FuzzFigures> {
     const statuses: Record<string, number> = {};
     const offenders: string[] = [];
     const parserLevel: string[] = [];
+    let duplicateAuthAccepted = 0;
     let undocumented = 0;
     let answered5xx = 0;
     let next = 0;
@@ -126,6 +129,7 @@ export async function fuzzPart(o: FuzzOptions): Promise<FuzzFigures> {
         statuses[key] = (statuses[key] ?? 0) + 1;
         const why = a === null ? 'the connection closed without an answer' : a === 'timeout' ? `no answer within ${REQUEST_TIMEOUT_MS / 1000} s` : judge(contract, c.surface, a);
         if (a && a !== 'timeout' && a.status >= 500) answered5xx++;
+        if (c.label.startsWith('raw duplicate') && a && a !== 'timeout' && a.status < 300) duplicateAuthAccepted++;
         if (c.raw?.parser) {
           parserLevel.push(`${c.label} -> ${why ?? `HTTP ${(a as Answer).status}, documented`}`);
         } else if (why) {
@@ -138,7 +142,7 @@ export async function fuzzPart(o: FuzzOptions): Promise<FuzzFigures> {
     await Bun.sleep(200); // the hang-up requests' log lines
     const survived = box.alive() && (await box.statusOk());
     const logged5xx = box.serverLog().split('\n').filter((l) => /^\S+ [A-Z]+ \S+ 5\d\d [\d.]+ms$/.test(l.trim())).length;
-    return { cases: cases.length, operations, statuses, answered5xx, logged5xx, serverErrors: Math.max(answered5xx, logged5xx), undocumented, offenders, parserLevel, survived };
+    return { cases: cases.length, operations, statuses, answered5xx, logged5xx, serverErrors: Math.max(answered5xx, logged5xx), undocumented, offenders, parserLevel, duplicateAuthAccepted, survived };
   } finally {
     await box.dispose(o.keep);
   }

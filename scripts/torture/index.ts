@@ -152,6 +152,7 @@ if (f && !errored('fuzz', f)) {
   mustBeZero('fuzz', 'undocumented shapes', f.undocumented);
   mustBeZero('fuzz', 'server deaths', f.survived ? 0 : 1);
   info('fuzz', "malformed HTTP answered by Bun's parser", f.parserLevel.length);
+  info('fuzz', 'two auth header values, accepted (of 4)', f.duplicateAuthAccepted);
 }
 const fl = results.flood;
 if (fl && !errored('flood', fl)) {
