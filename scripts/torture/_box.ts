@@ -177,7 +177,8 @@ export class Box {
   async dispose(keep: boolean): Promise<void> {
     if (this.alive()) await this.term(10_000);
     live.delete(this);
-    if (!keep) rmSync(this.dir, { recursive: true, force: true });
+    if (keep) log(`kept ${this.dir} (data/, serve.log.N)`);
+    else rmSync(this.dir, { recursive: true, force: true });
   }
 }
 
