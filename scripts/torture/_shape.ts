@@ -129,7 +129,8 @@ function judgeError(c: Contract, a: Answer, body: any, surface: Surface): string
     return problem ? `HTTP ${a.status} JSON-RPC: ${problem}` : null;
   }
   if (typeof body.message === 'string' && 'code' in body) {
-    const extra = Object.keys(body).filter((k) => k !== 'code' && k !== 'message' && !INBOUND_EXTRA_KEYS.has(k));
+    // An inbound 429 also says when to retry (README: `{code: "rate_limited", message, retryAfterSeconds}`).
+    const extra = Object.keys(body).filter((k) => k !== 'code' && k !== 'message' && !INBOUND_EXTRA_KEYS.has(k) && !(a.status === 429 && k === 'retryAfterSeconds'));
     if (extra.length) return `HTTP ${a.status}: {code, message} with undocumented ${extra.join(', ')}`;
     if (typeof body.code === 'string' && /^SVC_[A-Z_]+$/.test(body.code)) return null;
     return codeOk(body.code, 'code');

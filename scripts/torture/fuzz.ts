@@ -32,7 +32,10 @@ export interface FuzzFigures {
   undocumented: number;
   /** The first offenders: the case and why its answer is not a documented shape. */
   offenders: string[];
-  /** Malformed HTTP answered by Bun's parser, not hookrelay: what came back (not counted as undocumented). */
+  /**
+   * Requests Bun's HTTP parser answers before hookrelay runs (malformed HTTP; headers past Bun's 16 KiB limit, a bare
+   * 431 the README documents): what came back, listed apart and not counted as undocumented.
+   */
   parserLevel: string[];
   /** Requests carrying two values of an auth header (bearer or signature) that were accepted (2xx). */
   duplicateAuthAccepted: number;

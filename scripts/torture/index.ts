@@ -151,7 +151,7 @@ if (f && !errored('fuzz', f)) {
   mustBeZero('fuzz', '5xx (answered / in the server log)', f.serverErrors, `${f.answered5xx} / ${f.logged5xx}`);
   mustBeZero('fuzz', 'undocumented shapes', f.undocumented);
   mustBeZero('fuzz', 'server deaths', f.survived ? 0 : 1);
-  info('fuzz', "malformed HTTP answered by Bun's parser", f.parserLevel.length);
+  info('fuzz', "answered by Bun's parser (malformed HTTP, headers > 16 KiB)", f.parserLevel.length);
   info('fuzz', 'two auth header values, accepted (of 4)', f.duplicateAuthAccepted);
 }
 const fl = results.flood;
