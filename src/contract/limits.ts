@@ -13,6 +13,13 @@ export const DEFAULT_RATE_LIMITS: RateLimits = {
 /** How long an Idempotency-Key holds its stored response (DESIGN: 24 h); older keys are swept. */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 
+/**
+ * A key claimed by a request that never finished (its instance died) is taken over by a retry after this long;
+ * until then a retry on another instance answers 409 `conflict` with Retry-After. Executes are short (no
+ * network call waits inside one), and an intent executes once whatever the key does (compare-and-set).
+ */
+export const IDEMPOTENCY_STALE_MS = 2 * 60_000;
+
 /** Largest Agent Operations API (and MCP) request body; larger bodies answer 413 `payload_too_large`. */
 export const MAX_API_BODY_BYTES = 1024 * 1024;
 

@@ -103,7 +103,7 @@ export function createApp(core: Core): App {
   let mcp: Promise<McpEndpoint> | null = null;
   const mcpEndpoint = () => (mcp ??= import('../mcp/endpoint.ts').then((m) => m.createMcpEndpoint({ core, version: VERSION, appFetch: (req) => fetch(req), authFailures })));
   const available = new Set(routes.filter((r) => r.handler || r.op.auth === 'none' || (r.op === MCP && core.config.mcp.codeMode)).map((r) => r.op.operationId));
-  const deps = { core, endpointChanged: (id: string) => endpoints.invalidate(id), limiter: new RateLimiter(core.clock, core.config.rateLimits), authFailures, inflight: new Map(), storage };
+  const deps = { core, endpointChanged: (id: string) => endpoints.invalidate(id), limiter: new RateLimiter(core.repo, core.clock, core.config.rateLimits), authFailures, inflight: new Map(), storage };
 
   async function fetch(req: Request, peer: string | null = null): Promise<Response> {
     const path = pathOf(req.url);

@@ -4,7 +4,7 @@
  */
 import type { z } from 'zod';
 import { checkExpectedContext } from '../contract/context.ts';
-import { IDEMPOTENCY_KEY_MAX_LENGTH, IDEMPOTENCY_TTL_MS, MAX_API_BODY_BYTES } from '../contract/limits.ts';
+import { IDEMPOTENCY_KEY_MAX_LENGTH, IDEMPOTENCY_STALE_MS, IDEMPOTENCY_TTL_MS, MAX_API_BODY_BYTES } from '../contract/limits.ts';
 import { AppError, defaultRefusal, refuse } from '../contract/errors.ts';
 import type { Operation } from '../contract/operations.ts';
 import type { Scope } from '../contract/scopes.ts';
@@ -87,7 +87,7 @@ export async function runOperation(
     const executing = mode === 'execute' || mode === 'submit';
 
     if (op.rateLimitClass && !executing) {
-      const d = deps.limiter.take(op.rateLimitClass, grant.id, store.id);
+      const d = await deps.limiter.take(op.rateLimitClass, grant.id, store.id);
       if (d.limited) {
         metrics.agentCall(store.id, op.operationId, 429);
         return rateLimited(ctx.actor, op.rateLimitClass, d.scope, d.retryAfterSeconds, d.resetAt);
@@ -115,20 +115,41 @@ export async function runOperation(
       }
       const requestHash = sha256Hex(JSON.stringify([op.operationId, params, input.body ?? null]));
       const slot = `${store.id}\u0000${key}`;
+      // Requests with this key on this instance wait for the first; the storage claim decides across instances.
       while (deps.inflight.has(slot)) await deps.inflight.get(slot)!.catch(() => {});
       // Claim the slot before any await, so concurrent requests with this key wait for this one.
       let release!: () => void;
       deps.inflight.set(slot, new Promise<void>((r) => (release = r)));
       try {
-        const stored = await deps.core.repo.getIdempotency(store.id, key, deps.core.clock.now() - IDEMPOTENCY_TTL_MS);
-        if (stored) {
-          if (stored.operationId !== op.operationId || stored.requestHash !== requestHash) {
+        const now = deps.core.clock.now();
+        const held = await deps.core.repo.claimIdempotency(
+          { storeId: store.id, key, operationId: op.operationId, requestHash, createdAt: now },
+          now - IDEMPOTENCY_TTL_MS,
+          now - IDEMPOTENCY_STALE_MS,
+        );
+        if (held) {
+          if (held.operationId !== op.operationId || held.requestHash !== requestHash) {
             throw new AppError('idempotency_key_reused', 'This Idempotency-Key was used with a different request in the last 24 hours.');
           }
-          result = { status: stored.status, body: JSON.parse(stored.response) };
+          if (held.status === 0) {
+            throw new AppError(
+              'conflict',
+              'A request with this Idempotency-Key is still in progress on another instance; retry with the same key once it has finished.',
+              undefined,
+              undefined,
+              { 'Retry-After': '1' },
+            );
+          }
+          result = { status: held.status, body: JSON.parse(held.response) };
           replayed = true;
         } else {
-          result = await exec();
+          try {
+            result = await exec();
+          } catch (err) {
+            // Nothing to replay: a retry with this key may run again.
+            await deps.core.repo.releaseIdempotency(store.id, key).catch(() => {});
+            throw err;
+          }
           await deps.core.repo.putIdempotency({
             storeId: store.id,
             key,

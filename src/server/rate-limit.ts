@@ -13,35 +13,37 @@ export interface RateDecision {
   resetAt: number;
 }
 
-export class RateLimiter {
-  private counts = new Map<string, number>();
-  private window = -1;
+/** Where the windows are counted: the storage (exact across instances on PostgreSQL; in memory for SQLite's one process). */
+export interface RateStore {
+  takeRate(keys: { key: string; limit: number }[], windowStart: number): Promise<number>;
+}
 
+/**
+ * The rule for simple and rich reads and previews: one fixed one-minute window per grant and one per store, by
+ * class (DESIGN limits). The storage counts; this decides the keys, windows and answer.
+ */
+export class RateLimiter {
   constructor(
+    private readonly store: RateStore,
     private readonly clock: Clock,
     private readonly limits: RateLimits = DEFAULT_RATE_LIMITS,
   ) {}
 
   /** Counts one call against both windows unless either is full. */
-  take(cls: RateLimitClass, grantId: string, storeId: string): RateDecision {
+  async take(cls: RateLimitClass, grantId: string, storeId: string): Promise<RateDecision> {
     const now = this.clock.now();
     const w = Math.floor(now / WINDOW_MS);
-    if (w !== this.window) {
-      this.window = w;
-      this.counts.clear();
-    }
     const resetAt = (w + 1) * WINDOW_MS;
     const retryAfterSeconds = Math.max(1, Math.ceil((resetAt - now) / 1000));
-    const gk = `${cls}|g|${grantId}`;
-    const sk = `${cls}|s|${storeId}`;
-    const g = this.counts.get(gk) ?? 0;
-    const st = this.counts.get(sk) ?? 0;
     const limit = this.limits[cls];
-    if (g >= limit.grant) return { limited: true, scope: 'grant', retryAfterSeconds, resetAt };
-    if (st >= limit.store) return { limited: true, scope: 'store', retryAfterSeconds, resetAt };
-    this.counts.set(gk, g + 1);
-    this.counts.set(sk, st + 1);
-    return { limited: false, scope: 'grant', retryAfterSeconds, resetAt };
+    const full = await this.store.takeRate(
+      [
+        { key: `${cls}|g|${grantId}`, limit: limit.grant },
+        { key: `${cls}|s|${storeId}`, limit: limit.store },
+      ],
+      w * WINDOW_MS,
+    );
+    return { limited: full >= 0, scope: full === 1 ? 'store' : 'grant', retryAfterSeconds, resetAt };
   }
 }
 

@@ -1,0 +1,85 @@
+/**
+ * Two app instances on one PostgreSQL database behave as one box to a client: one rate limit per grant and store,
+ * one execution per Idempotency-Key, one meter. Runs when HOOKRELAY_TEST_DATABASE_URL is set (CI sets it).
+ */
+import { describe, expect, it } from 'bun:test';
+import { PgRepo } from '../../db/pg/repo.ts';
+import type { SqliteRepo } from '../../db/sqlite/repo.ts';
+import { DEFAULT_RATE_LIMITS } from '../../src/contract/limits.ts';
+import { createCore, defaultConfig } from '../../src/core.ts';
+import { ManualClock } from '../../src/lib/clock.ts';
+import { newSecretKey, SecretBox } from '../../src/lib/crypto.ts';
+import { memoryLog } from '../../src/lib/log.ts';
+import { HandoffWorker } from '../../src/relay/worker.ts';
+import { createApp } from '../../src/server/app.ts';
+import { TEST_DATABASE_URL, testSchema } from '../fixtures/storage.ts';
+import { addGrant, addStore, BASE, call, createEndpoint, executeIntent, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+
+async function twoInstances(): Promise<[TestEnv, TestEnv, () => Promise<void>]> {
+  const schema = testSchema();
+  const key = newSecretKey();
+  const clock = new ManualClock();
+  const open = async (): Promise<TestEnv> => {
+    const repo = await PgRepo.open({ url: TEST_DATABASE_URL!, schema, max: 4 });
+    const log = memoryLog();
+    const core = createCore({
+      repo,
+      box: new SecretBox(key),
+      clock,
+      log,
+      config: defaultConfig({ publicUrl: BASE, env: () => undefined, rateLimits: { ...DEFAULT_RATE_LIMITS, simple_read: { grant: 6, store: 100 } } }),
+    });
+    return { core, app: createApp(core), clock, log, repo: repo as unknown as SqliteRepo };
+  };
+  const a = await open();
+  const b = await open();
+  return [a, b, async () => void (await Promise.all([a, b].map(async (e) => (await e.app.writer.close(), await e.core.repo.close()))))];
+}
+
+describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL, seen from a client', () => {
+  it('share one rate-limit window: the grant limit counts calls on both', async () => {
+    const [a, b, close] = await twoInstances();
+    try {
+      await addStore(a);
+      const token = await addGrant(a);
+      const statuses: number[] = [];
+      for (let i = 0; i < 8; i++) statuses.push((await call(i % 2 ? a : b, 'GET', '/agent/v1/grant', { token })).status);
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 429, 429]);
+    } finally {
+      await close();
+    }
+  });
+
+  it('run one execute per Idempotency-Key: the same key sent to both at once executes once', async () => {
+    const [a, b, close] = await twoInstances();
+    try {
+      await addStore(a);
+      const token = await addGrant(a);
+      const { endpoint, secret } = await createEndpoint(a, token);
+      const sent = await sendHook(a, endpoint, secret, orderEvent('ext-1'));
+      await new HandoffWorker(a.core).drain();
+      const path = `/agent/v1/events/${sent.json.eventId}/replay-intents`;
+      const preview = await call(b, 'POST', path, { token, body: { mode: 'preview', input: { reason: 'Flow was off' } } });
+      expect(preview.status).toBe(201);
+      const intent = preview.json.data.intent;
+      const answers = await Promise.all([a, b, a, b].map((env) => executeIntent(env, token, path, intent, 'replay-once')));
+      const executed = answers.filter((r) => r.status === 200);
+      // Each answer is the one execution, replayed, or 409 while it was in flight on the other instance.
+      expect(executed.length).toBeGreaterThanOrEqual(1);
+      for (const r of answers) expect([200, 409]).toContain(r.status);
+      for (const r of executed) expect(r.json.data).toEqual(executed[0]!.json.data);
+      // A 409 is the key's claim held by the other instance, never a second try at the intent itself.
+      for (const r of answers.filter((x) => x.status === 409)) expect(r.json.error.message).toContain('still in progress on another instance');
+      expect(executed[0]!.json.data.intent.state).toBe('executed');
+      const audit = await a.core.repo.listAudit({ limit: 100 });
+      expect(audit.filter((row) => row.intentId === intent.id && row.transition === 'executed')).toHaveLength(1);
+      // Once it has finished, the key replays the stored answer on either instance.
+      for (const env of [a, b]) {
+        const again = await executeIntent(env, token, path, intent, 'replay-once');
+        expect(again.status).toBe(200);
+      }
+    } finally {
+      await close();
+    }
+  });
+});
