@@ -96,6 +96,7 @@ export const replayIntent: IntentKind<ReplayInput> = {
       throw refuse(RETENTION_EXPIRED);
     }
     await ctx.core.repo.requeueEvent(event.id, ctx.core.clock.now());
+    await ctx.core.repo.notify?.('due', event.id).catch(() => {});
     await record(ctx.core, ctx.store, 'replay_executions');
     return { summary: `Event ${event.id} is queued for attempt ${event.attempts + 1}.`, resourceId: event.id };
   },

@@ -89,7 +89,11 @@ export interface App {
 export function createApp(core: Core): App {
   const endpoints = new EndpointCache(core);
   let wake: () => void = () => {};
-  const writer = new ReceiptWriter(core.repo, () => wake());
+  const writer = new ReceiptWriter(core.repo, (committed) => {
+    wake();
+    // Receipts this instance's worker did not take are for any peer's claim.
+    if (core.repo.notify && committed.some((c) => c.outcome === 'accepted' && !c.leased)) core.repo.notify('due', '').catch(() => {});
+  });
   const storage = new StorageHealth(core.clock, core.log);
   writer.reportHealthTo(storage);
   const authFailures = new AuthFailureLimiter(core.clock);
@@ -103,7 +107,11 @@ export function createApp(core: Core): App {
   let mcp: Promise<McpEndpoint> | null = null;
   const mcpEndpoint = () => (mcp ??= import('../mcp/endpoint.ts').then((m) => m.createMcpEndpoint({ core, version: VERSION, appFetch: (req) => fetch(req), authFailures })));
   const available = new Set(routes.filter((r) => r.handler || r.op.auth === 'none' || (r.op === MCP && core.config.mcp.codeMode)).map((r) => r.op.operationId));
-  const deps = { core, endpointChanged: (id: string) => endpoints.invalidate(id), limiter: new RateLimiter(core.repo, core.clock, core.config.rateLimits), authFailures, inflight: new Map(), storage };
+  const endpointChanged = (id: string) => {
+    endpoints.invalidate(id);
+    core.repo.notify?.('endpoint', id).catch(() => {}); // peers drop it too; their cache TTL bounds a lost signal
+  };
+  const deps = { core, endpointChanged, limiter: new RateLimiter(core.repo, core.clock, core.config.rateLimits), authFailures, inflight: new Map(), storage };
 
   async function fetch(req: Request, peer: string | null = null): Promise<Response> {
     const path = pathOf(req.url);

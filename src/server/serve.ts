@@ -114,6 +114,11 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
     app.writer.handOffTo(worker.directHandoff((id) => app.endpoints.get(id)));
   }
 
+  // Peers on one PostgreSQL: an endpoint changed elsewhere is dropped from this cache at once (not after its
+  // TTL), and events made due elsewhere (a replay, a commit whose receipts its own worker could not take) wake
+  // this worker before its next poll.
+  const unlisten = await core.repo.listen?.((signal, payload) => (signal === 'endpoint' ? app.endpoints.invalidate(payload) : worker.wake()));
+
   const stores = await core.repo.listStores();
   if (stores.length === 0) {
     core.log.warn('No store yet. Create one with: hookrelay init --shop your-store.myshopify.com, then hookrelay grant issue --shop your-store.myshopify.com --tier operator --ttl 8h');
@@ -138,6 +143,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
         await app.writer.close();
         await stopped;
         await worker.stop();
+        await unlisten?.();
         await core.repo.close();
       })();
       return stopping;

@@ -12,6 +12,8 @@ import { newSecretKey, SecretBox } from '../../src/lib/crypto.ts';
 import { memoryLog } from '../../src/lib/log.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { createApp } from '../../src/server/app.ts';
+import { startServer } from '../../src/server/serve.ts';
+import { until } from '../fixtures/handoff.ts';
 import { TEST_DATABASE_URL, testSchema } from '../fixtures/storage.ts';
 import { addGrant, addStore, BASE, call, createEndpoint, executeIntent, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
@@ -80,6 +82,26 @@ describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL, seen from a c
       }
     } finally {
       await close();
+    }
+  });
+
+  it('an endpoint archived on one instance stops intake on the other at once (a signal, not the cache TTL)', async () => {
+    const [a, b, close] = await twoInstances();
+    // Serving (not only in process): serve wires the signals. The manual clock never ages B's endpoint cache.
+    const servers = await Promise.all([a, b].map((env) => startServer(env.core, { port: 0, host: '127.0.0.1', worker: false, logRequests: false })));
+    try {
+      await addStore(a);
+      const admin = await addGrant(a, 'admin_assistant');
+      const { endpoint, secret } = await createEndpoint(a, admin);
+      const hook = (env: TestEnv, ext: string) => sendHook({ ...env, app: servers[env === a ? 0 : 1]!.app }, endpoint, secret, orderEvent(ext));
+      expect((await hook(b, 'before')).status).toBe(202); // B has the endpoint cached
+      const path = `/agent/v1/endpoints/${endpoint.id}/delete-intents`;
+      const p = await call({ ...a, app: servers[0]!.app }, 'POST', path, { token: admin, body: { mode: 'preview', input: {} } });
+      expect((await executeIntent({ ...a, app: servers[0]!.app }, admin, path, p.json.data.intent, 'archive-1')).status).toBe(200);
+      await until(async () => (await hook(b, `after-${Math.random()}`)).status === 404, 5_000);
+    } finally {
+      for (const s of servers) await s.stop().catch(() => {});
+      await close().catch(() => {});
     }
   });
 });
