@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppError, EXIT } from '../../src/contract/errors.ts';
@@ -9,6 +9,9 @@ import { HookrelayClient } from '../../src/client/http.ts';
 import { mask, redactSecrets } from '../../src/client/redact.ts';
 import { matchOperation } from '../../src/client/routes.ts';
 import { scratchHome } from './harness.ts';
+
+// These tests spawn the CLI or a server: room for a loaded machine (a per-file default; see test/preload.ts).
+setDefaultTimeout(60_000);
 
 const TOKEN = 'hrg_2bT9xQ7mV1kL8pR4sN6wY3zA5cE0gJ2hF9dK1uMx';
 

@@ -1,9 +1,12 @@
 /** Where the database lives: flag > HOOKRELAY_DATA_DIR > a per-user default, the same for every command, never the cwd. */
-import { afterAll, describe, expect, it } from 'bun:test';
+import { afterAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { defaultDataDir, locateDataDir } from '../../src/boot.ts';
 import { admin, adminBox, SPAWN_TIMEOUT_MS } from './admin-run.ts';
+
+// These tests spawn the CLI or a server: room for a loaded machine (a per-file default; see test/preload.ts).
+setDefaultTimeout(60_000);
 
 const box = adminBox();
 afterAll(() => rmSync(box.root, { recursive: true, force: true }));

@@ -1,8 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { binaryForTests } from '../fixtures/binary.ts';
 import { cli, closedPort, scratchHome, startApi, type Api } from './harness.ts';
+
+// These tests spawn the CLI or a server: room for a loaded machine (a per-file default; see test/preload.ts).
+setDefaultTimeout(60_000);
 
 const CHECKS = [
   'base_url_reachable',

@@ -1,10 +1,13 @@
 /** `events --follow` / `tail` against a real server in this process: each new receipt once, oldest first, Ctrl-C → 0. */
-import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
 import { followEvents } from '../../src/client/follow.ts';
 import { HookrelayClient } from '../../src/client/http.ts';
 import type { EventSummary } from '../../src/contract/schemas.ts';
 import { createEndpoint, orderEvent, sendHook } from '../helpers.ts';
 import { ENTRY, scratchHome, spawnCli, startApi, type Api } from './harness.ts';
+
+// These tests spawn the CLI or a server: room for a loaded machine (a per-file default; see test/preload.ts).
+setDefaultTimeout(60_000);
 
 let api: Api;
 let home: ReturnType<typeof scratchHome>;

@@ -1,7 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, closedPort, scratchHome, startApi, type Api } from './harness.ts';
+
+// These tests spawn the CLI or a server: room for a loaded machine (a per-file default; see test/preload.ts).
+setDefaultTimeout(60_000);
 
 let api: Api;
 let home: ReturnType<typeof scratchHome>;

@@ -2,11 +2,14 @@
  * A real `hookrelay serve --port 0`: the public URL it advertises (manifest, endpoint URLs) carries the port it
  * actually bound; a public URL set with `store set` wins over it; a Shopify store without the app secret warns.
  */
-import { afterAll, describe, expect, it } from 'bun:test';
+import { afterAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ENTRY } from './harness.ts';
 import { admin, adminBox, SPAWN_TIMEOUT_MS } from './admin-run.ts';
+
+// These tests spawn the CLI or a server: room for a loaded machine (a per-file default; see test/preload.ts).
+setDefaultTimeout(60_000);
 
 const box = adminBox('hookrelay-serve-');
 const cwd = box.dir('work');

@@ -1,7 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, cliText, scratchHome } from './harness.ts';
+
+// These tests spawn the CLI or a server: room for a loaded machine (a per-file default; see test/preload.ts).
+setDefaultTimeout(60_000);
 
 let home: ReturnType<typeof scratchHome>;
 const SECRET = 'whsec_TestSecretForSigning0123456789abcdef';

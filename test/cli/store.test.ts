@@ -1,8 +1,11 @@
 /** `hookrelay store show|set`, and `init` refusing the flags it would otherwise ignore on an existing store. */
-import { afterAll, describe, expect, it } from 'bun:test';
+import { afterAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { admin, adminBox, SPAWN_TIMEOUT_MS } from './admin-run.ts';
+
+// These tests spawn the CLI or a server: room for a loaded machine (a per-file default; see test/preload.ts).
+setDefaultTimeout(60_000);
 
 const box = adminBox('hookrelay-store-');
 afterAll(() => rmSync(box.root, { recursive: true, force: true }));

@@ -1,11 +1,14 @@
 /** A strict CLI: unknown flags, extra arguments and unknown commands are usage errors; help, completion, colour. */
-import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
 import { commandNodes, SHELLS } from '../../commands/_completion.ts';
 import { renderHelp } from '../../commands/_help.ts';
 import { colorFor } from '../../commands/_output.ts';
 import { closest, subsOf } from '../../commands/_tree.ts';
 import { main } from '../../commands/index.ts';
 import { cli, cliText, closedPort, scratchHome } from './harness.ts';
+
+// These tests spawn the CLI or a server: room for a loaded machine (a per-file default; see test/preload.ts).
+setDefaultTimeout(60_000);
 
 const ESC = '\u001B[';
 let home: ReturnType<typeof scratchHome>;

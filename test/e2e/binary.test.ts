@@ -2,12 +2,15 @@
  * The compiled executable, run as a self-hoster would: from an empty folder with no source tree beside it,
  * a signed event sent with curl + openssl, a clean SIGTERM.
  */
-import { describe, expect, it } from 'bun:test';
+import { describe, expect, it, setDefaultTimeout } from 'bun:test';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { closedPort } from '../cli/harness.ts';
 import { binaryForTests } from '../fixtures/binary.ts';
 import { until } from '../fixtures/handoff.ts';
+
+// These tests spawn the CLI or a server: room for a loaded machine (a per-file default; see test/preload.ts).
+setDefaultTimeout(60_000);
 
 const exe = binaryForTests('hookrelay-bin-');
 let port: number;

@@ -1,10 +1,13 @@
 /** One `serve` per data directory (a second is refused, a kill -9 leaves no stale lock); a busy port fails loudly. */
-import { afterAll, expect, it } from 'bun:test';
+import { afterAll, expect, it, setDefaultTimeout } from 'bun:test';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { closedPort } from '../cli/harness.ts';
 import { runToExit, spawnServe, type ServeProcess } from '../fixtures/serve-process.ts';
+
+// These tests spawn the CLI or a server: room for a loaded machine (a per-file default; see test/preload.ts).
+setDefaultTimeout(60_000);
 
 const root = mkdtempSync(join(tmpdir(), 'hookrelay-lock-'));
 const dataDir = join(root, 'data');

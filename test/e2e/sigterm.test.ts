@@ -3,13 +3,16 @@
  * connections get a clean 503 `shutting_down`, no ERROR is logged, and every 202 is on disk.
  */
 import { Database } from 'bun:sqlite';
-import { afterAll, expect, it } from 'bun:test';
+import { afterAll, expect, it, setDefaultTimeout } from 'bun:test';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hmacHex } from '../../src/lib/crypto.ts';
 import { closedPort } from '../cli/harness.ts';
 import { runToExit, spawnServe } from '../fixtures/serve-process.ts';
+
+// These tests spawn the CLI or a server: room for a loaded machine (a per-file default; see test/preload.ts).
+setDefaultTimeout(60_000);
 
 const root = mkdtempSync(join(tmpdir(), 'hookrelay-term-'));
 const dataDir = join(root, 'data');
