@@ -77,6 +77,26 @@ export interface DueEvent {
 }
 
 /**
+ * Claimed events with their endpoint and store, each looked up once per claim. An event whose endpoint or store
+ * is gone meanwhile is left out: its lease runs out and the next claim decides again.
+ */
+export async function withEndpointsAndStores(
+  claimed: EventRow[],
+  endpoint: (id: string) => EndpointRow | null | undefined | Promise<EndpointRow | null | undefined>,
+  store: (id: string) => StoreRow | null | undefined | Promise<StoreRow | null | undefined>,
+): Promise<DueEvent[]> {
+  const eps = new Map<string, EndpointRow | null | undefined>();
+  const sts = new Map<string, StoreRow | null | undefined>();
+  for (const id of new Set(claimed.map((e) => e.endpointId))) eps.set(id, await endpoint(id));
+  for (const id of new Set(claimed.map((e) => e.storeId))) sts.set(id, await store(id));
+  return claimed.flatMap((event) => {
+    const ep = eps.get(event.endpointId);
+    const st = sts.get(event.storeId);
+    return ep && st ? [{ event, endpoint: ep, store: st }] : [];
+  });
+}
+
+/**
  * event_stats keeps every counter at three widths (5 minutes, 1 hour, 1 day, UTC-aligned), so a window sums at
  * most 12 + 23 + 7 buckets per metric however long it is.
  */

@@ -33,7 +33,7 @@ import type {
   StoreRow,
   TriggerReadinessRow,
 } from '../types.ts';
-import { METRIC, PENDING_OUTCOMES, STATS_WIDTHS_MS, statsBucket } from '../types.ts';
+import { METRIC, PENDING_OUTCOMES, STATS_WIDTHS_MS, statsBucket, withEndpointsAndStores } from '../types.ts';
 import * as s from './schema.ts';
 
 /** Any two instances migrating at once serialise on this key (pg_advisory_xact_lock). */
@@ -426,15 +426,7 @@ export class PgRepo implements Repo {
     });
     for (const e of claimed) this.leases.set(e.id, token);
     if (!claimed.length) return [];
-    const eps = new Map<string, EndpointRow | null>();
-    const sts = new Map<string, StoreRow | null>();
-    for (const id of new Set(claimed.map((e) => e.endpointId))) eps.set(id, await this.getEndpointById(id));
-    for (const id of new Set(claimed.map((e) => e.storeId))) sts.set(id, await this.getStore(id));
-    return claimed.flatMap((event) => {
-      const endpoint = eps.get(event.endpointId);
-      const store = sts.get(event.storeId);
-      return endpoint && store ? [{ event, endpoint, store }] : [];
-    });
+    return withEndpointsAndStores(claimed, (id) => this.getEndpointById(id), (id) => this.getStore(id));
   }
 
   async journalAttempts(starts: AttemptStart[]): Promise<AttemptStart[]> {

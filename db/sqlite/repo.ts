@@ -25,7 +25,7 @@ import type {
   StoreRow,
 } from '../types.ts';
 import * as s from './schema.ts';
-import { METRIC, PENDING_OUTCOMES, STATS_WIDTHS_MS, statsBucket } from '../types.ts';
+import { METRIC, PENDING_OUTCOMES, STATS_WIDTHS_MS, statsBucket, withEndpointsAndStores } from '../types.ts';
 
 export interface SqliteOptions {
   /** File path, or `:memory:`. */
@@ -460,13 +460,7 @@ export class SqliteRepo implements Repo {
   async claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]> {
     const claimed = this.relaxed(() => this.claimTransaction(leaseUntil, now, limit));
     if (!claimed.length) return [];
-    const eps = new Map([...new Set(claimed.map((e) => e.endpointId))].map((id) => [id, this.endpointById.get({ id })]));
-    const sts = new Map([...new Set(claimed.map((e) => e.storeId))].map((id) => [id, this.storeById.get({ id })]));
-    return claimed.flatMap((event) => {
-      const endpoint = eps.get(event.endpointId);
-      const store = sts.get(event.storeId);
-      return endpoint && store ? [{ event, endpoint, store }] : [];
-    });
+    return withEndpointsAndStores(claimed, (id) => this.endpointById.get({ id }), (id) => this.storeById.get({ id }));
   }
 
   async journalAttempts(starts: AttemptStart[]): Promise<AttemptStart[]> {

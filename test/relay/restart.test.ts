@@ -42,6 +42,17 @@ function envFor(core: Core, log: ReturnType<typeof memoryLog>): TestEnv {
   return { core, app: createApp(core), clock: core.clock as ManualClock, log, repo: core.repo as SqliteRepo };
 }
 
+/** Opens environments on one database file, as successive lives of one box would (same key, same clock). */
+function fileEnvs(clock: ManualClock): () => Promise<TestEnv> {
+  const path = join(tempDir(), 'hookrelay.db');
+  const key = newSecretKey();
+  return async () => {
+    const log = memoryLog();
+    const repo = await SqliteRepo.open({ path });
+    return envFor(createCore({ repo, box: new SecretBox(key), clock, log, config: defaultConfig(config()) }), log);
+  };
+}
+
 async function allEvents(env: TestEnv, grant: string) {
   const r = await call(env, 'GET', '/agent/v1/events?limit=100', { token: grant });
   expect(r.status).toBe(200);
@@ -107,14 +118,8 @@ describe('durability across a restart (file database)', () => {
   });
 
   it('delivers events a crashed worker had leased but never recorded', async () => {
-    const path = join(tempDir(), 'hookrelay.db');
-    const key = newSecretKey();
     const clock = new ManualClock();
-    const open = async () => {
-      const log = memoryLog();
-      const repo = await SqliteRepo.open({ path });
-      return envFor(createCore({ repo, box: new SecretBox(key), clock, log, config: defaultConfig(config()) }), log);
-    };
+    const open = fileEnvs(clock);
     const M = 6;
 
     const env1 = await open();
@@ -158,14 +163,8 @@ describe('durability across a restart (file database)', () => {
   });
 
   it('a worker that dies after its sends leaves each attempt `unknown`: the repeat is visible as attempt 2', async () => {
-    const path = join(tempDir(), 'hookrelay.db');
-    const key = newSecretKey();
     const clock = new ManualClock();
-    const open = async () => {
-      const log = memoryLog();
-      const repo = await SqliteRepo.open({ path });
-      return envFor(createCore({ repo, box: new SecretBox(key), clock, log, config: defaultConfig(config()) }), log);
-    };
+    const open = fileEnvs(clock);
     const M = 6;
     const LANES = config().handoff!.concurrency; // sends in flight at the "kill"
     fake.reset();
