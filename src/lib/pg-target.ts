@@ -46,6 +46,9 @@ export function pgOpenError(err: unknown, url: string): AppError {
   const where = describePg(url);
   const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : '';
   if (code === '3D000') return new AppError('not_found', `The ${where} does not exist: create it (createdb), then run hookrelay init or migrate.`);
+  // A server's own error (permission denied, disk full) carries no connection string: its text helps and is kept.
+  const server = typeof (err as { severity?: unknown })?.severity === 'string' && !code.startsWith('28') && !code.startsWith('08');
+  if (server) return new AppError('storage_unavailable', `The ${where} answered: ${(err as Error).message} (SQLSTATE ${code}).`);
   const reason = UNREACHABLE[code] ?? (code.startsWith('28') ? 'the server refused the credentials' : code ? `error ${code}` : 'no connection');
   return new AppError('storage_unavailable', `Cannot reach the database (${where}): ${reason}. Check HOOKRELAY_DATABASE_URL / --database-url and that PostgreSQL is up.`);
 }

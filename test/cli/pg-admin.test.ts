@@ -10,13 +10,16 @@ import { newSecretKey } from '../../src/lib/crypto.ts';
 import { TEST_DATABASE_URL } from '../fixtures/storage.ts';
 import { admin, adminBox, SPAWN_TIMEOUT_MS, type AdminResult } from './admin-run.ts';
 import { closedPort } from './harness.ts';
-import { CANARY, canaryUrl, freshDatabase, query } from './pg-db.ts';
+import { CANARY, canaryUrl, dropCreated, freshDatabase, limitedRole, query } from './pg-db.ts';
 
 const box = adminBox('hookrelay-pgadmin-');
 const cwd = box.dir('work');
 const SHOP = 'pga.myshopify.com';
 const KEY = Buffer.from(newSecretKey()).toString('hex');
-afterAll(() => rmSync(box.root, { recursive: true, force: true }));
+afterAll(async () => {
+  rmSync(box.root, { recursive: true, force: true });
+  await dropCreated(); // dropping a database waits for a checkpoint: seconds on a loaded machine
+}, 60_000);
 
 /** Every document and log line a run produced, for the canary check. */
 const seen: string[] = [];
@@ -121,6 +124,16 @@ describe.if(!!TEST_DATABASE_URL)('admin commands on PostgreSQL', () => {
     const missing = run(['grant', 'list', '--database-url', canaryUrl('hr_no_such_database_x')], env);
     expect(missing.code).toBe(6);
     expect(missing.json.error.message).toContain('PostgreSQL database hr_no_such_database_x on 127.0.0.1');
+
+    // A server-side refusal (no right to create the schema) keeps the server's words, still without the URL.
+    const db = await freshDatabase();
+    const role = await limitedRole();
+    const limited = new URL(db.url);
+    limited.username = role;
+    const refusedSetup = run(['init', '--shop', SHOP, '--database-url', limited.toString()], env);
+    expect(refusedSetup.code).toBe(1);
+    expect(refusedSetup.json.error.message).toContain(`The PostgreSQL database ${db.name} on 127.0.0.1:`);
+    expect(refusedSetup.json.error.message).toContain('permission denied');
 
     const malformed = run(['grant', 'list', '--database-url', `postgres://u:${CANARY}@[bad/x`], env);
     expect(malformed.json.error.code).toBe('invalid_input');

@@ -2,7 +2,6 @@
  * PostgreSQL for CLI tests: a fresh database per call (dropped when the file ends), reached by a URL holding a
  * canary password that must never show in any output, and `serve` as a child process read until it listens.
  */
-import { afterAll } from 'bun:test';
 import pg from 'pg';
 import { TEST_DATABASE_URL } from '../fixtures/storage.ts';
 import { ENTRY } from './harness.ts';
@@ -11,13 +10,34 @@ import { ENTRY } from './harness.ts';
 export const CANARY = 'canaryPw7Q9z';
 
 const created: string[] = [];
-afterAll(async () => {
-  if (!TEST_DATABASE_URL || !created.length) return;
+const roles: string[] = [];
+
+/**
+ * Drops the databases and roles made so far. Each test file registers it (`afterAll(dropCreated, 60_000)`): a hook
+ * registered here would belong to whichever file imported this module first.
+ */
+export async function dropCreated(): Promise<void> {
+  if (!TEST_DATABASE_URL || !(created.length || roles.length)) return;
   const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
   await admin.connect();
   for (const name of created.splice(0)) await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  for (const name of roles.splice(0)) await admin.query(`DROP ROLE IF EXISTS "${name}"`);
   await admin.end();
-});
+}
+
+/** A login role with no right to create tables in `public` (PostgreSQL 15's default for non-owners). */
+export async function limitedRole(): Promise<string> {
+  const name = `hr_cli_ro_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL! });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE ROLE "${name}" LOGIN`);
+  } finally {
+    await admin.end();
+  }
+  roles.push(name);
+  return name;
+}
 
 /** `TEST_DATABASE_URL` with another database, host or port, and the canary password. */
 export function canaryUrl(database: string, hostPort?: string): string {

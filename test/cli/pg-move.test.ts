@@ -10,7 +10,7 @@ import { hmacHex, newSecretKey } from '../../src/lib/crypto.ts';
 import { TEST_DATABASE_URL } from '../fixtures/storage.ts';
 import { orderEvent } from '../helpers.ts';
 import { admin, adminBox, SPAWN_TIMEOUT_MS, type AdminResult } from './admin-run.ts';
-import { CANARY, freshDatabase, query, startServe, type Served } from './pg-db.ts';
+import { CANARY, dropCreated, freshDatabase, query, startServe, type Served } from './pg-db.ts';
 
 const box = adminBox('hookrelay-pgmove-');
 const cwd = box.dir('work');
@@ -19,7 +19,8 @@ const running: Served[] = [];
 afterAll(async () => {
   for (const s of running) await s.stop();
   rmSync(box.root, { recursive: true, force: true });
-});
+  await dropCreated();
+}, 60_000);
 
 const seen: string[] = [];
 function run(args: string[], env: Record<string, string> = {}): AdminResult {
