@@ -6,6 +6,15 @@ export const dataDirArg = {
   'data-dir': { type: 'string', description: 'Data directory (env HOOKRELAY_DATA_DIR; default $XDG_DATA_HOME/hookrelay or ~/.local/share/hookrelay)' },
 } as const;
 
+/** Where admin commands and serve keep their data: flag > HOOKRELAY_DATABASE_URL > SQLite in the data directory. */
+export const storageArgs = {
+  ...dataDirArg,
+  'database-url': {
+    type: 'string',
+    description: 'PostgreSQL URL postgres://… (env HOOKRELAY_DATABASE_URL, preferred: a flag shows in ps; default SQLite in the data directory). Never printed',
+  },
+} as const;
+
 /** The expected-context flags, sent as the X-Service-Expected-* headers (also saved by `profile add`). */
 export const expectArgs = {
   'expect-platform-key': { type: 'string', description: 'Sent as X-Service-Expected-Platform-Key' },

@@ -2,7 +2,7 @@ import { defineCommand } from 'citty';
 import { openCore } from '../src/boot.ts';
 import { AppError } from '../src/contract/errors.ts';
 import { iso } from '../src/lib/clock.ts';
-import { dataDirArg, parseSince, SINCE_HELP } from './_args.ts';
+import { parseSince, SINCE_HELP, storageArgs } from './_args.ts';
 import { printJson } from './_output.ts';
 
 export default defineCommand({
@@ -15,10 +15,10 @@ export default defineCommand({
     since: { type: 'string', description: `Rows at or after: ${SINCE_HELP} (default 24h)` },
     shop: { type: 'string', description: 'Only this store' },
     limit: { type: 'string', description: 'The newest this many rows, oldest first (default 1000)' },
-    ...dataDirArg,
+    ...storageArgs,
   },
   async run({ args }) {
-    const core = await openCore({ dataDir: args['data-dir'], create: false });
+    const core = await openCore({ dataDir: args['data-dir'], databaseUrl: args['database-url'], create: false });
     try {
       const since = parseSince(args.since ?? '24h', core.clock.now());
       const limit = Number(args.limit ?? 1000);

@@ -5,11 +5,11 @@ import { TIER_NAMES, type Tier } from '../src/contract/scopes.ts';
 import type { Core } from '../src/core.ts';
 import { parseDuration } from '../src/lib/clock.ts';
 import { issueGrant, listGrants, revokeGrant } from '../src/ops/grants.ts';
-import { dataDirArg } from './_args.ts';
+import { storageArgs } from './_args.ts';
 import { printJson } from './_output.ts';
 
-async function withCore(dataDir: string | undefined, fn: (core: Core) => Promise<unknown>) {
-  const core = await openCore({ dataDir, create: false });
+async function withCore(args: { 'data-dir'?: string; 'database-url'?: string }, fn: (core: Core) => Promise<unknown>) {
+  const core = await openCore({ dataDir: args['data-dir'], databaseUrl: args['database-url'], create: false });
   try {
     printJson(await fn(core));
   } finally {
@@ -25,14 +25,14 @@ const issue = defineCommand({
     scopes: { type: 'string', description: 'Comma-separated subset of the tier’s scopes' },
     ttl: { type: 'string', required: true, description: 'Lifetime, e.g. 8h, 30m, 7d' },
     label: { type: 'string', description: 'Who or what the grant is for' },
-    ...dataDirArg,
+    ...storageArgs,
   },
   async run({ args }) {
     if (!TIER_NAMES.includes(args.tier as Tier)) throw new AppError('invalid_input', `--tier must be one of ${TIER_NAMES.join(', ')}.`);
     const ttlMs = parseDuration(args.ttl);
     if (!ttlMs) throw new AppError('invalid_input', '--ttl must look like 30m, 8h or 7d.');
     if (ttlMs > 90 * 86400_000) throw new AppError('invalid_input', '--ttl may be at most 90d: grants are time-bounded.');
-    await withCore(args['data-dir'], (core) =>
+    await withCore(args, (core) =>
       issueGrant(core, {
         shopDomain: args.shop,
         tier: args.tier as Tier,
@@ -46,14 +46,14 @@ const issue = defineCommand({
 
 const list = defineCommand({
   meta: { name: 'list', description: 'List grants (never their tokens)', examples: ['hookrelay grant list'] },
-  args: { shop: { type: 'string', description: 'Only this store' }, ...dataDirArg },
-  run: ({ args }) => withCore(args['data-dir'], async (core) => ({ grants: await listGrants(core, args.shop) })),
+  args: { shop: { type: 'string', description: 'Only this store' }, ...storageArgs },
+  run: ({ args }) => withCore(args, async (core) => ({ grants: await listGrants(core, args.shop) })),
 });
 
 const revoke = defineCommand({
   meta: { name: 'revoke', description: 'Revoke a grant now', examples: ['hookrelay grant revoke grt_…'] },
-  args: { grantId: { type: 'positional', required: true, description: 'Grant id (gr_…)' }, ...dataDirArg },
-  run: ({ args }) => withCore(args['data-dir'], (core) => revokeGrant(core, args.grantId)),
+  args: { grantId: { type: 'positional', required: true, description: 'Grant id (gr_…)' }, ...storageArgs },
+  run: ({ args }) => withCore(args, (core) => revokeGrant(core, args.grantId)),
 });
 
 export default defineCommand({

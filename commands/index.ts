@@ -5,6 +5,7 @@ import { AppError, ERROR_CODES, EXIT } from '../src/contract/errors.ts';
 import { VERSION } from '../src/version.ts';
 import { exitDocument } from './_exit.ts';
 import { printHelp } from './_help.ts';
+import { redactSecrets } from '../src/client/redact.ts';
 import { drained, printJson } from './_output.ts';
 import { resolveStrict, setRoot } from './_tree.ts';
 
@@ -51,6 +52,9 @@ setRoot(main);
 /** citty colours names in its own messages; none of that belongs inside JSON. */
 const stripAnsi = (text: string) => text.replace(/\u001B\[[0-9;]*m/g, '');
 
+/** An error document with secret shapes masked: a database URL typed where a command was expected, a driver message. */
+const printError = (doc: unknown) => printJson(redactSecrets(doc));
+
 const HELP_FLAGS = new Set(['--help', '-h']);
 
 function wantsHelp(args: string[]): boolean {
@@ -79,18 +83,18 @@ export async function run(rawArgs: string[]): Promise<number> {
   } catch (err) {
     const ended = exitDocument(err);
     if (ended) {
-      printJson(ended.document);
+      printError(ended.document);
       return ended.exitCode;
     }
     if (err instanceof AppError) {
-      printJson({ error: { code: err.code, message: err.message, ...(err.details !== undefined ? { details: err.details } : {}) } });
+      printError({ error: { code: err.code, message: err.message, ...(err.details !== undefined ? { details: err.details } : {}) } });
       return ERROR_CODES[err.code].exitCode;
     }
     if (err instanceof Error && (err.name === 'CLIError' || /Unknown command|Missing required/i.test(err.message))) {
-      printJson({ error: { code: 'usage', message: stripAnsi(err.message) } });
+      printError({ error: { code: 'usage', message: stripAnsi(err.message) } });
       return EXIT.usage;
     }
-    printJson({ error: { code: 'internal_error', message: err instanceof Error ? err.message.split('\n')[0] : 'error' } });
+    printError({ error: { code: 'internal_error', message: err instanceof Error ? err.message.split('\n')[0] : 'error' } });
     return EXIT.error;
   }
 }

@@ -1,8 +1,9 @@
 import { defineCommand } from 'citty';
-import { describeDataDir, locateDataDir, openCore } from '../src/boot.ts';
+import { describeStorage, locateDataDir, locateDatabaseUrl, openCore } from '../src/boot.ts';
 import { stderrLog } from '../src/lib/log.ts';
+import { pgTarget } from '../src/lib/pg-target.ts';
 import { describeDestination, initStore } from '../src/ops/stores.ts';
-import { dataDirArg } from './_args.ts';
+import { storageArgs } from './_args.ts';
 import { printJson } from './_output.ts';
 
 export default defineCommand({
@@ -18,13 +19,13 @@ export default defineCommand({
     plan: { type: 'string', description: 'free | starter | growth | scale (default free)' },
     destination: { type: 'string', description: 'log (default) | shopify' },
     'admin-token-env': { type: 'string', description: 'NAME of the env variable holding the Admin API token (never the token)' },
-    ...dataDirArg,
+    ...storageArgs,
   },
   async run({ args }) {
     const dataDir = locateDataDir(args['data-dir']);
     const log = stderrLog();
-    log.info(describeDataDir(dataDir));
-    const core = await openCore({ dataDir: dataDir.path, log });
+    log.info(describeStorage(dataDir, args['database-url']));
+    const core = await openCore({ dataDir: dataDir.path, databaseUrl: args['database-url'], log });
     try {
       const result = await initStore(core, {
         shopDomain: args.shop,
@@ -36,7 +37,9 @@ export default defineCommand({
       });
       const row = await core.repo.getStoreByShop(result.store.shopDomain);
       if (row) log.info(describeDestination(row, core.config.env));
-      printJson({ ...result, dataDir: dataDir.path });
+      // On PostgreSQL the data directory is not used; the database is named by the log line above, never by its URL.
+      const db = locateDatabaseUrl(args['database-url']);
+      printJson(db ? { ...result, database: { dialect: 'postgres', ...pgTarget(db.url) } } : { ...result, dataDir: dataDir.path });
     } finally {
       await core.repo.close();
     }

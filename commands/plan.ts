@@ -1,7 +1,7 @@
 import { defineCommand } from 'citty';
 import { openCore } from '../src/boot.ts';
 import { setPlan } from '../src/ops/stores.ts';
-import { dataDirArg } from './_args.ts';
+import { storageArgs } from './_args.ts';
 import { printJson } from './_output.ts';
 
 const set = defineCommand({
@@ -9,10 +9,10 @@ const set = defineCommand({
   args: {
     shop: { type: 'string', required: true, description: 'Shop domain, e.g. your-store.myshopify.com' },
     plan: { type: 'string', required: true, description: 'free | starter | growth | scale' },
-    ...dataDirArg,
+    ...storageArgs,
   },
   async run({ args }) {
-    const core = await openCore({ dataDir: args['data-dir'], create: false });
+    const core = await openCore({ dataDir: args['data-dir'], databaseUrl: args['database-url'], create: false });
     try {
       printJson(await setPlan(core, args.shop, args.plan));
     } finally {

@@ -1,12 +1,12 @@
 import { defineCommand } from 'citty';
-import { describeDataDir, locateDataDir, openCore } from '../src/boot.ts';
+import { describeStorage, locateDataDir, openCore } from '../src/boot.ts';
 import { AppError } from '../src/contract/errors.ts';
 import { mcpConfigFromEnv } from '../src/core.ts';
 import { stderrLog } from '../src/lib/log.ts';
 import { describeDestination, storedPublicUrl } from '../src/ops/stores.ts';
 import { APP_SECRET_ENV, appSecret } from '../src/relay/lifecycle.ts';
 import { startServer } from '../src/server/serve.ts';
-import { dataDirArg } from './_args.ts';
+import { storageArgs } from './_args.ts';
 
 export default defineCommand({
   meta: {
@@ -18,7 +18,7 @@ export default defineCommand({
     port: { type: 'string', description: 'Port (default 8787, env HOOKRELAY_PORT; 0 picks a free one)' },
     host: { type: 'string', description: 'Interface (default 127.0.0.1, env HOOKRELAY_HOST)' },
     'public-url': { type: 'string', description: 'Base of endpoint URLs (env HOOKRELAY_PUBLIC_URL; else hookrelay store set --public-url; else http://host:port)' },
-    ...dataDirArg,
+    ...storageArgs,
   },
   async run({ args }) {
     const port = Number(args.port ?? process.env.HOOKRELAY_PORT ?? 8787);
@@ -26,11 +26,12 @@ export default defineCommand({
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new AppError('invalid_input', '--port must be 0-65535.');
     const log = stderrLog();
     const dataDir = locateDataDir(args['data-dir']);
-    log.info(describeDataDir(dataDir));
+    log.info(describeStorage(dataDir, args['database-url']));
     const explicitUrl = args['public-url'] ?? process.env.HOOKRELAY_PUBLIC_URL;
     const hostPart = host.includes(':') ? `[${host}]` : host;
     const core = await openCore({
       dataDir: dataDir.path,
+      databaseUrl: args['database-url'],
       serveLock: true,
       log,
       config: {

@@ -2,7 +2,7 @@
 import { defineCommand } from 'citty';
 import { openCore } from '../src/boot.ts';
 import { setStoreSettings, showStores } from '../src/ops/stores.ts';
-import { dataDirArg } from './_args.ts';
+import { storageArgs } from './_args.ts';
 import { printJson } from './_output.ts';
 
 const show = defineCommand({
@@ -11,9 +11,9 @@ const show = defineCommand({
     description: "Show the stores' settings (destination, admin token variable NAME, plan) and the public URL",
     examples: ['hookrelay store show --shop your-store.myshopify.com'],
   },
-  args: { shop: { type: 'string', description: 'Only this store' }, ...dataDirArg },
+  args: { shop: { type: 'string', description: 'Only this store' }, ...storageArgs },
   async run({ args }) {
-    const core = await openCore({ dataDir: args['data-dir'], create: false });
+    const core = await openCore({ dataDir: args['data-dir'], databaseUrl: args['database-url'], create: false });
     try {
       printJson(await showStores(core, args.shop));
     } finally {
@@ -34,10 +34,10 @@ const set = defineCommand({
     'admin-token-env': { type: 'string', description: 'NAME of the env variable holding the Admin API token (never the token)' },
     plan: { type: 'string', description: 'free | starter | growth | scale' },
     'public-url': { type: 'string', description: 'Box-wide base of endpoint URLs, e.g. https://relay.example.com (env HOOKRELAY_PUBLIC_URL wins)' },
-    ...dataDirArg,
+    ...storageArgs,
   },
   async run({ args }) {
-    const core = await openCore({ dataDir: args['data-dir'], create: false });
+    const core = await openCore({ dataDir: args['data-dir'], databaseUrl: args['database-url'], create: false });
     try {
       printJson(
         await setStoreSettings(core, args.shop, {

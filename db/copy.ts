@@ -35,6 +35,8 @@ export async function copySqliteToPostgres(sqlitePath: string, pool: pg.Pool, de
   const client = await pool.connect();
   const report: CopyReport = { tables: {} };
   try {
+    // One read transaction on the source: every table is copied from the same snapshot.
+    src.exec('BEGIN');
     await client.query('BEGIN');
     const existing = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM stores');
     if ((existing.rows[0]?.n ?? 0) > 0) throw new Error('The PostgreSQL database already holds stores; copy into an empty one.');

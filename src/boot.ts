@@ -8,6 +8,7 @@ import { createCore, defaultConfig, type Config, type Core } from './core.ts';
 import { lockDataDir } from './lib/dir-lock.ts';
 import { newSecretKey, parseSecretKey, SecretBox } from './lib/crypto.ts';
 import type { Log } from './lib/log.ts';
+import { describePg, pgOpenError, pgTarget } from './lib/pg-target.ts';
 
 export interface BootOptions {
   dataDir?: string;
@@ -103,19 +104,82 @@ export function prepareDataDir(flag?: string): string {
   return dataDir;
 }
 
+/** Where the database URL came from: flag > HOOKRELAY_DATABASE_URL > none (SQLite in the data directory). */
+export function locateDatabaseUrl(flag?: string, env: Record<string, string | undefined> = process.env): { url: string; source: '--database-url' | 'HOOKRELAY_DATABASE_URL' } | null {
+  if (flag) return { url: flag, source: '--database-url' };
+  if (env.HOOKRELAY_DATABASE_URL) return { url: env.HOOKRELAY_DATABASE_URL, source: 'HOOKRELAY_DATABASE_URL' };
+  return null;
+}
+
+/** The stderr line saying which storage a command uses: the data directory, or the PostgreSQL database (never its URL). */
+export function describeStorage(dir: DataDir, databaseUrlFlag?: string): string {
+  const db = locateDatabaseUrl(databaseUrlFlag);
+  if (!db) return describeDataDir(dir);
+  checkPostgresUrl(db.url);
+  return `${describePg(db.url)} (from ${db.source}); the data directory is not used.`;
+}
+
+/** invalid_input (never echoing the URL) unless it is a parseable postgres:// or postgresql:// URL. */
+export function checkPostgresUrl(url: string): void {
+  if (!isPostgresUrl(url)) throw new AppError('invalid_input', 'HOOKRELAY_DATABASE_URL / --database-url must be a postgres:// or postgresql:// URL.');
+  pgTarget(url);
+}
+
+/**
+ * The PostgreSQL twin of requireDatabase: admin commands other than init and migrate must not create the schema
+ * in whatever database a URL names. Fails unless hookrelay's migrations table is there.
+ */
+export async function requirePgDatabase(url: string): Promise<void> {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => {});
+  let found = false;
+  try {
+    await client.connect();
+    const r = await client.query<{ t: string | null }>("SELECT to_regclass('__hookrelay_migrations')::text AS t");
+    found = !!r.rows[0]?.t;
+  } catch (err) {
+    throw pgOpenError(err, url);
+  } finally {
+    await client.end().catch(() => {});
+  }
+  if (!found) {
+    throw new AppError(
+      'not_found',
+      `No hookrelay database in the ${describePg(url)}. Create it with hookrelay init --shop your-store.myshopify.com (or hookrelay migrate) with the same database URL.`,
+    );
+  }
+}
+
 export async function openCore(opts: BootOptions = {}): Promise<Core> {
-  const url = opts.databaseUrl ?? process.env.HOOKRELAY_DATABASE_URL ?? null;
-  if (opts.create === false && !url) requireDatabase(opts.dataDir);
+  const url = locateDatabaseUrl(opts.databaseUrl)?.url ?? null;
+  if (url) return openPgCore(url, opts);
+  if (opts.create === false) requireDatabase(opts.dataDir);
   const dataDir = prepareDataDir(opts.dataDir);
-  if (url && !isPostgresUrl(url)) throw new AppError('invalid_input', 'HOOKRELAY_DATABASE_URL / --database-url must be a postgres:// or postgresql:// URL.');
+  // One serve per SQLite file; instances on PostgreSQL are peers and take no lock.
+  if (opts.serveLock) lockDataDir(dataDir);
+  const box = new SecretBox(loadSecretKey(dataDir));
+  const repo = await openStorage({ url: null, sqlitePath: databasePath(dataDir), synchronous: opts.synchronous });
+  return createCore({ repo, box, log: opts.log, config: defaultConfig(opts.config) });
+}
+
+/** PostgreSQL holds everything: no data directory is made or read, and errors name the database, never the URL. */
+async function openPgCore(url: string, opts: BootOptions): Promise<Core> {
+  checkPostgresUrl(url);
   // Every instance on one database must seal and open endpoint secrets with the same key: a key file made by
   // one instance in its own data directory would leave the others unable to verify any signature.
-  if (url && !process.env.HOOKRELAY_SECRET_KEY) {
-    throw new AppError('invalid_input', 'With a PostgreSQL database, set HOOKRELAY_SECRET_KEY (64 hex characters), the same on every instance.');
+  if (!process.env.HOOKRELAY_SECRET_KEY) {
+    throw new AppError(
+      'invalid_input',
+      'With a PostgreSQL database, set HOOKRELAY_SECRET_KEY (64 hex characters, e.g. from openssl rand -hex 32), the same on every instance.',
+    );
   }
-  // One serve per SQLite file; instances on PostgreSQL are peers and take no lock.
-  if (opts.serveLock && !url) lockDataDir(dataDir);
-  const box = new SecretBox(loadSecretKey(dataDir));
-  const repo = await openStorage({ url, sqlitePath: databasePath(dataDir), synchronous: opts.synchronous });
-  return createCore({ repo, box, log: opts.log, config: defaultConfig(opts.config) });
+  const key = parseSecretKey(process.env.HOOKRELAY_SECRET_KEY);
+  if (!key) throw new AppError('invalid_input', 'HOOKRELAY_SECRET_KEY must be 64 hex characters or base64 of 32 bytes.');
+  process.umask(0o077);
+  if (opts.create === false) await requirePgDatabase(url);
+  const repo = await openStorage({ url, sqlitePath: '' }).catch((err: unknown) => {
+    throw pgOpenError(err, url);
+  });
+  return createCore({ repo, box: new SecretBox(key), log: opts.log, config: defaultConfig(opts.config) });
 }
