@@ -14,7 +14,7 @@ import { authenticateBearer } from '../ops/grants.ts';
 import { operations } from '../contract/operations.ts';
 import { errorResponse } from '../server/http.ts';
 import { audit, failedAuthentication } from '../server/pipeline.ts';
-import { AuthFailureLimiter } from '../server/rate-limit.ts';
+import { AuthFailureLimiter, NO_CLIENT, type ClientOf } from '../server/rate-limit.ts';
 import { codeModeAvailable } from './code-mode.ts';
 import { closeSandboxes } from './sandbox-process.ts';
 import { createMcpServer, type ServerDeps } from './server.ts';
@@ -34,7 +34,7 @@ const OPEN_FRAME = new TextEncoder().encode(': open\n\n');
 
 export interface McpEndpoint {
   /** `client`: the caller's address key; failed bearer authentication is limited by it. */
-  fetch(req: Request, client?: string | null): Promise<Response>;
+  fetch(req: Request, client?: ClientOf): Promise<Response>;
   /** Closes every session and its open streams (shutdown: a graceful stop waits for open responses). */
   close(): Promise<void>;
 }
@@ -80,7 +80,7 @@ export function createMcpEndpoint(deps: ServerDeps & { authFailures?: AuthFailur
     return session;
   }
 
-  async function handle(req: Request, client: string | null = null): Promise<Response> {
+  async function handle(req: Request, client: ClientOf = NO_CLIENT): Promise<Response> {
     const requestId = core.ids.next('req');
     const origin = req.headers.get('origin');
     if (origin !== null && !origins.has(origin)) return refused(originRefused(origin), requestId);

@@ -15,7 +15,7 @@ import { readCapped } from '../lib/body.ts';
 import { metrics } from '../lib/instruments.ts';
 import { describeFault, STORAGE_RETRY_AFTER_SECONDS, storageFault } from './storage-health.ts';
 import { WriterClosedError, type ReceiptWriter } from './writer.ts';
-import type { AuthFailureLimiter } from '../server/rate-limit.ts';
+import { NO_CLIENT, type AuthFailureLimiter, type ClientOf } from '../server/rate-limit.ts';
 
 
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
@@ -52,7 +52,7 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
   const { clock, ids, config } = core;
 
   /** `client`: the caller's address key (see clientKey), null when unknown. */
-  return async function handleInbound(req: Request, endpointId: string, client: string | null = null): Promise<Response> {
+  return async function handleInbound(req: Request, endpointId: string, client: ClientOf = NO_CLIENT): Promise<Response> {
     try {
       return await receive(req, endpointId, client);
     } catch (err) {
@@ -74,7 +74,7 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
     return reply(503, { code: 'storage_unavailable', message: `The receipt could not be recorded: ${describeFault(fault)}. Retry later.` }, { 'Retry-After': String(STORAGE_RETRY_AFTER_SECONDS) });
   }
 
-  async function receive(req: Request, endpointId: string, client: string | null): Promise<Response> {
+  async function receive(req: Request, endpointId: string, client: ClientOf): Promise<Response> {
     if (req.method !== 'POST') return reply(405, { code: 'method_not_allowed', message: 'Use POST.' }, { Allow: 'POST' });
     const ep = await endpoints.get(endpointId);
     if (!ep || ep.row.status !== 'active') return reply(404, { code: 'not_found', message: 'No such endpoint.' });
@@ -104,9 +104,9 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
    * Records the failure (folded into a count under a flood) and answers 401, or 429 once the client address or the
    * endpoint is over its failure limit. Only failures reach here: a correctly signed event is never refused by it.
    */
-  async function authFailure(ep: LiveEndpoint, code: 'SVC_AUTH_HEADER_MISSING' | 'SVC_AUTH_FAILED', at: number, client: string | null, message: string = MESSAGES[code]) {
+  async function authFailure(ep: LiveEndpoint, code: 'SVC_AUTH_HEADER_MISSING' | 'SVC_AUTH_FAILED', at: number, client: ClientOf, message: string = MESSAGES[code]) {
     const { windowMs, rowsPerEndpoint } = AUTH_FAILURE_LIMITS;
-    const d = authFailures.fail(client, ep.row.id);
+    const d = authFailures.fail(client(), ep.row.id);
     const foldSince = Math.floor(at / windowMs) * windowMs;
     await writer.recordAuthFailure({ id: ids.next('af'), storeId: ep.row.storeId, endpointId: ep.row.id, code, at, count: 1, foldSince, keepRows: rowsPerEndpoint });
     metrics.inboundAuthFailure(ep.row.storeId, code);

@@ -20,7 +20,7 @@ import { runOperation, type AnyHandler } from './pipeline.ts';
 import { docsPage } from './docs.ts';
 import { createMetricsHandler } from './metrics.ts';
 import { VERSION } from '../version.ts';
-import { AuthFailureLimiter, clientAddress, clientKey, RateLimiter } from './rate-limit.ts';
+import { AuthFailureLimiter, lazyClient, RateLimiter } from './rate-limit.ts';
 
 
 interface Route {
@@ -73,8 +73,11 @@ function refuseHumanOnly(write: NonNullable<Operation['humanOnlyWrite']>): AnyHa
 }
 
 export interface App {
-  /** `peer`: the socket's remote address (serve passes Bun's requestIP); failed authentication is limited by it. */
-  fetch(req: Request, peer?: string | null): Promise<Response>;
+  /**
+   * `peer`: the socket's remote address, or a function giving it (serve defers Bun's requestIP: only a failed
+   * authentication needs it); failed authentication is limited by it.
+   */
+  fetch(req: Request, peer?: string | null | (() => string | null)): Promise<Response>;
   core: Core;
   writer: ReceiptWriter;
   endpoints: EndpointCache;
@@ -113,9 +116,9 @@ export function createApp(core: Core): App {
   };
   const deps = { core, endpointChanged, limiter: new RateLimiter(core.repo, core.clock, core.config.rateLimits), authFailures, inflight: new Map(), storage };
 
-  async function fetch(req: Request, peer: string | null = null): Promise<Response> {
+  async function fetch(req: Request, peer: string | null | (() => string | null) = null): Promise<Response> {
     const path = pathOf(req.url);
-    const client = clientKey(clientAddress(req, peer, trustProxy));
+    const client = lazyClient(req, peer, trustProxy);
     if (path.startsWith('/hooks/')) {
       const id = safeDecode(path.slice('/hooks/'.length));
       if (id && !id.includes('/')) return inbound(req, id, client);

@@ -20,7 +20,7 @@ import { surfaceOf, type Surface } from '../mcp/surface.ts';
 import { record, type Meter } from '../ops/usage.ts';
 import { envelopeBody, errorResponse, invalidInput, newSupportCode } from './http.ts';
 import { iso } from '../lib/clock.ts';
-import type { AuthFailureLimiter, FoldedAudit, RateLimiter } from './rate-limit.ts';
+import { NO_CLIENT, type AuthFailureLimiter, type ClientOf, type FoldedAudit, type RateLimiter } from './rate-limit.ts';
 import { storageFault, storageUnavailable, type StorageHealth } from '../relay/storage-health.ts';
 
 const UTF8 = new TextDecoder();
@@ -46,8 +46,8 @@ export async function runOperation(
   req: Request,
   params: Record<string, string>,
   requestId: string,
-  /** The client's address (see clientAddress), null when unknown (in-process calls). */
-  client: string | null = null,
+  /** The client's address key (see lazyClient), asked only when authentication fails. */
+  client: ClientOf = NO_CLIENT,
 ): Promise<Response> {
   let ctx: OpContext | null = null;
   try {
@@ -238,12 +238,12 @@ export async function failedAuthentication(
   deps: Pick<PipelineDeps, 'core' | 'authFailures'>,
   op: Operation,
   err: AppError,
-  client: string | null,
+  client: ClientOf,
   requestId: string,
   surface: Surface,
   params: Record<string, string> = {},
 ): Promise<Response> {
-  const d = deps.authFailures.fail(client);
+  const d = deps.authFailures.fail(client());
   const res = d.limited ? rateLimited(null, 'auth_failure', 'client', d.retryAfterSeconds, d.resetAt) : errorResponse(null, err);
   if (d.audit) {
     const recorded = d.limited ? new AppError('rate_limited', 'Too many failed authentications from this client.') : err;

@@ -166,6 +166,18 @@ export function clientKey(address: string | null | undefined): string | null {
   return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
 }
 
+/** A request's client key, worked out only when asked (a failed authentication): never on the receipt path. */
+export type ClientOf = () => string | null;
+
+/** The client key of `req`, computed once on first use; `peer` may itself be deferred (Bun's requestIP). */
+export function lazyClient(req: Request, peer: string | null | (() => string | null), trustProxy: boolean): ClientOf {
+  let key: string | null | undefined;
+  return () => (key !== undefined ? key : (key = clientKey(clientAddress(req, typeof peer === 'function' ? peer() : peer, trustProxy))));
+}
+
+/** No client address (in-process calls). */
+export const NO_CLIENT: ClientOf = () => null;
+
 /**
  * The client address of a request: the socket's peer, or with HOOKRELAY_TRUST_PROXY the last X-Forwarded-For hop
  * (the one the proxy in front appended; earlier hops are whatever the client sent).

@@ -83,7 +83,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
       else {
         inFlight++;
         try {
-          res = await app.fetch(req, srv.requestIP(req)?.address ?? null);
+          res = await app.fetch(req, () => srv.requestIP(req)?.address ?? null); // asked only when authentication fails
         } catch {
           if (req.signal.aborted) {
             // The client hung up (mid-body, most often): nobody to answer, and no failure of ours.
