@@ -5,9 +5,14 @@
  * and the body marker only in event_bodies.
  */
 import { beforeAll, describe, expect, test } from 'bun:test';
+import { getTableName, is } from 'drizzle-orm';
+import { PgTable } from 'drizzle-orm/pg-core';
+import { SQLiteTable } from 'drizzle-orm/sqlite-core';
+import * as pgSchema from '../../db/pg/schema.ts';
+import * as sqliteSchema from '../../db/sqlite/schema.ts';
 import { hmacHex, newEndpointSecret, sha256Hex } from '../../src/lib/crypto.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { addGrant, addStore, BASE, call, count, createTestEnv, row as rowOf, rows, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, backend, BASE, call, count, createTestEnv, row as rowOf, rows, type TestEnv } from '../helpers.ts';
 import { dumpDatabase } from './dump.ts';
 
 const MARKER = 'RAW_BODY_CANARY_7f3a';
@@ -161,6 +166,15 @@ describe('endpoint secrets', () => {
     const log = w.env.log.lines.join('\n');
     for (const ep of w.endpoints) expect(log).not.toContain(ep.secret);
     expect(log).not.toMatch(/whsec_/);
+  });
+
+  test('the dump the canary searches read covers every table the backend declares (db/sqlite or db/pg schema)', async () => {
+    const dump = await dumpDatabase(w.env);
+    const declared = Object.values(backend === 'postgres' ? pgSchema : sqliteSchema)
+      .filter((t) => is(t, PgTable) || is(t, SQLiteTable))
+      .map((t) => getTableName(t as PgTable | SQLiteTable));
+    expect(declared.length).toBeGreaterThan(15);
+    expect(Object.keys(dump)).toEqual(expect.arrayContaining(declared));
   });
 
   test('no secret in plain text in any column of any table; stored only sealed, and the seal opens to the original', async () => {
