@@ -33,7 +33,7 @@ if (backend === 'postgres' && !TEST_DATABASE_URL) throw new Error('HOOKRELAY_TES
 /** True on the SQLite backend: the condition that names a test as being about SQLite itself (pages, WAL, plans). */
 export const sqliteOnly = backend === 'sqlite';
 
-/** A fresh, migrated storage of the selected backend; PostgreSQL in a schema of its own, dropped after the file. */
+/** A fresh, migrated storage of the selected backend; PostgreSQL in a schema of its own, dropped after the run. */
 async function testRepo(): Promise<Repo> {
   if (backend === 'postgres') return PgRepo.open({ url: TEST_DATABASE_URL!, schema: testSchema(), max: 4 });
   const sqlite = openSqliteDatabase({ path: ':memory:' });
@@ -68,7 +68,7 @@ export function sqliteRepo(env: TestEnv): SqliteRepo {
 }
 
 /**
- * Rows of a query written once for both dialects: `?` placeholders (turned into $1, $2… for PostgreSQL),
+ * Rows of a query written once for both dialects: `?` placeholders (turned into $1, $2… for PostgreSQL; so no `?` in literals),
  * camelCase aliases double-quoted (`AS "n"`), no rowid. Numbers come back as numbers (PostgreSQL's numeric
  * sums included) and blobs as Uint8Array on both.
  */
