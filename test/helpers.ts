@@ -68,8 +68,8 @@ export function sqliteRepo(env: TestEnv): SqliteRepo {
 }
 
 /**
- * Rows of a query written once for both dialects: `?` placeholders (turned into $1, $2… for PostgreSQL; so no `?` in literals),
- * camelCase aliases double-quoted (`AS "n"`), no rowid. Numbers come back as numbers (PostgreSQL's numeric
+ * Rows of a query written once for both dialects: `?` placeholders (turned into $1, $2… for PostgreSQL, so no
+ * `?` inside a literal), camelCase aliases double-quoted (`AS "n"`), no rowid. Numbers come back as numbers (PostgreSQL's numeric
  * sums included) and blobs as Uint8Array on both.
  */
 export async function rows<T = Record<string, any>>(env: TestEnv, query: string, ...params: unknown[]): Promise<T[]> {
