@@ -1,5 +1,6 @@
-/** Shared test harness: a fresh in-memory SQLite with migrations, a manual clock, a store, grants and the app. */
+/** Shared test harness: a fresh storage (in-memory SQLite, or PostgreSQL), a manual clock, a store, grants, the app and table reads. */
 import { migrateSqlite, openSqliteDatabase, SqliteRepo } from '../db/sqlite/repo.ts';
+import type { Repo } from '../db/repo.ts';
 import type { EventRow } from '../db/types.ts';
 import { PgRepo } from '../db/pg/repo.ts';
 import { TEST_DATABASE_URL, testSchema } from './fixtures/storage.ts';
@@ -19,17 +20,22 @@ export interface TestEnv {
   app: App;
   clock: ManualClock;
   log: ReturnType<typeof memoryLog>;
-  repo: SqliteRepo;
+  repo: Repo;
 }
 
 /**
- * The storage a test deployment runs on: SQLite in memory, or a fresh PostgreSQL schema when
- * HOOKRELAY_TEST_BACKEND=postgres (with HOOKRELAY_TEST_DATABASE_URL): the API suites then run against PostgreSQL.
+ * The backend createTestEnv opens: 'postgres' when HOOKRELAY_TEST_BACKEND=postgres (HOOKRELAY_TEST_DATABASE_URL
+ * then names the server), else SQLite in memory. Tests about SQLite itself run under `describe.if(sqliteOnly)`.
  */
-async function testRepo(): Promise<SqliteRepo> {
-  if (process.env.HOOKRELAY_TEST_BACKEND === 'postgres' && TEST_DATABASE_URL) {
-    return (await PgRepo.open({ url: TEST_DATABASE_URL, schema: testSchema(), max: 4 })) as unknown as SqliteRepo;
-  }
+export const backend: 'sqlite' | 'postgres' = process.env.HOOKRELAY_TEST_BACKEND === 'postgres' ? 'postgres' : 'sqlite';
+if (backend === 'postgres' && !TEST_DATABASE_URL) throw new Error('HOOKRELAY_TEST_BACKEND=postgres needs HOOKRELAY_TEST_DATABASE_URL');
+
+/** True on the SQLite backend: the condition that names a test as being about SQLite itself (pages, WAL, plans). */
+export const sqliteOnly = backend === 'sqlite';
+
+/** A fresh, migrated storage of the selected backend; PostgreSQL in a schema of its own, dropped after the run. */
+async function testRepo(): Promise<Repo> {
+  if (backend === 'postgres') return PgRepo.open({ url: TEST_DATABASE_URL!, schema: testSchema(), max: 4 });
   const sqlite = openSqliteDatabase({ path: ':memory:' });
   await migrateSqlite(sqlite);
   return new SqliteRepo(sqlite);
@@ -53,6 +59,52 @@ export async function createTestEnv(config: Partial<Config> = {}): Promise<TestE
     }),
   });
   return { core, app: createApp(core), clock, log, repo };
+}
+
+/** The SQLite handle under a test deployment, for tests about SQLite itself (they run only where `sqliteOnly`). */
+export function sqliteRepo(env: TestEnv): SqliteRepo {
+  if (!(env.repo instanceof SqliteRepo)) throw new Error('this test is about SQLite itself: run it under describe.if(sqliteOnly)');
+  return env.repo;
+}
+
+/**
+ * Rows of a query written once for both dialects: `?` placeholders (turned into $1, $2… for PostgreSQL, so no
+ * `?` inside a literal), camelCase aliases double-quoted (`AS "n"`), no rowid. Numbers come back as numbers (PostgreSQL's numeric
+ * sums included) and blobs as Uint8Array on both.
+ */
+export async function rows<T = Record<string, any>>(env: TestEnv, query: string, ...params: unknown[]): Promise<T[]> {
+  if (env.repo instanceof PgRepo) {
+    let i = 0;
+    const r = await env.repo.pool.query(query.replace(/\?/g, () => `$${++i}`), params);
+    const numeric = r.fields.filter((f) => f.dataTypeID === 1700).map((f) => f.name);
+    for (const row of r.rows) for (const name of numeric) if (row[name] !== null) row[name] = Number(row[name]);
+    return r.rows as T[];
+  }
+  return sqliteRepo(env).sqlite.query(query).all(...(params as never[])) as T[];
+}
+
+/** The first row of `rows`, or null. */
+export async function row<T = Record<string, any>>(env: TestEnv, query: string, ...params: unknown[]): Promise<T | null> {
+  return (await rows<T>(env, query, ...params))[0] ?? null;
+}
+
+/** How many rows `table` holds, optionally only those matching `where` (with `?` placeholders). */
+export async function count(env: TestEnv, table: string, where = 'TRUE', ...params: unknown[]): Promise<number> {
+  return (await row<{ n: number }>(env, `SELECT count(*) AS n FROM ${table} WHERE ${where}`, ...params))!.n;
+}
+
+/** Runs a statement (an UPDATE or INSERT a test sets up state with) on either dialect. */
+export async function execSql(env: TestEnv, statement: string, ...params: unknown[]): Promise<void> {
+  await rows(env, statement, ...params);
+}
+
+/** A table's column names: SQLite's table_info, or the test schema's information_schema on PostgreSQL. */
+export async function columnsOf(env: TestEnv, table: string): Promise<string[]> {
+  const query = {
+    sqlite: 'SELECT name FROM pragma_table_info(?)',
+    postgres: 'SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?',
+  }[backend];
+  return (await rows<{ name: string }>(env, query, table)).map((c) => c.name);
 }
 
 export async function addStore(env: TestEnv, input: Partial<InitStoreInput> = {}) {
@@ -125,6 +177,29 @@ export function holdCommits(env: TestEnv): () => void {
     return original(receipts, failures, lease);
   };
   return release;
+}
+
+/**
+ * Makes the next `n` receipts reach the writer in one event-loop turn, so they share one group commit on either
+ * backend (on PostgreSQL each handler's reads are round trips, so concurrent requests reach it spread out).
+ * Returns their event ids in the order they were submitted (the commit's order), filled once all `n` arrived.
+ */
+export function gatherReceipts(env: TestEnv, n: number): string[] {
+  const writer = env.app.writer;
+  const submit = writer.submit.bind(writer);
+  const held: { id: string; go: () => void }[] = [];
+  const order: string[] = [];
+  writer.submit = (receipt) =>
+    new Promise((resolve, reject) => {
+      held.push({ id: receipt.event.id, go: () => void submit(receipt).then(resolve, reject) });
+      if (held.length < n) return;
+      writer.submit = submit;
+      for (const h of held.splice(0)) {
+        order.push(h.id);
+        h.go();
+      }
+    });
+  return order;
 }
 
 /** An events row as a commit stores it: a queued receipt, due at receipt, unless `fields` say otherwise. */

@@ -1,8 +1,10 @@
 // Test preload: keep the environment of the developer's shell out of the tests, and give tests that start
 // servers or processes room on a loaded CI machine (bunfig.toml has no test timeout key; the default is 5 s).
-import { setDefaultTimeout } from 'bun:test';
+import { afterAll, setDefaultTimeout } from 'bun:test';
+import { dropTestSchemas } from './fixtures/storage.ts';
 
 setDefaultTimeout(20_000);
+afterAll(dropTestSchemas);
 delete process.env.HOOKRELAY_DATA_DIR;
 delete process.env.HOOKRELAY_SECRET_KEY;
 delete process.env.HOOKRELAY_SHOPIFY_ADMIN_URL;

@@ -62,13 +62,16 @@ function rowToEvent(raw: Record<string, unknown>): EventRow {
   return row as EventRow;
 }
 
-/** The connection pool of a database URL, every connection set to the schema (search_path) when one is given. */
+/**
+ * The connection pool of a database URL, every connection in the schema (search_path) when one is given. The
+ * setting is a startup parameter: a `SET` sent on connect would overlap the caller's first query (pg deprecates
+ * that) and its failure would go unseen.
+ */
 export function openPgPool(opts: PgOptions): pg.Pool {
-  const pool = new pg.Pool({ connectionString: opts.url, max: opts.max ?? 10, types });
-  if (opts.schema) {
-    const schema = opts.schema.replace(/"/g, '');
-    pool.on('connect', (client) => void client.query(`SET search_path TO "${schema}"`));
-  }
+  const schema = opts.schema?.replace(/"/g, '');
+  // Startup options split on spaces; a backslash keeps one inside the value.
+  const options = schema ? `-c search_path="${schema.replace(/\\/g, '\\\\').replace(/ /g, '\\ ')}"` : undefined;
+  const pool = new pg.Pool({ connectionString: opts.url, max: opts.max ?? 10, types, options });
   // An idle connection dropped by the server must not end the process; the next query reconnects.
   pool.on('error', () => {});
   return pool;

@@ -8,7 +8,7 @@ import { RateLimitedResponseSchema } from '../../src/contract/schemas.ts';
 import { ManualClock } from '../../src/lib/clock.ts';
 import { newGrantToken } from '../../src/lib/crypto.ts';
 import { AuthFailureLimiter, clientKey } from '../../src/server/rate-limit.ts';
-import { addGrant, addStore, BASE, createTestEnv, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, BASE, createTestEnv, rows, type TestEnv } from '../helpers.ts';
 
 // Floods of a few thousand requests and real sockets, on a machine the suite shares: no timing is asserted.
 setDefaultTimeout(60_000);
@@ -37,12 +37,10 @@ async function mcpInitialize(env: TestEnv, token: string, peer: string) {
 }
 
 function anonymousAudit(env: TestEnv) {
-  return env.repo.sqlite.query("SELECT operation_id AS operationId, status, error_code AS errorCode, transition FROM audit_log WHERE actor_kind = 'anonymous'").all() as {
-    operationId: string;
-    status: number;
-    errorCode: string;
-    transition: string | null;
-  }[];
+  return rows<{ operationId: string; status: number; errorCode: string; transition: string | null }>(
+    env,
+    `SELECT operation_id AS "operationId", status, error_code AS "errorCode", transition FROM audit_log WHERE actor_kind = 'anonymous'`,
+  );
 }
 
 /** Failures an anonymous audit row stands for: 1, or the count a folded summary names. */
@@ -107,12 +105,12 @@ describe('failed bearer authentication', () => {
     }
     expect(statuses.get(429)).toBeGreaterThan(0);
     // The window's allowance for all addresses together, then nothing per request.
-    expect(anonymousAudit(env).length).toBe(auditedPerWindow);
+    expect((await anonymousAudit(env)).length).toBe(auditedPerWindow);
 
     // The window ends; the next failure (any client) writes the summary of the folded ones.
     env.clock.advance(windowMs);
     await get(env, bad, '10.200.0.1');
-    const after = anonymousAudit(env);
+    const after = await anonymousAudit(env);
     const summaries = after.filter((r) => r.transition?.startsWith('folded:'));
     expect(summaries).toEqual([{ operationId: 'getPlanUsage', status: 401, errorCode: 'unauthorized', transition: expect.stringMatching(/^folded: \d+ further failed/) }]);
     expect(after.length).toBe(auditedPerWindow + 2);
@@ -123,7 +121,7 @@ describe('failed bearer authentication', () => {
   test('one address gets at most its own allowance of audit rows per window', async () => {
     const { env } = await setup();
     for (let i = 0; i < perClient * 3; i++) await get(env, 'hrg_nope', '203.0.113.50');
-    expect(anonymousAudit(env).length).toBe(auditedPerClient);
+    expect((await anonymousAudit(env)).length).toBe(auditedPerClient);
   });
 });
 

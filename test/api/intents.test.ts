@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from 'bun:test';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { addGrant, addStore, call, createEndpoint, createTestEnv, executeIntent, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, call, count, createEndpoint, createTestEnv, executeIntent, orderEvent, row, rows, sendHook, type TestEnv } from '../helpers.ts';
 
 let env: TestEnv;
 let token: string;
@@ -65,9 +65,9 @@ describe('createReplayIntent', () => {
     const other = await call(env, 'POST', replayPath(eventId), { token, headers: { 'Idempotency-Key': 'same' }, body: { ...body, confirmationToken: 'cfm_other' } });
     expect(other.status).toBe(422);
     expect(other.json.error.code).toBe('idempotency_key_reused');
-    const requeued = env.repo.sqlite.query("SELECT count(*) AS n FROM attempts").get() as { n: number };
+    const requeued = await count(env, 'attempts');
     await new HandoffWorker(env.core).drain();
-    expect((env.repo.sqlite.query('SELECT count(*) AS n FROM attempts').get() as { n: number }).n).toBe(requeued.n + 1);
+    expect(await count(env, 'attempts')).toBe(requeued + 1);
   });
 
   it('runs concurrent executes with the same key once', async () => {
@@ -117,7 +117,7 @@ describe('createReplayIntent', () => {
     expect(r.json.refusal).toMatchObject({ category: 'target_state', code: 'event_rejected' });
 
     await sendHook(env, endpoint, secret, orderEvent('bad-sig'), { auth: '0'.repeat(64) });
-    const storeId = (env.repo.sqlite.query('SELECT id FROM stores').get() as { id: string }).id;
+    const storeId = (await row<{ id: string }>(env, 'SELECT id FROM stores'))!.id;
     const failure = (await env.repo.listAuthFailures(storeId))[0]!;
     expect(failure.id).toStartWith('af_');
     const af = await call(env, 'POST', replayPath(failure.id), { token, body: { mode: 'preview', input: {} } });
@@ -132,7 +132,7 @@ describe('createReplayIntent', () => {
     expect(o.status).toBe(403);
     expect(o.json.error.details.missingScopes).toEqual(['replay:execute']);
 
-    const storeId = (env.repo.sqlite.query('SELECT id, created_at FROM stores').get() as { id: string; created_at: number });
+    const storeId = (await row<{ id: string; created_at: number }>(env, 'SELECT id, created_at FROM stores'))!;
     await env.repo.addUsage(storeId.id, 'replay_executions', storeId.created_at, 25);
     const capped = await call(env, 'POST', replayPath(eventId), { token, body: { mode: 'preview', input: {} } });
     expect(capped.status).toBe(402);
@@ -192,8 +192,8 @@ describe('endpoint intents', () => {
     expect(fresh).toStartWith('whsec_');
     const replay = await exec(path, p.json.data.intent, 'r1');
     expect(replay.text).not.toContain(fresh);
-    expect(JSON.stringify(env.repo.sqlite.query('SELECT * FROM idempotency_keys').all())).not.toContain(fresh);
-    expect(JSON.stringify(env.repo.sqlite.query('SELECT * FROM intents').all())).not.toContain(fresh);
+    expect(JSON.stringify(await rows(env, 'SELECT * FROM idempotency_keys'))).not.toContain(fresh);
+    expect(JSON.stringify(await rows(env, 'SELECT * FROM intents'))).not.toContain(fresh);
     const updated = { ...endpoint, auth: { ...endpoint.auth } };
     expect((await sendHook(env, updated, fresh, orderEvent('new'))).status).toBe(202);
     expect((await sendHook(env, updated, secret, orderEvent('old'))).status).toBe(202);

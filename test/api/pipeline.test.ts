@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from 'bun:test';
 import { OPERATIONS } from '../../src/contract/operations.ts';
 import { revokeGrant } from '../../src/ops/grants.ts';
-import { addGrant, addStore, call, createEndpoint, createTestEnv, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, call, count, createEndpoint, createTestEnv, rows, type TestEnv } from '../helpers.ts';
 
 let env: TestEnv;
 let admin: string;
@@ -72,7 +72,7 @@ describe('getCurrentAgentGrant', () => {
     expect(r.json.data.grant.expiresInSeconds).toBe(3600);
     expect(r.json.data.grant.revoked).toBe(false);
     expect(r.json.data.safetyGuidance.length).toBeGreaterThan(2);
-    const hash = (env.repo.sqlite.query('SELECT token_hash FROM grants').all() as { token_hash: string }[]).map((g) => g.token_hash);
+    const hash = (await rows<{ token_hash: string }>(env, 'SELECT token_hash FROM grants')).map((g) => g.token_hash);
     expect(r.text).not.toContain(token);
     for (const h of hash) expect(r.text).not.toContain(h);
   });
@@ -87,7 +87,7 @@ describe('scopes', () => {
     expect(r.json.refusal.category).toBe('scope');
     expect(r.json.refusal.recommendedAction).toBeString();
     expect(r.json.error.details.missingScopes).toEqual(['endpoint:write']);
-    expect(env.repo.sqlite.query('SELECT count(*) AS n FROM endpoints').get()).toEqual({ n: 0 });
+    expect(await count(env, 'endpoints')).toBe(0);
   });
 
   it('lets a grant narrowed below its tier use only what it holds', async () => {

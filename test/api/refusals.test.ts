@@ -6,7 +6,7 @@ import { beforeEach, describe, expect, it } from 'bun:test';
 import type { RefusalCategory } from '../../src/contract/errors.ts';
 import { acceptedCapacity } from '../../src/ops/usage.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { addGrant, addStore, call, createEndpoint, createTestEnv, executeIntent, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, call, createEndpoint, createTestEnv, execSql, executeIntent, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
 let env: TestEnv;
 let admin: string;
@@ -60,7 +60,7 @@ describe('refusal categories', () => {
 
   it('target_state: an action the target is not in a state for (archived endpoint)', async () => {
     const { endpoint } = await createEndpoint(env, admin);
-    env.repo.sqlite.query("UPDATE endpoints SET status = 'archived' WHERE id = ?").run(endpoint.id);
+    await execSql(env, "UPDATE endpoints SET status = 'archived' WHERE id = ?", endpoint.id);
     const r = await call(env, 'POST', `/agent/v1/endpoints/${endpoint.id}/edit-intents`, { token: admin, body: { mode: 'preview', input: { name: 'x' } } });
     await expectRefusal(r, 403, 'target_state', 'endpoint_archived');
   });
@@ -182,7 +182,7 @@ describe('every refusal an agent can act on carries its refusal object', () => {
 
   it('409 conflict: a test intent for an archived endpoint', async () => {
     const { endpoint } = await createEndpoint(env, admin);
-    env.repo.sqlite.query("UPDATE endpoints SET status = 'archived' WHERE id = ?").run(endpoint.id);
+    await execSql(env, "UPDATE endpoints SET status = 'archived' WHERE id = ?", endpoint.id);
     const r = await call(env, 'POST', `/agent/v1/endpoints/${endpoint.id}/test-intents`, { token: admin, body: {} });
     await expectRefusal(r, 409, 'target_state', 'endpoint_archived');
   });

@@ -1,7 +1,7 @@
 /** Request ids come from the id generator: unique across restarts, so audit rows of two runs never share one. */
 import { describe, expect, it } from 'bun:test';
 import { createApp } from '../../src/server/app.ts';
-import { addGrant, addStore, BASE, createTestEnv } from '../helpers.ts';
+import { addGrant, addStore, BASE, createTestEnv, rows } from '../helpers.ts';
 
 describe('request ids', () => {
   it('differ between two app instances on the same database (a restart), and within one', async () => {
@@ -15,7 +15,7 @@ describe('request ids', () => {
     const restarted = createApp(env.core); // a new process would start its own app the same way
     expect((await get(restarted)).status).toBe(200);
 
-    const ids = (env.repo.sqlite.query('SELECT request_id AS id FROM audit_log ORDER BY rowid').all() as { id: string }[]).map((r) => r.id);
+    const ids = (await rows<{ id: string }>(env, 'SELECT request_id AS id FROM audit_log ORDER BY id')).map((r) => r.id);
     expect(ids).toHaveLength(3);
     expect(new Set(ids).size).toBe(3);
     for (const id of ids) expect(id).toMatch(/^req_[0-9a-z]{26}$/);
@@ -27,7 +27,7 @@ describe('request ids', () => {
       app.fetch(new Request(`${BASE}/agent/v1/mcp`, { method: 'POST', headers: { origin: 'https://elsewhere.example', 'content-type': 'application/json' }, body: '{}' }));
     expect((await refusedOrigin(env.app)).status).toBe(403);
     expect((await refusedOrigin(createApp(env.core))).status).toBe(403);
-    const ids = (env.repo.sqlite.query('SELECT request_id AS id FROM audit_log ORDER BY rowid').all() as { id: string }[]).map((r) => r.id);
+    const ids = (await rows<{ id: string }>(env, 'SELECT request_id AS id FROM audit_log ORDER BY id')).map((r) => r.id);
     expect(ids).toHaveLength(2);
     expect(ids[0]).not.toBe(ids[1]);
     for (const id of ids) expect(id).toMatch(/^req_[0-9a-z]{26}$/);

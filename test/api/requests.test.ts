@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from 'bun:test';
 import { hmacHex } from '../../src/lib/crypto.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { addGrant, addStore, BASE, call, createEndpoint, createTestEnv, executeIntent, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, BASE, call, count, createEndpoint, createTestEnv, executeIntent, orderEvent, row, sendHook, type TestEnv } from '../helpers.ts';
 
 let env: TestEnv;
 let token: string;
@@ -51,7 +51,7 @@ describe('createDiagnosticsShareIntent', () => {
     expect(x.status).toBe(200);
     const id = x.json.data.intent.result.resourceId;
     expect(id).toStartWith('diag_');
-    const stored = env.repo.sqlite.query('SELECT body FROM records WHERE id = ?').get(id) as { body: string };
+    const stored = (await row<{ body: string }>(env, 'SELECT body FROM records WHERE id = ?', id))!;
     for (const leak of [secret, 'buyer@example.com', '"id":9', 'a'.repeat(64)]) expect(stored.body).not.toContain(leak);
     expect(JSON.parse(stored.body).endpoints[0].recentAuthFailureCodes).toEqual(['SVC_AUTH_FAILED']);
   });
@@ -66,7 +66,7 @@ describe('createSupportRequestIntent', () => {
     });
     expect(r.status).toBe(200);
     expect(r.json.data.intent.state).toBe('executed');
-    const stored = env.repo.sqlite.query("SELECT body FROM records WHERE kind = 'support_request'").get() as { body: string };
+    const stored = (await row<{ body: string }>(env, "SELECT body FROM records WHERE kind = 'support_request'"))!;
     expect(stored.body).not.toContain('whsec_abc123');
     expect(stored.body).not.toContain('buyer@example.com');
     expect(JSON.parse(stored.body).statusHistory[0].status).toBe('submitted');
@@ -95,6 +95,6 @@ describe('expansion and feature requests', () => {
     const f = await call(env, 'POST', '/agent/v1/feature-requests', { token, body: { capability: 'CSV export', problem: 'We need receipts in a spreadsheet' } });
     expect(f.status).toBe(201);
     expect(f.json.data.request.kind).toBe('feature');
-    expect(env.repo.sqlite.query("SELECT count(*) AS n FROM records WHERE kind LIKE '%_request'").get()).toEqual({ n: 2 });
+    expect(await count(env, 'records', "kind LIKE '%_request'")).toBe(2);
   });
 });

@@ -6,7 +6,7 @@
 import { Database, type Statement } from 'bun:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
 import type { SqliteRepo } from '../../db/sqlite/repo.ts';
-import { addGrant, addStore, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, createEndpoint, createTestEnv, orderEvent, sendHook, sqliteOnly, sqliteRepo, type TestEnv } from '../helpers.ts';
 
 /** Every SQL text prepared while capture is on (bun:sqlite's `query` and `prepare`, which drizzle uses). */
 const prepared: string[] = [];
@@ -50,6 +50,7 @@ let eventId: string;
 let constructed: string[];
 
 beforeAll(async () => {
+  if (!sqliteOnly) return; // SQLite's own planner: the describe below runs only there
   Database.prototype.prepare = function (this: Database, sql: string, ...rest: unknown[]) {
     if (capturing) prepared.push(sql);
     return (originalPrepare as (...a: unknown[]) => Statement).call(this, sql, ...rest);
@@ -63,7 +64,7 @@ beforeAll(async () => {
   env = await createTestEnv();
   capturing = false;
   constructed = [...prepared];
-  repo = env.repo;
+  repo = sqliteRepo(env);
   const store = await addStore(env);
   storeId = store.storeId;
   const token = await addGrant(env);
@@ -90,7 +91,8 @@ function expectIndexed(sqls: string[]) {
   }
 }
 
-describe('read query plans', () => {
+// SQLite-only: EXPLAIN QUERY PLAN of the SQLite repo's statements.
+describe.if(sqliteOnly)('read query plans', () => {
   it('listEvents without filters searches events_store_idx', async () => {
     expectIndexed(await sqlOf(() => repo.listEvents({ storeId, limit: 26 })));
   });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { DEFAULT_MCP } from '../../src/core.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { createEndpoint, orderEvent, sendHook } from '../helpers.ts';
+import { createEndpoint, orderEvent, rows, sendHook } from '../helpers.ts';
 import { execute, startMcpServer, tool, type McpServerUnderTest } from './harness.ts';
 
 /** These tests spawn sandbox processes: a busy machine must not fail them on time. */
@@ -29,7 +29,7 @@ beforeAll(async () => {
 afterAll(() => s.stop());
 
 const auditRows = (operationId: string) =>
-  s.env.repo.sqlite.query('SELECT * FROM audit_log WHERE operation_id = ? ORDER BY at, id').all(operationId) as {
+  rows<{
     grant_id: string | null;
     actor_kind: string;
     transition: string | null;
@@ -37,7 +37,7 @@ const auditRows = (operationId: string) =>
     intent_id: string | null;
     error_code: string | null;
     refusal_category: string | null;
-  }[];
+  }>(s.env, 'SELECT * FROM audit_log WHERE operation_id = ? ORDER BY at, id', operationId);
 
 describe('search', () => {
   it('finds createReplayIntent with its scopes, effect, confirmation and JSON Schemas', async () => {
@@ -106,9 +106,9 @@ describe('execute', () => {
     );
     expect(r.isError).toBe(false);
     expect(r.doc.result).toMatchObject({ previewed: 'previewed', executed: 'executed', again: 'executed' });
-    const rows = auditRows('createReplayIntent').filter((a) => a.intent_id === r.doc.result.id);
-    expect(rows.map((a) => a.transition)).toEqual(['previewed', 'executed', 'executed (idempotent replay)']);
-    const executions = rows.filter((a) => a.transition === 'executed');
+    const audited = (await auditRows('createReplayIntent')).filter((a) => a.intent_id === r.doc.result.id);
+    expect(audited.map((a) => a.transition)).toEqual(['previewed', 'executed', 'executed (idempotent replay)']);
+    const executions = audited.filter((a) => a.transition === 'executed');
     expect(executions).toHaveLength(1);
     expect(executions[0]).toMatchObject({ grant_id: admin.grantId, actor_kind: 'agent', outcome: 'ok' });
   }, SLOW);
@@ -132,8 +132,8 @@ describe('execute', () => {
       ['conflict', 409],
       ['invalid_input', 400],
     ]);
-    const rows = auditRows('createReplayIntent').filter((a) => a.intent_id === r.doc.result.id);
-    expect(rows.map((a) => a.transition)).toEqual(['previewed']);
+    const audited = (await auditRows('createReplayIntent')).filter((a) => a.intent_id === r.doc.result.id);
+    expect(audited.map((a) => a.transition)).toEqual(['previewed']);
 
     const uncaught = await execute(client, `await api.call('createReplayIntent', { params: { eventId: ${JSON.stringify(eventId)} }, body: { mode: 'execute', intentId: ${JSON.stringify(r.doc.result.id)}, confirmationToken: 'nope' }, idempotencyKey: 'k-x' });`);
     expect(uncaught.isError).toBe(true);
@@ -149,7 +149,7 @@ describe('execute', () => {
     expect(r.doc.error.details.missingScopes).toEqual(['replay:execute']);
     const create = await execute(oc, `return await api.request('POST', '/agent/v1/endpoints', { triggerVariant: 'generic' });`);
     expect(create.doc.error.code).toBe('insufficient_scope');
-    const refused = auditRows('createEndpoint').filter((a) => a.grant_id === observer.grantId);
+    const refused = (await auditRows('createEndpoint')).filter((a) => a.grant_id === observer.grantId);
     expect(refused).toEqual([expect.objectContaining({ outcome: 'refused', refusal_category: 'scope' })]);
     const read = await execute(oc, `return (await api.call('getCurrentAgentGrant')).data.grant.tier;`);
     expect(read.doc.result).toBe('observer');
@@ -259,8 +259,8 @@ describe('redaction', () => {
     expect(rotated).toStartWith('whsec_');
     expect(r.doc.result.state).toBe('executed');
 
-    const audit = JSON.stringify(s.env.repo.sqlite.query('SELECT * FROM audit_log').all());
-    const stored = JSON.stringify(s.env.repo.sqlite.query('SELECT * FROM idempotency_keys').all());
+    const audit = JSON.stringify(await rows(s.env, 'SELECT * FROM audit_log'));
+    const stored = JSON.stringify(await rows(s.env, 'SELECT * FROM idempotency_keys'));
     const logs = s.env.log.lines.join('\n');
     expect(logs).toContain('mcp execute');
     for (const canary of [rotated, original, admin.token]) {

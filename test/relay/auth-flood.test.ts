@@ -8,7 +8,7 @@ import net from 'node:net';
 import { AUTH_FAILURE_LIMITS } from '../../src/contract/limits.ts';
 import { hmacHex, newEndpointSecret } from '../../src/lib/crypto.ts';
 import { startServer } from '../../src/server/serve.ts';
-import { addGrant, addStore, BASE, call, createEndpoint, createTestEnv, orderEvent, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, BASE, call, createEndpoint, createTestEnv, orderEvent, row, type TestEnv } from '../helpers.ts';
 
 // Floods of a few thousand requests and real sockets, on a machine the suite shares: no timing is asserted.
 setDefaultTimeout(60_000);
@@ -33,8 +33,8 @@ async function post(env: TestEnv, endpointId: string, body: string, sig: string 
 
 const BAD = '0'.repeat(64);
 
-function failureRows(env: TestEnv) {
-  return env.repo.sqlite.query('SELECT count(*) AS rows, coalesce(sum(count), 0) AS failures FROM auth_failures').get() as { rows: number; failures: number };
+async function failureRows(env: TestEnv) {
+  return (await row<{ rows: number; failures: number }>(env, 'SELECT count(*) AS rows, coalesce(sum(count), 0) AS failures FROM auth_failures'))!;
 }
 
 function expect429(r: { status: number; headers: Headers; json: any }) {
@@ -94,7 +94,7 @@ describe('inbound failed-authentication limit', () => {
     expect(statuses.get(429)).toBeGreaterThan(1_800);
     expect([...statuses.keys()].sort()).toEqual([401, 429]);
     // Two codes (header missing, signature failed), at most rowsPerEndpoint rows each in the window.
-    expect(failureRows(env)).toEqual({ rows: 2 * rowsPerEndpoint, failures: 2_000 });
+    expect(await failureRows(env)).toEqual({ rows: 2 * rowsPerEndpoint, failures: 2_000 });
     expect(await env.repo.countAuthFailures(store.storeId, 0)).toEqual([{ endpointId: endpoint.id, n: 2_000 }]);
 
     // The next windows each add at most rowsPerEndpoint rows per code, never one per request.
@@ -102,7 +102,7 @@ describe('inbound failed-authentication limit', () => {
       env.clock.advance(windowMs);
       await Promise.all(Array.from({ length: 200 }, (_, i) => post(env, endpoint.id, body, BAD, `172.16.${w}.${i}`)));
     }
-    expect(failureRows(env)).toEqual({ rows: 2 * rowsPerEndpoint + 3 * rowsPerEndpoint, failures: 2_600 });
+    expect(await failureRows(env)).toEqual({ rows: 2 * rowsPerEndpoint + 3 * rowsPerEndpoint, failures: 2_600 });
 
     // Diagnostics and reliability sum the counts.
     const token = await addGrant(env, 'admin_assistant');
@@ -123,7 +123,7 @@ describe('the replacement-endpoint guidance under folding', () => {
     const { env, token, endpoint, secret } = await setup();
     const body = orderEvent('guided');
     for (let i = 0; i < rowsPerEndpoint + 5; i++) await post(env, endpoint.id, body, BAD, null);
-    expect(failureRows(env)).toEqual({ rows: rowsPerEndpoint, failures: rowsPerEndpoint + 5 });
+    expect(await failureRows(env)).toEqual({ rows: rowsPerEndpoint, failures: rowsPerEndpoint + 5 });
     const state = await actions(env, token);
     expect(state.nextRecommendedActions.map((a: { action: string }) => a.action)).toContain('create_replacement_endpoint');
     expect(state.endpoints.find((e: { id: string }) => e.id === endpoint.id).recentAuthFailures).toBe(7); // newest two rows: 6 + 1

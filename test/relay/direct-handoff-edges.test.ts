@@ -11,7 +11,7 @@ import type { Destination } from '../../src/relay/destinations/types.ts';
 import { defaultDestinations, HandoffWorker } from '../../src/relay/worker.ts';
 import { b, fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { handedOffTwice, receivedCounts, startDirectWorker, until } from '../fixtures/handoff.ts';
-import { addGrant, addStore, call, createEndpoint, createTestEnv, executeIntent, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, backend, call, count, createEndpoint, createTestEnv, execSql, executeIntent, orderEvent, row, rows, sendHook, type TestEnv } from '../helpers.ts';
 
 const TOKEN = 'shpat_direct_edges_token';
 const HANDOFF: HandoffConfig = { timeoutMs: 1000, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 8 };
@@ -58,27 +58,21 @@ async function heldWorker() {
   return { ...s, worker, open };
 }
 
-function storedRow(env: TestEnv, id: string) {
-  return env.repo.sqlite
-    .query<{ outcome: string; code: string | null; lease_until: number | null; next_attempt_at: number | null; attempts: number }, [string]>(
-      'SELECT outcome, code, lease_until, next_attempt_at, attempts FROM events WHERE id = ?',
-    )
-    .get(id)!;
+async function storedRow(env: TestEnv, id: string) {
+  return (await row<{ outcome: string; code: string | null; lease_until: number | null; next_attempt_at: number | null; attempts: number }>(
+    env,
+    'SELECT outcome, code, lease_until, next_attempt_at, attempts FROM events WHERE id = ?',
+    id,
+  ))!;
 }
 
 function attemptNumbers(env: TestEnv, id: string) {
-  return env.repo.sqlite
-    .query<{ number: number; outcome: string }, [string]>('SELECT number, outcome FROM attempts WHERE event_id = ? ORDER BY number, started_at')
-    .all(id);
+  return rows<{ number: number; outcome: string }>(env, 'SELECT number, outcome FROM attempts WHERE event_id = ? ORDER BY number, started_at', id);
 }
 
 /** Attempt rows recorded more than once under the same number (one handoff recorded twice). */
 function doubledAttempts(env: TestEnv) {
-  return env.repo.sqlite
-    .query<{ event_id: string; number: number; n: number }, []>(
-      'SELECT event_id, number, count(*) AS n FROM attempts GROUP BY event_id, number HAVING count(*) > 1',
-    )
-    .all();
+  return rows<{ event_id: string; number: number; n: number }>(env, 'SELECT event_id, number, count(*) AS n FROM attempts GROUP BY event_id, number HAVING count(*) > 1');
 }
 
 async function sendMany(s: Setup, prefix: string, n: number, base: number) {
@@ -128,18 +122,18 @@ describe('the ingest lease against the time a receipt waits in the direct queue'
       const claimed = await sendMany(s, 'ext-claimed', 2, 7100);
       env.app.writer.handOffTo(worker.directHandoff((id) => env.app.endpoints.get(id)));
       const direct = await sendMany(s, 'ext-direct', 8, 7200); // fills the direct queue (2 rounds of 4)
-      for (const id of direct) expect(storedRow(env, id).outcome).toBe('queued');
+      for (const id of direct) expect((await storedRow(env, id)).outcome).toBe('queued');
       open();
-      await until(() => late !== null);
+      await until(async () => late !== null);
       const lateIds = await late!;
       const all = [...claimed, ...direct, ...lateIds];
-      await until(() => all.every((id) => storedRow(env, id).outcome === 'delivered'));
+      await until(async () => (await Promise.all(all.map((id) => storedRow(env, id)))).every((r) => r.outcome === 'delivered'));
       await Bun.sleep(50); // a second handoff of the same receipt would have been recorded by now
       expect(fake.rejected).toEqual([]);
       expect(handedOffTwice(fake)).toEqual([]);
       expect(fake.requests).toHaveLength(all.length);
-      expect(doubledAttempts(env)).toEqual([]);
-      for (const id of all) expect(storedRow(env, id).attempts).toBe(1);
+      expect(await doubledAttempts(env)).toEqual([]);
+      for (const id of all) expect((await storedRow(env, id)).attempts).toBe(1);
     } finally {
       await worker.stop();
     }
@@ -161,19 +155,21 @@ describe('worker.stop() with receipts still in the direct queue', () => {
 
   it('keeps every acknowledged receipt: the round in progress is recorded, the rest stay queued under the lease and are handed off once after a restart', async () => {
     const { env, ids, leaseUntil } = await stoppedWithLeftovers();
-    const rows = ids.map((id) => storedRow(env, id));
+    const rows = await Promise.all(ids.map((id) => storedRow(env, id)));
     const delivered = ids.filter((_, i) => rows[i]!.outcome === 'delivered');
     const waiting = ids.filter((_, i) => rows[i]!.outcome === 'queued');
     expect(delivered).toHaveLength(HANDOFF.batchSize);
     expect(waiting).toHaveLength(HANDOFF.batchSize);
-    for (const id of waiting) expect(storedRow(env, id)).toMatchObject({ lease_until: leaseUntil, next_attempt_at: leaseUntil, attempts: 0 });
+    for (const id of waiting) expect(await storedRow(env, id)).toMatchObject({ lease_until: leaseUntil, next_attempt_at: leaseUntil, attempts: 0 });
 
-    // What a SQLite serve does at its next start, with a new worker.
-    expect(await env.repo.releaseAllLeases(env.clock.now())).toBe(HANDOFF.batchSize);
+    // The next start, with a new worker: a SQLite serve releases every lease at once; on PostgreSQL, where live
+    // peers may hold leases, the leftovers come back through the claim once their lease ends.
+    if (backend === 'sqlite') expect(await env.repo.releaseAllLeases(env.clock.now())).toBe(HANDOFF.batchSize);
+    else env.clock.set(leaseUntil);
     await new HandoffWorker(env.core).drain();
     expect(fake.requests).toHaveLength(ids.length);
     expect(handedOffTwice(fake)).toEqual([]);
-    for (const id of ids) expect(storedRow(env, id)).toMatchObject({ outcome: 'delivered', attempts: 1 });
+    for (const id of ids) expect(await storedRow(env, id)).toMatchObject({ outcome: 'delivered', attempts: 1 });
   });
 
   it('a stopped worker drained later does not hand off again the receipts its old direct queue shares with the claim', async () => {
@@ -185,18 +181,18 @@ describe('worker.stop() with receipts still in the direct queue', () => {
     await worker.drain();
     expect(handedOffTwice(fake)).toEqual([]);
     expect(fake.requests).toHaveLength(ids.length);
-    expect(doubledAttempts(env)).toEqual([]);
-    for (const id of ids) expect(storedRow(env, id)).toMatchObject({ outcome: 'delivered', attempts: 1 });
+    expect(await doubledAttempts(env)).toEqual([]);
+    for (const id of ids) expect(await storedRow(env, id)).toMatchObject({ outcome: 'delivered', attempts: 1 });
   });
 
   it('takes no receipt from commits once stopped: later receipts are stored accepted and claimed by the next worker', async () => {
     const { env, endpoint, secret } = await stoppedWithLeftovers();
     const r = await sendHook(env, endpoint, secret, orderEvent('ext-after-stop', 7600));
     expect(r.json.status).toBe('accepted');
-    expect(storedRow(env, r.json.eventId)).toMatchObject({ outcome: 'accepted', lease_until: null, next_attempt_at: env.clock.now() });
+    expect(await storedRow(env, r.json.eventId)).toMatchObject({ outcome: 'accepted', lease_until: null, next_attempt_at: env.clock.now() });
     // The next worker's claim takes it at once; the leftovers stay under their lease.
     await new HandoffWorker(env.core).drain();
-    expect(storedRow(env, r.json.eventId)).toMatchObject({ outcome: 'delivered', attempts: 1 });
+    expect(await storedRow(env, r.json.eventId)).toMatchObject({ outcome: 'delivered', attempts: 1 });
     expect(receivedCounts(fake).get('ext-after-stop')).toBe(1);
     expect(fake.requests).toHaveLength(HANDOFF.batchSize + 1);
   });
@@ -209,17 +205,17 @@ describe('receipts taken from their commit, through the rest of the handoff rule
     try {
       fake.script(b.status(500));
       const [id] = await sendMany(s, 'ext-retry', 1, 7700);
-      await until(() => storedRow(s.env, id!).attempts === 1);
-      const after1 = storedRow(s.env, id!);
+      await until(async () => (await storedRow(s.env, id!)).attempts === 1);
+      const after1 = await storedRow(s.env, id!);
       expect(after1.outcome).toBe('queued');
       expect(after1.lease_until).toBeNull();
       expect(after1.next_attempt_at).toBeGreaterThan(s.env.clock.now());
-      expect(attemptNumbers(s.env, id!)).toEqual([{ number: 1, outcome: 'retry' }]);
+      expect(await attemptNumbers(s.env, id!)).toEqual([{ number: 1, outcome: 'retry' }]);
 
       s.env.clock.set(after1.next_attempt_at!);
-      await until(() => storedRow(s.env, id!).outcome === 'delivered');
-      expect(storedRow(s.env, id!)).toMatchObject({ outcome: 'delivered', attempts: 2, lease_until: null, next_attempt_at: null });
-      expect(attemptNumbers(s.env, id!)).toEqual([
+      await until(async () => (await storedRow(s.env, id!)).outcome === 'delivered');
+      expect(await storedRow(s.env, id!)).toMatchObject({ outcome: 'delivered', attempts: 2, lease_until: null, next_attempt_at: null });
+      expect(await attemptNumbers(s.env, id!)).toEqual([
         { number: 1, outcome: 'retry' },
         { number: 2, outcome: 'delivered' },
       ]);
@@ -235,9 +231,9 @@ describe('receipts taken from their commit, through the rest of the handoff rule
     const worker = directWorker(s.env);
     try {
       const ids = await sendMany(s, 'ext-nowf', 3, 7800);
-      await until(() => ids.every((id) => storedRow(s.env, id).outcome !== 'queued'));
+      await until(async () => (await Promise.all(ids.map((id) => storedRow(s.env, id)))).every((r) => r.outcome !== 'queued'));
       for (const id of ids) {
-        expect(storedRow(s.env, id)).toMatchObject({ outcome: 'no_workflow', code: 'SVC_NO_WORKFLOW', attempts: 1, lease_until: null, next_attempt_at: null });
+        expect(await storedRow(s.env, id)).toMatchObject({ outcome: 'no_workflow', code: 'SVC_NO_WORKFLOW', attempts: 1, lease_until: null, next_attempt_at: null });
       }
       expect(fake.requests).toHaveLength(0);
     } finally {
@@ -249,23 +245,22 @@ describe('receipts taken from their commit, through the rest of the handoff rule
     const s = await setup();
     const { env, store } = s;
     // The free plan's hard limit is 500: one receipt of room left this period.
-    env.repo.sqlite.run('INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES (?, ?, ?, ?)', [store.id, 'accepted_events', store.createdAt, 499]);
-    const meter = () =>
-      env.repo.sqlite.query<{ used: number }, [string]>("SELECT used FROM usage_counters WHERE store_id = ? AND meter = 'accepted_events'").get(store.id)!.used;
+    await execSql(env, 'INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES (?, ?, ?, ?)', store.id, 'accepted_events', store.createdAt, 499);
+    const meter = async () => (await row<{ used: number }>(env, "SELECT used FROM usage_counters WHERE store_id = ? AND meter = 'accepted_events'", store.id))!.used;
     const worker = directWorker(env);
     try {
       const replies = await Promise.all([0, 1, 2].map((i) => sendHook(env, s.endpoint, s.secret, orderEvent(`ext-cap-${i}`, 7900 + i))));
       expect(replies.map((r) => r.json.status).sort()).toEqual(['accepted', 'held', 'held']);
       const ids = replies.map((r) => r.json.eventId as string);
       const held = ids.filter((_, i) => replies[i]!.json.status === 'held');
-      expect(meter()).toBe(500);
-      await until(() => fake.requests.length === 1);
-      for (const id of held) expect(storedRow(env, id)).toMatchObject({ outcome: 'held', lease_until: null, next_attempt_at: null, attempts: 0 });
+      expect(await meter()).toBe(500);
+      await until(async () => fake.requests.length === 1);
+      for (const id of held) expect(await storedRow(env, id)).toMatchObject({ outcome: 'held', lease_until: null, next_attempt_at: null, attempts: 0 });
 
       await env.repo.updateStore({ ...store, plan: 'starter', updatedAt: env.clock.now() });
       env.clock.advance(1_000); // the loop looks for held events to release once a second
-      await until(() => ids.every((id) => storedRow(env, id).outcome === 'delivered'));
-      expect(meter()).toBe(502);
+      await until(async () => (await Promise.all(ids.map((id) => storedRow(env, id)))).every((r) => r.outcome === 'delivered'));
+      expect(await meter()).toBe(502);
       expect(fake.requests).toHaveLength(3);
       expect(handedOffTwice(fake)).toEqual([]);
     } finally {
@@ -278,17 +273,17 @@ describe('receipts taken from their commit, through the rest of the handoff rule
     const { worker, open } = s;
     try {
       const [id] = await sendMany(s, 'ext-replay', 1, 8000);
-      expect(storedRow(s.env, id!).outcome).toBe('queued');
+      expect((await storedRow(s.env, id!)).outcome).toBe('queued');
       const path = `/agent/v1/events/${id}/replay-intents`;
       const refused = await call(s.env, 'POST', path, { token: s.grant, body: { mode: 'preview', input: {} } });
       expect(refused.json.refusal?.code).toBe('handoff_in_progress');
 
       open();
-      await until(() => storedRow(s.env, id!).outcome === 'delivered');
+      await until(async () => (await storedRow(s.env, id!)).outcome === 'delivered');
       await execIntent(s, path, { reason: 'edge test' }, 'replay-1');
-      await until(() => storedRow(s.env, id!).attempts === 2);
-      await until(() => storedRow(s.env, id!).outcome === 'delivered');
-      expect(attemptNumbers(s.env, id!)).toEqual([
+      await until(async () => (await storedRow(s.env, id!)).attempts === 2);
+      await until(async () => (await storedRow(s.env, id!)).outcome === 'delivered');
+      expect(await attemptNumbers(s.env, id!)).toEqual([
         { number: 1, outcome: 'delivered' },
         { number: 2, outcome: 'delivered' },
       ]);
@@ -308,7 +303,7 @@ describe('the endpoint changing while its receipts wait in the direct queue', ()
       await execIntent(s, `/agent/v1/endpoints/${s.endpoint.id}/delete-intents`, {}, 'archive-1');
       expect((await sendHook(s.env, s.endpoint, s.secret, orderEvent('ext-archived-late', 8199))).status).toBe(404);
       open();
-      await until(() => ids.every((id) => storedRow(s.env, id).outcome === 'delivered'));
+      await until(async () => (await Promise.all(ids.map((id) => storedRow(s.env, id)))).every((r) => r.outcome === 'delivered'));
       expect(fake.requests).toHaveLength(3);
       expect(handedOffTwice(fake)).toEqual([]);
     } finally {
@@ -323,23 +318,23 @@ describe('the endpoint changing while its receipts wait in the direct queue', ()
     const path = `/agent/v1/endpoints/${s.endpoint.id}/delete-intents`;
     try {
       await execIntent(s, path, {}, 'archive-2');
-      expect(storedRow(s.env, id).outcome).toBe('queued');
+      expect((await storedRow(s.env, id)).outcome).toBe('queued');
       const refused = await call(s.env, 'POST', path, { token: s.grant, body: { mode: 'preview', input: { stage: 'permanent' } } });
       expect(refused.status).toBe(403);
       expect(refused.json.error.code).toBe('action_refused');
       expect(refused.json.refusal).toMatchObject({ category: 'target_state', code: 'endpoint_has_pending_events' });
       open();
-      await until(() => storedRow(s.env, id).outcome === 'delivered');
+      await until(async () => (await storedRow(s.env, id)).outcome === 'delivered');
     } finally {
       open();
       await worker.stop();
     }
-    expect(attemptNumbers(s.env, id)).toEqual([{ number: 1, outcome: 'delivered' }]);
+    expect(await attemptNumbers(s.env, id)).toEqual([{ number: 1, outcome: 'delivered' }]);
     await execIntent(s, path, { stage: 'permanent' }, 'delete-2');
     const gone = await call(s.env, 'GET', `/agent/v1/endpoints/${s.endpoint.id}`, { token: s.grant });
     expect(gone.status).toBe(404);
     // The receipt outlives its endpoint.
-    expect(storedRow(s.env, id)).toMatchObject({ outcome: 'delivered', attempts: 1 });
+    expect(await storedRow(s.env, id)).toMatchObject({ outcome: 'delivered', attempts: 1 });
   });
 });
 
@@ -374,7 +369,7 @@ describe('routing by pathOf, for request targets Bun.serve really passes through
       const absoluteForm = await raw(`http://local?x=/hooks/${s.endpoint.id}`);
       expect(originForm).toContain(' 404 ');
       expect(absoluteForm).toBe(originForm);
-      const stored = s.env.repo.sqlite.query<{ n: number }, []>('SELECT count(*) AS n FROM events').get()!.n;
+      const stored = await count(s.env, 'events');
       expect(stored).toBe(0);
     } finally {
       server.stop(true);

@@ -7,7 +7,7 @@ import type { EventRow } from '../../db/types.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { receivedCounts, spyClaims, startDirectWorker, until } from '../fixtures/handoff.ts';
-import { addGrant, addStore, call, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, call, createEndpoint, createTestEnv, gatherReceipts, orderEvent, row, sendHook, sqliteOnly, type TestEnv } from '../helpers.ts';
 
 const TOKEN = 'shpat_direct_token';
 const HANDOFF = { timeoutMs: 1000, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 8 };
@@ -22,12 +22,12 @@ async function setup() {
   return { env, grant, endpoint, secret };
 }
 
-function storedRow(env: TestEnv, id: string) {
-  return env.repo.sqlite
-    .query<{ outcome: string; lease_until: number | null; next_attempt_at: number | null; attempts: number }, [string]>(
-      'SELECT outcome, lease_until, next_attempt_at, attempts FROM events WHERE id = ?',
-    )
-    .get(id)!;
+async function storedRow(env: TestEnv, id: string) {
+  return (await row<{ outcome: string; lease_until: number | null; next_attempt_at: number | null; attempts: number }>(
+    env,
+    'SELECT outcome, lease_until, next_attempt_at, attempts FROM events WHERE id = ?',
+    id,
+  ))!;
 }
 
 describe('the ingest commit leasing receipts to the running worker', () => {
@@ -44,6 +44,7 @@ describe('the ingest commit leasing receipts to the running worker', () => {
       },
     });
 
+    const order = gatherReceipts(env, 3); // one commit
     const replies = await Promise.all([0, 1, 2].map((i) => sendHook(env, endpoint, secret, orderEvent(`ext-lease-${i}`, 8100 + i))));
     expect(replies.map((r) => [r.status, r.json.status])).toEqual([
       [202, 'accepted'],
@@ -51,25 +52,27 @@ describe('the ingest commit leasing receipts to the running worker', () => {
       [202, 'accepted'],
     ]);
     // Only `max` of them: the worker said how many it had room for, and learns the third is left to the claim.
-    expect(taken.map((e) => e.id)).toEqual(replies.slice(0, 2).map((r) => r.json.eventId));
+    expect(taken.map((e) => e.id)).toEqual(order.slice(0, 2));
+    const left = order[2]!;
     expect(leftToClaim).toEqual([true]);
     for (const e of taken) {
       expect(e.outcome).toBe('queued');
       expect(e.leaseUntil).toBe(until);
-      expect(storedRow(env, e.id)).toEqual({ outcome: 'queued', lease_until: until, next_attempt_at: until, attempts: 0 });
+      expect(await storedRow(env, e.id)).toEqual({ outcome: 'queued', lease_until: until, next_attempt_at: until, attempts: 0 });
     }
-    expect(storedRow(env, replies[2]!.json.eventId)).toEqual({ outcome: 'accepted', lease_until: null, next_attempt_at: env.clock.now(), attempts: 0 });
+    expect(await storedRow(env, left)).toEqual({ outcome: 'accepted', lease_until: null, next_attempt_at: env.clock.now(), attempts: 0 });
     // Read back, a leased receipt has no next-attempt time (the stored one is its lease end); the other is due now.
     const leasedView = await call(env, 'GET', `/agent/v1/events/${taken[0]!.id}`, { token: grant });
-    const dueView = await call(env, 'GET', `/agent/v1/events/${replies[2]!.json.eventId}`, { token: grant });
+    const dueView = await call(env, 'GET', `/agent/v1/events/${left}`, { token: grant });
     expect([leasedView.json.data.event.outcome, leasedView.json.data.event.nextAttemptAt]).toEqual(['queued', null]);
     expect([dueView.json.data.event.outcome, dueView.json.data.event.nextAttemptAt]).toEqual(['accepted', new Date(env.clock.now()).toISOString()]);
 
-    const stats = env.repo.sqlite.query<{ n: number }, []>(`SELECT n FROM event_stats WHERE width = 300000 AND metric = 'received:accepted'`).get();
+    // Summed: PostgreSQL keeps each instance's counts in a shard row of its own.
+    const stats = await row<{ n: number }>(env, `SELECT sum(n) AS n FROM event_stats WHERE width = 300000 AND metric = 'received:accepted'`);
     expect(stats?.n).toBe(3);
     // A claim at this time takes only the receipt the commit did not lease.
     const claimed = await env.repo.claimDue(env.clock.now(), 10, env.clock.now() + 1000);
-    expect(claimed.map((d) => d.event.id)).toEqual([replies[2]!.json.eventId]);
+    expect(claimed.map((d) => d.event.id)).toEqual([left]);
   });
 
   it('leases no duplicate, rejected or held receipt', async () => {
@@ -97,13 +100,13 @@ describe('the running worker taking receipts from their commit', () => {
         expect(replies.every((r) => r.status === 202 && r.json.status === 'accepted')).toBe(true);
         ids.push(...replies.map((r) => r.json.eventId as string));
       }
-      await until(() => ids.every((id) => storedRow(env, id).outcome === 'delivered'));
+      await until(async () => (await Promise.all(ids.map((id) => storedRow(env, id)))).every((r) => r.outcome === 'delivered'));
 
       expect(fake.rejected).toEqual([]);
       expect(fake.requests).toHaveLength(ids.length);
       expect([...receivedCounts(fake).values()].every((n) => n === 1)).toBe(true);
       expect(claimed).toEqual([]);
-      for (const id of ids) expect(storedRow(env, id)).toEqual({ outcome: 'delivered', lease_until: null, next_attempt_at: null, attempts: 1 });
+      for (const id of ids) expect(await storedRow(env, id)).toEqual({ outcome: 'delivered', lease_until: null, next_attempt_at: null, attempts: 1 });
       const detail = await call(env, 'GET', `/agent/v1/events/${ids[0]}`, { token: grant });
       expect(detail.json.data.event.outcome).toBe('delivered');
       expect(detail.json.data.event.attemptsDetail).toMatchObject([{ number: 1, destination: 'shopify', outcome: 'delivered' }]);
@@ -118,10 +121,11 @@ describe('the running worker taking receipts from their commit', () => {
     const worker = startDirectWorker(env);
     try {
       const N = 30; // one commit: 16 leased to the worker, 14 stored accepted
+      const order = gatherReceipts(env, N);
       const replies = await Promise.all(Array.from({ length: N }, (_, i) => sendHook(env, endpoint, secret, orderEvent(`ext-over-${i}`, 9100 + i))));
       const ids = replies.map((r) => r.json.eventId as string);
-      await until(() => ids.every((id) => storedRow(env, id).outcome === 'delivered'));
-      expect(claimed.sort()).toEqual(ids.slice(2 * HANDOFF.batchSize).sort());
+      await until(async () => (await Promise.all(ids.map((id) => storedRow(env, id)))).every((r) => r.outcome === 'delivered'));
+      expect(claimed.sort()).toEqual(order.slice(2 * HANDOFF.batchSize).sort());
       expect(fake.requests).toHaveLength(N);
       expect([...receivedCounts(fake).values()].every((n) => n === 1)).toBe(true);
     } finally {
@@ -168,15 +172,16 @@ describe('receipts leased by a worker that died before handing them off', () => 
     await worker.drain();
     expect(fake.requests).toHaveLength(ids.length);
     expect([...receivedCounts(fake).values()].every((n) => n === 1)).toBe(true);
-    for (const id of ids) expect(storedRow(env, id)).toMatchObject({ outcome: 'delivered', attempts: 1 });
+    for (const id of ids) expect(await storedRow(env, id)).toMatchObject({ outcome: 'delivered', attempts: 1 });
   });
 
-  it('are due at once when a single-process serve starts again (releaseAllLeases)', async () => {
+  // SQLite-only: releaseAllLeases is a single-process start-up; PostgreSQL instances never release peers' leases.
+  it.if(sqliteOnly)('are due at once when a single-process serve starts again (releaseAllLeases)', async () => {
     const { env, ids } = await leasedButLost();
     expect(await env.repo.releaseAllLeases(env.clock.now())).toBe(ids.length);
-    for (const id of ids) expect(storedRow(env, id)).toMatchObject({ lease_until: null, next_attempt_at: env.clock.now() });
+    for (const id of ids) expect(await storedRow(env, id)).toMatchObject({ lease_until: null, next_attempt_at: env.clock.now() });
     await new HandoffWorker(env.core).drain();
     expect(fake.requests).toHaveLength(ids.length);
-    for (const id of ids) expect(storedRow(env, id)).toMatchObject({ outcome: 'delivered', attempts: 1 });
+    for (const id of ids) expect(await storedRow(env, id)).toMatchObject({ outcome: 'delivered', attempts: 1 });
   });
 });

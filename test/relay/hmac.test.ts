@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from 'bun:test';
 import { hmacBase64, hmacHex, verifyHmacHex } from '../../src/lib/crypto.ts';
-import { addGrant, addStore, BASE, createEndpoint, createTestEnv, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, BASE, count, createEndpoint, createTestEnv, execSql, row, type TestEnv } from '../helpers.ts';
 
 interface Vector {
   secret: string;
@@ -30,7 +30,7 @@ function opensslHmacHex(secret: string, bytes: Uint8Array): string {
 /** An endpoint whose secret is forced to `secret` (the vectors use fixed secrets). */
 async function endpointWithSecret(env: TestEnv, token: string, secret: string, input: Record<string, unknown> = { triggerVariant: 'generic' }) {
   const { endpoint } = await createEndpoint(env, token, input);
-  env.repo.sqlite.run('UPDATE endpoints SET secret_sealed = ?, secret_last4 = ? WHERE id = ?', [env.core.box.seal(secret), secret.slice(-4), endpoint.id]);
+  await execSql(env, 'UPDATE endpoints SET secret_sealed = ?, secret_last4 = ? WHERE id = ?', env.core.box.seal(secret), secret.slice(-4), endpoint.id);
   env.app.endpoints.invalidate(endpoint.id);
   return endpoint as { id: string; auth: { headerName: string; mode: string } };
 }
@@ -40,10 +40,6 @@ async function post(env: TestEnv, endpoint: { id: string; auth: { headerName: st
   if (signature !== null) headers[endpoint.auth.headerName] = signature;
   const res = await env.app.fetch(new Request(`${BASE}/hooks/${endpoint.id}`, { method: 'POST', headers, body }));
   return { status: res.status, json: (await res.json()) as any };
-}
-
-function count(env: TestEnv, table: string): number {
-  return (env.repo.sqlite.query(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
 }
 
 async function setup() {
@@ -124,13 +120,13 @@ describe('end to end through POST /hooks/{id}', () => {
       const r = await post(env, ep, enc.encode(v.bodyUtf8), v.hmacSha256Hex);
       expect(r.status).toBe(202);
       expect(r.json.status).toBe('accepted');
-      const row = env.repo.sqlite.query('SELECT body_bytes FROM events WHERE id = ?').get(r.json.eventId) as { body_bytes: number };
-      expect(row.body_bytes).toBe(v.bodyBytes);
-      const stored = env.repo.sqlite.query('SELECT body FROM event_bodies WHERE event_id = ?').get(r.json.eventId) as { body: Uint8Array };
-      expect(Buffer.from(stored.body).toString('utf8')).toBe(v.bodyUtf8);
+      const stored = (await row<{ body_bytes: number }>(env, 'SELECT body_bytes FROM events WHERE id = ?', r.json.eventId))!;
+      expect(stored.body_bytes).toBe(v.bodyBytes);
+      const body = (await row<{ body: Uint8Array }>(env, 'SELECT body FROM event_bodies WHERE event_id = ?', r.json.eventId))!;
+      expect(Buffer.from(body.body).toString('utf8')).toBe(v.bodyUtf8);
     }
-    expect(count(env, 'events')).toBe(vectors.length);
-    expect(count(env, 'auth_failures')).toBe(0);
+    expect(await count(env, 'events')).toBe(vectors.length);
+    expect(await count(env, 'auth_failures')).toBe(0);
   });
 
   test('a signature of case 1 fails for the bytes of case 2 (and vice versa); each passes for its own bytes', async () => {
@@ -144,8 +140,8 @@ describe('end to end through POST /hooks/{id}', () => {
     const crossed2 = await post(env, ep, a.bodyUtf8, b.hmacSha256Hex);
     expect(crossed2.status).toBe(401);
     expect(crossed2.json.code).toBe('SVC_AUTH_FAILED');
-    expect(count(env, 'events')).toBe(0);
-    expect(count(env, 'auth_failures')).toBe(2);
+    expect(await count(env, 'events')).toBe(0);
+    expect(await count(env, 'auth_failures')).toBe(2);
 
     const ok1 = await post(env, ep, a.bodyUtf8, a.hmacSha256Hex);
     expect(ok1.status).toBe(202);
@@ -175,9 +171,9 @@ describe('end to end through POST /hooks/{id}', () => {
       expect(r.json.code).toBe('SVC_AUTH_FAILED');
       expect(JSON.stringify(r.json)).not.toContain(v.hmacSha256Hex);
     }
-    expect(count(env, 'events')).toBe(0);
-    expect(count(env, 'event_bodies')).toBe(0);
-    expect(count(env, 'auth_failures')).toBe(values.length);
+    expect(await count(env, 'events')).toBe(0);
+    expect(await count(env, 'event_bodies')).toBe(0);
+    expect(await count(env, 'auth_failures')).toBe(values.length);
     // The correct lowercase value still passes: only the format was wrong.
     expect((await post(env, ep, v.bodyUtf8, v.hmacSha256Hex)).status).toBe(202);
   });
@@ -205,8 +201,8 @@ describe('end to end through POST /hooks/{id}', () => {
     const r3 = await post(env, endpoint, `${signedBody}\n`, signature);
     expect(r3.status).toBe(401);
 
-    expect(count(env, 'events')).toBe(0);
-    expect(count(env, 'auth_failures')).toBe(3);
+    expect(await count(env, 'events')).toBe(0);
+    expect(await count(env, 'auth_failures')).toBe(3);
 
     const ok = await post(env, endpoint, signedBody, signature);
     expect(ok.status).toBe(202);

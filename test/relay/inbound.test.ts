@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from 'bun:test';
 import { hmacHex, newEndpointSecret } from '../../src/lib/crypto.ts';
-import { addGrant, addStore, BASE, call, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv, holdCommits } from '../helpers.ts';
+import { addGrant, addStore, BASE, call, columnsOf, count, createEndpoint, createTestEnv, execSql, gatherReceipts, holdCommits, orderEvent, row, rows, sendHook, sqliteOnly, type TestEnv } from '../helpers.ts';
 import { bigOrderEvent, fillDisk } from '../fixtures/disk-full.ts';
 
 const MiB = 1024 * 1024;
@@ -17,12 +17,8 @@ async function setup() {
   return { env, token, store };
 }
 
-function count(env: TestEnv, table: string, where = '1 = 1', ...args: (string | number)[]): number {
-  return (env.repo.sqlite.query(`SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`).get(...args) as { n: number }).n;
-}
-
 function eventRow(env: TestEnv, id: string) {
-  return env.repo.sqlite.query('SELECT * FROM events WHERE id = ?').get(id) as Record<string, any> | null;
+  return row(env, 'SELECT * FROM events WHERE id = ?', id);
 }
 
 /** Posts raw bytes (or a stream) with full control of the headers. Signs `signBytes` when given. */
@@ -69,8 +65,8 @@ describe('sender profiles choose the auth mode on POST /agent/v1/endpoints', () 
     const { endpoint, secret } = await createEndpoint(env, token, { triggerVariant: 'order', resourceIdPath: 'order.id', ...extra });
     expect(endpoint.auth.mode).toBe(mode);
     expect(endpoint.auth.headerName).toBe(headerName);
-    const row = env.repo.sqlite.query('SELECT auth_mode, header_name FROM endpoints WHERE id = ?').get(endpoint.id) as any;
-    expect(row).toEqual({ auth_mode: mode, header_name: headerName });
+    const stored = await row(env, 'SELECT auth_mode, header_name FROM endpoints WHERE id = ?', endpoint.id);
+    expect(stored).toEqual({ auth_mode: mode, header_name: headerName });
     // And the inbound path enforces it: the matching credential works under the configured header.
     const ok = await sendHook(env, endpoint, secret, orderEvent('ext-profile'));
     expect(ok.status).toBe(202);
@@ -90,7 +86,7 @@ describe('accepted events', () => {
     expect(r.json.eventId).toMatch(/^evt_/);
     expect(r.json.receiptId).toMatch(/^rcpt_/);
 
-    const row = eventRow(env, r.json.eventId)!;
+    const row = (await eventRow(env, r.json.eventId))!;
     expect(row.receipt_id).toBe(r.json.receiptId);
     expect(row.endpoint_id).toBe(endpoint.id);
     expect(row.outcome).toBe('accepted');
@@ -102,9 +98,9 @@ describe('accepted events', () => {
     expect(row.body_retention).toBe('retained');
     expect(row.config_version).toBe(1);
     expect(row.next_attempt_at).not.toBeNull();
-    const stored = env.repo.sqlite.query('SELECT body FROM event_bodies WHERE event_id = ?').get(r.json.eventId) as any;
-    expect(Buffer.from(stored.body).toString('utf8')).toBe(body);
-    expect(count(env, 'auth_failures')).toBe(0);
+    const [stored] = await rows(env, 'SELECT body FROM event_bodies WHERE event_id = ?', r.json.eventId);
+    expect(Buffer.from(stored!.body).toString('utf8')).toBe(body);
+    expect(await count(env, 'auth_failures')).toBe(0);
   });
 
   test('the event appears in the reads with the right outcome and without the raw body', async () => {
@@ -147,14 +143,15 @@ describe('accepted events', () => {
     });
     await Bun.sleep(30);
     expect(settled).toBe(false);
-    expect(count(env, 'events')).toBe(0);
+    expect(await count(env, 'events')).toBe(0);
     release();
     const r = await pending;
     expect(r.status).toBe(202);
-    expect(eventRow(env, r.json.eventId)!.outcome).toBe('accepted');
+    expect((await eventRow(env, r.json.eventId))!.outcome).toBe('accepted');
   });
 
-  test('a failed commit answers 503 with Retry-After, never 202', async () => {
+  // SQLite-only: the full disk is SQLite's own page limit (test/fixtures/disk-full.ts).
+  test.if(sqliteOnly)('a failed commit answers 503 with Retry-After, never 202', async () => {
     const { env, token } = await setup();
     const { endpoint, secret } = await createEndpoint(env, token);
     fillDisk(env.repo);
@@ -170,7 +167,7 @@ describe('accepted events', () => {
     const json = (await res.json()) as any;
     expect(json.code).toBe('storage_unavailable');
     expect(json.eventId).toBeUndefined();
-    expect(count(env, 'events')).toBe(0);
+    expect(await count(env, 'events')).toBe(0);
   });
 });
 
@@ -190,7 +187,7 @@ describe('routing, method and media type', () => {
     // Active first: the same request is accepted.
     expect((await sendHook(env, endpoint, secret, orderEvent('ext-before-archive'))).status).toBe(202);
 
-    env.repo.sqlite.run("UPDATE endpoints SET status = 'archived' WHERE id = ?", [endpoint.id]);
+    await execSql(env, "UPDATE endpoints SET status = 'archived' WHERE id = ?", endpoint.id);
     env.app.endpoints.invalidate(endpoint.id);
     const archived = await rawPost(env, endpoint.id, {
       body,
@@ -206,8 +203,8 @@ describe('routing, method and media type', () => {
     const archivedBadSig = await rawPost(env, endpoint.id, { body, headers: { 'content-type': 'application/json', 'x-hookrelay-signature': '0'.repeat(64) } });
     expect(archivedBadSig.text).toBe(unknown.text);
 
-    expect(count(env, 'events')).toBe(1);
-    expect(count(env, 'auth_failures')).toBe(0);
+    expect(await count(env, 'events')).toBe(1);
+    expect(await count(env, 'auth_failures')).toBe(0);
   });
 
   test('GET on /hooks/{id} answers 405 with Allow: POST', async () => {
@@ -217,7 +214,7 @@ describe('routing, method and media type', () => {
     expect(r.status).toBe(405);
     expect(r.headers.get('allow')).toBe('POST');
     expect(r.json.code).toBe('method_not_allowed');
-    expect(count(env, 'events') + count(env, 'auth_failures')).toBe(0);
+    expect(await count(env, 'events') + await count(env, 'auth_failures')).toBe(0);
   });
 
   test('Content-Type: text/plain and a missing Content-Type answer 415; charset parameter is accepted', async () => {
@@ -237,12 +234,12 @@ describe('routing, method and media type', () => {
     const lookalike = await rawPost(env, endpoint.id, { body, headers: { 'content-type': 'application/jsonp', 'x-hookrelay-signature': sig } });
     expect(lookalike.status).toBe(415);
 
-    expect(count(env, 'events') + count(env, 'auth_failures')).toBe(0);
+    expect(await count(env, 'events') + await count(env, 'auth_failures')).toBe(0);
 
     const charset = await rawPost(env, endpoint.id, { body, headers: { 'content-type': 'application/json; charset=utf-8', 'x-hookrelay-signature': sig } });
     expect(charset.status).toBe(202);
     expect(charset.json.status).toBe('accepted');
-    expect(count(env, 'events')).toBe(1);
+    expect(await count(env, 'events')).toBe(1);
   });
 });
 
@@ -258,7 +255,7 @@ describe('body size limit (1 MiB)', () => {
       headers: { 'content-type': 'application/json', 'content-length': String(MiB), 'x-hookrelay-signature': hmacHex(secret, a) },
     });
     expect(withLength.status).toBe(202);
-    expect(eventRow(env, withLength.json.eventId)!.body_bytes).toBe(MiB);
+    expect((await eventRow(env, withLength.json.eventId))!.body_bytes).toBe(MiB);
 
     const b = new TextEncoder().encode(paddedBody(MiB, 'ext-1mib-b'));
     const streamed = await rawPost(env, endpoint.id, {
@@ -267,7 +264,7 @@ describe('body size limit (1 MiB)', () => {
     });
     expect(streamed.status).toBe(202);
     expect(streamed.json.status).toBe('accepted');
-    expect(eventRow(env, streamed.json.eventId)!.body_bytes).toBe(MiB);
+    expect((await eventRow(env, streamed.json.eventId))!.body_bytes).toBe(MiB);
   });
 
   test('1 MiB + 1 answers 413 SVC_PAYLOAD_TOO_LARGE, declared, undeclared, streamed or understated', async () => {
@@ -316,9 +313,9 @@ describe('body size limit (1 MiB)', () => {
     expect(cut.json.code).toBe('SVC_PAYLOAD_TOO_LARGE');
     expect(sent).toBeLessThan(4 * MiB);
 
-    expect(count(env, 'events')).toBe(0);
-    expect(count(env, 'event_bodies')).toBe(0);
-    expect(count(env, 'auth_failures')).toBe(0);
+    expect(await count(env, 'events')).toBe(0);
+    expect(await count(env, 'event_bodies')).toBe(0);
+    expect(await count(env, 'auth_failures')).toBe(0);
   });
 });
 
@@ -352,8 +349,8 @@ describe('inbound authentication failures', () => {
     expect(secretAsValue.json.code).toBe('SVC_AUTH_FAILED');
     expect(JSON.stringify(secretAsValue.json)).not.toContain(secret);
 
-    expect(count(env, 'events')).toBe(0);
-    expect(count(env, 'event_bodies')).toBe(0);
+    expect(await count(env, 'events')).toBe(0);
+    expect(await count(env, 'event_bodies')).toBe(0);
 
     const failures = await env.repo.listAuthFailures(store.storeId);
     expect(failures.map((f) => f.code).sort()).toEqual(
@@ -365,16 +362,16 @@ describe('inbound authentication failures', () => {
       expect(f.at).toBe(env.clock.now());
     }
     // auth_failures has no room for a body or a header value.
-    const columns = (env.repo.sqlite.query('PRAGMA table_info(auth_failures)').all() as { name: string }[]).map((c) => c.name).sort();
+    const columns = (await columnsOf(env, 'auth_failures')).sort();
     expect(columns).toEqual(['at', 'code', 'count', 'endpoint_id', 'id', 'store_id']);
-    const dump = JSON.stringify(env.repo.sqlite.query('SELECT * FROM auth_failures').all());
+    const dump = JSON.stringify(await rows(env, 'SELECT * FROM auth_failures'));
     expect(dump).not.toContain(MARKER);
     expect(dump).not.toContain(secret);
 
     // The sender is fixed: a fresh, correctly signed event goes through.
     const ok = await sendHook(env, endpoint, secret, body);
     expect(ok.status).toBe(202);
-    expect(count(env, 'events')).toBe(1);
+    expect(await count(env, 'events')).toBe(1);
   });
 
   test.each(['zapier', 'make', 'n8n'])('static header (%s) accepts the exact secret and rejects anything else', async (profile) => {
@@ -397,7 +394,7 @@ describe('inbound authentication failures', () => {
     expect(missing.status).toBe(401);
     expect(missing.json.code).toBe('SVC_AUTH_HEADER_MISSING');
 
-    expect(count(env, 'events')).toBe(1);
+    expect(await count(env, 'events')).toBe(1);
     expect((await env.repo.listAuthFailures(store.storeId, endpoint.id)).length).toBe(wrong.length + 1);
   });
 
@@ -407,7 +404,7 @@ describe('inbound authentication failures', () => {
     const r = await sendHook(env, endpoint, secret, 'not json', { auth: '0'.repeat(64) });
     expect(r.status).toBe(401);
     expect(r.json.code).toBe('SVC_AUTH_FAILED');
-    expect(count(env, 'events')).toBe(0);
+    expect(await count(env, 'events')).toBe(0);
     expect((await env.repo.listAuthFailures(store.storeId)).length).toBe(1);
   });
 });
@@ -419,9 +416,10 @@ describe('secret rotation overlap', () => {
       const { endpoint, secret: oldSecret } = await createEndpoint(env, token, { triggerVariant: 'order', resourceIdPath: 'order.id', authMode: mode });
       const newSecret = newEndpointSecret();
       const expiresAt = env.clock.now() + 24 * 3600_000;
-      env.repo.sqlite.run(
+      await execSql(
+        env,
         'UPDATE endpoints SET secret_sealed = ?, secret_last4 = ?, previous_secret_sealed = ?, previous_secret_expires_at = ? WHERE id = ?',
-        [env.core.box.seal(newSecret), newSecret.slice(-4), env.core.box.seal(oldSecret), expiresAt, endpoint.id],
+        ...[env.core.box.seal(newSecret), newSecret.slice(-4), env.core.box.seal(oldSecret), expiresAt, endpoint.id],
       );
       env.app.endpoints.invalidate(endpoint.id);
 
@@ -442,8 +440,8 @@ describe('secret rotation overlap', () => {
       expect((await sendHook(env, endpoint, oldSecret, orderEvent('rot-6'))).status).toBe(401);
       expect((await sendHook(env, endpoint, newSecret, orderEvent('rot-7'))).status).toBe(202);
 
-      expect(count(env, 'events')).toBe(4);
-      expect(count(env, 'auth_failures')).toBe(3);
+      expect(await count(env, 'events')).toBe(4);
+      expect(await count(env, 'auth_failures')).toBe(3);
     });
   }
 });
@@ -455,13 +453,13 @@ describe('rejected events (authenticated but invalid): 422, recorded, never hand
     expect(r.json.status).toBe('rejected');
     expect(r.json.eventId).toMatch(/^evt_/);
     expect(r.json.receiptId).toMatch(/^rcpt_/);
-    const row = eventRow(env, r.json.eventId)!;
+    const row = (await eventRow(env, r.json.eventId))!;
     expect(row.outcome).toBe('rejected');
     expect(row.code).toBe(code);
     expect(row.receipt_id).toBe(r.json.receiptId);
     expect(row.next_attempt_at).toBeNull();
     expect(row.body_retention).toBe('none');
-    expect(count(env, 'event_bodies', 'event_id = ?', r.json.eventId)).toBe(0);
+    expect(await count(env, 'event_bodies', 'event_id = ?', r.json.eventId)).toBe(0);
   }
 
   test('not JSON, empty, or not UTF-8: SVC_INVALID_JSON', async () => {
@@ -474,10 +472,10 @@ describe('rejected events (authenticated but invalid): 422, recorded, never hand
     const r = await rawPost(env, endpoint.id, { body: latin1, headers: { 'content-type': 'application/json', 'x-hookrelay-signature': hmacHex(secret, latin1) } });
     await expectRejected(env, r, 'SVC_INVALID_JSON');
 
-    expect(count(env, 'events')).toBe(3);
-    expect(count(env, 'event_bodies')).toBe(0);
-    expect(count(env, 'auth_failures')).toBe(0);
-    const dump = JSON.stringify(env.repo.sqlite.query('SELECT * FROM events').all());
+    expect(await count(env, 'events')).toBe(3);
+    expect(await count(env, 'event_bodies')).toBe(0);
+    expect(await count(env, 'auth_failures')).toBe(0);
+    const dump = JSON.stringify(await rows(env, 'SELECT * FROM events'));
     expect(dump).not.toContain(MARKER);
   });
 
@@ -506,7 +504,7 @@ describe('rejected events (authenticated but invalid): 422, recorded, never hand
     for (const [i, [value, expected]] of accepted.entries()) {
       const r = await sendHook(env, endpoint, secret, JSON.stringify({ external_event_id: `gid-ok-${i}`, order: { id: value } }));
       expect(r.status).toBe(202);
-      expect(eventRow(env, r.json.eventId)!.resource_id).toBe(expected);
+      expect((await eventRow(env, r.json.eventId))!.resource_id).toBe(expected);
     }
     const unmappable: unknown[] = [
       'abc',
@@ -534,12 +532,12 @@ describe('rejected events (authenticated but invalid): 422, recorded, never hand
     expect(refused.status).toBe(400);
     expect(refused.json.error.code).toBe('invalid_input');
     expect(JSON.stringify(refused.json.error)).toContain('relatedResourceIdPath');
-    expect(count(env, 'endpoints')).toBe(0);
+    expect(await count(env, 'endpoints')).toBe(0);
 
     const { endpoint, secret } = await createEndpoint(env, token, { triggerVariant: 'inventory', relatedResourceIdPath: 'item.sku' });
     const ok = await sendHook(env, endpoint, secret, JSON.stringify({ external_event_id: 'inv-1', item: { sku: 'SKU-42' } }));
     expect(ok.status).toBe(202);
-    expect(eventRow(env, ok.json.eventId)!.related_resource_id).toBe('SKU-42');
+    expect((await eventRow(env, ok.json.eventId))!.related_resource_id).toBe('SKU-42');
     const gid = await sendHook(env, endpoint, secret, JSON.stringify({ external_event_id: 'inv-2', item: { sku: 'gid://shopify/InventoryItem/77' } }));
     expect(gid.status).toBe(202);
     await expectRejected(env, await sendHook(env, endpoint, secret, JSON.stringify({ item: {} })), 'SVC_RESOURCE_ID_UNMAPPABLE');
@@ -558,11 +556,11 @@ describe('duplicate suppression (same external_event_id, same endpoint, 24 h)', 
     expect(second.status).toBe(202);
     expect(second.json).toEqual({ receiptId: expect.stringMatching(/^rcpt_/), eventId: expect.stringMatching(/^evt_/), status: 'duplicate_suppressed', duplicateOf: first.json.eventId });
     expect(second.json.eventId).not.toBe(first.json.eventId);
-    const row = eventRow(env, second.json.eventId)!;
+    const row = (await eventRow(env, second.json.eventId))!;
     expect(row.outcome).toBe('duplicate_suppressed');
     expect(row.duplicate_of).toBe(first.json.eventId);
     expect(row.next_attempt_at).toBeNull();
-    expect(count(env, 'event_bodies')).toBe(1);
+    expect(await count(env, 'event_bodies')).toBe(1);
 
     // A third copy still links the first, not the second.
     const third = await sendHook(env, endpoint, secret, orderEvent('ext-dup'));
@@ -608,6 +606,7 @@ describe('duplicate suppression (same external_event_id, same endpoint, 24 h)', 
       batches.push(receipts.length);
       return original(receipts, failures);
     };
+    gatherReceipts(env, 2);
     const [x, y] = await Promise.all([sendHook(env, endpoint, secret, orderEvent('ext-race')), sendHook(env, endpoint, secret, orderEvent('ext-race'))]);
     expect(batches).toEqual([2]);
     expect([x.status, y.status]).toEqual([202, 202]);
@@ -615,8 +614,8 @@ describe('duplicate suppression (same external_event_id, same endpoint, 24 h)', 
     expect(statuses).toEqual(['accepted', 'duplicate_suppressed']);
     const [winner, loser] = x.json.status === 'accepted' ? [x, y] : [y, x];
     expect(loser.json.duplicateOf).toBe(winner.json.eventId);
-    expect(count(env, 'events', "outcome = 'accepted'")).toBe(1);
-    expect(count(env, 'event_bodies')).toBe(1);
+    expect(await count(env, 'events', "outcome = 'accepted'")).toBe(1);
+    expect(await count(env, 'event_bodies')).toBe(1);
 
     // A larger burst: still exactly one accepted.
     const burst = await Promise.all(Array.from({ length: 8 }, () => sendHook(env, endpoint, secret, orderEvent('ext-burst'))));

@@ -7,7 +7,7 @@ import { TRIGGERS } from '../../src/contract/triggers.ts';
 import { hmacBase64 } from '../../src/lib/crypto.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
-import { addGrant, addStore, BASE, call, createEndpoint, createTestEnv, executeIntent, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, BASE, call, createEndpoint, createTestEnv, executeIntent, orderEvent, rows, sendHook, type TestEnv } from '../helpers.ts';
 
 const APP_SECRET = 'shpss_canary_app_secret';
 const ADMIN_TOKEN = 'shpat_canary_admin_token';
@@ -81,7 +81,7 @@ describe('POST /flow/lifecycle', () => {
     expect(await post(env, body, hmacBase64(APP_SECRET, `${body} `))).toMatchObject({ status: 401, json: { code: 'SVC_AUTH_FAILED' } });
     expect((await readiness(env, token)).order.hasEnabledFlow).toBeNull();
     expect(env.log.lines.join('\n')).not.toContain(APP_SECRET);
-    expect(JSON.stringify(env.repo.sqlite.query('SELECT * FROM audit_log').all())).not.toContain(APP_SECRET);
+    expect(JSON.stringify(await rows(env, 'SELECT * FROM audit_log'))).not.toContain(APP_SECRET);
   });
 
   it('answers 503 lifecycle_not_configured without an app secret, and says which variable to set', async () => {

@@ -1,7 +1,7 @@
 /** Retention: raw bodies are deleted once past their retention; the receipt outlives its body. */
 import { describe, expect, it } from 'bun:test';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { addGrant, addStore, call, createEndpoint, createTestEnv, orderEvent, sendHook } from '../helpers.ts';
+import { addGrant, addStore, call, count, createEndpoint, createTestEnv, orderEvent, sendHook } from '../helpers.ts';
 
 const DAY = 86400_000;
 
@@ -24,7 +24,7 @@ describe('retention sweep', () => {
     env.clock.advance(env.core.config.bodyRetentionMs + 1);
     expect(await worker.sweep()).toEqual({ bodies: 1, idempotencyKeys: 1 });
     expect(await env.repo.getEventBody(eventId)).toBeNull();
-    expect(env.repo.sqlite.query('SELECT count(*) AS n FROM idempotency_keys').get()).toEqual({ n: 0 });
+    expect(await count(env, 'idempotency_keys')).toBe(0);
     expect(env.log.lines.join('\n')).toContain('deleted 1 raw bodies');
 
     const event = (await call(env, 'GET', `/agent/v1/events/${eventId}`, { token })).json.data.event;

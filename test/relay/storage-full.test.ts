@@ -1,6 +1,6 @@
 /** A full disk (SQLite's page limit, the production SQLITE_FULL): stable 503s everywhere, /status says so, recovery. */
 import { describe, expect, it } from 'bun:test';
-import { addGrant, addStore, call, createEndpoint, createTestEnv, sendHook } from '../helpers.ts';
+import { addGrant, addStore, call, createEndpoint, createTestEnv, sendHook, sqliteOnly } from '../helpers.ts';
 import { bigOrderEvent, fillDisk } from '../fixtures/disk-full.ts';
 
 async function fullBox() {
@@ -13,7 +13,8 @@ async function fullBox() {
   return { env, token, endpoint, secret, free };
 }
 
-describe('a full disk', () => {
+// SQLite-only: the full disk is SQLite's own page limit (test/fixtures/disk-full.ts).
+describe.if(sqliteOnly)('a full disk', () => {
   it('inbound answers 503 storage_unavailable with Retry-After, no driver text, and one log line', async () => {
     const { env, endpoint, secret } = await fullBox();
     const res = await env.app.fetch(

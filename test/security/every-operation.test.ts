@@ -3,7 +3,7 @@ import { describe, expect, it } from 'bun:test';
 import { OPERATIONS } from '../../src/contract/operations.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { startFakeShopify } from '../fixtures/fake-shopify.ts';
-import { addGrant, addStore, call, createEndpoint, createTestEnv, executeIntent } from '../helpers.ts';
+import { addGrant, addStore, call, createEndpoint, createTestEnv, executeIntent, rows } from '../helpers.ts';
 
 const SHOPIFY_TOKEN = 'shpat_CANARY_platform_token_1234';
 const DB_URL = 'postgres://canary:CANARY_db_password@db.internal:5432/hookrelay';
@@ -67,7 +67,7 @@ describe('redaction across every operation', () => {
       expect(served.size).toBe(OPERATIONS.length - 1);
       expect(rotated).toStartWith('whsec_');
 
-      const audit = JSON.stringify(env.repo.sqlite.query('SELECT * FROM audit_log').all());
+      const audit = JSON.stringify(await rows(env, 'SELECT * FROM audit_log'));
       const logs = env.log.lines.join('\n');
       const canaries = [secret, rotated, token, SHOPIFY_TOKEN, DB_URL, 'CANARY_db_password', BODY_MARKER, signature];
       for (const c of canaries) {

@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, it } from 'bun:test';
 import { hmacHex } from '../../src/lib/crypto.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { addGrant, addStore, call, createEndpoint, createTestEnv, executeIntent, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, call, count, createEndpoint, createTestEnv, executeIntent, orderEvent, row, sendHook, type TestEnv } from '../helpers.ts';
 import { dumpDatabase } from './dump.ts';
 
 let env: TestEnv;
@@ -61,11 +61,11 @@ beforeAll(async () => {
 });
 
 describe('intent input at rest', () => {
-  it('no column of any table holds any canary after preview and execute', () => {
-    const dump = dumpDatabase(env);
+  it('no column of any table holds any canary after preview and execute', async () => {
+    const dump = await dumpDatabase(env);
     expect(Object.keys(dump)).toEqual(expect.arrayContaining(['intents', 'records', 'audit_log', 'idempotency_keys']));
     // The intents really were stored (so their absence below means something).
-    expect((env.repo.sqlite.query('SELECT COUNT(*) AS n FROM intents').get() as { n: number }).n).toBe(4);
+    expect(await count(env, 'intents')).toBe(4);
     for (const [name, canary] of Object.entries(canaries)) {
       for (const [table, text] of Object.entries(dump)) {
         if (text.includes(canary)) throw new Error(`${name} stored in plain text in ${table}`);
@@ -77,18 +77,18 @@ describe('intent input at rest', () => {
     expect(all).not.toMatch(/hrg_[0-9A-Za-z]{8,}|whsec_[0-9A-Za-z]{8,}|shpat_/);
   });
 
-  it('the stored input keeps the rest of the text, each secret replaced by a label', () => {
-    const row = env.repo.sqlite.query("SELECT input FROM intents WHERE kind = 'diagnostics_share'").get() as { input: string };
-    const note = JSON.parse(row.input).note as string;
+  it('the stored input keeps the rest of the text, each secret replaced by a label', async () => {
+    const stored = (await row<{ input: string }>(env, "SELECT input FROM intents WHERE kind = 'diagnostics_share'"))!;
+    const note = JSON.parse(stored.input).note as string;
     expect(note).toStartWith('It fails. Secret [redacted secret], token [redacted grant token], sig [redacted signature]');
     for (const label of ['[redacted authorization header]', '[redacted platform token]', '[redacted database URL]']) expect(note).toContain(label);
   });
 
-  it('the diagnostics preview shows the redacted note it will share, as support shows its summary', () => {
+  it('the diagnostics preview shows the redacted note it will share, as support shows its summary', async () => {
     const { diag, support, replay } = shown;
     const diagTo = diag!.preview.preview.changes[0].to;
     expect(diagTo.note).toContain('[redacted secret]');
-    const share = env.repo.sqlite.query("SELECT body FROM records WHERE kind = 'diagnostics_share'").get() as { body: string };
+    const share = (await row<{ body: string }>(env, "SELECT body FROM records WHERE kind = 'diagnostics_share'"))!;
     expect(JSON.parse(share.body).note).toBe(diagTo.note);
     expect(support!.preview.preview.changes[0].to.summary).toContain('[redacted grant token]');
     for (const { preview } of [diag!, support!, replay!]) expect(preview.preview.warnings[0]).toContain('redacted');

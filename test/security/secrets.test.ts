@@ -5,9 +5,14 @@
  * and the body marker only in event_bodies.
  */
 import { beforeAll, describe, expect, test } from 'bun:test';
+import { getTableName, is } from 'drizzle-orm';
+import { PgTable } from 'drizzle-orm/pg-core';
+import { SQLiteTable } from 'drizzle-orm/sqlite-core';
+import * as pgSchema from '../../db/pg/schema.ts';
+import * as sqliteSchema from '../../db/sqlite/schema.ts';
 import { hmacHex, newEndpointSecret, sha256Hex } from '../../src/lib/crypto.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { addGrant, addStore, BASE, call, createTestEnv, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, backend, BASE, call, count, createTestEnv, row as rowOf, rows, type TestEnv } from '../helpers.ts';
 import { dumpDatabase } from './dump.ts';
 
 const MARKER = 'RAW_BODY_CANARY_7f3a';
@@ -101,7 +106,7 @@ beforeAll(async () => {
   expect(handed).toBe(3);
   expect(env.log.lines.some((l) => l.includes('handoff (log destination)'))).toBe(true);
 
-  world.eventIds = (env.repo.sqlite.query('SELECT id FROM events ORDER BY id').all() as { id: string }[]).map((r) => r.id);
+  world.eventIds = (await rows<{ id: string }>(env, 'SELECT id FROM events ORDER BY id')).map((r) => r.id);
   expect(world.eventIds.length).toBe(6);
 
   // Every read an agent (or anyone) can make afterwards.
@@ -163,8 +168,17 @@ describe('endpoint secrets', () => {
     expect(log).not.toMatch(/whsec_/);
   });
 
-  test('no secret in plain text in any column of any table; stored only sealed, and the seal opens to the original', () => {
-    const dump = dumpDatabase(w.env);
+  test('the dump the canary searches read covers every table the backend declares (db/sqlite or db/pg schema)', async () => {
+    const dump = await dumpDatabase(w.env);
+    const declared = Object.values(backend === 'postgres' ? pgSchema : sqliteSchema)
+      .filter((t) => is(t, PgTable) || is(t, SQLiteTable))
+      .map((t) => getTableName(t as PgTable | SQLiteTable));
+    expect(declared.length).toBeGreaterThan(15);
+    expect(Object.keys(dump)).toEqual(expect.arrayContaining(declared));
+  });
+
+  test('no secret in plain text in any column of any table; stored only sealed, and the seal opens to the original', async () => {
+    const dump = await dumpDatabase(w.env);
     expect(Object.keys(dump)).toEqual(expect.arrayContaining(['endpoints', 'endpoint_versions', 'events', 'event_bodies', 'auth_failures', 'grants', 'stores']));
     for (const [table, text] of Object.entries(dump)) {
       for (const ep of w.endpoints) {
@@ -173,7 +187,7 @@ describe('endpoint secrets', () => {
       expect(text).not.toMatch(/whsec_/);
     }
     for (const ep of w.endpoints) {
-      const row = w.env.repo.sqlite.query('SELECT secret_sealed, secret_last4 FROM endpoints WHERE id = ?').get(ep.id) as { secret_sealed: string; secret_last4: string };
+      const row = (await rowOf<{ secret_sealed: string; secret_last4: string }>(w.env, 'SELECT secret_sealed, secret_last4 FROM endpoints WHERE id = ?', ep.id))!;
       expect(row.secret_sealed).toMatch(/^v1\./);
       expect(row.secret_sealed).not.toContain(ep.secret);
       expect(w.env.core.box.open(row.secret_sealed)).toBe(ep.secret);
@@ -193,7 +207,7 @@ describe('endpoint secrets', () => {
 });
 
 describe('grant token', () => {
-  test('never in any response, log line or table; only its SHA-256 is stored (and never returned)', () => {
+  test('never in any response, log line or table; only its SHA-256 is stored (and never returned)', async () => {
     const hash = sha256Hex(w.token);
     for (const r of w.responses) {
       if (r.text.includes(w.token)) throw new Error(`grant token leaked in ${r.label}`);
@@ -208,12 +222,12 @@ describe('grant token', () => {
     expect(log).not.toContain(w.token);
     expect(log).not.toContain(hash);
 
-    const dump = dumpDatabase(w.env);
+    const dump = await dumpDatabase(w.env);
     for (const [table, text] of Object.entries(dump)) {
       if (text.includes(w.token)) throw new Error(`grant token stored in plain text in ${table}`);
       expect(text).not.toMatch(/hrg_[0-9A-Za-z]{8,}/);
     }
-    const grants = w.env.repo.sqlite.query('SELECT token_hash FROM grants').all() as { token_hash: string }[];
+    const grants = await rows<{ token_hash: string }>(w.env, 'SELECT token_hash FROM grants');
     expect(grants).toEqual([{ token_hash: hash }]);
     // The grant read really worked with that token (so the absence above is meaningful).
     const grantRead = w.responses.find((r) => r.label === 'GET /agent/v1/grant')!;
@@ -222,24 +236,24 @@ describe('grant token', () => {
 });
 
 describe('raw event bodies', () => {
-  test('the marker is kept only in event_bodies, for the accepted events', () => {
-    const dump = dumpDatabase(w.env);
+  test('the marker is kept only in event_bodies, for the accepted events', async () => {
+    const dump = await dumpDatabase(w.env);
     // The dump decodes blobs, so it does see the retained bodies.
     expect(occurrences(dump.event_bodies!, MARKER)).toBe(3);
     for (const [table, text] of Object.entries(dump)) {
       if (table === 'event_bodies') continue;
       if (text.includes(MARKER)) throw new Error(`raw body marker stored in ${table}`);
     }
-    const bodies = w.env.repo.sqlite.query('SELECT e.outcome, b.body FROM event_bodies b JOIN events e ON e.id = b.event_id').all() as { outcome: string; body: Uint8Array }[];
+    const bodies = await rows<{ outcome: string; body: Uint8Array }>(w.env, 'SELECT e.outcome, b.body FROM event_bodies b JOIN events e ON e.id = b.event_id');
     expect(bodies.length).toBe(3);
     for (const b of bodies) {
       expect(b.outcome).toBe('delivered');
       expect(Buffer.from(b.body).toString('utf8')).toContain(MARKER);
     }
     // Rejected and duplicate events keep no body; auth failures never had a place for one.
-    const outcomes = (w.env.repo.sqlite.query('SELECT outcome FROM events ORDER BY outcome').all() as { outcome: string }[]).map((r) => r.outcome);
+    const outcomes = (await rows<{ outcome: string }>(w.env, 'SELECT outcome FROM events ORDER BY outcome')).map((r) => r.outcome);
     expect(outcomes).toEqual(['delivered', 'delivered', 'delivered', 'duplicate_suppressed', 'rejected', 'rejected']);
-    expect((w.env.repo.sqlite.query('SELECT COUNT(*) AS n FROM auth_failures').get() as { n: number }).n).toBe(5);
+    expect(await count(w.env, 'auth_failures')).toBe(5);
   });
 
   test('the marker is in no response and no log line', () => {
@@ -254,9 +268,9 @@ describe('raw event bodies', () => {
 });
 
 describe('HMAC and static header values', () => {
-  test('no header value sent is in any response, log line or table', () => {
+  test('no header value sent is in any response, log line or table', async () => {
     expect(w.headerValues.length).toBe(10);
-    const dump = Object.values(dumpDatabase(w.env)).join('\n');
+    const dump = Object.values(await dumpDatabase(w.env)).join('\n');
     const log = w.env.log.lines.join('\n');
     for (const value of w.headerValues) {
       for (const r of w.responses) {
