@@ -38,6 +38,12 @@ import * as s from './schema.ts';
 
 /** Any two instances migrating at once serialise on this key (pg_advisory_xact_lock). */
 const MIGRATION_LOCK = 0x686f6f6b; // 'hook'
+/**
+ * Each storage handle holds pg_advisory_lock(LIVENESS_LOCK, owner) on a connection of its own while it lives, and
+ * prefixes its lease tokens with `owner:`. The server drops the lock when that connection ends (a process killed
+ * with SIGKILL included), so peers claim a dead holder's leases at once instead of when they expire, minutes later.
+ */
+const LIVENESS_LOCK = 0x68726c76; // 'hrlv'
 const UNKNOWN_MESSAGE = 'The worker stopped or lost its lease after starting this handoff; Flow may have received the trigger.';
 
 /** int8 as a JavaScript number (milliseconds and counters stay far below 2^53). */
@@ -116,6 +122,12 @@ export class PgRepo implements Repo {
   private readonly leases = new Map<string, string>();
   /** This process's event_stats shard: concurrent instances add to different rows. */
   private readonly shard = Math.floor(Math.random() * 16);
+  /** The key of this handle's liveness lock (LIVENESS_LOCK), the prefix of every lease token it writes. */
+  private owner = randomOwner();
+  private liveness: pg.Client | null = null;
+  /** The live holders seen by the last claim (endDeadLeases); null before the first. */
+  private seenOwners: string | null = null;
+  private closed = false;
 
   constructor(
     readonly pool: pg.Pool,
@@ -129,7 +141,28 @@ export class PgRepo implements Repo {
   static async open(opts: PgOptions): Promise<PgRepo> {
     const pool = openPgPool(opts);
     await migratePg(pool, pgMigrations, opts.schema);
-    return new PgRepo(pool, opts.url, opts.schema?.replace(/"/g, ''));
+    const repo = new PgRepo(pool, opts.url, opts.schema?.replace(/"/g, ''));
+    await repo.holdLiveness();
+    return repo;
+  }
+
+  /**
+   * Takes this handle's liveness lock on a dedicated connection, and takes it again (after a second) if that
+   * connection drops while the handle is open. Leases written meanwhile may be claimed by peers: every write
+   * of this handle checks its token, so it is fenced, as after a lease's expiry.
+   */
+  private async holdLiveness(): Promise<void> {
+    const c = new pg.Client({ connectionString: this.url, types });
+    c.on('error', () => {});
+    c.once('end', () => {
+      if (this.liveness === c) this.liveness = null;
+      if (!this.closed) setTimeout(() => void this.holdLiveness().catch(() => {}), 1000);
+    });
+    await c.connect();
+    // Another live handle drew the same key (one in 2^31): draw again.
+    while (!(await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LIVENESS_LOCK, this.owner])).rows[0]!.ok) this.owner = randomOwner();
+    if (this.closed) await c.end();
+    else this.liveness = c;
   }
 
   private async tx<T>(fn: (c: Tx) => Promise<T>): Promise<T> {
@@ -397,7 +430,9 @@ export class PgRepo implements Repo {
   // handoff queue
   async claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]> {
     const token = this.newToken();
+    let owners = '';
     const claimed = await this.tx(async (c) => {
+      owners = await this.endDeadLeases(c, now);
       const r = await c.query(
         `UPDATE events SET lease_until = $1, outcome = 'queued', lease_token = $4
          WHERE id IN (SELECT id FROM events WHERE next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until <= $2)
@@ -424,6 +459,7 @@ export class PgRepo implements Repo {
       }
       return events;
     });
+    this.seenOwners = owners;
     for (const e of claimed) this.leases.set(e.id, token);
     if (!claimed.length) return [];
     const eps = new Map<string, EndpointRow | null>();
@@ -435,6 +471,29 @@ export class PgRepo implements Repo {
       const store = sts.get(event.storeId);
       return endpoint && store ? [{ event, endpoint, store }] : [];
     });
+  }
+
+  /**
+   * A lease ends at its time, or as soon as its holder's liveness lock is gone (stopped, or killed): when the set of
+   * live holders changed since this handle's last claim (and at its first), leases of holders no longer live end
+   * now, so the claim takes them and ends their `sending` attempts `unknown` (a token without an owner, written
+   * by an older version still running, waits for its time). Returns the live set.
+   */
+  private async endDeadLeases(c: Tx, now: number): Promise<string> {
+    const live = (
+      await c.query<{ owner: string }>(
+        "SELECT objid::text AS owner FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objsubid = 2 AND granted ORDER BY 1",
+        [LIVENESS_LOCK],
+      )
+    ).rows.map((row) => row.owner);
+    const owners = live.join(',');
+    if (owners === this.seenOwners) return owners;
+    await c.query(
+      `UPDATE events SET lease_until = $1, next_attempt_at = LEAST(next_attempt_at, $1)
+       WHERE next_attempt_at IS NOT NULL AND lease_until > $1 AND position(':' in lease_token) > 0 AND NOT (split_part(lease_token, ':', 1) = ANY($2::text[]))`,
+      [now, live],
+    );
+    return owners;
   }
 
   async journalAttempts(starts: AttemptStart[]): Promise<AttemptStart[]> {
@@ -497,8 +556,8 @@ export class PgRepo implements Repo {
   }
 
   /**
-   * Several instances share the queue: a starting instance never releases leases that live peers hold. Leases
-   * end by themselves; a lease of this process (none at start) is all there is to release.
+   * Several instances share the queue: a starting instance never releases leases that live peers hold. A lease
+   * ends at its time, or as soon as its holder is gone (the liveness lock, in claimDue); none is this process's.
    */
   async releaseAllLeases(_now: number) {
     return 0;
@@ -703,6 +762,8 @@ export class PgRepo implements Repo {
   }
 
   async close() {
+    this.closed = true;
+    await this.liveness?.end().catch(() => {});
     await this.pool.end();
   }
 
@@ -751,8 +812,13 @@ export class PgRepo implements Repo {
   }
 
   private newToken(): string {
-    return randomUUID();
+    return `${this.owner}:${randomUUID()}`;
   }
+}
+
+/** A liveness lock key: a positive int4, so pg_locks shows it (an oid) as the same number. */
+function randomOwner(): number {
+  return 1 + Math.floor(Math.random() * 0x7ffffffe);
 }
 
 function meterKey(storeId: string, c: { meter: string; periodStart: number }): string {
