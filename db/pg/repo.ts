@@ -125,6 +125,7 @@ export class PgRepo implements Repo {
   /** The key of this handle's liveness lock (LIVENESS_LOCK), the prefix of every lease token it writes. */
   private owner = randomOwner();
   private liveness: pg.Client | null = null;
+  private livenessTaken: Promise<void> | null = null;
   /** The live holders seen by the last claim (endDeadLeases); null before the first. */
   private seenOwners: string | null = null;
   private closed = false;
@@ -141,9 +142,18 @@ export class PgRepo implements Repo {
   static async open(opts: PgOptions): Promise<PgRepo> {
     const pool = openPgPool(opts);
     await migratePg(pool, pgMigrations, opts.schema);
-    const repo = new PgRepo(pool, opts.url, opts.schema?.replace(/"/g, ''));
-    await repo.holdLiveness();
-    return repo;
+    return new PgRepo(pool, opts.url, opts.schema?.replace(/"/g, ''));
+  }
+
+  /**
+   * The liveness lock, taken when this handle first leases (a claim, or a commit leasing to the worker): admin
+   * commands and handles that never lease hold no extra connection.
+   */
+  private alive(): Promise<void> {
+    return (this.livenessTaken ??= this.holdLiveness().catch((err) => {
+      this.livenessTaken = null;
+      throw err;
+    }));
   }
 
   /**
@@ -155,14 +165,19 @@ export class PgRepo implements Repo {
     const c = new pg.Client({ connectionString: this.url, types });
     c.on('error', () => {});
     c.once('end', () => {
-      if (this.liveness === c) this.liveness = null;
-      if (!this.closed) setTimeout(() => void this.holdLiveness().catch(() => {}), 1000);
+      if (this.liveness !== c) return;
+      this.liveness = null;
+      this.retakeLiveness();
     });
     await c.connect();
     // Another live handle drew the same key (one in 2^31): draw again.
     while (!(await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LIVENESS_LOCK, this.owner])).rows[0]!.ok) this.owner = randomOwner();
     if (this.closed) await c.end();
     else this.liveness = c;
+  }
+
+  private retakeLiveness(): void {
+    if (!this.closed) setTimeout(() => void this.holdLiveness().catch(() => this.retakeLiveness()), 1000);
   }
 
   private async tx<T>(fn: (c: Tx) => Promise<T>): Promise<T> {
@@ -257,6 +272,7 @@ export class PgRepo implements Repo {
 
   // inbound
   async commitIngest(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null = null): Promise<CommittedReceipt[]> {
+    if (lease) await this.alive();
     return this.tx(async (c) => {
       if (authFailures.length) await this.recordAuthFailures(c, authFailures);
       const duplicates = await this.decideDuplicates(c, receipts);
@@ -429,6 +445,7 @@ export class PgRepo implements Repo {
 
   // handoff queue
   async claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]> {
+    await this.alive();
     const token = this.newToken();
     let owners = '';
     const claimed = await this.tx(async (c) => {
