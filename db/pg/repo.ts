@@ -552,8 +552,15 @@ export class PgRepo implements Repo {
     });
   }
 
+  /**
+   * Events under a lease are left out: a peer's claimed round keeps its past next_attempt_at while it runs, and
+   * counting it would wake this worker at once, again and again, for nothing it may claim. The worker still
+   * claims every second, which is when a lease that ended is taken.
+   */
   async nextDueAt() {
-    const r = await this.pool.query<{ at: number | null }>('SELECT min(next_attempt_at) AS at FROM events WHERE next_attempt_at IS NOT NULL');
+    const r = await this.pool.query<{ at: number | null }>(
+      'SELECT min(next_attempt_at) AS at FROM events WHERE next_attempt_at IS NOT NULL AND lease_until IS NULL',
+    );
     return r.rows[0]?.at ?? null;
   }
 

@@ -166,6 +166,22 @@ describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL', () => {
     }
   });
 
+  it("a peer's claimed round does not make the other instance's worker due at once (no busy loop)", async () => {
+    const [a, b] = await pair();
+    try {
+      const r = receipt(null);
+      await a.commitIngest([r], []);
+      expect(await b.nextDueAt()).toBe(T0);
+      expect(await a.claimDue(T0, 10, T0 + 600_000)).toHaveLength(1);
+      // a's round is in flight: nothing is due for b until a records it (or its lease ends, found by b's claims).
+      expect(await b.nextDueAt()).toBeNull();
+      expect(await b.claimDue(T0 + 1, 10, T0 + 600_000)).toEqual([]);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   it('a signal sent by one instance reaches the other (LISTEN/NOTIFY), and only its own deployment', async () => {
     const [a, b] = await pair();
     const other = await pgBackend!.open(); // another schema: another deployment on the same database
