@@ -47,9 +47,10 @@ afterAll(async () => {
   for (const s of running) s.proc.kill('SIGKILL');
   await Promise.all(running.map((s) => s.proc.exited));
   await Promise.all(fakes.map((f) => f.stop()));
+  // DROP DATABASE checkpoints: seconds on a busy machine, past the default 5 s of a hook.
   if (TEST_DATABASE_URL) await admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
   rmSync(root, { recursive: true, force: true });
-});
+}, 60_000);
 
 /** A fake Flow of one incarnation of one instance, answering `answered` calls after FLOW_DELAY_MS, then none. */
 function fakeFlow(answered = 2 * EVENTS): FakeShopify {
