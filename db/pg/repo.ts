@@ -497,18 +497,16 @@ export class PgRepo implements Repo {
    * by an older version still running, waits for its time). Returns the live set.
    */
   private async endDeadLeases(c: Tx, now: number): Promise<string> {
-    const live = (
-      await c.query<{ owner: string }>(
-        "SELECT objid::text AS owner FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objsubid = 2 AND granted ORDER BY 1",
-        [LIVENESS_LOCK],
-      )
-    ).rows.map((row) => row.owner);
-    const owners = live.join(',');
+    const live = `SELECT objid::text AS owner FROM pg_locks WHERE locktype = 'advisory' AND classid = ${LIVENESS_LOCK} AND objsubid = 2 AND granted`;
+    const owners = (await c.query<{ owner: string }>(`${live} ORDER BY 1`)).rows.map((row) => row.owner).join(',');
     if (owners === this.seenOwners) return owners;
+    // The live set is read again inside the update, after its snapshot: a holder that leased rows this update
+    // can see had taken its lock before, so a new instance's fresh leases are never ended by a stale list.
     await c.query(
       `UPDATE events SET lease_until = $1, next_attempt_at = LEAST(next_attempt_at, $1)
-       WHERE next_attempt_at IS NOT NULL AND lease_until > $1 AND position(':' in lease_token) > 0 AND NOT (split_part(lease_token, ':', 1) = ANY($2::text[]))`,
-      [now, live],
+       WHERE next_attempt_at IS NOT NULL AND lease_until > $1 AND position(':' in lease_token) > 0
+         AND split_part(lease_token, ':', 1) NOT IN (${live})`,
+      [now],
     );
     return owners;
   }
