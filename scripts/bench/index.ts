@@ -2,7 +2,7 @@
  * `bun run bench [--quick]`: starts what it measures (on 127.0.0.1), drives it with autocannon from another
  * process, writes bench/results.json and prints a Markdown table on stdout. Progress goes to stderr.
  *
- *   --quick   ingest vs the bare Bun.serve ceiling only (under 45 s; about 70 s with PostgreSQL)
+ *   --quick   ingest vs the bare Bun.serve ceiling only (under 45 s; 70–90 s with PostgreSQL)
  *   full      + durability (FULL vs NORMAL), handoff drain, API reads at 1,000,000 events, resources
  *
  * The server runs on core 0 and the load generator on core 1 when `taskset` exists.
