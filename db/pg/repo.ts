@@ -38,6 +38,12 @@ import * as s from './schema.ts';
 
 /** Any two instances migrating at once serialise on this key (pg_advisory_xact_lock). */
 const MIGRATION_LOCK = 0x686f6f6b; // 'hook'
+/**
+ * Each storage handle holds pg_advisory_lock(LIVENESS_LOCK, owner) on a connection of its own while it lives, and
+ * prefixes its lease tokens with `owner:`. The server drops the lock when that connection ends (a process killed
+ * with SIGKILL included), so peers claim a dead holder's leases at once instead of when they expire, minutes later.
+ */
+const LIVENESS_LOCK = 0x68726c76; // 'hrlv'
 const UNKNOWN_MESSAGE = 'The worker stopped or lost its lease after starting this handoff; Flow may have received the trigger.';
 
 /** int8 as a JavaScript number (milliseconds and counters stay far below 2^53). */
@@ -119,6 +125,13 @@ export class PgRepo implements Repo {
   private readonly leases = new Map<string, string>();
   /** This process's event_stats shard: concurrent instances add to different rows. */
   private readonly shard = Math.floor(Math.random() * 16);
+  /** The key of this handle's liveness lock (LIVENESS_LOCK), the prefix of every lease token it writes. */
+  private owner = randomOwner();
+  private liveness: pg.Client | null = null;
+  private livenessTaken: Promise<void> | null = null;
+  /** The live holders seen by the last claim (endDeadLeases); null before the first. */
+  private seenOwners: string | null = null;
+  private closed = false;
 
   constructor(
     readonly pool: pg.Pool,
@@ -133,6 +146,41 @@ export class PgRepo implements Repo {
     const pool = openPgPool(opts);
     await migratePg(pool, pgMigrations, opts.schema);
     return new PgRepo(pool, opts.url, opts.schema?.replace(/"/g, ''));
+  }
+
+  /**
+   * The liveness lock, taken when this handle first leases (a claim, or a commit leasing to the worker): admin
+   * commands and handles that never lease hold no extra connection.
+   */
+  private alive(): Promise<void> {
+    return (this.livenessTaken ??= this.holdLiveness().catch((err) => {
+      this.livenessTaken = null;
+      throw err;
+    }));
+  }
+
+  /**
+   * Takes this handle's liveness lock on a dedicated connection, and takes it again (after a second) if that
+   * connection drops while the handle is open. Leases written meanwhile may be claimed by peers: every write
+   * of this handle checks its token, so it is fenced, as after a lease's expiry.
+   */
+  private async holdLiveness(): Promise<void> {
+    const c = new pg.Client({ connectionString: this.url, types });
+    c.on('error', () => {});
+    c.once('end', () => {
+      if (this.liveness !== c) return;
+      this.liveness = null;
+      this.retakeLiveness();
+    });
+    await c.connect();
+    // Another live handle drew the same key (one in 2^31): draw again.
+    while (!(await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LIVENESS_LOCK, this.owner])).rows[0]!.ok) this.owner = randomOwner();
+    if (this.closed) await c.end();
+    else this.liveness = c;
+  }
+
+  private retakeLiveness(): void {
+    if (!this.closed) setTimeout(() => void this.holdLiveness().catch(() => this.retakeLiveness()), 1000);
   }
 
   private async tx<T>(fn: (c: Tx) => Promise<T>): Promise<T> {
@@ -227,6 +275,7 @@ export class PgRepo implements Repo {
 
   // inbound
   async commitIngest(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null = null): Promise<CommittedReceipt[]> {
+    if (lease) await this.alive();
     return this.tx(async (c) => {
       if (authFailures.length) await this.recordAuthFailures(c, authFailures);
       const duplicates = await this.decideDuplicates(c, receipts);
@@ -399,8 +448,11 @@ export class PgRepo implements Repo {
 
   // handoff queue
   async claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]> {
+    await this.alive();
     const token = this.newToken();
+    let owners = '';
     const claimed = await this.tx(async (c) => {
+      owners = await this.endDeadLeases(c, now);
       const r = await c.query(
         `UPDATE events SET lease_until = $1, outcome = 'queued', lease_token = $4
          WHERE id IN (SELECT id FROM events WHERE next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until <= $2)
@@ -427,9 +479,31 @@ export class PgRepo implements Repo {
       }
       return events;
     });
+    this.seenOwners = owners;
     for (const e of claimed) this.leases.set(e.id, token);
     if (!claimed.length) return [];
     return withEndpointsAndStores(claimed, (id) => this.getEndpointById(id), (id) => this.getStore(id));
+  }
+
+  /**
+   * A lease ends at its time, or as soon as its holder's liveness lock is gone (stopped, or killed): when the set of
+   * live holders changed since this handle's last claim (and at its first), leases of holders no longer live end
+   * now, so the claim takes them and ends their `sending` attempts `unknown` (a token without an owner, written
+   * by an older version still running, waits for its time). Returns the live set.
+   */
+  private async endDeadLeases(c: Tx, now: number): Promise<string> {
+    const live = `SELECT objid::text AS owner FROM pg_locks WHERE locktype = 'advisory' AND classid = ${LIVENESS_LOCK} AND objsubid = 2 AND granted`;
+    const owners = (await c.query<{ owner: string }>(`${live} ORDER BY 1`)).rows.map((row) => row.owner).join(',');
+    if (owners === this.seenOwners) return owners;
+    // The live set is read again inside the update, after its snapshot: a holder that leased rows this update
+    // can see had taken its lock before, so a new instance's fresh leases are never ended by a stale list.
+    await c.query(
+      `UPDATE events SET lease_until = $1, next_attempt_at = LEAST(next_attempt_at, $1)
+       WHERE next_attempt_at IS NOT NULL AND lease_until > $1 AND position(':' in lease_token) > 0
+         AND split_part(lease_token, ':', 1) NOT IN (${live})`,
+      [now],
+    );
+    return owners;
   }
 
   async journalAttempts(starts: AttemptStart[]): Promise<AttemptStart[]> {
@@ -471,8 +545,15 @@ export class PgRepo implements Repo {
     });
   }
 
+  /**
+   * Events under a lease are left out: a peer's claimed round keeps its past next_attempt_at while it runs, and
+   * counting it would wake this worker at once, again and again, for nothing it may claim. The worker still
+   * claims every second, which is when a lease that ended is taken.
+   */
   async nextDueAt() {
-    const r = await this.pool.query<{ at: number | null }>('SELECT min(next_attempt_at) AS at FROM events WHERE next_attempt_at IS NOT NULL');
+    const r = await this.pool.query<{ at: number | null }>(
+      'SELECT min(next_attempt_at) AS at FROM events WHERE next_attempt_at IS NOT NULL AND lease_until IS NULL',
+    );
     return r.rows[0]?.at ?? null;
   }
 
@@ -492,8 +573,8 @@ export class PgRepo implements Repo {
   }
 
   /**
-   * Several instances share the queue: a starting instance never releases leases that live peers hold. Leases
-   * end by themselves; a lease of this process (none at start) is all there is to release.
+   * Several instances share the queue: a starting instance never releases leases that live peers hold. A lease
+   * ends at its time, or as soon as its holder is gone (the liveness lock, in claimDue); none is this process's.
    */
   async releaseAllLeases(_now: number) {
     return 0;
@@ -698,6 +779,8 @@ export class PgRepo implements Repo {
   }
 
   async close() {
+    this.closed = true;
+    await this.liveness?.end().catch(() => {});
     await this.pool.end();
   }
 
@@ -746,8 +829,13 @@ export class PgRepo implements Repo {
   }
 
   private newToken(): string {
-    return randomUUID();
+    return `${this.owner}:${randomUUID()}`;
   }
+}
+
+/** A liveness lock key: a positive int4, so pg_locks shows it (an oid) as the same number. */
+function randomOwner(): number {
+  return 1 + Math.floor(Math.random() * 0x7ffffffe);
 }
 
 function meterKey(storeId: string, c: { meter: string; periodStart: number }): string {

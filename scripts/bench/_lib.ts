@@ -1,6 +1,6 @@
 /** Shared bench plumbing: pinned child processes, /proc readings, percentiles, signing, the 1 KiB body. */
 import { createHmac } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import type { Subprocess } from 'bun';
 import type { LoadSpec } from './load.ts';
@@ -111,6 +111,33 @@ export function cpuSeconds(pid: number): number | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * CPU seconds of every process named `postgres` on this machine (the server and all its backends): what the
+ * database costs beside the relay. Other clients of the same server (test suites) count too.
+ */
+export function postgresCpuSeconds(): number | null {
+  let total = 0;
+  let seen = false;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
+    } catch {
+      continue;
+    }
+    const s = cpuSeconds(Number(pid));
+    if (s != null) (total += s), (seen = true);
+  }
+  return seen ? total : null;
+}
+
+/** Group commits so far, from the relay's /metrics: how many, their receipts and their time until durable. */
+export async function commitCounters(base: string, token: string): Promise<{ commits: number; receipts: number; seconds: number }> {
+  const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text();
+  const read = (name: string) => Number(new RegExp(`^${name}(?:\\{\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  return { commits: read('hookrelay_commit_batch_size_count'), receipts: read('hookrelay_commit_batch_size_sum'), seconds: read('hookrelay_commit_seconds_sum') };
 }
 
 /** /proc/stat's cpu line: [busy, steal] CPU seconds (busy: every field but idle and iowait, steal included). */

@@ -2,18 +2,19 @@
  * `bun run bench [--quick]`: starts what it measures (on 127.0.0.1), drives it with autocannon from another
  * process, writes bench/results.json and prints a Markdown table on stdout. Progress goes to stderr.
  *
- *   --quick   ingest vs the bare Bun.serve ceiling only (under 45 s)
+ *   --quick   ingest vs the bare Bun.serve ceiling only (under 45 s; 70–90 s with PostgreSQL)
  *   full      + durability (FULL vs NORMAL), handoff drain, API reads at 1,000,000 events, resources
  *
  * The server runs on core 0 and the load generator on core 1 when `taskset` exists.
  */
 import { Database } from 'bun:sqlite';
+import pg from 'pg';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  api, cpuSeconds, createHookEndpoint, freePort, HOOK_BODY, hookHeaders, hookLoad, log, machine, machineBusySeconds, machineStealSeconds, median, peakRssMiB, PINNED, pinned, ROOT, round,
-  rssMiB, spawnReady, stop,
+  api, commitCounters, cpuSeconds, createHookEndpoint, freePort, HOOK_BODY, hookHeaders, hookLoad, log, machine, machineBusySeconds, machineStealSeconds, median, peakRssMiB, PINNED, pinned, ROOT, round,
+  postgresCpuSeconds, rssMiB, spawnReady, stop,
   type Child,
 } from './_lib.ts';
 import type { LoadResult, LoadSpec } from './load.ts';
@@ -37,6 +38,8 @@ const DRAIN_EVENTS = 20_000;
 const FLOW_LATENCY_MS = 2;
 const READ_WARMUP_S = 1;
 const READ_S = 3;
+/** Ingest is measured on PostgreSQL too when a server is named (a fresh database per run, dropped after it). */
+const PG_URL = process.env.HOOKRELAY_BENCH_DATABASE_URL || process.env.HOOKRELAY_TEST_DATABASE_URL || null;
 
 const tmp = mkdtempSync(join(tmpdir(), 'hookrelay-bench-'));
 const live = new Set<Child>();
@@ -172,6 +175,78 @@ async function ingest(label: string, o: IngestOptions) {
   db.close();
   const acknowledged = r.warmupOk + r.ok + 1;
   return { ...o, ...brief(r), idleRssMiB: round(idleRss, 1), peakRssMiB: round(rss, 1), acknowledged, stored, allAcknowledgedStored: stored >= acknowledged };
+}
+
+/** Runs one statement on the PostgreSQL server's maintenance connection (create and drop the run's database). */
+async function pgAdmin(sql: string): Promise<void> {
+  const c = new pg.Client({ connectionString: PG_URL! });
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+/** Cluster-wide WAL counters (PostgreSQL 14+): records, bytes, and fsyncs of the WAL. */
+async function walCounters(db: pg.Client): Promise<{ records: number; bytes: number; syncs: number }> {
+  const r = await db.query('SELECT wal_records::float8 AS records, wal_bytes::float8 AS bytes, wal_sync::float8 AS syncs FROM pg_stat_wal');
+  return r.rows[0];
+}
+
+/**
+ * The same ingest as `ingest` (serve, worker on, log destination, request log), stored in a fresh PostgreSQL
+ * database. Besides the load's figures: group commits and receipts per commit (the relay's /metrics), WAL
+ * fsyncs, and the CPU of every postgres process on the machine over the load.
+ */
+async function ingestPg(label: string) {
+  await awaitQuiet(quick ? 1 : 30);
+  const name = `hr_bench_${process.pid}_${label.replace(/\W/g, '_')}`;
+  log(`ingest ${label}: PostgreSQL database ${name}, worker=true requestLog=true`);
+  await pgAdmin(`CREATE DATABASE "${name}"`);
+  const url = new URL(PG_URL!);
+  url.pathname = `/${name}`;
+  const db = new pg.Client({ connectionString: url.toString() });
+  try {
+    const server = await child(
+      0,
+      ['bun', SERVER, 'relay', '--data-dir', join(tmp, label), '--database-url', url.toString(), '--worker', '1', '--request-log', '1'],
+      { stderrTo: join(tmp, `${label}.log`) },
+    );
+    let r: Measured;
+    let stats: Record<string, number | null>;
+    try {
+      const base = server.ready.url as string;
+      const token = server.ready.token as string;
+      const { url: hook, secret } = await createHookEndpoint(base, token, 'bench ingest pg');
+      const probe = await fetch(hook, { method: 'POST', headers: hookHeaders(secret), body: HOOK_BODY });
+      const probeBody = await probe.text();
+      if (probe.status !== 202) throw new Error(`ingest probe answered ${probe.status}: ${probeBody.slice(0, 200)}`);
+      await db.connect();
+      const [c0, w0, pg0, t0] = [await commitCounters(base, token), await walCounters(db), postgresCpuSeconds(), performance.now()];
+      r = await load(hookLoad(hook, secret, INGEST_LOAD), server.pid);
+      const [c1, w1, pg1, t1] = [await commitCounters(base, token), await walCounters(db), postgresCpuSeconds(), performance.now()];
+      const wall = (t1 - t0) / 1000;
+      const commits = c1.commits - c0.commits;
+      stats = {
+        commitsPerSecond: round(commits / wall, 0),
+        receiptsPerCommit: round((c1.receipts - c0.receipts) / commits, 1),
+        meanCommitMs: round(((c1.seconds - c0.seconds) / commits) * 1000, 2),
+        walSyncsPerSecond: round((w1.syncs - w0.syncs) / wall, 0),
+        walBytesPerReceipt: round((w1.bytes - w0.bytes) / (c1.receipts - c0.receipts), 0),
+        postgresCpuPct: pg0 != null && pg1 != null ? round(((pg1 - pg0) / wall) * 100, 0) : null,
+      };
+    } finally {
+      await stop(server);
+    }
+    // Every 202 must be a committed receipt.
+    const stored = Number((await db.query('SELECT count(*) AS n FROM events')).rows[0].n);
+    const acknowledged = r.warmupOk + r.ok + 1;
+    return { storage: 'postgres', ...brief(r), ...stats, acknowledged, stored, allAcknowledgedStored: stored >= acknowledged };
+  } finally {
+    await db.end().catch(() => {});
+    await pgAdmin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  }
 }
 
 async function handoff() {
@@ -427,6 +502,10 @@ function verdictsIngest(r: any, out: Verdict[]) {
     met: r.ingest.p99Ms <= 20,
     note: r.ingest.p99Ms <= 20 ? undefined : `over by ${(r.ingest.p99Ms - 20).toFixed(1)} ms`,
   });
+  if (r.ingestPostgres) {
+    const p = r.ingestPostgres;
+    out.push({ target: 'ingest on PostgreSQL: every 202 a stored receipt', measured: `${p.stored.toLocaleString('en')} stored of ${p.acknowledged.toLocaleString('en')} acknowledged (best run)`, met: p.allAcknowledgedStored });
+  }
   if (r.ingest.peakRssMiB != null) {
     const mb = (r.ingest.peakRssMiB * 1024 * 1024) / 1e6;
     out.push({ target: 'peak RSS of serve under ingest load <= 150 MB', measured: `${r.ingest.peakRssMiB} MiB (${mb.toFixed(0)} MB)`, met: mb <= 150, note: mb <= 150 ? undefined : `over by ${(mb - 150).toFixed(0)} MB` });
@@ -478,6 +557,11 @@ function tableIngest(r: any, row: Row, lat: (x: any) => string) {
   row('ingest', 'serve, synchronous FULL, worker + log destination + request log', `${r.ingest.rps.toLocaleString('en')} req/s (${lat(r.ingest)}); CPU: server ${r.ingest.serverCpuPct}%, loader ${r.ingest.loaderCpuPct}%, others ${r.ingest.othersCpuPct}% (hypervisor steal ${r.ingest.stealPct}%)`);
   row('ingest', 'ratio ingest / ceiling', `${(r.ratio * 100).toFixed(1)}%`);
   row('ingest', 'server CPU per request: ceiling / ingest (steal-robust)', `${r.ceiling.serverCpuUsPerRequest} µs / ${r.ingest.serverCpuUsPerRequest} µs`);
+  const p = r.ingestPostgres;
+  if (p) {
+    row('ingest', 'serve on PostgreSQL (synchronous_commit on), worker + log destination + request log', `${p.rps.toLocaleString('en')} req/s (${lat(p)}); CPU: server ${p.serverCpuPct}%, postgres ${p.postgresCpuPct}%, loader ${p.loaderCpuPct}%, others ${p.othersCpuPct}%`);
+    row('ingest', 'PostgreSQL group commits', `${p.commitsPerSecond.toLocaleString('en')}/s, ${p.receiptsPerCommit} receipts each, ${p.meanCommitMs} ms each until durable; WAL ${p.walSyncsPerSecond.toLocaleString('en')} fsyncs/s, ${p.walBytesPerReceipt.toLocaleString('en')} bytes per receipt`);
+  }
   if (r.ingest.peakRssMiB != null) row('resources', 'peak RSS of serve under ingest load (VmHWM)', `${r.ingest.peakRssMiB} MiB (${r.ingest.idleRssMiB} MiB before the load)`);
   if (r.durability) {
     for (const [k, v] of Object.entries<any>(r.durability.runs)) {
@@ -524,10 +608,13 @@ async function main() {
   if (quick || wants('ingest')) {
     const ceilings: Awaited<ReturnType<typeof ceiling>>[] = [];
     const serves: Awaited<ReturnType<typeof ingest>>[] = [];
+    const pgServes: Awaited<ReturnType<typeof ingestPg>>[] = [];
     for (let i = 1; i <= ROUNDS; i++) {
       ceilings.push(await ceiling());
       serves.push(await ingest(`serve-full-${i}`, { sync: 'FULL', worker: true, requestLog: true }));
+      if (PG_URL) pgServes.push(await ingestPg(`serve-pg-${i}`));
     }
+    if (pgServes.length) results.ingestPostgres = { ...best(pgServes), runs: pgServes.map((x) => x.rps) };
     results.ceiling = { ...best(ceilings), runs: ceilings.map((c) => c.rps) };
     results.ingest = { ...best(serves), peakRssMiB: Math.max(...serves.map((x) => x.peakRssMiB ?? 0)), runs: serves.map((x) => x.rps) };
     results.ratio = round(results.ingest.rps / results.ceiling.rps, 4);

@@ -3,7 +3,7 @@
  * stdout when ready, then serves until SIGTERM.
  *
  *   bare                      a bare Bun.serve answering 202 (the ceiling)
- *   relay                     hookrelay's startServer over a data dir (options below)
+ *   relay                     hookrelay's startServer over a data dir, or a PostgreSQL database (--database-url)
  *   seed                      seeds a data dir with --events settled events, prints how long it took, exits
  *   drain                     seeds a backlog of due events, drains it to --admin-url, prints the rate, exits
  */
@@ -31,6 +31,8 @@ const { positionals, values: a } = parseArgs({
     events: { type: 'string', default: '0' },
     endpoints: { type: 'string', default: '10' },
     'admin-url': { type: 'string' },
+    /** `postgres://…`: the relay stores in PostgreSQL instead of the data dir's SQLite file. */
+    'database-url': { type: 'string' },
   },
 });
 const mode = positionals[0];
@@ -47,8 +49,11 @@ const TOKEN_VAR = 'HOOKRELAY_BENCH_SHOPIFY_TOKEN';
 
 async function open(sync: 'FULL' | 'NORMAL', requestLog: boolean, extra: Partial<Config> = {}) {
   const log = requestLog ? stderrLog('info') : stderrLog('warn');
+  // PostgreSQL needs the sealing key from the environment (the same on every instance); one process here.
+  if (a['database-url']) process.env.HOOKRELAY_SECRET_KEY ??= Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('hex');
   const core = await openCore({
     dataDir: a['data-dir'],
+    databaseUrl: a['database-url'],
     log,
     synchronous: sync,
     config: { rateLimits: unlimited, env: (n) => (n === TOKEN_VAR ? 'shpat_bench_token' : process.env[n]), ...extra },

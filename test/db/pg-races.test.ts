@@ -141,6 +141,47 @@ describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL', () => {
     }
   });
 
+  it("a killed instance's leases are claimed by its peer at once, long before they expire; its sends in flight end `unknown`", async () => {
+    const [a, b] = await pair();
+    try {
+      // a leases receipts at commit (direct handoff) and claims one more, journaling its send: all for 20 minutes.
+      const direct = [receipt(null), receipt(null)];
+      await a.commitIngest(direct, [], { until: T0 + 1_200_000, max: 10 });
+      const late = receipt(null);
+      await a.commitIngest([late], []);
+      const [held] = await a.claimDue(T0, 1, T0 + 1_200_000);
+      expect(held!.event.id).toBe(late.event.id);
+      expect(await a.journalAttempts([{ eventId: late.event.id, number: 1, destination: 'log', startedAt: T0 + 10 }])).toHaveLength(1);
+      // While a lives, its leases hold.
+      expect(await b.claimDue(T0 + 1000, 10, T0 + 60_000)).toEqual([]);
+      // a's process ends without releasing anything (its connections close, as under SIGKILL).
+      await a.close();
+      const taken = await b.claimDue(T0 + 1000, 10, T0 + 60_000);
+      expect(taken.map((d) => d.event.id).sort()).toEqual([...direct.map((r) => r.event.id), late.event.id].sort());
+      expect((await b.listAttempts(late.event.id)).map((x) => x.outcome)).toEqual(['unknown']);
+      expect(taken.find((d) => d.event.id === late.event.id)!.event.attempts).toBe(1);
+    } finally {
+      await a.close().catch(() => {});
+      await b.close();
+    }
+  });
+
+  it("a peer's claimed round does not make the other instance's worker due at once (no busy loop)", async () => {
+    const [a, b] = await pair();
+    try {
+      const r = receipt(null);
+      await a.commitIngest([r], []);
+      expect(await b.nextDueAt()).toBe(T0);
+      expect(await a.claimDue(T0, 10, T0 + 600_000)).toHaveLength(1);
+      // a's round is in flight: nothing is due for b until a records it (or its lease ends, found by b's claims).
+      expect(await b.nextDueAt()).toBeNull();
+      expect(await b.claimDue(T0 + 1, 10, T0 + 600_000)).toEqual([]);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   it('a signal sent by one instance reaches the other (LISTEN/NOTIFY), and only its own deployment', async () => {
     const [a, b] = await pair();
     const other = await pgBackend!.open(); // another schema: another deployment on the same database
