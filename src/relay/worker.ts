@@ -198,7 +198,11 @@ export class HandoffWorker {
    */
   private async journal(due: DueEvent[]): Promise<void> {
     const startedAt = this.core.clock.now();
-    const starts = due.map(({ event, store }) => ({ eventId: event.id, number: event.attempts + 1, destination: this.destinationOf(store).name, startedAt }));
+    // A send must be over before its lease ends: one whose lease would end inside the send's timeout is left for
+    // the claim that follows the lease, never started (another worker could take the event mid-send).
+    const endsBy = startedAt + this.core.config.handoff.timeoutMs;
+    const sendable = due.filter(({ event }) => event.leaseUntil == null || event.leaseUntil >= endsBy);
+    const starts = sendable.map(({ event, store }) => ({ eventId: event.id, number: event.attempts + 1, destination: this.destinationOf(store).name, startedAt }));
     const journaled = new Set((await this.core.repo.journalAttempts(starts)).map((a) => a.eventId));
     if (journaled.size === due.length) return;
     const kept = due.filter((d) => journaled.has(d.event.id));

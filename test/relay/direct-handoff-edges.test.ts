@@ -140,6 +140,27 @@ describe('the ingest lease against the time a receipt waits in the direct queue'
   });
 });
 
+describe('a send and its lease', () => {
+  it('never starts a send whose lease would end before the send could time out: the claim after the lease hands it off once', async () => {
+    const s = await heldWorker();
+    const { env, worker, open } = s;
+    const lease = worker.directHandoff((id) => env.app.endpoints.get(id)).lease()!;
+    const [id] = await sendMany(s, 'ext-late', 1, 7700);
+    // The receipt waited in the direct queue until less than one timeout is left of its lease.
+    env.clock.set(lease.until - HANDOFF.timeoutMs + 1);
+    open();
+    await until(async () => (await storedRow(env, id!)).outcome === 'queued' && fake.requests.length === 0);
+    await worker.stop();
+    expect(fake.requests).toHaveLength(0);
+    expect(await storedRow(env, id!)).toMatchObject({ outcome: 'queued', attempts: 0 });
+    // Due again when its lease ends: claimed, sent once, recorded as the first attempt.
+    env.clock.set(lease.until);
+    await new HandoffWorker(env.core).drain();
+    expect(receivedCounts(fake).get('ext-late-0')).toBe(1);
+    expect(await storedRow(env, id!)).toMatchObject({ outcome: 'delivered', attempts: 1 });
+  });
+});
+
 describe('worker.stop() with receipts still in the direct queue', () => {
   /** A running worker holding 2 rounds of receipts in its direct queue, stopped after one round. */
   async function stoppedWithLeftovers() {
