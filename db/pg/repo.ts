@@ -9,11 +9,12 @@
  * and it passes this file's tests (test/db/pg-*.test.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { and, asc, desc, eq, getTableColumns, gte, lt, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, gte, sql, type SQL } from 'drizzle-orm';
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import { runMigrations, type Migration } from '../migrate.ts';
 import { migrations as pgMigrations } from '../migrations/pg/index.ts';
+import { eventFilterWhere } from '../filters.ts';
 import type { PendingAuthFailure, Repo, Signal } from '../repo.ts';
 import type {
   AttemptResult,
@@ -423,14 +424,7 @@ export class PgRepo implements Repo {
 
   // reads
   async listEvents(f: EventFilter) {
-    const where: SQL[] = [eq(s.events.storeId, f.storeId)];
-    if (f.endpointId) where.push(eq(s.events.endpointId, f.endpointId));
-    if (f.outcome) where.push(eq(s.events.outcome, f.outcome));
-    if (f.since != null) where.push(gte(s.events.receivedAt, f.since));
-    if (f.until != null) where.push(lt(s.events.receivedAt, f.until));
-    if (f.beforeId) where.push(lt(s.events.id, f.beforeId));
-    if (f.sinceId) where.push(gte(s.events.id, f.sinceId));
-    const rows = await this.db.select().from(s.events).where(and(...where)).orderBy(desc(s.events.id)).limit(f.limit);
+    const rows = await this.db.select().from(s.events).where(eventFilterWhere(f, s.events)).orderBy(desc(s.events.id)).limit(f.limit);
     return rows.map(withoutToken);
   }
   async getEvent(storeId: string, id: string) {

@@ -1,9 +1,10 @@
 /** SQLite implementation of Repo over bun:sqlite + drizzle. The ingest commit uses raw prepared statements. */
 import { Database, type SQLQueryBindings, type Statement } from 'bun:sqlite';
-import { and, asc, desc, eq, getTableColumns, gte, lt, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, gte, sql, type SQL } from 'drizzle-orm';
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
 import { runMigrations, type Migration } from '../migrate.ts';
 import { migrations as sqliteMigrations } from '../migrations/sqlite/index.ts';
+import { eventFilterWhere } from '../filters.ts';
 import type { PendingAuthFailure, Repo } from '../repo.ts';
 import type {
   AuditRow,
@@ -435,14 +436,7 @@ export class SqliteRepo implements Repo {
   }
 
   async listEvents(f: EventFilter) {
-    const where: SQL[] = [eq(s.events.storeId, f.storeId)];
-    if (f.endpointId) where.push(eq(s.events.endpointId, f.endpointId));
-    if (f.outcome) where.push(eq(s.events.outcome, f.outcome));
-    if (f.since != null) where.push(gte(s.events.receivedAt, f.since));
-    if (f.until != null) where.push(lt(s.events.receivedAt, f.until));
-    if (f.beforeId) where.push(lt(s.events.id, f.beforeId));
-    if (f.sinceId) where.push(gte(s.events.id, f.sinceId));
-    return this.db.select().from(s.events).where(and(...where)).orderBy(desc(s.events.id)).limit(f.limit).all();
+    return this.db.select().from(s.events).where(eventFilterWhere(f, s.events)).orderBy(desc(s.events.id)).limit(f.limit).all();
   }
   async getEvent(storeId: string, id: string) {
     return this.db.select().from(s.events).where(and(eq(s.events.storeId, storeId), eq(s.events.id, id))).get() ?? null;
