@@ -11,10 +11,8 @@ import { MCP_SESSIONS_PER_GRANT } from '../contract/limits.ts';
 import type { Scope } from '../contract/scopes.ts';
 import { randomBase62 } from '../lib/ids.ts';
 import { authenticateBearer } from '../ops/grants.ts';
-import { operations } from '../contract/operations.ts';
-import { errorResponse } from '../server/http.ts';
-import { audit, failedAuthentication } from '../server/pipeline.ts';
-import { AuthFailureLimiter, NO_CLIENT, type ClientOf } from '../server/rate-limit.ts';
+import type { OpContext } from '../ops/context.ts';
+import { NO_CLIENT, type ClientOf } from '../lib/auth-failures.ts';
 import { codeModeAvailable } from './code-mode.ts';
 import { closeSandboxes } from './sandbox-process.ts';
 import { createMcpServer, type ServerDeps } from './server.ts';
@@ -27,7 +25,6 @@ interface Session {
   lastUsedAt: number;
 }
 
-const MCP = operations.connectMcpAgentOperations;
 const MAX_BODY_BYTES = 1024 * 1024;
 /** Sent first on every SSE stream: Bun sends a streaming response's headers only with its first chunk. */
 const OPEN_FRAME = new TextEncoder().encode(': open\n\n');
@@ -39,9 +36,23 @@ export interface McpEndpoint {
   close(): Promise<void>;
 }
 
-export function createMcpEndpoint(deps: ServerDeps & { authFailures?: AuthFailureLimiter }): McpEndpoint {
-  const { core } = deps;
-  const authFailures = deps.authFailures ?? new AuthFailureLimiter(core.clock);
+type Scoped = Pick<OpContext, 'store' | 'grant' | 'scopes' | 'actor'> | null;
+
+/**
+ * What the endpoint needs of the HTTP pipeline, handed in by the app: the MCP layer never imports the server, so
+ * audit rows, failed-authentication limits and error envelopes stay the pipeline's, written once.
+ */
+export interface McpPipeline {
+  /** Audits a connect or its refusal as the MCP operation (surface `mcp`). */
+  audit(ctx: Scoped, status: number, err: AppError | null, requestId: string): Promise<void>;
+  /** A failed bearer authentication: 401, or 429 past the client's limit; audited or folded as the pipeline does. */
+  failedAuthentication(err: AppError, client: ClientOf, requestId: string): Promise<Response>;
+  /** The error envelope. */
+  errorResponse(ctx: Scoped, err: AppError): Response;
+}
+
+export function createMcpEndpoint(deps: ServerDeps & { pipeline: McpPipeline }): McpEndpoint {
+  const { core, pipeline } = deps;
   const sessions = new Map<string, Session>();
   const origins = new Set([new URL(core.config.publicUrl).origin, ...core.config.mcp.allowedOrigins]);
 
@@ -88,7 +99,7 @@ export function createMcpEndpoint(deps: ServerDeps & { authFailures?: AuthFailur
     try {
       ({ grant, store } = await authenticateBearer(core, req.headers.get('authorization')));
     } catch (err) {
-      if (err instanceof AppError) return failedAuthentication({ core, authFailures }, MCP, err, client, requestId, 'mcp');
+      if (err instanceof AppError) return pipeline.failedAuthentication(err, client, requestId);
       throw err;
     }
     const scopes = JSON.parse(grant.scopes) as Scope[];
@@ -121,14 +132,14 @@ export function createMcpEndpoint(deps: ServerDeps & { authFailures?: AuthFailur
     const session = await open({ id: grant.id, label: grant.label, storeId: store.id, expiresAt: grant.expiresAt, scopes });
     const res = await session.transport.handleRequest(req, { authInfo });
     if (session.transport.sessionId === undefined) await session.server.close(); // not an initialize: nothing to keep
-    else await audit(core, MCP, ctx, {}, res.status, null, null, requestId, false, 'mcp');
+    else await pipeline.audit(ctx, res.status, null, requestId);
     return res;
   }
 
   /** A connect refused before any session: audited like a refused HTTP call (by its grant once known), then answered. */
-  async function refused(err: AppError, requestId: string, ctx: Parameters<typeof audit>[2] = null): Promise<Response> {
-    await audit(core, MCP, ctx, {}, err.status, null, err, requestId, false, 'mcp').catch(() => {});
-    return errorResponse(ctx, err);
+  async function refused(err: AppError, requestId: string, ctx: Scoped = null): Promise<Response> {
+    await pipeline.audit(ctx, err.status, err, requestId).catch(() => {});
+    return pipeline.errorResponse(ctx, err);
   }
 
   return {

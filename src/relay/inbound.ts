@@ -15,7 +15,7 @@ import { readCapped } from '../lib/body.ts';
 import { metrics } from '../lib/instruments.ts';
 import { describeFault, STORAGE_RETRY_AFTER_SECONDS, storageFault } from './storage-health.ts';
 import { WriterClosedError, type ReceiptWriter } from './writer.ts';
-import { NO_CLIENT, type AuthFailureLimiter, type ClientOf } from '../server/rate-limit.ts';
+import { NO_CLIENT, type AuthFailureLimiter, type ClientOf } from '../lib/auth-failures.ts';
 
 
 const JSON_TYPE = /^application\/json\s*(;|$)/i;

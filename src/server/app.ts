@@ -8,7 +8,7 @@ import type { Core } from '../core.ts';
 import { MAX_API_BODY_BYTES } from '../contract/limits.ts';
 import { withCappedBody } from '../lib/body.ts';
 import { iso } from '../lib/clock.ts';
-import type { McpEndpoint } from '../mcp/endpoint.ts';
+import type { McpEndpoint, McpPipeline } from '../mcp/endpoint.ts';
 import { EndpointCache } from '../relay/endpoint-cache.ts';
 import { createInboundHandler } from '../relay/inbound.ts';
 import { createLifecycleHandler } from '../relay/lifecycle.ts';
@@ -16,11 +16,12 @@ import { describeFault, StorageHealth } from '../relay/storage-health.ts';
 import { ReceiptWriter } from '../relay/writer.ts';
 import { HANDLERS } from './handlers.ts';
 import { errorResponse } from './http.ts';
-import { runOperation, type AnyHandler } from './pipeline.ts';
+import { audit, failedAuthentication, runOperation, type AnyHandler } from './pipeline.ts';
 import { docsPage } from './docs.ts';
 import { createMetricsHandler } from './metrics.ts';
 import { VERSION } from '../version.ts';
-import { AuthFailureLimiter, lazyClient, RateLimiter } from './rate-limit.ts';
+import { AuthFailureLimiter, lazyClient } from '../lib/auth-failures.ts';
+import { RateLimiter } from './rate-limit.ts';
 
 
 interface Route {
@@ -108,7 +109,13 @@ export function createApp(core: Core): App {
   const MCP = operations.connectMcpAgentOperations;
   // Loaded on the first MCP request: CLI commands and servers without MCP traffic never pay for the SDK.
   let mcp: Promise<McpEndpoint> | null = null;
-  const mcpEndpoint = () => (mcp ??= import('../mcp/endpoint.ts').then((m) => m.createMcpEndpoint({ core, version: VERSION, appFetch: (req) => fetch(req), authFailures })));
+  const mcpPipeline: McpPipeline = {
+    audit: (ctx, status, err, requestId) => audit(core, MCP, ctx, {}, status, null, err, requestId, false, 'mcp'),
+    failedAuthentication: (err, client, requestId) => failedAuthentication({ core, authFailures }, MCP, err, client, requestId, 'mcp'),
+    errorResponse,
+  };
+  const mcpEndpoint = () =>
+    (mcp ??= import('../mcp/endpoint.ts').then((m) => m.createMcpEndpoint({ core, version: VERSION, appFetch: (req) => fetch(req), pipeline: mcpPipeline })));
   const available = new Set(routes.filter((r) => r.handler || r.op.auth === 'none' || (r.op === MCP && core.config.mcp.codeMode)).map((r) => r.op.operationId));
   const endpointChanged = (id: string) => {
     endpoints.invalidate(id);

@@ -20,7 +20,8 @@ import { surfaceOf, type Surface } from '../mcp/surface.ts';
 import { record, type Meter } from '../ops/usage.ts';
 import { envelopeBody, errorResponse, invalidInput, newSupportCode } from './http.ts';
 import { iso } from '../lib/clock.ts';
-import { NO_CLIENT, type AuthFailureLimiter, type ClientOf, type FoldedAudit, type RateLimiter } from './rate-limit.ts';
+import { NO_CLIENT, type AuthFailureLimiter, type ClientOf, type FoldedAudit } from '../lib/auth-failures.ts';
+import type { RateLimiter } from './rate-limit.ts';
 import { storageFault, storageUnavailable, type StorageHealth } from '../relay/storage-health.ts';
 
 const UTF8 = new TextDecoder();

@@ -7,7 +7,7 @@ import { AUTH_FAILURE_LIMITS } from '../../src/contract/limits.ts';
 import { RateLimitedResponseSchema } from '../../src/contract/schemas.ts';
 import { ManualClock } from '../../src/lib/clock.ts';
 import { newGrantToken } from '../../src/lib/crypto.ts';
-import { AuthFailureLimiter, clientKey } from '../../src/server/rate-limit.ts';
+import { AuthFailureLimiter, clientKey } from '../../src/lib/auth-failures.ts';
 import { addGrant, addStore, BASE, createTestEnv, rows, type TestEnv } from '../helpers.ts';
 
 // Floods of a few thousand requests and real sockets, on a machine the suite shares: no timing is asserted.
