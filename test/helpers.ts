@@ -33,9 +33,19 @@ if (backend === 'postgres' && !TEST_DATABASE_URL) throw new Error('HOOKRELAY_TES
 /** True on the SQLite backend: the condition that names a test as being about SQLite itself (pages, WAL, plans). */
 export const sqliteOnly = backend === 'sqlite';
 
+const openPgRepos: PgRepo[] = [];
+const KEEP_PG_REPOS_OPEN = 10;
+
 /** A fresh, migrated storage of the selected backend; PostgreSQL in a schema of its own, dropped after the run. */
 async function testRepo(): Promise<Repo> {
-  if (backend === 'postgres') return PgRepo.open({ url: TEST_DATABASE_URL!, schema: testSchema(), max: 4 });
+  if (backend === 'postgres') {
+    const repo = await PgRepo.open({ url: TEST_DATABASE_URL!, schema: testSchema(), max: 4, idleTimeoutMillis: 1000 });
+    // Most tests never close their deployment; on PostgreSQL each holds connections (its pool, and the lease
+    // liveness lock's own), and a run opens hundreds. Only the newest few stay open, within max_connections (100).
+    openPgRepos.push(repo);
+    while (openPgRepos.length > KEEP_PG_REPOS_OPEN) void openPgRepos.shift()!.close().catch(() => {});
+    return repo;
+  }
   const sqlite = openSqliteDatabase({ path: ':memory:' });
   await migrateSqlite(sqlite);
   return new SqliteRepo(sqlite);

@@ -58,6 +58,8 @@ export interface PgOptions {
   /** A schema to use (created if missing): tests run each in its own. */
   schema?: string;
   max?: number;
+  /** How long an idle pooled connection stays open, ms (pg's default 10 s); tests that open many handles shorten it. */
+  idleTimeoutMillis?: number;
 }
 
 const EVENT_COLUMNS = Object.entries(getTableColumns(s.events)).filter(([key]) => key !== 'leaseToken');
@@ -78,7 +80,7 @@ export function openPgPool(opts: PgOptions): pg.Pool {
   const schema = opts.schema?.replace(/"/g, '');
   // Startup options split on spaces; a backslash keeps one inside the value.
   const options = schema ? `-c search_path="${schema.replace(/\\/g, '\\\\').replace(/ /g, '\\ ')}"` : undefined;
-  const pool = new pg.Pool({ connectionString: opts.url, max: opts.max ?? 10, types, options });
+  const pool = new pg.Pool({ connectionString: opts.url, max: opts.max ?? 10, types, options, idleTimeoutMillis: opts.idleTimeoutMillis });
   // An idle connection dropped by the server must not end the process; the next query reconnects.
   pool.on('error', () => {});
   return pool;
