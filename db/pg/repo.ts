@@ -15,6 +15,7 @@ import pg from 'pg';
 import { runMigrations, type Migration } from '../migrate.ts';
 import { migrations as pgMigrations } from '../migrations/pg/index.ts';
 import { eventFilterWhere } from '../filters.ts';
+import { leaseToWorker, receiptRow } from '../receipt-rules.ts';
 import type { PendingAuthFailure, Repo, Signal } from '../repo.ts';
 import type {
   AttemptResult,
@@ -292,18 +293,21 @@ export class PgRepo implements Repo {
       for (const p of receipts) {
         const e = p.event;
         const duplicateOf = duplicates.get(e.id) ?? null;
-        let row: EventRow = duplicateOf ? { ...e, outcome: 'duplicate_suppressed', duplicateOf, nextAttemptAt: null, bodyRetention: 'none' } : e;
-        if (row.outcome === 'accepted' && p.capacity) {
-          const key = meterKey(e.storeId, p.capacity);
-          const left = granted.get(key) ?? 0;
-          if (left > 0) granted.set(key, left - 1);
-          else row = { ...row, outcome: 'held', code: 'SVC_OVER_CAPACITY', nextAttemptAt: null };
-        }
+        const capacity = p.capacity;
+        const takeRoom = capacity
+          ? () => {
+              const key = meterKey(e.storeId, capacity);
+              const left = granted.get(key) ?? 0;
+              if (left <= 0) return false;
+              granted.set(key, left - 1);
+              return true;
+            }
+          : null;
+        const row = receiptRow(e, duplicateOf, takeRoom);
         const outcome = row.outcome;
-        const leased = outcome === 'accepted' && leases > 0;
+        const leased = leaseToWorker(row, lease, leases);
         if (leased) {
           leases--;
-          Object.assign(e, { outcome: 'queued', leaseUntil: lease!.until, nextAttemptAt: lease!.until });
           this.leases.set(e.id, token!);
         }
         rows.push(row);

@@ -5,6 +5,7 @@ import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
 import { runMigrations, type Migration } from '../migrate.ts';
 import { migrations as sqliteMigrations } from '../migrations/sqlite/index.ts';
 import { eventFilterWhere } from '../filters.ts';
+import { leaseToWorker, receiptRow } from '../receipt-rules.ts';
 import type { PendingAuthFailure, Repo } from '../repo.ts';
 import type {
   AuditRow,
@@ -377,32 +378,31 @@ export class SqliteRepo implements Repo {
         duplicateOf = seen.get(key) ?? this.findFirstByExternalId.get(e.endpointId, e.externalEventId, p.dedupeSince)?.id ?? null;
         if (duplicateOf == null) seen.set(key, e.id);
       }
-      let row: EventRow = duplicateOf
-        ? { ...e, outcome: 'duplicate_suppressed', duplicateOf, nextAttemptAt: null, bodyRetention: 'none' }
-        : e;
-      if (row.outcome === 'accepted' && p.capacity) {
-        const { meter, periodStart } = p.capacity;
-        // Receipts of a batch mostly share one meter: check the last one before building a key.
-        let m = lastMeter && lastMeter.storeId === e.storeId && lastMeter.meter === meter && lastMeter.periodStart === periodStart ? lastMeter : undefined;
-        if (!m) {
-          const key = `${e.storeId}\u0000${meter}\u0000${periodStart}`;
-          m = meters.get(key);
-          if (!m) {
-            const used = this.getCounter.get(e.storeId, meter, periodStart)?.used ?? 0;
-            meters.set(key, (m = { storeId: e.storeId, meter, periodStart, used, added: 0 }));
+      const capacity = p.capacity;
+      // Receipts of a batch mostly share one meter: check the last one before building a key.
+      const takeRoom = capacity
+        ? () => {
+            const { meter, periodStart } = capacity;
+            let m = lastMeter && lastMeter.storeId === e.storeId && lastMeter.meter === meter && lastMeter.periodStart === periodStart ? lastMeter : undefined;
+            if (!m) {
+              const key = `${e.storeId}\u0000${meter}\u0000${periodStart}`;
+              m = meters.get(key);
+              if (!m) {
+                const used = this.getCounter.get(e.storeId, meter, periodStart)?.used ?? 0;
+                meters.set(key, (m = { storeId: e.storeId, meter, periodStart, used, added: 0 }));
+              }
+              lastMeter = m;
+            }
+            if (m.used + m.added >= capacity.hardLimit) return false;
+            m.added++;
+            return true;
           }
-          lastMeter = m;
-        }
-        if (m.used + m.added < p.capacity.hardLimit) m.added++;
-        else row = { ...row, outcome: 'held', code: 'SVC_OVER_CAPACITY', nextAttemptAt: null };
-      }
+        : null;
+      const row = receiptRow(e, duplicateOf, takeRoom);
       const outcome = row.outcome;
-      const leased = outcome === 'accepted' && leases > 0;
-      if (leased) {
-        // Claimed in the same transaction (see IngestLease); the pending event becomes the stored row.
-        leases--;
-        Object.assign(e, { outcome: 'queued', leaseUntil: lease!.until, nextAttemptAt: lease!.until });
-      }
+      // Claimed in the same transaction (see IngestLease); the pending event becomes the stored row.
+      const leased = leaseToWorker(row, lease, leases);
+      if (leased) leases--;
       events.add(eventValues(row));
       if (!duplicateOf && p.body) bodies.add([e.id, p.body, p.bodyExpiresAt]);
       stats.add(row.storeId, row.receivedAt, METRIC.received(outcome));
