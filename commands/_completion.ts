@@ -49,13 +49,7 @@ function bash(prog: string, nodes: Node[]): string {
   return `# bash completion for ${prog}: eval "$(${prog} completion bash)" (generated from the command definitions)
 ${fn}() {
   local cur=\${COMP_WORDS[COMP_CWORD]} cmdpath='' w i words=''
-  for ((i = 1; i < COMP_CWORD; i++)); do
-    w=\${COMP_WORDS[i]}
-    [[ $w == -* ]] && continue
-    case "\${cmdpath:+$cmdpath }$w" in
-${nodes.map((n) => `      ${q(n.path.join(' '))}) cmdpath=${q(n.path.join(' '))} ;;`).join('\n')}
-    esac
-  done
+${commandPathLoop(nodes, '1', 'COMP_CWORD', 'COMP_WORDS[i]')}
   case "$cmdpath" in
 ${cases}
   esac
@@ -63,6 +57,20 @@ ${cases}
 }
 complete -o default -F ${fn} ${prog}
 `;
+}
+
+/**
+ * The shell loop bash and zsh share: walks the words before the cursor, skipping flags, and sets `cmdpath` to the
+ * command path typed so far (`grant`, `grant issue`); the shells differ only in where words start and live.
+ */
+function commandPathLoop(nodes: Node[], first: string, end: string, word: string): string {
+  return `  for ((i = ${first}; i < ${end}; i++)); do
+    w=\${${word}}
+    [[ $w == -* ]] && continue
+    case "\${cmdpath:+$cmdpath }$w" in
+${nodes.map((n) => `      ${q(n.path.join(' '))}) cmdpath=${q(n.path.join(' '))} ;;`).join('\n')}
+    esac
+  done`;
 }
 
 function zsh(prog: string, nodes: Node[]): string {
@@ -84,13 +92,7 @@ function zsh(prog: string, nodes: Node[]): string {
 ${fn}() {
   local cmdpath='' w i
   local -a items
-  for ((i = 2; i < CURRENT; i++)); do
-    w=\${words[i]}
-    [[ $w == -* ]] && continue
-    case "\${cmdpath:+$cmdpath }$w" in
-${nodes.map((n) => `      ${q(n.path.join(' '))}) cmdpath=${q(n.path.join(' '))} ;;`).join('\n')}
-    esac
-  done
+${commandPathLoop(nodes, '2', 'CURRENT', 'words[i]')}
   case "$cmdpath" in
 ${cases}
   esac
