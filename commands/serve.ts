@@ -54,7 +54,7 @@ export default defineCommand({
     }
     // Without an explicit public URL, endpoint URLs and the manifest carry the port actually bound (--port 0).
     const publicUrlFor = explicitUrl || fromSetting ? undefined : (bound: number) => `http://${hostPart}:${bound}`;
-    const running = await startServer(core, { port, host, publicUrlFor });
+    const running = await startServer(core, { port, host, publicUrlFor, relayThread: true });
     log.info(`hookrelay listening on ${running.url} (public URL ${core.config.publicUrl}); runs in the foreground, stop with Ctrl-C`);
     await new Promise<void>((resolve) => {
       const shutdown = (signal: string) => {

@@ -6,7 +6,8 @@ export {};
 const outfile = process.argv[2] ?? 'dist/hookrelay';
 
 const result = await Bun.build({
-  entrypoints: ['./commands/index.ts'],
+  // The relay thread (src/relay/relay-host.ts) is an entry point of its own: a Worker loads it by this path.
+  entrypoints: ['./commands/index.ts', './src/relay/relay-thread.ts'],
   compile: { outfile, autoloadBunfig: false, autoloadDotenv: false },
   minify: true,
   // Precompiled bytecode: the binary starts without parsing its JavaScript (status 110 -> 68 ms, --version

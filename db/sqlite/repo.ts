@@ -201,6 +201,12 @@ export class SqliteRepo implements Repo {
 
   private readonly fullSync: boolean;
 
+  /** The file and durability another connection must open to write beside this one (serve's relay thread); null in memory. */
+  get file(): { path: string; synchronous: 'FULL' | 'NORMAL' } | null {
+    const path = this.sqlite.filename;
+    return path && path !== ':memory:' ? { path, synchronous: this.fullSync ? 'FULL' : 'NORMAL' } : null;
+  }
+
   constructor(readonly sqlite: Database) {
     this.fullSync = (sqlite.query<{ synchronous: number }, []>('PRAGMA synchronous').get()?.synchronous ?? 2) >= 2;
     this.db = drizzle({ client: sqlite, schema: s });

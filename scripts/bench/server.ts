@@ -27,6 +27,8 @@ const { positionals, values: a } = parseArgs({
     sync: { type: 'string', default: 'FULL' },
     worker: { type: 'string', default: '1' },
     'request-log': { type: 'string', default: '1' },
+    /** `0`: commit and hand off on the request thread (the in-process path tests use), to compare against serve's relay thread. */
+    'relay-thread': { type: 'string', default: '1' },
     shop: { type: 'string', default: 'bench.myshopify.com' },
     events: { type: 'string', default: '0' },
     endpoints: { type: 'string', default: '10' },
@@ -101,7 +103,8 @@ if (mode === 'bare') {
   const requestLog = a['request-log'] === '1';
   const core = await open(sync, requestLog, { publicUrl: 'http://127.0.0.1' });
   const { storeId, token } = await storeAndGrant(core);
-  const running = await startServer(core, { port: Number(a.port), host: '127.0.0.1', worker: a.worker === '1', logRequests: requestLog });
+  const relayThread = a['relay-thread'] === '1';
+  const running = await startServer(core, { port: Number(a.port), host: '127.0.0.1', worker: a.worker === '1', logRequests: requestLog, relayThread });
   ready({ url: running.url, token, storeId });
   await untilSignal();
   await running.stop();

@@ -132,8 +132,8 @@ export class Instruments {
     this.commitSeconds.observe(seconds);
   }
 
-  handoff(storeId: string, result: string): void {
-    this.store(storeId).handoffs.labels(result).inc();
+  handoff(storeId: string, result: string, n = 1): void {
+    this.store(storeId).handoffs.labels(result).inc(n);
   }
 
   /** An agent call as audited: its store when the grant authenticated, else box-wide as unattributed. */

@@ -52,6 +52,8 @@ export class HandoffWorker {
   private lookup: EndpointLookup | null = null;
   /** Math.random by default; tests pin it. */
   random: () => number = Math.random;
+  /** Counts each recorded attempt for /metrics; the relay thread forwards them to the serving thread instead. */
+  recordHandoff: (storeId: string, result: string) => void = (storeId, result) => metrics.handoff(storeId, result);
 
   constructor(
     private readonly core: Core,
@@ -183,7 +185,7 @@ export class HandoffWorker {
       this.inFlight.delete(round);
     }
     for (const r of results) {
-      metrics.handoff(r.storeId, r.attempt.outcome);
+      this.recordHandoff(r.storeId, r.attempt.outcome);
       if (r.attempt.outcome !== 'delivered') {
         this.core.log.warn(`handoff ${r.attempt.eventId} attempt ${r.attempt.number}: ${r.attempt.outcome} (${r.attempt.code}${r.attempt.httpStatus ? ` HTTP ${r.attempt.httpStatus}` : ''})`);
       }

@@ -18,6 +18,12 @@ export interface DirectHandoff {
   take(events: EventRow[], due: boolean): void;
 }
 
+/**
+ * Where a group commit goes: the storage itself, or the relay thread that holds its own connection to it (see
+ * relay-host.ts). Resolves only after the commit is durable.
+ */
+export type IngestTarget = Pick<Repo, 'commitIngest'>;
+
 /** A receipt offered after close (shutdown): refused, not a failure of storage. */
 export class WriterClosedError extends Error {
   constructor() {
@@ -42,13 +48,18 @@ export class ReceiptWriter {
   private health: StorageHealth | null = null;
 
   constructor(
-    private readonly repo: Repo,
+    private target: IngestTarget,
     /** Called after each commit that held receipts to hand off (wakes the worker). */
     private readonly onCommitted: (receipts: CommittedReceipt[]) => void = () => {},
     private readonly maxBatch = 2048,
     /** How long a commit may wait for turns that keep bringing receipts (see schedule). */
     private readonly gatherMs = 1,
   ) {}
+
+  /** Sends the following commits to `target` (serve's relay thread) instead. */
+  commitTo(target: IngestTarget): void {
+    this.target = target;
+  }
 
   /** Lets the running worker take receipts from each commit (null: it claims them itself). */
   handOffTo(direct: DirectHandoff | null): void {
@@ -118,7 +129,7 @@ export class ReceiptWriter {
         const direct = this.direct;
         const lease = batch.length ? (direct?.lease() ?? null) : null;
         const started = performance.now();
-        const committed = await this.repo.commitIngest(
+        const committed = await this.target.commitIngest(
           batch.map((w) => w.item),
           failures.map((f) => f.item),
           lease,

@@ -88,6 +88,10 @@ export interface App {
   closeMcpSessions(): Promise<void>;
   /** Called after receipts commit (serve wires the worker's wake here). */
   onReceipts(fn: () => void): void;
+  /** Called after an agent operation changed an endpoint (serve's relay thread forgets it too). */
+  onEndpointChanged(fn: (id: string) => void): void;
+  /** Whether writes succeed, as /status reports it. */
+  storage: StorageHealth;
 }
 
 export function createApp(core: Core): App {
@@ -117,8 +121,10 @@ export function createApp(core: Core): App {
   const mcpEndpoint = () =>
     (mcp ??= import('../mcp/endpoint.ts').then((m) => m.createMcpEndpoint({ core, version: VERSION, appFetch: (req) => fetch(req), pipeline: mcpPipeline })));
   const available = new Set(routes.filter((r) => r.handler || r.op.auth === 'none' || (r.op === MCP && core.config.mcp.codeMode)).map((r) => r.op.operationId));
+  let alsoChanged: (id: string) => void = () => {};
   const endpointChanged = (id: string) => {
     endpoints.invalidate(id);
+    alsoChanged(id);
     core.repo.notify?.('endpoint', id).catch(() => {}); // peers drop it too; their cache TTL bounds a lost signal
   };
   const deps = { core, endpointChanged, limiter: new RateLimiter(core.repo, core.clock, core.config.rateLimits), authFailures, inflight: new Map(), storage };
@@ -216,5 +222,9 @@ export function createApp(core: Core): App {
     onReceipts(fn) {
       wake = fn;
     },
+    onEndpointChanged(fn) {
+      alsoChanged = fn;
+    },
+    storage,
   };
 }

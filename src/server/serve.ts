@@ -2,6 +2,8 @@
 import type { Server } from 'bun';
 import { AppError } from '../contract/errors.ts';
 import type { Core } from '../core.ts';
+import type { SqliteRepo } from '../../db/sqlite/repo.ts';
+import { RelayThread } from '../relay/relay-host.ts';
 import { HandoffWorker, type Destinations } from '../relay/worker.ts';
 import { createApp, pathOf, type App } from './app.ts';
 import { errorResponse } from './http.ts';
@@ -9,7 +11,10 @@ import { errorResponse } from './http.ts';
 export interface RunningServer {
   app: App;
   server: Server<undefined>;
+  /** The in-process handoff worker; with a relay thread it is never started (the thread runs its own). */
   worker: HandoffWorker;
+  /** The relay thread holding the receipt commit and the handoff worker (see StartOptions.relayThread), or null. */
+  relay: RelayThread | null;
   url: string;
   /** Stops accepting, finishes in-flight requests and commits, stops the worker, closes the database. */
   stop(): Promise<void>;
@@ -25,6 +30,12 @@ export interface StartOptions {
   logRequests?: boolean;
   /** Derives the public URL from the port actually bound (`--port 0`), before the first request is served. */
   publicUrlFor?: (boundPort: number) => string;
+  /**
+   * Commit receipts and run the handoff worker on a thread of their own, with their own connection (`serve` on a
+   * SQLite file; ignored in memory and on PostgreSQL, whose driver never blocks the thread). The worker there uses
+   * the default destinations and reads tokens from process.env. Default false: tests inject destinations and clocks.
+   */
+  relayThread?: boolean;
 }
 
 /** Bun.serve, with a busy port answered as a `conflict` that names it (the CLI exits non-zero with it). */
@@ -57,7 +68,15 @@ const SHUTTING_DOWN = new AppError('shutting_down', 'The server is stopping; not
 export async function startServer(core: Core, opts: StartOptions): Promise<RunningServer> {
   const app = createApp(core);
   const worker = new HandoffWorker(core, opts.destinations);
-  app.onReceipts(() => worker.wake());
+  const file = opts.relayThread && core.repo.dialect === 'sqlite' ? (core.repo as SqliteRepo).file : null;
+  // Leases of a previous run (this is the only serve of the file) before anyone takes receipts.
+  if (core.repo.dialect === 'sqlite') await core.repo.releaseAllLeases(core.clock.now());
+  const relay = file ? await RelayThread.start(core, { sqlitePath: file.path, synchronous: file.synchronous, worker: opts.worker ?? true }) : null;
+  if (relay) {
+    app.writer.commitTo(relay);
+    app.onEndpointChanged((id) => relay.endpointChanged(id));
+    relay.onLost = (err) => app.storage.failed(err);
+  } else app.onReceipts(() => worker.wake());
   const logRequests = opts.logRequests ?? true;
   let inFlight = 0;
   let draining = false;
@@ -108,8 +127,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
   });
   if (opts.publicUrlFor) core.config.publicUrl = opts.publicUrlFor(server.port!);
 
-  if (core.repo.dialect === 'sqlite') await core.repo.releaseAllLeases(core.clock.now());
-  if (opts.worker ?? true) {
+  if (!relay && (opts.worker ?? true)) {
     worker.start();
     app.writer.handOffTo(worker.directHandoff((id) => app.endpoints.get(id)));
   }
@@ -129,6 +147,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
     app,
     server,
     worker,
+    relay,
     url: `http://${server.hostname}:${server.port}`,
     stop() {
       stopping ??= (async () => {
@@ -142,6 +161,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
         await server.stop(true); // idle keep-alive connections would hold the stop open
         await app.writer.close();
         await stopped;
+        await relay?.stop();
         await worker.stop();
         await unlisten?.();
         await core.repo.close();

@@ -1,0 +1,121 @@
+/**
+ * The relay thread of a SQLite `serve`: the receipt commit and the handoff worker, on a connection of their own.
+ * bun:sqlite is synchronous, so every fsync of a commit stalled the thread that also parses and verifies the next
+ * requests; here it stalls only this thread. One thread holds both because SQLite takes one writer at a time:
+ * two writer threads would only queue on its lock, and the worker takes receipts straight from the commit
+ * (DirectHandoff) in the same transaction that stores them.
+ */
+import { randomBytes } from 'node:crypto';
+import type { EndpointRow, StoreRow } from '../../db/types.ts';
+import { openStorage } from '../../db/open.ts';
+import { createCore, type Core } from '../core.ts';
+import { SecretBox } from '../lib/crypto.ts';
+import type { Log } from '../lib/log.ts';
+import { toThreadError, type FromThread, type ToThread } from './relay-protocol.ts';
+import { HandoffWorker } from './worker.ts';
+import { ReceiptWriter } from './writer.ts';
+
+declare const self: Worker;
+
+const post = (m: FromThread) => self.postMessage(m);
+
+/** Lines go to the serving thread's log, so they keep its sink and its escaping. */
+const log: Log = {
+  info: (message) => post({ t: 'log', level: 'info', message }),
+  warn: (message) => post({ t: 'log', level: 'warn', message }),
+  error: (message) => post({ t: 'log', level: 'error', message }),
+};
+
+/** How long an endpoint's row and store stay cached for the direct handoff; changes also arrive as messages. */
+const LOOKUP_TTL_MS = 5_000;
+
+let core: Core | null = null;
+let writer: ReceiptWriter | null = null;
+let worker: HandoffWorker | null = null;
+let commits: Promise<void> = Promise.resolve();
+const lookups = new Map<string, { at: number; value: { row: EndpointRow; store: StoreRow } | null }>();
+/** Attempts recorded since the last report, per store and result. */
+const handoffs = new Map<string, number>();
+
+async function init(m: Extract<ToThread, { t: 'init' }>): Promise<void> {
+  const repo = await openStorage({ url: null, sqlitePath: m.sqlitePath, synchronous: m.synchronous });
+  // The handoff never opens an endpoint's secret (the serving thread verifies signatures); a box with a key of
+  // its own makes any attempt fail loudly instead of sharing the sealing key with this thread.
+  const box = new SecretBox(randomBytes(32));
+  const c = (core = createCore({ repo, box, log, config: { ...m.config, env: (name) => process.env[name] } }));
+  writer = new ReceiptWriter(repo, () => worker?.wake());
+  if (!m.worker) return;
+  worker = new HandoffWorker(c);
+  worker.recordHandoff = (storeId, result) => {
+    const key = `${storeId}\u0000${result}`;
+    if (!handoffs.size) setTimeout(reportHandoffs, 250);
+    handoffs.set(key, (handoffs.get(key) ?? 0) + 1);
+  };
+  worker.start();
+  writer.handOffTo(worker.directHandoff(lookup));
+}
+
+function reportHandoffs(): void {
+  if (!handoffs.size) return;
+  const counts = [...handoffs].map(([key, n]) => {
+    const [storeId, result] = key.split('\u0000') as [string, string];
+    return [storeId, result, n] as [string, string, number];
+  });
+  handoffs.clear();
+  post({ t: 'handoffs', counts });
+}
+
+/** An endpoint and its store for a receipt taken from a commit. */
+async function lookup(endpointId: string): Promise<{ row: EndpointRow; store: StoreRow } | null> {
+  const c = core!;
+  const now = c.clock.now();
+  const hit = lookups.get(endpointId);
+  if (hit && now - hit.at < LOOKUP_TTL_MS) return hit.value;
+  const row = await c.repo.getEndpointById(endpointId);
+  const store = row ? await c.repo.getStore(row.storeId) : null;
+  const value = row && store ? { row, store } : null;
+  if (lookups.size >= 10_000) lookups.clear();
+  lookups.set(endpointId, { at: now, value });
+  return value;
+}
+
+/** A batch from the serving thread, answered once durable; the writer joins batches that arrive meanwhile. */
+function commit(m: Extract<ToThread, { t: 'commit' }>): void {
+  const w = writer!;
+  const done = Promise.all([Promise.all(m.receipts.map((r) => w.submit(r))), Promise.all(m.failures.map((f) => w.recordAuthFailure(f)))]);
+  commits = done.then(
+    ([committed]) => post({ t: 'committed', id: m.id, committed }),
+    (err: unknown) => post({ t: 'refused', id: m.id, error: toThreadError(err) }),
+  );
+}
+
+async function stop(): Promise<void> {
+  await commits;
+  await writer?.close();
+  await worker?.stop();
+  reportHandoffs();
+  await core?.repo.close();
+  post({ t: 'stopped' });
+}
+
+self.onmessage = (e: MessageEvent<ToThread>) => {
+  const m = e.data;
+  switch (m.t) {
+    case 'init':
+      init(m).then(
+        () => post({ t: 'ready' }),
+        (err: unknown) => post({ t: 'failed', error: toThreadError(err) }),
+      );
+      return;
+    case 'commit':
+      return commit(m);
+    case 'wake':
+      return worker?.wake();
+    case 'endpoint':
+      lookups.delete(m.id);
+      return;
+    case 'stop':
+      void stop();
+      return;
+  }
+};
