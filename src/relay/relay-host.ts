@@ -113,7 +113,8 @@ export class RelayThread implements IngestTarget {
         return;
       }
       case 'log':
-        return this.core.log[m.level](m.message);
+        for (const [level, message] of m.lines) this.core.log[level](message);
+        return;
       case 'handoffs':
         for (const [storeId, result, n] of m.counts) metrics.handoff(storeId, result, n);
         return;

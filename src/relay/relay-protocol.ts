@@ -25,7 +25,7 @@ export type FromThread =
   | { t: 'failed'; error: ThreadError }
   | { t: 'committed'; id: number; committed: CommittedReceipt[] }
   | { t: 'refused'; id: number; error: ThreadError }
-  | { t: 'log'; level: 'info' | 'warn' | 'error'; message: string }
+  | { t: 'log'; lines: [level: 'info' | 'warn' | 'error', message: string][] }
   | { t: 'handoffs'; counts: [storeId: string, result: string, n: number][] }
   | { t: 'stopped' };
 

@@ -19,12 +19,21 @@ declare const self: Worker;
 
 const post = (m: FromThread) => self.postMessage(m);
 
-/** Lines go to the serving thread's log, so they keep its sink and its escaping. */
-const log: Log = {
-  info: (message) => post({ t: 'log', level: 'info', message }),
-  warn: (message) => post({ t: 'log', level: 'warn', message }),
-  error: (message) => post({ t: 'log', level: 'error', message }),
+/**
+ * Lines go to the serving thread's log, so they keep its sink and its escaping: gathered for one turn (the log
+ * destination writes a line per handoff), warnings and errors at once.
+ */
+let lines: [level: 'info' | 'warn' | 'error', message: string][] = [];
+const flushLines = () => {
+  if (lines.length) post({ t: 'log', lines });
+  lines = [];
 };
+const line = (level: 'info' | 'warn' | 'error') => (message: string) => {
+  if (!lines.length) setImmediate(flushLines);
+  lines.push([level, message]);
+  if (level !== 'info') flushLines();
+};
+const log: Log = { info: line('info'), warn: line('warn'), error: line('error') };
 
 /** How long an endpoint's row and store stay cached for the direct handoff; changes also arrive as messages. */
 const LOOKUP_TTL_MS = 5_000;
@@ -94,6 +103,7 @@ async function stop(): Promise<void> {
   await writer?.close();
   await worker?.stop();
   reportHandoffs();
+  flushLines();
   await core?.repo.close();
   post({ t: 'stopped' });
 }
