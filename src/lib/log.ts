@@ -1,4 +1,5 @@
 /** Logging to stderr only (stdout carries data). Callers pass facts, never headers, bodies or secrets. */
+import { writeSync } from 'node:fs';
 import { createConsola } from 'consola';
 import { iso } from './clock.ts';
 
@@ -29,27 +30,31 @@ export function escapeLogLine(message: string): string {
 export function stderrLog(level: 'info' | 'warn' | 'silent' = 'info'): Log {
   const c = createConsola({ stdout: process.stderr, stderr: process.stderr, level: level === 'silent' ? -999 : level === 'warn' ? 1 : 3 });
   const sink = Bun.stderr.writer();
-  let scheduled = false;
+  let lines: string[] = [];
   const flush = () => {
-    scheduled = false;
+    if (!lines.length) return;
+    sink.write(lines.join(''));
+    lines = [];
     void sink.flush();
   };
-  process.once('exit', () => void sink.flush());
+  // A process that exits right after its last line (serve's "stopped") never reaches the next turn: what is
+  // still gathered is written synchronously on the way out.
+  process.once('exit', () => {
+    if (lines.length) writeSync(2, lines.join(''));
+    lines = [];
+  });
   return {
     info: (m) => {
       if (level !== 'info') return;
-      sink.write(`${iso(Date.now())} ${escapeLogLine(m)}\n`);
-      if (!scheduled) {
-        scheduled = true;
-        setImmediate(flush);
-      }
+      if (!lines.length) setImmediate(flush);
+      lines.push(`${iso(Date.now())} ${escapeLogLine(m)}\n`);
     },
     warn: (m) => {
-      void sink.flush();
+      flush();
       c.warn(escapeLogLine(m));
     },
     error: (m) => {
-      void sink.flush();
+      flush();
       c.error(escapeLogLine(m));
     },
   };

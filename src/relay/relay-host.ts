@@ -47,7 +47,10 @@ export class RelayThread implements IngestTarget {
     const thread = new Worker(threadEntry());
     const host = new RelayThread(thread, core);
     const { env: _env, ...config } = core.config;
+    let deadline: ReturnType<typeof setTimeout> | undefined;
     await new Promise<void>((resolve, reject) => {
+      // Also holds the event loop open: a message awaited from a Worker does not (see stop).
+      deadline = setTimeout(() => reject(new Error('relay thread did not start within 30 s')), 30_000);
       thread.onmessage = (e: MessageEvent<FromThread>) => {
         if (e.data.t === 'ready') resolve();
         else if (e.data.t === 'failed') reject(fromThreadError(e.data.error));
@@ -55,10 +58,12 @@ export class RelayThread implements IngestTarget {
       };
       thread.onerror = (e) => reject(new Error(`relay thread failed to start: ${e.message}`));
       host.send({ t: 'init', sqlitePath: opts.sqlitePath, synchronous: opts.synchronous, config: config as ThreadConfig, worker: opts.worker });
-    }).catch(async (err: unknown) => {
-      thread.terminate();
-      throw err;
-    });
+    })
+      .catch(async (err: unknown) => {
+        thread.terminate();
+        throw err;
+      })
+      .finally(() => clearTimeout(deadline));
     thread.onmessage = (e: MessageEvent<FromThread>) => host.receive(e.data);
     thread.onerror = (e) => host.lost(e.message);
     thread.addEventListener('close', () => host.lost('exited'));
@@ -84,12 +89,23 @@ export class RelayThread implements IngestTarget {
     if (!this.gone) this.send({ t: 'endpoint', id });
   }
 
-  /** Commits what the thread holds, stops its worker (attempts in flight are recorded) and closes its connection. */
-  stop(): Promise<void> {
+  /**
+   * Commits what the thread holds, stops its worker (attempts in flight are recorded) and closes its connection.
+   * A timer holds this thread's event loop open meanwhile: a pending message from a Worker does not, and a
+   * process whose loop empties exits at once, before the thread has finished. After `ms` the thread is ended.
+   */
+  stop(ms = 30_000): Promise<void> {
     this.stopped ??= this.gone
       ? Promise.resolve()
       : new Promise<void>((resolve) => {
-          this.onStopped = resolve;
+          const deadline = setTimeout(() => {
+            this.core.log.error('relay thread did not stop in time; ended it');
+            resolve();
+          }, ms);
+          this.onStopped = () => {
+            clearTimeout(deadline);
+            resolve();
+          };
           this.send({ t: 'stop' });
         }).then(() => {
           this.gone = true;
