@@ -126,24 +126,24 @@ describe('failed bearer authentication', () => {
 });
 
 describe('AuthFailureLimiter', () => {
-  test('memory stays bounded while an attacker rotates addresses: the oldest entries are dropped, each window starts empty', () => {
+  test('memory stays bounded while an attacker rotates addresses: the oldest entries are dropped, each window starts empty', async () => {
     const clock = new ManualClock();
     const limiter = new AuthFailureLimiter(clock, { ...AUTH_FAILURE_LIMITS, maxTracked: 100 });
-    for (let i = 0; i < 5_000; i++) limiter.fail(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, `ep_${i % 7}`);
+    for (let i = 0; i < 5_000; i++) await limiter.fail(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, `ep_${i % 7}`);
     expect(limiter.tracked).toBe(100);
     clock.advance(AUTH_FAILURE_LIMITS.windowMs);
-    limiter.fail('10.0.0.1');
+    await limiter.fail('10.0.0.1');
     expect(limiter.tracked).toBe(1);
   });
 
-  test('Retry-After is the rest of the window, at least 1 s', () => {
+  test('Retry-After is the rest of the window, at least 1 s', async () => {
     const clock = new ManualClock(Date.parse('2026-06-17T12:00:59.900Z'));
     const limiter = new AuthFailureLimiter(clock, { ...AUTH_FAILURE_LIMITS, perClient: 1 });
-    limiter.fail('a');
-    expect(limiter.fail('a')).toMatchObject({ limited: true, scope: 'client', retryAfterSeconds: 1, resetAt: Date.parse('2026-06-17T12:01:00Z') });
+    await limiter.fail('a');
+    expect(await limiter.fail('a')).toMatchObject({ limited: true, scope: 'client', retryAfterSeconds: 1, resetAt: Date.parse('2026-06-17T12:01:00Z') });
     clock.set(Date.parse('2026-06-17T12:01:00Z'));
-    limiter.fail('a');
-    expect(limiter.fail('a').retryAfterSeconds).toBe(60);
+    await limiter.fail('a');
+    expect((await limiter.fail('a')).retryAfterSeconds).toBe(60);
   });
 
   test('clientKey: IPv4 as is, IPv4-mapped IPv6 as IPv4, IPv6 by its /64, unknown as null', () => {
