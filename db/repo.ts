@@ -131,6 +131,12 @@ export interface Repo {
    * its limit: then nothing is counted and its index is returned (-1: counted). Exact across instances.
    */
   takeRate(keys: { key: string; limit: number }[], windowStart: number): Promise<number>;
+  /**
+   * Adds `n` to each key's count in the window starting at `windowStart` and returns the counts after, in the
+   * order given; keys distinct. Never refuses: the caller decides from the counts (the failed-authentication
+   * limiter, which batches its adds). Exact across instances: one atomic statement.
+   */
+  addRate(counts: { key: string; n: number }[], windowStart: number): Promise<number[]>;
 
   // readiness, usage, records
   listTriggerReadiness(storeId: string): Promise<TriggerReadinessRow[]>;

@@ -675,6 +675,17 @@ export class PgRepo implements Repo {
       return -1;
     });
   }
+  async addRate(counts: { key: string; n: number }[], windowStart: number) {
+    const sorted = [...counts].sort((x, y) => (x.key < y.key ? -1 : 1));
+    // Upserted in key order: two instances adding to the same keys never deadlock.
+    const r = await this.pool.query<{ key: string; n: number }>(
+      `INSERT INTO rate_counters (key, window_start, n) SELECT k, $3, d FROM unnest($1::text[], $2::int[]) AS t(k, d) ORDER BY k
+       ON CONFLICT (key, window_start) DO UPDATE SET n = rate_counters.n + excluded.n RETURNING key, n`,
+      [sorted.map((c) => c.key), sorted.map((c) => c.n), windowStart],
+    );
+    const after = new Map(r.rows.map((row) => [row.key, row.n]));
+    return counts.map((c) => after.get(c.key)!);
+  }
 
   // readiness, usage, records
   async listTriggerReadiness(storeId: string) {

@@ -610,6 +610,20 @@ export class SqliteRepo implements Repo {
     for (const k of keys) this.windows.set(k.key, (this.windows.get(k.key) ?? 0) + 1);
     return -1;
   }
+  /** addRate's windows, apart from takeRate's: the two callers' windows need not line up. */
+  private readonly added = new Map<string, number>();
+  private addedStart = -1;
+  async addRate(counts: { key: string; n: number }[], windowStart: number) {
+    if (windowStart !== this.addedStart) {
+      this.addedStart = windowStart;
+      this.added.clear();
+    }
+    return counts.map(({ key, n }) => {
+      const after = (this.added.get(key) ?? 0) + n;
+      this.added.set(key, after);
+      return after;
+    });
+  }
 
   async listTriggerReadiness(storeId: string) {
     return this.readinessOfStore.all({ id: storeId });

@@ -1,7 +1,7 @@
 /**
  * Failed authentication, limited per client address and per inbound endpoint (AUTH_FAILURE_LIMITS), and the
  * client address itself. Shared by the agent pipeline, the MCP endpoint and the inbound path, so it lives below
- * all three. In memory, per process; the clock is injected.
+ * all three. Counted in memory for one process, in the storage when instances share it; the clock is injected.
  */
 import { AUTH_FAILURE_LIMITS, type AuthFailureLimits } from '../contract/limits.ts';
 import type { Clock } from './clock.ts';
@@ -28,29 +28,56 @@ export interface FoldedAudit {
 }
 
 /**
+ * Where instances sharing a database count the windows (PostgreSQL's rate_counters, see Repo.addRate): adds to
+ * each key's count and returns the counts after, in the order given.
+ */
+export interface SharedCounts {
+  addRate(counts: { key: string; n: number }[], windowStart: number): Promise<number[]>;
+}
+
+type Scope = AuthFailureDecision['scope'];
+
+interface Entry {
+  failures: number;
+  audited: number;
+  /** The shared count has passed this key's limit: refused here for the rest of the window, without the storage. */
+  full: boolean;
+}
+
+/**
  * Failed authentications per client address and per inbound endpoint, in fixed windows (AUTH_FAILURE_LIMITS).
- * Only failures are counted. Memory is bounded: every window starts empty, and within one at most `maxTracked`
- * keys are kept, the oldest dropped first. A request with no known address (in-process calls) is not limited
- * per client; an inbound endpoint's limit still applies.
+ * Only failures are counted: a valid credential never reaches `fail`. Memory is bounded: every window starts empty,
+ * and within one at most `maxTracked` keys are kept, the oldest dropped first. A request with no known address
+ * (in-process calls) is not limited per client; an inbound endpoint's limit still applies.
+ *
+ * With `shared` (instances on one PostgreSQL) the limits are counted there, so N instances allow one limit, not
+ * N (see SharedWindows). The audit allowance (`auditedPerClient`, `auditedPerWindow`) and the folded summaries
+ * stay per instance: sharing them would cost a storage round trip per audited failure for a cap on rows only,
+ * so N instances write up to N times the allowance per window.
  */
 export class AuthFailureLimiter {
-  private counts = new Map<string, { failures: number; audited: number }>();
+  private counts = new Map<string, Entry>();
   private window = -1;
   private audited = 0;
   private folded = new Map<string, { count: number; lastAt: number }>();
   private closed: FoldedAudit[] = [];
+  private readonly shared: SharedWindows | null;
 
   constructor(
     private readonly clock: Clock,
     private readonly limits: AuthFailureLimits = AUTH_FAILURE_LIMITS,
-  ) {}
+    shared: SharedCounts | null = null,
+  ) {
+    this.shared = shared && new SharedWindows(shared);
+  }
 
   /** Counts one failed authentication from `client` (and against `endpointId` for inbound requests). */
-  fail(client: string | null, endpointId?: string): AuthFailureDecision {
+  async fail(client: string | null, endpointId?: string): Promise<AuthFailureDecision> {
     const now = this.clock.now();
     this.roll(now);
     const { windowMs, perClient, perEndpoint, auditedPerClient, auditedPerWindow } = this.limits;
-    const resetAt = (this.window + 1) * windowMs;
+    const windowStart = this.window * windowMs;
+    const resetAt = windowStart + windowMs;
     const retryAfterSeconds = Math.max(1, Math.ceil((resetAt - now) / 1000));
     const c = client === null ? null : this.entry(`c|${client}`);
     const e = endpointId === undefined ? null : this.entry(`e|${endpointId}`);
@@ -61,10 +88,17 @@ export class AuthFailureLimiter {
       this.audited++;
       if (c) c.audited++;
     }
-    const scope = c && c.failures > perClient ? 'client' : e && e.failures > perEndpoint ? 'endpoint' : null;
+    let scope: Scope | null = c && c.failures > perClient ? 'client' : e && e.failures > perEndpoint ? 'endpoint' : null;
+    if (this.shared) {
+      const keys: Counted[] = [];
+      if (c) keys.push({ key: `auth|c|${client}`, entry: c, limit: perClient, scope: 'client' });
+      if (e) keys.push({ key: `auth|e|${endpointId}`, entry: e, limit: perEndpoint, scope: 'endpoint' });
+      // Undefined: the storage did not answer; this instance's own count decides meanwhile.
+      const over = keys.length ? await this.shared.take(windowStart, keys) : null;
+      if (over !== undefined) scope = over;
+    }
     return { limited: scope !== null, scope: scope ?? 'client', retryAfterSeconds, resetAt, audit };
   }
-
   /** Records a failure that got no audit row of its own (see `fail`'s `audit`). */
   fold(operationId: string): void {
     const f = this.folded.get(operationId) ?? { count: 0, lastAt: 0 };
@@ -99,10 +133,104 @@ export class AuthFailureLimiter {
     let v = this.counts.get(key);
     if (!v) {
       if (this.counts.size >= this.limits.maxTracked) this.counts.delete(this.counts.keys().next().value!);
-      v = { failures: 0, audited: 0 };
+      v = { failures: 0, audited: 0, full: false };
       this.counts.set(key, v);
     }
     return v;
+  }
+}
+
+/** One key a failure counts against, with the local entry that remembers when its shared count is past the limit. */
+interface Counted {
+  key: string;
+  entry: Entry;
+  limit: number;
+  scope: Scope;
+}
+
+interface Waiting {
+  windowStart: number;
+  keys: Counted[];
+  done: (over: Scope | null | undefined) => void;
+}
+
+/**
+ * The shared windows of instances on one database. Chosen to keep a flood off the database: both "count through
+ * the storage until it says the limit is reached, then refuse locally" and "batch the local counts".
+ *   - Once a key's shared count is past its limit, this instance refuses it locally for the rest of the window
+ *     (Entry.full), counting nothing more: a flood from one address, or at one endpoint, stops reaching the storage.
+     A failure so refused counts against none of its keys (in memory, the other key would still count it).
+ *   - Failures are added in batches, one `addRate` in flight per instance at a time; failures arriving meanwhile
+ *     wait and go together in the next. So an attacker rotating addresses (a new key per failure, never full)
+ *     costs each instance one statement at a time, however fast it sends, not one per request.
+ * Per key per window each instance sends at most `limit + 1` statements holding it: every statement before the one
+ * that finds the key full counted at least one of its failures within the limit (one more if its entry was dropped
+past `maxTracked`).
+ *
+ * Exactness: the atomic add hands each failure its own place in the shared count, and only places up to the limit
+ * answer 401, so no instance lets a failure past the limit through, however many are in flight. What is in flight
+ * bounds only how far the stored count overshoots: per instance, the failures of the key in the batch that found it
+ * full. Windows follow each instance's clock, so clock skew moves the window edge by as much. If the storage fails,
+ * the instance's own count decides (the limit is per instance until it answers again).
+ */
+class SharedWindows {
+  private waiting: Waiting[] = [];
+  private flushing = false;
+
+  constructor(private readonly store: SharedCounts) {}
+
+  /** The scope over its limit, null when none is, undefined when the storage did not answer. */
+  take(windowStart: number, keys: Counted[]): Promise<Scope | null | undefined> {
+    const known = keys.find((k) => k.entry.full);
+    if (known) return Promise.resolve(known.scope);
+    return new Promise((done) => {
+      this.waiting.push({ windowStart, keys, done });
+      if (!this.flushing) void this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    try {
+      while (this.waiting.length) {
+        const batch: Waiting[] = [];
+        for (const w of this.waiting.splice(0)) {
+          // A key found full while this failure waited: refused here, not sent.
+          const known = w.keys.find((k) => k.entry.full);
+          if (known) w.done(known.scope);
+          else batch.push(w);
+        }
+        for (const windowStart of new Set(batch.map((w) => w.windowStart))) await this.send(windowStart, batch.filter((w) => w.windowStart === windowStart));
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  private async send(windowStart: number, batch: Waiting[]): Promise<void> {
+    const adds = new Map<string, number>();
+    for (const w of batch) for (const k of w.keys) adds.set(k.key, (adds.get(k.key) ?? 0) + 1);
+    let after: number[];
+    try {
+      after = await this.store.addRate([...adds].map(([key, n]) => ({ key, n })), windowStart);
+    } catch {
+      for (const w of batch) w.done(undefined);
+      return;
+    }
+    // The batch's adds end at the count returned: each failure takes the next place after the count before them.
+    const place = new Map([...adds].map(([key, n], i) => [key, after[i]! - n]));
+    for (const w of batch) {
+      let over: Scope | null = null;
+      for (const k of w.keys) {
+        const p = place.get(k.key)! + 1;
+        place.set(k.key, p);
+        if (p > k.limit) {
+          k.entry.full = true;
+          over ??= k.scope;
+        }
+      }
+      w.done(over);
+    }
   }
 }
 

@@ -106,7 +106,7 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
    */
   async function authFailure(ep: LiveEndpoint, code: 'SVC_AUTH_HEADER_MISSING' | 'SVC_AUTH_FAILED', at: number, client: ClientOf, message: string = MESSAGES[code]) {
     const { windowMs, rowsPerEndpoint } = AUTH_FAILURE_LIMITS;
-    const d = authFailures.fail(client(), ep.row.id);
+    const d = await authFailures.fail(client(), ep.row.id);
     const foldSince = Math.floor(at / windowMs) * windowMs;
     await writer.recordAuthFailure({ id: ids.next('af'), storeId: ep.row.storeId, endpointId: ep.row.id, code, at, count: 1, foldSince, keepRows: rowsPerEndpoint });
     metrics.inboundAuthFailure(ep.row.storeId, code);

@@ -5,7 +5,7 @@ import { buildOpenApi } from '../contract/openapi.ts';
 import { EDITION } from '../contract/scopes.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import type { Core } from '../core.ts';
-import { MAX_API_BODY_BYTES } from '../contract/limits.ts';
+import { AUTH_FAILURE_LIMITS, MAX_API_BODY_BYTES } from '../contract/limits.ts';
 import { withCappedBody } from '../lib/body.ts';
 import { iso } from '../lib/clock.ts';
 import type { McpEndpoint, McpPipeline } from '../mcp/endpoint.ts';
@@ -104,7 +104,8 @@ export function createApp(core: Core): App {
   });
   const storage = new StorageHealth(core.clock, core.log);
   writer.reportHealthTo(storage);
-  const authFailures = new AuthFailureLimiter(core.clock);
+  // Instances on one PostgreSQL share the failure windows; a SQLite file has one process, which counts in memory.
+  const authFailures = new AuthFailureLimiter(core.clock, AUTH_FAILURE_LIMITS, core.repo.dialect === 'postgres' ? core.repo : null);
   const trustProxy = /^(1|true|yes|on)$/i.test(core.config.env('HOOKRELAY_TRUST_PROXY')?.trim() ?? '');
   const inbound = createInboundHandler({ core, endpoints, writer, authFailures });
   const lifecycle = createLifecycleHandler(core);

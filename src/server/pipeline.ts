@@ -244,7 +244,7 @@ export async function failedAuthentication(
   surface: Surface,
   params: Record<string, string> = {},
 ): Promise<Response> {
-  const d = deps.authFailures.fail(client());
+  const d = await deps.authFailures.fail(client());
   const res = d.limited ? rateLimited(null, 'auth_failure', 'client', d.retryAfterSeconds, d.resetAt) : errorResponse(null, err);
   if (d.audit) {
     const recorded = d.limited ? new AppError('rate_limited', 'Too many failed authentications from this client.') : err;

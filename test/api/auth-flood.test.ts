@@ -7,7 +7,10 @@ import { AUTH_FAILURE_LIMITS } from '../../src/contract/limits.ts';
 import { RateLimitedResponseSchema } from '../../src/contract/schemas.ts';
 import { ManualClock } from '../../src/lib/clock.ts';
 import { newGrantToken } from '../../src/lib/crypto.ts';
-import { AuthFailureLimiter, clientKey } from '../../src/lib/auth-failures.ts';
+import { AuthFailureLimiter, clientKey, type SharedCounts } from '../../src/lib/auth-failures.ts';
+import { PgRepo } from '../../db/pg/repo.ts';
+import { SqliteRepo } from '../../db/sqlite/repo.ts';
+import { TEST_DATABASE_URL, testSchema } from '../fixtures/storage.ts';
 import { addGrant, addStore, BASE, createTestEnv, rows, type TestEnv } from '../helpers.ts';
 
 // Floods of a few thousand requests and real sockets, on a machine the suite shares: no timing is asserted.
@@ -126,24 +129,81 @@ describe('failed bearer authentication', () => {
 });
 
 describe('AuthFailureLimiter', () => {
-  test('memory stays bounded while an attacker rotates addresses: the oldest entries are dropped, each window starts empty', () => {
+  test('memory stays bounded while an attacker rotates addresses: the oldest entries are dropped, each window starts empty', async () => {
     const clock = new ManualClock();
     const limiter = new AuthFailureLimiter(clock, { ...AUTH_FAILURE_LIMITS, maxTracked: 100 });
-    for (let i = 0; i < 5_000; i++) limiter.fail(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, `ep_${i % 7}`);
+    for (let i = 0; i < 5_000; i++) await limiter.fail(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, `ep_${i % 7}`);
     expect(limiter.tracked).toBe(100);
     clock.advance(AUTH_FAILURE_LIMITS.windowMs);
-    limiter.fail('10.0.0.1');
+    await limiter.fail('10.0.0.1');
     expect(limiter.tracked).toBe(1);
   });
 
-  test('Retry-After is the rest of the window, at least 1 s', () => {
+  test('Retry-After is the rest of the window, at least 1 s', async () => {
     const clock = new ManualClock(Date.parse('2026-06-17T12:00:59.900Z'));
     const limiter = new AuthFailureLimiter(clock, { ...AUTH_FAILURE_LIMITS, perClient: 1 });
-    limiter.fail('a');
-    expect(limiter.fail('a')).toMatchObject({ limited: true, scope: 'client', retryAfterSeconds: 1, resetAt: Date.parse('2026-06-17T12:01:00Z') });
+    await limiter.fail('a');
+    expect(await limiter.fail('a')).toMatchObject({ limited: true, scope: 'client', retryAfterSeconds: 1, resetAt: Date.parse('2026-06-17T12:01:00Z') });
     clock.set(Date.parse('2026-06-17T12:01:00Z'));
-    limiter.fail('a');
-    expect(limiter.fail('a').retryAfterSeconds).toBe(60);
+    await limiter.fail('a');
+    expect((await limiter.fail('a')).retryAfterSeconds).toBe(60);
+  });
+
+  /** A storage's addRate, with the keys of every statement sent to it kept in `sent`. */
+  async function sharedStorage(): Promise<{ shared: SharedCounts; sent: string[][]; close: () => Promise<void> }> {
+    const repo = await SqliteRepo.open({ path: ':memory:' });
+    const sent: string[][] = [];
+    const shared: SharedCounts = { addRate: (counts, windowStart) => (sent.push(counts.map((c) => c.key)), repo.addRate(counts, windowStart)) };
+    return { shared, sent, close: () => repo.close() };
+  }
+
+  test('shared: two limiters on one storage allow one limit; past it each asks the storage once, then refuses alone', async () => {
+    const { shared, sent, close } = await sharedStorage();
+    try {
+      const clock = new ManualClock();
+      const limiters = [new AuthFailureLimiter(clock, AUTH_FAILURE_LIMITS, shared), new AuthFailureLimiter(clock, AUTH_FAILURE_LIMITS, shared)];
+      const limited: boolean[] = [];
+      for (let i = 0; i < 200; i++) limited.push((await limiters[i % 2]!.fail('203.0.113.1', 'ep_1')).limited);
+      expect(limited.indexOf(true)).toBe(perClient);
+      expect(limited.slice(perClient).every(Boolean)).toBe(true);
+      expect(sent.filter((keys) => keys.includes('auth|c|203.0.113.1')).length).toBe(perClient + 2);
+      // Failures refused locally count against no key: the endpoint still has room for another address.
+      expect((await limiters[0]!.fail('203.0.113.2', 'ep_1')).limited).toBe(false);
+      // A new window starts empty on both.
+      clock.advance(windowMs);
+      expect((await limiters[1]!.fail('203.0.113.1', 'ep_1')).limited).toBe(false);
+    } finally {
+      await close();
+    }
+  });
+
+  test('shared: a flood from rotating addresses is one statement in flight per instance, not one per failure', async () => {
+    const { shared, sent, close } = await sharedStorage();
+    try {
+      const limiter = new AuthFailureLimiter(new ManualClock(), AUTH_FAILURE_LIMITS, shared);
+      const decisions = await Promise.all(Array.from({ length: 2_000 }, (_, i) => limiter.fail(`10.1.${i >> 8}.${i & 255}`)));
+      expect(decisions.some((d) => d.limited)).toBe(false);
+      expect(sent.length).toBeLessThanOrEqual(2);
+      expect(sent.flat().length).toBe(2_000);
+      // At an inbound endpoint the endpoint's limit holds exactly, and once it is found full nothing more is sent.
+      const atEndpoint = await Promise.all(Array.from({ length: 500 }, (_, i) => limiter.fail(`10.2.${i >> 8}.${i & 255}`, 'ep_9')));
+      expect(atEndpoint.filter((d) => !d.limited).length).toBe(AUTH_FAILURE_LIMITS.perEndpoint);
+      expect(atEndpoint.filter((d) => d.limited).every((d) => d.scope === 'endpoint')).toBe(true);
+      const before = sent.length;
+      await Promise.all(Array.from({ length: 100 }, (_, i) => limiter.fail(`10.3.0.${i}`, 'ep_9')));
+      expect(sent.length).toBe(before);
+    } finally {
+      await close();
+    }
+  });
+
+  test.if(!!TEST_DATABASE_URL)('shared: while the storage does not answer, the instance counts alone', async () => {
+    const repo = await PgRepo.open({ url: TEST_DATABASE_URL!, schema: testSchema(), max: 2 });
+    await repo.close();
+    const limiter = new AuthFailureLimiter(new ManualClock(), AUTH_FAILURE_LIMITS, repo);
+    const limited: boolean[] = [];
+    for (let i = 0; i <= perClient; i++) limited.push((await limiter.fail('198.51.100.3')).limited);
+    expect(limited).toEqual([...Array(perClient).fill(false), true]);
   });
 
   test('clientKey: IPv4 as is, IPv4-mapped IPv6 as IPv4, IPv6 by its /64, unknown as null', () => {

@@ -1,21 +1,22 @@
 /**
  * Two app instances on one PostgreSQL database behave as one box to a client: one rate limit per grant and store,
- * one execution per Idempotency-Key, one meter. Runs when HOOKRELAY_TEST_DATABASE_URL is set (CI sets it).
+ * one failed-authentication limit per address and endpoint, one execution per Idempotency-Key, one meter. Runs when
+ * HOOKRELAY_TEST_DATABASE_URL is set (CI sets it).
  */
 import { describe, expect, it } from 'bun:test';
 import { PgRepo } from '../../db/pg/repo.ts';
 import type { SqliteRepo } from '../../db/sqlite/repo.ts';
-import { DEFAULT_RATE_LIMITS } from '../../src/contract/limits.ts';
+import { AUTH_FAILURE_LIMITS, DEFAULT_RATE_LIMITS } from '../../src/contract/limits.ts';
 import { createCore, defaultConfig } from '../../src/core.ts';
 import { ManualClock } from '../../src/lib/clock.ts';
-import { newSecretKey, SecretBox } from '../../src/lib/crypto.ts';
+import { newGrantToken, newSecretKey, SecretBox } from '../../src/lib/crypto.ts';
 import { memoryLog } from '../../src/lib/log.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { createApp } from '../../src/server/app.ts';
 import { startServer } from '../../src/server/serve.ts';
 import { until } from '../fixtures/handoff.ts';
 import { TEST_DATABASE_URL, testSchema } from '../fixtures/storage.ts';
-import { addGrant, addStore, BASE, call, createEndpoint, executeIntent, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, BASE, call, createEndpoint, executeIntent, orderEvent, row, sendHook, type TestEnv } from '../helpers.ts';
 
 async function twoInstances(): Promise<[TestEnv, TestEnv, () => Promise<void>]> {
   const schema = testSchema();
@@ -38,6 +39,19 @@ async function twoInstances(): Promise<[TestEnv, TestEnv, () => Promise<void>]> 
   return [a, b, async () => void (await Promise.all([a, b].map(async (e) => (await e.app.writer.close(), await e.core.repo.close()))))];
 }
 
+const { perClient, perEndpoint } = AUTH_FAILURE_LIMITS;
+
+/** GET an agent operation with `token` from the socket address `peer`. */
+async function getFrom(env: TestEnv, token: string, peer: string) {
+  const res = await env.app.fetch(new Request(`${BASE}/agent/v1/plan-usage`, { headers: { authorization: `Bearer ${token}` } }), peer);
+  return { status: res.status, headers: res.headers, json: (await res.json()) as any };
+}
+
+/** The shared count of a failed-authentication window key, straight from rate_counters. */
+async function sharedCount(env: TestEnv, key: string): Promise<number> {
+  return Number((await row<{ n: number }>(env, 'SELECT coalesce(sum(n), 0) AS n FROM rate_counters WHERE key = ?', key))?.n ?? 0);
+}
+
 describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL, seen from a client', () => {
   it('share one rate-limit window: the grant limit counts calls on both', async () => {
     const [a, b, close] = await twoInstances();
@@ -47,6 +61,73 @@ describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL, seen from a c
       const statuses: number[] = [];
       for (let i = 0; i < 8; i++) statuses.push((await call(i % 2 ? a : b, 'GET', '/agent/v1/grant', { token })).status);
       expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 429, 429]);
+    } finally {
+      await close();
+    }
+  });
+
+  it('share one failed-authentication limit per address: bad bearer tokens alternating between them', async () => {
+    const [a, b, close] = await twoInstances();
+    try {
+      await addStore(a);
+      const token = await addGrant(a, 'observer');
+      const bad = newGrantToken();
+      const statuses: number[] = [];
+      for (let i = 0; i < perClient + 10; i++) statuses.push((await getFrom(i % 2 ? a : b, bad, '203.0.113.9')).status);
+      expect(statuses).toEqual([...Array(perClient).fill(401), ...Array(10).fill(429)]);
+      const limited = await getFrom(a, bad, '203.0.113.9');
+      expect(limited.json).toMatchObject({ rateLimitClass: 'auth_failure', scope: 'client' });
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      // A valid token from the limited address passes on both; only failures are counted and refused.
+      for (const env of [a, b]) expect((await getFrom(env, token, '203.0.113.9')).status).toBe(200);
+      // Each instance asked the storage once past the limit, then refused on its own: no write per failed request.
+      expect(await sharedCount(a, 'auth|c|203.0.113.9')).toBe(perClient + 2);
+      // The window ends for both.
+      a.clock.advance(AUTH_FAILURE_LIMITS.windowMs);
+      expect((await getFrom(b, bad, '203.0.113.9')).status).toBe(401);
+    } finally {
+      await close();
+    }
+  });
+
+  it('share one failed-authentication limit per inbound endpoint: an attacker rotating addresses across both', async () => {
+    const [a, b, close] = await twoInstances();
+    try {
+      await addStore(a);
+      const token = await addGrant(a, 'admin_assistant');
+      const { endpoint, secret } = await createEndpoint(a, token);
+      const body = orderEvent('rotating');
+      const post = async (env: TestEnv, sig: string, peer: string) => {
+        const headers = { 'content-type': 'application/json', [endpoint.auth.headerName]: sig };
+        const res = await env.app.fetch(new Request(`${BASE}/hooks/${endpoint.id}`, { method: 'POST', headers, body }), peer);
+        return { status: res.status, json: (await res.json()) as any };
+      };
+      const statuses: number[] = [];
+      for (let i = 0; i < perEndpoint + 4; i++) statuses.push((await post(i % 2 ? a : b, '0'.repeat(64), `192.0.2.${i}`)).status);
+      expect(statuses).toEqual([...Array(perEndpoint).fill(401), ...Array(4).fill(429)]);
+      const limited = await post(a, '0'.repeat(64), '192.0.2.250');
+      expect(limited.json.message).toContain('for this endpoint');
+      // A correctly signed event still passes on both.
+      expect((await sendHook(a, endpoint, secret, orderEvent('ok-a'))).status).toBe(202);
+      expect((await sendHook(b, endpoint, secret, orderEvent('ok-b'))).status).toBe(202);
+    } finally {
+      await close();
+    }
+  });
+
+  it('hold the limit exactly under a concurrent flood on both at once', async () => {
+    const [a, b, close] = await twoInstances();
+    try {
+      await addStore(a);
+      const bad = newGrantToken();
+      const replies = await Promise.all(Array.from({ length: 200 }, (_, i) => getFrom(i % 2 ? a : b, bad, '198.51.100.77')));
+      expect(replies.filter((r) => r.status === 401).length).toBe(perClient);
+      expect(replies.filter((r) => r.status === 429).length).toBe(200 - perClient);
+      // What reached the storage is bounded by what was in flight, not by the flood: later failures stay local.
+      for (let i = 0; i < 200; i++) await getFrom(i % 2 ? a : b, bad, '198.51.100.77');
+      const n = await sharedCount(a, 'auth|c|198.51.100.77');
+      expect((await Promise.all(Array.from({ length: 50 }, (_, i) => getFrom(i % 2 ? a : b, bad, '198.51.100.77')))).every((r) => r.status === 429)).toBe(true);
+      expect(await sharedCount(a, 'auth|c|198.51.100.77')).toBe(n);
     } finally {
       await close();
     }

@@ -239,5 +239,27 @@ for (const backend of backends()) {
         await repo.close();
       }
     });
+
+    it('adds to rate windows per key and returns the counts after, in the order given, never refusing', async () => {
+      const repo = await backend.open();
+      try {
+        expect(await repo.addRate([{ key: 'auth|e|ep_1', n: 1 }, { key: 'auth|c|10.0.0.1', n: 3 }], T0)).toEqual([1, 3]);
+        expect(await repo.addRate([{ key: 'auth|c|10.0.0.1', n: 2 }, { key: 'auth|c|10.0.0.2', n: 1 }], T0)).toEqual([5, 1]);
+        expect(await repo.addRate([{ key: 'auth|c|10.0.0.1', n: 1 }], T0 + 60_000)).toEqual([1]); // a new window
+        if (backend.peer) {
+          // Another instance on the same database adds to the same counts; concurrent adds are all counted.
+          const peer = await backend.peer();
+          try {
+            const adds = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? peer : repo).addRate([{ key: 'auth|e|ep_1', n: 1 }, { key: 'auth|c|10.0.0.9', n: 1 }], T0)));
+            expect(adds.map((a) => a[0]).sort((x, y) => x! - y!)).toEqual(Array.from({ length: 20 }, (_, i) => i + 2));
+            expect(await peer.addRate([{ key: 'auth|c|10.0.0.1', n: 0 }], T0)).toEqual([5]);
+          } finally {
+            await peer.close();
+          }
+        }
+      } finally {
+        await repo.close();
+      }
+    });
   });
 }
