@@ -55,6 +55,7 @@ let commits = 0;
  */
 function commit(): void {
   scheduled = false;
+  if (!pending.length) return;
   const batch = pending;
   pending = [];
   try {
@@ -96,7 +97,7 @@ const server = Bun.serve({
   hostname: '127.0.0.1',
   development: false, // as serve runs
   async fetch(req) {
-    if (req.method !== 'POST' || !new URL(req.url).pathname.startsWith('/hooks/')) return json(404, { code: 'not_found', message: 'No such endpoint.' });
+    if (req.method !== 'POST' || !req.url.includes('/hooks/')) return json(404, { code: 'not_found', message: 'No such endpoint.' });
     if (!JSON_TYPE.test(req.headers.get('content-type') ?? '')) return json(415, { code: 'unsupported_media_type', message: 'Send Content-Type: application/json.' });
     const body = new Uint8Array(await req.arrayBuffer());
     if (body.byteLength > MAX_BODY) return json(413, { code: 'SVC_PAYLOAD_TOO_LARGE', message: 'Body too large.' });
