@@ -590,7 +590,7 @@ function verdictsRest(r: any, out: Verdict[]) {
       target: `\`status\` cold start <= ${TARGET.statusMs} ms`,
       measured: `${cold.medianMs} ms median, ${cold.firstMs} ms first (${cold.command})`,
       met: cold.statusCommandExists ? cold.medianMs <= TARGET.statusMs : null,
-      note: cold.statusCommandExists ? undefined : '`status` not built yet; --version measured instead',
+      note: !cold.statusCommandExists ? '`status` not built yet; --version measured instead' : cold.medianMs > TARGET.statusMs ? `over by ${(cold.medianMs - TARGET.statusMs).toFixed(1)} ms` : undefined,
     });
   }
 }
