@@ -70,6 +70,9 @@ function eventValues(e: EventRow): SQLQueryBindings[] {
 /** Outcomes of events not yet handed off for good (pendingStats, handoffBacklog). */
 const PENDING_IN = PENDING_OUTCOMES.map((o) => `'${o}'`).join(', ');
 
+/** drizzle's form of writeTransaction. */
+const IMMEDIATE = { behavior: 'immediate' } as const;
+
 /** Rows per multi-row INSERT in a commit (see RowBatch). */
 const ROWS_PER_INSERT = 16;
 /** The message of an attempt whose result no one can know (see claimTransaction). */
@@ -141,6 +144,16 @@ export function openSqliteDatabase(opts: SqliteOptions): Database {
   return sqlite;
 }
 
+/**
+ * A write transaction that takes SQLite's write lock at BEGIN (IMMEDIATE). serve's relay thread writes on a
+ * connection of its own: a deferred transaction that read first would fail at once with SQLITE_BUSY (a stale
+ * snapshot; busy_timeout does not apply) when the other connection committed in between. IMMEDIATE waits for
+ * the lock instead.
+ */
+export function writeTransaction<A extends unknown[], R>(sqlite: Database, fn: (...args: A) => R): (...args: A) => R {
+  return sqlite.transaction(fn).immediate as (...args: A) => R;
+}
+
 export async function migrateSqlite(sqlite: Database, list: Migration[] = sqliteMigrations): Promise<string[]> {
   sqlite.exec('CREATE TABLE IF NOT EXISTS __hookrelay_migrations (tag TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)');
   return runMigrations(
@@ -148,7 +161,7 @@ export async function migrateSqlite(sqlite: Database, list: Migration[] = sqlite
       exec: (q) => void sqlite.exec(q),
       appliedTags: () => sqlite.query<{ tag: string }, []>('SELECT tag FROM __hookrelay_migrations').all().map((r) => r.tag),
       apply: (m, statements) =>
-        sqlite.transaction(() => {
+        writeTransaction(sqlite, () => {
           for (const st of statements) sqlite.exec(st);
           sqlite.query('INSERT INTO __hookrelay_migrations (tag, applied_at) VALUES (?, ?)').run(m.tag, Date.now());
         })(),
@@ -247,14 +260,14 @@ export class SqliteRepo implements Repo {
     this.countUnknown = sqlite.prepare<unknown, [number, number, string]>(
       'UPDATE events SET attempts = max(attempts, ?), last_attempt_at = ? WHERE id = ?',
     );
-    this.journalBatch = sqlite.transaction((rows: AttemptStart[]) =>
+    this.journalBatch = writeTransaction(sqlite, (rows: AttemptStart[]) =>
       rows.filter((a) => this.journalAttempt.run(a.eventId, a.number, a.destination, a.startedAt, a.startedAt).changes === 1),
     );
     this.bumpStat = sqlite.prepare(
       `INSERT INTO event_stats (store_id, width, bucket, metric, n) VALUES (?1, ?2, ?3, ?4, ?5)
        ON CONFLICT (store_id, width, bucket, metric) DO UPDATE SET n = n + ?5`,
     );
-    this.recordBatch = sqlite.transaction((results: AttemptResult[]) => {
+    this.recordBatch = writeTransaction(sqlite, (results: AttemptResult[]) => {
       const stats = this.statsBatch();
       for (const { attempt: a, event: e, storeId, metrics } of results) {
         const { changes } = this.closeAttempt.run(a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt, a.eventId, a.number);
@@ -271,7 +284,7 @@ export class SqliteRepo implements Repo {
                     ORDER BY next_attempt_at LIMIT ?3)
        RETURNING *`,
     );
-    this.claimTransaction = sqlite.transaction((leaseUntil: number, now: number, limit: number) => {
+    this.claimTransaction = writeTransaction(sqlite, (leaseUntil: number, now: number, limit: number) => {
       const claimed = this.claimStatement.all(leaseUntil, now, limit).map(rowToEvent);
       // A claimed event whose attempt is still `sending` was left by a worker that stopped or lost its lease
       // mid-send: Flow may have the trigger. The attempt ends `unknown` and counts, so the next one is visible as a repeat.
@@ -285,7 +298,7 @@ export class SqliteRepo implements Repo {
       }
       return claimed;
     });
-    this.commitBatch = sqlite.transaction((batch: PendingReceipt[], failures: PendingAuthFailure[], lease: IngestLease | null) =>
+    this.commitBatch = writeTransaction(sqlite, (batch: PendingReceipt[], failures: PendingAuthFailure[], lease: IngestLease | null) =>
       this.commitInTransaction(batch, failures, lease),
     );
     const id = sql.placeholder('id');
@@ -346,7 +359,7 @@ export class SqliteRepo implements Repo {
       tx.insert(s.endpointVersions)
         .values({ endpointId: row.id, version: row.configVersion, config: JSON.stringify(config), createdAt: row.createdAt })
         .run();
-    });
+    }, IMMEDIATE);
   }
   async getEndpoint(storeId: string, id: string) {
     return (
@@ -503,13 +516,13 @@ export class SqliteRepo implements Repo {
         .values({ endpointId: row.id, version: row.configVersion, config: JSON.stringify(config), createdAt: row.updatedAt })
         .onConflictDoNothing()
         .run();
-    });
+    }, IMMEDIATE);
   }
   async deleteEndpoint(storeId: string, id: string) {
     this.db.transaction((tx) => {
       tx.delete(s.endpointVersions).where(eq(s.endpointVersions.endpointId, id)).run();
       tx.delete(s.endpoints).where(and(eq(s.endpoints.storeId, storeId), eq(s.endpoints.id, id))).run();
-    });
+    }, IMMEDIATE);
   }
 
   async getEventBody(eventId: string) {
@@ -517,7 +530,7 @@ export class SqliteRepo implements Repo {
     return row ? new Uint8Array(row.body) : null;
   }
   async releaseHeld(storeId: string, capacity: { meter: string; periodStart: number; hardLimit: number }, now: number) {
-    return this.sqlite.transaction(() => {
+    return writeTransaction(this.sqlite, () => {
       const used = this.getCounter.get(storeId, capacity.meter, capacity.periodStart)?.used ?? 0;
       const room = capacity.hardLimit - used;
       if (room <= 0) return 0;

@@ -68,6 +68,25 @@ describe('serve on a SQLite file: the relay thread', () => {
     await s.running.stop();
   });
 
+  it('commits beside the request thread\'s own writes without a storage error (both connections write)', async () => {
+    const s = await serveWithRelayThread();
+    // Every agent call writes an audit row on the request thread's connection while the thread commits receipts,
+    // which read before they write. The race this guards is shown deterministically in test/db/write-transaction.test.ts
+    // (the torture suite's fuzz met it as three 503s before commits took the write lock at BEGIN).
+    const hooks: Promise<{ status: number }>[] = [];
+    const calls: Promise<{ status: number }>[] = [];
+    for (let i = 0; i < 300; i++) {
+      hooks.push(sendHook(s.env, s.endpoint, s.secret, orderEvent(`ext-both-${i}`, 4700 + i)));
+      if (i % 3 === 0) calls.push(call(s.env, 'GET', '/agent/v1/events?limit=5', { token: s.grant }));
+    }
+    const statuses = (await Promise.all(hooks)).map((h) => h.status);
+    expect(statuses.filter((st) => st !== 202)).toEqual([]);
+    // Past the read quota they answer 429, audited too: either way a row written, never a 5xx.
+    expect((await Promise.all(calls)).filter((c) => c.status !== 200 && c.status !== 429)).toEqual([]);
+    expect((await (await fetch(`${s.running.url}/status`)).json()).status).toBe('operational');
+    await s.running.stop();
+  });
+
   it('stops cleanly: what was answered 202 is on disk, and the thread is gone', async () => {
     const s = await serveWithRelayThread();
     const answers = await Promise.all(Array.from({ length: 25 }, (_, i) => sendHook(s.env, s.endpoint, s.secret, orderEvent(`ext-stop-${i}`, 4600 + i))));
