@@ -83,7 +83,7 @@ describe('serve on a SQLite file: the relay thread', () => {
     expect(statuses.filter((st) => st !== 202)).toEqual([]);
     // Past the read quota they answer 429, audited too: either way a row written, never a 5xx.
     expect((await Promise.all(calls)).filter((c) => c.status !== 200 && c.status !== 429)).toEqual([]);
-    expect((await (await fetch(`${s.running.url}/status`)).json()).status).toBe('operational');
+    expect(((await (await fetch(`${s.running.url}/status`)).json()) as { status: string }).status).toBe('operational');
     await s.running.stop();
   });
 
