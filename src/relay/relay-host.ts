@@ -6,7 +6,7 @@ import type { PendingAuthFailure } from '../../db/repo.ts';
 import type { CommittedReceipt, PendingReceipt } from '../../db/types.ts';
 import type { Core } from '../core.ts';
 import { metrics } from '../lib/instruments.ts';
-import { fromThreadError, type FromThread, type ThreadConfig, type ToThread } from './relay-protocol.ts';
+import { fromThreadError, packReceipt, unpackCommitted, type FromThread, type ThreadConfig, type ToThread } from './relay-protocol.ts';
 import type { IngestTarget } from './writer.ts';
 
 declare const HOOKRELAY_COMPILED: boolean | undefined;
@@ -75,7 +75,7 @@ export class RelayThread implements IngestTarget {
     const id = this.next++;
     return new Promise((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
-      this.send({ t: 'commit', id, receipts, failures });
+      this.send({ t: 'commit', id, receipts: receipts.map(packReceipt), failures });
     });
   }
 
@@ -124,7 +124,7 @@ export class RelayThread implements IngestTarget {
       case 'refused': {
         const w = this.waiting.get(m.id);
         this.waiting.delete(m.id);
-        if (m.t === 'committed') w?.resolve(m.committed);
+        if (m.t === 'committed') w?.resolve(m.committed.map(unpackCommitted));
         else w?.reject(fromThreadError(m.error));
         return;
       }

@@ -11,7 +11,7 @@ import { openStorage } from '../../db/open.ts';
 import { createCore, type Core } from '../core.ts';
 import { SecretBox } from '../lib/crypto.ts';
 import type { Log } from '../lib/log.ts';
-import { toThreadError, type FromThread, type ToThread } from './relay-protocol.ts';
+import { packCommitted, toThreadError, unpackReceipt, type FromThread, type ToThread } from './relay-protocol.ts';
 import { HandoffWorker } from './worker.ts';
 import { ReceiptWriter } from './writer.ts';
 
@@ -91,9 +91,9 @@ async function lookup(endpointId: string): Promise<{ row: EndpointRow; store: St
 /** A batch from the serving thread, answered once durable; the writer joins batches that arrive meanwhile. */
 function commit(m: Extract<ToThread, { t: 'commit' }>): void {
   const w = writer!;
-  const done = Promise.all([Promise.all(m.receipts.map((r) => w.submit(r))), Promise.all(m.failures.map((f) => w.recordAuthFailure(f)))]);
+  const done = Promise.all([Promise.all(m.receipts.map((r) => w.submit(unpackReceipt(r)))), Promise.all(m.failures.map((f) => w.recordAuthFailure(f)))]);
   commits = done.then(
-    ([committed]) => post({ t: 'committed', id: m.id, committed }),
+    ([committed]) => post({ t: 'committed', id: m.id, committed: committed.map(packCommitted) }),
     (err: unknown) => post({ t: 'refused', id: m.id, error: toThreadError(err) }),
   );
 }
