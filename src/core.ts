@@ -73,6 +73,12 @@ export interface Core {
   log: Log;
 }
 
+/**
+ * The runtime with storage narrowed to the areas a module uses (db/repo.ts), e.g. `CoreWith<EventReads>`: a
+ * full Core fits anywhere, and a module's signature says which storage it touches.
+ */
+export type CoreWith<R> = Omit<Core, 'repo'> & { repo: R };
+
 export function defaultConfig(overrides: Partial<Config> = {}): Config {
   return {
     publicUrl: 'http://127.0.0.1:8787',
