@@ -1,14 +1,14 @@
 /** Store-level reads: setup state, plan usage, billing handoff, reliability health. */
 import type { OperationInput } from '../contract/operations.ts';
 import type { TriggerVariant } from '../contract/schemas.ts';
-import { TRIGGER_VARIANTS, WINDOW_MS, type Window } from '../contract/schemas.ts';
+import { METERS, TRIGGER_VARIANTS, WINDOW_MS, type Window } from '../contract/schemas.ts';
 import { TRIGGERS } from '../contract/triggers.ts';
 import { APP_SECRET_ENV, appSecret } from '../relay/lifecycle.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
 import { METRIC, statsBucket } from '../../db/types.ts';
 import type { OpContext } from './context.ts';
-import { latencyQuantile } from './stats.ts';
-import { enforcement, limitOf, METERS, period, PLANS } from './usage.ts';
+import { latencyQuantile } from '../lib/event-stats.ts';
+import { enforcement, limitOf, period, PLANS } from '../contract/plans.ts';
 
 const FAILURE_PAIR_WINDOW_MS = 30 * 60_000;
 

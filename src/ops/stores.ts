@@ -4,7 +4,7 @@ import { looksLikeToken, normalizeBaseUrl } from '../client/config.ts';
 import { AppError } from '../contract/errors.ts';
 import type { Core } from '../core.ts';
 import { iso } from '../lib/clock.ts';
-import { PLANS } from './usage.ts';
+import { PLANS } from '../contract/plans.ts';
 
 export interface InitStoreInput {
   shopDomain: string;

@@ -6,7 +6,7 @@ import type { EventRow } from '../../db/types.ts';
 import { AUTH_FAILURE_LIMITS } from '../contract/limits.ts';
 import { TEST_EVENT_PREFIX, TRIGGERS } from '../contract/triggers.ts';
 import type { Core } from '../core.ts';
-import { acceptedCapacity } from '../ops/usage.ts';
+import { acceptedCapacity } from '../contract/plans.ts';
 import { constantTimeEqual, verifyHmacHex } from '../lib/crypto.ts';
 import type { EndpointCache, LiveEndpoint } from './endpoint-cache.ts';
 import { buildFlowPayload, flowPayloadFits } from './flow.ts';

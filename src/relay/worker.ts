@@ -9,9 +9,9 @@ import { logDestination } from './destinations/log.ts';
 import { shopifyDestination } from './destinations/shopify.ts';
 import type { Destination, HandoffOutcome } from './destinations/types.ts';
 import { IDEMPOTENCY_TTL_MS } from '../contract/limits.ts';
-import { attemptMetrics } from '../ops/stats.ts';
+import { attemptMetrics } from '../lib/event-stats.ts';
 import { metrics } from '../lib/instruments.ts';
-import { releaseHeld } from '../ops/usage.ts';
+import { releaseHeld } from './release-held.ts';
 import { buildFlowPayload, flowPayloadFits, triggerFor } from './flow.ts';
 import type { DirectHandoff } from './writer.ts';
 
