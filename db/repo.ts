@@ -172,16 +172,20 @@ export interface ReadinessStore {
   setTriggerReadiness(row: TriggerReadinessRow): Promise<void>;
 }
 
-/** Plan meters per period, and the diagnostics, support and expansion records they count. */
+/** Plan meters, per store and 30-day period. */
 export interface UsageStore {
   addUsage(storeId: string, meter: string, periodStart: number, n: number): Promise<void>;
   getUsage(storeId: string, periodStart: number): Promise<Record<string, number>>;
+}
+
+/** Diagnostics shares, support, expansion and feature requests, kept as records. */
+export interface RecordStore {
   insertRecord(row: RecordRow): Promise<void>;
   getRecord(storeId: string, kind: string, id: string): Promise<RecordRow | null>;
 }
 
-/** The operator's bookkeeping: tenants, endpoints, audit, readiness and meters. */
-export type AdminStore = TenantStore & EndpointStore & AuditLog & ReadinessStore & UsageStore;
+/** The operator's bookkeeping: tenants, endpoints, audit, readiness, meters and records. */
+export type AdminStore = TenantStore & EndpointStore & AuditLog & ReadinessStore & UsageStore & RecordStore;
 
 /**
  * Cross-instance signals (PostgreSQL LISTEN/NOTIFY): `endpoint` carries an endpoint id whose cached config is

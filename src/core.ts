@@ -73,11 +73,14 @@ export interface Core {
   log: Log;
 }
 
+/** The runtime without storage: for a module that reaches the storage only through another (the inbound path, via the writer). */
+export type Runtime = Omit<Core, 'repo'>;
+
 /**
  * The runtime with storage narrowed to the areas a module uses (db/repo.ts), e.g. `CoreWith<EventReads>`: a
  * full Core fits anywhere, and a module's signature says which storage it touches.
  */
-export type CoreWith<R> = Omit<Core, 'repo'> & { repo: R };
+export type CoreWith<R> = Runtime & { repo: R };
 
 export function defaultConfig(overrides: Partial<Config> = {}): Config {
   return {
