@@ -1,4 +1,8 @@
-/** The storage interface. src/ops and src/relay use only this; each dialect implements it. */
+/**
+ * The storage interfaces, split by area. Each consumer names the narrowest area it uses; `Repo`, the
+ * intersection, is what a dialect implements and what db/open.ts returns. Rules (dedupe, capacity hold, lease
+ * policy) are decided in db/receipt-rules.ts, not here: an area only stores and reads.
+ */
 import type {
   AuditRow,
   IdempotencyRow,
@@ -20,51 +24,17 @@ import type {
   StoreRow,
 } from './types.ts';
 
-export interface Repo {
-  readonly dialect: 'sqlite' | 'postgres';
-
-  // stores
-  getStore(id: string): Promise<StoreRow | null>;
-  /** Replaces the store's mutable fields (plan, billing status, destination, token variable). */
-  updateStore(row: StoreRow): Promise<void>;
-  getStoreByShop(shopDomain: string): Promise<StoreRow | null>;
-  listStores(): Promise<StoreRow[]>;
-  insertStore(row: StoreRow): Promise<void>;
-
-  // box-wide settings (`hookrelay store set --public-url`): key -> JSON text
-  getSetting(key: string): Promise<string | null>;
-  putSetting(key: string, value: string, at: number): Promise<void>;
-
-  // grants
-  insertGrant(row: GrantRow): Promise<void>;
-  getGrantByTokenHash(tokenHash: string): Promise<GrantRow | null>;
-  listGrants(storeId?: string): Promise<GrantRow[]>;
-  revokeGrant(id: string, at: number): Promise<GrantRow | null>;
-
-  // endpoints
-  insertEndpoint(row: EndpointRow, config: unknown): Promise<void>;
-  /** Scoped read: null for an id of another store. */
-  getEndpoint(storeId: string, id: string): Promise<EndpointRow | null>;
-  /** Unscoped read for the inbound path, which knows only the endpoint id. */
-  getEndpointById(id: string): Promise<EndpointRow | null>;
-  listEndpoints(storeId: string): Promise<EndpointRow[]>;
-
-  // inbound
+/** The inbound path's one write: receipts and failed authentications, group-committed. */
+export interface IngestStore {
   /**
    * One durable transaction for many receipts and auth failures (group commit), deciding duplicates inside it.
    * Resolves only after the commit is on disk.
    */
   commitIngest(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease?: IngestLease | null): Promise<CommittedReceipt[]>;
-  /** Newest first; a row stands for `count` failures, the last at `at`. */
-  listAuthFailures(storeId: string, endpointId?: string, limit?: number): Promise<AuthFailureRow[]>;
+}
 
-  // reads
-  listEvents(filter: EventFilter): Promise<EventRow[]>;
-  getEvent(storeId: string, id: string): Promise<EventRow | null>;
-  latestEvent(storeId: string, endpointId?: string): Promise<EventRow | null>;
-  listAttempts(eventId: string): Promise<AttemptRow[]>;
-
-  // handoff worker
+/** The handoff queue: leases, the attempt journal, held events, replay requeues and retention. */
+export interface HandoffQueue {
   /**
    * Leases up to `limit` events due at `now` so no other worker takes them until `leaseUntil`. An attempt of a
    * claimed event still `sending` (its worker stopped or lost the lease mid-send) ends `unknown` and counts.
@@ -94,26 +64,42 @@ export interface Repo {
    * them on the meter in the same transaction. Returns how many.
    */
   releaseHeld(storeId: string, capacity: { meter: string; periodStart: number; hardLimit: number }, now: number): Promise<number>;
-
-  // endpoints: changes
-  /** Writes a new config version (the row's configVersion) with its snapshot. */
-  updateEndpoint(row: EndpointRow, config: unknown): Promise<void>;
-  /** Permanent delete of an archived endpoint; receipts stay. */
-  deleteEndpoint(storeId: string, id: string): Promise<void>;
-
-  // replay
   /** The retained body, for replay only; never returned by any read. */
   getEventBody(eventId: string): Promise<Uint8Array | null>;
   /** Queues a retained event for a new attempt now (replay). */
   requeueEvent(eventId: string, at: number): Promise<void>;
+}
 
-  // audit, intents, idempotency
-  insertAudit(row: AuditRow): Promise<void>;
-  listAudit(filter: { storeId?: string; since?: number; limit: number }): Promise<AuditRow[]>;
+/** What the agent API and the operator read about events, attempts, failed authentications and reliability. */
+export interface EventReads {
+  listEvents(filter: EventFilter): Promise<EventRow[]>;
+  getEvent(storeId: string, id: string): Promise<EventRow | null>;
+  latestEvent(storeId: string, endpointId?: string): Promise<EventRow | null>;
+  listAttempts(eventId: string): Promise<AttemptRow[]>;
+  /** Newest first; a row stands for `count` failures, the last at `at`. */
+  listAuthFailures(storeId: string, endpointId?: string, limit?: number): Promise<AuthFailureRow[]>;
+  /** Failures (rows' counts summed, not rows) per endpoint with `at` since `since`. */
+  countAuthFailures(storeId: string, since: number): Promise<{ endpointId: string; n: number }[]>;
+  /** Whether any event of the store has this outcome now. */
+  hasOutcome(storeId: string, outcome: string): Promise<boolean>;
+  /** event_stats summed per metric from the 5-minute bucket holding `from` until now (see db/types.ts). */
+  sumStats(storeId: string, from: number): Promise<Record<string, number>>;
+  /** Events not yet handed off for good (accepted, queued, held): the store's, or one endpoint's. */
+  pendingStats(storeId: string, endpointId?: string): Promise<{ backlog: number; oldestReceivedAt: number | null }>;
+  /** The same figures for the whole store at scrape cost: the count read from the index alone, the oldest by id order. */
+  handoffBacklog(storeId: string): Promise<{ backlog: number; oldestReceivedAt: number | null }>;
+}
+
+/** Intents: preview → confirm → execute, moved by compare-and-set. */
+export interface IntentStore {
   insertIntent(row: IntentRow): Promise<void>;
   getIntent(storeId: string, id: string): Promise<IntentRow | null>;
   /** Moves an intent from `fromState` only (compare-and-set); false when it was not in that state. */
   transitionIntent(id: string, fromState: string, patch: Partial<IntentRow>): Promise<boolean>;
+}
+
+/** Idempotency-Key claims and stored responses of the agent API. */
+export interface IdempotencyStore {
   getIdempotency(storeId: string, key: string, since: number): Promise<IdempotencyRow | null>;
   putIdempotency(row: IdempotencyRow): Promise<void>;
   /**
@@ -124,8 +110,10 @@ export interface Repo {
   claimIdempotency(row: Pick<IdempotencyRow, 'storeId' | 'key' | 'operationId' | 'requestHash' | 'createdAt'>, since: number, staleBefore: number): Promise<IdempotencyRow | null>;
   /** Drops a pending claim whose request failed, so a retry may run. */
   releaseIdempotency(storeId: string, key: string): Promise<void>;
+}
 
-  // rate limits
+/** Fixed rate windows: the agent API's call limits (takeRate) and the shared failed-authentication limit (addRate). */
+export interface LimitStore {
   /**
    * Counts one call in the window starting at `windowStart` against every key, unless one of them has reached
    * its limit: then nothing is counted and its index is returned (-1: counted). Exact across instances.
@@ -137,36 +125,81 @@ export interface Repo {
    * limiter, which batches its adds). Exact across instances: one atomic statement.
    */
   addRate(counts: { key: string; n: number }[], windowStart: number): Promise<number[]>;
+}
 
-  // readiness, usage, records
+/** Stores (tenants), box-wide settings and grants. */
+export interface TenantStore {
+  getStore(id: string): Promise<StoreRow | null>;
+  /** Replaces the store's mutable fields (plan, billing status, destination, token variable). */
+  updateStore(row: StoreRow): Promise<void>;
+  getStoreByShop(shopDomain: string): Promise<StoreRow | null>;
+  listStores(): Promise<StoreRow[]>;
+  insertStore(row: StoreRow): Promise<void>;
+
+  // box-wide settings (`hookrelay store set --public-url`): key -> JSON text
+  getSetting(key: string): Promise<string | null>;
+  putSetting(key: string, value: string, at: number): Promise<void>;
+
+  insertGrant(row: GrantRow): Promise<void>;
+  getGrantByTokenHash(tokenHash: string): Promise<GrantRow | null>;
+  listGrants(storeId?: string): Promise<GrantRow[]>;
+  revokeGrant(id: string, at: number): Promise<GrantRow | null>;
+}
+
+/** Inbound endpoints and their config versions. */
+export interface EndpointStore {
+  insertEndpoint(row: EndpointRow, config: unknown): Promise<void>;
+  /** Scoped read: null for an id of another store. */
+  getEndpoint(storeId: string, id: string): Promise<EndpointRow | null>;
+  /** Unscoped read for the inbound path, which knows only the endpoint id. */
+  getEndpointById(id: string): Promise<EndpointRow | null>;
+  listEndpoints(storeId: string): Promise<EndpointRow[]>;
+  /** Writes a new config version (the row's configVersion) with its snapshot. */
+  updateEndpoint(row: EndpointRow, config: unknown): Promise<void>;
+  /** Permanent delete of an archived endpoint; receipts stay. */
+  deleteEndpoint(storeId: string, id: string): Promise<void>;
+}
+
+/** The audit log. */
+export interface AuditLog {
+  insertAudit(row: AuditRow): Promise<void>;
+  listAudit(filter: { storeId?: string; since?: number; limit: number }): Promise<AuditRow[]>;
+}
+
+/** Flow's lifecycle reports: which triggers have an enabled workflow. */
+export interface ReadinessStore {
   listTriggerReadiness(storeId: string): Promise<TriggerReadinessRow[]>;
   setTriggerReadiness(row: TriggerReadinessRow): Promise<void>;
+}
+
+/** Plan meters, per store and 30-day period. */
+export interface UsageStore {
   addUsage(storeId: string, meter: string, periodStart: number, n: number): Promise<void>;
   getUsage(storeId: string, periodStart: number): Promise<Record<string, number>>;
+}
+
+/** Diagnostics shares, support, expansion and feature requests, kept as records. */
+export interface RecordStore {
   insertRecord(row: RecordRow): Promise<void>;
   getRecord(storeId: string, kind: string, id: string): Promise<RecordRow | null>;
+}
 
-  /** Whether any event of the store has this outcome now. */
-  hasOutcome(storeId: string, outcome: string): Promise<boolean>;
+/** The operator's bookkeeping: tenants, endpoints, audit, readiness, meters and records. */
+export type AdminStore = TenantStore & EndpointStore & AuditLog & ReadinessStore & UsageStore & RecordStore;
 
-  // reliability
-  /** event_stats summed per metric from the 5-minute bucket holding `from` until now (see db/types.ts). */
-  sumStats(storeId: string, from: number): Promise<Record<string, number>>;
-  /** Failures (rows' counts summed, not rows) per endpoint with `at` since `since`. */
-  countAuthFailures(storeId: string, since: number): Promise<{ endpointId: string; n: number }[]>;
-  /** Events not yet handed off for good (accepted, queued, held): the store's, or one endpoint's. */
-  pendingStats(storeId: string, endpointId?: string): Promise<{ backlog: number; oldestReceivedAt: number | null }>;
-  /** The same figures for the whole store at scrape cost: the count read from the index alone, the oldest by id order. */
-  handoffBacklog(storeId: string): Promise<{ backlog: number; oldestReceivedAt: number | null }>;
-
-  /**
-   * Cross-instance signals (PostgreSQL LISTEN/NOTIFY): `endpoint` carries an endpoint id whose cached config is
-   * stale, `due` says events became due. A single-process dialect has no peers and leaves both out.
-   */
+/**
+ * Cross-instance signals (PostgreSQL LISTEN/NOTIFY): `endpoint` carries an endpoint id whose cached config is
+ * stale, `due` says events became due. A single-process dialect has no peers and leaves both out.
+ */
+export interface Signals {
   notify?(channel: Signal, payload: string): Promise<void>;
   /** Calls `fn` for each signal from any instance (this one included) until the returned stop is called. */
   listen?(fn: (channel: Signal, payload: string) => void): Promise<() => Promise<void>>;
+}
 
+/** Every area of one storage handle: what a dialect implements and what the factory returns. */
+export interface Repo extends IngestStore, HandoffQueue, EventReads, IntentStore, IdempotencyStore, LimitStore, AdminStore, Signals {
+  readonly dialect: 'sqlite' | 'postgres';
   close(): Promise<void>;
 }
 

@@ -73,6 +73,15 @@ export interface Core {
   log: Log;
 }
 
+/** The runtime without storage: for a module that reaches the storage only through another (the inbound path, via the writer). */
+export type Runtime = Omit<Core, 'repo'>;
+
+/**
+ * The runtime with storage narrowed to the areas a module uses (db/repo.ts), e.g. `CoreWith<EventReads>`: a
+ * full Core fits anywhere, and a module's signature says which storage it touches.
+ */
+export type CoreWith<R> = Runtime & { repo: R };
+
 export function defaultConfig(overrides: Partial<Config> = {}): Config {
   return {
     publicUrl: 'http://127.0.0.1:8787',

@@ -5,7 +5,7 @@
 import type { Database } from 'bun:sqlite';
 import { METRIC, STATS_WIDTHS_MS, statsBucket } from '../../db/types.ts';
 import { createIdGenerator } from '../../src/lib/ids.ts';
-import { attemptMetrics } from '../../src/ops/stats.ts';
+import { attemptMetrics } from '../../src/lib/event-stats.ts';
 
 /** Column order of the events table (db/sqlite/schema.ts), the same order as the repo's ingest insert. */
 const EVENT_COLUMNS = [

@@ -5,10 +5,12 @@
  */
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { AuditLog, TenantStore } from '../../db/repo.ts';
 import { checkExpectedContext, EXPECTED_CONTEXT } from '../contract/context.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import { MCP_SESSIONS_PER_GRANT } from '../contract/limits.ts';
 import type { Scope } from '../contract/scopes.ts';
+import type { CoreWith } from '../core.ts';
 import { randomBase62 } from '../lib/ids.ts';
 import { authenticateBearer } from '../ops/grants.ts';
 import type { OpContext } from '../ops/context.ts';
@@ -51,7 +53,7 @@ export interface McpPipeline {
   errorResponse(ctx: Scoped, err: AppError): Response;
 }
 
-export function createMcpEndpoint(deps: ServerDeps & { pipeline: McpPipeline }): McpEndpoint {
+export function createMcpEndpoint(deps: ServerDeps & { core: CoreWith<AuditLog & TenantStore>; pipeline: McpPipeline }): McpEndpoint {
   const { core, pipeline } = deps;
   const sessions = new Map<string, Session>();
   const origins = new Set([new URL(core.config.publicUrl).origin, ...core.config.mcp.allowedOrigins]);

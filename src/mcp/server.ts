@@ -3,7 +3,8 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Scope } from '../contract/scopes.ts';
-import type { Core } from '../core.ts';
+import type { AuditLog } from '../../db/repo.ts';
+import type { CoreWith } from '../core.ts';
 import { apiHost, type Caller } from './api.ts';
 import { executeHints, searchCatalogue, SearchInputShape } from './catalogue.ts';
 import { runCode } from './code-mode.ts';
@@ -20,7 +21,7 @@ export interface SessionGrant {
 }
 
 export interface ServerDeps {
-  core: Core;
+  core: CoreWith<AuditLog>;
   version: string;
   /** The app's own fetch: `execute` calls go through it in process. */
   appFetch(req: Request): Promise<Response>;
@@ -87,7 +88,7 @@ export function createMcpServer(deps: ServerDeps, grant: SessionGrant): McpServe
  * no call, or that a sandbox limit ended (`error_code` sandbox_*), is on record too. Transition `execute`
  * tells it apart from the session start, which is audited under the same operation.
  */
-async function auditRun(core: Core, grant: SessionGrant, run: SandboxOutcome): Promise<void> {
+async function auditRun(core: CoreWith<AuditLog>, grant: SessionGrant, run: SandboxOutcome): Promise<void> {
   await core.repo.insertAudit({
     id: core.ids.next('aud'),
     at: core.clock.now(),

@@ -1,7 +1,8 @@
 /** What every operation handler receives: the authenticated store and grant, and the runtime. */
+import type { Repo } from '../../db/repo.ts';
 import type { GrantRow, StoreRow } from '../../db/types.ts';
 import type { Scope } from '../contract/scopes.ts';
-import type { Core } from '../core.ts';
+import type { CoreWith } from '../core.ts';
 
 export interface Actor {
   kind: 'agent' | 'human';
@@ -9,8 +10,9 @@ export interface Actor {
   label: string;
 }
 
-export interface OpContext {
-  core: Core;
+/** `R`: the storage areas a handler uses (db/repo.ts); the pipeline passes the whole Repo. */
+export interface OpContext<R = Repo> {
+  core: CoreWith<R>;
   store: StoreRow;
   grant: GrantRow;
   scopes: Scope[];

@@ -1,4 +1,5 @@
 /** Endpoint edit, delete (archive, then permanent) and secret rotation, as intents. */
+import type { EndpointStore, EventReads } from '../../db/repo.ts';
 import type { EndpointRow } from '../../db/types.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import { last4, newEndpointSecret } from '../lib/crypto.ts';
@@ -9,7 +10,7 @@ import type { IntentKind } from './intents.ts';
 const EDITABLE = ['name', 'triggerVariant', 'resourceIdPath', 'relatedResourceIdPath', 'requiredPaths', 'sourceLabel', 'eventType', 'headerName'] as const;
 type EditInput = Partial<Record<(typeof EDITABLE)[number], unknown>>;
 
-async function endpointOf(ctx: OpContext, id: string) {
+async function endpointOf(ctx: OpContext<EndpointStore>, id: string) {
   const row = await ctx.core.repo.getEndpoint(ctx.store.id, id);
   if (!row) throw new AppError('not_found', 'No such endpoint.');
   return row;
@@ -39,7 +40,7 @@ function mustBeActive(row: EndpointRow) {
   }
 }
 
-export const endpointEditIntent: IntentKind<EditInput> = {
+export const endpointEditIntent: IntentKind<EditInput, EndpointStore> = {
   kind: 'endpoint_edit',
   async preview(ctx, input, params) {
     const row = await endpointOf(ctx, params.endpointId!);
@@ -86,7 +87,7 @@ export const endpointEditIntent: IntentKind<EditInput> = {
 
 type DeleteInput = { stage?: 'archive' | 'permanent' };
 
-export const endpointDeleteIntent: IntentKind<DeleteInput> = {
+export const endpointDeleteIntent: IntentKind<DeleteInput, EndpointStore & EventReads> = {
   kind: 'endpoint_delete',
   async preview(ctx, input, params) {
     const row = await endpointOf(ctx, params.endpointId!);
@@ -117,7 +118,7 @@ export const endpointDeleteIntent: IntentKind<DeleteInput> = {
   },
 };
 
-async function checkStage(ctx: OpContext, row: EndpointRow, stage: 'archive' | 'permanent') {
+async function checkStage(ctx: OpContext<EventReads>, row: EndpointRow, stage: 'archive' | 'permanent') {
   if (stage === 'archive') return mustBeActive(row);
   if (row.status !== 'archived') {
     throw refuse({ category: 'target_state', code: 'endpoint_not_archived', reason: 'Only an archived endpoint can be deleted permanently.', recommendedAction: 'Archive it first (stage archive).' });
@@ -140,7 +141,7 @@ async function checkStage(ctx: OpContext, row: EndpointRow, stage: 'archive' | '
 
 type RotationInput = { overlapSeconds?: number };
 
-export const secretRotationIntent: IntentKind<RotationInput> = {
+export const secretRotationIntent: IntentKind<RotationInput, EndpointStore> = {
   kind: 'secret_rotation',
   async preview(ctx, input, params) {
     const row = await endpointOf(ctx, params.endpointId!);

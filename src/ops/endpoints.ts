@@ -1,4 +1,5 @@
 /** Endpoints: creation (secret shown once) and reads (secret as last four only). */
+import type { EndpointStore } from '../../db/repo.ts';
 import type { EndpointRow } from '../../db/types.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import { EDITION } from '../contract/scopes.ts';
@@ -77,7 +78,7 @@ export function checkMapping(variant: keyof typeof TRIGGERS, resourceIdPath: str
   }
 }
 
-export async function createEndpoint(ctx: OpContext, { body }: OperationInput<'createEndpoint'>) {
+export async function createEndpoint(ctx: OpContext<EndpointStore>, { body }: OperationInput<'createEndpoint'>) {
   const { core } = ctx;
   if (body.platformKey !== undefined && body.platformKey !== EDITION.platformKey) {
     throw refuse({
@@ -122,7 +123,7 @@ export async function createEndpoint(ctx: OpContext, { body }: OperationInput<'c
   return { endpoint, secret, signing: { headerName: auth.headerName, instructions }, warnings: auth.warnings };
 }
 
-export async function getEndpointDetail(ctx: OpContext, { params }: OperationInput<'getEndpointDetail'>) {
+export async function getEndpointDetail(ctx: OpContext<EndpointStore>, { params }: OperationInput<'getEndpointDetail'>) {
   const row = await ctx.core.repo.getEndpoint(ctx.store.id, params.endpointId);
   if (!row) throw new AppError('not_found', 'No such endpoint.');
   return { endpoint: endpointView(row, ctx.core.config.publicUrl) };

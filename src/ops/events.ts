@@ -1,4 +1,5 @@
 /** Event reads: receipts, attempts, where handoff stopped and recovery options. Never a raw body. */
+import type { EventReads } from '../../db/repo.ts';
 import type { AttemptRow, EventRow } from '../../db/types.ts';
 import { AppError } from '../contract/errors.ts';
 import type { OperationInput } from '../contract/operations.ts';
@@ -101,7 +102,7 @@ function decodeCursor(cursor: string): string {
   return id;
 }
 
-export async function listEvents(ctx: OpContext, { query }: OperationInput<'listEvents'>) {
+export async function listEvents(ctx: OpContext<EventReads>, { query }: OperationInput<'listEvents'>) {
   const { core, store } = ctx;
   const since = query.since ? Date.parse(query.since) : undefined;
   const rows = await core.repo.listEvents({
@@ -122,7 +123,7 @@ export async function listEvents(ctx: OpContext, { query }: OperationInput<'list
   };
 }
 
-export async function getEventDetail(ctx: OpContext, { params }: OperationInput<'getEventDetail'>) {
+export async function getEventDetail(ctx: OpContext<EventReads>, { params }: OperationInput<'getEventDetail'>) {
   const { core, store } = ctx;
   const e = await core.repo.getEvent(store.id, params.eventId);
   if (!e) throw new AppError('not_found', 'No such event.');
@@ -147,7 +148,7 @@ export async function getEventDetail(ctx: OpContext, { params }: OperationInput<
   };
 }
 
-export async function getLatestEventResult(ctx: OpContext, { query }: OperationInput<'getLatestEventResult'>) {
+export async function getLatestEventResult(ctx: OpContext<EventReads>, { query }: OperationInput<'getLatestEventResult'>) {
   const { core, store } = ctx;
   let e: EventRow | null;
   if (query.eventId) {

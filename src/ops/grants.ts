@@ -2,7 +2,8 @@
 import type { GrantRow, StoreRow } from '../../db/types.ts';
 import { AppError } from '../contract/errors.ts';
 import { SCOPES, TIERS, TIER_LABELS, type Scope, type Tier } from '../contract/scopes.ts';
-import type { Core } from '../core.ts';
+import type { TenantStore } from '../../db/repo.ts';
+import type { CoreWith } from '../core.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
 import { isWellFormedGrantToken, newGrantToken, sha256Hex } from '../lib/crypto.ts';
 import type { OpContext } from './context.ts';
@@ -16,7 +17,7 @@ export interface IssueGrantInput {
 }
 
 /** The only place a token exists in clear: returned to the admin once, never stored. */
-export async function issueGrant(core: Core, input: IssueGrantInput) {
+export async function issueGrant(core: CoreWith<TenantStore>, input: IssueGrantInput) {
   const store = await core.repo.getStoreByShop(input.shopDomain);
   if (!store) throw new AppError('not_found', `No store ${input.shopDomain}; run hookrelay init --shop ${input.shopDomain} first.`);
   const tierScopes: readonly Scope[] = TIERS[input.tier];
@@ -63,7 +64,7 @@ export function grantView(g: GrantRow, now: number) {
   };
 }
 
-export async function listGrants(core: Core, shopDomain?: string) {
+export async function listGrants(core: CoreWith<TenantStore>, shopDomain?: string) {
   let storeId: string | undefined;
   if (shopDomain) {
     const store = await core.repo.getStoreByShop(shopDomain);
@@ -74,14 +75,14 @@ export async function listGrants(core: Core, shopDomain?: string) {
   return (await core.repo.listGrants(storeId)).map((g) => grantView(g, now));
 }
 
-export async function revokeGrant(core: Core, grantId: string) {
+export async function revokeGrant(core: CoreWith<TenantStore>, grantId: string) {
   const g = await core.repo.revokeGrant(grantId, core.clock.now());
   if (!g) throw new AppError('not_found', `No grant ${grantId}.`);
   return grantView(g, core.clock.now());
 }
 
 /** Resolves a bearer token to its grant and store; 401 for anything not currently valid. */
-export async function authenticateBearer(core: Core, authorization: string | null): Promise<{ grant: GrantRow; store: StoreRow }> {
+export async function authenticateBearer(core: CoreWith<TenantStore>, authorization: string | null): Promise<{ grant: GrantRow; store: StoreRow }> {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
   if (!m) throw unauthorized('Send Authorization: Bearer <grant token>.');
   const token = m[1]!;
@@ -99,7 +100,7 @@ function unauthorized(message: string): AppError {
   return new AppError('unauthorized', message, undefined, undefined, { 'WWW-Authenticate': 'Bearer realm="hookrelay"' });
 }
 
-export async function getCurrentAgentGrant(ctx: OpContext) {
+export async function getCurrentAgentGrant(ctx: OpContext<unknown>) {
   const { grant, store } = ctx;
   const now = ctx.core.clock.now();
   return {

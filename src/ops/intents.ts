@@ -4,6 +4,7 @@
  * with compare-and-set so a token works once) -> executed | refused | failed | expired.
  * Each kind supplies only its preview and its execution.
  */
+import type { IntentStore } from '../../db/repo.ts';
 import type { IntentRow } from '../../db/types.ts';
 import { AppError, type Refusal } from '../contract/errors.ts';
 import { iso } from '../lib/clock.ts';
@@ -29,14 +30,15 @@ export interface IntentResult {
   secret?: string;
 }
 
-export interface IntentKind<I> {
+/** `R`: the storage areas the kind's preview and execute use; the lifecycle adds IntentStore. */
+export interface IntentKind<I, R = unknown> {
   kind: 'endpoint_edit' | 'endpoint_delete' | 'secret_rotation' | 'replay' | 'diagnostics_share' | 'support_request';
   /** Input fields that are free text (notes, summaries, reasons): email addresses go too, not only secrets. */
   freeText?: readonly string[];
   /** Checks the target and builds the preview. Throws refusals. Changes nothing. */
-  preview(ctx: OpContext, input: I, params: Record<string, string>): Promise<{ targetId: string | null; preview: IntentPreview }>;
+  preview(ctx: OpContext<R>, input: I, params: Record<string, string>): Promise<{ targetId: string | null; preview: IntentPreview }>;
   /** Performs the change, re-checking the target's state first. */
-  execute(ctx: OpContext, intent: IntentRow, input: I): Promise<IntentResult>;
+  execute(ctx: OpContext<R>, intent: IntentRow, input: I): Promise<IntentResult>;
 }
 
 type Body<I> =
@@ -62,8 +64,8 @@ export function intentView(row: IntentRow, extra: { token?: string; secret?: str
 }
 
 /** The handler of an intent operation: dispatches preview / execute / submit. */
-export function intentHandler<I>(operationId: string, def: IntentKind<I>) {
-  return async (ctx: OpContext, { params, body }: { params?: Record<string, string>; body: Body<I> }) => {
+export function intentHandler<I, R>(operationId: string, def: IntentKind<I, R>) {
+  return async (ctx: OpContext<R & IntentStore>, { params, body }: { params?: Record<string, string>; body: Body<I> }) => {
     const p = params ?? {};
     if (body.mode === 'preview') return { intent: await preview(ctx, operationId, def, body.input, p) };
     if (body.mode === 'submit') {
@@ -85,7 +87,7 @@ function redactInput<I>(def: IntentKind<I>, input: I): I {
 
 const REDACTED_WARNING = 'Parts of the input looked private (a secret, token, credential or email address) and were redacted; only the redacted text is kept or shared.';
 
-async function preview<I>(ctx: OpContext, operationId: string, def: IntentKind<I>, raw: I, params: Record<string, string>) {
+async function preview<I, R>(ctx: OpContext<R & IntentStore>, operationId: string, def: IntentKind<I, R>, raw: I, params: Record<string, string>) {
   const { core } = ctx;
   const input = redactInput(def, raw);
   const { targetId, preview } = await def.preview(ctx, input, params);
@@ -120,7 +122,7 @@ function conflict(code: string, reason: string, details?: unknown, recommendedAc
 
 const PREVIEW_AGAIN = 'Preview the intent again and execute the new one with its confirmation token (it works once, for 15 minutes).';
 
-async function execute<I>(ctx: OpContext, operationId: string, def: IntentKind<I>, intentId: string, token: string, params: Record<string, string>) {
+async function execute<I, R>(ctx: OpContext<R & IntentStore>, operationId: string, def: IntentKind<I, R>, intentId: string, token: string, params: Record<string, string>) {
   const { core } = ctx;
   const row = await core.repo.getIntent(ctx.store.id, intentId);
   const target = params.endpointId ?? params.eventId;

@@ -1,4 +1,5 @@
 /** Replay: hands a retained event off again as a new attempt, bypassing duplicate suppression. */
+import type { EndpointStore, EventReads, HandoffQueue, ReadinessStore, Signals, UsageStore } from '../../db/repo.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import { TRIGGERS } from '../contract/triggers.ts';
 import type { OpContext } from './context.ts';
@@ -8,7 +9,7 @@ import { ensureCapacity, record } from './usage.ts';
 
 type ReplayInput = { reason?: string };
 
-async function replayable(ctx: OpContext, eventId: string) {
+async function replayable(ctx: OpContext<EventReads>, eventId: string) {
   const { core, store } = ctx;
   if (eventId.startsWith('af_')) {
     throw refuse({
@@ -53,7 +54,7 @@ const RETENTION_EXPIRED = {
   recommendedAction: 'Ask the sender to send the event again.',
 };
 
-export const replayIntent: IntentKind<ReplayInput> = {
+export const replayIntent: IntentKind<ReplayInput, EventReads & EndpointStore & ReadinessStore & UsageStore & HandoffQueue & Signals> = {
   kind: 'replay',
   freeText: ['reason'],
   async preview(ctx, input, params) {

@@ -1,4 +1,5 @@
 /** Handoff-only test intents, diagnostics shares, support requests and non-binding expansion/feature requests. */
+import type { EndpointStore, EventReads, RecordStore, UsageStore } from '../../db/repo.ts';
 import { AppError } from '../contract/errors.ts';
 import type { OperationInput } from '../contract/operations.ts';
 import { WINDOW_MS, type Window } from '../contract/schemas.ts';
@@ -12,7 +13,7 @@ import { eventSummary } from './events.ts';
 import type { IntentKind } from './intents.ts';
 import { ensureCapacity, record } from './usage.ts';
 
-export async function createEndpointTestIntent(ctx: OpContext, { params, body }: OperationInput<'createEndpointTestIntent'>) {
+export async function createEndpointTestIntent(ctx: OpContext<EndpointStore>, { params, body }: OperationInput<'createEndpointTestIntent'>) {
   const ep = await ctx.core.repo.getEndpoint(ctx.store.id, params.endpointId);
   if (!ep) throw new AppError('not_found', 'No such endpoint.');
   if (ep.status !== 'active') {
@@ -43,7 +44,7 @@ export async function createEndpointTestIntent(ctx: OpContext, { params, body }:
 type DiagInput = { eventIds?: string[]; endpointIds?: string[]; window?: Window; note?: string; expiresInHours?: number };
 
 /** The frozen package: receipt facts, endpoint state, codes, retention, recovery guidance. No bodies, secrets, headers or customer data. */
-async function diagnosticsPackage(ctx: OpContext, input: DiagInput) {
+async function diagnosticsPackage(ctx: OpContext<EventReads & EndpointStore>, input: DiagInput) {
   const { core, store } = ctx;
   const now = core.clock.now();
   const events = [];
@@ -81,7 +82,7 @@ async function diagnosticsPackage(ctx: OpContext, input: DiagInput) {
 }
 
 /** Input reaches these kinds already redacted (intents.ts): the note and summary they show are what is kept. */
-export const diagnosticsShareIntent: IntentKind<DiagInput> = {
+export const diagnosticsShareIntent: IntentKind<DiagInput, EventReads & EndpointStore & UsageStore & RecordStore> = {
   kind: 'diagnostics_share',
   freeText: ['note'],
   async preview(ctx, input) {
@@ -115,7 +116,7 @@ export const diagnosticsShareIntent: IntentKind<DiagInput> = {
 
 type SupportInput = { category: string; urgency: string; summary: string; eventIds?: string[]; endpointIds?: string[]; diagnosticsShareId?: string };
 
-export const supportRequestIntent: IntentKind<SupportInput> = {
+export const supportRequestIntent: IntentKind<SupportInput, EventReads & EndpointStore & RecordStore> = {
   kind: 'support_request',
   freeText: ['summary'],
   async preview(ctx, input) {
@@ -154,16 +155,16 @@ export const supportRequestIntent: IntentKind<SupportInput> = {
 const ACK =
   'Received. This is a non-binding signal: it implies no commitment, priority or timeline.';
 
-export async function createExpansionRequest(ctx: OpContext, { body }: OperationInput<'createExpansionRequest'>) {
+export async function createExpansionRequest(ctx: OpContext<RecordStore>, { body }: OperationInput<'createExpansionRequest'>) {
   return nonBinding(ctx, 'expansion', body);
 }
 
-export async function createFeatureRequest(ctx: OpContext, { body }: OperationInput<'createFeatureRequest'>) {
+export async function createFeatureRequest(ctx: OpContext<RecordStore>, { body }: OperationInput<'createFeatureRequest'>) {
   return nonBinding(ctx, 'feature', body);
 }
 
 /** Stores the request with every string redacted as free text (they are written for support to read). */
-async function nonBinding(ctx: OpContext, kind: 'expansion' | 'feature', raw: unknown) {
+async function nonBinding(ctx: OpContext<RecordStore>, kind: 'expansion' | 'feature', raw: unknown) {
   const body = redactDocument(raw, { text: redactText, secretField: redactText });
   const now = ctx.core.clock.now();
   const id = ctx.core.ids.next(kind === 'expansion' ? 'exp' : 'feat');

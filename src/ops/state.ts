@@ -1,18 +1,19 @@
 /** Store-level reads: setup state, plan usage, billing handoff, reliability health. */
+import type { EndpointStore, EventReads, ReadinessStore, UsageStore } from '../../db/repo.ts';
 import type { OperationInput } from '../contract/operations.ts';
 import type { TriggerVariant } from '../contract/schemas.ts';
-import { TRIGGER_VARIANTS, WINDOW_MS, type Window } from '../contract/schemas.ts';
+import { METERS, TRIGGER_VARIANTS, WINDOW_MS, type Window } from '../contract/schemas.ts';
 import { TRIGGERS } from '../contract/triggers.ts';
 import { APP_SECRET_ENV, appSecret } from '../relay/lifecycle.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
 import { METRIC, statsBucket } from '../../db/types.ts';
 import type { OpContext } from './context.ts';
-import { latencyQuantile } from './stats.ts';
-import { enforcement, limitOf, METERS, period, PLANS } from './usage.ts';
+import { latencyQuantile } from '../lib/event-stats.ts';
+import { enforcement, limitOf, period, PLANS } from '../contract/plans.ts';
 
 const FAILURE_PAIR_WINDOW_MS = 30 * 60_000;
 
-export async function getSetupState(ctx: OpContext) {
+export async function getSetupState(ctx: OpContext<EndpointStore & ReadinessStore & EventReads>) {
   const { core, store } = ctx;
   const endpoints = await core.repo.listEndpoints(store.id);
   const readiness = await core.repo.listTriggerReadiness(store.id);
@@ -84,7 +85,7 @@ export async function getSetupState(ctx: OpContext) {
   };
 }
 
-export async function getPlanUsage(ctx: OpContext) {
+export async function getPlanUsage(ctx: OpContext<UsageStore>) {
   const { core, store } = ctx;
   const now = core.clock.now();
   const p = period(store, now);
@@ -113,7 +114,7 @@ export async function getPlanUsage(ctx: OpContext) {
   };
 }
 
-export async function getBillingHandoff(ctx: OpContext) {
+export async function getBillingHandoff(ctx: OpContext<unknown>) {
   const { store } = ctx;
   const handle = store.shopDomain.replace('.myshopify.com', '');
   return {
@@ -132,7 +133,7 @@ export async function getBillingHandoff(ctx: OpContext) {
  * What happened in the window, from the event_stats counters (5-minute buckets; `from` is the first bucket's
  * start): receipts by outcome at receipt, handoffs by result, attempt errors, and the latency histogram.
  */
-async function reliability(ctx: OpContext, subject: 'tenant' | 'destination', window: Window) {
+async function reliability(ctx: OpContext<EventReads>, subject: 'tenant' | 'destination', window: Window) {
   const { core, store } = ctx;
   const to = core.clock.now();
   const from = statsBucket(to - WINDOW_MS[window]);
@@ -179,6 +180,6 @@ async function reliability(ctx: OpContext, subject: 'tenant' | 'destination', wi
   };
 }
 
-export const getTenantReliabilityHealth = (ctx: OpContext, { query }: OperationInput<'getTenantReliabilityHealth'>) => reliability(ctx, 'tenant', query.window);
-export const getDestinationReliabilityHealth = (ctx: OpContext, { query }: OperationInput<'getDestinationReliabilityHealth'>) =>
+export const getTenantReliabilityHealth = (ctx: OpContext<EventReads>, { query }: OperationInput<'getTenantReliabilityHealth'>) => reliability(ctx, 'tenant', query.window);
+export const getDestinationReliabilityHealth = (ctx: OpContext<EventReads>, { query }: OperationInput<'getDestinationReliabilityHealth'>) =>
   reliability(ctx, 'destination', query.window);

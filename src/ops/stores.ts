@@ -1,10 +1,11 @@
 /** Stores and box-wide settings: created and changed by the local admin (`hookrelay init`, `store set`), never over HTTP. */
+import type { TenantStore } from '../../db/repo.ts';
 import type { StoreRow } from '../../db/types.ts';
 import { looksLikeToken, normalizeBaseUrl } from '../client/config.ts';
 import { AppError } from '../contract/errors.ts';
-import type { Core } from '../core.ts';
+import type { CoreWith } from '../core.ts';
 import { iso } from '../lib/clock.ts';
-import { PLANS } from './usage.ts';
+import { PLANS } from '../contract/plans.ts';
 
 export interface InitStoreInput {
   shopDomain: string;
@@ -59,7 +60,7 @@ function checkDestinationNeeds(destination: string, adminTokenEnv: string | null
  * Idempotent: an existing store is returned unchanged (`created: false`) when the flags given match it. A flag
  * that differs is refused rather than silently ignored: settings change with `hookrelay store set`.
  */
-export async function initStore(core: Core, input: InitStoreInput) {
+export async function initStore(core: CoreWith<TenantStore>, input: InitStoreInput) {
   const shop = normalizeShop(input.shopDomain);
   if (input.plan) checkPlan(input.plan);
   if (input.destination) checkDestination(input.destination);
@@ -92,7 +93,7 @@ export async function initStore(core: Core, input: InitStoreInput) {
  * The local admin's lever on a self-hosted box (`hookrelay plan set`): on a hosted deployment the platform's
  * billing decides. Held events of the store flow again on the worker's next pass when the new plan has room.
  */
-export async function setPlan(core: Core, shopDomain: string, plan: string) {
+export async function setPlan(core: CoreWith<TenantStore>, shopDomain: string, plan: string) {
   checkPlan(plan);
   const store = await findStore(core, shopDomain);
   const row = { ...store, plan, updatedAt: core.clock.now() };
@@ -126,20 +127,20 @@ function refuseIgnoredFlags(existing: StoreRow, input: InitStoreInput): void {
   );
 }
 
-async function findStore(core: Core, shopDomain: string): Promise<StoreRow> {
+async function findStore(core: CoreWith<TenantStore>, shopDomain: string): Promise<StoreRow> {
   const store = await core.repo.getStoreByShop(shopDomain.trim().toLowerCase());
   if (!store) throw new AppError('not_found', 'No store with that shop domain; run hookrelay init first.');
   return store;
 }
 
 /** The box-wide public URL the local admin set, or null (serve then uses HOOKRELAY_PUBLIC_URL or http://host:port). */
-export async function storedPublicUrl(core: Core): Promise<string | null> {
+export async function storedPublicUrl(core: CoreWith<TenantStore>): Promise<string | null> {
   const raw = await core.repo.getSetting(PUBLIC_URL_SETTING);
   return raw === null ? null : (JSON.parse(raw) as string);
 }
 
 /** `hookrelay store show`: one store or all, and the box-wide settings. */
-export async function showStores(core: Core, shopDomain?: string) {
+export async function showStores(core: CoreWith<TenantStore>, shopDomain?: string) {
   const stores = shopDomain ? [await findStore(core, shopDomain)] : await core.repo.listStores();
   return { stores: stores.map(storeView), settings: { publicUrl: await storedPublicUrl(core) } };
 }
@@ -156,7 +157,7 @@ export interface StoreSettingsInput {
  * the shopify destination needs a token variable NAME. The public URL is box-wide (every store's endpoint URLs),
  * so it alone needs no shop. A running server applies the new settings when restarted.
  */
-export async function setStoreSettings(core: Core, shopDomain: string | undefined, input: StoreSettingsInput) {
+export async function setStoreSettings(core: CoreWith<TenantStore>, shopDomain: string | undefined, input: StoreSettingsInput) {
   const storeFields = (['destination', 'adminTokenEnv', 'plan'] as const).filter((f) => input[f] !== undefined);
   if (storeFields.length === 0 && input.publicUrl === undefined) {
     throw new AppError('invalid_input', 'Nothing to set: give --destination, --admin-token-env, --plan or --public-url.');

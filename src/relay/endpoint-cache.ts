@@ -1,6 +1,7 @@
 /** Keeps endpoint configuration and decrypted secrets in memory so ingest does not touch the disk for them. */
+import type { EndpointStore, TenantStore } from '../../db/repo.ts';
 import type { EndpointRow, StoreRow } from '../../db/types.ts';
-import type { Core } from '../core.ts';
+import type { CoreWith } from '../core.ts';
 
 export interface LiveEndpoint {
   row: EndpointRow;
@@ -17,7 +18,7 @@ export class EndpointCache {
   private readonly map = new Map<string, LiveEndpoint | null>();
 
   constructor(
-    private readonly core: Core,
+    private readonly core: CoreWith<Pick<EndpointStore, 'getEndpointById'> & Pick<TenantStore, 'getStore'>>,
     /** Entries older than this are re-read, so changes made by another process show up. */
     private readonly ttlMs = 5_000,
     private readonly maxEntries = 10_000,

@@ -5,8 +5,8 @@
 import type { EventRow } from '../../db/types.ts';
 import { AUTH_FAILURE_LIMITS } from '../contract/limits.ts';
 import { TEST_EVENT_PREFIX, TRIGGERS } from '../contract/triggers.ts';
-import type { Core } from '../core.ts';
-import { acceptedCapacity } from '../ops/usage.ts';
+import type { Runtime } from '../core.ts';
+import { acceptedCapacity } from '../contract/plans.ts';
 import { constantTimeEqual, verifyHmacHex } from '../lib/crypto.ts';
 import type { EndpointCache, LiveEndpoint } from './endpoint-cache.ts';
 import { buildFlowPayload, flowPayloadFits } from './flow.ts';
@@ -24,7 +24,8 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
 const MAX_TEXT = 255;
 
 export interface InboundDeps {
-  core: Core;
+  /** The inbound path stores through the writer only. */
+  core: Runtime;
   endpoints: EndpointCache;
   writer: ReceiptWriter;
   /** Failed authentications per client address and per endpoint: 429 past either limit. */

@@ -6,7 +6,8 @@
  */
 import { z } from 'zod';
 import { TRIGGERS } from '../contract/triggers.ts';
-import type { Core } from '../core.ts';
+import type { ReadinessStore, TenantStore } from '../../db/repo.ts';
+import type { CoreWith } from '../core.ts';
 import { readCapped } from '../lib/body.ts';
 import { constantTimeEqual, hmacBase64 } from '../lib/crypto.ts';
 
@@ -31,7 +32,7 @@ const LifecycleSchema = z.object({
 
 const reply = (status: number, code: string, message: string) => Response.json({ code, message }, { status });
 
-export function createLifecycleHandler(core: Core) {
+export function createLifecycleHandler(core: CoreWith<Pick<TenantStore, 'getStoreByShop'> & ReadinessStore>) {
   return async function handleLifecycle(req: Request): Promise<Response> {
     if (req.method !== 'POST') return Response.json({ code: 'method_not_allowed', message: 'Use POST.' }, { status: 405, headers: { Allow: 'POST' } });
     const secret = appSecret(core.config.env);

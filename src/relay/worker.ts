@@ -3,15 +3,16 @@
  * attempt, retries with capped exponential backoff and jitter. A crash loses nothing: undelivered events stay
  * due and are picked up again on restart.
  */
+import type { HandoffQueue, ReadinessStore, TenantStore } from '../../db/repo.ts';
 import type { AttemptResult, AttemptRow, DueEvent, EndpointRow, EventRow, StoreRow } from '../../db/types.ts';
-import type { Core } from '../core.ts';
+import type { CoreWith, Runtime } from '../core.ts';
 import { logDestination } from './destinations/log.ts';
 import { shopifyDestination } from './destinations/shopify.ts';
 import type { Destination, HandoffOutcome } from './destinations/types.ts';
 import { IDEMPOTENCY_TTL_MS } from '../contract/limits.ts';
-import { attemptMetrics } from '../ops/stats.ts';
+import { attemptMetrics } from '../lib/event-stats.ts';
 import { metrics } from '../lib/instruments.ts';
-import { releaseHeld } from '../ops/usage.ts';
+import { releaseHeld } from './release-held.ts';
 import { buildFlowPayload, flowPayloadFits, triggerFor } from './flow.ts';
 import type { DirectHandoff } from './writer.ts';
 
@@ -30,7 +31,7 @@ export type EndpointLookup = (endpointId: string) => Promise<{ row: EndpointRow;
 
 export type Destinations = Record<'shopify' | 'log', Destination>;
 
-export function defaultDestinations(core: Core): Destinations {
+export function defaultDestinations(core: Runtime): Destinations {
   return {
     log: logDestination(core.log),
     shopify: shopifyDestination({ adminUrl: core.config.shopifyAdminUrl, env: core.config.env }),
@@ -56,7 +57,7 @@ export class HandoffWorker {
   recordHandoff: (storeId: string, result: string) => void = (storeId, result) => metrics.handoff(storeId, result);
 
   constructor(
-    private readonly core: Core,
+    private readonly core: CoreWith<HandoffQueue & Pick<ReadinessStore, 'listTriggerReadiness'> & Pick<TenantStore, 'listStores'>>,
     private readonly destinations: Destinations = defaultDestinations(core),
   ) {}
 

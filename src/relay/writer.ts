@@ -2,7 +2,7 @@
  * Group commit: receipts of concurrent requests share one durable transaction, and each request is answered
  * only after the commit that holds it. One fsync per batch instead of one per request.
  */
-import type { PendingAuthFailure, Repo } from '../../db/repo.ts';
+import type { IngestStore, PendingAuthFailure } from '../../db/repo.ts';
 import type { CommittedReceipt, EventRow, IngestLease, PendingReceipt } from '../../db/types.ts';
 import { metrics } from '../lib/instruments.ts';
 import type { StorageHealth } from './storage-health.ts';
@@ -22,7 +22,7 @@ export interface DirectHandoff {
  * Where a group commit goes: the storage itself, or the relay thread that holds its own connection to it (see
  * relay-host.ts). Resolves only after the commit is durable.
  */
-export type IngestTarget = Pick<Repo, 'commitIngest'>;
+export type IngestTarget = IngestStore;
 
 /** A receipt offered after close (shutdown): refused, not a failure of storage. */
 export class WriterClosedError extends Error {

@@ -2,7 +2,8 @@
 import { checkExpectedContext } from '../contract/context.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import type { Scope } from '../contract/scopes.ts';
-import type { Core } from '../core.ts';
+import type { EventReads, TenantStore } from '../../db/repo.ts';
+import type { CoreWith } from '../core.ts';
 import { metrics, processRegistry } from '../lib/instruments.ts';
 import { PROMETHEUS_CONTENT_TYPE, Registry, renderText } from '../lib/metrics.ts';
 import { authenticateBearer } from '../ops/grants.ts';
@@ -16,7 +17,7 @@ const FROM_DATABASE = "Read from the database at scrape time: the database's fig
  * The scrape handler. Errors are the API's envelope (401 with WWW-Authenticate, 403 missing scope or context).
  * Scrapes are not audited (one every 15 s would flood the audit log) and carry no store id, token or body.
  */
-export function createMetricsHandler(core: Core) {
+export function createMetricsHandler(core: CoreWith<TenantStore & Pick<EventReads, 'handoffBacklog'>>) {
   return async function handleMetrics(req: Request): Promise<Response> {
     if (req.method !== 'GET') {
       return errorResponse(null, new AppError('method_not_allowed', 'Use GET /metrics.', undefined, undefined, { Allow: 'GET' }));

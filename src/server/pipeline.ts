@@ -8,7 +8,8 @@ import { IDEMPOTENCY_KEY_MAX_LENGTH, IDEMPOTENCY_STALE_MS, IDEMPOTENCY_TTL_MS, M
 import { AppError, defaultRefusal, refuse } from '../contract/errors.ts';
 import type { Operation } from '../contract/operations.ts';
 import type { Scope } from '../contract/scopes.ts';
-import type { Core } from '../core.ts';
+import type { AuditLog } from '../../db/repo.ts';
+import type { Core, CoreWith } from '../core.ts';
 import { EDITION } from '../contract/scopes.ts';
 import { readCapped } from '../lib/body.ts';
 import { sha256Hex } from '../lib/crypto.ts';
@@ -17,7 +18,8 @@ import { redactDocument, redactSecretsIn } from '../lib/redact.ts';
 import type { Actor, OpContext } from '../ops/context.ts';
 import { authenticateBearer } from '../ops/grants.ts';
 import { surfaceOf, type Surface } from '../mcp/surface.ts';
-import { record, type Meter } from '../ops/usage.ts';
+import type { Meter } from '../contract/plans.ts';
+import { record } from '../ops/usage.ts';
 import { envelopeBody, errorResponse, invalidInput, newSupportCode } from './http.ts';
 import { iso } from '../lib/clock.ts';
 import { NO_CLIENT, type AuthFailureLimiter, type ClientOf, type FoldedAudit } from '../lib/auth-failures.ts';
@@ -258,7 +260,7 @@ export async function failedAuthentication(
 }
 
 /** One audit row standing for a window's failed authentications that had no row of their own; the count is in `transition`. */
-async function auditFolded(core: Core, f: FoldedAudit): Promise<void> {
+async function auditFolded(core: CoreWith<AuditLog>, f: FoldedAudit): Promise<void> {
   await core.repo.insertAudit({
     id: core.ids.next('aud'),
     at: f.lastAt,
@@ -286,7 +288,7 @@ async function auditFolded(core: Core, f: FoldedAudit): Promise<void> {
  * The MCP transport writes its own calls (session start, refused connects) through this too.
  */
 export async function audit(
-  core: Core,
+  core: CoreWith<AuditLog>,
   op: Operation,
   ctx: Pick<OpContext, 'store' | 'grant' | 'scopes' | 'actor'> | null,
   params: Record<string, string>,

@@ -2,7 +2,7 @@
 import { DEFAULT_RATE_LIMITS, type RateLimits } from '../contract/limits.ts';
 import type { RateLimitClass } from '../contract/operations.ts';
 import type { Clock } from '../lib/clock.ts';
-
+import type { LimitStore } from '../../db/repo.ts';
 
 const WINDOW_MS = 60_000;
 
@@ -13,18 +13,14 @@ export interface RateDecision {
   resetAt: number;
 }
 
-/** Where the windows are counted: the storage (exact across instances on PostgreSQL; in memory for SQLite's one process). */
-export interface RateStore {
-  takeRate(keys: { key: string; limit: number }[], windowStart: number): Promise<number>;
-}
-
 /**
  * The rule for simple and rich reads and previews: one fixed one-minute window per grant and one per store, by
  * class (DESIGN limits). The storage counts; this decides the keys, windows and answer.
  */
 export class RateLimiter {
   constructor(
-    private readonly store: RateStore,
+    /** Where the windows are counted: exact across instances on PostgreSQL; in memory for SQLite's one process. */
+    private readonly store: LimitStore,
     private readonly clock: Clock,
     private readonly limits: RateLimits = DEFAULT_RATE_LIMITS,
   ) {}

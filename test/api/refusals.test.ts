@@ -4,7 +4,7 @@
  */
 import { beforeEach, describe, expect, it } from 'bun:test';
 import type { RefusalCategory } from '../../src/contract/errors.ts';
-import { acceptedCapacity } from '../../src/ops/usage.ts';
+import { acceptedCapacity } from '../../src/contract/plans.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { addGrant, addStore, call, createEndpoint, createTestEnv, execSql, executeIntent, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 

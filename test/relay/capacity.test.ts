@@ -3,7 +3,7 @@
  * handed off until capacity returns (a bigger plan, or the next 30-day period).
  */
 import { describe, expect, it } from 'bun:test';
-import { acceptedCapacity, PERIOD_MS } from '../../src/ops/usage.ts';
+import { acceptedCapacity, PERIOD_MS } from '../../src/contract/plans.ts';
 import { setPlan } from '../../src/ops/stores.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { addGrant, addStore, call, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';

@@ -1,0 +1,71 @@
+/** Plans, their 30-day periods and meter limits: pure math shared by the agent API (ops) and the hot path (relay). */
+import { METERS } from './schemas.ts';
+
+export type Meter = (typeof METERS)[number];
+
+/** What the plan math reads of a store: its plan and the creation time its periods are anchored at. */
+export interface PlanHolder {
+  plan: string;
+  createdAt: number;
+}
+
+interface PlanDef {
+  acceptedEvents: number;
+  diagnosticsShares: number;
+  replayExecutions: number;
+  /** Fraction over the accepted-events limit tolerated before holding events. */
+  eventGrace: number;
+}
+
+export const PLANS: Record<string, PlanDef> = {
+  free: { acceptedEvents: 500, diagnosticsShares: 25, replayExecutions: 25, eventGrace: 0 },
+  starter: { acceptedEvents: 25_000, diagnosticsShares: 1_000, replayExecutions: 500, eventGrace: 0.1 },
+  growth: { acceptedEvents: 250_000, diagnosticsShares: 10_000, replayExecutions: 5_000, eventGrace: 0.1 },
+  scale: { acceptedEvents: 1_000_000, diagnosticsShares: 50_000, replayExecutions: 25_000, eventGrace: 0.1 },
+};
+
+export const PERIOD_MS = 30 * 86400_000;
+
+export function planOf(store: PlanHolder): PlanDef {
+  return PLANS[store.plan] ?? PLANS.free!;
+}
+
+/** The 30-day period containing `now`, anchored at the store's creation. */
+export function period(store: PlanHolder, now: number) {
+  const start = store.createdAt + Math.floor((now - store.createdAt) / PERIOD_MS) * PERIOD_MS;
+  return { start, end: start + PERIOD_MS };
+}
+
+export function limitOf(store: PlanHolder, meter: Meter): number | null {
+  const p = planOf(store);
+  if (meter === 'accepted_events') return p.acceptedEvents;
+  if (meter === 'diagnostics_shares') return p.diagnosticsShares;
+  if (meter === 'replay_executions') return p.replayExecutions;
+  return null;
+}
+
+/** Where a meter is exhausted: the limit, plus the plan's grace for accepted events. */
+export function hardLimitOf(store: PlanHolder, meter: Meter): number | null {
+  const limit = limitOf(store, meter);
+  if (limit == null) return null;
+  return meter === 'accepted_events' ? Math.floor(limit * (1 + planOf(store).eventGrace)) : limit;
+}
+
+export type Enforcement = 'ok' | 'warning' | 'grace' | 'exhausted';
+
+export function enforcement(store: PlanHolder, meter: Meter, used: number): Enforcement {
+  const limit = limitOf(store, meter);
+  if (limit == null) return 'ok';
+  if (used >= hardLimitOf(store, meter)!) return 'exhausted';
+  if (used >= limit) return 'grace';
+  if (used >= limit * 0.8) return 'warning';
+  return 'ok';
+}
+
+/**
+ * The accepted-events meter an inbound receipt counts against. The commit stores receipts past the hard limit
+ * as `held`: kept, never dropped, handed off when capacity returns.
+ */
+export function acceptedCapacity(store: PlanHolder, now: number) {
+  return { meter: 'accepted_events' satisfies Meter, periodStart: period(store, now).start, hardLimit: hardLimitOf(store, 'accepted_events')! };
+}
