@@ -62,7 +62,7 @@ it('stops accepting, answers the stragglers 503 shutting_down, logs no ERROR and
   kill = null;
 
   for (const key of answers.keys()) expect(['202 accepted', '503 shutting_down']).toContain(key);
-  const log = server.stderr();
+  const log = await server.stderrEnded();
   expect(log).toContain('stopped');
   expect(log).not.toMatch(/ERROR|unhandled|commit failed/);
 
