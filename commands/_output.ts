@@ -1,4 +1,5 @@
 /** stdout carries exactly one JSON document per command (pretty on a TTY, compact otherwise), written in full before exit. */
+import { flushBeforeExit } from '../src/lib/drain.ts';
 
 const pending = new Set<Promise<void>>();
 let closed = false;
@@ -25,9 +26,10 @@ export function stdoutClosed(): boolean {
   return closed;
 }
 
-/** Resolves once every stdout write so far has been handed to the OS; the entry awaits it before exiting. */
+/** Resolves once every stdout write and buffered log line so far has been handed to the OS; the entry awaits it before exiting. */
 export async function drained(): Promise<void> {
   while (pending.size) await Promise.all([...pending]);
+  await flushBeforeExit();
 }
 
 /** Prints one JSON document: indented for a person at a terminal, one line for a program. */

@@ -54,7 +54,10 @@ export default defineCommand({
     }
     // Without an explicit public URL, endpoint URLs and the manifest carry the port actually bound (--port 0).
     const publicUrlFor = explicitUrl || fromSetting ? undefined : (bound: number) => `http://${hostPart}:${bound}`;
-    const running = await startServer(core, { port, host, publicUrlFor, relayThread: true });
+    // HOOKRELAY_RELAY_THREAD=on: commit and hand off on a thread of their own (a box with cores to spare; see
+    // docs/benchmarks.md). Off by default: on one core the thread's second runtime costs more than it saves.
+    const relayThread = /^(1|true|yes|on)$/i.test(process.env.HOOKRELAY_RELAY_THREAD?.trim() ?? '');
+    const running = await startServer(core, { port, host, publicUrlFor, relayThread });
     log.info(`hookrelay listening on ${running.url} (public URL ${core.config.publicUrl}); runs in the foreground, stop with Ctrl-C`);
     await new Promise<void>((resolve) => {
       const shutdown = (signal: string) => {

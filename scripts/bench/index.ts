@@ -26,6 +26,8 @@ const flag = (name: string) => argv.find((x) => x.startsWith(`--${name}=`))?.spl
 /** `--only=ingest,durability,handoff,reads,resources` runs just those parts of the full run (durability needs ingest). */
 const only = flag('only')?.split(',');
 const wants = (part: string) => !only || only.includes(part);
+/** `--relay-thread=1`: the SQLite ingest commits and hands off on a relay thread (serve with HOOKRELAY_RELAY_THREAD=on). */
+const RELAY_THREAD = flag('relay-thread') ?? '0';
 const SERVER = join(ROOT, 'scripts/bench/server.ts');
 const LIMIT_SERVER = join(ROOT, 'scripts/bench/durable-ack.ts');
 const LOADER = join(ROOT, 'scripts/bench/load.ts');
@@ -189,7 +191,7 @@ async function ingest(label: string, o: IngestOptions) {
   const dataDir = join(tmp, label);
   const server = await child(
     0,
-    ['bun', SERVER, 'relay', '--data-dir', dataDir, '--sync', o.sync, '--worker', o.worker ? '1' : '0', '--request-log', o.requestLog ? '1' : '0'],
+    ['bun', SERVER, 'relay', '--data-dir', dataDir, '--sync', o.sync, '--worker', o.worker ? '1' : '0', '--request-log', o.requestLog ? '1' : '0', '--relay-thread', RELAY_THREAD],
     { stderrTo: join(tmp, `${label}.log`) },
   );
   let r: Measured;

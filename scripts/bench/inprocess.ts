@@ -3,7 +3,7 @@
  * generator. Signed 1 KiB events go straight into the app's fetch, `connections` at a time, with the real
  * synchronous=FULL group commit and the running handoff worker (log destination; log lines are counted, not
  * written). It waits until every receipt is delivered and reports the process's CPU per receipt, handoff
- * included. `--relay-thread=0` commits and hands off on the request thread instead of serve's relay thread.
+ * included. `--relay-thread=1` commits and hands off on a relay thread (serve with HOOKRELAY_RELAY_THREAD=on).
  *
  * The socket bench (`bun run bench`) is the verdict; this one leaves out HTTP parsing and the loader, so it
  * moves less when the host is busy, and it is quick to compare two trees with.
@@ -21,7 +21,7 @@ import { startServer } from '../../src/server/serve.ts';
 import { HOOK_BODY, hookHeaders } from './_lib.ts';
 
 const { values: a } = parseArgs({
-  options: { n: { type: 'string', default: '40000' }, connections: { type: 'string', default: '64' }, 'relay-thread': { type: 'string', default: '1' } },
+  options: { n: { type: 'string', default: '40000' }, connections: { type: 'string', default: '64' }, 'relay-thread': { type: 'string', default: '0' } },
 });
 const N = Number(a.n);
 const C = Number(a.connections);

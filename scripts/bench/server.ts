@@ -27,8 +27,8 @@ const { positionals, values: a } = parseArgs({
     sync: { type: 'string', default: 'FULL' },
     worker: { type: 'string', default: '1' },
     'request-log': { type: 'string', default: '1' },
-    /** `0`: commit and hand off on the request thread (the in-process path tests use), to compare against serve's relay thread. */
-    'relay-thread': { type: 'string', default: '1' },
+    /** `1`: commit and hand off on a relay thread (serve with HOOKRELAY_RELAY_THREAD=on), to compare. */
+    'relay-thread': { type: 'string', default: '0' },
     shop: { type: 'string', default: 'bench.myshopify.com' },
     events: { type: 'string', default: '0' },
     endpoints: { type: 'string', default: '10' },

@@ -2,6 +2,7 @@
 import { writeSync } from 'node:fs';
 import { createConsola } from 'consola';
 import { iso } from './clock.ts';
+import { flushOnExit } from './drain.ts';
 
 export interface Log {
   info(message: string): void;
@@ -37,8 +38,12 @@ export function stderrLog(level: 'info' | 'warn' | 'silent' = 'info'): Log {
     lines = [];
     void sink.flush();
   };
-  // A process that exits right after its last line (serve's "stopped") never reaches the next turn: what is
-  // still gathered is written synchronously on the way out.
+  // The CLI's entry awaits this before it exits (see drain.ts).
+  flushOnExit(async () => {
+    flush();
+    await sink.flush();
+  });
+  // Any other exit: what is still gathered is written synchronously on the way out.
   process.once('exit', () => {
     if (lines.length) writeSync(2, lines.join(''));
     lines = [];

@@ -33,6 +33,11 @@ export class RelayThread implements IngestTarget {
   private gone = false;
   private stopped: Promise<void> | null = null;
   private onStopped: (() => void) | null = null;
+  /**
+   * Holds this thread's event loop open while the relay thread lives: a message awaited from a Worker does not,
+   * and a process whose loop empties exits at once (serve's stop awaited the last commit and was cut short).
+   */
+  private readonly keepAlive = setInterval(() => {}, 1 << 30);
   /** Told when the thread ends unasked (serve marks storage degraded: /status answers 503). */
   onLost: (err: Error) => void = () => {};
 
@@ -49,7 +54,6 @@ export class RelayThread implements IngestTarget {
     const { env: _env, ...config } = core.config;
     let deadline: ReturnType<typeof setTimeout> | undefined;
     await new Promise<void>((resolve, reject) => {
-      // Also holds the event loop open: a message awaited from a Worker does not (see stop).
       deadline = setTimeout(() => reject(new Error('relay thread did not start within 30 s')), 30_000);
       thread.onmessage = (e: MessageEvent<FromThread>) => {
         if (e.data.t === 'ready') resolve();
@@ -60,6 +64,7 @@ export class RelayThread implements IngestTarget {
       host.send({ t: 'init', sqlitePath: opts.sqlitePath, synchronous: opts.synchronous, config: config as ThreadConfig, worker: opts.worker });
     })
       .catch(async (err: unknown) => {
+        clearInterval(host.keepAlive);
         thread.terminate();
         throw err;
       })
@@ -91,8 +96,7 @@ export class RelayThread implements IngestTarget {
 
   /**
    * Commits what the thread holds, stops its worker (attempts in flight are recorded) and closes its connection.
-   * A timer holds this thread's event loop open meanwhile: a pending message from a Worker does not, and a
-   * process whose loop empties exits at once, before the thread has finished. After `ms` the thread is ended.
+   * After `ms` the thread is ended.
    */
   stop(ms = 30_000): Promise<void> {
     this.stopped ??= this.gone
@@ -109,6 +113,7 @@ export class RelayThread implements IngestTarget {
           this.send({ t: 'stop' });
         }).then(() => {
           this.gone = true;
+          clearInterval(this.keepAlive);
           this.thread.terminate();
         });
     return this.stopped;
@@ -144,6 +149,7 @@ export class RelayThread implements IngestTarget {
   private lost(reason: string): void {
     if (this.gone) return;
     this.gone = true;
+    clearInterval(this.keepAlive);
     this.core.log.error(`relay thread ended (${reason}): receipts are refused with 503 until serve restarts`);
     this.onLost(fromThreadError(THREAD_GONE));
     for (const w of this.waiting.values()) w.reject(fromThreadError(THREAD_GONE));

@@ -17,6 +17,10 @@ import { ReceiptWriter } from './writer.ts';
 
 declare const self: Worker;
 
+// Signals reach this thread too, and with no listener here Bun ends the whole process: serve's handler on the
+// request thread stops this thread in order (the 'stop' message) instead.
+for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => {});
+
 const post = (m: FromThread) => self.postMessage(m);
 
 /**

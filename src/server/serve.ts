@@ -31,9 +31,10 @@ export interface StartOptions {
   /** Derives the public URL from the port actually bound (`--port 0`), before the first request is served. */
   publicUrlFor?: (boundPort: number) => string;
   /**
-   * Commit receipts and run the handoff worker on a thread of their own, with their own connection (`serve` on a
-   * SQLite file; ignored in memory and on PostgreSQL, whose driver never blocks the thread). The worker there uses
-   * the default destinations and reads tokens from process.env. Default false: tests inject destinations and clocks.
+   * Commit receipts and run the handoff worker on a thread of their own, with their own connection (a SQLite file;
+   * ignored in memory and on PostgreSQL, whose driver never blocks the thread). The worker there uses the default
+   * destinations and reads tokens from process.env. Default false (serve: HOOKRELAY_RELAY_THREAD=on). Without it
+   * the commit's fsync still runs off the event loop (SqliteRepo.commitIngest).
    */
   relayThread?: boolean;
 }

@@ -15,18 +15,19 @@ import { runToExit, spawnServe } from '../fixtures/serve-process.ts';
 setDefaultTimeout(60_000);
 
 const root = mkdtempSync(join(tmpdir(), 'hookrelay-term-'));
-const dataDir = join(root, 'data');
-mkdirSync(dataDir);
 let kill: (() => void) | null = null;
 afterAll(() => {
   kill?.();
   rmSync(root, { recursive: true, force: true });
 });
 
-it('stops accepting, answers the stragglers 503 shutting_down, logs no ERROR and loses no 202', async () => {
+// serve as it runs by default, and with the receipt commit and the handoff worker on the relay thread.
+it.each([['default', {}], ['HOOKRELAY_RELAY_THREAD=on', { HOOKRELAY_RELAY_THREAD: 'on' }]] as const)('%s: stops accepting, answers the stragglers 503 shutting_down, logs no ERROR and loses no 202', async (name, env) => {
+  const dataDir = join(root, name);
+  mkdirSync(dataDir);
   expect((await runToExit(['init', '--shop', 'term.myshopify.com', '--data-dir', dataDir], root)).code).toBe(0);
   const grant = await runToExit(['grant', 'issue', '--shop', 'term.myshopify.com', '--tier', 'operator', '--ttl', '1h', '--data-dir', dataDir], root);
-  const server = await spawnServe(dataDir, closedPort());
+  const server = await spawnServe(dataDir, closedPort(), { env });
   kill = () => server.proc.kill('SIGKILL');
   const created = (await fetch(`${server.url}/agent/v1/endpoints`, {
     method: 'POST',
