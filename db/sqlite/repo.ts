@@ -795,7 +795,11 @@ export class WalSync {
   private running: Promise<void> | null = null;
   private next: Promise<void> | null = null;
 
-  constructor(private readonly path: string) {}
+  constructor(
+    private readonly path: string,
+    /** fsync(2) on the thread pool; tests count and hold the calls. */
+    private readonly fsyncFd: (fd: number) => Promise<void> = fsyncAsync,
+  ) {}
 
   /** Resolves once everything written to the WAL before this call is on disk; rejects with the fsync's error. */
   sync(): Promise<void> {
@@ -816,7 +820,7 @@ export class WalSync {
     try {
       // The WAL exists once the first commit wrote to it, and keeps its inode while the database is open.
       this.fd ??= openSync(this.path, 'r');
-      await fsyncAsync(this.fd);
+      await this.fsyncFd(this.fd);
     } finally {
       if (!this.next) this.running = null;
     }
