@@ -1,5 +1,5 @@
 /** Logging to stderr only (stdout carries data). Callers pass facts, never headers, bodies or secrets. */
-import { createConsola } from 'consola';
+import type { ConsolaInstance } from 'consola';
 import { iso } from './clock.ts';
 
 export interface Log {
@@ -24,10 +24,18 @@ export function escapeLogLine(message: string): string {
 
 /**
  * Info lines (one per request on the hot path) go through a buffered stderr sink flushed once per event-loop
- * turn; consola formats per line and would cost a third of ingest throughput. Warnings and errors use consola.
+ * turn; consola formats per line and would cost a third of ingest throughput. Warnings and errors use consola,
+ * loaded with the first of them (synchronously, so the line is written before an exit): a serve that warns of
+ * nothing never holds it (3 MiB of its resident memory).
  */
 export function stderrLog(level: 'info' | 'warn' | 'silent' = 'info'): Log {
-  const c = createConsola({ stdout: process.stderr, stderr: process.stderr, level: level === 'silent' ? -999 : level === 'warn' ? 1 : 3 });
+  let consola: ConsolaInstance | undefined;
+  const c = () =>
+    (consola ??= (require('consola') as typeof import('consola')).createConsola({
+      stdout: process.stderr,
+      stderr: process.stderr,
+      level: level === 'silent' ? -999 : level === 'warn' ? 1 : 3,
+    }));
   const sink = Bun.stderr.writer();
   let scheduled = false;
   const flush = () => {
@@ -46,11 +54,11 @@ export function stderrLog(level: 'info' | 'warn' | 'silent' = 'info'): Log {
     },
     warn: (m) => {
       void sink.flush();
-      c.warn(escapeLogLine(m));
+      if (level !== 'silent') c().warn(escapeLogLine(m));
     },
     error: (m) => {
       void sink.flush();
-      c.error(escapeLogLine(m));
+      if (level !== 'silent') c().error(escapeLogLine(m));
     },
   };
 }

@@ -1,7 +1,7 @@
 /** Plans, 30-day usage periods, meters and their enforcement. Billing itself is the platform's (human-only). */
 import type { StoreRow } from '../../db/types.ts';
 import { refuse } from '../contract/errors.ts';
-import { METERS } from '../contract/schemas.ts';
+import { METERS } from '../contract/limits.ts';
 import type { Core } from '../core.ts';
 
 export { METERS };

@@ -1,7 +1,8 @@
 /**
- * The client path stays light: bundled as the binary is (scripts/build.ts), what a client command loads before
- * it runs (its chunk and every chunk that chunk imports statically) holds no server, database, MCP or sandbox
- * module. A cold `status` paid 100+ ms for them.
+ * What a command loads before it runs, bundled as the binary is (scripts/build.ts): its chunk and every chunk
+ * that chunk imports statically. A client command holds no server, database, MCP or sandbox module (a cold
+ * `status` paid 100+ ms for them); serve holds none of what only some requests need (the agent API's zod
+ * contract, MCP, code mode), which cost its idle resident memory ~20 MiB.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -88,5 +89,17 @@ describe('the client commands at start', () => {
     const { modules, builtins } = loadedAtStart('serve');
     expect(modules.some((m) => m.startsWith('src/server/'))).toBe(true);
     expect(builtins).toContain('bun:sqlite');
+  });
+});
+
+/** Loaded by serve with the first request that needs it: the agent API and its zod contract, MCP and code mode. */
+const SERVE_LATER = /^(node_modules\/(zod|@modelcontextprotocol\/[^/]+|quickjs-emscripten-core|@jitl\/[^/]+)\/|src\/contract\/(schemas|operations|openapi|manifest)\.ts|src\/server\/(agent-api|pipeline|handlers|docs)\.ts|src\/mcp\/)/;
+
+describe('serve at start', () => {
+  it('loads the relay, not the agent API, its zod contract, MCP or the code-mode sandbox', () => {
+    const { modules } = loadedAtStart('serve');
+    expect(modules).toContain('src/server/app.ts');
+    expect(modules).toContain('src/relay/inbound.ts');
+    expect(modules.filter((m) => SERVE_LATER.test(m))).toEqual([]);
   });
 });
