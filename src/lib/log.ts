@@ -34,7 +34,7 @@ export function stderrLog(level: 'info' | 'warn' | 'silent' = 'info'): Log {
     (consola ??= (require('consola') as typeof import('consola')).createConsola({
       stdout: process.stderr,
       stderr: process.stderr,
-      level: level === 'silent' ? -999 : level === 'warn' ? 1 : 3,
+      level: level === 'warn' ? 1 : 3,
     }));
   const sink = Bun.stderr.writer();
   let scheduled = false;
