@@ -21,6 +21,16 @@ export function writeOut(text: string): Promise<void> {
   return done;
 }
 
+/** Remembers work that writes before the process may exit (a log line waiting for its logger to load). */
+export function track(work: Promise<unknown>): void {
+  const done = work.then(
+    () => {},
+    () => {},
+  );
+  pending.add(done);
+  void done.then(() => pending.delete(done));
+}
+
 /** True once a write failed because the reader went away (`| head -1`): a stream should stop. */
 export function stdoutClosed(): boolean {
   return closed;

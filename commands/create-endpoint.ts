@@ -12,7 +12,7 @@ export default defineCommand({
   args: { ...connectionArgs, ...jsonFileArg, ...idempotencyKeyArg },
   async run({ args }) {
     const body = await readJsonInput(args.json);
-    const { client, log } = connect(args, { token: 'required' });
+    const { client, log } = await connect(args, { token: 'required' });
     const { body: res } = await client.call('createEndpoint', { body, idempotencyKey: args['idempotency-key'] });
     log.warn('The endpoint secret is in this output only; store it now. No read returns it again.');
     // The single exception to redaction: the new secret, shown once.

@@ -7,7 +7,7 @@ export default defineCommand({
   meta: { name: 'docs', description: 'Discovery pointers from the public manifest: human docs, OpenAPI, MCP URL, status', examples: ['hookrelay docs --base-url https://relay.example.com'] },
   args: { ...connectionArgs },
   async run({ args }) {
-    const { client } = connect(args, { token: 'none' });
+    const { client } = await connect(args, { token: 'none' });
     const { body: m } = await client.call('getAgentOperationsManifest');
     emit({
       edition: m.edition,

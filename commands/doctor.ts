@@ -13,7 +13,7 @@ export default defineCommand({
   },
   args: { ...connectionArgs },
   async run({ args }) {
-    const { client, config, log } = connect(args, { token: 'optional' });
+    const { client, config, log } = await connect(args, { token: 'optional' });
     const report = await runDoctor(client, config);
     for (const c of report.checks) {
       if (c.ok) log.success(`${c.name}: ${c.detail}`);

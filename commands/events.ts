@@ -61,10 +61,10 @@ export default defineCommand({
     if (args.follow) {
       const refused = (['limit', 'cursor', 'outcome', 'until'] as const).filter((k) => args[k] !== undefined);
       if (refused.length) throw new AppError('invalid_input', `--follow prints every new receipt; it does not take ${refused.map((k) => `--${k}`).join(', ')}.`);
-      return follow(args, connect(args, { token: 'required' }));
+      return follow(args, await connect(args, { token: 'required' }));
     }
     if (args.interval !== undefined) throw new AppError('invalid_input', '--interval goes with --follow.');
-    const conn = connect(args, { token: 'required' });
+    const conn = await connect(args, { token: 'required' });
     const now = Date.now();
     const at = (text: string | undefined, flag: string) => (text === undefined ? undefined : new Date(parseSince(text, now, flag)).toISOString());
     const { body } = await conn.client.call('listEvents', {

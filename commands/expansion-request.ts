@@ -11,7 +11,7 @@ export default defineCommand({
   args: { ...jsonFileArg, ...idempotencyKeyArg, ...connectionArgs },
   async run({ args }) {
     const body = await readJsonInput(args.json);
-    const { client } = connect(args, { token: 'required' });
+    const { client } = await connect(args, { token: 'required' });
     emit((await client.call('createExpansionRequest', { body, idempotencyKey: args['idempotency-key'] })).body);
   },
 });

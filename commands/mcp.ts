@@ -14,7 +14,7 @@ export default defineCommand({
   },
   args: { ...connectionArgs },
   async run({ args }) {
-    const { config, log } = connect(args, { token: 'required' });
+    const { config, log } = await connect(args, { token: 'required' });
     const headers: Record<string, string> = { authorization: `Bearer ${requireToken(config)}` };
     for (const f of EXPECTED_FIELDS) {
       const v = config.expected[f.key]?.value;

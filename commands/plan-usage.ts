@@ -6,7 +6,7 @@ export default defineCommand({
   meta: { name: 'plan-usage', description: 'Plan, billing status, usage meters and enforcement state (read-only; cannot approve charges)', examples: ['hookrelay plan-usage'] },
   args: { ...connectionArgs },
   async run({ args }) {
-    const { client } = connect(args, { token: 'required' });
+    const { client } = await connect(args, { token: 'required' });
     emit((await client.call('getPlanUsage')).body);
   },
 });

@@ -37,7 +37,7 @@ export default defineCommand({
         throw new AppError('invalid_input', '--intent, --confirm and --idempotency-key go with --execute.');
       }
       const body = previewBody(args.json ? await readJsonInput(args.json) : {});
-      const { client, log } = connect(args, { token: 'required' });
+      const { client, log } = await connect(args, { token: 'required' });
       const { body: res } = await client.call('createReplayIntent', { params: { eventId: args.eventId }, body });
       log.info('Previewed; nothing changed. Execute with --execute --intent <data.intent.id> --confirm <data.intent.confirmation.token>.');
       emit(res);
@@ -46,7 +46,7 @@ export default defineCommand({
     if (args.json) throw new AppError('invalid_input', '--json is for the preview; an execute step sends only the intent and its confirmation.');
     if (!args.intent || !args.confirm) throw new AppError('invalid_input', '--execute needs --intent <id> and --confirm <token> from the preview.');
     const body = { mode: 'execute', intentId: args.intent, confirmationToken: args.confirm };
-    const { client, log } = connect(args, { token: 'required' });
+    const { client, log } = await connect(args, { token: 'required' });
     const generated = !args['idempotency-key'];
     const key = args['idempotency-key'] || newIdempotencyKey();
     if (generated) log.info(`Idempotency-Key ${key} (retry with --idempotency-key ${key} to avoid a second replay)`);

@@ -32,7 +32,7 @@ export default defineCommand({
         'The CLI does not execute secret rotations: the answer holds the new secret once and the CLI prints no secret except from create-endpoint. Execute it over HTTP where you can store the secret.',
       );
     }
-    const { client, log } = connect(args, { token: op.auth === 'none' ? 'none' : 'required' });
+    const { client, log } = await connect(args, { token: op.auth === 'none' ? 'none' : 'required' });
     let idempotency: { key: string; generated: boolean } | undefined;
     if (args['idempotency-key']) idempotency = { key: args['idempotency-key'], generated: false };
     else if (op.idempotency === 'execute' && ['execute', 'submit'].includes(String(modeOf(body)))) {

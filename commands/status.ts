@@ -9,7 +9,7 @@ export default defineCommand({
   meta: { name: 'status', description: 'Public aggregate status of the server (no token, unmetered, not tenant-specific)', examples: ['hookrelay status --base-url http://127.0.0.1:8787'] },
   args: { ...connectionArgs },
   async run({ args }) {
-    const { client } = connect(args, { token: 'none' });
+    const { client } = await connect(args, { token: 'none' });
     const res = await client.getPublic('/status');
     let body: unknown;
     try {

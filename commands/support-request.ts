@@ -25,7 +25,7 @@ const preview = defineCommand({
   args: { ...jsonFileArg, ...connectionArgs },
   async run({ args }) {
     const body = bodyFor('preview', await readJsonInput(args.json), false);
-    const { client } = connect(args, { token: 'required' });
+    const { client } = await connect(args, { token: 'required' });
     emit((await client.call('createSupportRequestIntent', { body })).body);
   },
 });
@@ -40,7 +40,7 @@ const submit = defineCommand({
   },
   async run({ args }) {
     const body = bodyFor('submit', await readJsonInput(args.json), Boolean(args.consent));
-    const { client, log } = connect(args, { token: 'required' });
+    const { client, log } = await connect(args, { token: 'required' });
     const generated = !args['idempotency-key'];
     const key = args['idempotency-key'] || newIdempotencyKey();
     if (generated) log.info(`Idempotency-Key ${key} (retry with --idempotency-key ${key} to avoid a duplicate request)`);

@@ -17,6 +17,6 @@ export default defineCommand({
     ...connectionArgs,
   },
   async run({ args }) {
-    await follow(args, connect(args, { token: 'required' }));
+    await follow(args, await connect(args, { token: 'required' }));
   },
 });

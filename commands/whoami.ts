@@ -8,7 +8,7 @@ export default defineCommand({
   meta: { name: 'whoami', description: 'The grant in use (tier, scopes, expiry, store) and where the configuration came from', examples: ['HOOKRELAY_TOKEN=hrg_… hookrelay whoami'] },
   args: { ...connectionArgs },
   async run({ args }) {
-    const { client, config } = connect(args, { token: 'required' });
+    const { client, config } = await connect(args, { token: 'required' });
     try {
       const { body } = await client.call('getCurrentAgentGrant');
       emit({ config: describeConfig(config), ...body });

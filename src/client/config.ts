@@ -3,12 +3,14 @@
  * Profiles live in $XDG_CONFIG_HOME/hookrelay/profiles.json and never hold a token, only the NAME of the
  * environment variable that does.
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { EXPECTED_CONTEXT } from '../contract/context.ts';
-import { homedir } from 'node:os';
-import { dirname, isAbsolute, join } from 'node:path';
 import { AppError } from '../contract/errors.ts';
 import { mask } from './redact.ts';
+
+// node:fs, node:os and node:path cost a cold start 45 ms between them; a client command reads its profiles with
+// Bun.file (loadProfilesFile), and only the commands that manage profiles load node:fs, when they run.
+const nodeFs = () => require('node:fs') as typeof import('node:fs');
+const joinPath = (...parts: string[]) => parts.join('/').replace(/\/{2,}/g, '/');
 
 export type Env = Record<string, string | undefined>;
 
@@ -123,17 +125,35 @@ export function checkProfile(name: string, input: unknown, env: Env = {}): Profi
 /** $XDG_CONFIG_HOME/hookrelay/profiles.json, or ~/.config/hookrelay/profiles.json. */
 export function profilesPath(env: Env): string {
   const xdg = env.XDG_CONFIG_HOME;
-  const base = xdg && isAbsolute(xdg) ? xdg : join(env.HOME || homedir(), '.config');
-  return join(base, 'hookrelay', 'profiles.json');
+  const base = xdg && xdg.startsWith('/') ? xdg : joinPath(env.HOME || (require('node:os') as typeof import('node:os')).homedir(), '.config');
+  return joinPath(base, 'hookrelay', 'profiles.json');
 }
 
 /** The profiles file as stored, unvalidated (profile commands use it to repair a bad file). */
 export function readProfilesFile(env: Env): Record<string, unknown> {
   const file = profilesPath(env);
-  if (!existsSync(file)) return {};
+  const fs = nodeFs();
+  return fs.existsSync(file) ? parseProfilesFile(file, () => fs.readFileSync(file, 'utf8')) : {};
+}
+
+/** readProfilesFile without node:fs, for the commands that only read the profiles (every client command). */
+export async function loadProfilesFile(env: Env): Promise<Record<string, unknown>> {
+  const file = profilesPath(env);
+  const handle = Bun.file(file);
+  if (!(await handle.exists())) return {};
+  let text: string;
+  try {
+    text = await handle.text();
+  } catch {
+    text = '';
+  }
+  return parseProfilesFile(file, () => text);
+}
+
+function parseProfilesFile(file: string, read: () => string): Record<string, unknown> {
   let doc: unknown;
   try {
-    doc = JSON.parse(readFileSync(file, 'utf8'));
+    doc = JSON.parse(read());
   } catch {
     throw new AppError('invalid_input', `${file} is not valid JSON.`);
   }
@@ -152,11 +172,12 @@ export function readProfiles(env: Env): Record<string, Profile> {
 /** Writes the profiles file owner-only (0600 in a 0700 directory), atomically. */
 export function writeProfilesFile(env: Env, profiles: Record<string, unknown>): string {
   const file = profilesPath(env);
-  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  const fs = nodeFs();
+  fs.mkdirSync(file.slice(0, file.lastIndexOf('/')), { recursive: true, mode: 0o700 });
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify({ profiles }, null, 2)}\n`, { mode: 0o600 });
-  chmodSync(tmp, 0o600);
-  renameSync(tmp, file);
+  fs.writeFileSync(tmp, `${JSON.stringify({ profiles }, null, 2)}\n`, { mode: 0o600 });
+  fs.chmodSync(tmp, 0o600);
+  fs.renameSync(tmp, file);
   return file;
 }
 
@@ -192,8 +213,11 @@ export interface ResolvedConfig {
 
 const nonEmpty = (v: string | undefined): v is string => typeof v === 'string' && v.trim() !== '';
 
-/** Resolves the configuration: flag > environment > profile > default, field by field. */
-export function resolveConfig(flags: ConfigFlags, env: Env): ResolvedConfig {
+/**
+ * Resolves the configuration: flag > environment > profile > default, field by field. `stored`: the profiles
+ * file already read (loadProfilesFile); read here otherwise.
+ */
+export function resolveConfig(flags: ConfigFlags, env: Env, stored: Record<string, unknown> = readProfilesFile(env)): ResolvedConfig {
   const notes: string[] = [];
   const profilesFile = profilesPath(env);
 
@@ -201,7 +225,6 @@ export function resolveConfig(flags: ConfigFlags, env: Env): ResolvedConfig {
   if (nonEmpty(flags.profile)) profileRef = { name: flags.profile, source: 'flag' };
   else if (nonEmpty(env[ENV_PROFILE])) profileRef = { name: env[ENV_PROFILE], source: 'env' };
   let profile: Profile | null = null;
-  const stored = readProfilesFile(env);
   if (profileRef) {
     if (!(profileRef.name in stored)) {
       throw new AppError('invalid_input', `No profile ${profileRef.name} in ${profilesFile}; hookrelay profile list shows them.`);

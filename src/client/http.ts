@@ -8,7 +8,7 @@ import type { z } from 'zod';
 import { AppError, EXIT, type Refusal } from '../contract/errors.ts';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../contract/limits.ts';
 import type { Operation, OperationId, OperationOutput, operations } from '../contract/operations.ts';
-import { CLI_USER_AGENT_PREFIX } from '../mcp/surface.ts';
+import { CLI_USER_AGENT_PREFIX } from '../contract/scopes.ts';
 import { VERSION } from '../version.ts';
 import { EXPECTED_FIELDS, type ExpectedContext } from './config.ts';
 import { ClientError, exitCodeFor, type RateLimitInfo } from './errors.ts';

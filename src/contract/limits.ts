@@ -70,3 +70,14 @@ export const SANDBOX_PROCESS = { addressSpaceBytes: 1024 * 1024 * 1024, resident
 
 /** MCP sessions one grant may hold open; opening another closes its least recently used (`hookrelay mcp` reopens). */
 export const MCP_SESSIONS_PER_GRANT = 8;
+
+/** The seven published usage meters, in the order plan usage lists them. */
+export const METERS = [
+  'accepted_events',
+  'diagnostics_shares',
+  'replay_executions',
+  'simple_reads',
+  'rich_reads',
+  'action_previews',
+  'executed_actions',
+] as const;

@@ -1,6 +1,7 @@
 /** Zod schemas of every resource the contract reads or writes. Named ones become OpenAPI components. */
 import { z } from 'zod';
 import { REFUSAL_CATEGORIES } from './errors.ts';
+import { METERS } from './limits.ts';
 import { EDITION, SCOPES, TIER_NAMES } from './scopes.ts';
 
 const Timestamp = z.string().describe('RFC 3339 UTC timestamp');
@@ -322,16 +323,6 @@ export const SetupStateSchema = z
   })
   .meta({ id: 'SetupState' });
 
-/** The seven published usage meters, in the order plan usage lists them. */
-export const METERS = [
-  'accepted_events',
-  'diagnostics_shares',
-  'replay_executions',
-  'simple_reads',
-  'rich_reads',
-  'action_previews',
-  'executed_actions',
-] as const;
 
 export const MeterSchema = z
   .object({

@@ -42,3 +42,6 @@ export const EDITION = {
 export const API_PREFIX = '/agent/v1';
 export const SCHEMA_VERSION = '2026-06-17';
 export const OPENAPI_VERSION = '3.1.0';
+
+/** The CLI's User-Agent: `hookrelay-cli/<version>` (the audit's `cli` surface). */
+export const CLI_USER_AGENT_PREFIX = 'hookrelay-cli/';

@@ -1,6 +1,6 @@
 /** Logging to stderr only (stdout carries data). Callers pass facts, never headers, bodies or secrets. */
 import { writeSync } from 'node:fs';
-import { createConsola } from 'consola';
+import type { ConsolaInstance } from 'consola';
 import { iso } from './clock.ts';
 import { flushOnExit } from './drain.ts';
 
@@ -26,10 +26,18 @@ export function escapeLogLine(message: string): string {
 
 /**
  * Info lines (one per request on the hot path) go through a buffered stderr sink flushed once per event-loop
- * turn; consola formats per line and would cost a third of ingest throughput. Warnings and errors use consola.
+ * turn; consola formats per line and would cost a third of ingest throughput. Warnings and errors use consola,
+ * loaded with the first of them (synchronously, so the line is written before an exit): a serve that warns of
+ * nothing never holds it (3 MiB of its resident memory).
  */
 export function stderrLog(level: 'info' | 'warn' | 'silent' = 'info'): Log {
-  const c = createConsola({ stdout: process.stderr, stderr: process.stderr, level: level === 'silent' ? -999 : level === 'warn' ? 1 : 3 });
+  let consola: ConsolaInstance | undefined;
+  const c = () =>
+    (consola ??= (require('consola') as typeof import('consola')).createConsola({
+      stdout: process.stderr,
+      stderr: process.stderr,
+      level: level === 'warn' ? 1 : 3,
+    }));
   const sink = Bun.stderr.writer();
   let lines: string[] = [];
   const flush = () => {
@@ -56,11 +64,11 @@ export function stderrLog(level: 'info' | 'warn' | 'silent' = 'info'): Log {
     },
     warn: (m) => {
       flush();
-      c.warn(escapeLogLine(m));
+      if (level !== 'silent') c().warn(escapeLogLine(m));
     },
     error: (m) => {
       flush();
-      c.error(escapeLogLine(m));
+      if (level !== 'silent') c().error(escapeLogLine(m));
     },
   };
 }

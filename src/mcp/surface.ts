@@ -1,13 +1,12 @@
 /**
  * Which surface a call came through, for its audit row: `mcp` for code mode's in-process calls (marked on the
  * Request object itself, which no remote client can reach), `cli` when the request carries the CLI's
- * User-Agent (self-declared: any HTTP client may send it), `http` otherwise. No dependencies: the pipeline
- * imports it without loading MCP.
+ * User-Agent (self-declared: any HTTP client may send it), `http` otherwise. Nothing but the
+ * contract imported: the pipeline imports it without loading MCP.
  */
-export type Surface = 'http' | 'mcp' | 'cli';
+import { CLI_USER_AGENT_PREFIX } from '../contract/scopes.ts';
 
-/** The CLI's User-Agent: `hookrelay-cli/<version>`. */
-export const CLI_USER_AGENT_PREFIX = 'hookrelay-cli/';
+export type Surface = 'http' | 'mcp' | 'cli';
 
 const fromCodeMode = new WeakSet<Request>();
 

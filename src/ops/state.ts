@@ -2,7 +2,8 @@
 import type { EndpointStore, EventReads, ReadinessStore, UsageStore } from '../../db/repo.ts';
 import type { OperationInput } from '../contract/operations.ts';
 import type { TriggerVariant } from '../contract/schemas.ts';
-import { METERS, TRIGGER_VARIANTS, WINDOW_MS, type Window } from '../contract/schemas.ts';
+import { METERS } from '../contract/limits.ts';
+import { TRIGGER_VARIANTS, WINDOW_MS, type Window } from '../contract/schemas.ts';
 import { TRIGGERS } from '../contract/triggers.ts';
 import { APP_SECRET_ENV, appSecret } from '../relay/lifecycle.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';

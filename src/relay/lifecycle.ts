@@ -4,7 +4,6 @@
  * What it records is trigger readiness: setup state shows it, and the handoff worker ends events for a trigger
  * without a workflow as `no_workflow` instead of handing them off.
  */
-import { z } from 'zod';
 import { TRIGGERS } from '../contract/triggers.ts';
 import type { ReadinessStore, TenantStore } from '../../db/repo.ts';
 import type { CoreWith } from '../core.ts';
@@ -22,13 +21,18 @@ export function appSecret(env: (name: string) => string | undefined): string | u
 const MAX_BODY = 64 * 1024;
 const HANDLES: ReadonlySet<string> = new Set(Object.values(TRIGGERS).map((t) => t.handle));
 
-const LifecycleSchema = z.object({
-  flow_trigger_definition_id: z.string().min(1).max(255),
-  has_enabled_flow: z.boolean(),
-  shopify_domain: z.string().min(1).max(255),
-  shop_id: z.union([z.number(), z.string()]).optional(),
-  timestamp: z.iso.datetime({ offset: true }),
-});
+/** Built with the first callback: a serve that never gets one does not load zod for it. */
+const lifecycleSchema = async () => {
+  const { z } = await import('zod');
+  return z.object({
+    flow_trigger_definition_id: z.string().min(1).max(255),
+    has_enabled_flow: z.boolean(),
+    shopify_domain: z.string().min(1).max(255),
+    shop_id: z.union([z.number(), z.string()]).optional(),
+    timestamp: z.iso.datetime({ offset: true }),
+  });
+};
+let schema: ReturnType<typeof lifecycleSchema> | undefined;
 
 const reply = (status: number, code: string, message: string) => Response.json({ code, message }, { status });
 
@@ -53,7 +57,7 @@ export function createLifecycleHandler(core: CoreWith<Pick<TenantStore, 'getStor
     } catch {
       return reply(400, 'invalid_input', 'The body is not valid JSON.');
     }
-    const parsed = LifecycleSchema.safeParse(doc);
+    const parsed = (await (schema ??= lifecycleSchema())).safeParse(doc);
     if (!parsed.success) {
       const fields = [...new Set(parsed.error.issues.map((i) => i.path.join('.') || 'body'))].join(', ');
       return reply(400, 'invalid_input', `The callback is missing or has malformed fields: ${fields}.`);

@@ -1,44 +1,23 @@
-/** The HTTP app: public routes, the inbound hook path, and every served contract operation through the pipeline. */
-import { OPERATIONS, operations, type Operation, type OperationId } from '../contract/operations.ts';
-import { buildManifest } from '../contract/manifest.ts';
-import { buildOpenApi } from '../contract/openapi.ts';
-import { EDITION } from '../contract/scopes.ts';
-import { AppError, refuse } from '../contract/errors.ts';
+/**
+ * The HTTP app: public routes, the inbound hook path, and (loaded with the first request for it, see
+ * agent-api.ts) every served contract operation through the pipeline.
+ */
+import { API_PREFIX, EDITION } from '../contract/scopes.ts';
+import { AppError } from '../contract/errors.ts';
 import type { Core } from '../core.ts';
-import { AUTH_FAILURE_LIMITS, MAX_API_BODY_BYTES } from '../contract/limits.ts';
-import { withCappedBody } from '../lib/body.ts';
+import { AUTH_FAILURE_LIMITS } from '../contract/limits.ts';
 import { iso } from '../lib/clock.ts';
-import type { McpEndpoint, McpPipeline } from '../mcp/endpoint.ts';
 import { EndpointCache } from '../relay/endpoint-cache.ts';
 import { createInboundHandler } from '../relay/inbound.ts';
 import { createLifecycleHandler } from '../relay/lifecycle.ts';
 import { describeFault, StorageHealth } from '../relay/storage-health.ts';
 import { ReceiptWriter } from '../relay/writer.ts';
-import { HANDLERS } from './handlers.ts';
+import type { AgentApi } from './agent-api.ts';
 import { errorResponse } from './http.ts';
-import { audit, failedAuthentication, runOperation, type AnyHandler } from './pipeline.ts';
-import { docsPage } from './docs.ts';
 import { createMetricsHandler } from './metrics.ts';
 import { VERSION } from '../version.ts';
 import { AuthFailureLimiter, lazyClient } from '../lib/auth-failures.ts';
-import { RateLimiter } from './rate-limit.ts';
 
-
-interface Route {
-  op: Operation;
-  pattern: RegExp;
-  names: string[];
-  handler: AnyHandler | undefined;
-}
-
-function compile(op: Operation): Route {
-  const names: string[] = [];
-  const source = op.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{(\w+)\\?\}/g, (_m, name: string) => {
-    names.push(name);
-    return '([^/]+)';
-  });
-  return { op, pattern: new RegExp(`^${source}$`), names, handler: HANDLERS[op.operationId as OperationId] as AnyHandler | undefined };
-}
 
 /** decodeURIComponent that answers null for malformed escapes instead of throwing. */
 function safeDecode(s: string): string | null {
@@ -66,13 +45,6 @@ export function pathOf(url: string): string {
   return /[.%\\#]/.test(path) ? new URL(url).pathname : path;
 }
 
-/** A handler that refuses: the pipeline still authenticates, rate-limits and audits the attempt. */
-function refuseHumanOnly(write: NonNullable<Operation['humanOnlyWrite']>): AnyHandler {
-  return async () => {
-    throw refuse({ category: 'human_only', ...write });
-  };
-}
-
 export interface App {
   /**
    * `peer`: the socket's remote address, or a function giving it (serve defers Bun's requestIP: only a failed
@@ -82,8 +54,6 @@ export interface App {
   core: Core;
   writer: ReceiptWriter;
   endpoints: EndpointCache;
-  /** Operations this server serves. */
-  available: ReadonlySet<string>;
   /** Ends open MCP sessions and their streams (serve calls it on shutdown). */
   closeMcpSessions(): Promise<void>;
   /** Called after receipts commit (serve wires the worker's wake here). */
@@ -110,25 +80,14 @@ export function createApp(core: Core): App {
   const inbound = createInboundHandler({ core, endpoints, writer, authFailures });
   const lifecycle = createLifecycleHandler(core);
   const metrics = createMetricsHandler(core);
-  const routes = OPERATIONS.map(compile);
-  const MCP = operations.connectMcpAgentOperations;
-  // Loaded on the first MCP request: CLI commands and servers without MCP traffic never pay for the SDK.
-  let mcp: Promise<McpEndpoint> | null = null;
-  const mcpPipeline: McpPipeline = {
-    audit: (ctx, status, err, requestId) => audit(core, MCP, ctx, {}, status, null, err, requestId, false, 'mcp'),
-    failedAuthentication: (err, client, requestId) => failedAuthentication({ core, authFailures }, MCP, err, client, requestId, 'mcp'),
-    errorResponse,
-  };
-  const mcpEndpoint = () =>
-    (mcp ??= import('../mcp/endpoint.ts').then((m) => m.createMcpEndpoint({ core, version: VERSION, appFetch: (req) => fetch(req), pipeline: mcpPipeline })));
-  const available = new Set(routes.filter((r) => r.handler || r.op.auth === 'none' || (r.op === MCP && core.config.mcp.codeMode)).map((r) => r.op.operationId));
   let alsoChanged: (id: string) => void = () => {};
   const endpointChanged = (id: string) => {
     endpoints.invalidate(id);
     alsoChanged(id);
     core.repo.notify?.('endpoint', id).catch(() => {}); // peers drop it too; their cache TTL bounds a lost signal
   };
-  const deps = { core, endpointChanged, limiter: new RateLimiter(core.repo, core.clock, core.config.rateLimits), authFailures, inflight: new Map(), storage };
+  let agent: Promise<AgentApi> | null = null;
+  const agentApi = () => (agent ??= import('./agent-api.ts').then((m) => m.createAgentApi({ core, endpointChanged, authFailures, storage }, (req) => fetch(req))));
 
   async function fetch(req: Request, peer: string | null | (() => string | null) = null): Promise<Response> {
     const path = pathOf(req.url);
@@ -140,37 +99,8 @@ export function createApp(core: Core): App {
     }
     if (path === '/flow/lifecycle') return lifecycle(req);
     if (path === '/metrics') return metrics(req);
-    if (path === MCP.path) {
-      // POST, and GET / DELETE of its streams and sessions. The SDK buffers any body whole: cap it first.
-      const capped = await withCappedBody(req, MAX_API_BODY_BYTES);
-      if (!capped) return errorResponse(null, new AppError('payload_too_large', 'Request bodies are limited to 1 MiB.'));
-      return (await mcpEndpoint()).fetch(capped, client);
-    }
     if (req.method === 'GET' && path === '/status') return status();
-    if (req.method === 'GET' && path === '/agent/v1/openapi.json') return Response.json(buildOpenApi(core.config.publicUrl));
-    if (req.method === 'GET' && (path === '/docs' || path === '/')) {
-      return new Response(docsPage(core.config.publicUrl), { headers: { 'Content-Type': 'text/html; charset=utf-8' } });
-    }
-
-    let methodMismatch: Operation | null = null;
-    for (const r of routes) {
-      const m = r.pattern.exec(path);
-      if (!m) continue;
-      if (r.op.method !== req.method) {
-        if (req.method === 'POST' && r.op.humanOnlyWrite) return runOperation(deps, r.op, refuseHumanOnly(r.op.humanOnlyWrite), req, {}, core.ids.next('req'), client);
-        methodMismatch = r.op;
-        continue;
-      }
-      if (r.op.operationId === 'getAgentOperationsManifest') return Response.json(buildManifest(core.config.publicUrl, available));
-      if (!r.handler) {
-        return errorResponse(null, new AppError('not_implemented', `${r.op.operationId} is declared in the contract but not served by this server yet; the manifest lists what is available.`));
-      }
-      const params = Object.fromEntries(r.names.map((n, i) => [n, safeDecode(m[i + 1]!) ?? '']));
-      return runOperation(deps, r.op, r.handler, req, params, core.ids.next('req'), client);
-    }
-    if (methodMismatch) {
-      return errorResponse(null, new AppError('method_not_allowed', `Use ${methodMismatch.method} for ${methodMismatch.operationId}.`, undefined, undefined, { Allow: methodMismatch.method }));
-    }
+    if (path.startsWith(`${API_PREFIX}/`) || (req.method === 'GET' && (path === '/docs' || path === '/'))) return (await agentApi()).fetch(req, path, client, safeDecode);
     return errorResponse(null, new AppError('not_found', 'No such route. GET /agent/v1/manifest lists the operations.'));
   }
 
@@ -216,9 +146,8 @@ export function createApp(core: Core): App {
     core,
     writer,
     endpoints,
-    available,
     async closeMcpSessions() {
-      if (mcp) await (await mcp).close();
+      if (agent) await (await agent).closeMcpSessions();
     },
     onReceipts(fn) {
       wake = fn;

@@ -1,0 +1,111 @@
+/**
+ * The Agent Operations API half of the app: every served contract operation through the pipeline, the manifest,
+ * openapi.json, the docs page and MCP. The app loads it with the first request for it: zod and the contract's
+ * schemas are a fifth of a serve's resident memory, and the relay (hooks, lifecycle, status, metrics) needs none.
+ */
+import { MAX_API_BODY_BYTES } from '../contract/limits.ts';
+import { buildManifest } from '../contract/manifest.ts';
+import { buildOpenApi } from '../contract/openapi.ts';
+import { OPERATIONS, operations, type Operation, type OperationId } from '../contract/operations.ts';
+import { AppError, refuse } from '../contract/errors.ts';
+import type { ClientOf } from '../lib/auth-failures.ts';
+import { withCappedBody } from '../lib/body.ts';
+import type { McpEndpoint, McpPipeline } from '../mcp/endpoint.ts';
+import { VERSION } from '../version.ts';
+import { docsPage } from './docs.ts';
+import { HANDLERS } from './handlers.ts';
+import { errorResponse } from './http.ts';
+import { audit, failedAuthentication, runOperation, type AnyHandler, type PipelineDeps } from './pipeline.ts';
+import { RateLimiter } from './rate-limit.ts';
+
+interface Route {
+  op: Operation;
+  pattern: RegExp;
+  names: string[];
+  handler: AnyHandler | undefined;
+}
+
+function compile(op: Operation): Route {
+  const names: string[] = [];
+  const source = op.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{(\w+)\\?\}/g, (_m, name: string) => {
+    names.push(name);
+    return '([^/]+)';
+  });
+  return { op, pattern: new RegExp(`^${source}$`), names, handler: HANDLERS[op.operationId as OperationId] as AnyHandler | undefined };
+}
+
+/** A handler that refuses: the pipeline still authenticates, rate-limits and audits the attempt. */
+function refuseHumanOnly(write: NonNullable<Operation['humanOnlyWrite']>): AnyHandler {
+  return async () => {
+    throw refuse({ category: 'human_only', ...write });
+  };
+}
+
+export interface AgentApi {
+  /** Answers a path under the API prefix, or the docs page (`/docs`, `/`). */
+  fetch(req: Request, path: string, client: ClientOf, decode: (s: string) => string | null): Promise<Response>;
+  /** Ends open MCP sessions and their streams. */
+  closeMcpSessions(): Promise<void>;
+}
+
+/** What the app shares with the API: the same store of failed authentications and storage health as the hooks. */
+export type AgentApiDeps = Omit<PipelineDeps, 'limiter' | 'inflight'>;
+
+/** `appFetch` is the whole app's fetch: code mode's `api.*` calls go through it as any HTTP request would. */
+export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) => Promise<Response>): AgentApi {
+  const { core } = shared;
+  const routes = OPERATIONS.map(compile);
+  const MCP = operations.connectMcpAgentOperations;
+  // Loaded on the first MCP request: servers without MCP traffic never pay for the SDK.
+  let mcp: Promise<McpEndpoint> | null = null;
+  const mcpPipeline: McpPipeline = {
+    audit: (ctx, status, err, requestId) => audit(core, MCP, ctx, {}, status, null, err, requestId, false, 'mcp'),
+    failedAuthentication: (err, client, requestId) => failedAuthentication({ core, authFailures: shared.authFailures }, MCP, err, client, requestId, 'mcp'),
+    errorResponse,
+  };
+  const mcpEndpoint = () =>
+    (mcp ??= import('../mcp/endpoint.ts').then((m) => m.createMcpEndpoint({ core, version: VERSION, appFetch, pipeline: mcpPipeline })));
+  const available = new Set(routes.filter((r) => r.handler || r.op.auth === 'none' || (r.op === MCP && core.config.mcp.codeMode)).map((r) => r.op.operationId));
+  const deps: PipelineDeps = { ...shared, limiter: new RateLimiter(core.repo, core.clock, core.config.rateLimits), inflight: new Map() };
+
+  async function fetch(req: Request, path: string, client: ClientOf, decode: (s: string) => string | null): Promise<Response> {
+    if (path === MCP.path) {
+      // POST, and GET / DELETE of its streams and sessions. The SDK buffers any body whole: cap it first.
+      const capped = await withCappedBody(req, MAX_API_BODY_BYTES);
+      if (!capped) return errorResponse(null, new AppError('payload_too_large', 'Request bodies are limited to 1 MiB.'));
+      return (await mcpEndpoint()).fetch(capped, client);
+    }
+    if (req.method === 'GET' && path === '/agent/v1/openapi.json') return Response.json(buildOpenApi(core.config.publicUrl));
+    if (req.method === 'GET' && (path === '/docs' || path === '/')) {
+      return new Response(docsPage(core.config.publicUrl), { headers: { 'Content-Type': 'text/html; charset=utf-8' } });
+    }
+
+    let methodMismatch: Operation | null = null;
+    for (const r of routes) {
+      const m = r.pattern.exec(path);
+      if (!m) continue;
+      if (r.op.method !== req.method) {
+        if (req.method === 'POST' && r.op.humanOnlyWrite) return runOperation(deps, r.op, refuseHumanOnly(r.op.humanOnlyWrite), req, {}, core.ids.next('req'), client);
+        methodMismatch = r.op;
+        continue;
+      }
+      if (r.op.operationId === 'getAgentOperationsManifest') return Response.json(buildManifest(core.config.publicUrl, available));
+      if (!r.handler) {
+        return errorResponse(null, new AppError('not_implemented', `${r.op.operationId} is declared in the contract but not served by this server yet; the manifest lists what is available.`));
+      }
+      const params = Object.fromEntries(r.names.map((n, i) => [n, decode(m[i + 1]!) ?? '']));
+      return runOperation(deps, r.op, r.handler, req, params, core.ids.next('req'), client);
+    }
+    if (methodMismatch) {
+      return errorResponse(null, new AppError('method_not_allowed', `Use ${methodMismatch.method} for ${methodMismatch.operationId}.`, undefined, undefined, { Allow: methodMismatch.method }));
+    }
+    return errorResponse(null, new AppError('not_found', 'No such route. GET /agent/v1/manifest lists the operations.'));
+  }
+
+  return {
+    fetch,
+    async closeMcpSessions() {
+      if (mcp) await (await mcp).close();
+    },
+  };
+}
