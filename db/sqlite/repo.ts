@@ -1,7 +1,5 @@
 /** SQLite implementation of Repo over bun:sqlite + drizzle. The ingest commit uses raw prepared statements. */
 import { Database, type SQLQueryBindings, type Statement } from 'bun:sqlite';
-import { closeSync, fsync, openSync } from 'node:fs';
-import { promisify } from 'node:util';
 import { and, asc, desc, eq, getTableColumns, gte, sql, type SQL } from 'drizzle-orm';
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
 import { runMigrations, type Migration } from '../migrate.ts';
@@ -31,8 +29,6 @@ import type {
 } from '../types.ts';
 import * as s from './schema.ts';
 import { METRIC, PENDING_OUTCOMES, STATS_WIDTHS_MS, statsBucket, withEndpointsAndStores } from '../types.ts';
-
-const fsyncAsync = promisify(fsync);
 
 /** The checkpoint thread's pace: at 10,000 receipts/s about 900 pages a tick, near SQLite's own 1,000-page mark. */
 const CHECKPOINT_EVERY_MS = 250;
@@ -223,8 +219,6 @@ export class SqliteRepo implements Repo {
   }
 
   private readonly fullSync: boolean;
-  /** Durability of ingest commits off the event loop; null in memory or without FULL (nothing to sync). */
-  private readonly walSync: WalSync | null;
 
   /**
    * Hands this file's WAL checkpoints to a thread of their own (serve), so that no commit on this connection runs
@@ -247,8 +241,6 @@ export class SqliteRepo implements Repo {
 
   constructor(readonly sqlite: Database) {
     this.fullSync = (sqlite.query<{ synchronous: number }, []>('PRAGMA synchronous').get()?.synchronous ?? 2) >= 2;
-    const file = sqlite.filename;
-    this.walSync = this.fullSync && file && file !== ':memory:' ? new WalSync(`${file}-wal`) : null;
     this.db = drizzle({ client: sqlite, schema: s });
     this.insertEvents = batchInserts(sqlite, 'events', EVENT_COLUMNS.map(([, col]) => col.name));
     this.insertBodies = batchInserts(sqlite, 'event_bodies', ['event_id', 'body', 'expires_at']);
@@ -400,18 +392,8 @@ export class SqliteRepo implements Repo {
     return this.db.select().from(s.endpoints).where(eq(s.endpoints.storeId, storeId)).orderBy(asc(s.endpoints.id)).all();
   }
 
-  /**
-   * The transaction writes its pages to the WAL without an fsync (synchronous=NORMAL for this one commit), then the
-   * WAL file is fsynced on the runtime's thread pool before this resolves: as durable as a FULL commit (FULL is an
-   * fsync of the WAL after the commit's frames), but the event loop parses and verifies the next requests meanwhile
-   * instead of stalling in fsync. Another batch may commit while the fsync runs; its own fsync follows (WalSync).
-   * A checkpoint run by this commit still syncs the WAL and the database file itself, as NORMAL does.
-   */
   async commitIngest(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null = null): Promise<CommittedReceipt[]> {
-    if (!this.walSync) return this.commitBatch(receipts, authFailures, lease);
-    const committed = this.relaxed(() => this.commitBatch(receipts, authFailures, lease));
-    await this.walSync.sync();
-    return committed;
+    return this.commitBatch(receipts, authFailures, lease);
   }
 
   private commitInTransaction(batch: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null): CommittedReceipt[] {
@@ -799,56 +781,6 @@ export class SqliteRepo implements Repo {
   }
 
   async close() {
-    await this.walSync?.close();
     this.sqlite.close();
   }
 }
-
-/**
- * fsync of a WAL file on the thread pool, shared by the commits that finished before it started. A commit that
- * finishes while one runs waits for the next, which starts when that one ends: an fsync already under way may
- * not cover pages written after it began. So at most two commits' worth of waiting, and one fsync in flight.
- */
-export class WalSync {
-  private fd: number | null = null;
-  private running: Promise<void> | null = null;
-  private next: Promise<void> | null = null;
-
-  constructor(
-    private readonly path: string,
-    /** fsync(2) on the thread pool; tests count and hold the calls. */
-    private readonly fsyncFd: (fd: number) => Promise<void> = fsyncAsync,
-  ) {}
-
-  /** Resolves once everything written to the WAL before this call is on disk; rejects with the fsync's error. */
-  sync(): Promise<void> {
-    if (!this.running) return (this.running = this.run());
-    this.next ??= this.running.then(
-      () => this.startNext(),
-      () => this.startNext(),
-    );
-    return this.next;
-  }
-
-  private startNext(): Promise<void> {
-    this.next = null;
-    return (this.running = this.run());
-  }
-
-  private async run(): Promise<void> {
-    try {
-      // The WAL exists once the first commit wrote to it, and keeps its inode while the database is open.
-      this.fd ??= openSync(this.path, 'r');
-      await this.fsyncFd(this.fd);
-    } finally {
-      if (!this.next) this.running = null;
-    }
-  }
-
-  async close(): Promise<void> {
-    while (this.running || this.next) await (this.next ?? this.running)!.catch(() => {});
-    if (this.fd !== null) closeSync(this.fd);
-    this.fd = null;
-  }
-}
-

@@ -33,8 +33,7 @@ export interface StartOptions {
   /**
    * Commit receipts and run the handoff worker on a thread of their own, with their own connection (a SQLite file;
    * ignored in memory and on PostgreSQL, whose driver never blocks the thread). The worker there uses the default
-   * destinations and reads tokens from process.env. Default false (serve: HOOKRELAY_RELAY_THREAD=on). Without it
-   * the commit's fsync still runs off the event loop (SqliteRepo.commitIngest).
+   * destinations and reads tokens from process.env. Default false (serve: HOOKRELAY_RELAY_THREAD=on).
    */
   relayThread?: boolean;
 }
