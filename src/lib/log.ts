@@ -13,6 +13,8 @@ export interface Log {
 export const silentLog: Log = { info() {}, warn() {}, error() {} };
 
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+/** The same class without the global flag (no lastIndex to reset): most lines hold nothing to escape. */
+const HAS_CONTROL = new RegExp(CONTROL.source);
 const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t', '\u001b': '\\x1b' };
 
 /**
@@ -21,8 +23,10 @@ const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t', '
  * mode, a header name) can neither forge a second line nor colour the terminal.
  */
 export function escapeLogLine(message: string): string {
+  if (!HAS_CONTROL.test(message)) return message;
   return message.replace(CONTROL, (c) => NAMED[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
+
 
 /**
  * Info lines (one per request on the hot path) go through a buffered stderr sink flushed once per event-loop
