@@ -5,8 +5,8 @@
 
 /** How the binary's JavaScript is bundled; test/cli/client-imports.test.ts reads the same chunks. */
 export const BUNDLE = {
-  // The relay and checkpoint threads are entry points of their own: a Worker loads each by this path.
-  entrypoints: ['./commands/index.ts', './src/relay/relay-thread.ts', './db/sqlite/checkpoint-thread.ts'],
+  // The relay thread (src/relay/relay-host.ts) is an entry point of its own: a Worker loads it by this path.
+  entrypoints: ['./commands/index.ts', './src/relay/relay-thread.ts'],
   // One chunk per lazily imported command: a client command loads its own code, not the server, the database
   // drivers, the MCP SDK or QuickJS that share the binary. Unsplit, every start loaded all of it: `--version`
   // 110 -> 67 ms, `status` 158 -> 117 ms on one (busy) box, before `status` also stopped loading consola, node:fs,

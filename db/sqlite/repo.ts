@@ -3,7 +3,6 @@ import { Database, type SQLQueryBindings, type Statement } from 'bun:sqlite';
 import { and, asc, desc, eq, getTableColumns, gte, sql, type SQL } from 'drizzle-orm';
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
 import { runMigrations, type Migration } from '../migrate.ts';
-import { startCheckpointer, type Checkpointer } from './checkpointer.ts';
 import { migrations as sqliteMigrations } from '../migrations/sqlite/index.ts';
 import { eventFilterWhere } from '../filters.ts';
 import { leaseToWorker, receiptRow } from '../receipt-rules.ts';
@@ -29,11 +28,6 @@ import type {
 } from '../types.ts';
 import * as s from './schema.ts';
 import { METRIC, PENDING_OUTCOMES, STATS_WIDTHS_MS, statsBucket, withEndpointsAndStores } from '../types.ts';
-
-/** The checkpoint thread's pace: at 10,000 receipts/s about 900 pages a tick, near SQLite's own 1,000-page mark. */
-const CHECKPOINT_EVERY_MS = 250;
-/** Frames a long reader kept from being checkpointed (80 MiB of 8 KiB pages) before writers are made to wait. */
-const CHECKPOINT_HARD_LIMIT_FRAMES = 10_000;
 
 export interface SqliteOptions {
   /** File path, or `:memory:`. */
@@ -219,19 +213,6 @@ export class SqliteRepo implements Repo {
   }
 
   private readonly fullSync: boolean;
-
-  /**
-   * Hands this file's WAL checkpoints to a thread of their own (serve), so that no commit on this connection runs
-   * one (25–40 ms of copying and fsync each). Null in memory, or when the thread cannot start: auto-checkpoint
-   * then stays on, as before.
-   */
-  async checkpointOnThread(onError: (code: string) => void = () => {}): Promise<Checkpointer | null> {
-    const file = this.file;
-    if (!file) return null;
-    const checkpointer = await startCheckpointer({ path: file.path, everyMs: CHECKPOINT_EVERY_MS, hardLimitFrames: CHECKPOINT_HARD_LIMIT_FRAMES }, onError).catch(() => null);
-    if (checkpointer) this.sqlite.exec('PRAGMA wal_autocheckpoint = 0');
-    return checkpointer;
-  }
 
   /** The file and durability another connection must open to write beside this one (serve's relay thread); null in memory. */
   get file(): { path: string; synchronous: 'FULL' | 'NORMAL' } | null {

@@ -71,9 +71,6 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
   const file = opts.relayThread && core.repo.dialect === 'sqlite' ? (core.repo as SqliteRepo).file : null;
   // Leases of a previous run (this is the only serve of the file) before anyone takes receipts.
   if (core.repo.dialect === 'sqlite') await core.repo.releaseAllLeases(core.clock.now());
-  // Checkpoints off the request thread: one run by a commit here stalled every request in flight for 25–40 ms.
-  const checkpointer =
-    core.repo.dialect === 'sqlite' ? await (core.repo as SqliteRepo).checkpointOnThread((code) => core.log.warn(`WAL checkpoint failed (${code}); retrying`)) : null;
   const relay = file ? await RelayThread.start(core, { sqlitePath: file.path, synchronous: file.synchronous, worker: opts.worker ?? true }) : null;
   if (relay) {
     app.writer.commitTo(relay);
@@ -166,7 +163,6 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
         await stopped;
         await relay?.stop();
         await worker.stop();
-        await checkpointer?.stop();
         await unlisten?.();
         await core.repo.close();
       })();
