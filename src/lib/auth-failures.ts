@@ -4,6 +4,7 @@
  * all three. Counted in memory for one process, in the storage when instances share it; the clock is injected.
  */
 import { AUTH_FAILURE_LIMITS, type AuthFailureLimits } from '../contract/limits.ts';
+import type { LimitStore } from '../../db/repo.ts';
 import type { Clock } from './clock.ts';
 
 /** What to do with one failed authentication: answer 401 or 429, audit it or fold it. */
@@ -27,13 +28,8 @@ export interface FoldedAudit {
   lastAt: number;
 }
 
-/**
- * Where instances sharing a database count the windows (PostgreSQL's rate_counters, see Repo.addRate): adds to
- * each key's count and returns the counts after, in the order given.
- */
-export interface SharedCounts {
-  addRate(counts: { key: string; n: number }[], windowStart: number): Promise<number[]>;
-}
+/** Where instances sharing a database count the windows (PostgreSQL's rate_counters). */
+export type SharedCounts = Pick<LimitStore, 'addRate'>;
 
 type Scope = AuthFailureDecision['scope'];
 
@@ -159,13 +155,13 @@ interface Waiting {
  * the storage until it says the limit is reached, then refuse locally" and "batch the local counts".
  *   - Once a key's shared count is past its limit, this instance refuses it locally for the rest of the window
  *     (Entry.full), counting nothing more: a flood from one address, or at one endpoint, stops reaching the storage.
-     A failure so refused counts against none of its keys (in memory, the other key would still count it).
+       A failure so refused counts against none of its keys (in memory, the other key would still count it).
  *   - Failures are added in batches, one `addRate` in flight per instance at a time; failures arriving meanwhile
  *     wait and go together in the next. So an attacker rotating addresses (a new key per failure, never full)
  *     costs each instance one statement at a time, however fast it sends, not one per request.
  * Per key per window each instance sends at most `limit + 1` statements holding it: every statement before the one
  * that finds the key full counted at least one of its failures within the limit (one more if its entry was dropped
-past `maxTracked`).
+ * past `maxTracked`).
  *
  * Exactness: the atomic add hands each failure its own place in the shared count, and only places up to the limit
  * answer 401, so no instance lets a failure past the limit through, however many are in flight. What is in flight

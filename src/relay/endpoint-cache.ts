@@ -14,23 +14,30 @@ export interface LiveEndpoint {
   loadedAt: number;
 }
 
-export class EndpointCache {
-  private readonly map = new Map<string, LiveEndpoint | null>();
+type Lookups = CoreWith<Pick<EndpointStore, 'getEndpointById'> & Pick<TenantStore, 'getStore'>>;
+
+/**
+ * An endpoint and its store, read from storage at most once per `ttlMs` each; `make` shapes what is kept (the
+ * inbound path's compiled endpoint, or just the rows for the relay thread's handoff).
+ */
+export class EndpointRowsCache<T extends { loadedAt: number }> {
+  private readonly map = new Map<string, T>();
 
   constructor(
-    private readonly core: CoreWith<Pick<EndpointStore, 'getEndpointById'> & Pick<TenantStore, 'getStore'>>,
+    private readonly core: Lookups,
+    private readonly make: (row: EndpointRow, store: StoreRow, now: number) => T,
     /** Entries older than this are re-read, so changes made by another process show up. */
     private readonly ttlMs = 5_000,
     private readonly maxEntries = 10_000,
   ) {}
 
-  async get(id: string): Promise<LiveEndpoint | null> {
+  async get(id: string): Promise<T | null> {
     const now = this.core.clock.now();
     const hit = this.map.get(id);
-    if (hit !== undefined && (hit === null ? false : now - hit.loadedAt < this.ttlMs)) return hit;
+    if (hit !== undefined && now - hit.loadedAt < this.ttlMs) return hit;
     const row = await this.core.repo.getEndpointById(id);
     const store = row ? await this.core.repo.getStore(row.storeId) : null;
-    const live = row && store ? this.compile(row, store, now) : null;
+    const live = row && store ? this.make(row, store, now) : null;
     if (this.map.size >= this.maxEntries) this.map.clear();
     if (live) this.map.set(id, live);
     return live;
@@ -40,17 +47,25 @@ export class EndpointCache {
   invalidate(id: string): void {
     this.map.delete(id);
   }
+}
 
-  private compile(row: EndpointRow, store: StoreRow, now: number): LiveEndpoint {
-    const box = this.core.box;
-    return {
-      row,
-      store,
-      secret: box.open(row.secretSealed),
-      previousSecret: row.previousSecretSealed ? box.open(row.previousSecretSealed) : null,
-      previousSecretExpiresAt: row.previousSecretExpiresAt,
-      requiredPaths: JSON.parse(row.requiredPaths) as string[],
-      loadedAt: now,
-    };
+/** The inbound path's cache: the endpoint with its secrets opened and its required paths parsed. */
+export class EndpointCache extends EndpointRowsCache<LiveEndpoint> {
+  constructor(core: Lookups, ttlMs?: number, maxEntries?: number) {
+    const box = core.box;
+    super(
+      core,
+      (row, store, now) => ({
+        row,
+        store,
+        secret: box.open(row.secretSealed),
+        previousSecret: row.previousSecretSealed ? box.open(row.previousSecretSealed) : null,
+        previousSecretExpiresAt: row.previousSecretExpiresAt,
+        requiredPaths: JSON.parse(row.requiredPaths) as string[],
+        loadedAt: now,
+      }),
+      ttlMs,
+      maxEntries,
+    );
   }
 }

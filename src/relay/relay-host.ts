@@ -84,11 +84,6 @@ export class RelayThread implements IngestTarget {
     });
   }
 
-  /** Events became due (a replay): the worker skips its sleep. */
-  wake(): void {
-    if (!this.gone) this.send({ t: 'wake' });
-  }
-
   /** An endpoint changed: the thread's lookup forgets it. */
   endpointChanged(id: string): void {
     if (!this.gone) this.send({ t: 'endpoint', id });

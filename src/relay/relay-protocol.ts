@@ -2,6 +2,7 @@
 import type { PendingAuthFailure } from '../../db/repo.ts';
 import type { CommittedReceipt, EventRow, PendingReceipt } from '../../db/types.ts';
 import type { Config } from '../core.ts';
+import { faultCode } from './storage-health.ts';
 
 /** Config without its functions (`env` reads the shared process.env in the thread). */
 export type ThreadConfig = Omit<Config, 'env'>;
@@ -9,11 +10,10 @@ export type ThreadConfig = Omit<Config, 'env'>;
 export type ToThread =
   | { t: 'init'; sqlitePath: string; synchronous: 'FULL' | 'NORMAL'; config: ThreadConfig; worker: boolean }
   | { t: 'commit'; id: number; receipts: PackedReceipt[]; failures: PendingAuthFailure[] }
-  | { t: 'wake' }
   | { t: 'endpoint'; id: string }
   | { t: 'stop' };
 
-/** An error as it crosses the thread boundary: its driver code (see storageFault), never more than its name. */
+/** An error as it crosses the thread boundary: its fault code (see faultCode, what storageFault reads), its name and message. */
 export interface ThreadError {
   name: string;
   code: string | null;
@@ -29,15 +29,10 @@ export type FromThread =
   | { t: 'handoffs'; counts: [storeId: string, result: string, n: number][] }
   | { t: 'stopped' };
 
-/** The first driver code along the `cause` chain (drizzle wraps the driver's error), for storageFault on the other side. */
+/** An error as the other thread needs it: its fault code (see faultCode), its name and message. */
 export function toThreadError(err: unknown): ThreadError {
-  let code: string | null = null;
-  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5 && !code; e = (e as { cause?: unknown }).cause, depth++) {
-    const c = (e as { code?: unknown }).code;
-    if (typeof c === 'string') code = c;
-  }
   const name = err instanceof Error ? err.name : 'Error';
-  return { name, code, message: err instanceof Error ? err.message : String(err) };
+  return { name, code: faultCode(err), message: err instanceof Error ? err.message : String(err) };
 }
 
 /** The error again, on the receiving side: storageFault reads its `code` as it would the driver's. */

@@ -12,6 +12,7 @@ import { createCore, type Core } from '../core.ts';
 import { SecretBox } from '../lib/crypto.ts';
 import type { Log } from '../lib/log.ts';
 import { packCommitted, toThreadError, unpackReceipt, type FromThread, type ToThread } from './relay-protocol.ts';
+import { EndpointRowsCache } from './endpoint-cache.ts';
 import { HandoffWorker } from './worker.ts';
 import { ReceiptWriter } from './writer.ts';
 
@@ -39,14 +40,12 @@ const line = (level: 'info' | 'warn' | 'error') => (message: string) => {
 };
 const log: Log = { info: line('info'), warn: line('warn'), error: line('error') };
 
-/** How long an endpoint's row and store stay cached for the direct handoff; changes also arrive as messages. */
-const LOOKUP_TTL_MS = 5_000;
-
 let core: Core | null = null;
 let writer: ReceiptWriter | null = null;
 let worker: HandoffWorker | null = null;
 let commits: Promise<void> = Promise.resolve();
-const lookups = new Map<string, { at: number; value: { row: EndpointRow; store: StoreRow } | null }>();
+/** Endpoints and their stores for receipts taken from a commit; changes made by the serving thread arrive as messages. */
+let endpoints: EndpointRowsCache<{ row: EndpointRow; store: StoreRow; loadedAt: number }> | null = null;
 /** Attempts recorded since the last report, per store and result. */
 const handoffs = new Map<string, number>();
 
@@ -64,8 +63,9 @@ async function init(m: Extract<ToThread, { t: 'init' }>): Promise<void> {
     if (!handoffs.size) setTimeout(reportHandoffs, 250);
     handoffs.set(key, (handoffs.get(key) ?? 0) + 1);
   };
+  endpoints = new EndpointRowsCache(c, (row, store, now) => ({ row, store, loadedAt: now }));
   worker.start();
-  writer.handOffTo(worker.directHandoff(lookup));
+  writer.handOffTo(worker.directHandoff((id) => endpoints!.get(id)));
 }
 
 function reportHandoffs(): void {
@@ -76,20 +76,6 @@ function reportHandoffs(): void {
   });
   handoffs.clear();
   post({ t: 'handoffs', counts });
-}
-
-/** An endpoint and its store for a receipt taken from a commit. */
-async function lookup(endpointId: string): Promise<{ row: EndpointRow; store: StoreRow } | null> {
-  const c = core!;
-  const now = c.clock.now();
-  const hit = lookups.get(endpointId);
-  if (hit && now - hit.at < LOOKUP_TTL_MS) return hit.value;
-  const row = await c.repo.getEndpointById(endpointId);
-  const store = row ? await c.repo.getStore(row.storeId) : null;
-  const value = row && store ? { row, store } : null;
-  if (lookups.size >= 10_000) lookups.clear();
-  lookups.set(endpointId, { at: now, value });
-  return value;
 }
 
 /** A batch from the serving thread, answered once durable; the writer joins batches that arrive meanwhile. */
@@ -123,10 +109,8 @@ self.onmessage = (e: MessageEvent<ToThread>) => {
       return;
     case 'commit':
       return commit(m);
-    case 'wake':
-      return worker?.wake();
     case 'endpoint':
-      lookups.delete(m.id);
+      endpoints?.invalidate(m.id);
       return;
     case 'stop':
       void stop();

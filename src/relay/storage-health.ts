@@ -23,17 +23,21 @@ const FAULTS: [RegExp, StorageFault][] = [
 ];
 
 /**
- * The storage fault an error stands for, or null for any other error (a bug stays an internal error). Looks
- * through `cause` chains: the query builder wraps the driver's error.
+ * The driver code along an error's `cause` chain (the query builder wraps the driver's error) that names a storage
+ * fault, or null. The relay thread passes it across (relay-protocol.ts) for storageFault on the other side.
  */
-export function storageFault(err: unknown): StorageFault | null {
+export function faultCode(err: unknown): string | null {
   for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
-    if (typeof code !== 'string') continue;
-    const hit = FAULTS.find(([re]) => re.test(code));
-    if (hit) return hit[1];
+    if (typeof code === 'string' && FAULTS.some(([re]) => re.test(code))) return code;
   }
   return null;
+}
+
+/** The storage fault an error stands for, or null for any other error (a bug stays an internal error). */
+export function storageFault(err: unknown): StorageFault | null {
+  const code = faultCode(err);
+  return code === null ? null : FAULTS.find(([re]) => re.test(code))![1];
 }
 
 export interface StorageState {
