@@ -4,7 +4,8 @@ import { AppError } from '../src/contract/errors.ts';
 import { EXPECTED_FIELDS, expectedContext, loadProfilesFile, requireToken, resolveConfig, type ResolvedConfig } from '../src/client/config.ts';
 import { HookrelayClient } from '../src/client/http.ts';
 import { redactSecrets } from '../src/client/redact.ts';
-import { colorFor, printJson, track } from './_output.ts';
+import { track } from '../src/lib/drain.ts';
+import { colorFor, printJson } from './_output.ts';
 
 type ConnectionArgs = Record<string, unknown>;
 

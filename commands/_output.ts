@@ -1,14 +1,9 @@
 /** stdout carries exactly one JSON document per command (pretty on a TTY, compact otherwise), written in full before exit. */
-import { flushBeforeExit } from '../src/lib/drain.ts';
+import { flushBeforeExit, track } from '../src/lib/drain.ts';
 
-const pending = new Set<Promise<void>>();
 let closed = false;
 
-/**
- * Writes to stdout and remembers the write until the stream has taken it: a pipe accepts 64 KiB at a time, and
- * `process.exit` before it drains cut `audit --limit 100000 | wc -c` at 65,536 bytes. A closed reader (EPIPE,
- * `| head`) is not an error of ours.
- */
+/** Writes to stdout; the entry waits until the stream has taken it (see drain.ts). A closed reader (EPIPE, `| head`) is not an error of ours. */
 export function writeOut(text: string): Promise<void> {
   const done = new Promise<void>((resolve) => {
     process.stdout.write(text, (err) => {
@@ -16,19 +11,8 @@ export function writeOut(text: string): Promise<void> {
       resolve();
     });
   });
-  pending.add(done);
-  void done.then(() => pending.delete(done));
+  track(done);
   return done;
-}
-
-/** Remembers work that writes before the process may exit (a log line waiting for its logger to load). */
-export function track(work: Promise<unknown>): void {
-  const done = work.then(
-    () => {},
-    () => {},
-  );
-  pending.add(done);
-  void done.then(() => pending.delete(done));
 }
 
 /** True once a write failed because the reader went away (`| head -1`): a stream should stop. */
@@ -36,11 +20,8 @@ export function stdoutClosed(): boolean {
   return closed;
 }
 
-/** Resolves once every stdout write and buffered log line so far has been handed to the OS; the entry awaits it before exiting. */
-export async function drained(): Promise<void> {
-  while (pending.size) await Promise.all([...pending]);
-  await flushBeforeExit();
-}
+/** Resolves once every stdout write and log line so far has been handed to the OS; the entry awaits it before exiting. */
+export const drained = flushBeforeExit;
 
 /** Prints one JSON document: indented for a person at a terminal, one line for a program. */
 export function printJson(doc: unknown): Promise<void> {
