@@ -1,7 +1,7 @@
 /** `hookrelay doctor`: named checks of a configuration against a server, each ok or failed with a hint. */
 import { EXIT } from '../contract/errors.ts';
 import { AgentOperationsManifestSchema, AgentGrantIntrospectionReadSchema } from '../contract/schemas.ts';
-import { API_PREFIX, EDITION, OPENAPI_VERSION, SCHEMA_VERSION } from '../contract/scopes.ts';
+import { API_PREFIX, EDITION, OPENAPI_PATH, OPENAPI_VERSION, SCHEMA_VERSION } from '../contract/scopes.ts';
 import { EXPECTED_FIELDS, requireToken, type ResolvedConfig } from './config.ts';
 import { ClientError } from './errors.ts';
 import type { HookrelayClient } from './http.ts';
@@ -117,9 +117,9 @@ export async function runDoctor(client: HookrelayClient, config: ResolvedConfig)
   if (!reachable) checks.push(skip('openapi_reachable', 'base_url_reachable'));
   else {
     try {
-      const res = await client.getPublic(`${API_PREFIX}/openapi.json`);
+      const res = await client.getPublic(OPENAPI_PATH);
       const doc = jsonOf(res.body) as { openapi?: string; info?: { version?: string } } | null;
-      if (res.status !== 200 || !doc) checks.push(fail('openapi_reachable', `${API_PREFIX}/openapi.json answered HTTP ${res.status}.`, 'The server should publish its OpenAPI description; check its version.'));
+      if (res.status !== 200 || !doc) checks.push(fail('openapi_reachable', `${OPENAPI_PATH} answered HTTP ${res.status}.`, 'The server should publish its OpenAPI description; check its version.'));
       else if (doc.openapi !== OPENAPI_VERSION || doc.info?.version !== SCHEMA_VERSION) {
         checks.push(
           fail(

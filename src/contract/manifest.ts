@@ -2,7 +2,7 @@
 import { EXPECTED_CONTEXT_HEADERS } from './context.ts';
 import { REFUSAL_CATEGORIES } from './errors.ts';
 import { OPERATIONS } from './operations.ts';
-import { API_PREFIX, EDITION, SCHEMA_VERSION, TIERS } from './scopes.ts';
+import { API_PREFIX, EDITION, OPENAPI_PATH, SCHEMA_VERSION, TIERS } from './scopes.ts';
 
 
 export const SAFETY_BOUNDARIES = [
@@ -26,7 +26,7 @@ export function buildManifest(publicUrl: string, available: ReadonlySet<string>)
     apiPrefix: API_PREFIX,
     docs: {
       human: `${base}/docs`,
-      openapi: `${base}${API_PREFIX}/openapi.json`,
+      openapi: `${base}${OPENAPI_PATH}`,
       manifest: `${base}${API_PREFIX}/manifest`,
       mcp: `${base}${API_PREFIX}/mcp`,
       status: `${base}/status`,

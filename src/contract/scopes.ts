@@ -40,6 +40,8 @@ export const EDITION = {
 } as const;
 
 export const API_PREFIX = '/agent/v1';
+/** Where the server publishes its OpenAPI document (the manifest links it, doctor checks it). */
+export const OPENAPI_PATH = `${API_PREFIX}/openapi.json`;
 export const SCHEMA_VERSION = '2026-06-17';
 export const OPENAPI_VERSION = '3.1.0';
 

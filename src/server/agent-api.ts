@@ -7,6 +7,7 @@ import { MAX_API_BODY_BYTES } from '../contract/limits.ts';
 import { buildManifest } from '../contract/manifest.ts';
 import { buildOpenApi } from '../contract/openapi.ts';
 import { OPERATIONS, operations, type Operation, type OperationId } from '../contract/operations.ts';
+import { OPENAPI_PATH } from '../contract/scopes.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import type { ClientOf } from '../lib/auth-failures.ts';
 import { withCappedBody } from '../lib/body.ts';
@@ -75,7 +76,7 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
       if (!capped) return errorResponse(null, new AppError('payload_too_large', 'Request bodies are limited to 1 MiB.'));
       return (await mcpEndpoint()).fetch(capped, client);
     }
-    if (req.method === 'GET' && path === '/agent/v1/openapi.json') return Response.json(buildOpenApi(core.config.publicUrl));
+    if (req.method === 'GET' && path === OPENAPI_PATH) return Response.json(buildOpenApi(core.config.publicUrl));
     if (req.method === 'GET' && (path === '/docs' || path === '/')) {
       return new Response(docsPage(core.config.publicUrl), { headers: { 'Content-Type': 'text/html; charset=utf-8' } });
     }
