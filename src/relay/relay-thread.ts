@@ -3,7 +3,8 @@
  * bun:sqlite is synchronous, so every fsync of a commit stalled the thread that also parses and verifies the next
  * requests; here it stalls only this thread. One thread holds both because SQLite takes one writer at a time:
  * two writer threads would only queue on its lock, and the worker takes receipts straight from the commit
- * (DirectHandoff) in the same transaction that stores them.
+ * (DirectHandoff) in the same transaction that stores them. Opt-in (HOOKRELAY_RELAY_THREAD=on): on one core its
+ * second runtime cost more CPU and memory than the stall it removes (docs/benchmarks.md, seventh session).
  */
 import { randomBytes } from 'node:crypto';
 import type { EndpointRow, StoreRow } from '../../db/types.ts';
