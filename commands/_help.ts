@@ -1,6 +1,7 @@
 /** One help style for every command, rendered from its citty definition (meta, args, subcommands, examples). */
 import type { ArgDef } from 'citty';
 import { colorFor, writeOut } from './_output.ts';
+import { isTerminal } from './_tty.ts';
 import { argsOf, metaOf, resolveStrict, subsOf, type Cmd } from './_tree.ts';
 
 const pad = (rows: [string, string][]) => {
@@ -45,5 +46,5 @@ export async function renderHelp(cmd: Cmd, path: string[], color: boolean): Prom
 /** Prints the help of the command `rawArgs` names (flags checked as for a run, so a typo still names itself). */
 export async function printHelp(root: Cmd, rawArgs: string[]): Promise<void> {
   const { cmd, path } = await resolveStrict(root, rawArgs, { help: true });
-  await writeOut(await renderHelp(cmd, path, colorFor(process.stdout)));
+  await writeOut(await renderHelp(cmd, path, colorFor({ isTTY: isTerminal(1) })));
 }

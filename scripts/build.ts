@@ -3,7 +3,25 @@
  * time). The MCP sandbox runs as this same executable (`hookrelay __sandbox`); HOOKRELAY_COMPILED tells it so.
  */
 
-/** How the binary's JavaScript is bundled; test/cli/client-imports.test.ts reads the same chunks. */
+import type { BunPlugin } from 'bun';
+
+/**
+ * citty's node:util import, served by commands/_parse-args.ts: node:util is all citty takes from it (parseArgs), and
+ * loading it cost every command's cold start 12-30 ms. test/cli/parse-args.test.ts holds the two to the same answers.
+ */
+const cittyParseArgs: BunPlugin = {
+  name: 'citty-parse-args',
+  setup(build) {
+    const shim = new URL('../commands/_parse-args.ts', import.meta.url).pathname;
+    // Bun.build hands builtins to no onResolve hook: citty's source is rewritten as it loads instead.
+    build.onLoad({ filter: /[\\/]node_modules[\\/]citty[\\/]dist[\\/].*\.mjs$/ }, async ({ path }) => {
+      const source = await Bun.file(path).text();
+      return { contents: source.replaceAll(/from\s*["']node:util["']/g, `from ${JSON.stringify(shim)}`), loader: 'js' };
+    });
+  },
+};
+
+/** How the binary's JavaScript is bundled; test/cli/imports-at-start.test.ts reads the same chunks. */
 export const BUNDLE = {
   // The relay thread (src/relay/relay-host.ts) is an entry point of its own: a Worker loads it by this path.
   entrypoints: ['./commands/index.ts', './src/relay/relay-thread.ts'],
@@ -14,6 +32,7 @@ export const BUNDLE = {
   splitting: true,
   format: 'esm',
   define: { 'process.env.NODE_ENV': '"production"', HOOKRELAY_COMPILED: 'true' },
+  plugins: [cittyParseArgs],
 } as const;
 
 if (import.meta.main) {
@@ -21,6 +40,7 @@ if (import.meta.main) {
   const result = await Bun.build({
     ...BUNDLE,
     entrypoints: [...BUNDLE.entrypoints],
+    plugins: [...BUNDLE.plugins],
     compile: { outfile, autoloadBunfig: false, autoloadDotenv: false },
     minify: true,
     // Precompiled bytecode: the binary starts without parsing its JavaScript (status 110 -> 68 ms, --version

@@ -12,6 +12,7 @@ import { CLI_USER_AGENT_PREFIX } from '../contract/scopes.ts';
 import { VERSION } from '../version.ts';
 import { EXPECTED_FIELDS, type ExpectedContext } from './config.ts';
 import { ClientError, exitCodeFor, type RateLimitInfo } from './errors.ts';
+import { fetchFor, type ClientFetch } from './http1.ts';
 
 export interface ClientOptions {
   /** `http(s)://host[:port][/prefix]`, no trailing slash. */
@@ -21,7 +22,8 @@ export interface ClientOptions {
   /** Sent as the X-Service-Expected-* headers on every grant-authenticated call. */
   expected?: ExpectedContext;
   timeoutMs?: number;
-  fetch?: typeof fetch;
+  /** How requests go out; default: fetchFor(baseUrl). */
+  fetch?: ClientFetch;
 }
 
 export interface Envelope<T> {
@@ -61,14 +63,14 @@ export class HookrelayClient {
   readonly expected: ExpectedContext;
   readonly timeoutMs: number;
   readonly #token: string | null;
-  readonly #fetch: typeof fetch;
+  readonly #fetch: ClientFetch;
 
   constructor(opts: ClientOptions) {
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
     this.#token = opts.token ?? null;
     this.expected = opts.expected ?? {};
     this.timeoutMs = opts.timeoutMs ?? 30_000;
-    this.#fetch = opts.fetch ?? fetch;
+    this.#fetch = opts.fetch ?? fetchFor(this.baseUrl);
   }
 
   /** Calls one operation by its operationId. The contract loads on first use: `status` and `docs` never need it. */

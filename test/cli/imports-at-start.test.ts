@@ -24,8 +24,11 @@ const FORBIDDEN = /^(db\/|src\/(server|relay|mcp|ops)\/|node_modules\/(drizzle-o
 const FORBIDDEN_BUILTINS = new Set(['bun:sqlite', 'pg-native']);
 /** `status` and `--version` (the cold starts measured) also load neither zod's contract table nor consola. */
 const HEAVY = /^(src\/contract\/(operations|schemas|openapi|manifest)\.ts|node_modules\/(zod|consola)\/)/;
-/** Nor node:fs, node:os or node:path (45 ms of a compiled cold start between them): profiles are read with Bun.file. */
-const HEAVY_BUILTINS = new Set(['fs', 'os', 'path', 'node:fs', 'node:os', 'node:path']);
+/**
+ * Nor node:fs, node:os or node:path (45 ms of a compiled cold start between them): profiles are read with Bun.file.
+ * Nor node:util (citty's, served by commands/_parse-args.ts), node:tty or node:stream (process.stdout's).
+ */
+const HEAVY_BUILTINS = new Set(['fs', 'os', 'path', 'util', 'tty', 'stream', 'node:fs', 'node:os', 'node:path', 'node:util', 'node:tty', 'node:stream']);
 
 type Metafile = NonNullable<Bun.BuildOutput['metafile']>;
 let meta: Metafile;
@@ -77,7 +80,7 @@ describe('the client commands at start', () => {
     expect(reached).toEqual({});
   });
 
-  it('status and the entry load neither the zod contract table, consola, nor node:fs, node:os or node:path', () => {
+  it('status and the entry load neither the zod contract table, consola, nor node:fs, node:os, node:path, node:util, node:tty or node:stream', () => {
     for (const c of ['index', 'status']) {
       const { modules, builtins } = loadedAtStart(c);
       expect(modules.filter((m) => HEAVY.test(m))).toEqual([]);
