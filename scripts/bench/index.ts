@@ -18,6 +18,7 @@ import {
   type Child,
 } from './_lib.ts';
 import type { LoadResult, LoadSpec } from './load.ts';
+import { RUNTIME_FLAGS } from '../build.ts';
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
@@ -191,7 +192,7 @@ async function ingest(label: string, o: IngestOptions) {
   const dataDir = join(tmp, label);
   const server = await child(
     0,
-    ['bun', SERVER, 'relay', '--data-dir', dataDir, '--sync', o.sync, '--worker', o.worker ? '1' : '0', '--request-log', o.requestLog ? '1' : '0', '--relay-thread', RELAY_THREAD],
+    ['bun', ...RUNTIME_FLAGS, SERVER, 'relay', '--data-dir', dataDir, '--sync', o.sync, '--worker', o.worker ? '1' : '0', '--request-log', o.requestLog ? '1' : '0', '--relay-thread', RELAY_THREAD],
     { stderrTo: join(tmp, `${label}.log`) },
   );
   let r: Measured;
@@ -250,7 +251,7 @@ async function ingestPg(label: string) {
   try {
     const server = await child(
       0,
-      ['bun', SERVER, 'relay', '--data-dir', join(tmp, label), '--database-url', url.toString(), '--worker', '1', '--request-log', '1'],
+      ['bun', ...RUNTIME_FLAGS, SERVER, 'relay', '--data-dir', join(tmp, label), '--database-url', url.toString(), '--worker', '1', '--request-log', '1'],
       { stderrTo: join(tmp, `${label}.log`) },
     );
     let r: Measured;
@@ -338,7 +339,7 @@ async function reads() {
 
   // Time to ready on a 1M-event database: startServer releases leftover leases with an UPDATE over events.
   const t0 = performance.now();
-  const server = await child(0, ['bun', SERVER, 'relay', '--data-dir', dataDir, '--shop', 'bench-reads.myshopify.com'], {
+  const server = await child(0, ['bun', ...RUNTIME_FLAGS, SERVER, 'relay', '--data-dir', dataDir, '--shop', 'bench-reads.myshopify.com'], {
     stderrTo: join(tmp, 'reads.log'),
     timeoutMs: 120_000,
   });

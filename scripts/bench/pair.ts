@@ -14,6 +14,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cpuSeconds, createHookEndpoint, hookLoad, log, median, ROOT, round, spawnReady, stop, type Child } from './_lib.ts';
 import type { LoadResult } from './load.ts';
+import { RUNTIME_FLAGS } from '../build.ts';
 
 const { values: a } = parseArgs({
   options: {
@@ -46,7 +47,7 @@ interface Side {
 
 async function start(label: string, checkout: string, env: Record<string, string>, connections: number): Promise<Side> {
   const dir = mkdtempSync(join(tmpdir(), `hookrelay-pair-${label}-`));
-  const server = await spawnReady(0, ['bun', join(resolve(checkout), 'scripts/bench/server.ts'), 'relay', '--data-dir', dir], { stderrTo: join(dir, 'log'), env });
+  const server = await spawnReady(0, ['bun', ...RUNTIME_FLAGS, join(resolve(checkout), 'scripts/bench/server.ts'), 'relay', '--data-dir', dir], { stderrTo: join(dir, 'log'), env });
   const { url, secret } = await createHookEndpoint(server.ready.url, server.ready.token, `pair ${label}`);
   const spec = hookLoad(url, secret, { connections, warmupS: 2, durationS: Number(a.seconds) });
   writeFileSync(join(dir, 'spec.json'), JSON.stringify(spec));

@@ -35,6 +35,16 @@ export async function readCapped(req: Request, max: number): Promise<Uint8Array 
 }
 
 /**
+ * Frees a body's bytes now (its buffer is detached) instead of at the next garbage collection. Under ingest the
+ * bodies waiting for collection were the largest part of the peak RSS (~20 MiB of ArrayBuffers at 8k req/s). Only
+ * for a body read by readCapped that nothing reads afterwards; a view into a larger buffer is left alone.
+ */
+export function releaseBody(body: Uint8Array): void {
+  const buf = body.buffer;
+  if (buf instanceof ArrayBuffer && !buf.detached && body.byteOffset === 0 && body.byteLength === buf.byteLength) buf.transfer(0);
+}
+
+/**
  * `req` with its body read (up to `max` bytes) for a reader that would otherwise buffer any size (the MCP SDK
  * reads the whole body); null when it is larger. Bodyless requests pass unchanged.
  */

@@ -11,7 +11,7 @@ import { constantTimeEqual, verifyHmacHex } from '../lib/crypto.ts';
 import type { EndpointCache, LiveEndpoint } from './endpoint-cache.ts';
 import { buildFlowPayload, flowPayloadFits } from './flow.ts';
 import { getPath, normalizeResourceId, relatedIdText } from './mapping.ts';
-import { readCapped } from '../lib/body.ts';
+import { readCapped, releaseBody } from '../lib/body.ts';
 import { metrics } from '../lib/instruments.ts';
 import { describeFault, STORAGE_RETRY_AFTER_SECONDS, storageFault } from './storage-health.ts';
 import { WriterClosedError, type ReceiptWriter } from './writer.ts';
@@ -85,7 +85,15 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
     }
     const body = await readCapped(req, config.maxBodyBytes);
     if (!body) return tooLarge();
+    try {
+      return await verified(req, ep, body, client);
+    } finally {
+      // Stored (a copy) or refused by now: its bytes need not wait for the garbage collector.
+      releaseBody(body);
+    }
+  }
 
+  async function verified(req: Request, ep: LiveEndpoint, body: Uint8Array, client: ClientOf): Promise<Response> {
     const now = clock.now();
     const headerValue = req.headers.get(ep.row.headerName);
     if (!headerValue) return authFailure(ep, 'SVC_AUTH_HEADER_MISSING', now, client);

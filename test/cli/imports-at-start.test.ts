@@ -106,3 +106,11 @@ describe('serve at start', () => {
     expect(modules.filter((m) => SERVE_LATER.test(m))).toEqual([]);
   });
 });
+
+describe('the runtime flags', () => {
+  it('are the ones `bun run serve` passes (the binary carries them as execArgv)', async () => {
+    const { RUNTIME_FLAGS } = await import('../../scripts/build.ts');
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    expect(pkg.scripts.serve).toBe(`bun ${RUNTIME_FLAGS.join(' ')} commands/index.ts serve`);
+  });
+});
