@@ -1,5 +1,4 @@
 /** Logging to stderr only (stdout carries data). Callers pass facts, never headers, bodies or secrets. */
-import { writeSync } from 'node:fs';
 import type { ConsolaInstance } from 'consola';
 import { iso } from './clock.ts';
 import { flushOnExit } from './drain.ts';
@@ -42,29 +41,37 @@ export function stderrLog(level: 'info' | 'warn' | 'silent' = 'info'): Log {
       stderr: process.stderr,
       level: level === 'warn' ? 1 : 3,
     }));
-  const sink = Bun.stderr.writer();
-  let lines: string[] = [];
+  // Each line goes straight into the sink's native buffer; the sink is flushed once per event-loop turn. Gathering
+  // the turn's lines in an array and joining them cost 6% more CPU per receipt (bench:pair 0.919-0.949): the array
+  // and the joined string were garbage, and the string large enough that the collector ran inside join() (18% of
+  // serve's samples under ingest).
+  const sink = Bun.stderr.writer({ highWaterMark: 1 << 16 });
+  let unflushed = false;
   const flush = () => {
-    if (!lines.length) return;
-    sink.write(lines.join(''));
-    lines = [];
+    if (!unflushed) return;
+    unflushed = false;
     void sink.flush();
   };
   // The CLI's entry awaits this before it exits (see drain.ts).
   flushOnExit(async () => {
-    flush();
+    unflushed = false;
     await sink.flush();
   });
-  // Any other exit: what is still gathered is written synchronously on the way out.
+  // Any other exit: what the sink still holds is written on the way out (at once to a file; a pipe that is full
+  // may drop it).
   process.once('exit', () => {
-    if (lines.length) writeSync(2, lines.join(''));
-    lines = [];
+    try {
+      if (unflushed) void sink.flush();
+    } catch {}
   });
   return {
     info: (m) => {
       if (level !== 'info') return;
-      if (!lines.length) setImmediate(flush);
-      lines.push(`${iso(Date.now())} ${escapeLogLine(m)}\n`);
+      if (!unflushed) {
+        unflushed = true;
+        setImmediate(flush);
+      }
+      sink.write(`${iso(Date.now())} ${escapeLogLine(m)}\n`);
     },
     warn: (m) => {
       flush();

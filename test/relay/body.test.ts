@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'bun:test';
 import { readCapped, releaseBody } from '../../src/lib/body.ts';
 
-const post = (body: BodyInit, headers: Record<string, string> = {}) => new Request('http://relay.test/hooks/x', { method: 'POST', body, headers });
+const post = (body: string | ReadableStream, headers: Record<string, string> = {}) => new Request('http://relay.test/hooks/x', { method: 'POST', body, headers });
 
 describe('releaseBody', () => {
   it('frees a body readCapped read, with or without Content-Length', async () => {
@@ -11,7 +11,7 @@ describe('releaseBody', () => {
     for (const body of [declared, streamed]) {
       expect(new TextDecoder().decode(body)).toBe('{"a":1}');
       releaseBody(body);
-      expect(body.buffer.detached).toBe(true);
+      expect((body.buffer as ArrayBuffer).detached).toBe(true);
       expect(body.byteLength).toBe(0);
       releaseBody(body); // twice is harmless
     }
@@ -21,7 +21,7 @@ describe('releaseBody', () => {
     const whole = new Uint8Array([1, 2, 3, 4]);
     const part = whole.subarray(1, 3);
     releaseBody(part);
-    expect(whole.buffer.detached).toBe(false);
+    expect((whole.buffer as ArrayBuffer).detached).toBe(false);
     expect([...whole]).toEqual([1, 2, 3, 4]);
   });
 });

@@ -1,0 +1,12 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createHookEndpoint, hookLoad, spawnReady, stop } from './_lib.ts';
+const dir = mkdtempSync(join(tmpdir(), 'hr-prof-'));
+const server = await spawnReady(0, ['bun', ...(process.env.SMOL === '0' ? [] : ['--smol']), '--cpu-prof', '--cpu-prof-md', '--cpu-prof-dir=/tmp/sprof', 'scripts/bench/server.ts', 'relay', '--data-dir', dir], { stderrTo: join(dir, 'log') });
+const { url, secret } = await createHookEndpoint(server.ready.url, server.ready.token, 'prof');
+const file = join(dir, 'spec.json');
+writeFileSync(file, JSON.stringify(hookLoad(url, secret, { connections: 64, warmupS: 2, durationS: 10 })));
+const gen = await spawnReady(1, ['bun', 'scripts/bench/load.ts', `@${file}`], { timeoutMs: 60_000 });
+console.log((await gen.rest).trim().split('\n').pop()?.slice(0, 300));
+await stop(server);
