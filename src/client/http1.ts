@@ -18,8 +18,11 @@ export interface Http1Init {
 export type ClientFetch = (url: string, init: Http1Init & { redirect?: 'manual' }) => Promise<Response>;
 
 const PROXY_VARIABLES = ['http_proxy', 'HTTP_PROXY', 'all_proxy', 'ALL_PROXY'];
-/** What fetch's Headers refuses in a value: a line break or NUL would end the header early (request smuggling). */
-const BAD_VALUE = /[\r\n\0]/;
+/**
+ * What fetch's Headers refuses in a value: a line break or NUL would end the header early (request smuggling); a
+ * character past U+00FF is no byte.
+ */
+const BAD_VALUE = /[\r\n\0]|[^\u0000-\u00ff]/;
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const CRLFCRLF = Buffer.from('\r\n\r\n');
 const NO_BODY = new Set([204, 205, 304]);
@@ -58,6 +61,9 @@ export async function http1Fetch(url: string, init: Http1Init = {}): Promise<Res
 function exchange(hostname: string, port: number, request: Buffer, signal?: AbortSignal): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
+    let received = 0;
+    /** Bytes of the whole answer by its head; null: known only at close; undefined: head not read yet. */
+    let expected: number | null | undefined;
     let settled = false;
     let socket: Socket | null = null;
     let pending = request;
@@ -88,8 +94,16 @@ function exchange(hostname: string, port: number, request: Buffer, signal?: Abor
         drain(s) {
           if (pending.byteLength) flush(s);
         },
-        data(_s, chunk) {
+        data(s, chunk) {
           chunks.push(Buffer.from(chunk));
+          received += chunk.byteLength;
+          // A server that keeps the connection open despite `connection: close` still ends the exchange once the
+          // declared length has arrived. The head is read once, from the first bytes that hold it.
+          if (expected === undefined) expected = expectedLength(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+          if (expected !== undefined && expected !== null && received >= expected) {
+            settle(null, Buffer.concat(chunks));
+            s.end();
+          }
         },
         close(_s, err) {
           settle(err, Buffer.concat(chunks));
@@ -103,6 +117,21 @@ function exchange(hostname: string, port: number, request: Buffer, signal?: Abor
       },
     }).catch((err: unknown) => settle(err));
   });
+}
+
+/**
+ * The length of the whole answer (head and body) by its Content-Length, once `raw` holds the head; null when only
+ * the close tells (chunked, no length, an interim 1xx first); undefined while the head is incomplete.
+ */
+function expectedLength(raw: Buffer): number | null | undefined {
+  const end = raw.indexOf(CRLFCRLF);
+  if (end < 0) return undefined;
+  const head = raw.subarray(0, end).toString('latin1');
+  const code = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1]);
+  if (!(code >= 200) || /\r\ntransfer-encoding:/i.test(head)) return null;
+  if (NO_BODY.has(code)) return end + 4;
+  const length = /\r\ncontent-length:[ \t]*(\d+)[ \t]*(?:\r\n|$)/i.exec(head)?.[1];
+  return length === undefined ? null : end + 4 + Number(length);
 }
 
 /** The answer as a Response; a cut or malformed answer fails as a broken connection. */

@@ -19,6 +19,7 @@ beforeAll(() => {
     async fetch(req) {
       const url = new URL(req.url);
       seen.push({ method: req.method, url: url.pathname + url.search, headers: Object.fromEntries(req.headers), body: await req.text() });
+      if (url.pathname === '/big') return new Response('y'.repeat(4 << 20), { headers: { 'content-type': 'text/plain' } });
       if (url.pathname === '/empty') return new Response(null, { status: 204 });
       if (url.pathname === '/redirect') return new Response(null, { status: 302, headers: { location: '/elsewhere' } });
       if (url.pathname === '/stream') {
@@ -84,9 +85,14 @@ describe('http1Fetch', () => {
     expect(doc.a.length).toBe(70_000);
   });
 
+  it('reads a large answer whole (an audit export)', async () => {
+    const res = await http1Fetch(`${base}/big`);
+    expect((await res.text()).length).toBe(4 << 20);
+  });
+
   it('refuses a header value that would end the header early, before connecting', async () => {
     seen.length = 0;
-    for (const value of ['a\r\nx-evil: 1', 'a\nb', 'a\u0000b']) {
+    for (const value of ['a\r\nx-evil: 1', 'a\nb', 'a\u0000b', 'shop-✓.myshopify.com']) {
       expect(await failure(http1Fetch(`${base}/`, { headers: { 'x-shop': value } }))).toBeInstanceOf(TypeError);
     }
     expect(await failure(http1Fetch(`${base}/`, { headers: { 'bad name': 'v' } }))).toBeInstanceOf(TypeError);
@@ -131,6 +137,20 @@ describe('http1Fetch', () => {
           (e: { code?: string }) => e.code ?? String(e),
         );
         expect({ reply, outcome }).toEqual({ reply, outcome: expected });
+      } finally {
+        peer.stop(true);
+      }
+    }
+  });
+  it('ends the exchange at the declared length when the server keeps the connection open', async () => {
+    for (const [reply, status, text] of [
+      ['HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok', 200, 'ok'],
+      ['HTTP/1.1 204 No Content\r\n\r\n', 204, ''],
+    ] as const) {
+      const peer = rawServer(reply, false);
+      try {
+        const res = await http1Fetch(`http://127.0.0.1:${peer.port}/`, { signal: AbortSignal.timeout(2_000) });
+        expect([res.status, await res.text()]).toEqual([status, text]);
       } finally {
         peer.stop(true);
       }
