@@ -62,8 +62,8 @@ function exchange(hostname: string, port: number, request: Buffer, signal?: Abor
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let received = 0;
-    /** Bytes of the whole answer by its head; null: known only at close; undefined: head not read yet. */
-    let expected: number | null | undefined;
+    /** Bytes of the whole answer by its head; `chunked`: at its last chunk; null: at close; undefined: head not read yet. */
+    let expected: number | 'chunked' | null | undefined;
     let settled = false;
     let socket: Socket | null = null;
     let pending = request;
@@ -100,7 +100,12 @@ function exchange(hostname: string, port: number, request: Buffer, signal?: Abor
           // A server that keeps the connection open despite `connection: close` still ends the exchange once the
           // declared length has arrived. The head is read once, from the first bytes that hold it.
           if (expected === undefined) expected = expectedLength(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
-          if (expected !== undefined && expected !== null && received >= expected) {
+          const whole =
+            typeof expected === 'number'
+              ? received >= expected
+              : // A chunked answer is whole at its last chunk, which ends the bytes with an empty line.
+                expected === 'chunked' && chunk.byteLength >= 2 && endsWithEmptyLine(chunks) && chunkedComplete(Buffer.concat(chunks));
+          if (whole) {
             settle(null, Buffer.concat(chunks));
             s.end();
           }
@@ -120,18 +125,36 @@ function exchange(hostname: string, port: number, request: Buffer, signal?: Abor
 }
 
 /**
- * The length of the whole answer (head and body) by its Content-Length, once `raw` holds the head; null when only
- * the close tells (chunked, no length, an interim 1xx first); undefined while the head is incomplete.
+ * The length of the whole answer (head and body) by its Content-Length, once `raw` holds the head; `chunked` for a
+ * chunked body; null when only the close tells (no length, an interim 1xx first); undefined while the head is
+ * incomplete.
  */
-function expectedLength(raw: Buffer): number | null | undefined {
+function expectedLength(raw: Buffer): number | 'chunked' | null | undefined {
   const end = raw.indexOf(CRLFCRLF);
   if (end < 0) return undefined;
   const head = raw.subarray(0, end).toString('latin1');
   const code = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1]);
-  if (!(code >= 200) || /\r\ntransfer-encoding:/i.test(head)) return null;
+  if (!(code >= 200)) return null;
   if (NO_BODY.has(code)) return end + 4;
+  if (/\r\ntransfer-encoding:[^\r]*\bchunked\b/i.test(head)) return 'chunked';
   const length = /\r\ncontent-length:[ \t]*(\d+)[ \t]*(?:\r\n|$)/i.exec(head)?.[1];
   return length === undefined ? null : end + 4 + Number(length);
+}
+
+/** Whether the bytes so far end with CRLF CRLF (the last chunk, or trailers, ends so). */
+function endsWithEmptyLine(chunks: Buffer[]): boolean {
+  const tail = Buffer.concat(chunks.slice(-2)).subarray(-4);
+  return tail.equals(CRLFCRLF);
+}
+
+/** Whether a chunked answer's body has arrived up to its last chunk. */
+function chunkedComplete(raw: Buffer): boolean {
+  try {
+    dechunk(raw.subarray(raw.indexOf(CRLFCRLF) + 4));
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The answer as a Response; a cut or malformed answer fails as a broken connection. */

@@ -146,6 +146,7 @@ describe('http1Fetch', () => {
     for (const [reply, status, text] of [
       ['HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok', 200, 'ok'],
       ['HTTP/1.1 204 No Content\r\n\r\n', 204, ''],
+      ['HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n3\r\n!!!\r\n0\r\n\r\n', 200, 'ok!!!'],
     ] as const) {
       const peer = rawServer(reply, false);
       try {
