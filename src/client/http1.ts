@@ -57,7 +57,7 @@ export async function http1Fetch(url: string, init: Http1Init = {}): Promise<Res
   return parseResponse(raw);
 }
 
-/** Writes the request and resolves with every byte the server sent until it closed the connection. */
+/** Writes the request; resolves with the answer's bytes once it is whole (by its length or last chunk) or the server closes. */
 function exchange(hostname: string, port: number, request: Buffer, signal?: AbortSignal): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
