@@ -62,8 +62,8 @@ function exchange(hostname: string, port: number, request: Buffer, signal?: Abor
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let received = 0;
-    /** Bytes of the whole answer by its head; `chunked`: at its last chunk; null: at close; undefined: head not read yet. */
-    let expected: number | 'chunked' | null | undefined;
+    /** The answer's head once it has arrived whole; null: malformed, so only the close ends the exchange. */
+    let head: Head | null | undefined;
     let settled = false;
     let socket: Socket | null = null;
     let pending = request;
@@ -98,13 +98,23 @@ function exchange(hostname: string, port: number, request: Buffer, signal?: Abor
           chunks.push(Buffer.from(chunk));
           received += chunk.byteLength;
           // A server that keeps the connection open despite `connection: close` still ends the exchange once the
-          // declared length has arrived. The head is read once, from the first bytes that hold it.
-          if (expected === undefined) expected = expectedLength(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+          // answer is whole by its head. The head is read once, from the first bytes that hold it.
+          if (head === undefined) {
+            try {
+              head = readHead(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+            } catch {
+              head = null; // parseResponse names the fault once the server closes (or the timeout ends it)
+            }
+          }
+          if (!head) return;
+          const { framing } = head;
           const whole =
-            typeof expected === 'number'
-              ? received >= expected
-              : // A chunked answer is whole at its last chunk, which ends the bytes with an empty line.
-                expected === 'chunked' && chunk.byteLength >= 2 && endsWithEmptyLine(chunks) && chunkedComplete(Buffer.concat(chunks));
+            framing.kind === 'none'
+              ? true
+              : framing.kind === 'length'
+                ? received >= head.bodyAt + framing.length
+                : // A chunked answer is whole at its last chunk, which ends the bytes with an empty line.
+                  framing.kind === 'chunked' && endsWithEmptyLine(chunks) && chunkedComplete(Buffer.concat(chunks).subarray(head.bodyAt));
           if (whole) {
             settle(null, Buffer.concat(chunks));
             s.end();
@@ -124,45 +134,25 @@ function exchange(hostname: string, port: number, request: Buffer, signal?: Abor
   });
 }
 
+/** An answer's head: status, headers, where its body starts and how its end is known. */
+interface Head {
+  code: number;
+  statusText: string;
+  headers: Headers;
+  bodyAt: number;
+  /** `length`: Content-Length bytes; `chunked`: at the last chunk; `close`: when the server closes; `none`: no body. */
+  framing: { kind: 'length'; length: number } | { kind: 'chunked' } | { kind: 'close' } | { kind: 'none' };
+}
+
 /**
- * The length of the whole answer (head and body) by its Content-Length, once `raw` holds the head; `chunked` for a
- * chunked body; null when only the close tells (no length, an interim 1xx first); undefined while the head is
- * incomplete.
+ * The final head in `raw` (interim 1xx heads skipped), or undefined while it is incomplete. A malformed head fails
+ * as a broken protocol.
  */
-function expectedLength(raw: Buffer): number | 'chunked' | null | undefined {
-  const end = raw.indexOf(CRLFCRLF);
-  if (end < 0) return undefined;
-  const head = raw.subarray(0, end).toString('latin1');
-  const code = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1]);
-  if (!(code >= 200)) return null;
-  if (NO_BODY.has(code)) return end + 4;
-  if (/\r\ntransfer-encoding:[^\r]*\bchunked\b/i.test(head)) return 'chunked';
-  const length = /\r\ncontent-length:[ \t]*(\d+)[ \t]*(?:\r\n|$)/i.exec(head)?.[1];
-  return length === undefined ? null : end + 4 + Number(length);
-}
-
-/** Whether the bytes so far end with CRLF CRLF (the last chunk, or trailers, ends so). */
-function endsWithEmptyLine(chunks: Buffer[]): boolean {
-  const tail = Buffer.concat(chunks.slice(-2)).subarray(-4);
-  return tail.equals(CRLFCRLF);
-}
-
-/** Whether a chunked answer's body has arrived up to its last chunk. */
-function chunkedComplete(raw: Buffer): boolean {
-  try {
-    dechunk(raw.subarray(raw.indexOf(CRLFCRLF) + 4));
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** The answer as a Response; a cut or malformed answer fails as a broken connection. */
-export function parseResponse(raw: Buffer): Response {
+function readHead(raw: Buffer): Head | undefined {
   let at = 0;
   for (;;) {
     const end = raw.indexOf(CRLFCRLF, at);
-    if (end < 0) throw failure('ECONNRESET', 'The connection closed before a complete answer.');
+    if (end < 0) return undefined;
     const lines = raw.subarray(at, end).toString('latin1').split('\r\n');
     const status = /^HTTP\/1\.[01] (\d{3})(?: (.*))?$/.exec(lines[0] ?? '');
     if (!status) throw failure('EPROTO', 'The answer is not HTTP/1.1.');
@@ -176,17 +166,51 @@ export function parseResponse(raw: Buffer): Response {
       if (colon <= 0) throw failure('EPROTO', 'A header line of the answer is malformed.');
       headers.append(line.slice(0, colon).trim(), line.slice(colon + 1).trim());
     }
-    const rest = raw.subarray(at);
-    let body: Buffer;
-    if (/\bchunked\b/i.test(headers.get('transfer-encoding') ?? '')) body = dechunk(rest);
-    else if (headers.has('content-length')) {
-      const length = Number(headers.get('content-length'));
-      if (!Number.isSafeInteger(length) || length < 0) throw failure('EPROTO', 'The answer has an invalid Content-Length.');
-      if (rest.byteLength < length) throw failure('ECONNRESET', 'The connection closed before the whole answer arrived.');
-      body = rest.subarray(0, length);
-    } else body = rest;
-    return new Response(NO_BODY.has(code) ? null : body, { status: code, statusText: status[2] ?? '', headers });
+    return { code, statusText: status[2] ?? '', headers, bodyAt: at, framing: framingOf(code, headers) };
   }
+}
+
+function framingOf(code: number, headers: Headers): Head['framing'] {
+  if (NO_BODY.has(code)) return { kind: 'none' };
+  if (/\bchunked\b/i.test(headers.get('transfer-encoding') ?? '')) return { kind: 'chunked' };
+  const declared = headers.get('content-length');
+  if (declared === null) return { kind: 'close' };
+  const length = Number(declared);
+  if (!Number.isSafeInteger(length) || length < 0) throw failure('EPROTO', 'The answer has an invalid Content-Length.');
+  return { kind: 'length', length };
+}
+
+/** Whether the bytes so far end with CRLF CRLF (the last chunk, or trailers, ends so). */
+function endsWithEmptyLine(chunks: Buffer[]): boolean {
+  const tail = Buffer.concat(chunks.slice(-2)).subarray(-4);
+  return tail.equals(CRLFCRLF);
+}
+
+/** Whether a chunked body has arrived up to its last chunk. */
+function chunkedComplete(body: Buffer): boolean {
+  try {
+    dechunk(body);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The answer as a Response; a cut or malformed answer fails as a broken connection or protocol. */
+export function parseResponse(raw: Buffer): Response {
+  const head = readHead(raw);
+  if (!head) throw failure('ECONNRESET', 'The connection closed before a complete answer.');
+  const rest = raw.subarray(head.bodyAt);
+  const { framing } = head;
+  let body: Buffer | null;
+  if (framing.kind === 'none') body = null;
+  else if (framing.kind === 'chunked') body = dechunk(rest);
+  else if (framing.kind === 'close') body = rest;
+  else {
+    if (rest.byteLength < framing.length) throw failure('ECONNRESET', 'The connection closed before the whole answer arrived.');
+    body = rest.subarray(0, framing.length);
+  }
+  return new Response(body, { status: head.code, statusText: head.statusText, headers: head.headers });
 }
 
 function dechunk(data: Buffer): Buffer {
