@@ -124,5 +124,7 @@ describe('the parseArgs the binary gives citty', () => {
   it('serves only the way citty calls it', () => {
     expect(() => parseArgs({ args: [], strict: true, allowPositionals: true })).toThrow(TypeError);
     expect(() => parseArgs({ args: [], strict: false })).toThrow(TypeError);
+    // Repeated values (`multiple`) are not served: refused, so the comparison above would fail if citty asked for them.
+    expect(() => parseArgs({ args: [], strict: false, allowPositionals: true, options: { a: { type: 'string', multiple: true } as never } })).toThrow(TypeError);
   });
 });
