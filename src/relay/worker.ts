@@ -26,6 +26,9 @@ const ROUND_GAP_MS = 10;
 /** While receipts come straight from commits, the due events (retries, released, replays) are still claimed this often. */
 const CLAIM_EVERY_MS = 1000;
 
+/** Resolves at the next event-loop turn, after the I/O ready now (requests) has been handled. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /** An endpoint and its store, as the inbound path has them in memory. */
 export type EndpointLookup = (endpointId: string) => Promise<{ row: EndpointRow; store: StoreRow } | null>;
 
@@ -124,7 +127,7 @@ export class HandoffWorker {
       if (!this.running) continue;
       if (handled >= this.core.config.handoff.batchSize) {
         // A full round: more may be due. bun:sqlite answers synchronously, so yield to HTTP requests first.
-        await new Promise<void>((resolve) => setImmediate(resolve));
+        await nextTurn();
         continue;
       }
       if (handled > 0) {
@@ -170,15 +173,19 @@ export class HandoffWorker {
     if (!due.length) return 0;
     const handled = due.length;
     await this.journal(due);
+    // bun:sqlite answers synchronously and a local send (the log destination) resolves at once, so without these
+    // turns the journal, every send and the record run as one block of milliseconds: requests read meanwhile
+    // wait, and the group commit gathering them sees a turn without receipts and commits a short batch.
+    await nextTurn();
     const results: AttemptResult[] = [];
     const noWorkflow = await this.triggersWithoutWorkflow(due);
     let i = 0;
     const lane = async () => {
       while (i < due.length) results.push(await this.handOff(due[i++]!, noWorkflow));
     };
-    const round = Promise.all(Array.from({ length: Math.min(concurrency, due.length) }, lane)).then(() =>
-      this.core.repo.recordAttempts(results),
-    );
+    const round = Promise.all(Array.from({ length: Math.min(concurrency, due.length) }, lane))
+      .then(nextTurn)
+      .then(() => this.core.repo.recordAttempts(results));
     this.inFlight.add(round);
     try {
       await round;

@@ -253,6 +253,47 @@ describe('HandoffWorker with the log destination', () => {
   });
 });
 
+describe('HandoffWorker rounds and the event loop', () => {
+  it('lets the loop turn after the journal and before the record, so requests are read between them', async () => {
+    const s = await setup({ destination: 'log' });
+    for (let i = 0; i < 3; i++) await send(s, `ext-turns-${i}`);
+    // A callback queued before the round stands for a request read from a socket: it runs at the next turn.
+    let readBeforeSend = false;
+    let readBeforeRecord = false;
+    let queuedAtSend = false;
+    const sends: boolean[] = [];
+    const worker = new HandoffWorker(s.env.core, {
+      shopify: { name: 'shopify', send: async () => ({ kind: 'delivered', httpStatus: 200 }) },
+      log: {
+        name: 'log',
+        async send() {
+          sends.push(readBeforeSend);
+          if (!queuedAtSend) setImmediate(() => (readBeforeRecord = true));
+          queuedAtSend = true;
+          return { kind: 'delivered', httpStatus: null };
+        },
+      },
+    });
+    const record = s.env.repo.recordAttempts.bind(s.env.repo);
+    let recordSaw = null as boolean | null;
+    s.env.repo.recordAttempts = async (results) => {
+      recordSaw = readBeforeRecord;
+      return record(results);
+    };
+    setImmediate(() => (readBeforeSend = true));
+    expect(await worker.runOnce()).toBe(3);
+    expect(sends).toEqual([true, true, true]);
+    expect(recordSaw).toBe(true);
+    expect(await countDelivered(s)).toBe(3);
+  });
+});
+
+async function countDelivered(s: Setup): Promise<number> {
+  const r = await call(s.env, 'GET', '/agent/v1/events?outcome=delivered&limit=100', { token: s.grant });
+  expect(r.status).toBe(200);
+  return r.json.data.events.length;
+}
+
 describe('Admin token canary', () => {
   it('never shows the Admin token in an API response or a log line', async () => {
     const s = await setup();

@@ -60,6 +60,44 @@ describe('ReceiptWriter (group commit)', () => {
     expect(calls).toEqual([10, 3]);
   });
 
+  it('a turn the loop spent elsewhere does not end the batch: the receipts it held back join the commit', async () => {
+    const env = await createTestEnv();
+    const calls = spyCommits(env);
+    const writer = new ReceiptWriter(env.repo, undefined, 2048, 5);
+    const committed: Promise<CommittedReceipt>[] = [];
+    await oneTurn(() => committed.push(writer.submit(rejectedReceipt('first'))));
+    // A turn busy for twice the bound and bringing no receipt (a worker transaction, say): requests arriving
+    // meanwhile are read only in the turn after.
+    await oneTurn(() => {
+      const until = performance.now() + 10;
+      while (performance.now() < until);
+    });
+    await oneTurn(() => committed.push(writer.submit(rejectedReceipt('held-back'))));
+    await oneTurn(() => {});
+    await Promise.all(committed);
+    expect(calls).toEqual([2]);
+  });
+
+  it('a run of busy turns still commits within its bound', async () => {
+    const env = await createTestEnv();
+    const calls = spyCommits(env);
+    const writer = new ReceiptWriter(env.repo, undefined, 2048, 2);
+    const first = writer.submit(rejectedReceipt('busy-first'));
+    let committedAt = Infinity;
+    void first.then(() => (committedAt = performance.now()));
+    const started = performance.now();
+    // Every turn busy for 3 ms: each counts as blocked, but the batch may wait at most 4 × 2 ms for them.
+    while (committedAt === Infinity && performance.now() - started < 200) {
+      await oneTurn(() => {
+        const until = performance.now() + 3;
+        while (performance.now() < until);
+      });
+    }
+    await first;
+    expect(calls).toEqual([1]);
+    expect(committedAt - started).toBeLessThan(60);
+  });
+
   // SQLite-only: the 40 ms stream must span several commits, and a PostgreSQL commit's round trips take most of it.
   it.if(sqliteOnly)('receipts arriving on every turn still commit within the gather bound, not at the end of the stream', async () => {
     const env = await createTestEnv();
