@@ -4,7 +4,8 @@ import type * as s from './sqlite/schema.ts';
 export type StoreRow = typeof s.stores.$inferSelect;
 export type GrantRow = typeof s.grants.$inferSelect;
 export type EndpointRow = typeof s.endpoints.$inferSelect;
-export type EventRow = typeof s.events.$inferSelect;
+/** An event as every dialect stores it; SQLite's link to the event's body (`bodyKey`) stays inside its repository. */
+export type EventRow = Omit<typeof s.events.$inferSelect, 'bodyKey'>;
 export type AttemptRow = typeof s.attempts.$inferSelect;
 export type AuthFailureRow = typeof s.authFailures.$inferSelect;
 export type AuditRow = typeof s.auditLog.$inferSelect;

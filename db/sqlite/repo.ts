@@ -36,8 +36,13 @@ export interface SqliteOptions {
   synchronous?: 'FULL' | 'NORMAL';
 }
 
-/** The events columns as [row key, column] pairs, in schema order: the raw insert and RETURNING rows derive from it. */
-const EVENT_COLUMNS = Object.entries(getTableColumns(s.events));
+/**
+ * The events columns of an EventRow as [row key, column] pairs, in schema order: the raw insert and RETURNING rows
+ * derive from it. Every column but the body's key (`body_key`), which only the ingest commit and the body read use.
+ */
+const EVENT_COLUMNS = Object.entries(getTableColumns(s.events)).filter(([key]) => key !== 'bodyKey');
+/** The same for drizzle's selects. */
+const EVENT_FIELDS = Object.fromEntries(EVENT_COLUMNS);
 
 /**
  * Per column, the conversion to and from the driver value, decided once from drizzle's column metadata: on
@@ -175,6 +180,10 @@ export class SqliteRepo implements Repo {
   private readonly db: BunSQLiteDatabase<typeof s>;
   private readonly insertEvents;
   private readonly insertBodies;
+  private readonly lastBodyKey;
+  private readonly bodyOfEvent;
+  private readonly bodiesHead;
+  private readonly deleteBodiesThrough;
   private readonly findFirstByExternalId;
   private readonly insertAuthFailure;
   private readonly recentAuthFailures;
@@ -223,8 +232,14 @@ export class SqliteRepo implements Repo {
   constructor(readonly sqlite: Database) {
     this.fullSync = (sqlite.query<{ synchronous: number }, []>('PRAGMA synchronous').get()?.synchronous ?? 2) >= 2;
     this.db = drizzle({ client: sqlite, schema: s });
-    this.insertEvents = batchInserts(sqlite, 'events', EVENT_COLUMNS.map(([, col]) => col.name));
-    this.insertBodies = batchInserts(sqlite, 'event_bodies', ['event_id', 'body', 'expires_at']);
+    this.insertEvents = batchInserts(sqlite, 'events', [...EVENT_COLUMNS.map(([, col]) => col.name), 'body_key']);
+    this.insertBodies = batchInserts(sqlite, 'event_bodies', ['key', 'event_id', 'expires_at', 'body']);
+    this.lastBodyKey = sqlite.prepare<{ key: number | null }, []>('SELECT max(key) AS key FROM event_bodies');
+    this.bodyOfEvent = sqlite.prepare<{ body: Uint8Array }, [string]>(
+      'SELECT b.body FROM events e JOIN event_bodies b ON b.key = e.body_key WHERE e.id = ? AND b.event_id = e.id',
+    );
+    this.bodiesHead = sqlite.prepare<{ key: number; expiresAt: number }, [number]>('SELECT key, expires_at AS expiresAt FROM event_bodies ORDER BY key LIMIT ?');
+    this.deleteBodiesThrough = sqlite.prepare('DELETE FROM event_bodies WHERE key <= ?');
     this.findFirstByExternalId = sqlite.prepare<{ id: string }, [string, string, number]>(
       `SELECT id FROM events WHERE endpoint_id = ? AND external_event_id = ? AND received_at >= ?
          AND outcome NOT IN ('duplicate_suppressed', 'rejected', 'test') ORDER BY received_at, id LIMIT 1`,
@@ -387,8 +402,10 @@ export class SqliteRepo implements Repo {
     let lastMeter: Meter | undefined;
     const out: CommittedReceipt[] = [];
     const stats = this.statsBatch();
-    const events = new RowBatch(this.insertEvents, EVENT_COLUMNS.length);
-    const bodies = new RowBatch(this.insertBodies, 3);
+    const events = new RowBatch(this.insertEvents, EVENT_COLUMNS.length + 1);
+    const bodies = new RowBatch(this.insertBodies, 4);
+    // Bodies are keyed in the order they are stored (see event_bodies): the next keys after the last one.
+    let bodyKey = this.lastBodyKey.get()?.key ?? 0;
     for (const p of batch) {
       const e = p.event;
       let duplicateOf: string | null = null;
@@ -422,8 +439,14 @@ export class SqliteRepo implements Repo {
       // Claimed in the same transaction (see IngestLease); the pending event becomes the stored row.
       const leased = leaseToWorker(row, lease, leases);
       if (leased) leases--;
-      events.add(eventValues(row));
-      if (!duplicateOf && p.body) bodies.add([e.id, p.body, p.bodyExpiresAt]);
+      const values = eventValues(row);
+      if (!duplicateOf && p.body) {
+        bodies.add([++bodyKey, e.id, p.bodyExpiresAt, p.body]);
+        values.push(bodyKey);
+      } else {
+        values.push(null);
+      }
+      events.add(values);
       stats.add(row.storeId, row.receivedAt, METRIC.received(outcome));
       out.push({ eventId: row.id, receiptId: row.receiptId, outcome, duplicateOf, leased });
     }
@@ -455,10 +478,10 @@ export class SqliteRepo implements Repo {
   }
 
   async listEvents(f: EventFilter) {
-    return this.db.select().from(s.events).where(eventFilterWhere(f, s.events)).orderBy(desc(s.events.id)).limit(f.limit).all();
+    return this.db.select(EVENT_FIELDS).from(s.events).where(eventFilterWhere(f, s.events)).orderBy(desc(s.events.id)).limit(f.limit).all() as EventRow[];
   }
   async getEvent(storeId: string, id: string) {
-    return this.db.select().from(s.events).where(and(eq(s.events.storeId, storeId), eq(s.events.id, id))).get() ?? null;
+    return (this.db.select(EVENT_FIELDS).from(s.events).where(and(eq(s.events.storeId, storeId), eq(s.events.id, id))).get() as EventRow | undefined) ?? null;
   }
   async latestEvent(storeId: string, endpointId?: string) {
     const raw = endpointId
@@ -526,7 +549,7 @@ export class SqliteRepo implements Repo {
   }
 
   async getEventBody(eventId: string) {
-    const row = this.db.select({ body: s.eventBodies.body }).from(s.eventBodies).where(eq(s.eventBodies.eventId, eventId)).get();
+    const row = this.bodyOfEvent.get(eventId);
     return row ? new Uint8Array(row.body) : null;
   }
   async releaseHeld(storeId: string, capacity: { meter: string; periodStart: number; hardLimit: number }, now: number) {
@@ -544,15 +567,26 @@ export class SqliteRepo implements Repo {
       return changes;
     })();
   }
+  /**
+   * Bodies go from the lowest key up while they are past their expiry, and the sweep stops at the first that is
+   * not: keys follow the order bodies were stored, and so their expiry (see event_bodies). It reads at most
+   * `limit` keys from the head of the table, never the whole of it.
+   */
   async sweepExpired(now: number, keysBefore: number, limit: number) {
     return this.relaxed(() => ({
-      bodies: this.sqlite
-        .query('DELETE FROM event_bodies WHERE event_id IN (SELECT event_id FROM event_bodies WHERE expires_at <= ? LIMIT ?)')
-        .run(now, limit).changes,
+      bodies: this.sweepBodies(now, limit),
       idempotencyKeys: this.sqlite
         .query('DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE created_at < ? LIMIT ?)')
         .run(keysBefore, limit).changes,
     }));
+  }
+  private sweepBodies(now: number, limit: number): number {
+    let through = 0;
+    for (const b of this.bodiesHead.all(limit)) {
+      if (b.expiresAt > now) break;
+      through = b.key;
+    }
+    return through ? this.deleteBodiesThrough.run(through).changes : 0;
   }
   async requeueEvent(eventId: string, at: number) {
     this.db.update(s.events).set({ outcome: 'queued', code: null, nextAttemptAt: at, leaseUntil: null }).where(eq(s.events.id, eventId)).run();

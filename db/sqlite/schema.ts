@@ -95,6 +95,8 @@ export const events = sqliteTable(
     nextAttemptAt: integer('next_attempt_at'),
     leaseUntil: integer('lease_until'),
     deliveredAt: integer('delivered_at'),
+    /** The key of the event's raw body in event_bodies; null when none was kept. SQLite only: not in EventRow. */
+    bodyKey: integer('body_key'),
   },
   (t) => [
     index('events_store_idx').on(t.storeId, t.id),
@@ -107,16 +109,19 @@ export const events = sqliteTable(
   ],
 );
 
-/** Raw bodies live apart from receipts: retained for replay, never returned by any read. */
-export const eventBodies = sqliteTable(
-  'event_bodies',
-  {
-    eventId: text('event_id').primaryKey(),
-    body: blob('body', { mode: 'buffer' }).notNull(),
-    expiresAt: integer('expires_at').notNull(),
-  },
-  (t) => [index('event_bodies_expires_idx').on(t.expiresAt)],
-);
+/**
+ * Raw bodies live apart from receipts: retained for replay, never returned by any read. Keyed by an integer in
+ * the order they are stored (the event row holds it, `events.body_key`), with no index: each ingest commit
+ * appends to this one B-tree only, where a text key and an expiry index made three. Retention is one box-wide
+ * duration, so bodies expire in the order they were stored, and the sweep deletes from the lowest key up. Once
+ * every body is gone the keys start again from 1: a read joins on the event id as well as the key.
+ */
+export const eventBodies = sqliteTable('event_bodies', {
+  key: integer('key').primaryKey(),
+  eventId: text('event_id').notNull(),
+  expiresAt: integer('expires_at').notNull(),
+  body: blob('body', { mode: 'buffer' }).notNull(),
+});
 
 /**
  * Handoff attempts, keyed by event and attempt number. This table, `usage_counters` and `event_stats` are

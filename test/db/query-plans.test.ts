@@ -157,6 +157,29 @@ describe.if(sqliteOnly)('read query plans', () => {
     expect(ranges).toHaveLength(3);
     expect(detail.filter((d) => /^SCAN "?event_stats"?/.test(d))).toEqual([]);
   });
+  it("an event's body: the event by its key, then the body by its integer key", async () => {
+    const sqls = constructed.filter((q) => /^\s*SELECT b\.body FROM events/.test(q));
+    expect(sqls).toHaveLength(1);
+    expect(new TextDecoder().decode((await repo.getEventBody(eventId))!)).toBe(orderEvent('ext-1'));
+    const detail = plan(repo.sqlite, sqls[0]!);
+    expect(detail).toEqual([
+      expect.stringMatching(/^SEARCH e USING INDEX sqlite_autoindex_events_1 \(id=\?\)$/),
+      expect.stringMatching(/^SEARCH b USING INTEGER PRIMARY KEY \(rowid=\?\)$/),
+    ]);
+  });
+  it('the retention sweep reads the head of event_bodies in key order, a bounded number of rows, with no sort', async () => {
+    const sqls = constructed.filter((q) => /\bevent_bodies\b/.test(q) && !/^\s*(INSERT|SELECT max|SELECT b\.body)/.test(q));
+    expect(sqls).toHaveLength(2);
+    for (const sql of sqls) {
+      const detail = plan(repo.sqlite, sql);
+      if (/^SELECT/.test(sql)) {
+        expect(sql).toMatch(/ORDER BY key LIMIT \?$/);
+        expect(detail).toEqual(['SCAN event_bodies']); // in rowid order: LIMIT ends it
+      } else {
+        expect(detail).toEqual(['SEARCH event_bodies USING INTEGER PRIMARY KEY (rowid<?)']);
+      }
+    }
+  });
   it('the dedupe lookup', () => {
     const dedupe = constructed.filter((q) => /external_event_id = \?/.test(q) && /^\s*SELECT/.test(q));
     expect(dedupe).toHaveLength(1);

@@ -6,6 +6,7 @@ import m3 from './0003_event_stats.sql' with { type: 'text' };
 import m4 from './0004_event_stats_widths.sql' with { type: 'text' };
 import m5 from './0005_attempts_clustered.sql' with { type: 'text' };
 import m6 from './0006_hardening_columns.sql' with { type: 'text' };
+import m7 from './0007_body_keys.sql' with { type: 'text' };
 
 import type { Migration } from '../../migrate.ts';
 
@@ -17,4 +18,5 @@ export const migrations: Migration[] = [
   { tag: '0004_event_stats_widths', when: 1795220649707, sql: m4 },
   { tag: '0005_attempts_clustered', when: 1795228102415, sql: m5 },
   { tag: '0006_hardening_columns', when: 1795450310308, sql: m6 },
+  { tag: '0007_body_keys', when: 1795475995138, sql: m7 },
 ];
