@@ -101,24 +101,31 @@ function batchInserts(sqlite: Database, table: string, columns: string[]): [many
  * (storage microbenchmark, ingest commit of 64: 16.2 against 12.8 µs per receipt, same bytes written).
  */
 class RowBatch {
-  private values: SQLQueryBindings[] = [];
+  /** One statement's values, filled in place; bun:sqlite binds an array's items as the positional parameters. */
+  private readonly values: SQLQueryBindings[];
+  private filled = 0;
   constructor(
     private readonly statements: [many: Statement, one: Statement],
     private readonly width: number,
-  ) {}
+  ) {
+    this.values = new Array(width * ROWS_PER_INSERT);
+  }
 
   add(row: SQLQueryBindings[]): void {
-    for (const v of row) this.values.push(v);
-    if (this.values.length === this.width * ROWS_PER_INSERT) {
-      this.statements[0].run(...this.values);
-      this.values.length = 0;
+    const values = this.values;
+    let n = this.filled;
+    for (let i = 0; i < row.length; i++) values[n++] = row[i]!;
+    if (n === values.length) {
+      this.statements[0].run(values);
+      n = 0;
     }
+    this.filled = n;
   }
 
   /** Inserts what is left, one row per statement. */
   flush(): void {
-    for (let i = 0; i < this.values.length; i += this.width) this.statements[1].run(...this.values.slice(i, i + this.width));
-    this.values.length = 0;
+    for (let i = 0; i < this.filled; i += this.width) this.statements[1].run(this.values.slice(i, i + this.width));
+    this.filled = 0;
   }
 }
 
