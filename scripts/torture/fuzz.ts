@@ -64,11 +64,24 @@ async function world(box: Box): Promise<FuzzWorld> {
     const body = JSON.stringify({ event_type: 'torture.seed', external_event_id: 'seed-1', order: { id: 1 } });
     const res = await fetch(`${box.base}/hooks/${endpointId}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-hookrelay-signature': sign(secret, body) }, body });
     const eventId: string = ((await res.json()) as any).eventId;
+    // A replay is offered once the event has settled: a preview the moment after its 202 may find it still in flight.
+    await settled(box.base, tokens[0]!, eventId);
     const preview = await api(box.base, tokens[0]!, 'POST', `/agent/v1/events/${eventId}/replay-intents`, { mode: 'preview', input: { reason: 'torture' } });
     const intent = preview.data.intent;
     stores.push({ tokens, endpointId, secret, eventId, intent: { id: intent.id, confirmationToken: intent.confirmation?.token ?? 'x' } });
   }
   return { stores, observerToken };
+}
+
+/** Waits until the worker has handed the event off (at most 10 s). */
+async function settled(base: string, token: string, eventId: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const { data } = await api(base, token, 'GET', `/agent/v1/events/${eventId}`);
+    if (data.event.outcome === 'delivered') return;
+    if (Date.now() > deadline) throw new Error(`seed event ${eventId} still ${data.event.outcome} after 10 s`);
+    await Bun.sleep(20);
+  }
 }
 
 async function send(box: Box, c: FuzzCase, signal: AbortSignal): Promise<Answer | null> {
