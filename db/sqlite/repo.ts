@@ -715,26 +715,27 @@ export class SqliteRepo implements Repo {
 
   /**
    * Adds up event_stats increments in memory; flush() writes one upsert per (store, width, bucket, metric).
-   * Events of a batch mostly share store, metric and 5-minute bucket, so add() checks the last entry first:
+   * Events of a batch mostly share store and 5-minute bucket, so add() checks the metric's last entry first:
    * building a map key per event cost more than the rest of the bookkeeping.
    */
   private statsBatch() {
-    type Entry = { storeId: string; metric: string; at: number; n: number };
+    type Entry = { storeId: string; metric: string; at: number; bucket: number; n: number };
     const entries = new Map<string, Entry>();
-    let last: Entry | null = null;
-    let lastBucket = -1;
+    // Per metric: a round's attempts add several metrics each, so one last entry for all would miss on every call.
+    const lastOf = new Map<string, Entry>();
     return {
       add: (storeId: string, at: number, metric: string) => {
         const bucket = statsBucket(at);
-        if (last && bucket === lastBucket && last.storeId === storeId && last.metric === metric) {
+        const last = lastOf.get(metric);
+        if (last && last.bucket === bucket && last.storeId === storeId) {
           last.n++;
           return;
         }
         const key = `${storeId}\u0000${metric}\u0000${bucket}`;
-        last = entries.get(key) ?? null;
-        if (last) last.n++;
-        else entries.set(key, (last = { storeId, metric, at, n: 1 }));
-        lastBucket = bucket;
+        let entry = entries.get(key);
+        if (entry) entry.n++;
+        else entries.set(key, (entry = { storeId, metric, at, bucket, n: 1 }));
+        lastOf.set(metric, entry);
       },
       flush: () => {
         const rows = new Map<string, { storeId: string; width: number; bucket: number; metric: string; n: number }>();

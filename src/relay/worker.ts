@@ -213,8 +213,9 @@ export class HandoffWorker {
     const endsBy = startedAt + this.core.config.handoff.timeoutMs;
     const sendable = due.filter(({ event }) => event.leaseUntil == null || event.leaseUntil >= endsBy);
     const starts = sendable.map(({ event, store }) => ({ eventId: event.id, number: event.attempts + 1, destination: this.destinationOf(store).name, startedAt }));
-    const journaled = new Set((await this.core.repo.journalAttempts(starts)).map((a) => a.eventId));
-    if (journaled.size === due.length) return;
+    const written = await this.core.repo.journalAttempts(starts);
+    if (written.length === due.length) return;
+    const journaled = new Set(written.map((a) => a.eventId));
     const kept = due.filter((d) => journaled.has(d.event.id));
     due.length = 0;
     due.push(...kept);
@@ -232,9 +233,12 @@ export class HandoffWorker {
     const out: DueEvent[] = [];
     if (!this.direct.length || !this.lookup) return out;
     const now = this.core.clock.now();
+    // A round's receipts mostly share a few endpoints: one lookup each.
+    const endpoints = new Map<string, Awaited<ReturnType<EndpointLookup>>>();
     for (const event of this.direct.splice(0, limit)) {
       if (event.leaseUntil == null || event.leaseUntil <= now) continue;
-      const live = await this.lookup(event.endpointId);
+      let live = endpoints.get(event.endpointId);
+      if (live === undefined) endpoints.set(event.endpointId, (live = await this.lookup(event.endpointId)));
       // An endpoint gone meanwhile: the lease runs out and the claim path decides, as for any claimed event.
       if (live) out.push({ event, endpoint: live.row, store: live.store });
     }
