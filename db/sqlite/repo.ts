@@ -40,7 +40,7 @@ export interface SqliteOptions {
  * The events columns of an EventRow as [row key, column] pairs, in schema order: the raw insert and RETURNING rows
  * derive from it. Every column but the body's key (`body_key`), which only the ingest commit and the body read use.
  */
-const EVENT_COLUMNS = Object.entries(getTableColumns(s.events)).filter(([key]) => key !== 'bodyKey');
+const EVENT_COLUMNS = Object.entries(getTableColumns(s.events)).filter(([, col]) => col !== s.events.bodyKey);
 /** The same for drizzle's selects. */
 const EVENT_FIELDS = Object.fromEntries(EVENT_COLUMNS);
 
@@ -239,7 +239,7 @@ export class SqliteRepo implements Repo {
   constructor(readonly sqlite: Database) {
     this.fullSync = (sqlite.query<{ synchronous: number }, []>('PRAGMA synchronous').get()?.synchronous ?? 2) >= 2;
     this.db = drizzle({ client: sqlite, schema: s });
-    this.insertEvents = batchInserts(sqlite, 'events', [...EVENT_COLUMNS.map(([, col]) => col.name), 'body_key']);
+    this.insertEvents = batchInserts(sqlite, 'events', [...EVENT_COLUMNS.map(([, col]) => col.name), s.events.bodyKey.name]);
     this.insertBodies = batchInserts(sqlite, 'event_bodies', ['key', 'event_id', 'expires_at', 'body']);
     this.lastBodyKey = sqlite.prepare<{ key: number | null }, []>('SELECT max(key) AS key FROM event_bodies');
     this.bodyOfEvent = sqlite.prepare<{ body: Uint8Array }, [string]>(
