@@ -100,7 +100,10 @@ export async function run(rawArgs: string[]): Promise<number> {
 }
 
 if (import.meta.main) {
-  const code = await run(process.argv.slice(2));
+  const args = process.argv.slice(2);
+  // serve runs with its JavaScriptCore options (src/server/runtime-env.ts); JSC reads them only at start.
+  if (args[0] === 'serve' && !wantsHelp(args)) (await import('../src/server/runtime-env.ts')).reexecWithJscEnv();
+  const code = await run(args);
   await drained();
   process.exit(code);
 }

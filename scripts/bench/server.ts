@@ -16,6 +16,7 @@ import { stderrLog } from '../../src/lib/log.ts';
 import { issueGrant } from '../../src/ops/grants.ts';
 import { initStore } from '../../src/ops/stores.ts';
 import { DEFAULT_RATE_LIMITS } from '../../src/contract/limits.ts';
+import { reexecWithJscEnv } from '../../src/server/runtime-env.ts';
 import { startServer } from '../../src/server/serve.ts';
 import { seedEvents } from './seed.ts';
 
@@ -38,6 +39,8 @@ const { positionals, values: a } = parseArgs({
   },
 });
 const mode = positionals[0];
+// The relay runs as `hookrelay serve` does, with serve's JavaScriptCore options; the bare ceiling keeps Bun's own.
+if (mode === 'relay' || mode === 'drain') reexecWithJscEnv();
 const ready = (o: Record<string, unknown>) => process.stdout.write(`${JSON.stringify({ ready: true, pid: process.pid, ...o })}\n`);
 const untilSignal = () => new Promise<void>((r) => ['SIGTERM', 'SIGINT'].forEach((s) => process.once(s, () => r())));
 
