@@ -24,17 +24,17 @@ afterAll(async () => {
 const environ = (pid: number) => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
 
 describe('serve and its JavaScriptCore options', () => {
-  it('names FTL off, and only what the environment does not name', () => {
-    expect(SERVE_JSC_ENV).toEqual({ BUN_JSC_useFTLJIT: '0' });
-    expect(missingJscEnv({})).toEqual({ BUN_JSC_useFTLJIT: '0' });
-    expect(missingJscEnv({ BUN_JSC_useFTLJIT: '1' })).toEqual({});
-    expect(missingJscEnv({ BUN_JSC_useFTLJIT: '' })).toEqual({});
+  it('names FTL off and a smaller heap, and only what the environment does not name', () => {
+    expect(SERVE_JSC_ENV).toEqual({ BUN_JSC_useFTLJIT: '0', BUN_JSC_heapGrowthMaxIncrease: '1.0', BUN_JSC_largeHeapSize: '1048576' });
+    expect(missingJscEnv({})).toEqual(SERVE_JSC_ENV);
+    expect(missingJscEnv({ BUN_JSC_useFTLJIT: '1' })).toEqual({ BUN_JSC_heapGrowthMaxIncrease: '1.0', BUN_JSC_largeHeapSize: '1048576' });
+    expect(missingJscEnv({ BUN_JSC_useFTLJIT: '', BUN_JSC_heapGrowthMaxIncrease: '2', BUN_JSC_largeHeapSize: '33554432' })).toEqual({});
   });
 
   it('serve re-executes itself with them: the same pid, its arguments kept, serving', async () => {
     const s = await spawnServe(join(root, 'a'), closedPort());
     running.push(s);
-    expect(environ(s.proc.pid)).toContain('BUN_JSC_useFTLJIT=0');
+    expect(environ(s.proc.pid)).toEqual(expect.arrayContaining(Object.entries(SERVE_JSC_ENV).map(([k, v]) => `${k}=${v}`)));
     // The arguments survived the re-execution: the data dir it logs is the one it was given.
     expect(s.stderr()).toContain(`data directory ${join(root, 'a')}`);
     expect((await fetch(`${s.url}/status`)).status).toBe(200);
@@ -46,6 +46,8 @@ describe('serve and its JavaScriptCore options', () => {
     const env = environ(s.proc.pid);
     expect(env).toContain('BUN_JSC_useFTLJIT=1');
     expect(env).not.toContain('BUN_JSC_useFTLJIT=0');
+    // What the operator did not set is still added.
+    expect(env).toContain('BUN_JSC_heapGrowthMaxIncrease=1.0');
   });
 
 });

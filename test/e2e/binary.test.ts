@@ -46,7 +46,7 @@ describe('dist/hookrelay', () => {
     const base = `http://127.0.0.1:${port}`;
     await until(() => fetch(`${base}/status`).then((r) => r.ok, () => false));
     // serve re-executed itself with its JavaScriptCore options, keeping the pid (src/server/runtime-env.ts).
-    expect(readFileSync(`/proc/${exe.server.pid}/environ`, 'utf8').split('\0')).toContain('BUN_JSC_useFTLJIT=0');
+    expect(readFileSync(`/proc/${exe.server.pid}/environ`, 'utf8').split('\0')).toEqual(expect.arrayContaining(['BUN_JSC_useFTLJIT=0', 'BUN_JSC_heapGrowthMaxIncrease=1.0', 'BUN_JSC_largeHeapSize=1048576']));
 
     const created = await fetch(`${base}/agent/v1/endpoints`, {
       method: 'POST',
