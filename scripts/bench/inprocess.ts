@@ -17,8 +17,12 @@ import { openCore } from '../../src/boot.ts';
 import type { Log } from '../../src/lib/log.ts';
 import { issueGrant } from '../../src/ops/grants.ts';
 import { initStore } from '../../src/ops/stores.ts';
+import { reexecWithJscEnv } from '../../src/server/runtime-env.ts';
 import { startServer } from '../../src/server/serve.ts';
 import { HOOK_BODY, hookHeaders } from './_lib.ts';
+
+// The receipt path runs as in `hookrelay serve`, with serve's JavaScriptCore options.
+reexecWithJscEnv();
 
 const { values: a } = parseArgs({
   options: { n: { type: 'string', default: '40000' }, connections: { type: 'string', default: '64' }, 'relay-thread': { type: 'string', default: '0' } },

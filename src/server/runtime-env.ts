@@ -38,8 +38,8 @@ export function missingJscEnv(env: Record<string, string | undefined>): Record<s
 
 /**
  * Replaces this process with itself, SERVE_JSC_ENV added, unless nothing is missing. Call it first thing in a
- * process's entry (never in a test runner: it replaces the process). The compiled binary carries its runtime
- * flags (`--smol`) itself; from source they are in execArgv and go before the script.
+ * process's entry (never in a test runner: it replaces the process). The compiled binary is started again with
+ * its own arguments (it adds its execArgv itself); from source, Bun's flags are in execArgv and go before the script.
  */
 export function reexecWithJscEnv(): void {
   const missing = missingJscEnv(process.env);

@@ -49,5 +49,4 @@ describe('serve and its JavaScriptCore options', () => {
     // What the operator did not set is still added.
     expect(env).toContain('BUN_JSC_heapGrowthMaxIncrease=1.0');
   });
-
 });

@@ -6,6 +6,7 @@ import { describe, expect, it, setDefaultTimeout } from 'bun:test';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { closedPort } from '../cli/harness.ts';
+import { SERVE_JSC_ENV } from '../../src/server/runtime-env.ts';
 import { binaryForTests } from '../fixtures/binary.ts';
 import { until } from '../fixtures/handoff.ts';
 
@@ -46,7 +47,7 @@ describe('dist/hookrelay', () => {
     const base = `http://127.0.0.1:${port}`;
     await until(() => fetch(`${base}/status`).then((r) => r.ok, () => false));
     // serve re-executed itself with its JavaScriptCore options, keeping the pid (src/server/runtime-env.ts).
-    expect(readFileSync(`/proc/${exe.server.pid}/environ`, 'utf8').split('\0')).toEqual(expect.arrayContaining(['BUN_JSC_useFTLJIT=0', 'BUN_JSC_heapGrowthMaxIncrease=1.0', 'BUN_JSC_largeHeapSize=1048576']));
+    expect(readFileSync(`/proc/${exe.server.pid}/environ`, 'utf8').split('\0')).toEqual(expect.arrayContaining(Object.entries(SERVE_JSC_ENV).map(([k, v]) => `${k}=${v}`)));
 
     const created = await fetch(`${base}/agent/v1/endpoints`, {
       method: 'POST',
