@@ -6,14 +6,13 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Subprocess } from 'bun';
 import { SANDBOX_PROCESS } from '../contract/limits.ts';
+import { COMPILED } from '../lib/compiled.ts';
 import type { FromChild, ToChild } from './sandbox-child.ts';
 
-/** Set by scripts/build.ts: the compiled binary runs the subcommand itself; from source, bun runs the entry. */
-declare const HOOKRELAY_COMPILED: boolean | undefined;
-const COMMAND =
-  typeof HOOKRELAY_COMPILED !== 'undefined' && HOOKRELAY_COMPILED
-    ? [process.execPath, '__sandbox']
-    : [process.execPath, fileURLToPath(new URL('../../commands/index.ts', import.meta.url)), '__sandbox'];
+/** The compiled binary runs the subcommand itself; from source, bun runs the entry. */
+const COMMAND = COMPILED
+  ? [process.execPath, '__sandbox']
+  : [process.execPath, fileURLToPath(new URL('../../commands/index.ts', import.meta.url)), '__sandbox'];
 /** Warm processes kept ready per memory size, so a run does not wait for a process to start. */
 const POOL_SIZE = 2;
 /** Starting a process and instantiating QuickJS; past this the sandbox counts as unable to load. */

@@ -5,16 +5,14 @@
 import type { PendingAuthFailure } from '../../db/repo.ts';
 import type { CommittedReceipt, PendingReceipt } from '../../db/types.ts';
 import type { Core } from '../core.ts';
+import { COMPILED } from '../lib/compiled.ts';
 import { metrics } from '../lib/instruments.ts';
 import { fromThreadError, packReceipt, unpackCommitted, type FromThread, type ThreadConfig, type ToThread } from './relay-protocol.ts';
 import type { IngestTarget } from './writer.ts';
 
-declare const HOOKRELAY_COMPILED: boolean | undefined;
-
 /** The thread's entry: beside this file from source; an entry point of its own in the compiled binary (scripts/build.ts). */
 function threadEntry(): string | URL {
-  const compiled = typeof HOOKRELAY_COMPILED !== 'undefined' && HOOKRELAY_COMPILED;
-  return compiled ? './src/relay/relay-thread.ts' : new URL('./relay-thread.ts', import.meta.url);
+  return COMPILED ? './src/relay/relay-thread.ts' : new URL('./relay-thread.ts', import.meta.url);
 }
 
 /** The thread is gone (crashed or stopped): commits answer as storage that cannot be reached, a 503. */

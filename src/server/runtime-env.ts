@@ -23,7 +23,7 @@
  * 111.6–113.7 MiB, the same CPU per receipt within noise.
  */
 
-declare const HOOKRELAY_COMPILED: boolean | undefined;
+import { COMPILED } from '../lib/compiled.ts';
 
 export const SERVE_JSC_ENV: Readonly<Record<string, string>> = {
   BUN_JSC_useFTLJIT: '0',
@@ -44,8 +44,7 @@ export function missingJscEnv(env: Record<string, string | undefined>): Record<s
 export function reexecWithJscEnv(): void {
   const missing = missingJscEnv(process.env);
   if (Object.keys(missing).length === 0 || typeof process.execve !== 'function') return;
-  const compiled = typeof HOOKRELAY_COMPILED !== 'undefined' && HOOKRELAY_COMPILED;
-  const args = compiled ? process.argv.slice(2) : [...process.execArgv, ...process.argv.slice(1)];
+  const args = COMPILED ? process.argv.slice(2) : [...process.execArgv, ...process.argv.slice(1)];
   try {
     process.execve(process.execPath, [process.execPath, ...args], { ...process.env, ...missing });
   } catch {
