@@ -1,6 +1,10 @@
 /** Arg fragments shared by commands, and the one parser of `--since`/`--until`. */
 import { AppError } from '../src/contract/errors.ts';
 import { parseDuration } from '../src/lib/clock.ts';
+import { DEFAULT_PLAN, PLANS } from '../src/contract/plans.ts';
+
+/** The plans, for --plan's help: unlimited (nothing capped or held) is a self-hosted box's default. */
+export const PLAN_NAMES = `${Object.keys(PLANS).join(' | ')} (init's default: ${DEFAULT_PLAN}, nothing capped or held)`;
 
 export const dataDirArg = {
   'data-dir': { type: 'string', description: 'Data directory (env HOOKRELAY_DATA_DIR; default $XDG_DATA_HOME/hookrelay or ~/.local/share/hookrelay)' },
@@ -13,6 +17,14 @@ export const storageArgs = {
     type: 'string',
     description: 'PostgreSQL URL postgres://… (env HOOKRELAY_DATABASE_URL, preferred: a flag shows in ps; default SQLite in the data directory). Never printed',
   },
+} as const;
+
+/** How a store's Admin API token is had (init, store set): the mode and the NAMES of the variables it reads. */
+export const credentialArgs = {
+  auth: { type: 'string', description: 'client-credentials (an app of your organization: tokens requested and renewed) | static (a token in a variable)' },
+  'client-id': { type: 'string', description: "The app's client id (Dev Dashboard → the app → Settings), for --auth client-credentials" },
+  'client-secret-env': { type: 'string', description: "NAME of the env variable holding the app's client secret (never the secret), for --auth client-credentials" },
+  'admin-token-env': { type: 'string', description: 'NAME of the env variable holding a static Admin API token (never the token), for --auth static' },
 } as const;
 
 /** The expected-context flags, sent as the X-Service-Expected-* headers (also saved by `profile add`). */

@@ -3,22 +3,25 @@ import { describeStorage, locateDataDir, locateDatabaseUrl, openCore } from '../
 import { stderrLog } from '../src/lib/log.ts';
 import { pgTarget } from '../src/lib/pg-target.ts';
 import { describeDestination, initStore } from '../src/ops/stores.ts';
-import { storageArgs } from './_args.ts';
+import { credentialArgs, PLAN_NAMES, storageArgs } from './_args.ts';
 import { printJson } from './_output.ts';
 
 export default defineCommand({
   meta: {
     name: 'init',
     description: 'Create the store this box relays for (idempotent; local admin only). Change an existing store with hookrelay store set',
-    examples: ['hookrelay init --shop your-store.myshopify.com'],
+    examples: [
+      'hookrelay init --shop your-store.myshopify.com',
+      'hookrelay init --shop your-store.myshopify.com --destination shopify --auth client-credentials --client-id ID --client-secret-env SHOPIFY_CLIENT_SECRET',
+    ],
   },
   args: {
     shop: { type: 'string', required: true, description: 'Shop domain, e.g. your-store.myshopify.com' },
     'platform-account-id': { type: 'string', description: 'Platform account id' },
     'installation-id': { type: 'string', description: 'App installation id' },
-    plan: { type: 'string', description: 'free | starter | growth | scale (default free)' },
+    plan: { type: 'string', description: PLAN_NAMES },
     destination: { type: 'string', description: 'log (default) | shopify' },
-    'admin-token-env': { type: 'string', description: 'NAME of the env variable holding the Admin API token (never the token)' },
+    ...credentialArgs,
     ...storageArgs,
   },
   async run({ args }) {
@@ -34,6 +37,9 @@ export default defineCommand({
         plan: args.plan,
         destination: args.destination as 'log' | 'shopify' | undefined,
         adminTokenEnv: args['admin-token-env'],
+        auth: args.auth,
+        clientId: args['client-id'],
+        clientSecretEnv: args['client-secret-env'],
       });
       const row = await core.repo.getStoreByShop(result.store.shopDomain);
       if (row) log.info(describeDestination(row, core.config.env));

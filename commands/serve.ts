@@ -3,7 +3,8 @@ import { describeStorage, locateDataDir, openCore } from '../src/boot.ts';
 import { AppError } from '../src/contract/errors.ts';
 import { mcpConfigFromEnv } from '../src/core.ts';
 import { stderrLog } from '../src/lib/log.ts';
-import { describeDestination, storedPublicUrl } from '../src/ops/stores.ts';
+import { credentialVariableMissing, describeDestination, storedPublicUrl } from '../src/ops/stores.ts';
+import { apiVersionStatus } from '../src/platform/shopify/version.ts';
 import { APP_SECRET_ENV, appSecret } from '../src/relay/lifecycle.ts';
 import { startServer } from '../src/server/serve.ts';
 import { storageArgs } from './_args.ts';
@@ -43,9 +44,12 @@ export default defineCommand({
     const fromSetting = explicitUrl ? null : await storedPublicUrl(core);
     if (fromSetting) core.config.publicUrl = fromSetting;
     const stores = await core.repo.listStores();
-    for (const s of stores) {
-      const tokenMissing = s.destination === 'shopify' && !(s.adminTokenEnv && core.config.env(s.adminTokenEnv));
-      (tokenMissing ? log.warn : log.info)(describeDestination(s, core.config.env));
+    for (const s of stores) (credentialVariableMissing(s, core.config.env) ? log.warn : log.info)(describeDestination(s, core.config.env));
+    if (stores.some((s) => s.destination === 'shopify')) {
+      const v = apiVersionStatus(Date.now());
+      if (v.status !== 'supported') {
+        log.warn(`Shopify Admin API ${v.version} ${v.status === 'unsupported' ? 'is past' : 'nears'} its end of support (${v.supportedUntil}): upgrade hookrelay.`);
+      }
     }
     if (stores.some((s) => s.destination === 'shopify') && !appSecret(core.config.env)) {
       log.warn(

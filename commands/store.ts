@@ -2,13 +2,13 @@
 import { defineCommand } from 'citty';
 import { openCore } from '../src/boot.ts';
 import { setStoreSettings, showStores } from '../src/ops/stores.ts';
-import { storageArgs } from './_args.ts';
+import { credentialArgs, PLAN_NAMES, storageArgs } from './_args.ts';
 import { printJson } from './_output.ts';
 
 const show = defineCommand({
   meta: {
     name: 'show',
-    description: "Show the stores' settings (destination, admin token variable NAME, plan) and the public URL",
+    description: "Show the stores' settings (destination, credentials: mode, variable NAMES, token expiry; plan), each store's handoff (active or paused) and the public URL",
     examples: ['hookrelay store show --shop your-store.myshopify.com'],
   },
   args: { shop: { type: 'string', description: 'Only this store' }, ...storageArgs },
@@ -25,14 +25,17 @@ const show = defineCommand({
 const set = defineCommand({
   meta: {
     name: 'set',
-    description: "Change a store's settings (what init will not change); restart serve to apply",
-    examples: ['hookrelay store set --shop your-store.myshopify.com --destination shopify --admin-token-env SHOPIFY_ADMIN_TOKEN'],
+    description: "Change a store's settings (what init will not change); a running serve applies them within seconds",
+    examples: [
+      'hookrelay store set --shop your-store.myshopify.com --destination shopify --auth client-credentials --client-id ID --client-secret-env SHOPIFY_CLIENT_SECRET',
+      'hookrelay store set --shop your-store.myshopify.com --destination shopify --admin-token-env SHOPIFY_ADMIN_TOKEN',
+    ],
   },
   args: {
     shop: { type: 'string', description: 'Shop domain (required unless only --public-url is given)' },
-    destination: { type: 'string', description: 'log | shopify (shopify needs --admin-token-env, given now or before)' },
-    'admin-token-env': { type: 'string', description: 'NAME of the env variable holding the Admin API token (never the token)' },
-    plan: { type: 'string', description: 'free | starter | growth | scale' },
+    destination: { type: 'string', description: 'log | shopify (shopify needs credentials, given now or before)' },
+    ...credentialArgs,
+    plan: { type: 'string', description: PLAN_NAMES },
     'public-url': { type: 'string', description: 'Box-wide base of endpoint URLs, e.g. https://relay.example.com (env HOOKRELAY_PUBLIC_URL wins)' },
     ...storageArgs,
   },
@@ -43,6 +46,9 @@ const set = defineCommand({
         await setStoreSettings(core, args.shop, {
           destination: args.destination,
           adminTokenEnv: args['admin-token-env'],
+          auth: args.auth,
+          clientId: args['client-id'],
+          clientSecretEnv: args['client-secret-env'],
           plan: args.plan,
           publicUrl: args['public-url'],
         }),

@@ -23,6 +23,7 @@ import type {
   PendingReceipt,
   StoreRow,
 } from './types.ts';
+import type { PlatformLinkStore } from './platform-links.ts';
 
 /** The inbound path's one write: receipts and failed authentications, group-committed. */
 export interface IngestStore {
@@ -200,6 +201,8 @@ export interface Signals {
 /** Every area of one storage handle: what a dialect implements and what the factory returns. */
 export interface Repo extends IngestStore, HandoffQueue, EventReads, IntentStore, IdempotencyStore, LimitStore, AdminStore, Signals {
   readonly dialect: 'sqlite' | 'postgres';
+  /** Each store's link to its platform: tokens, renewal, answered API version, handoff pause (db/platform-links.ts). */
+  readonly links: PlatformLinkStore;
   close(): Promise<void>;
 }
 

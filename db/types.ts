@@ -125,6 +125,11 @@ export type AttemptStart = Pick<AttemptRow, 'eventId' | 'number' | 'destination'
 export interface AttemptResult {
   /** attempt.eventId is the event updated. */
   attempt: AttemptRow;
+  /**
+   * Nothing was sent (the store's handoff is paused): the journaled attempt is removed instead of closed, and the
+   * event waits, `queued`, until `event.nextAttemptAt`, its attempt count unchanged.
+   */
+  unsent?: boolean;
   storeId: string;
   /** event_stats metrics this attempt adds one to, in the bucket of attempt.finishedAt. */
   metrics: string[];

@@ -20,6 +20,9 @@ export interface HandoffConfig {
   concurrency: number;
   /** Events leased per round; a round's attempts are recorded in one transaction. */
   batchSize: number;
+  /** A paused store's first probe waits this long, doubling (with jitter) after each that fails, up to the max. */
+  probeBaseDelayMs: number;
+  probeMaxDelayMs: number;
 }
 
 /** Per `execute` of MCP code mode; each limit ends the run with its own stable error code. */
@@ -89,7 +92,7 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     dedupeWindowMs: 24 * 3600_000,
     bodyRetentionMs: 30 * 86400_000,
     shopifyAdminUrl: null,
-    handoff: { timeoutMs: 10_000, baseDelayMs: 1_000, maxDelayMs: 300_000, maxAttempts: 8, concurrency: 8, batchSize: 256 },
+    handoff: { timeoutMs: 10_000, baseDelayMs: 1_000, maxDelayMs: 300_000, maxAttempts: 8, concurrency: 8, batchSize: 256, probeBaseDelayMs: 5_000, probeMaxDelayMs: 300_000 },
     env: (name) => process.env[name],
     rateLimits: DEFAULT_RATE_LIMITS,
     idleTimeoutSeconds: 120,

@@ -5,7 +5,7 @@ import type { EventRow } from '../db/types.ts';
 import { PgRepo } from '../db/pg/repo.ts';
 import { TEST_DATABASE_URL, testSchema } from './fixtures/storage.ts';
 import type { Tier } from '../src/contract/scopes.ts';
-import { createCore, defaultConfig, type Config, type Core } from '../src/core.ts';
+import { createCore, defaultConfig, type Config, type Core, type HandoffConfig } from '../src/core.ts';
 import { ManualClock } from '../src/lib/clock.ts';
 import { hmacHex, newSecretKey, SecretBox } from '../src/lib/crypto.ts';
 import { memoryLog } from '../src/lib/log.ts';
@@ -52,7 +52,7 @@ async function testRepo(): Promise<Repo> {
 }
 
 /** A fresh deployment in memory. `config` overrides defaults (handoff delays, env, admin URL…). */
-export async function createTestEnv(config: Partial<Config> = {}): Promise<TestEnv> {
+export async function createTestEnv(config: Partial<Omit<Config, 'handoff'>> & { handoff?: Partial<HandoffConfig> } = {}): Promise<TestEnv> {
   const repo = await testRepo();
   const clock = new ManualClock();
   const log = memoryLog();
@@ -65,7 +65,7 @@ export async function createTestEnv(config: Partial<Config> = {}): Promise<TestE
       publicUrl: BASE,
       env: () => undefined,
       ...config,
-      handoff: { timeoutMs: 2000, baseDelayMs: 1000, maxDelayMs: 60_000, maxAttempts: 4, concurrency: 4, batchSize: 16, ...config.handoff },
+      handoff: { timeoutMs: 2000, baseDelayMs: 1000, maxDelayMs: 60_000, maxAttempts: 4, concurrency: 4, batchSize: 16, probeBaseDelayMs: 5_000, probeMaxDelayMs: 60_000, ...config.handoff },
     }),
   });
   return { core, app: createApp(core), clock, log, repo };

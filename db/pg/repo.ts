@@ -13,6 +13,7 @@ import { and, asc, desc, eq, getTableColumns, gte, sql, type SQL } from 'drizzle
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import { runMigrations, type Migration } from '../migrate.ts';
+import { PlatformLinks, type SqlRunner } from '../platform-links.ts';
 import { migrations as pgMigrations } from '../migrations/pg/index.ts';
 import { eventFilterWhere } from '../filters.ts';
 import { leaseToWorker, receiptRow } from '../receipt-rules.ts';
@@ -122,6 +123,18 @@ export async function migratePg(pool: pg.Pool, list: Migration[] = pgMigrations,
 
 type Tx = pg.PoolClient;
 
+/** platform_links' runner: its `?` placeholders numbered for PostgreSQL (the area's SQL has no `?` in a literal). */
+function pgRunner(pool: pg.Pool): SqlRunner {
+  const numbered = (q: string) => {
+    let i = 0;
+    return q.replace(/\?/g, () => `$${++i}`);
+  };
+  return {
+    all: async <T>(q: string, params: unknown[]) => (await pool.query(numbered(q), params)).rows as T[],
+    run: async (q, params) => (await pool.query(numbered(q), params)).rowCount ?? 0,
+  };
+}
+
 export class PgRepo implements Repo {
   readonly dialect = 'postgres' as const;
   private readonly db: NodePgDatabase<typeof s>;
@@ -144,7 +157,10 @@ export class PgRepo implements Repo {
     private readonly schema?: string,
   ) {
     this.db = drizzle({ client: pool, schema: s });
+    this.links = new PlatformLinks(pgRunner(pool));
   }
+
+  readonly links: PlatformLinks;
 
   static async open(opts: PgOptions): Promise<PgRepo> {
     const pool = openPgPool(opts);
@@ -207,8 +223,11 @@ export class PgRepo implements Repo {
     return (await this.db.select().from(s.stores).where(eq(s.stores.id, id)))[0] ?? null;
   }
   async updateStore(row: StoreRow) {
-    const { plan, billingStatus, destination, adminTokenEnv, updatedAt } = row;
-    await this.db.update(s.stores).set({ plan, billingStatus, destination, adminTokenEnv, updatedAt }).where(eq(s.stores.id, row.id));
+    const { plan, billingStatus, destination, adminTokenEnv, credentialMode, clientId, clientSecretEnv, updatedAt } = row;
+    await this.db
+      .update(s.stores)
+      .set({ plan, billingStatus, destination, adminTokenEnv, credentialMode, clientId, clientSecretEnv, updatedAt })
+      .where(eq(s.stores.id, row.id));
   }
   async getStoreByShop(shopDomain: string) {
     return (await this.db.select().from(s.stores).where(eq(s.stores.shopDomain, shopDomain)))[0] ?? null;
@@ -525,7 +544,17 @@ export class PgRepo implements Repo {
     if (!results.length) return;
     await this.tx(async (c) => {
       const stats = new StatsBatch();
-      for (const { attempt: a, event: e, storeId, metrics } of results) {
+      for (const { attempt: a, event: e, storeId, metrics, unsent } of results) {
+        if (unsent) {
+          const dropped = await c.query("DELETE FROM attempts WHERE event_id = $1 AND number = $2 AND outcome = 'sending'", [a.eventId, a.number]);
+          if (dropped.rowCount === 0) continue;
+          this.leases.delete(a.eventId);
+          await c.query("UPDATE events SET outcome = 'queued', next_attempt_at = $1, lease_until = NULL, lease_token = NULL WHERE id = $2", [
+            e.nextAttemptAt,
+            a.eventId,
+          ]);
+          continue;
+        }
         const closed = await c.query(
           `UPDATE attempts SET started_at = $1, finished_at = $2, outcome = $3, http_status = $4, code = $5, message = $6, retry_at = $7
            WHERE event_id = $8 AND number = $9 AND outcome = 'sending'`,

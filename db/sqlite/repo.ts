@@ -3,6 +3,7 @@ import { Database, type SQLQueryBindings, type Statement } from 'bun:sqlite';
 import { and, asc, desc, eq, getTableColumns, gte, sql, type SQL } from 'drizzle-orm';
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
 import { runMigrations, type Migration } from '../migrate.ts';
+import { PlatformLinks, type SqlRunner } from '../platform-links.ts';
 import { migrations as sqliteMigrations } from '../migrations/sqlite/index.ts';
 import { eventFilterWhere } from '../filters.ts';
 import { leaseToWorker, receiptRow } from '../receipt-rules.ts';
@@ -182,6 +183,19 @@ export async function migrateSqlite(sqlite: Database, list: Migration[] = sqlite
   );
 }
 
+/** platform_links' runner: a statement that writes takes the write lock first (see writeTransaction). */
+function sqliteRunner(sqlite: Database): SqlRunner {
+  const exec = <T>(q: string, params: unknown[], rows: boolean) => {
+    const st = sqlite.query(q);
+    const go = () => (rows ? st.all(...(params as SQLQueryBindings[])) : st.run(...(params as SQLQueryBindings[])).changes);
+    return (/^\s*SELECT\b/i.test(q) ? go() : writeTransaction(sqlite, go)()) as T;
+  };
+  return {
+    all: async <T>(q: string, params: unknown[]) => exec<T[]>(q, params, true),
+    run: async (q, params) => exec<number>(q, params, false),
+  };
+}
+
 export class SqliteRepo implements Repo {
   readonly dialect = 'sqlite' as const;
   private readonly db: BunSQLiteDatabase<typeof s>;
@@ -201,6 +215,8 @@ export class SqliteRepo implements Repo {
   private readonly journalAttempt;
   private readonly closeAttempt;
   private readonly updateAfterAttempt;
+  private readonly dropSending;
+  private readonly deferEvent;
   private readonly markUnknown;
   private readonly countUnknown;
   private readonly journalBatch;
@@ -236,7 +252,10 @@ export class SqliteRepo implements Repo {
     return path && path !== ':memory:' ? { path, synchronous: this.fullSync ? 'FULL' : 'NORMAL' } : null;
   }
 
+  readonly links: PlatformLinks;
+
   constructor(readonly sqlite: Database) {
+    this.links = new PlatformLinks(sqliteRunner(sqlite));
     this.fullSync = (sqlite.query<{ synchronous: number }, []>('PRAGMA synchronous').get()?.synchronous ?? 2) >= 2;
     this.db = drizzle({ client: sqlite, schema: s });
     this.insertEvents = batchInserts(sqlite, 'events', [...EVENT_COLUMNS.map(([, col]) => col.name), s.events.bodyKey.name]);
@@ -275,6 +294,8 @@ export class SqliteRepo implements Repo {
       `UPDATE events SET outcome = ?, code = ?, next_attempt_at = ?, delivered_at = ?, lease_until = ?, attempts = ?, last_attempt_at = ?
        WHERE id = ?`,
     );
+    this.dropSending = sqlite.prepare("DELETE FROM attempts WHERE event_id = ? AND number = ? AND outcome = 'sending'");
+    this.deferEvent = sqlite.prepare("UPDATE events SET outcome = 'queued', next_attempt_at = ?, lease_until = NULL WHERE id = ?");
     this.markUnknown = sqlite.prepare<{ number: number }, [number, string, string]>(
       `UPDATE attempts SET outcome = 'unknown', finished_at = ?, code = 'unknown', message = ?
        WHERE event_id = ? AND outcome = 'sending' RETURNING number`,
@@ -291,7 +312,11 @@ export class SqliteRepo implements Repo {
     );
     this.recordBatch = writeTransaction(sqlite, (results: AttemptResult[]) => {
       const stats = this.statsBatch();
-      for (const { attempt: a, event: e, storeId, metrics } of results) {
+      for (const { attempt: a, event: e, storeId, metrics, unsent } of results) {
+        if (unsent) {
+          if (this.dropSending.run(a.eventId, a.number).changes === 1) this.deferEvent.run(e.nextAttemptAt, a.eventId);
+          continue;
+        }
         const { changes } = this.closeAttempt.run(a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt, a.eventId, a.number);
         // No journaled attempt to close: its lease ran out and a claim marked it `unknown`. This worker writes nothing.
         if (changes === 0) continue;
@@ -339,8 +364,12 @@ export class SqliteRepo implements Repo {
     return this.storeById.get({ id }) ?? null;
   }
   async updateStore(row: StoreRow) {
-    const { plan, billingStatus, destination, adminTokenEnv, updatedAt } = row;
-    this.db.update(s.stores).set({ plan, billingStatus, destination, adminTokenEnv, updatedAt }).where(eq(s.stores.id, row.id)).run();
+    const { plan, billingStatus, destination, adminTokenEnv, credentialMode, clientId, clientSecretEnv, updatedAt } = row;
+    this.db
+      .update(s.stores)
+      .set({ plan, billingStatus, destination, adminTokenEnv, credentialMode, clientId, clientSecretEnv, updatedAt })
+      .where(eq(s.stores.id, row.id))
+      .run();
   }
   async getStoreByShop(shopDomain: string) {
     return this.db.select().from(s.stores).where(eq(s.stores.shopDomain, shopDomain)).get() ?? null;

@@ -12,6 +12,12 @@ export const stores = sqliteTable('stores', {
   billingStatus: text('billing_status').notNull(),
   destination: text('destination').notNull(),
   adminTokenEnv: text('admin_token_env'),
+  /** How the Admin API token is obtained (src/contract/platform.ts CREDENTIAL_MODES); null for the log destination. */
+  credentialMode: text('credential_mode'),
+  /** The app's client id (client-credentials); not a secret. */
+  clientId: text('client_id'),
+  /** NAME of the environment variable holding the app's client secret (client-credentials); never the secret. */
+  clientSecretEnv: text('client_secret_env'),
   createdAt: integer('created_at').notNull(),
   updatedAt: integer('updated_at').notNull(),
 });
@@ -285,5 +291,44 @@ export const eventStats = sqliteTable(
 export const settings = sqliteTable('settings', {
   key: text('key').primaryKey(),
   value: text('value').notNull(),
+  updatedAt: integer('updated_at').notNull(),
+});
+
+/**
+ * The live link of a store to its platform, one row per store, written only by the platform code and the handoff
+ * worker: the access token hookrelay obtained (sealed with the box key, like endpoint secrets; never a static
+ * token, which stays in its variable), the one renewal in progress (a lease, so instances renew once between
+ * them), the API version the platform last answered with, and the handoff pause (reason, since, probes).
+ */
+export const platformLinks = sqliteTable('platform_links', {
+  storeId: text('store_id').primaryKey(),
+  tokenSealed: text('token_sealed'),
+  tokenExpiresAt: integer('token_expires_at'),
+  tokenObtainedAt: integer('token_obtained_at'),
+  tokenScope: text('token_scope'),
+  /** The client id the token was issued to: a token of another app is never used after a settings change. */
+  tokenClientId: text('token_client_id'),
+  /** Counts tokens obtained; a 401 renews only while the refused token is still the current one. */
+  tokenGeneration: integer('token_generation').notNull().default(0),
+  renewalLeaseUntil: integer('renewal_lease_until'),
+  renewalOwner: text('renewal_owner'),
+  lastRenewalAt: integer('last_renewal_at'),
+  /** Stable code of the last failed renewal (a PAUSE_CODES key), cleared by the next success. */
+  lastRenewalError: text('last_renewal_error'),
+  /** X-Shopify-API-Version of the platform's replies, written when it changes. */
+  answeredApiVersion: text('answered_api_version'),
+  answeredApiVersionAt: integer('answered_api_version_at'),
+  /** Set while the store's handoff is paused (PAUSE_REASONS); null while it is active. */
+  pauseReason: text('pause_reason'),
+  pauseCode: text('pause_code'),
+  pauseMessage: text('pause_message'),
+  pausedSince: integer('paused_since'),
+  /** Probes made since the pause began; the next waits longer (backoff). */
+  probes: integer('probes').notNull().default(0),
+  nextProbeAt: integer('next_probe_at'),
+  /** One probe at a time across instances: the probe in progress holds this lease. */
+  probeLeaseUntil: integer('probe_lease_until'),
+  lastProbeAt: integer('last_probe_at'),
+  resumedAt: integer('resumed_at'),
   updatedAt: integer('updated_at').notNull(),
 });

@@ -1,6 +1,7 @@
 /** `hookrelay doctor`: named checks of a configuration against a server, each ok or failed with a hint. */
 import { EXIT } from '../contract/errors.ts';
-import { AgentOperationsManifestSchema, AgentGrantIntrospectionReadSchema } from '../contract/schemas.ts';
+import type { z } from 'zod';
+import { AgentOperationsManifestSchema, AgentGrantIntrospectionReadSchema, type SetupStateSchema } from '../contract/schemas.ts';
 import { API_PREFIX, EDITION, OPENAPI_PATH, OPENAPI_VERSION, SCHEMA_VERSION } from '../contract/scopes.ts';
 import { EXPECTED_FIELDS, requireToken, type ResolvedConfig } from './config.ts';
 import { ClientError } from './errors.ts';
@@ -232,19 +233,24 @@ export async function runDoctor(client: HookrelayClient, config: ResolvedConfig)
     );
   }
 
-  // 9. Flow's lifecycle callback: a Shopify store needs the app secret on the server (setup state says).
+  // 9-11. From setup state: Flow's lifecycle callback (the app secret on the server), the destination checked live
+  // with the store's credentials, and the platform API version's window of support.
   const contextOk = checks.some((c) => c.name === 'expected_context' && c.ok);
-  if (!contextOk) checks.push(skip('lifecycle_callback', store ? 'expected_context' : 'grant_valid'));
+  const SETUP_CHECKS = ['lifecycle_callback', 'shopify_destination', 'shopify_api_version'];
+  if (!contextOk) for (const name of SETUP_CHECKS) checks.push(skip(name, store ? 'expected_context' : 'grant_valid'));
   else {
     try {
-      const item = (await client.call('getSetupState')).body.data.checklist.find((c) => c.item === 'lifecycle_callback_verifiable');
+      const setup = (await client.call('getSetupState')).body.data;
+      const item = setup.checklist.find((c) => c.item === 'lifecycle_callback_verifiable');
       checks.push(
         !item || item.done
           ? pass('lifecycle_callback', item ? 'The server can verify Flow lifecycle callbacks (or the store hands off to log).' : 'The server does not report it.')
           : fail('lifecycle_callback', item.text, 'Set HOOKRELAY_SHOPIFY_APP_SECRET to the app client secret where hookrelay serve runs, then restart it.'),
       );
+      checks.push(destinationCheck(setup), apiVersionCheck(setup));
     } catch (err) {
       checks.push(fail('lifecycle_callback', describeError(err), 'The grant needs setup:read to read setup state.'));
+      for (const name of SETUP_CHECKS.slice(1)) checks.push(skip(name, 'lifecycle_callback'));
     }
   }
 
@@ -252,4 +258,43 @@ export async function runDoctor(client: HookrelayClient, config: ResolvedConfig)
   const byName = (n: string) => failed.some((c) => c.name === n && !c.skipped);
   const exitCode = failed.length === 0 ? EXIT.ok : !reachable ? EXIT.unreachable : byName('grant_valid') ? grantExit : byName('expected_context') ? EXIT.auth : EXIT.error;
   return { ok: failed.length === 0, summary: `${checks.length - failed.length} of ${checks.length} checks passed.`, checks, exitCode };
+}
+
+type SetupState = z.infer<typeof SetupStateSchema>;
+
+const CHECK_HINTS: Record<string, string> = {
+  credentials_missing: 'Set the variable the store names where hookrelay serve runs (hookrelay store show lists it), or set the credentials with hookrelay store set.',
+  credentials_refused: 'Shopify refused the token: check the app is installed on the store with its scopes; for a static token export a valid one and restart serve.',
+  token_request_failed: "Shopify would not issue a token: check the client id and the client secret variable (Dev Dashboard → the app → Settings) and that the app is installed.",
+  unreachable: 'Shopify could not be reached from the server: check its network, proxy and DNS (HOOKRELAY_SHOPIFY_ADMIN_URL, if set).',
+  throttled: "The store's API budget is spent for the moment; run doctor again shortly.",
+};
+
+/** The destination, checked live with the store's current credentials (a `shop` query); fails while the handoff is paused. */
+function destinationCheck(setup: SetupState): Check {
+  const p = setup.platform;
+  if (!p) return pass('shopify_destination', 'The store hands off to the log destination: nothing is sent to Shopify.');
+  const creds = p.credentials;
+  const token = creds.token?.expiresAt ? `, token valid until ${creds.token.expiresAt}` : '';
+  if (setup.handoff.state === 'paused') {
+    return fail(
+      'shopify_destination',
+      `Handoff to Shopify is paused since ${setup.handoff.since} (${setup.handoff.code}): ${setup.handoff.message ?? ''} Events wait; none fail. Live check: ${p.check.result}.`,
+      setup.handoff.recommendedAction ?? CHECK_HINTS[p.check.result] ?? 'See hookrelay store show.',
+    );
+  }
+  if (p.check.result === 'ok') return pass('shopify_destination', `Shopify accepted the store's ${creds.mode} credentials${token}. ${p.check.message}`);
+  return fail('shopify_destination', `Shopify check: ${p.check.result}${p.check.httpStatus ? ` (HTTP ${p.check.httpStatus})` : ''}. ${p.check.message}`, CHECK_HINTS[p.check.result] ?? 'See hookrelay store show.');
+}
+
+/** The Admin API version asked for: warns within 90 days of its end of support, fails after; warns on a fall-forward. */
+function apiVersionCheck(setup: SetupState): Check {
+  const p = setup.platform;
+  if (!p) return pass('shopify_api_version', 'No Shopify API is called with the log destination.');
+  const v = p.apiVersion;
+  const detail = `Admin API ${v.version}, supported until ${v.supportedUntil} (${v.daysLeft} days).`;
+  if (v.status === 'unsupported') return fail('shopify_api_version', `${detail} Past its end of support: Shopify answers with another version.`, 'Upgrade hookrelay to a release that speaks a supported Admin API version.');
+  const fellForward = p.answeredApiVersion && p.answeredApiVersion !== v.version ? ` Shopify answered with ${p.answeredApiVersion}: it no longer serves ${v.version}.` : '';
+  const hint = v.status === 'ending_soon' || fellForward ? `Upgrade hookrelay before ${v.supportedUntil}.${fellForward}` : undefined;
+  return pass('shopify_api_version', `${detail}${p.answeredApiVersion ? ` Shopify last answered with ${p.answeredApiVersion}.` : ''}`, hint);
 }

@@ -18,7 +18,12 @@ export const SAFETY_BOUNDARIES = [
   'Expansion and feature requests are non-binding signals.',
 ];
 
-export function buildManifest(publicUrl: string, available: ReadonlySet<string>) {
+/** The platform API the server speaks (src/platform/shopify/version.ts: the contract reads no other layer). */
+export interface ManifestPlatform {
+  adminApiVersion: { version: string; releasedOn: string; supportedUntil: string; daysLeft: number; status: 'supported' | 'ending_soon' | 'unsupported' };
+}
+
+export function buildManifest(publicUrl: string, available: ReadonlySet<string>, platform: ManifestPlatform) {
   const base = publicUrl.replace(/\/+$/, '');
   return {
     edition: EDITION,
@@ -61,6 +66,7 @@ export function buildManifest(publicUrl: string, available: ReadonlySet<string>)
       available: available.has(o.operationId),
       summary: o.summary,
     })),
+    platform: { platformKey: 'shopify' as const, adminApiVersion: platform.adminApiVersion },
     rereadGuidance: 'Reread this manifest before reusing cached capability URLs or operation names; operations marked available:false are declared but not served yet.',
   };
 }

@@ -10,19 +10,28 @@ export interface PlanHolder {
 }
 
 interface PlanDef {
-  acceptedEvents: number;
-  diagnosticsShares: number;
-  replayExecutions: number;
+  /** Limits per 30-day period; null: no cap (the meter is still counted and published). */
+  acceptedEvents: number | null;
+  diagnosticsShares: number | null;
+  replayExecutions: number | null;
   /** Fraction over the accepted-events limit tolerated before holding events. */
   eventGrace: number;
 }
 
+/**
+ * `unlimited` is a self-hosted box's: nothing capped, nothing held, every meter counted. The capped plans are for
+ * deployments that bill (a hosted relay for many merchants' stores).
+ */
 export const PLANS: Record<string, PlanDef> = {
+  unlimited: { acceptedEvents: null, diagnosticsShares: null, replayExecutions: null, eventGrace: 0 },
   free: { acceptedEvents: 500, diagnosticsShares: 25, replayExecutions: 25, eventGrace: 0 },
   starter: { acceptedEvents: 25_000, diagnosticsShares: 1_000, replayExecutions: 500, eventGrace: 0.1 },
   growth: { acceptedEvents: 250_000, diagnosticsShares: 10_000, replayExecutions: 5_000, eventGrace: 0.1 },
   scale: { acceptedEvents: 1_000_000, diagnosticsShares: 50_000, replayExecutions: 25_000, eventGrace: 0.1 },
 };
+
+/** The plan `hookrelay init` gives a store: a self-hosted box holds nothing by default. */
+export const DEFAULT_PLAN = 'unlimited';
 
 export const PERIOD_MS = 30 * 86400_000;
 
@@ -67,5 +76,7 @@ export function enforcement(store: PlanHolder, meter: Meter, used: number): Enfo
  * as `held`: kept, never dropped, handed off when capacity returns.
  */
 export function acceptedCapacity(store: PlanHolder, now: number) {
-  return { meter: 'accepted_events' satisfies Meter, periodStart: period(store, now).start, hardLimit: hardLimitOf(store, 'accepted_events')! };
+  // Without a cap the receipt is still counted: a limit no period can reach.
+  const hardLimit = hardLimitOf(store, 'accepted_events') ?? Number.MAX_SAFE_INTEGER;
+  return { meter: 'accepted_events' satisfies Meter, periodStart: period(store, now).start, hardLimit };
 }

@@ -1,6 +1,7 @@
 /** Zod schemas of every resource the contract reads or writes. Named ones become OpenAPI components. */
 import { z } from 'zod';
 import { REFUSAL_CATEGORIES } from './errors.ts';
+import { ApiVersionSchema, HandoffStateSchema, PlatformLinkStateSchema } from './platform-schemas.ts';
 import { METERS } from './limits.ts';
 import { EDITION, SCOPES, TIER_NAMES } from './scopes.ts';
 
@@ -227,8 +228,9 @@ export const EventDetailSchema = EventSummarySchema.extend({
   deliveredAt: Timestamp.nullable(),
   nextAttemptAt: Timestamp.nullable().describe('When the next attempt is due; null while a worker is handing the event off, and once handoff has ended'),
   handoffStoppedAt: z
-    .enum(['authentication', 'validation', 'deduplication', 'capacity', 'queue', 'platform', 'none'])
-    .describe('Where the handoff stopped; `none` once delivered'),
+    .enum(['authentication', 'validation', 'deduplication', 'capacity', 'queue', 'paused', 'platform', 'none'])
+    .describe("Where the handoff stopped; `paused` while the store's handoff waits (see handoffPause); `none` once delivered"),
+  handoffPause: HandoffStateSchema.nullable().describe("The store's paused handoff this event waits on; null unless the event is pending and the store paused"),
   meaning: z.string().describe('What the outcome means, and what it does not'),
   attemptsDetail: z.array(AttemptSchema),
   recoveryOptions: z.array(RecoveryOptionSchema),
@@ -296,6 +298,8 @@ export const RecommendedActionSchema = z
 export const SetupStateSchema = z
   .object({
     store: z.object({ shopDomain: z.string(), plan: z.string(), destination: z.enum(['shopify', 'log']) }),
+    handoff: HandoffStateSchema,
+    platform: PlatformLinkStateSchema.nullable().describe('The live link to Shopify; null when the store hands off to the log destination'),
     endpoints: z.array(
       z.object({
         id: z.string(),
@@ -399,7 +403,9 @@ export const ReliabilityHealthSchema = z
       serverErrors: z.number().int(),
       userErrors: z.number().int(),
       timeouts: z.number().int(),
+      credentials: z.number().int().describe('Attempts the platform refused for credentials (401/403)'),
     }),
+    handoff: HandoffStateSchema,
     verdict: z.enum(['healthy', 'degraded', 'unhealthy']),
     reasons: z.array(z.string()),
   })
@@ -614,6 +620,9 @@ export const AgentOperationsManifestSchema = z
       expectedContextHeaders: z.array(z.string()),
     }),
     operations: z.array(OperationSummarySchema),
+    platform: z
+      .object({ platformKey: z.literal('shopify'), adminApiVersion: ApiVersionSchema })
+      .describe('The platform API this server speaks, and until when it is supported'),
     rereadGuidance: z.string(),
   })
   .meta({ id: 'AgentOperationsManifest' });

@@ -90,7 +90,6 @@ export const TRIGGERS: Record<TriggerVariant, TriggerDef> = {
 
 /** Flow rejects larger trigger payloads. */
 export const FLOW_PAYLOAD_MAX_BYTES = 50_000;
-export const SHOPIFY_ADMIN_API_VERSION = '2025-10';
 
 /** Inbound events whose external_event_id carries this prefix are test receipts (createEndpointTestIntent): authenticated, never handed off. */
 export const TEST_EVENT_PREFIX = 'hookrelay_test_';

@@ -4,16 +4,21 @@ import { base62, randomBase62 } from './ids.ts';
 
 /** Encrypts endpoint secrets at rest. The 32-byte key never leaves the process. */
 export class SecretBox {
-  private readonly key: Buffer;
+  private readonly keyBytes: Buffer;
   constructor(key: Uint8Array) {
     if (key.length !== 32) throw new Error('secret key must be 32 bytes');
-    this.key = Buffer.from(key);
+    this.keyBytes = Buffer.from(key);
+  }
+
+  /** A copy of the key, for serve's relay thread (same process) only: it seals and opens the same values. */
+  key(): Uint8Array {
+    return new Uint8Array(this.keyBytes);
   }
 
   /** `v1.<iv>.<tag>.<ciphertext>`, base64url parts. */
   seal(plain: string): string {
     const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
+    const cipher = createCipheriv('aes-256-gcm', this.keyBytes, iv);
     const ct = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
     return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.');
   }
@@ -21,7 +26,7 @@ export class SecretBox {
   open(sealed: string): string {
     const [v, iv, tag, ct] = sealed.split('.');
     if (v !== 'v1' || !iv || !tag || ct === undefined) throw new Error('sealed value malformed');
-    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
+    const decipher = createDecipheriv('aes-256-gcm', this.keyBytes, Buffer.from(iv, 'base64url'));
     decipher.setAuthTag(Buffer.from(tag, 'base64url'));
     return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
   }

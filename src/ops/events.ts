@@ -1,4 +1,5 @@
 /** Event reads: receipts, attempts, where handoff stopped and recovery options. Never a raw body. */
+import type { PlatformLinkStore } from '../../db/platform-links.ts';
 import type { EventReads } from '../../db/repo.ts';
 import type { AttemptRow, EventRow } from '../../db/types.ts';
 import { AppError } from '../contract/errors.ts';
@@ -7,6 +8,7 @@ import type { EventOutcome, EventSummary } from '../contract/schemas.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
 import { idFloor } from '../lib/ids.ts';
 import type { OpContext } from './context.ts';
+import { handoffState } from './platform-link.ts';
 
 const REPLAYABLE: ReadonlySet<string> = new Set(['delivered', 'failed', 'no_workflow']);
 
@@ -123,7 +125,7 @@ export async function listEvents(ctx: OpContext<EventReads>, { query }: Operatio
   };
 }
 
-export async function getEventDetail(ctx: OpContext<EventReads>, { params }: OperationInput<'getEventDetail'>) {
+export async function getEventDetail(ctx: OpContext<EventReads & { links: PlatformLinkStore }>, { params }: OperationInput<'getEventDetail'>) {
   const { core, store } = ctx;
   const e = await core.repo.getEvent(store.id, params.eventId);
   if (!e) throw new AppError('not_found', 'No such event.');
@@ -132,6 +134,9 @@ export async function getEventDetail(ctx: OpContext<EventReads>, { params }: Ope
   const attempts = await core.repo.listAttempts(e.id);
   // A worker holds it (a claim, or its own commit's lease): the stored time is the lease end, not an attempt.
   const held = e.leaseUntil != null && e.leaseUntil > now;
+  // A pending event of a paused store waits on the pause, not on the queue.
+  const pause = summary.outcome === 'accepted' || summary.outcome === 'queued' ? handoffState(await core.repo.links.get(store.id)) : null;
+  const paused = pause?.state === 'paused';
   return {
     event: {
       ...summary,
@@ -140,8 +145,9 @@ export async function getEventDetail(ctx: OpContext<EventReads>, { params }: Ope
       bodyBytes: e.bodyBytes,
       deliveredAt: isoOrNull(e.deliveredAt),
       nextAttemptAt: held ? null : isoOrNull(e.nextAttemptAt),
-      handoffStoppedAt: STOPPED_AT[summary.outcome] as 'none',
-      meaning: MEANING[summary.outcome],
+      handoffStoppedAt: paused ? ('paused' as const) : (STOPPED_AT[summary.outcome] as 'none'),
+      handoffPause: paused ? pause : null,
+      meaning: paused ? `${MEANING[summary.outcome]} The store's handoff is paused (${pause.code}): it waits, and is handed off once a probe succeeds.` : MEANING[summary.outcome],
       attemptsDetail: attempts.map(attemptView),
       recoveryOptions: recoveryOptions(summary),
     },

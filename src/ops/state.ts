@@ -1,4 +1,5 @@
 /** Store-level reads: setup state, plan usage, billing handoff, reliability health. */
+import type { PlatformLinkStore } from '../../db/platform-links.ts';
 import type { EndpointStore, EventReads, ReadinessStore, UsageStore } from '../../db/repo.ts';
 import type { OperationInput } from '../contract/operations.ts';
 import type { TriggerVariant } from '../contract/schemas.ts';
@@ -9,13 +10,17 @@ import { APP_SECRET_ENV, appSecret } from '../relay/lifecycle.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
 import { METRIC, statsBucket } from '../../db/types.ts';
 import type { OpContext } from './context.ts';
+import { handoffState, platformLinkState } from './platform-link.ts';
 import { latencyQuantile } from '../lib/event-stats.ts';
 import { enforcement, limitOf, period, PLANS } from '../contract/plans.ts';
 
 const FAILURE_PAIR_WINDOW_MS = 30 * 60_000;
 
-export async function getSetupState(ctx: OpContext<EndpointStore & ReadinessStore & EventReads>) {
+export async function getSetupState(ctx: OpContext<EndpointStore & ReadinessStore & EventReads & { links: PlatformLinkStore }>) {
   const { core, store } = ctx;
+  const link = await core.repo.links.get(store.id);
+  const handoff = handoffState(link);
+  const platform = await platformLinkState(core, store, link);
   const endpoints = await core.repo.listEndpoints(store.id);
   const readiness = await core.repo.listTriggerReadiness(store.id);
   const actions: { action: string; text: string; operationId: string | null; endpointId: string | null }[] = [];
@@ -59,9 +64,33 @@ export async function getSetupState(ctx: OpContext<EndpointStore & ReadinessStor
   });
   const active = endpoints.filter((e) => e.status === 'active');
   const workflowEnabled = active.some((e) => readiness.find((r) => r.handle === TRIGGERS[e.triggerVariant as TriggerVariant]?.handle)?.hasEnabledFlow);
+  const credentials = platform?.credentials;
   const checklist = [
     { item: 'store_installed', done: true, text: `Store ${store.shopDomain} is installed.` },
-    { item: 'destination_configured', done: store.destination === 'shopify' ? !!store.adminTokenEnv : true, text: store.destination === 'log' ? 'Destination is log: events are recorded, not sent to Flow.' : 'Destination is Shopify Flow.' },
+    {
+      item: 'destination_configured',
+      done: !credentials || (credentials.mode !== null && credentials.variableSet === true),
+      text: !credentials
+        ? 'Destination is log: events are recorded, not sent to Flow.'
+        : `Destination is Shopify Flow; credentials ${credentials.mode ?? 'not configured'}${credentials.variableSet === false ? ' (their variable is not set on the server)' : ''}.`,
+    },
+    {
+      item: 'destination_reachable',
+      done: !platform || platform.check.result === 'ok',
+      text: platform ? `A live check of the destination: ${platform.check.result}. ${platform.check.message}` : 'Nothing is sent with the log destination.',
+    },
+    {
+      item: 'api_version_supported',
+      done: !platform || platform.apiVersion.status !== 'unsupported',
+      text: platform
+        ? `Shopify Admin API ${platform.apiVersion.version}, supported until ${platform.apiVersion.supportedUntil} (${platform.apiVersion.status}).`
+        : 'No platform API is called with the log destination.',
+    },
+    {
+      item: 'handoff_active',
+      done: handoff.state === 'active',
+      text: handoff.state === 'active' ? 'Handoff is active.' : `Handoff is paused since ${handoff.since} (${handoff.code}): events wait, none fail.`,
+    },
     {
       item: 'lifecycle_callback_verifiable',
       done: store.destination !== 'shopify' || !!appSecret(core.config.env),
@@ -74,11 +103,18 @@ export async function getSetupState(ctx: OpContext<EndpointStore & ReadinessStor
   ];
   const next = (item: string, action: string, text: string, operationId: string | null) =>
     checklist.find((c) => c.item === item && !c.done) && actions.push({ action, text, operationId, endpointId: null });
+  if (handoff.state === 'paused') {
+    actions.unshift({ action: 'resume_handoff', text: `${handoff.message ?? ''} ${handoff.recommendedAction ?? ''}`.trim(), operationId: null, endpointId: null });
+  } else if (platform && platform.check.result !== 'ok') {
+    actions.unshift({ action: 'check_destination', text: `The destination check found ${platform.check.result}: ${platform.check.message}`, operationId: null, endpointId: null });
+  }
   next('endpoint_created', 'create_endpoint', 'Create an endpoint for the sender.', 'createEndpoint');
   next('test_receipt_seen', 'prepare_endpoint_test', 'Prepare a test event and have the sender send it.', 'createEndpointTestIntent');
   next('workflow_enabled', 'enable_workflow', 'Ask the merchant to enable a Flow workflow that starts from the hookrelay trigger.', null);
   return {
     store: { shopDomain: store.shopDomain, plan: store.plan, destination: store.destination as 'log' | 'shopify' },
+    handoff,
+    platform,
     endpoints: summaries,
     triggerReadiness,
     checklist,
@@ -123,8 +159,11 @@ export async function getBillingHandoff(ctx: OpContext<unknown>) {
     currentPlan: store.plan,
     appBillingUrl: `https://admin.shopify.com/store/${handle}/settings/billing`,
     paidPlanOptions: Object.entries(PLANS)
-      .filter(([name]) => name !== 'free')
-      .map(([plan, p]) => ({ plan, acceptedEventsPer30Days: p.acceptedEvents, replayExecutions: p.replayExecutions })),
+      .flatMap(([plan, p]) =>
+        plan !== 'free' && p.acceptedEvents != null && p.replayExecutions != null
+          ? [{ plan, acceptedEventsPer30Days: p.acceptedEvents, replayExecutions: p.replayExecutions }]
+          : [],
+      ),
     humanOnly: true as const,
     note: 'Billing is approved by a human in the commerce platform. This API reads plan state and links there; it never creates or approves a charge.',
   };
@@ -134,7 +173,7 @@ export async function getBillingHandoff(ctx: OpContext<unknown>) {
  * What happened in the window, from the event_stats counters (5-minute buckets; `from` is the first bucket's
  * start): receipts by outcome at receipt, handoffs by result, attempt errors, and the latency histogram.
  */
-async function reliability(ctx: OpContext<EventReads>, subject: 'tenant' | 'destination', window: Window) {
+async function reliability(ctx: OpContext<EventReads & { links: PlatformLinkStore }>, subject: 'tenant' | 'destination', window: Window) {
   const { core, store } = ctx;
   const to = core.clock.now();
   const from = statsBucket(to - WINDOW_MS[window]);
@@ -145,12 +184,15 @@ async function reliability(ctx: OpContext<EventReads>, subject: 'tenant' | 'dest
     serverErrors: n(METRIC.error('server_error')) + n(METRIC.error('network')),
     userErrors: n(METRIC.error('user_errors')) + n(METRIC.error('http_error')),
     timeouts: n(METRIC.error('timeout')),
+    credentials: n(METRIC.error('credentials')),
   };
+  const handoff = handoffState(await core.repo.links.get(store.id));
   const authFailures = subject === 'tenant' ? (await core.repo.countAuthFailures(store.id, from)).map((r) => ({ endpointId: r.endpointId, count: r.n })) : [];
   const pending = await core.repo.pendingStats(store.id);
   const c = (outcome: string) => n(METRIC.handoff(outcome));
   const handedOff = c('delivered') + c('failed') + c('no_workflow');
   const reasons: string[] = [];
+  if (handoff.state === 'paused') reasons.push(`Handoff is paused since ${handoff.since} (${handoff.code}); events wait. ${handoff.recommendedAction ?? ''}`.trim());
   if (handedOff > 0 && c('failed') / handedOff > 0.05) reasons.push(`${c('failed')} of ${handedOff} handoffs failed.`);
   if (pending.oldestReceivedAt != null && to - pending.oldestReceivedAt > 15 * 60_000) reasons.push('An event has waited over 15 minutes for handoff.');
   if (errors.throttled > 0) reasons.push(`The platform throttled ${errors.throttled} attempts.`);
@@ -176,11 +218,12 @@ async function reliability(ctx: OpContext<EventReads>, subject: 'tenant' | 'dest
     retryBacklog: pending.backlog,
     oldestUndeliveredAgeSeconds: pending.oldestReceivedAt == null ? null : Math.floor((to - pending.oldestReceivedAt) / 1000),
     destinationErrors: errors,
+    handoff,
     verdict: verdict as 'healthy' | 'degraded' | 'unhealthy',
     reasons,
   };
 }
 
-export const getTenantReliabilityHealth = (ctx: OpContext<EventReads>, { query }: OperationInput<'getTenantReliabilityHealth'>) => reliability(ctx, 'tenant', query.window);
-export const getDestinationReliabilityHealth = (ctx: OpContext<EventReads>, { query }: OperationInput<'getDestinationReliabilityHealth'>) =>
+export const getTenantReliabilityHealth = (ctx: OpContext<EventReads & { links: PlatformLinkStore }>, { query }: OperationInput<'getTenantReliabilityHealth'>) => reliability(ctx, 'tenant', query.window);
+export const getDestinationReliabilityHealth = (ctx: OpContext<EventReads & { links: PlatformLinkStore }>, { query }: OperationInput<'getDestinationReliabilityHealth'>) =>
   reliability(ctx, 'destination', query.window);

@@ -1,11 +1,16 @@
 /** Stores and box-wide settings: created and changed by the local admin (`hookrelay init`, `store set`), never over HTTP. */
+import type { PlatformLinkStore } from '../../db/platform-links.ts';
 import type { TenantStore } from '../../db/repo.ts';
 import type { StoreRow } from '../../db/types.ts';
 import { looksLikeToken, normalizeBaseUrl } from '../client/config.ts';
 import { AppError } from '../contract/errors.ts';
+import { CREDENTIAL_MODES, type CredentialMode } from '../contract/platform.ts';
 import type { CoreWith } from '../core.ts';
 import { iso } from '../lib/clock.ts';
-import { PLANS } from '../contract/plans.ts';
+import { DEFAULT_PLAN, PLANS } from '../contract/plans.ts';
+import { credentialModeOf } from '../platform/shopify/credentials.ts';
+import { shopifyPlatform } from '../platform/shopify/platform.ts';
+import { credentialsState, handoffState } from './platform-link.ts';
 
 export interface InitStoreInput {
   shopDomain: string;
@@ -14,6 +19,10 @@ export interface InitStoreInput {
   plan?: string;
   destination?: 'log' | 'shopify';
   adminTokenEnv?: string;
+  /** How the Admin API token is obtained; derived from the other flags when not given (src/contract/platform.ts). */
+  auth?: string;
+  clientId?: string;
+  clientSecretEnv?: string;
 }
 
 const SHOP = /^[a-z0-9][a-z0-9-]*\.myshopify\.com$/;
@@ -39,20 +48,55 @@ function checkDestination(destination: string): asserts destination is StoreRow[
   if (!(DESTINATIONS as readonly string[]).includes(destination)) throw new AppError('invalid_input', `Destination must be one of ${DESTINATIONS.join(', ')}.`);
 }
 
-/** A variable NAME for the Admin API token; anything shaped like a token is refused without echoing it. */
-function checkAdminTokenEnv(name: string): void {
+/** A variable NAME (the Admin API token's, the client secret's); anything shaped like a secret is refused without echoing it. */
+function checkVariableName(name: string, what: string, example: string): void {
   if (SHOPIFY_TOKEN.test(name) || looksLikeToken(name)) {
-    throw new AppError('invalid_input', 'The admin token variable looks like a token. Give the NAME of the environment variable that holds it (e.g. SHOPIFY_ADMIN_TOKEN), never the token.');
+    throw new AppError('invalid_input', `The ${what} variable looks like a secret. Give the NAME of the environment variable that holds it (e.g. ${example}), never the value.`);
   }
   if (!ENV_NAME.test(name)) {
-    throw new AppError('invalid_input', 'The admin token variable must be an environment variable NAME in capitals (e.g. SHOPIFY_ADMIN_TOKEN), never the token.');
+    throw new AppError('invalid_input', `The ${what} variable must be an environment variable NAME in capitals (e.g. ${example}), never the value.`);
   }
 }
 
-/** The shopify destination cannot work without the name of the variable holding the Admin API token. */
-function checkDestinationNeeds(destination: string, adminTokenEnv: string | null | undefined): void {
-  if (destination === 'shopify' && !adminTokenEnv) {
-    throw new AppError('invalid_input', 'The shopify destination needs --admin-token-env naming the variable that holds the Admin API token.');
+const checkAdminTokenEnv = (name: string) => checkVariableName(name, 'admin token', 'SHOPIFY_ADMIN_TOKEN');
+const checkClientSecretEnv = (name: string) => checkVariableName(name, 'client secret', 'SHOPIFY_CLIENT_SECRET');
+
+/** A Shopify app's client id (Dev Dashboard → Settings): letters, digits, `_` and `-`; never a secret. */
+function checkClientId(id: string): void {
+  if (SHOPIFY_TOKEN.test(id)) throw new AppError('invalid_input', "That looks like a secret, not a client id. Give the app's client id (Dev Dashboard → the app → Settings); the secret goes in a variable.");
+  if (!/^[A-Za-z0-9_-]{8,100}$/.test(id)) throw new AppError('invalid_input', "The client id must be the app's client id (8 to 100 letters, digits, _ or -).");
+}
+
+function checkAuth(auth: string): asserts auth is CredentialMode {
+  if (!(CREDENTIAL_MODES as readonly string[]).includes(auth)) throw new AppError('invalid_input', `--auth must be one of ${CREDENTIAL_MODES.join(', ')}.`);
+  if (auth === 'oauth') {
+    throw new AppError('invalid_input', '--auth oauth is set by installing the app on the store (authorization code grant), which this version does not do yet: use client-credentials (an app of your own organization) or static.');
+  }
+}
+
+/** The mode the flags ask for: `--auth`, else the one their credentials imply. */
+function impliedAuth(input: { auth?: string; adminTokenEnv?: string | null; clientId?: string | null; clientSecretEnv?: string | null }): CredentialMode | undefined {
+  if (input.auth) return input.auth as CredentialMode;
+  if (input.clientId || input.clientSecretEnv) return 'client-credentials';
+  if (input.adminTokenEnv) return 'static';
+  return undefined;
+}
+
+/** The shopify destination needs the credentials its mode reads. */
+function checkDestinationNeeds(row: Pick<StoreRow, 'destination' | 'credentialMode' | 'adminTokenEnv' | 'clientId' | 'clientSecretEnv'>): void {
+  if (row.destination !== 'shopify') return;
+  const mode = credentialModeOf(row);
+  if (mode === 'client-credentials') {
+    if (!row.clientId || !row.clientSecretEnv) {
+      throw new AppError('invalid_input', "--auth client-credentials needs --client-id (the app's client id) and --client-secret-env (the NAME of the variable holding its secret).");
+    }
+    return;
+  }
+  if (!row.adminTokenEnv) {
+    throw new AppError(
+      'invalid_input',
+      'The shopify destination needs credentials: --auth client-credentials --client-id ID --client-secret-env VAR (an app of your organization), or --admin-token-env naming the variable that holds a static Admin API token.',
+    );
   }
 }
 
@@ -62,31 +106,43 @@ function checkDestinationNeeds(destination: string, adminTokenEnv: string | null
  */
 export async function initStore(core: CoreWith<TenantStore>, input: InitStoreInput) {
   const shop = normalizeShop(input.shopDomain);
-  if (input.plan) checkPlan(input.plan);
-  if (input.destination) checkDestination(input.destination);
-  if (input.adminTokenEnv) checkAdminTokenEnv(input.adminTokenEnv);
+  checkCredentialFlags(input);
   const existing = await core.repo.getStoreByShop(shop);
   if (existing) {
     refuseIgnoredFlags(existing, input);
     return { created: false, store: storeView(existing) };
   }
-  checkDestinationNeeds(input.destination ?? 'log', input.adminTokenEnv);
   const now = core.clock.now();
+  const auth = impliedAuth(input);
   const row: StoreRow = {
     id: core.ids.next('st'),
     platformKey: 'shopify',
     platformAccountId: input.platformAccountId ?? shop.replace('.myshopify.com', ''),
     shopDomain: shop,
     installationId: input.installationId ?? `inst_${shop.replace('.myshopify.com', '')}`,
-    plan: input.plan ?? 'free',
+    plan: input.plan ?? DEFAULT_PLAN,
     billingStatus: 'active',
     destination: input.destination ?? 'log',
     adminTokenEnv: input.adminTokenEnv ?? null,
+    credentialMode: auth ?? null,
+    clientId: input.clientId ?? null,
+    clientSecretEnv: input.clientSecretEnv ?? null,
     createdAt: now,
     updatedAt: now,
   };
+  checkDestinationNeeds(row);
   await core.repo.insertStore(row);
   return { created: true, store: storeView(row) };
+}
+
+/** Shapes of the flags init and store set share, before anything is read or written. */
+function checkCredentialFlags(input: { plan?: string; destination?: string; adminTokenEnv?: string; auth?: string; clientId?: string; clientSecretEnv?: string }): void {
+  if (input.plan !== undefined) checkPlan(input.plan);
+  if (input.destination !== undefined) checkDestination(input.destination);
+  if (input.adminTokenEnv !== undefined) checkAdminTokenEnv(input.adminTokenEnv);
+  if (input.clientSecretEnv !== undefined) checkClientSecretEnv(input.clientSecretEnv);
+  if (input.clientId !== undefined) checkClientId(input.clientId);
+  if (input.auth !== undefined) checkAuth(input.auth);
 }
 
 /**
@@ -106,12 +162,16 @@ const INIT_FLAGS = [
   ['installationId', '--installation-id', false],
   ['plan', '--plan', true],
   ['destination', '--destination', true],
+  ['auth', '--auth', true],
   ['adminTokenEnv', '--admin-token-env', true],
+  ['clientId', '--client-id', true],
+  ['clientSecretEnv', '--client-secret-env', true],
 ] as const;
 
 /** `init` on an existing store: a flag whose value differs from the stored one would be ignored, so refuse it. */
 function refuseIgnoredFlags(existing: StoreRow, input: InitStoreInput): void {
-  const differing = INIT_FLAGS.filter(([field]) => input[field] !== undefined && input[field] !== existing[field]);
+  const stored = { ...existing, auth: credentialModeOf(existing) ?? undefined };
+  const differing = INIT_FLAGS.filter(([field]) => input[field] !== undefined && input[field] !== stored[field]);
   if (differing.length === 0) return;
   const settable = differing.filter(([, , viaSet]) => viaSet);
   const hint = settable.length
@@ -139,48 +199,67 @@ export async function storedPublicUrl(core: CoreWith<TenantStore>): Promise<stri
   return raw === null ? null : (JSON.parse(raw) as string);
 }
 
-/** `hookrelay store show`: one store or all, and the box-wide settings. */
-export async function showStores(core: CoreWith<TenantStore>, shopDomain?: string) {
+/**
+ * `hookrelay store show`: one store or all, each with its credentials (mode, variable names, token times; never a
+ * value) and its handoff (active, or paused: why, since when, next probe), and the box-wide settings.
+ */
+export async function showStores(core: CoreWith<TenantStore & { links: PlatformLinkStore }>, shopDomain?: string) {
   const stores = shopDomain ? [await findStore(core, shopDomain)] : await core.repo.listStores();
-  return { stores: stores.map(storeView), settings: { publicUrl: await storedPublicUrl(core) } };
+  const out = [];
+  for (const s of stores) {
+    const link = await core.repo.links.get(s.id);
+    out.push({ ...storeView(s), credentials: credentialsState(s, link, core.config.env), handoff: handoffState(link) });
+  }
+  return { stores: out, settings: { publicUrl: await storedPublicUrl(core) } };
 }
 
 export interface StoreSettingsInput {
   destination?: string;
   adminTokenEnv?: string;
+  auth?: string;
+  clientId?: string;
+  clientSecretEnv?: string;
   plan?: string;
   publicUrl?: string;
 }
 
+const STORE_FIELDS = ['destination', 'auth', 'adminTokenEnv', 'clientId', 'clientSecretEnv', 'plan'] as const;
+const CREDENTIAL_FIELDS: readonly string[] = ['destination', 'credentialMode', 'adminTokenEnv', 'clientId', 'clientSecretEnv'];
+
 /**
- * `hookrelay store set`: the settings `init` will not change. Validated as a whole before anything is written:
- * the shopify destination needs a token variable NAME. The public URL is box-wide (every store's endpoint URLs),
- * so it alone needs no shop. A running server applies the new settings when restarted.
+ * `hookrelay store set`: the settings `init` will not change. Validated as a whole before anything is written: the
+ * shopify destination needs the credentials its mode reads. The public URL is box-wide (every store's endpoint
+ * URLs), so it alone needs no shop. A running serve reads store settings afresh within seconds; changed
+ * credentials drop the token obtained for the old ones and end a pause they caused (the next send decides again).
  */
-export async function setStoreSettings(core: CoreWith<TenantStore>, shopDomain: string | undefined, input: StoreSettingsInput) {
-  const storeFields = (['destination', 'adminTokenEnv', 'plan'] as const).filter((f) => input[f] !== undefined);
-  if (storeFields.length === 0 && input.publicUrl === undefined) {
-    throw new AppError('invalid_input', 'Nothing to set: give --destination, --admin-token-env, --plan or --public-url.');
+export async function setStoreSettings(core: CoreWith<TenantStore & { links: PlatformLinkStore }>, shopDomain: string | undefined, input: StoreSettingsInput) {
+  const given = STORE_FIELDS.filter((f) => input[f] !== undefined);
+  if (given.length === 0 && input.publicUrl === undefined) {
+    throw new AppError('invalid_input', 'Nothing to set: give --destination, --auth, --admin-token-env, --client-id, --client-secret-env, --plan or --public-url.');
   }
-  if (storeFields.length && !shopDomain) throw new AppError('invalid_input', '--shop is required to change a store setting.');
-  if (input.plan !== undefined) checkPlan(input.plan);
-  if (input.destination !== undefined) checkDestination(input.destination);
-  if (input.adminTokenEnv !== undefined) checkAdminTokenEnv(input.adminTokenEnv);
+  if (given.length && !shopDomain) throw new AppError('invalid_input', '--shop is required to change a store setting.');
+  checkCredentialFlags(input);
   const publicUrl = input.publicUrl === undefined ? undefined : normalizeBaseUrl(input.publicUrl, '--public-url');
   const store = shopDomain ? await findStore(core, shopDomain) : null;
   const changed: string[] = [];
   let row = store;
   if (store) {
+    const auth = impliedAuth(input);
     row = {
       ...store,
       plan: input.plan ?? store.plan,
       destination: (input.destination as StoreRow['destination'] | undefined) ?? store.destination,
+      credentialMode: auth ?? credentialModeOf(store),
       adminTokenEnv: input.adminTokenEnv ?? store.adminTokenEnv,
+      clientId: input.clientId ?? store.clientId,
+      clientSecretEnv: input.clientSecretEnv ?? store.clientSecretEnv,
       updatedAt: core.clock.now(),
     };
-    checkDestinationNeeds(row.destination, row.adminTokenEnv);
-    changed.push(...storeFields.filter((f) => row![f] !== store[f]));
+    checkDestinationNeeds(row);
+    const fields = ['plan', ...CREDENTIAL_FIELDS] as const;
+    changed.push(...fields.filter((f) => row![f as keyof StoreRow] !== store[f as keyof StoreRow]).map((f) => (f === 'credentialMode' ? 'auth' : f)));
     if (changed.length) await core.repo.updateStore(row);
+    if (changed.some((f) => f !== 'plan')) await credentialsChanged(core, row);
   }
   const previousPublicUrl = await storedPublicUrl(core);
   if (publicUrl !== undefined && publicUrl !== previousPublicUrl) {
@@ -191,15 +270,45 @@ export async function setStoreSettings(core: CoreWith<TenantStore>, shopDomain: 
     ...(row ? { store: storeView(row) } : {}),
     settings: { publicUrl: publicUrl ?? previousPublicUrl },
     changed,
-    ...(changed.length ? { note: 'A running hookrelay serve applies these settings when restarted.' } : {}),
+    ...(changed.length ? { note: settingsNote(changed) } : {}),
   };
 }
 
-/** One line for stderr (serve, init): where this store's events go. Names the token variable, never its value. */
+/** What `store set` tells the operator about when its changes apply: truthfully, per kind of setting. */
+function settingsNote(changed: string[]): string {
+  const notes = [];
+  if (changed.some((f) => f !== 'publicUrl')) {
+    notes.push(
+      'A running hookrelay serve applies store settings to new handoffs within 5 seconds, no restart needed; a variable named here is read from serve\'s environment, so export it where serve runs (and restart serve if it was not set when serve started).',
+    );
+  }
+  if (changed.includes('publicUrl')) notes.push('The public URL applies when serve is restarted (HOOKRELAY_PUBLIC_URL or --public-url still win over it).');
+  return notes.join(' ');
+}
+
+/** New credentials: the token obtained with the old ones goes, and a pause they caused ends (the next send decides). */
+async function credentialsChanged(core: CoreWith<{ links: PlatformLinkStore }>, store: StoreRow): Promise<void> {
+  const now = core.clock.now();
+  await core.repo.links.clearToken(store.id, now);
+  await core.repo.links.resume(store.id, now);
+  shopifyPlatform(core).forget(store.id);
+}
+
+/** One line for stderr (serve, init): where this store's events go and how its token is had. Names variables, never values. */
 export function describeDestination(s: StoreRow, env: (name: string) => string | undefined): string {
   if (s.destination !== 'shopify') return `store ${s.shopDomain}: destination log (records what would go to Flow; nothing is sent)`;
-  const tokenSet = s.adminTokenEnv && env(s.adminTokenEnv) ? 'set' : 'NOT set';
-  return `store ${s.shopDomain}: destination shopify (Admin API token from $${s.adminTokenEnv}, ${tokenSet})`;
+  const set = (name: string | null) => (name && env(name) ? 'set' : 'NOT set');
+  if (credentialModeOf(s) === 'client-credentials') {
+    return `store ${s.shopDomain}: destination shopify (client credentials: client id ${s.clientId}, secret from $${s.clientSecretEnv}, ${set(s.clientSecretEnv)}; tokens requested and renewed by hookrelay)`;
+  }
+  return `store ${s.shopDomain}: destination shopify (Admin API token from $${s.adminTokenEnv}, ${set(s.adminTokenEnv)})`;
+}
+
+/** Whether the store hands off to Shopify without the variable its credentials read (serve warns). */
+export function credentialVariableMissing(s: StoreRow, env: (name: string) => string | undefined): boolean {
+  if (s.destination !== 'shopify') return false;
+  const name = credentialModeOf(s) === 'client-credentials' ? s.clientSecretEnv : s.adminTokenEnv;
+  return !(name && env(name));
 }
 
 export function storeView(s: StoreRow) {
@@ -212,7 +321,10 @@ export function storeView(s: StoreRow) {
     plan: s.plan,
     billingStatus: s.billingStatus,
     destination: s.destination,
+    auth: credentialModeOf(s),
     adminTokenEnv: s.adminTokenEnv,
+    clientId: s.clientId,
+    clientSecretEnv: s.clientSecretEnv,
     createdAt: iso(s.createdAt),
   };
 }

@@ -8,7 +8,8 @@ import { faultCode } from './storage-health.ts';
 export type ThreadConfig = Omit<Config, 'env'>;
 
 export type ToThread =
-  | { t: 'init'; sqlitePath: string; synchronous: 'FULL' | 'NORMAL'; config: ThreadConfig; worker: boolean }
+  /** `secretKey`: the box key, so the thread's handoff can seal and open the platform tokens it obtains. */
+  | { t: 'init'; sqlitePath: string; synchronous: 'FULL' | 'NORMAL'; config: ThreadConfig; worker: boolean; secretKey: Uint8Array }
   | { t: 'commit'; id: number; receipts: PackedReceipt[]; failures: PendingAuthFailure[] }
   | { t: 'endpoint'; id: string }
   | { t: 'stop' };

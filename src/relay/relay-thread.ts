@@ -6,7 +6,6 @@
  * (DirectHandoff) in the same transaction that stores them. Opt-in (HOOKRELAY_RELAY_THREAD=on): on one core its
  * second runtime cost more CPU and memory than the stall it removes (docs/benchmarks.md, seventh session).
  */
-import { randomBytes } from 'node:crypto';
 import type { EndpointRow, StoreRow } from '../../db/types.ts';
 import { openStorage } from '../../db/open.ts';
 import { createCore, type Core } from '../core.ts';
@@ -52,9 +51,8 @@ const handoffs = new Map<string, number>();
 
 async function init(m: Extract<ToThread, { t: 'init' }>): Promise<void> {
   const repo = await openStorage({ url: null, sqlitePath: m.sqlitePath, synchronous: m.synchronous });
-  // The handoff never opens an endpoint's secret (the serving thread verifies signatures); a box with a key of
-  // its own makes any attempt fail loudly instead of sharing the sealing key with this thread.
-  const box = new SecretBox(randomBytes(32));
+  // The same key as the serving thread: the handoff seals the platform tokens it obtains, and setup state opens them.
+  const box = new SecretBox(m.secretKey);
   const c = (core = createCore({ repo, box, log, config: { ...m.config, env: (name) => process.env[name] } }));
   writer = new ReceiptWriter(repo, () => worker?.wake());
   if (!m.worker) return;

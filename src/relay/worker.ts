@@ -3,12 +3,14 @@
  * attempt, retries with capped exponential backoff and jitter. A crash loses nothing: undelivered events stay
  * due and are picked up again on restart.
  */
-import type { HandoffQueue, ReadinessStore, TenantStore } from '../../db/repo.ts';
+import type { PlatformLinkStore } from '../../db/platform-links.ts';
+import type { HandoffQueue, ReadinessStore, Signals, TenantStore } from '../../db/repo.ts';
 import type { AttemptResult, AttemptRow, DueEvent, EndpointRow, EventRow, StoreRow } from '../../db/types.ts';
-import type { CoreWith, Runtime } from '../core.ts';
+import type { CoreWith } from '../core.ts';
+import { shopifyPlatform } from '../platform/shopify/platform.ts';
+import type { Destination, HandoffOutcome } from '../platform/types.ts';
 import { logDestination } from './destinations/log.ts';
-import { shopifyDestination } from './destinations/shopify.ts';
-import type { Destination, HandoffOutcome } from './destinations/types.ts';
+import { HandoffPauses } from './pauses.ts';
 import { IDEMPOTENCY_TTL_MS } from '../contract/limits.ts';
 import { attemptMetrics } from '../lib/event-stats.ts';
 import { metrics } from '../lib/instruments.ts';
@@ -34,12 +36,12 @@ export type EndpointLookup = (endpointId: string) => Promise<{ row: EndpointRow;
 
 export type Destinations = Record<'shopify' | 'log', Destination>;
 
-export function defaultDestinations(core: Runtime): Destinations {
-  return {
-    log: logDestination(core.log),
-    shopify: shopifyDestination({ adminUrl: core.config.shopifyAdminUrl, env: core.config.env }),
-  };
+export function defaultDestinations(core: CoreWith<{ links: PlatformLinkStore }>): Destinations {
+  return { log: logDestination(core.log), shopify: shopifyPlatform(core) };
 }
+
+/** What the worker reads and writes: the queue, trigger readiness, stores, and the platform links (pauses). */
+type WorkerCore = CoreWith<HandoffQueue & Pick<ReadinessStore, 'listTriggerReadiness'> & Pick<TenantStore, 'listStores' | 'getStore'> & Signals & { links: PlatformLinkStore }>;
 
 export class HandoffWorker {
   private running = false;
@@ -59,10 +61,18 @@ export class HandoffWorker {
   /** Counts each recorded attempt for /metrics; the relay thread forwards them to the serving thread instead. */
   recordHandoff: (storeId: string, result: string) => void = (storeId, result) => metrics.handoff(storeId, result);
 
+  /** Stores whose handoff is paused (credentials): their events wait for a probe instead of being sent. */
+  readonly pauses: HandoffPauses;
+
   constructor(
-    private readonly core: CoreWith<HandoffQueue & Pick<ReadinessStore, 'listTriggerReadiness'> & Pick<TenantStore, 'listStores'>>,
+    private readonly core: WorkerCore,
     private readonly destinations: Destinations = defaultDestinations(core),
-  ) {}
+  ) {
+    this.pauses = new HandoffPauses(core, (store) => this.destinationOf(store), () => {
+      this.claimNow = true;
+      this.wake();
+    });
+  }
 
   start(): void {
     if (this.running) return;
@@ -120,6 +130,7 @@ export class HandoffWorker {
       try {
         if (this.core.clock.now() - this.lastRelease >= RELEASE_EVERY_MS) await this.releaseHeld();
         if (this.core.clock.now() - this.lastSweep >= SWEEP_EVERY_MS) await this.sweep();
+        await this.probePaused();
         handled = await this.runOnce();
       } catch (err) {
         this.core.log.error(`handoff worker: ${err instanceof Error ? err.message : 'error'}`);
@@ -172,6 +183,7 @@ export class HandoffWorker {
     }
     if (!due.length) return 0;
     const handled = due.length;
+    await this.pauses.refresh();
     await this.journal(due);
     // bun:sqlite answers synchronously and a local send (the log destination) resolves at once, so without these
     // turns the journal, every send and the record run as one block of milliseconds: requests read meanwhile
@@ -193,6 +205,7 @@ export class HandoffWorker {
       this.inFlight.delete(round);
     }
     for (const r of results) {
+      if (r.unsent) continue;
       this.recordHandoff(r.storeId, r.attempt.outcome);
       if (r.attempt.outcome !== 'delivered') {
         this.core.log.warn(`handoff ${r.attempt.eventId} attempt ${r.attempt.number}: ${r.attempt.outcome} (${r.attempt.code}${r.attempt.httpStatus ? ` HTTP ${r.attempt.httpStatus}` : ''})`);
@@ -261,9 +274,16 @@ export class HandoffWorker {
     return swept;
   }
 
-  /** Runs until nothing is due at the current clock time (tests, shutdown drains). */
+  /** Probes paused stores whose probe is due; a store that resumes has its waiting events claimed at once. */
+  async probePaused(): Promise<number> {
+    await this.pauses.refresh();
+    return this.pauses.size ? this.pauses.probeDue(this.core.config.handoff.timeoutMs) : 0;
+  }
+
+  /** Runs until nothing is due at the current clock time (tests, shutdown drains), probing paused stores first. */
   async drain(maxRounds = 1000): Promise<void> {
     await this.releaseHeld();
+    await this.probePaused();
     for (let r = 0; r < maxRounds; r++) if ((await this.runOnce()) === 0) return;
   }
 
@@ -288,6 +308,10 @@ export class HandoffWorker {
     const startedAt = clock.now();
     const payload = buildFlowPayload(endpoint, event);
 
+    // A paused store sends nothing: the event waits for the probe, its journaled attempt withdrawn.
+    const pausedUntil = this.pauses.waitUntil(store.id);
+    if (pausedUntil != null) return this.unsent(event, store, number, Math.max(pausedUntil, startedAt + 1000));
+
     let outcome: HandoffOutcome;
     if (noWorkflow.has(`${store.id}\u0000${trigger.handle}`)) {
       outcome = { kind: 'no_workflow', httpStatus: null, errorClass: 'no_workflow', message: `Flow reports no enabled workflow for ${trigger.handle}.` };
@@ -300,7 +324,32 @@ export class HandoffWorker {
         outcome = { kind: 'retry', httpStatus: null, errorClass: 'network', message: 'Handoff failed unexpectedly.' };
       }
     }
-    const finishedAt = clock.now();
+    let finishedAt = clock.now();
+
+    if (outcome.kind === 'paused') {
+      // Credentials missing or refused: never the event's failure. The store pauses; the event waits for the probe.
+      const probeAt = Math.max(await this.pauses.pause(store, outcome.pause), startedAt + 1000);
+      if (!outcome.sent) return this.unsent(event, store, number, probeAt);
+      finishedAt = clock.now();
+      const attempt = {
+        eventId: event.id,
+        number,
+        destination: destination.name,
+        startedAt,
+        finishedAt,
+        outcome: 'retry',
+        httpStatus: outcome.httpStatus,
+        code: outcome.errorClass,
+        message: outcome.message,
+        retryAt: probeAt,
+      };
+      return {
+        attempt,
+        storeId: store.id,
+        metrics: attemptMetrics(attempt, event.receivedAt),
+        event: { outcome: 'queued', code: null, nextAttemptAt: probeAt, leaseUntil: null, deliveredAt: null },
+      };
+    }
 
     let attemptOutcome: AttemptRow['outcome'];
     let eventOutcome: string;
@@ -348,6 +397,18 @@ export class HandoffWorker {
         leaseUntil: null,
         deliveredAt: outcome.kind === 'delivered' ? finishedAt : null,
       },
+    };
+  }
+
+  /** An attempt journaled but not sent: withdrawn when recorded, the event queued until `until`. */
+  private unsent(event: EventRow, store: StoreRow, number: number, until: number): AttemptResult {
+    const at = this.core.clock.now();
+    return {
+      unsent: true,
+      attempt: { eventId: event.id, number, destination: this.destinationOf(store).name, startedAt: at, finishedAt: at, outcome: 'retry', httpStatus: null, code: null, message: null, retryAt: until },
+      storeId: store.id,
+      metrics: [],
+      event: { outcome: 'queued', code: null, nextAttemptAt: until, leaseUntil: null, deliveredAt: null },
     };
   }
 

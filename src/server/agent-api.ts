@@ -5,6 +5,7 @@
  */
 import { MAX_API_BODY_BYTES } from '../contract/limits.ts';
 import { buildManifest } from '../contract/manifest.ts';
+import { apiVersionStatus } from '../platform/shopify/version.ts';
 import { buildOpenApi } from '../contract/openapi.ts';
 import { OPERATIONS, operations, type Operation, type OperationId } from '../contract/operations.ts';
 import { OPENAPI_PATH } from '../contract/scopes.ts';
@@ -90,7 +91,7 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
         methodMismatch = r.op;
         continue;
       }
-      if (r.op.operationId === 'getAgentOperationsManifest') return Response.json(buildManifest(core.config.publicUrl, available));
+      if (r.op.operationId === 'getAgentOperationsManifest') return Response.json(buildManifest(core.config.publicUrl, available, { adminApiVersion: apiVersionStatus(core.clock.now()) }));
       if (!r.handler) {
         return errorResponse(null, new AppError('not_implemented', `${r.op.operationId} is declared in the contract but not served by this server yet; the manifest lists what is available.`));
       }

@@ -2,6 +2,7 @@
 import { checkExpectedContext } from '../contract/context.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import type { Scope } from '../contract/scopes.ts';
+import type { PlatformLinkStore } from '../../db/platform-links.ts';
 import type { EventReads, TenantStore } from '../../db/repo.ts';
 import type { CoreWith } from '../core.ts';
 import { metrics, processRegistry } from '../lib/instruments.ts';
@@ -17,7 +18,7 @@ const FROM_DATABASE = "Read from the database at scrape time: the database's fig
  * The scrape handler. Errors are the API's envelope (401 with WWW-Authenticate, 403 missing scope or context).
  * Scrapes are not audited (one every 15 s would flood the audit log) and carry no store id, token or body.
  */
-export function createMetricsHandler(core: CoreWith<TenantStore & Pick<EventReads, 'handoffBacklog'>>) {
+export function createMetricsHandler(core: CoreWith<TenantStore & Pick<EventReads, 'handoffBacklog'> & { links: PlatformLinkStore }>) {
   return async function handleMetrics(req: Request): Promise<Response> {
     if (req.method !== 'GET') {
       return errorResponse(null, new AppError('method_not_allowed', 'Use GET /metrics.', undefined, undefined, { Allow: 'GET' }));
@@ -52,8 +53,15 @@ export function createMetricsHandler(core: CoreWith<TenantStore & Pick<EventRead
   };
 
   async function scrape(storeId: string): Promise<Response> {
-    const [pending, stores] = await Promise.all([core.repo.handoffBacklog(storeId), core.repo.listStores()]);
+    const [pending, stores, link] = await Promise.all([core.repo.handoffBacklog(storeId), core.repo.listStores(), core.repo.links.get(storeId)]);
     const db = new Registry();
+    // One series per pause reason and code, 1 while paused, so an alert can fire on `hookrelay_handoff_paused == 1`.
+    const paused = db.gauge('hookrelay_handoff_paused', `1 while this grant's store's handoff is paused (events wait, none fail), by reason and stable code; 0 while active. ${FROM_DATABASE}`, ['reason', 'code']);
+    if (link?.pauseReason) paused.labels(link.pauseReason, link.pauseCode ?? 'unknown').set(1);
+    else paused.labels('none', 'none').set(0);
+    db.gauge('hookrelay_handoff_paused_seconds', `How long the handoff has been paused, seconds; 0 while active. ${FROM_DATABASE}`)
+      .labels()
+      .set(link?.pauseReason && link.pausedSince != null ? Math.max(0, (core.clock.now() - link.pausedSince) / 1000) : 0);
     db.gauge('hookrelay_handoff_backlog', `Events of this grant's store not yet handed off for good (accepted, queued, held). ${FROM_DATABASE}`)
       .labels()
       .set(pending.backlog);

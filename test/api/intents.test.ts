@@ -7,7 +7,7 @@ let token: string;
 
 beforeEach(async () => {
   env = await createTestEnv();
-  await addStore(env);
+  await addStore(env, { plan: 'free' }); // a capped plan: these tests reach its meters
   token = await addGrant(env, 'recovery_operator');
 });
 

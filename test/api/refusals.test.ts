@@ -13,7 +13,7 @@ let admin: string;
 
 beforeEach(async () => {
   env = await createTestEnv();
-  await addStore(env);
+  await addStore(env, { plan: 'free' }); // a capped plan: these tests reach its meters
   admin = await addGrant(env, 'admin_assistant', { ttlMs: 3 * 86400_000 });
 });
 

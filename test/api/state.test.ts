@@ -1,7 +1,8 @@
 import { beforeEach, describe, expect, it } from 'bun:test';
-import type { Destination } from '../../src/relay/destinations/types.ts';
+import type { Destination } from '../../src/platform/types.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { addGrant, addStore, call, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import { setPlan } from '../../src/ops/stores.ts';
+import { addGrant, addStore, call, createEndpoint, createTestEnv, execSql, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
 let env: TestEnv;
 let token: string;
@@ -56,6 +57,7 @@ describe('getSetupState', () => {
 
 describe('getPlanUsage and getBillingHandoff', () => {
   it('publishes seven meters with limits, remaining and enforcement', async () => {
+    await setPlan(env.core, 'demo.myshopify.com', 'free');
     const { endpoint, secret } = await createEndpoint(env, token);
     for (let i = 0; i < 3; i++) await sendHook(env, endpoint, secret, orderEvent(`u-${i}`));
     await call(env, 'GET', '/agent/v1/events', { token });
@@ -70,6 +72,23 @@ describe('getPlanUsage and getBillingHandoff', () => {
     expect(m.rich_reads.used).toBe(1);
     expect(m.simple_reads.limit).toBeNull();
     expect(d.canApproveCharges).toBe(false);
+  });
+
+  it('a store made by init has no caps: every meter counted and published, no limit, nothing held', async () => {
+    const { endpoint, secret } = await createEndpoint(env, token);
+    await execSql(env, "INSERT INTO usage_counters (store_id, meter, period_start, used) SELECT id, 'accepted_events', created_at, 1000000 FROM stores");
+    const replies = [];
+    for (let i = 0; i < 3; i++) replies.push(await sendHook(env, endpoint, secret, orderEvent(`nocap-${i}`)));
+    expect(replies.map((r) => r.json.status)).toEqual(['accepted', 'accepted', 'accepted']);
+    const d = (await call(env, 'GET', '/agent/v1/plan-usage', { token })).json.data;
+    expect(d.plan).toBe('unlimited');
+    expect(d.enforcement).toBe('ok');
+    for (const m of d.meters) expect(m).toMatchObject({ limit: null, remaining: null, enforcement: 'ok' });
+    expect(d.meters.find((m: { meter: string }) => m.meter === 'accepted_events').used).toBe(1_000_003);
+    // Not a paid option: billing lists the capped plans only.
+    const billing = (await call(env, 'GET', '/agent/v1/billing-handoff', { token })).json.data;
+    expect(billing.currentPlan).toBe('unlimited');
+    expect(billing.paidPlanOptions.map((p: { plan: string }) => p.plan)).toEqual(['starter', 'growth', 'scale']);
   });
 
   it('hands billing to a human without creating a charge', async () => {

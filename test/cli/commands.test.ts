@@ -234,7 +234,7 @@ describe('plan-usage', () => {
   it('prints the plan and its meters', async () => {
     const r = await run(['plan-usage'], { HOOKRELAY_TOKEN: observer });
     expect(r.code).toBe(0);
-    expect(r.json.data.plan).toBe('free');
+    expect(r.json.data.plan).toBe('unlimited');
     expect(r.json.data.canApproveCharges).toBe(false);
     expect(r.json.data.meters.map((m: { meter: string }) => m.meter)).toContain('replay_executions');
   });

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from 'bu
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { binaryForTests } from '../fixtures/binary.ts';
+import { fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { cli, closedPort, scratchHome, startApi, type Api } from './harness.ts';
 
 // These tests spawn the CLI or a server: room for a loaded machine (a per-file default; see test/preload.ts).
@@ -17,11 +18,34 @@ const CHECKS = [
   'expected_context',
   'clock_skew',
   'lifecycle_callback',
+  'shopify_destination',
+  'shopify_api_version',
 ];
 
 let api: Api;
 let home: ReturnType<typeof scratchHome>;
 let token: string;
+
+const CLIENT = { clientId: 'doctor-client-id-0001', clientSecret: 'doctor-client-secret-canary' };
+// The fake answers on the test deployment's clock, so token expiry and the check's 10 s reuse move with it.
+const fake = fakeShopifyForFile({ app: CLIENT, now: () => (api ? api.env.clock.now() : Date.now()) });
+
+/** Points the test deployment's store at the fake Shopify with client credentials (and the app secret, when given). */
+async function shopifyStore(appSecret: string | null) {
+  const { core } = api.env;
+  const store = (await core.repo.getStoreByShop('demo.myshopify.com'))!;
+  const envBefore = core.config.env;
+  core.config.shopifyAdminUrl = fake.url;
+  core.config.env = (name) =>
+    name === 'DOCTOR_CLIENT_SECRET' ? CLIENT.clientSecret : name === 'HOOKRELAY_SHOPIFY_APP_SECRET' && appSecret ? appSecret : envBefore(name);
+  await core.repo.updateStore({ ...store, destination: 'shopify', credentialMode: 'client-credentials', clientId: CLIENT.clientId, clientSecretEnv: 'DOCTOR_CLIENT_SECRET' });
+  return async () => {
+    core.config.env = envBefore;
+    core.config.shopifyAdminUrl = null;
+    await core.repo.updateStore(store);
+    api.env.clock.advance(60_000); // past the live check's reuse
+  };
+}
 
 beforeAll(async () => {
   api = await startApi();
@@ -79,29 +103,72 @@ describe('doctor', () => {
     expect(r.json.ok).toBe(false);
     expect(check(r, 'expected_context')).toMatchObject({ ok: false, hint: expect.any(String) });
     expect(check(r, 'grant_valid').ok).toBe(true);
-    expect(r.json.summary).toBe('7 of 9 checks passed.');
+    expect(r.json.summary).toBe('7 of 11 checks passed.');
   });
 
   it('fails lifecycle_callback (exit 1) when the store hands off to Shopify but the server has no app secret', async () => {
-    const { core } = api.env;
-    const store = (await core.repo.getStoreByShop('demo.myshopify.com'))!;
-    await core.repo.updateStore({ ...store, destination: 'shopify', adminTokenEnv: 'SHOPIFY_ADMIN_TOKEN' });
     const env = { HOOKRELAY_BASE_URL: api.url, HOOKRELAY_TOKEN: token };
+    let restore = await shopifyStore(null);
     try {
       const r = await run([], env);
       expect(r.code).toBe(1);
       expect(check(r, 'lifecycle_callback')).toMatchObject({ ok: false, hint: expect.stringContaining('HOOKRELAY_SHOPIFY_APP_SECRET') });
-      const envBefore = core.config.env;
-      core.config.env = (name) => (name === 'HOOKRELAY_SHOPIFY_APP_SECRET' ? 'app-secret' : envBefore(name));
-      try {
-        const fixed = await run([], env);
-        expect(check(fixed, 'lifecycle_callback').ok).toBe(true);
-        expect(fixed.code).toBe(0);
-      } finally {
-        core.config.env = envBefore;
-      }
+      expect(check(r, 'shopify_destination').ok).toBe(true);
+      await restore();
+      restore = await shopifyStore('app-secret');
+      const fixed = await run([], env);
+      expect(check(fixed, 'lifecycle_callback').ok).toBe(true);
+      expect(fixed.code).toBe(0);
     } finally {
-      await core.repo.updateStore(store);
+      await restore();
+    }
+  }, 60_000);
+
+  it('passes shopify_destination with a live check, then fails it (exit 1) naming the destination when Shopify refuses the credentials', async () => {
+    const env = { HOOKRELAY_BASE_URL: api.url, HOOKRELAY_TOKEN: token };
+    const restore = await shopifyStore('app-secret');
+    try {
+      const ok = await run([], env);
+      expect(ok.code).toBe(0);
+      // Plain reads: bun's toMatchObject writes its asymmetric matchers into the object it is given.
+      expect(check(ok, 'shopify_destination').ok).toBe(true);
+      expect(check(ok, 'shopify_destination').detail).toContain('client-credentials credentials, token valid until');
+      expect(check(ok, 'shopify_api_version')).toMatchObject({ ok: true, detail: expect.stringContaining('2026-10, supported until 2027-10-01') });
+      expect(fake.shopQueries.length).toBeGreaterThan(0);
+
+      fake.refuseAllTokens(true);
+      api.env.clock.advance(11_000); // past the 10 s a live check is reused
+      const refused = await run([], env);
+      expect(refused.code).toBe(1);
+      expect(refused.json.checks.filter((c: CheckResult) => !c.ok).map((c: CheckResult) => c.name)).toEqual(['shopify_destination']);
+      expect(check(refused, 'shopify_destination').detail).toContain('credentials_refused');
+      expect(check(refused, 'shopify_destination').hint).toContain('installed');
+      expect(JSON.stringify(refused.json)).not.toContain(CLIENT.clientSecret);
+      expect(JSON.stringify(refused.json)).not.toMatch(/shpat_/);
+    } finally {
+      fake.refuseAllTokens(false);
+      await restore();
+    }
+  }, 60_000);
+
+  it('warns on shopify_api_version within 90 days of its end of support, and fails it after', async () => {
+    const env = { HOOKRELAY_BASE_URL: api.url, HOOKRELAY_TOKEN: token };
+    const restore = await shopifyStore('app-secret');
+    const { clock } = api.env;
+    const before = clock.now();
+    try {
+      clock.set(Date.parse('2027-08-01T00:00:00Z'));
+      env.HOOKRELAY_TOKEN = await api.grant('operator'); // a grant of that day
+      const soon = await run([], env);
+      expect(check(soon, 'shopify_api_version')).toMatchObject({ ok: true, hint: expect.stringContaining('Upgrade hookrelay before 2027-10-01') });
+      clock.set(Date.parse('2027-10-02T00:00:00Z'));
+      env.HOOKRELAY_TOKEN = await api.grant('operator');
+      const past = await run([], env);
+      expect(check(past, 'shopify_api_version')).toMatchObject({ ok: false, detail: expect.stringContaining('Past its end of support') });
+      expect(past.code).toBe(1);
+    } finally {
+      clock.set(before);
+      await restore();
     }
   }, 60_000);
 

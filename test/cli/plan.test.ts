@@ -15,10 +15,10 @@ const cli = (dir: string, ...args: string[]) => {
 describe('hookrelay plan set', () => {
   it("changes the store's plan on the local database; a bad plan is a usage error, an unknown shop is not found", () => {
     const dir = mkdtempSync(join(tmpdir(), 'hookrelay-plan-'));
-    expect(cli(dir, 'init', '--shop', 'p.myshopify.com').json.store.plan).toBe('free');
+    expect(cli(dir, 'init', '--shop', 'p.myshopify.com').json.store.plan).toBe('unlimited');
     const set = cli(dir, 'plan', 'set', '--shop', 'p.myshopify.com', '--plan', 'growth');
     expect(set.code).toBe(0);
-    expect(set.json).toMatchObject({ previousPlan: 'free', store: { shopDomain: 'p.myshopify.com', plan: 'growth' } });
+    expect(set.json).toMatchObject({ previousPlan: 'unlimited', store: { shopDomain: 'p.myshopify.com', plan: 'growth' } });
     expect(cli(dir, 'init', '--shop', 'p.myshopify.com').json.store.plan).toBe('growth');
     const bad = cli(dir, 'plan', 'set', '--shop', 'p.myshopify.com', '--plan', 'platinum');
     expect(bad.code).toBe(2);

@@ -25,7 +25,7 @@ describe('store settings', () => {
     expect(refused.json.error.message).toContain('hookrelay store set');
     expect(run('store', 'show', '--shop', SHOP).json.stores[0]).toMatchObject({ destination: 'log', adminTokenEnv: null });
 
-    const same = run('init', '--shop', SHOP, '--destination', 'log', '--plan', 'free');
+    const same = run('init', '--shop', SHOP, '--destination', 'log', '--plan', 'unlimited');
     expect(same.code).toBe(0);
     expect(same.json.created).toBe(false);
     const identity = run('init', '--shop', SHOP, '--installation-id', 'other');
@@ -47,7 +47,7 @@ describe('store settings', () => {
     expect(run('store', 'set', '--shop', SHOP, '--public-url', 'ftp://relay.example.com').code).toBe(2);
     expect(run('store', 'set', '--shop', SHOP).code).toBe(2);
     expect(run('store', 'set', '--shop', 'nope.myshopify.com', '--plan', 'growth').code).toBe(6);
-    expect(run('store', 'show').json).toMatchObject({ stores: [{ destination: 'log', adminTokenEnv: null, plan: 'free' }], settings: { publicUrl: null } });
+    expect(run('store', 'show').json).toMatchObject({ stores: [{ destination: 'log', adminTokenEnv: null, plan: 'unlimited' }], settings: { publicUrl: null } });
   }, SPAWN_TIMEOUT_MS);
 
   it('store set changes destination, token variable, plan and the box-wide public URL; store show and init agree', () => {
@@ -55,7 +55,7 @@ describe('store settings', () => {
     expect(set.code).toBe(0);
     expect(set.json.store).toMatchObject({ shopDomain: SHOP, destination: 'shopify', adminTokenEnv: 'SHOPIFY_ADMIN_TOKEN', plan: 'growth' });
     expect(set.json.settings).toEqual({ publicUrl: 'https://relay.example.com' });
-    expect(set.json.changed.sort()).toEqual(['adminTokenEnv', 'destination', 'plan', 'publicUrl']);
+    expect(set.json.changed.sort()).toEqual(['adminTokenEnv', 'auth', 'destination', 'plan', 'publicUrl']);
 
     const shown = run('store', 'show');
     expect(shown.json.stores).toHaveLength(1);

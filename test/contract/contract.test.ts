@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'bun:test';
 import { existsSync } from 'node:fs';
 import { writeMigrationIndex } from '../../db/migration-index.ts';
+import { apiVersionStatus } from '../../src/platform/shopify/version.ts';
 import { buildManifest } from '../../src/contract/manifest.ts';
 import { buildOpenApi } from '../../src/contract/openapi.ts';
 import { OPERATIONS } from '../../src/contract/operations.ts';
+import { AgentOperationsManifestSchema } from '../../src/contract/schemas.ts';
 import { SNAPSHOT_PATH, SNAPSHOT_SERVER } from '../../scripts/openapi.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -97,7 +99,12 @@ describe('OpenAPI', () => {
 
 describe('manifest', () => {
   it('lists every operation with its contract facts and absolute discovery URLs', () => {
-    const m = buildManifest('https://relay.example', new Set(['getAgentOperationsManifest']));
+    const m = buildManifest('https://relay.example', new Set(['getAgentOperationsManifest']), { adminApiVersion: apiVersionStatus(Date.parse('2026-11-25T00:00:00Z')) });
+    expect(m.platform).toEqual({
+      platformKey: 'shopify',
+      adminApiVersion: { version: '2026-10', releasedOn: '2026-10-01', supportedUntil: '2027-10-01', daysLeft: 310, status: 'supported' },
+    });
+    expect(AgentOperationsManifestSchema.safeParse(m).success).toBe(true);
     expect(m.operations.map((o) => o.operationId)).toEqual(OPERATIONS.map((o) => o.operationId));
     expect(m.docs.openapi).toBe('https://relay.example/agent/v1/openapi.json');
     expect(m.edition.editionKey).toBe('workflow-automation');

@@ -28,6 +28,11 @@ const RULES: Rule[] = [
   { from: 'src/relay/', not: ['src/ops/', 'src/server/', 'src/mcp/', 'src/client/', 'commands/'], why: 'the hot path does not import the agent-API pipeline' },
   { from: 'src/mcp/', not: ['src/server/', 'commands/'], why: 'the MCP endpoint receives what it needs of the server from the app' },
   { from: 'src/ops/', not: ['src/server/', 'src/mcp/', 'commands/'], why: 'src/ops sits below the server and the MCP endpoint' },
+  {
+    from: 'src/platform/',
+    not: ['src/ops/', 'src/server/', 'src/mcp/', 'src/client/', 'src/relay/', 'commands/'],
+    why: 'a platform module is called by the relay and the ops and calls neither (one folder per platform)',
+  },
   { from: 'src/lib/', not: ['src/ops/', 'src/server/', 'src/mcp/', 'src/relay/', 'src/client/', 'commands/'], why: 'src/lib is shared below every layer' },
   { from: 'src/', not: ['commands/'], why: 'commands/ is the entry; nothing imports it' },
 ];

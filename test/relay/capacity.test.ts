@@ -10,7 +10,7 @@ import { addGrant, addStore, call, createEndpoint, createTestEnv, orderEvent, se
 
 async function setup() {
   const env = await createTestEnv();
-  const store = await addStore(env); // free plan: 500 accepted events, no grace
+  const store = await addStore(env, { plan: 'free' }); // 500 accepted events, no grace
   const token = await addGrant(env, 'admin_assistant', { ttlMs: 40 * 86400_000 }); // outlives a period change
   const { endpoint, secret } = await createEndpoint(env, token);
   const worker = new HandoffWorker(env.core);

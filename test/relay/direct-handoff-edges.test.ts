@@ -7,14 +7,14 @@ import { describe, expect, it } from 'bun:test';
 import net from 'node:net';
 import type { HandoffConfig } from '../../src/core.ts';
 import { hmacHex } from '../../src/lib/crypto.ts';
-import type { Destination } from '../../src/relay/destinations/types.ts';
+import type { Destination } from '../../src/platform/types.ts';
 import { defaultDestinations, HandoffWorker } from '../../src/relay/worker.ts';
 import { b, fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { handedOffTwice, receivedCounts, startDirectWorker, until } from '../fixtures/handoff.ts';
 import { addGrant, addStore, backend, call, count, createEndpoint, createTestEnv, execSql, executeIntent, orderEvent, row, rows, sendHook, type TestEnv } from '../helpers.ts';
 
 const TOKEN = 'shpat_direct_edges_token';
-const HANDOFF: HandoffConfig = { timeoutMs: 1000, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 8 };
+const HANDOFF: HandoffConfig = { timeoutMs: 1000, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 8, probeBaseDelayMs: 5_000, probeMaxDelayMs: 60_000 };
 
 const fake = fakeShopifyForFile({ token: TOKEN });
 
@@ -96,7 +96,7 @@ describe('the ingest lease against the time a receipt waits in the direct queue'
     // A receipt that enters the direct queue at its back while a round runs waits for that round and the next
     // (240 s) before its own round's claim, but its lease is timeout * ceil(3 * 4 / 4) + 30 s = 210 s.
     const T = 60_000;
-    const s = await setup({ timeoutMs: T, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 4 });
+    const s = await setup({ ...HANDOFF, timeoutMs: T, batchSize: 4 });
     const { env } = s;
     const real = defaultDestinations(env.core);
     let late: Promise<string[]> | null = null;
@@ -264,7 +264,9 @@ describe('receipts taken from their commit, through the rest of the handoff rule
 
   it('over capacity: held receipts are not leased nor counted; released later they are handed off once and counted then', async () => {
     const s = await setup();
-    const { env, store } = s;
+    const { env } = s;
+    const store = { ...s.store, plan: 'free' };
+    await env.repo.updateStore(store);
     // The free plan's hard limit is 500: one receipt of room left this period.
     await execSql(env, 'INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES (?, ?, ?, ?)', store.id, 'accepted_events', store.createdAt, 499);
     const meter = async () => (await row<{ used: number }>(env, "SELECT used FROM usage_counters WHERE store_id = ? AND meter = 'accepted_events'", store.id))!.used;

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { EventRow } from '../../db/types.ts';
 import type { TriggerVariant } from '../../src/contract/schemas.ts';
 import { COMMON_FIELDS, TRIGGERS } from '../../src/contract/triggers.ts';
+import { apiVersionStatus, SHOPIFY_ADMIN_API_VERSION } from '../../src/platform/shopify/version.ts';
 import { buildFlowPayload } from '../../src/relay/flow.ts';
 import { BASE, createTestEnv, eventRow } from '../helpers.ts';
 
@@ -119,6 +120,12 @@ describe('Flow trigger extensions', () => {
     expect(app.client_id).toBe('replace-with-your-client-id');
     expect(app.access_scopes.scopes.split(',').sort()).toEqual(['read_customers', 'read_orders', 'read_products']);
     expect(text).not.toMatch(/secret\s*=|shpat_|shpss_/i);
+  });
+
+  it('declares the Admin API version the relay speaks, one still supported today', () => {
+    const app = Bun.TOML.parse(readFileSync(join(ROOT, 'shopify.app.toml'), 'utf8')) as { webhooks: { api_version: string } };
+    expect(app.webhooks.api_version).toBe(SHOPIFY_ADMIN_API_VERSION);
+    expect(apiVersionStatus(Date.now()).status).not.toBe('unsupported');
   });
 
   for (const variant of VARIANTS) {

@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'bun:test';
-import { SHOPIFY_ADMIN_API_VERSION } from '../../src/contract/triggers.ts';
+import { SHOPIFY_ADMIN_API_VERSION } from '../../src/platform/shopify/version.ts';
 import type { Config } from '../../src/core.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { b, fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { addGrant, addStore, call, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
 const TOKEN = 'shpat_canary_token';
-const HANDOFF = { timeoutMs: 300, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 16 };
+const HANDOFF_PROBE_MAX_MS = 60_000;
+const HANDOFF = { timeoutMs: 300, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 16, probeBaseDelayMs: 5_000, probeMaxDelayMs: HANDOFF_PROBE_MAX_MS };
 
 const fake = fakeShopifyForFile({ token: TOKEN });
 
@@ -212,19 +213,33 @@ describe('HandoffWorker with the shopify destination', () => {
     expect(ev.attemptsDetail[0]).toMatchObject({ outcome: 'retry', httpStatus: 200, code: 'throttled' });
   });
 
-  it('fails without calling Flow when the token variable is not set', async () => {
-    const s = await setup({ env: () => undefined });
+  it('pauses the store without calling Flow when the token variable is not set: the event waits, never fails', async () => {
+    let token: string | undefined;
+    const s = await setup({ env: (n) => (n === 'SHOP_TOKEN' ? token : undefined) });
     const eventId = await send(s, 'ext-no-token');
     await s.worker.drain();
     s.env.clock.advance(HANDOFF.maxDelayMs * 10);
     await s.worker.drain();
 
     expect(fake.requests).toHaveLength(0);
-    const ev = await detail(s, eventId);
-    expect(ev.outcome).toBe('failed');
-    expect(ev.attemptsDetail).toHaveLength(1);
-    expect(ev.attemptsDetail[0]).toMatchObject({ outcome: 'failed', code: 'config', httpStatus: null });
-    expect(ev.attemptsDetail[0].message).toContain('SHOP_TOKEN');
+    expect(fake.shopQueries).toHaveLength(0);
+    let ev = await detail(s, eventId);
+    expect(ev.outcome).toBe('queued');
+    expect(ev.code).toBeNull();
+    // Nothing left the box: no attempt is recorded, and it is no platform rejection.
+    expect(ev.attemptsDetail).toHaveLength(0);
+    expect(ev.handoffStoppedAt).toBe('paused');
+    expect(ev.handoffPause).toMatchObject({ state: 'paused', reason: 'credentials', code: 'SVC_CREDENTIALS_MISSING' });
+    expect(ev.handoffPause.message).toContain('SHOP_TOKEN');
+
+    // The variable appears (an operator exported it and restarted serve): the next probe resumes, the event goes.
+    token = TOKEN;
+    s.env.clock.advance(HANDOFF_PROBE_MAX_MS);
+    await s.worker.drain();
+    ev = await detail(s, eventId);
+    expect(ev.outcome).toBe('delivered');
+    expect(ev.attemptsDetail.map((a: { outcome: string }) => a.outcome)).toEqual(['delivered']);
+    expect(ev.handoffPause).toBeNull();
   });
 });
 

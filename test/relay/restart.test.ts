@@ -33,7 +33,7 @@ function config(): Partial<Config> {
     publicUrl: BASE,
     shopifyAdminUrl: fake.url,
     env: (n) => (n === 'SHOP_TOKEN' ? TOKEN : undefined),
-    handoff: { timeoutMs: 2000, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 16 },
+    handoff: { timeoutMs: 2000, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 16, probeBaseDelayMs: 5_000, probeMaxDelayMs: 60_000 },
   };
 }
 

@@ -1,0 +1,178 @@
+/**
+ * The platform_links area (see the table in db/sqlite/schema.ts), written once for both dialects over a thin
+ * runner: every statement below is plain SQL both SQLite and PostgreSQL run as written (`?` placeholders, which
+ * the PostgreSQL runner numbers). Each change is one statement, so instances racing on a store's row serialise
+ * on it: one renewal, one probe, one pause.
+ */
+import { getTableColumns } from 'drizzle-orm';
+import { platformLinks } from './sqlite/schema.ts';
+
+export type PlatformLinkRow = typeof platformLinks.$inferSelect;
+
+/** What a dialect gives this area: rows of a query, and the rows a statement changed. */
+export interface SqlRunner {
+  all<T>(sql: string, params: unknown[]): Promise<T[]>;
+  run(sql: string, params: unknown[]): Promise<number>;
+}
+
+export interface PendingPause {
+  reason: string;
+  code: string;
+  message: string;
+}
+
+export interface ObtainedToken {
+  sealed: string;
+  expiresAt: number | null;
+  obtainedAt: number;
+  scope: string | null;
+  clientId: string | null;
+}
+
+/** A store's link to its platform: obtained tokens, the renewal in progress, the answered API version, the pause. */
+export interface PlatformLinkStore {
+  get(storeId: string): Promise<PlatformLinkRow | null>;
+  /** Links whose handoff is paused. */
+  listPaused(): Promise<PlatformLinkRow[]>;
+  /** Takes the store's one token renewal for `owner` until `until`; false while another owner holds it. */
+  takeRenewal(storeId: string, owner: string, now: number, until: number): Promise<boolean>;
+  /** Stores a token under the renewal `owner` holds; the new generation, or null when the renewal was lost meanwhile. */
+  saveToken(storeId: string, owner: string, token: ObtainedToken, now: number): Promise<number | null>;
+  /** Ends `owner`'s renewal without a token, recording why (a PAUSE_CODES key). */
+  failRenewal(storeId: string, owner: string, code: string, now: number): Promise<void>;
+  /** Forgets the obtained token (the store's credential settings changed). */
+  clearToken(storeId: string, now: number): Promise<void>;
+  /** Records the API version the platform answered with. */
+  noteApiVersion(storeId: string, version: string, now: number): Promise<void>;
+  /**
+   * Pauses the store's handoff, or updates the reason of a pause in place (keeping since, probes and the next
+   * probe). `probes` and `nextProbeAt` apply to a new pause only.
+   */
+  pause(storeId: string, pause: PendingPause, now: number, probes: number, nextProbeAt: number): Promise<PlatformLinkRow>;
+  /** Takes the store's one probe when it is due: the link, or null (not paused, not due, or another probe runs). */
+  takeProbe(storeId: string, now: number, leaseUntil: number): Promise<PlatformLinkRow | null>;
+  /** A probe found the pause's cause still there: counted, next one at `nextProbeAt`. */
+  probeFailed(storeId: string, pause: PendingPause, now: number, nextProbeAt: number): Promise<void>;
+  /**
+   * Ends the pause (true when there was one) and makes the store's waiting events due now: events deferred to a
+   * later probe go at once. Probes stay counted, so a pause that returns soon after backs off from where it was.
+   */
+  resume(storeId: string, now: number): Promise<boolean>;
+}
+
+const COLUMNS = Object.entries(getTableColumns(platformLinks))
+  .map(([key, col]) => `${col.name} AS "${key}"`)
+  .join(', ');
+
+export class PlatformLinks implements PlatformLinkStore {
+  constructor(private readonly sql: SqlRunner) {}
+
+  async get(storeId: string) {
+    return (await this.sql.all<PlatformLinkRow>(`SELECT ${COLUMNS} FROM platform_links WHERE store_id = ?`, [storeId]))[0] ?? null;
+  }
+
+  listPaused() {
+    return this.sql.all<PlatformLinkRow>(`SELECT ${COLUMNS} FROM platform_links WHERE pause_reason IS NOT NULL ORDER BY store_id`, []);
+  }
+
+  private ensure(storeId: string, now: number) {
+    return this.sql.run('INSERT INTO platform_links (store_id, updated_at) VALUES (?, ?) ON CONFLICT (store_id) DO NOTHING', [storeId, now]);
+  }
+
+  async takeRenewal(storeId: string, owner: string, now: number, until: number) {
+    await this.ensure(storeId, now);
+    const changed = await this.sql.run(
+      `UPDATE platform_links SET renewal_lease_until = ?, renewal_owner = ?, updated_at = ?
+       WHERE store_id = ? AND (renewal_lease_until IS NULL OR renewal_lease_until <= ? OR renewal_owner = ?)`,
+      [until, owner, now, storeId, now, owner],
+    );
+    return changed === 1;
+  }
+
+  async saveToken(storeId: string, owner: string, t: ObtainedToken, now: number) {
+    const rows = await this.sql.all<{ generation: number }>(
+      `UPDATE platform_links SET token_sealed = ?, token_expires_at = ?, token_obtained_at = ?, token_scope = ?, token_client_id = ?,
+         token_generation = token_generation + 1, renewal_lease_until = NULL, renewal_owner = NULL, last_renewal_at = ?,
+         last_renewal_error = NULL, updated_at = ?
+       WHERE store_id = ? AND renewal_owner = ? RETURNING token_generation AS "generation"`,
+      [t.sealed, t.expiresAt, t.obtainedAt, t.scope, t.clientId, now, now, storeId, owner],
+    );
+    return rows[0]?.generation ?? null;
+  }
+
+  async failRenewal(storeId: string, owner: string, code: string, now: number) {
+    await this.sql.run(
+      `UPDATE platform_links SET renewal_lease_until = NULL, renewal_owner = NULL, last_renewal_error = ?, updated_at = ?
+       WHERE store_id = ? AND renewal_owner = ?`,
+      [code, now, storeId, owner],
+    );
+  }
+
+  async clearToken(storeId: string, now: number) {
+    await this.sql.run(
+      `UPDATE platform_links SET token_sealed = NULL, token_expires_at = NULL, token_obtained_at = NULL, token_scope = NULL,
+         token_client_id = NULL, token_generation = token_generation + 1, last_renewal_error = NULL, updated_at = ?
+       WHERE store_id = ?`,
+      [now, storeId],
+    );
+  }
+
+  async noteApiVersion(storeId: string, version: string, now: number) {
+    await this.ensure(storeId, now);
+    await this.sql.run('UPDATE platform_links SET answered_api_version = ?, answered_api_version_at = ?, updated_at = ? WHERE store_id = ?', [
+      version,
+      now,
+      now,
+      storeId,
+    ]);
+  }
+
+  async pause(storeId: string, p: PendingPause, now: number, probes: number, nextProbeAt: number) {
+    await this.ensure(storeId, now);
+    const rows = await this.sql.all<PlatformLinkRow>(
+      `UPDATE platform_links SET
+         probes = CASE WHEN pause_reason IS NULL THEN ? ELSE probes END,
+         next_probe_at = CASE WHEN pause_reason IS NULL THEN ? ELSE next_probe_at END,
+         paused_since = CASE WHEN pause_reason IS NULL THEN ? ELSE paused_since END,
+         pause_reason = ?, pause_code = ?, pause_message = ?, updated_at = ?
+       WHERE store_id = ? RETURNING ${COLUMNS}`,
+      [probes, nextProbeAt, now, p.reason, p.code, p.message, now, storeId],
+    );
+    return rows[0]!;
+  }
+
+  async takeProbe(storeId: string, now: number, leaseUntil: number) {
+    const rows = await this.sql.all<PlatformLinkRow>(
+      `UPDATE platform_links SET probe_lease_until = ?, last_probe_at = ?, updated_at = ?
+       WHERE store_id = ? AND pause_reason IS NOT NULL AND next_probe_at <= ? AND (probe_lease_until IS NULL OR probe_lease_until <= ?)
+       RETURNING ${COLUMNS}`,
+      [leaseUntil, now, now, storeId, now, now],
+    );
+    return rows[0] ?? null;
+  }
+
+  async probeFailed(storeId: string, p: PendingPause, now: number, nextProbeAt: number) {
+    await this.sql.run(
+      `UPDATE platform_links SET probes = probes + 1, next_probe_at = ?, probe_lease_until = NULL, pause_reason = ?, pause_code = ?,
+         pause_message = ?, updated_at = ?
+       WHERE store_id = ? AND pause_reason IS NOT NULL`,
+      [nextProbeAt, p.reason, p.code, p.message, now, storeId],
+    );
+  }
+
+  async resume(storeId: string, now: number) {
+    const ended = await this.sql.run(
+      `UPDATE platform_links SET pause_reason = NULL, pause_code = NULL, pause_message = NULL, paused_since = NULL, next_probe_at = NULL,
+         probe_lease_until = NULL, resumed_at = ?, updated_at = ?
+       WHERE store_id = ? AND pause_reason IS NOT NULL`,
+      [now, now, storeId],
+    );
+    if (ended === 0) return false;
+    // Events deferred while paused wait for the next probe time; leased ones are a worker's, which decides.
+    await this.sql.run(
+      `UPDATE events SET next_attempt_at = ? WHERE store_id = ? AND outcome IN ('accepted', 'queued') AND lease_until IS NULL AND next_attempt_at > ?`,
+      [now, storeId, now],
+    );
+    return true;
+  }
+}

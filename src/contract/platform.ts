@@ -1,0 +1,47 @@
+/**
+ * The platform link as the contract shows it: how a store's credentials are obtained, why its handoff may be
+ * paused, and what a live check of the destination found. Platform code (src/platform/) decides these; setup
+ * state, the reliability reads, event detail, /metrics and doctor only report them.
+ */
+
+/**
+ * How hookrelay gets a store's Admin API token:
+ * - `static`: a token read at run time from the environment variable the store names (a legacy custom app);
+ * - `client-credentials`: requested by hookrelay with the app's client id and secret (the secret read from a
+ *   variable the store names), renewed before it expires and once on a 401;
+ * - `oauth`: an expiring offline token and refresh token from the app's install (authorization code grant).
+ */
+export const CREDENTIAL_MODES = ['static', 'client-credentials', 'oauth'] as const;
+export type CredentialMode = (typeof CREDENTIAL_MODES)[number];
+
+/** Why a store's handoff is paused (events wait `queued`, never `failed`). */
+export const PAUSE_REASONS = ['credentials'] as const;
+export type PauseReason = (typeof PAUSE_REASONS)[number];
+
+/**
+ * Stable codes of a paused handoff, each with the action that clears it. A configuration problem on this box is
+ * never labelled a platform rejection: `SVC_CREDENTIALS_MISSING` is about hookrelay's settings, the others about
+ * what the platform answered.
+ */
+export const PAUSE_CODES = {
+  SVC_CREDENTIALS_MISSING: {
+    reason: 'credentials',
+    recommendedAction:
+      "Set the variable the store names where hookrelay serve runs (hookrelay store show lists it) and restart serve, or fix the store's credentials with hookrelay store set.",
+  },
+  SVC_CREDENTIALS_REFUSED: {
+    reason: 'credentials',
+    recommendedAction:
+      "The platform refused the store's access token (401/403). Check the app is still installed on the store with the scopes it needs; for a static token, export a valid one and restart serve. Handoff resumes by itself once a probe succeeds.",
+  },
+  SVC_TOKEN_REQUEST_FAILED: {
+    reason: 'credentials',
+    recommendedAction:
+      "The platform would not issue an access token for the store's client id and secret. Check both in the app's settings (Dev Dashboard) and that the app is installed on the store; handoff resumes by itself once a probe succeeds.",
+  },
+} as const satisfies Record<string, { reason: PauseReason; recommendedAction: string }>;
+export type PauseCode = keyof typeof PAUSE_CODES;
+
+/** What a live, authenticated check of the destination found (a cheap query with the store's credentials). */
+export const LINK_CHECK_RESULTS = ['ok', 'credentials_missing', 'credentials_refused', 'token_request_failed', 'unreachable', 'throttled', 'not_applicable'] as const;
+export type LinkCheckResult = (typeof LINK_CHECK_RESULTS)[number];

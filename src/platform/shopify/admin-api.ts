@@ -1,0 +1,153 @@
+/**
+ * Shopify's Admin API over HTTP, read as Shopify answers today: GraphQL replies with their cost extension and
+ * THROTTLED errors, the version that answered (X-Shopify-API-Version), 401 for a dead token, and the token
+ * endpoint of the client credentials grant. No policy here (what to retry, when to pause): only what was said.
+ */
+import { SHOPIFY_ADMIN_API_VERSION } from './version.ts';
+
+/** `https://<shop>`, or the base tests and proxies set (HOOKRELAY_SHOPIFY_ADMIN_URL), without a trailing slash. */
+export function adminBase(shopDomain: string, adminUrl: string | null): string {
+  return (adminUrl ?? `https://${shopDomain}`).replace(/\/+$/, '');
+}
+
+export function graphqlUrl(shopDomain: string, adminUrl: string | null): string {
+  return `${adminBase(shopDomain, adminUrl)}/admin/api/${SHOPIFY_ADMIN_API_VERSION}/graphql.json`;
+}
+
+export function tokenUrl(shopDomain: string, adminUrl: string | null): string {
+  return `${adminBase(shopDomain, adminUrl)}/admin/oauth/access_token`;
+}
+
+/** `extensions.cost` of a GraphQL reply: what the call cost and the store's bucket after it. */
+export interface QueryCost {
+  requested: number | null;
+  actual: number | null;
+  maximumAvailable: number | null;
+  currentlyAvailable: number | null;
+  restoreRate: number | null;
+}
+
+export interface GraphqlError {
+  message?: string;
+  extensions?: { code?: string };
+}
+
+export type GraphqlReply =
+  /** HTTP 200 with a JSON document (which may still carry `errors`: THROTTLED, or a query error). */
+  | { kind: 'answered'; status: number; data: Record<string, unknown> | null; errors: GraphqlError[]; cost: QueryCost | null; version: string | null }
+  /** 401/403: the token is missing, dead or lacks access. */
+  | { kind: 'refused'; status: number; version: string | null }
+  /** HTTP 429 (REST-style limit); GraphQL's own throttling is an `answered` THROTTLED error. */
+  | { kind: 'limited'; status: number; retryAfterMs?: number; version: string | null }
+  | { kind: 'server_error'; status: number; version: string | null }
+  | { kind: 'http_error'; status: number; version: string | null }
+  | { kind: 'unreadable'; status: number; version: string | null }
+  | { kind: 'timeout' }
+  | { kind: 'network' };
+
+const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+/** Reads `extensions.cost`; null when absent or malformed. */
+export function readCost(extensions: unknown): QueryCost | null {
+  const cost = (extensions as { cost?: Record<string, unknown> } | null | undefined)?.cost;
+  if (!cost || typeof cost !== 'object') return null;
+  const t = (cost.throttleStatus ?? {}) as Record<string, unknown>;
+  return {
+    requested: num(cost.requestedQueryCost),
+    actual: num(cost.actualQueryCost),
+    maximumAvailable: num(t.maximumAvailable),
+    currentlyAvailable: num(t.currentlyAvailable),
+    restoreRate: num(t.restoreRate),
+  };
+}
+
+export const isThrottled = (errors: GraphqlError[]) => errors.some((e) => e.extensions?.code === 'THROTTLED');
+
+/** One GraphQL call with an access token. Never throws; never echoes the token. */
+export async function adminGraphql(
+  url: string,
+  token: string,
+  query: string,
+  variables: Record<string, unknown> | undefined,
+  timeoutMs: number,
+): Promise<GraphqlReply> {
+  const signal = AbortSignal.timeout(timeoutMs);
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'X-Shopify-Access-Token': token },
+      body: JSON.stringify(variables ? { query, variables } : { query }),
+      signal,
+    });
+  } catch (err) {
+    return signal.aborted || (err instanceof Error && err.name === 'TimeoutError') ? { kind: 'timeout' } : { kind: 'network' };
+  }
+  const version = res.headers.get('x-shopify-api-version');
+  const status = res.status;
+  if (status === 401 || status === 403) return drained(res, { kind: 'refused', status, version });
+  if (status === 429) return drained(res, { kind: 'limited', status, retryAfterMs: retryAfterMs(res.headers.get('retry-after')), version });
+  if (status >= 500) return drained(res, { kind: 'server_error', status, version });
+  if (status !== 200) return drained(res, { kind: 'http_error', status, version });
+  let doc: { data?: Record<string, unknown> | null; errors?: unknown; extensions?: unknown };
+  try {
+    doc = (await res.json()) as typeof doc;
+  } catch {
+    return { kind: 'unreadable', status, version };
+  }
+  if (!doc || typeof doc !== 'object') return { kind: 'unreadable', status, version };
+  const errors = Array.isArray(doc.errors) ? (doc.errors as GraphqlError[]) : doc.errors ? [{ message: String(doc.errors) }] : [];
+  return { kind: 'answered', status, data: doc.data ?? null, errors, cost: readCost(doc.extensions), version };
+}
+
+/** Reads and drops a body nobody uses, so the connection goes back to the pool. */
+async function drained<T>(res: Response, reply: T): Promise<T> {
+  await res.arrayBuffer().catch(() => undefined);
+  return reply;
+}
+
+export type TokenReply =
+  | { kind: 'issued'; accessToken: string; scope: string | null; expiresInSeconds: number | null }
+  /** The platform refused the request (invalid_client and other 4xx): the OAuth `error` code, never the body. */
+  | { kind: 'refused'; status: number; error: string | null }
+  | { kind: 'unavailable'; status: number | null; why: 'timeout' | 'network' | 'server_error' | 'unreadable' };
+
+/**
+ * The client credentials grant: the app's client id and secret for a token of the store (24 h, no refresh token).
+ * Sent as JSON, as Shopify's own library does; the secret goes in the body only and is never logged.
+ */
+export async function requestClientCredentialsToken(url: string, clientId: string, clientSecret: string, timeoutMs: number): Promise<TokenReply> {
+  const signal = AbortSignal.timeout(timeoutMs);
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+      body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
+      signal,
+    });
+  } catch (err) {
+    const timedOut = signal.aborted || (err instanceof Error && err.name === 'TimeoutError');
+    return { kind: 'unavailable', status: null, why: timedOut ? 'timeout' : 'network' };
+  }
+  let doc: Record<string, unknown> | null = null;
+  try {
+    doc = (await res.json()) as Record<string, unknown>;
+  } catch {
+    doc = null;
+  }
+  if (res.status >= 500) return { kind: 'unavailable', status: res.status, why: 'server_error' };
+  if (res.status !== 200) return { kind: 'refused', status: res.status, error: typeof doc?.error === 'string' ? doc.error.slice(0, 64) : null };
+  const token = doc?.access_token;
+  if (typeof token !== 'string' || !token) return { kind: 'unavailable', status: res.status, why: 'unreadable' };
+  const expires = num(doc?.expires_in);
+  return { kind: 'issued', accessToken: token, scope: typeof doc?.scope === 'string' ? doc.scope : null, expiresInSeconds: expires };
+}
+
+/** Retry-After as seconds or an HTTP date; undefined when absent or unreadable. */
+export function retryAfterMs(value: string | null, now = Date.now()): number | undefined {
+  if (!value) return undefined;
+  if (/^\d+(\.\d+)?$/.test(value.trim())) return Math.round(Number(value) * 1000);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}

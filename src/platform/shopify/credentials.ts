@@ -1,0 +1,240 @@
+/**
+ * A store's Admin API token, by credential mode. `static`: read from the variable the store names, never stored.
+ * `client-credentials`: requested with the app's client id and secret (the secret read from its variable at the
+ * moment of the request), sealed in platform_links, renewed when three quarters of its life has passed and once
+ * when the platform refuses it. One renewal at a time per store: in this process a renewal in flight is shared,
+ * and across instances the one holding platform_links' renewal lease renews while the others wait for its token.
+ */
+import { randomUUID } from 'node:crypto';
+import type { PlatformLinkRow, PlatformLinkStore } from '../../../db/platform-links.ts';
+import type { StoreRow } from '../../../db/types.ts';
+import type { CredentialMode } from '../../contract/platform.ts';
+import { CREDENTIAL_MODES } from '../../contract/platform.ts';
+import type { CoreWith } from '../../core.ts';
+import type { PauseRequest } from '../types.ts';
+import { requestClientCredentialsToken, tokenUrl, type TokenReply } from './admin-api.ts';
+
+/** A renewal holds the store's lease this long; a holder that died is replaced after it. */
+const RENEWAL_LEASE_MS = 60_000;
+/** How long a caller waits for another instance's renewal (real time) before giving up on this send. */
+const RENEWAL_WAIT_MS = 15_000;
+const RENEWAL_POLL_MS = 50;
+/** A token is renewed once this share of its life has passed (6 h ahead for a 24 h token, 15 min for 60 min). */
+const RENEW_AT_SHARE = 0.75;
+
+export interface Token {
+  value: string;
+  /** Which token this is: a refusal of generation g renews only while g is still current. Static tokens: 0. */
+  generation: number;
+}
+
+export type TokenResult = { ok: true; token: Token } | { ok: false; pause: PauseRequest; httpStatus: number | null };
+
+/** The store's credential mode; a store made before modes existed with a token variable is `static`. */
+export function credentialModeOf(store: Pick<StoreRow, 'credentialMode' | 'adminTokenEnv'>): CredentialMode | null {
+  const mode = store.credentialMode;
+  if (mode && (CREDENTIAL_MODES as readonly string[]).includes(mode)) return mode as CredentialMode;
+  return store.adminTokenEnv ? 'static' : null;
+}
+
+const missing = (message: string): TokenResult => ({ ok: false, httpStatus: null, pause: { reason: 'credentials', code: 'SVC_CREDENTIALS_MISSING', message } });
+
+type Keeper = CoreWith<{ links: PlatformLinkStore }>;
+
+interface Cached extends Token {
+  expiresAt: number | null;
+  renewAt: number | null;
+  clientId: string | null;
+}
+
+export class Credentials {
+  /** Tokens this process holds, by store. */
+  private readonly cache = new Map<string, Cached>();
+  /** Renewals in flight in this process, by store: every concurrent caller shares one. */
+  private readonly renewing = new Map<string, Promise<TokenResult>>();
+  /** This process's name on the renewal lease. */
+  private readonly owner = randomUUID();
+
+  constructor(private readonly core: Keeper) {}
+
+  /**
+   * The token to send with. `refused`: the generation the platform just refused (a 401), which is not handed out
+   * again; a newer one (renewed meanwhile, here or by a peer) is. Never throws.
+   */
+  async token(store: StoreRow, refused?: number): Promise<TokenResult> {
+    const mode = credentialModeOf(store);
+    if (mode === 'static') return this.staticToken(store);
+    if (mode !== 'client-credentials') {
+      return missing(
+        mode === 'oauth'
+          ? `The store ${store.shopDomain} is set to OAuth credentials, which this version cannot obtain yet; use --auth client-credentials or static.`
+          : `The store ${store.shopDomain} has no Admin API credentials configured (hookrelay store set --shop ${store.shopDomain} --auth client-credentials …).`,
+      );
+    }
+    if (!store.clientId || !store.clientSecretEnv) {
+      return missing(`The store ${store.shopDomain} has no client id or client secret variable configured (hookrelay store set --auth client-credentials --client-id … --client-secret-env …).`);
+    }
+    if (!this.core.config.env(store.clientSecretEnv)) {
+      return missing(`The client secret variable ${store.clientSecretEnv} is not set where hookrelay serve runs.`);
+    }
+    const held = this.cache.get(store.id);
+    if (held && this.usable(held, store, refused)) return { ok: true, token: held };
+    const got = await this.shared(store, refused);
+    // A renewal already in flight for another reason may hand back the very token refused: one more, of its own.
+    if (got.ok && refused !== undefined && got.token.generation === refused) return this.shared(store, refused);
+    return got;
+  }
+
+  /** Joins the renewal in flight for the store in this process, or starts one. */
+  private shared(store: StoreRow, refused: number | undefined): Promise<TokenResult> {
+    let flight = this.renewing.get(store.id);
+    if (!flight) {
+      flight = this.obtain(store, refused).finally(() => this.renewing.delete(store.id));
+      this.renewing.set(store.id, flight);
+    }
+    return flight;
+  }
+
+  /** Drops what this process holds for a store (its credential settings changed). */
+  forget(storeId: string): void {
+    this.cache.delete(storeId);
+  }
+
+  /** When the token this process holds expires, or null (static, none yet). */
+  heldUntil(storeId: string): number | null {
+    return this.cache.get(storeId)?.expiresAt ?? null;
+  }
+
+  private staticToken(store: StoreRow): TokenResult {
+    const name = store.adminTokenEnv;
+    if (!name) return missing(`The store ${store.shopDomain} has no Admin API token variable configured (hookrelay store set --shop ${store.shopDomain} --admin-token-env NAME).`);
+    const value = this.core.config.env(name);
+    if (!value) return missing(`The Admin API token variable ${name} is not set where hookrelay serve runs.`);
+    return { ok: true, token: { value, generation: 0 } };
+  }
+
+  private usable(t: Cached, store: StoreRow, refused: number | undefined): boolean {
+    if (t.clientId !== store.clientId || t.generation === refused) return false;
+    return t.renewAt == null || this.core.clock.now() < t.renewAt;
+  }
+
+  /** A stored token when one is good, else a renewal: this process's, or a peer's awaited. */
+  private async obtain(store: StoreRow, refused: number | undefined): Promise<TokenResult> {
+    const { links } = this.core.repo;
+    const started = Date.now();
+    for (;;) {
+      const stored = await this.fromStore(store, refused);
+      if (stored) return { ok: true, token: stored };
+      const now = this.core.clock.now();
+      if (await links.takeRenewal(store.id, this.owner, now, now + RENEWAL_LEASE_MS)) return this.renew(store);
+      // Another instance renews: its token lands in platform_links (or its lease ends and this one takes over).
+      if (Date.now() - started > RENEWAL_WAIT_MS) {
+        return {
+          ok: false,
+          httpStatus: null,
+          pause: { reason: 'credentials', code: 'SVC_TOKEN_REQUEST_FAILED', message: 'Another instance holds the token renewal and did not finish it in time.' },
+        };
+      }
+      await Bun.sleep(RENEWAL_POLL_MS);
+    }
+  }
+
+  /** The token in platform_links, opened and cached, when it is for this app, fresh, and not the one refused. */
+  private async fromStore(store: StoreRow, refused: number | undefined): Promise<Cached | null> {
+    const link = await this.core.repo.links.get(store.id);
+    if (!link?.tokenSealed || link.tokenClientId !== store.clientId || link.tokenGeneration === refused) return null;
+    let value: string;
+    try {
+      value = this.core.box.open(link.tokenSealed);
+    } catch {
+      return null; // sealed under another key (HOOKRELAY_SECRET_KEY changed): obtain a new one
+    }
+    const t: Cached = {
+      value,
+      generation: link.tokenGeneration,
+      expiresAt: link.tokenExpiresAt,
+      renewAt: renewAt(link.tokenObtainedAt ?? 0, link.tokenExpiresAt),
+      clientId: link.tokenClientId,
+    };
+    if (!this.usable(t, store, refused)) return null;
+    this.cache.set(store.id, t);
+    return t;
+  }
+
+  /** Under the renewal lease: asks the platform, seals and stores the token, or records why not. */
+  private async renew(store: StoreRow): Promise<TokenResult> {
+    const { links } = this.core.repo;
+    const secret = this.core.config.env(store.clientSecretEnv!) ?? '';
+    const reply = await requestClientCredentialsToken(
+      tokenUrl(store.shopDomain, this.core.config.shopifyAdminUrl),
+      store.clientId!,
+      secret,
+      this.core.config.handoff.timeoutMs,
+    );
+    const now = this.core.clock.now();
+    if (reply.kind !== 'issued') {
+      const pause = tokenFailure(store, reply);
+      await links.failRenewal(store.id, this.owner, pause.code, now).catch(() => undefined);
+      return { ok: false, pause, httpStatus: reply.status };
+    }
+    const expiresAt = reply.expiresInSeconds == null ? null : now + reply.expiresInSeconds * 1000;
+    const generation = await links.saveToken(
+      store.id,
+      this.owner,
+      { sealed: this.core.box.seal(reply.accessToken), expiresAt, obtainedAt: now, scope: reply.scope, clientId: store.clientId },
+      now,
+    );
+    // The lease ran out meanwhile and a peer renewed too: this token still works; a refusal of it renews again.
+    const t: Cached = { value: reply.accessToken, generation: generation ?? -1, expiresAt, renewAt: renewAt(now, expiresAt), clientId: store.clientId };
+    this.cache.set(store.id, t);
+    this.core.log.info(`shopify: ${store.shopDomain} obtained an Admin API token (client credentials${expiresAt ? `, expires ${new Date(expiresAt).toISOString()}` : ''})`);
+    return { ok: true, token: t };
+  }
+}
+
+function renewAt(obtainedAt: number, expiresAt: number | null): number | null {
+  return expiresAt == null ? null : obtainedAt + Math.floor((expiresAt - obtainedAt) * RENEW_AT_SHARE);
+}
+
+function tokenFailure(store: StoreRow, reply: Exclude<TokenReply, { kind: 'issued' }>): PauseRequest {
+  const message =
+    reply.kind === 'refused'
+      ? `Shopify refused the client credentials of ${store.shopDomain} (HTTP ${reply.status}${reply.error ? `, ${reply.error}` : ''}): check the client id ${store.clientId} and the secret in ${store.clientSecretEnv}, and that the app is installed on the store.`
+      : `Shopify's token endpoint for ${store.shopDomain} ${reply.why === 'timeout' ? 'did not answer in time' : reply.why === 'network' ? 'could not be reached' : reply.status ? `answered HTTP ${reply.status}` : 'answered unreadably'}.`;
+  return { reason: 'credentials', code: 'SVC_TOKEN_REQUEST_FAILED', message };
+}
+
+/** A store's credentials as `store show` and setup state show them: mode, names of variables, token times. Never a value. */
+export interface CredentialView {
+  mode: CredentialMode | null;
+  /** `static`: the variable holding the token. */
+  adminTokenEnv: string | null;
+  /** `client-credentials`: the app's client id and the variable holding its secret. */
+  clientId: string | null;
+  clientSecretEnv: string | null;
+  /** Whether the variable the mode reads is set where this runs (null when the mode reads none). */
+  variableSet: boolean | null;
+  /** The token hookrelay obtained (client-credentials): when, until when, and the last renewal's failure code. */
+  token: { obtainedAt: number | null; expiresAt: number | null; lastRenewalAt: number | null; lastRenewalError: string | null } | null;
+}
+
+export function describeCredentials(
+  store: StoreRow,
+  link: Pick<PlatformLinkRow, 'tokenObtainedAt' | 'tokenExpiresAt' | 'lastRenewalAt' | 'lastRenewalError' | 'tokenSealed' | 'tokenClientId'> | null,
+  env: (name: string) => string | undefined,
+): CredentialView {
+  const mode = credentialModeOf(store);
+  const variable = mode === 'static' ? store.adminTokenEnv : mode === 'client-credentials' ? store.clientSecretEnv : null;
+  const own = link?.tokenSealed && link.tokenClientId === store.clientId;
+  return {
+    mode,
+    adminTokenEnv: store.adminTokenEnv,
+    clientId: store.clientId,
+    clientSecretEnv: store.clientSecretEnv,
+    variableSet: variable ? !!env(variable) : null,
+    token:
+      mode === 'client-credentials' && link
+        ? { obtainedAt: own ? link.tokenObtainedAt : null, expiresAt: own ? link.tokenExpiresAt : null, lastRenewalAt: link.lastRenewalAt, lastRenewalError: link.lastRenewalError }
+        : null,
+  };
+}

@@ -1,0 +1,190 @@
+/**
+ * Shopify as a destination: Flow triggers handed off with Admin GraphQL `flowTriggerReceive`, the store's token
+ * from its credential mode, a refused token renewed once and then the store paused (never its events failed),
+ * and a cheap `shop { id }` query for probes and live checks. One instance per runtime (shopifyPlatform), so the
+ * worker, setup state and doctor share one token cache and one renewal per store.
+ */
+import type { PlatformLinkStore } from '../../../db/platform-links.ts';
+import type { StoreRow } from '../../../db/types.ts';
+import type { CoreWith } from '../../core.ts';
+import type { Destination, HandoffOutcome, HandoffRequest, LinkCheck, PauseRequest } from '../types.ts';
+import { adminGraphql, graphqlUrl, isThrottled, type GraphqlReply } from './admin-api.ts';
+import { credentialModeOf, Credentials, type TokenResult } from './credentials.ts';
+import { SHOPIFY_ADMIN_API_VERSION } from './version.ts';
+
+export const FLOW_TRIGGER_RECEIVE = `mutation flowTriggerReceive($handle: String, $payload: JSON) {
+  flowTriggerReceive(handle: $handle, payload: $payload) {
+    userErrors { field message }
+  }
+}`;
+
+/** The cheapest authenticated query (cost 1): probes and live checks. */
+export const SHOP_QUERY = 'query hookrelayCheck { shop { id } }';
+
+/** A live check of the destination is reused this long (setup state and doctor may be read in bursts). */
+export const CHECK_TTL_MS = 10_000;
+
+const clip = (s: string) => (s.length > 300 ? `${s.slice(0, 300)}…` : s);
+
+type PlatformCore = CoreWith<{ links: PlatformLinkStore }>;
+
+const refusedPause = (store: StoreRow, status: number): PauseRequest => ({
+  reason: 'credentials',
+  code: 'SVC_CREDENTIALS_REFUSED',
+  message: `Shopify refused the Admin API token of ${store.shopDomain} (HTTP ${status}${credentialModeOf(store) === 'static' ? `; the token comes from ${store.adminTokenEnv}` : ', even a freshly obtained one'}).`,
+});
+
+export class ShopifyPlatform implements Destination {
+  readonly name = 'shopify' as const;
+  readonly credentials: Credentials;
+  /** The version each store's replies last came with, as noted in platform_links. */
+  private readonly answered = new Map<string, string>();
+  private readonly checks = new Map<string, { at: number; check: Promise<LinkCheck> }>();
+
+  constructor(private readonly core: PlatformCore) {
+    this.credentials = new Credentials(core);
+  }
+
+  async send(req: HandoffRequest, timeoutMs: number): Promise<HandoffOutcome> {
+    const { store } = req;
+    const variables = { handle: req.handle, payload: req.payload };
+    const first = await this.credentials.token(store);
+    if (!first.ok) return pausedOutcome(first, false);
+    let reply = await this.call(store, first.token.value, FLOW_TRIGGER_RECEIVE, variables, timeoutMs);
+    if (reply.kind === 'refused' && credentialModeOf(store) === 'client-credentials') {
+      // Renewed once: a token that lapsed early, or was replaced, is not the store's credentials failing. A 401
+      // never ran the mutation, so sending again cannot repeat a trigger.
+      const again = await this.credentials.token(store, first.token.generation);
+      if (!again.ok) return pausedOutcome(again, true, reply.status);
+      reply = await this.call(store, again.token.value, FLOW_TRIGGER_RECEIVE, variables, timeoutMs);
+    }
+    return handoffOutcome(store, reply);
+  }
+
+  async probe(store: StoreRow, timeoutMs: number): Promise<LinkCheck> {
+    // A pause for a refused token: the token held then is not tried again.
+    const link = await this.core.repo.links.get(store.id);
+    const refused = link?.pauseCode === 'SVC_CREDENTIALS_REFUSED' && credentialModeOf(store) === 'client-credentials' ? link.tokenGeneration : undefined;
+    return this.look(store, timeoutMs, refused);
+  }
+
+  /** A live, authenticated look at the store's destination, reused for CHECK_TTL_MS (setup state, doctor). */
+  check(store: StoreRow): Promise<LinkCheck> {
+    const now = this.core.clock.now();
+    const held = this.checks.get(store.id);
+    if (held && now - held.at < CHECK_TTL_MS) return held.check;
+    const check = this.look(store, this.core.config.handoff.timeoutMs);
+    this.checks.set(store.id, { at: now, check });
+    return check;
+  }
+
+  /** The store's credential settings changed: its cached token and check no longer apply. */
+  forget(storeId: string): void {
+    this.credentials.forget(storeId);
+    this.checks.delete(storeId);
+  }
+
+  private async look(store: StoreRow, timeoutMs: number, refused?: number): Promise<LinkCheck> {
+    const at = () => this.core.clock.now();
+    let t = await this.credentials.token(store, refused);
+    if (!t.ok) return failedCheck(t, at());
+    let reply = await this.call(store, t.token.value, SHOP_QUERY, undefined, timeoutMs);
+    if (reply.kind === 'refused' && credentialModeOf(store) === 'client-credentials') {
+      t = await this.credentials.token(store, t.token.generation);
+      if (!t.ok) return failedCheck(t, at());
+      reply = await this.call(store, t.token.value, SHOP_QUERY, undefined, timeoutMs);
+    }
+    const checkedAt = at();
+    switch (reply.kind) {
+      case 'answered': {
+        if (isThrottled(reply.errors)) return { result: 'throttled', httpStatus: 200, checkedAt, message: 'Shopify throttled the check (the store’s cost budget is spent for the moment).' };
+        const shop = (reply.data?.shop as { id?: unknown } | undefined)?.id;
+        if (typeof shop === 'string') return { result: 'ok', httpStatus: 200, checkedAt, message: `Shopify answered with the store’s identity (API ${reply.version ?? SHOPIFY_ADMIN_API_VERSION}).` };
+        return { result: 'unreachable', httpStatus: 200, checkedAt, message: `Shopify answered without the shop${reply.errors.length ? `: ${clip(reply.errors.map((e) => e.message ?? 'error').join('; '))}` : ''}.` };
+      }
+      case 'refused': {
+        const pause = refusedPause(store, reply.status);
+        return { result: 'credentials_refused', httpStatus: reply.status, checkedAt, message: pause.message, pause };
+      }
+      case 'limited':
+        return { result: 'throttled', httpStatus: reply.status, checkedAt, message: `Shopify answered HTTP ${reply.status} (rate limited).` };
+      case 'timeout':
+        return { result: 'unreachable', httpStatus: null, checkedAt, message: 'Shopify did not answer in time.' };
+      case 'network':
+        return { result: 'unreachable', httpStatus: null, checkedAt, message: 'Shopify could not be reached.' };
+      default:
+        return { result: 'unreachable', httpStatus: reply.status, checkedAt, message: `Shopify answered HTTP ${reply.status}.` };
+    }
+  }
+
+  private async call(store: StoreRow, token: string, query: string, variables: Record<string, unknown> | undefined, timeoutMs: number): Promise<GraphqlReply> {
+    const reply = await adminGraphql(graphqlUrl(store.shopDomain, this.core.config.shopifyAdminUrl), token, query, variables, timeoutMs);
+    if ('version' in reply && reply.version) await this.noteVersion(store, reply.version);
+    return reply;
+  }
+
+  /**
+   * Shopify answers an unsupported version with the oldest one it supports: recorded when it changes (setup state
+   * and doctor show it), and warned of when it is not the version hookrelay asked for.
+   */
+  private async noteVersion(store: StoreRow, version: string): Promise<void> {
+    if (this.answered.get(store.id) === version) return;
+    this.answered.set(store.id, version);
+    if (version !== SHOPIFY_ADMIN_API_VERSION) {
+      this.core.log.warn(
+        `shopify: ${store.shopDomain} answered with Admin API ${version}, not ${SHOPIFY_ADMIN_API_VERSION}: Shopify no longer serves the version asked for ("falls forward"). Upgrade hookrelay.`,
+      );
+    }
+    await this.core.repo.links.noteApiVersion(store.id, version, this.core.clock.now()).catch(() => undefined);
+  }
+}
+
+function pausedOutcome(t: Extract<TokenResult, { ok: false }>, sent: boolean, httpStatus: number | null = t.httpStatus): HandoffOutcome {
+  return { kind: 'paused', httpStatus: sent ? httpStatus : null, errorClass: 'credentials', message: t.pause.message, sent, pause: t.pause };
+}
+
+function failedCheck(t: Extract<TokenResult, { ok: false }>, checkedAt: number): LinkCheck {
+  const result = t.pause.code === 'SVC_CREDENTIALS_MISSING' ? 'credentials_missing' : t.pause.code === 'SVC_TOKEN_REQUEST_FAILED' ? 'token_request_failed' : 'credentials_refused';
+  return { result, httpStatus: t.httpStatus, checkedAt, message: t.pause.message, pause: t.pause };
+}
+
+/** What a flowTriggerReceive reply means for the event. */
+function handoffOutcome(store: StoreRow, reply: GraphqlReply): HandoffOutcome {
+  switch (reply.kind) {
+    case 'refused':
+      return { kind: 'paused', httpStatus: reply.status, errorClass: 'credentials', message: refusedPause(store, reply.status).message, sent: true, pause: refusedPause(store, reply.status) };
+    case 'limited':
+      return { kind: 'retry', httpStatus: reply.status, errorClass: 'throttled', message: 'Throttled by the platform.', retryAfterMs: reply.retryAfterMs };
+    case 'server_error':
+      return { kind: 'retry', httpStatus: reply.status, errorClass: 'server_error', message: `Platform answered HTTP ${reply.status}.` };
+    case 'http_error':
+      return { kind: 'failed', httpStatus: reply.status, errorClass: 'http_error', message: `Platform answered HTTP ${reply.status}.` };
+    case 'unreadable':
+      return { kind: 'retry', httpStatus: reply.status, errorClass: 'server_error', message: 'Platform answered with an unreadable body.' };
+    case 'timeout':
+      return { kind: 'retry', httpStatus: null, errorClass: 'timeout', message: 'The platform did not answer in time.' };
+    case 'network':
+      return { kind: 'retry', httpStatus: null, errorClass: 'network', message: 'The platform could not be reached.' };
+    case 'answered': {
+      if (isThrottled(reply.errors)) return { kind: 'retry', httpStatus: 200, errorClass: 'throttled', message: 'Throttled by the platform (GraphQL cost).' };
+      if (reply.errors.length) return { kind: 'failed', httpStatus: 200, errorClass: 'user_errors', message: clip(reply.errors.map((e) => e.message ?? 'error').join('; ')) };
+      const result = reply.data?.flowTriggerReceive as { userErrors?: { field?: string[] | null; message?: string }[] } | null | undefined;
+      const userErrors = result?.userErrors;
+      if (!Array.isArray(userErrors)) return { kind: 'retry', httpStatus: 200, errorClass: 'server_error', message: 'Platform reply lacked flowTriggerReceive.' };
+      if (userErrors.length) {
+        const text = userErrors.map((u) => `${(u.field ?? []).join('.') || 'payload'}: ${u.message ?? ''}`).join('; ');
+        return { kind: 'failed', httpStatus: 200, errorClass: 'user_errors', message: clip(text) };
+      }
+      return { kind: 'delivered', httpStatus: 200 };
+    }
+  }
+}
+
+const instances = new WeakMap<object, ShopifyPlatform>();
+
+/** The runtime's one Shopify platform (keyed by its storage handle): the worker, setup state and doctor share it. */
+export function shopifyPlatform(core: PlatformCore): ShopifyPlatform {
+  let p = instances.get(core.repo);
+  if (!p) instances.set(core.repo, (p = new ShopifyPlatform(core)));
+  return p;
+}

@@ -1,0 +1,115 @@
+/**
+ * Paused handoffs, as the worker keeps them. A store whose credentials are missing or refused stops sending: its
+ * events wait `queued` until the next probe (never `failed`), and one probe at a time (a lease in platform_links,
+ * across instances) asks the platform again, waiting longer after each failure. When a probe succeeds the pause
+ * ends and the waiting events are due at once. The book is platform_links' paused rows, re-read every second, so
+ * a pause or resume on a peer (or `hookrelay store set`) shows up here too.
+ */
+import type { PlatformLinkRow, PlatformLinkStore } from '../../db/platform-links.ts';
+import type { Signals, TenantStore } from '../../db/repo.ts';
+import type { StoreRow } from '../../db/types.ts';
+import type { CoreWith } from '../core.ts';
+import type { Destination, PauseRequest } from '../platform/types.ts';
+
+/** How often the book is read again from storage. */
+const REFRESH_EVERY_MS = 1000;
+/** A pause that returns this soon after a resume continues the backoff where it was (credentials that flap). */
+const CONTINUE_BACKOFF_MS = 10 * 60_000;
+
+type PauseCore = CoreWith<{ links: PlatformLinkStore } & Pick<TenantStore, 'getStore'> & Signals>;
+
+export class HandoffPauses {
+  private book = new Map<string, PlatformLinkRow>();
+  private loadedAt = -Infinity;
+  private readonly pausing = new Map<string, Promise<number>>();
+  /** Math.random by default; tests pin it. */
+  random: () => number = Math.random;
+
+  constructor(
+    private readonly core: PauseCore,
+    private readonly destinationOf: (store: StoreRow) => Destination,
+    /** Told when a probe resumed a store (the worker claims its events at once). */
+    private readonly resumed: () => void = () => {},
+  ) {}
+
+  /** When the store's next probe is due, while its handoff is paused; null while it is active. */
+  waitUntil(storeId: string): number | null {
+    return this.book.get(storeId)?.nextProbeAt ?? null;
+  }
+
+  get size(): number {
+    return this.book.size;
+  }
+
+  async refresh(force = false): Promise<void> {
+    const now = this.core.clock.now();
+    if (!force && now - this.loadedAt < REFRESH_EVERY_MS && now >= this.loadedAt) return;
+    const rows = await this.core.repo.links.listPaused();
+    this.book = new Map(rows.map((r) => [r.storeId, r]));
+    this.loadedAt = now;
+  }
+
+  /** Pauses the store (once, however many sends report it at the same time); resolves to the next probe's time. */
+  pause(store: StoreRow, p: PauseRequest): Promise<number> {
+    const known = this.book.get(store.id);
+    if (known?.nextProbeAt != null && known.pauseCode === p.code) return Promise.resolve(known.nextProbeAt);
+    let flight = this.pausing.get(store.id);
+    if (!flight) {
+      flight = this.write(store, p).finally(() => this.pausing.delete(store.id));
+      this.pausing.set(store.id, flight);
+    }
+    return flight;
+  }
+
+  private async write(store: StoreRow, p: PauseRequest): Promise<number> {
+    const { links } = this.core.repo;
+    const now = this.core.clock.now();
+    const link = await links.get(store.id);
+    const probes = link && link.resumedAt != null && now - link.resumedAt < CONTINUE_BACKOFF_MS ? link.probes : 0;
+    const row = await links.pause(store.id, p, now, probes, now + this.delay(probes));
+    if (!this.book.has(store.id)) {
+      this.core.log.warn(`handoff paused for ${store.shopDomain}: ${p.code} — ${p.message} Events wait; next probe ${new Date(row.nextProbeAt!).toISOString()}.`);
+    }
+    this.book.set(store.id, row);
+    return row.nextProbeAt!;
+  }
+
+  /** Runs the probes that are due (one per store across instances); returns how many stores resumed. */
+  async probeDue(timeoutMs: number): Promise<number> {
+    let resumed = 0;
+    for (const [storeId, row] of [...this.book]) {
+      const now = this.core.clock.now();
+      if (row.nextProbeAt == null || row.nextProbeAt > now) continue;
+      const taken = await this.core.repo.links.takeProbe(storeId, now, now + timeoutMs * 3 + 30_000);
+      if (!taken) continue;
+      const store = await this.core.repo.getStore(storeId);
+      const destination = store ? this.destinationOf(store) : null;
+      // Nothing left to probe (the store is gone, or now hands off to log): the pause has no cause any more.
+      const check = store && destination?.probe ? await destination.probe(store, timeoutMs) : null;
+      const at = this.core.clock.now();
+      if (!check || check.result === 'ok') {
+        await this.core.repo.links.resume(storeId, at);
+        this.book.delete(storeId);
+        resumed++;
+        this.core.log.info(`handoff resumed for ${store?.shopDomain ?? storeId} after ${taken.probes + 1} probe(s): ${check?.message ?? 'nothing to probe'}`);
+        continue;
+      }
+      const pause: PauseRequest = check.pause ?? { reason: 'credentials', code: taken.pauseCode as PauseRequest['code'], message: check.message };
+      const next = at + this.delay(taken.probes + 1);
+      await this.core.repo.links.probeFailed(storeId, pause, at, next);
+      this.book.set(storeId, { ...taken, probes: taken.probes + 1, nextProbeAt: next, pauseCode: pause.code, pauseMessage: pause.message, probeLeaseUntil: null });
+    }
+    if (resumed) {
+      await this.core.repo.notify?.('due', '').catch(() => undefined);
+      this.resumed();
+    }
+    return resumed;
+  }
+
+  /** Equal-jitter exponential backoff between probes, from HandoffConfig's probe delays. */
+  private delay(probes: number): number {
+    const { probeBaseDelayMs, probeMaxDelayMs } = this.core.config.handoff;
+    const exp = Math.min(probeMaxDelayMs, probeBaseDelayMs * 2 ** probes);
+    return Math.round(exp / 2 + (this.random() * exp) / 2);
+  }
+}
