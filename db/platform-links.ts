@@ -38,8 +38,8 @@ export interface PlatformLinkStore {
   takeRenewal(storeId: string, owner: string, now: number, until: number): Promise<boolean>;
   /** Stores a token under the renewal `owner` holds; the new generation, or null when the renewal was lost meanwhile. */
   saveToken(storeId: string, owner: string, token: ObtainedToken, now: number): Promise<number | null>;
-  /** Ends `owner`'s renewal without a token, recording why (a PAUSE_CODES key). */
-  failRenewal(storeId: string, owner: string, code: string, now: number): Promise<void>;
+  /** Ends `owner`'s renewal without a token, recording why (a PAUSE_CODES key), or null: nothing went wrong. */
+  failRenewal(storeId: string, owner: string, code: string | null, now: number): Promise<void>;
   /** Forgets the obtained token (the store's credential settings changed). */
   clearToken(storeId: string, now: number): Promise<void>;
   /** Records the API version the platform answered with. */
@@ -100,9 +100,9 @@ export class PlatformLinks implements PlatformLinkStore {
     return rows[0]?.generation ?? null;
   }
 
-  async failRenewal(storeId: string, owner: string, code: string, now: number) {
+  async failRenewal(storeId: string, owner: string, code: string | null, now: number) {
     await this.sql.run(
-      `UPDATE platform_links SET renewal_lease_until = NULL, renewal_owner = NULL, last_renewal_error = ?, updated_at = ?
+      `UPDATE platform_links SET renewal_lease_until = NULL, renewal_owner = NULL, last_renewal_error = COALESCE(?, last_renewal_error), updated_at = ?
        WHERE store_id = ? AND renewal_owner = ?`,
       [code, now, storeId, owner],
     );

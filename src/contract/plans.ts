@@ -30,6 +30,9 @@ export const PLANS: Record<string, PlanDef> = {
   scale: { acceptedEvents: 1_000_000, diagnosticsShares: 50_000, replayExecutions: 25_000, eventGrace: 0.1 },
 };
 
+/** The hard limit an uncapped meter is checked against: 2e9 accepted events in 30 days is 770 a second, sustained. */
+const UNCAPPED = 2_000_000_000;
+
 /** The plan `hookrelay init` gives a store: a self-hosted box holds nothing by default. */
 export const DEFAULT_PLAN = 'unlimited';
 
@@ -76,7 +79,7 @@ export function enforcement(store: PlanHolder, meter: Meter, used: number): Enfo
  * as `held`: kept, never dropped, handed off when capacity returns.
  */
 export function acceptedCapacity(store: PlanHolder, now: number) {
-  // Without a cap the receipt is still counted: a limit no period can reach.
-  const hardLimit = hardLimitOf(store, 'accepted_events') ?? Number.MAX_SAFE_INTEGER;
+  // Without a cap the receipt is still counted, against a limit no period reaches (and a 32-bit column holds).
+  const hardLimit = hardLimitOf(store, 'accepted_events') ?? UNCAPPED;
   return { meter: 'accepted_events' satisfies Meter, periodStart: period(store, now).start, hardLimit };
 }

@@ -126,7 +126,13 @@ export class Credentials {
       const stored = await this.fromStore(store, refused);
       if (stored) return { ok: true, token: stored };
       const now = this.core.clock.now();
-      if (await links.takeRenewal(store.id, this.owner, now, now + RENEWAL_LEASE_MS)) return this.renew(store);
+      if (await links.takeRenewal(store.id, this.owner, now, now + RENEWAL_LEASE_MS)) {
+        // A peer may have stored a token between the read above and taking the lease: use it, renew nothing.
+        const landed = await this.fromStore(store, refused);
+        if (!landed) return this.renew(store);
+        await links.failRenewal(store.id, this.owner, null, now);
+        return { ok: true, token: landed };
+      }
       // Another instance renews: its token lands in platform_links (or its lease ends and this one takes over).
       if (Date.now() - started > RENEWAL_WAIT_MS) {
         return {

@@ -89,7 +89,8 @@ export class ShopifyPlatform implements Destination {
     let t = await this.credentials.token(store, refused);
     if (!t.ok) return failedCheck(t, at());
     let reply = await this.call(store, t.token.value, SHOP_QUERY, undefined, timeoutMs);
-    if (reply.kind === 'refused' && credentialModeOf(store) === 'client-credentials') {
+    // A token obtained for this look (the one refused before was not reused) is not renewed again.
+    if (reply.kind === 'refused' && refused === undefined && credentialModeOf(store) === 'client-credentials') {
       t = await this.credentials.token(store, t.token.generation);
       if (!t.ok) return failedCheck(t, at());
       reply = await this.call(store, t.token.value, SHOP_QUERY, undefined, timeoutMs);
