@@ -146,6 +146,9 @@ describe('the platform refusing every token for a while', () => {
     expect(health.handoff.state).toBe('paused');
     expect(health.verdict).not.toBe('healthy');
     expect(health.reasons.join(' ')).toContain('SVC_CREDENTIALS_REFUSED');
+    const scrape = await (await s.env.app.fetch(new Request('http://local/metrics', { headers: { authorization: `Bearer ${s.grant}` } }))).text();
+    expect(scrape).toContain('hookrelay_handoff_paused{reason="credentials",code="SVC_CREDENTIALS_REFUSED"} 1');
+    expect(scrape).toMatch(/hookrelay_handoff_backlog \d+/);
     const waiting = (await call(s.env, 'GET', `/agent/v1/events/${first[39]}`, { token: s.grant })).json.data.event;
     expect(waiting).toMatchObject({ outcome: 'queued', handoffStoppedAt: 'paused', handoffPause: { code: 'SVC_CREDENTIALS_REFUSED' } });
 
@@ -177,6 +180,8 @@ describe('the platform refusing every token for a while', () => {
     expect(await outcomes(s)).toEqual({ delivered: 5 + 40 + later.length });
     expect((await s.env.repo.links.get(store.id))!.pauseReason).toBeNull();
     expect((await call(s.env, 'GET', '/agent/v1/setup-state', { token: s.grant })).json.data.handoff.state).toBe('active');
+    const after = await (await s.env.app.fetch(new Request('http://local/metrics', { headers: { authorization: `Bearer ${s.grant}` } }))).text();
+    expect(after).toContain('hookrelay_handoff_paused{reason="none",code="none"} 0');
     expect(s.env.log.lines.some((l) => l.includes('handoff resumed for demo.myshopify.com'))).toBe(true);
   });
 
