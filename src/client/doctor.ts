@@ -283,7 +283,7 @@ function destinationCheck(setup: SetupState): Check {
       setup.handoff.recommendedAction ?? CHECK_HINTS[p.check.result] ?? 'See hookrelay store show.',
     );
   }
-  if (p.check.result === 'ok') return pass('shopify_destination', `Shopify accepted the store's ${creds.mode} credentials${token}. ${p.check.message}`);
+  if (p.check.result === 'ok') return pass('shopify_destination', `Shopify accepted the store's credentials (${creds.mode}${token}). ${p.check.message}`);
   return fail('shopify_destination', `Shopify check: ${p.check.result}${p.check.httpStatus ? ` (HTTP ${p.check.httpStatus})` : ''}. ${p.check.message}`, CHECK_HINTS[p.check.result] ?? 'See hookrelay store show.');
 }
 

@@ -132,7 +132,7 @@ describe('doctor', () => {
       expect(ok.code).toBe(0);
       // Plain reads: bun's toMatchObject writes its asymmetric matchers into the object it is given.
       expect(check(ok, 'shopify_destination').ok).toBe(true);
-      expect(check(ok, 'shopify_destination').detail).toContain('client-credentials credentials, token valid until');
+      expect(check(ok, 'shopify_destination').detail).toContain('credentials (client-credentials, token valid until');
       expect(check(ok, 'shopify_api_version')).toMatchObject({ ok: true, detail: expect.stringContaining('2026-10, supported until 2027-10-01') });
       expect(fake.shopQueries.length).toBeGreaterThan(0);
 

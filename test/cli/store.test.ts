@@ -74,3 +74,52 @@ describe('store settings', () => {
     expect(run('store', 'set', '--plan', 'scale').code).toBe(2);
   }, SPAWN_TIMEOUT_MS);
 });
+
+describe('store credentials', () => {
+  it('sets client credentials (client id and the NAME of the secret variable), shows them without values, and says when they apply', () => {
+    const set = run('store', 'set', '--shop', SHOP, '--destination', 'shopify', '--auth', 'client-credentials', '--client-id', 'a1b2c3d4e5f60718', '--client-secret-env', 'SHOPIFY_CLIENT_SECRET');
+    expect(set.code).toBe(0);
+    expect(set.json.store).toMatchObject({ destination: 'shopify', auth: 'client-credentials', clientId: 'a1b2c3d4e5f60718', clientSecretEnv: 'SHOPIFY_CLIENT_SECRET' });
+    expect(set.json.changed.sort()).toEqual(['auth', 'clientId', 'clientSecretEnv']);
+    expect(set.json.note).toContain('within 5 seconds, no restart needed');
+    const shown = run('store', 'show', '--shop', SHOP).json.stores[0];
+    expect(shown.credentials).toEqual({
+      mode: 'client-credentials',
+      adminTokenEnv: 'SHOPIFY_ADMIN_TOKEN',
+      clientId: 'a1b2c3d4e5f60718',
+      clientSecretEnv: 'SHOPIFY_CLIENT_SECRET',
+      variableSet: false,
+      token: null,
+    });
+    expect(shown.handoff).toMatchObject({ state: 'active', code: null });
+    // init with the same credentials is a no-op; a different client id is refused with the store set hint.
+    expect(run('init', '--shop', SHOP, '--auth', 'client-credentials', '--client-id', 'a1b2c3d4e5f60718').code).toBe(0);
+    const other = run('init', '--shop', SHOP, '--client-id', 'ffffffffffffffff');
+    expect(other.code).toBe(2);
+    expect(other.json.error.details.hint).toBe(`hookrelay store set --shop ${SHOP} --client-id ffffffffffffffff`);
+    // Back to the static token: the mode follows the flag.
+    const back = run('store', 'set', '--shop', SHOP, '--auth', 'static');
+    expect(back.json.store).toMatchObject({ auth: 'static', adminTokenEnv: 'SHOPIFY_ADMIN_TOKEN' });
+  }, SPAWN_TIMEOUT_MS);
+
+  it('refuses what cannot work, echoing no secret: a secret as client id or variable, a half-set mode, oauth (not in this version)', () => {
+    const cases: [string[], string][] = [
+      [['--auth', 'client-credentials', '--client-id', 'shpss_0123456789abcdef0123'], 'shpss_0123456789abcdef0123'],
+      [['--auth', 'client-credentials', '--client-id', 'a1b2c3d4e5f60718', '--client-secret-env', 'shpss_0123456789abcdef'], 'shpss_0123456789abcdef'],
+      [['--auth', 'client-credentials', '--client-id', 'a1b2c3d4e5f60718', '--client-secret-env', 'Abcdefghijklmnop1234567890XYZ'], 'Abcdefghijklmnop1234567890XYZ'],
+      [['--auth', 'client-credentials', '--client-id', 'x y'], 'x y'],
+      [['--auth', 'oauth'], 'oauth is set by installing'],
+      [['--auth', 'magic'], 'magic'],
+    ];
+    for (const [flags, value] of cases) {
+      const r = run('store', 'set', '--shop', 'other-cc.myshopify.com', ...flags);
+      expect(r.code, flags.join(' ')).toBe(2);
+      if (value.startsWith('shp') || value.startsWith('Abc')) expect(JSON.stringify(r.json)).not.toContain(value);
+    }
+    expect(run('init', '--shop', 'cc.myshopify.com', '--destination', 'shopify', '--auth', 'client-credentials', '--client-id', 'a1b2c3d4e5f60718').code).toBe(2);
+    const made = run('init', '--shop', 'cc.myshopify.com', '--destination', 'shopify', '--auth', 'client-credentials', '--client-id', 'a1b2c3d4e5f60718', '--client-secret-env', 'CC_SECRET');
+    expect(made.code).toBe(0);
+    expect(made.json.store).toMatchObject({ plan: 'unlimited', auth: 'client-credentials', clientSecretEnv: 'CC_SECRET' });
+    expect(made.stderr).toContain('store cc.myshopify.com: destination shopify (client credentials: client id a1b2c3d4e5f60718, secret from $CC_SECRET, NOT set;');
+  }, SPAWN_TIMEOUT_MS);
+});
