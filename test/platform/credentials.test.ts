@@ -238,3 +238,24 @@ describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL', () => {
     }
   });
 });
+
+describe('the API version Shopify answers with', () => {
+  const future = fakeShopifyForFile({ token: 'shpat_future_static_token', supportedVersions: ['2027-01', '2027-04'] });
+
+  it('records a fall-forward (2026-10 asked, 2027-01 answered), warns once, and doctor-facing reads show it', async () => {
+    const env = await createTestEnv({ shopifyAdminUrl: future.url, env: (n) => (n === 'STATIC_TOKEN' ? 'shpat_future_static_token' : undefined), handoff: HANDOFF });
+    clock = env.clock;
+    await addStore(env, { destination: 'shopify', adminTokenEnv: 'STATIC_TOKEN' });
+    const grant = await addGrant(env);
+    const { endpoint, secret } = await createEndpoint(env, grant);
+    for (let i = 0; i < 3; i++) await sendHook(env, endpoint, secret, orderEvent(`ff-${i}`));
+    await new HandoffWorker(env.core).drain();
+    expect(future.requests.map((r) => [r.version, r.answeredVersion])).toEqual(Array(3).fill(['2026-10', '2027-01']));
+    expect(await count(env, 'events', "outcome = 'delivered'")).toBe(3);
+    const warnings = env.log.lines.filter((l) => l.includes('answered with Admin API 2027-01, not 2026-10'));
+    expect(warnings).toHaveLength(1);
+    const platform = (await call(env, 'GET', '/agent/v1/setup-state', { token: grant })).json.data.platform;
+    expect(platform).toMatchObject({ answeredApiVersion: '2027-01', apiVersion: { version: '2026-10' }, credentials: { mode: 'static', adminTokenEnv: 'STATIC_TOKEN', variableSet: true } });
+    expect(platform.check.result).toBe('ok');
+  });
+});
