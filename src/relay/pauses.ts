@@ -55,7 +55,14 @@ export class HandoffPauses {
     if (known?.nextProbeAt != null && known.pauseCode === p.code) return Promise.resolve(known.nextProbeAt);
     let flight = this.pausing.get(store.id);
     if (!flight) {
-      flight = this.write(store, p).finally(() => this.pausing.delete(store.id));
+      // Storage that cannot take the pause now must not lose the round: the event still waits a probe's delay.
+      const fallback = this.core.clock.now() + this.delay(0);
+      flight = this.write(store, p)
+        .catch((err: unknown) => {
+          this.core.log.error(`handoff pause for ${store.shopDomain} not recorded: ${err instanceof Error ? err.message : 'error'}`);
+          return fallback;
+        })
+        .finally(() => this.pausing.delete(store.id));
       this.pausing.set(store.id, flight);
     }
     return flight;

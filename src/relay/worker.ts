@@ -324,38 +324,20 @@ export class HandoffWorker {
         outcome = { kind: 'retry', httpStatus: null, errorClass: 'network', message: 'Handoff failed unexpectedly.' };
       }
     }
-    let finishedAt = clock.now();
-
-    if (outcome.kind === 'paused') {
-      // Credentials missing or refused: never the event's failure. The store pauses; the event waits for the probe.
-      const probeAt = Math.max(await this.pauses.pause(store, outcome.pause), startedAt + 1000);
-      if (!outcome.sent) return this.unsent(event, store, number, probeAt);
-      finishedAt = clock.now();
-      const attempt = {
-        eventId: event.id,
-        number,
-        destination: destination.name,
-        startedAt,
-        finishedAt,
-        outcome: 'retry',
-        httpStatus: outcome.httpStatus,
-        code: outcome.errorClass,
-        message: outcome.message,
-        retryAt: probeAt,
-      };
-      return {
-        attempt,
-        storeId: store.id,
-        metrics: attemptMetrics(attempt, event.receivedAt),
-        event: { outcome: 'queued', code: null, nextAttemptAt: probeAt, leaseUntil: null, deliveredAt: null },
-      };
-    }
+    // Credentials missing or refused are never the event's failure: the store pauses, the event waits for the probe.
+    const probeAt = outcome.kind === 'paused' ? Math.max(await this.pauses.pause(store, outcome.pause), startedAt + 1000) : null;
+    if (outcome.kind === 'paused' && !outcome.sent) return this.unsent(event, store, number, probeAt!);
+    const finishedAt = clock.now();
 
     let attemptOutcome: AttemptRow['outcome'];
     let eventOutcome: string;
     let code: string | null = null;
     let nextAttemptAt: number | null = null;
-    if (outcome.kind === 'delivered') {
+    if (outcome.kind === 'paused') {
+      attemptOutcome = 'retry';
+      eventOutcome = 'queued';
+      nextAttemptAt = probeAt;
+    } else if (outcome.kind === 'delivered') {
       attemptOutcome = eventOutcome = 'delivered';
     } else if (outcome.kind === 'no_workflow') {
       attemptOutcome = eventOutcome = 'no_workflow';
