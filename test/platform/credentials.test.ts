@@ -13,6 +13,7 @@ import { initStore } from '../../src/ops/stores.ts';
 import { shopifyPlatform } from '../../src/platform/shopify/platform.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
+import { until } from '../fixtures/handoff.ts';
 import { TEST_DATABASE_URL, testSchema } from '../fixtures/storage.ts';
 import { addGrant, addStore, call, count, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
@@ -102,6 +103,34 @@ describe('client-credentials tokens on the clock', () => {
       expect(ev.outcome).toBe('delivered');
       expect(ev.attemptsDetail).toHaveLength(1);
     }
+  });
+
+  it('keeps sending with the token it holds when a renewal fails, pausing only once that token is about to end', async () => {
+    const s = await setup();
+    await sendMany(s, 'first', 2);
+    await s.worker.drain();
+    expect(fake.tokenRequests).toHaveLength(1);
+    // 3.2 s into a 4 s token, the token endpoint down: no new token, the held one still hands off.
+    fake.failTokenRequests({ status: 503 });
+    s.env.clock.advance(3_200);
+    await sendMany(s, 'renewal-down', 4);
+    await s.worker.drain();
+    await until(async () => fake.tokenRequests.length === 2); // the one renewal tried beside the sends
+    expect(await count(s.env, 'events', "outcome = 'delivered'")).toBe(6);
+    const store = (await s.env.repo.getStoreByShop('demo.myshopify.com'))!;
+    expect((await s.env.repo.links.get(store.id))!).toMatchObject({ pauseReason: null, lastRenewalError: 'SVC_TOKEN_REQUEST_FAILED' });
+    expect(s.env.log.lines.some((l) => l.includes('got no Admin API token') && l.includes('HTTP 503'))).toBe(true);
+    // Past its end (less the margin): no token to send with, the store pauses; the endpoint back, a probe resumes.
+    s.env.clock.advance(700);
+    await sendMany(s, 'expired', 2);
+    await s.worker.drain();
+    expect((await s.env.repo.links.get(store.id))!.pauseCode).toBe('SVC_TOKEN_REQUEST_FAILED');
+    expect(await count(s.env, 'events', "outcome = 'queued'")).toBe(2);
+    fake.failTokenRequests(null);
+    s.env.clock.advance(5_000);
+    await s.worker.drain();
+    expect(await count(s.env, 'events', "outcome = 'delivered'")).toBe(8);
+    expect(fake.requests.filter((r) => r.behaviour === 'unauthorized')).toHaveLength(0);
   });
 
   it('obtains one token for many concurrent sends', async () => {
@@ -228,11 +257,19 @@ describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL', () => {
       expect(new Set(got.map((g) => (g.ok ? g.token.value : ''))).size).toBe(1);
       expect(fake.tokenRequests).toHaveLength(1);
 
-      // Past 3/4 of its life: one of them renews, the other takes the renewed token from the database.
-      shared.advance(3_500);
-      const again = await Promise.all([shopifyPlatform(a).credentials.token(store), shopifyPlatform(b).credentials.token(store)]);
+      // Past 3/4 of its life: both still send with it while one of them renews beside (the other waits for that
+      // renewal's token in the database); then both hand out the renewed one.
+      shared.advance(3_100);
+      const during = await Promise.all([shopifyPlatform(a).credentials.token(store), shopifyPlatform(b).credentials.token(store)]);
+      expect(during.every((g) => g.ok && g.token.value === (got[0]!.ok ? got[0]!.token.value : ''))).toBe(true);
+      await until(async () => fake.tokenRequests.length === 2);
+      shared.advance(1);
+      const after = async () => Promise.all([shopifyPlatform(a).credentials.token(store), shopifyPlatform(b).credentials.token(store)]);
+      await until(async () => {
+        const again = await after();
+        return again[0].ok && again[1].ok && again[0].token.generation === 2 && again[1].token.generation === 2;
+      });
       expect(fake.tokenRequests).toHaveLength(2);
-      expect(again[0].ok && again[1].ok && again[0].token.value === again[1].token.value).toBe(true);
     } finally {
       await Promise.all([a.repo.close(), b.repo.close()]);
     }

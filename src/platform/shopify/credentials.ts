@@ -1,8 +1,9 @@
 /**
  * A store's Admin API token, by credential mode. `static`: read from the variable the store names, never stored.
  * `client-credentials`: requested with the app's client id and secret (the secret read from its variable at the
- * moment of the request), sealed in platform_links, renewed when three quarters of its life has passed and once
- * when the platform refuses it. One renewal at a time per store: in this process a renewal in flight is shared,
+ * moment of the request), sealed in platform_links, renewed when three quarters of its life has passed (the token
+ * held still sends while the renewal runs, and carries on to near its expiry if the renewal fails) and once when
+ * the platform refuses it. One renewal at a time per store: in this process a renewal in flight is shared,
  * and across instances the one holding platform_links' renewal lease renews while the others wait for its token.
  */
 import { randomUUID } from 'node:crypto';
@@ -21,6 +22,8 @@ const RENEWAL_WAIT_MS = 15_000;
 const RENEWAL_POLL_MS = 50;
 /** A token is renewed once this share of its life has passed (6 h ahead for a 24 h token, 15 min for 60 min). */
 const RENEW_AT_SHARE = 0.75;
+/** After a failed renewal the token held (still alive) is used this long before the next renewal is tried. */
+const RETRY_RENEWAL_MS = 30_000;
 
 export interface Token {
   value: string;
@@ -43,6 +46,7 @@ type Keeper = CoreWith<{ links: PlatformLinkStore }>;
 
 interface Cached extends Token {
   expiresAt: number | null;
+  obtainedAt: number;
   renewAt: number | null;
   clientId: string | null;
 }
@@ -52,6 +56,8 @@ export class Credentials {
   private readonly cache = new Map<string, Cached>();
   /** Renewals in flight in this process, by store: every concurrent caller shares one. */
   private readonly renewing = new Map<string, Promise<TokenResult>>();
+  /** When a store's renewal may be tried again after one failed (in-process; the held token carries on meanwhile). */
+  private readonly retryAt = new Map<string, number>();
   /** This process's name on the renewal lease. */
   private readonly owner = randomUUID();
 
@@ -79,17 +85,34 @@ export class Credentials {
     }
     const held = this.cache.get(store.id);
     if (held && this.usable(held, store, refused)) return { ok: true, token: held };
-    const got = await this.shared(store, refused);
+    // Past its renewal point but alive, and not the one refused: send with it while one renewal runs beside.
+    if (held && this.alive(held, store, refused)) {
+      if (this.core.clock.now() >= (this.retryAt.get(store.id) ?? 0)) void this.shared(store, refused);
+      return { ok: true, token: held };
+    }
+    let got = await this.shared(store, refused);
     // A renewal already in flight for another reason may hand back the very token refused: one more, of its own.
-    if (got.ok && refused !== undefined && got.token.generation === refused) return this.shared(store, refused);
-    return got;
+    if (got.ok && refused !== undefined && got.token.generation === refused) got = await this.shared(store, refused);
+    if (got.ok) return got;
+    // No new token (the token endpoint down, say): one still alive carries on until its end.
+    const stored = await this.fromStore(store, refused, 'alive').catch(() => null);
+    return stored ? { ok: true, token: stored } : got;
   }
 
-  /** Joins the renewal in flight for the store in this process, or starts one. */
+  /**
+   * Joins the renewal in flight for the store in this process, or starts one. One that fails is not tried again
+   * for RETRY_RENEWAL_MS while the token held is alive (no renewal per send against a token endpoint that is down).
+   */
   private shared(store: StoreRow, refused: number | undefined): Promise<TokenResult> {
     let flight = this.renewing.get(store.id);
     if (!flight) {
-      flight = this.obtain(store, refused).finally(() => this.renewing.delete(store.id));
+      flight = this.obtain(store, refused)
+        .then((r) => {
+          if (r.ok) this.retryAt.delete(store.id);
+          else this.retryAt.set(store.id, this.core.clock.now() + RETRY_RENEWAL_MS);
+          return r;
+        })
+        .finally(() => this.renewing.delete(store.id));
       this.renewing.set(store.id, flight);
     }
     return flight;
@@ -113,9 +136,17 @@ export class Credentials {
     return { ok: true, token: { value, generation: 0 } };
   }
 
+  /** Fresh: for this app, not the one refused, and before its renewal point. */
   private usable(t: Cached, store: StoreRow, refused: number | undefined): boolean {
     if (t.clientId !== store.clientId || t.generation === refused) return false;
     return t.renewAt == null || this.core.clock.now() < t.renewAt;
+  }
+
+  /** Alive: for this app, not the one refused, and short of its expiry by a margin (a tenth of its life, at most a minute). */
+  private alive(t: Cached, store: StoreRow, refused: number | undefined): boolean {
+    if (t.clientId !== store.clientId || t.generation === refused) return false;
+    if (t.expiresAt == null) return true;
+    return this.core.clock.now() < t.expiresAt - Math.min(60_000, (t.expiresAt - t.obtainedAt) * 0.1);
   }
 
   /** A stored token when one is good, else a renewal: this process's, or a peer's awaited. */
@@ -123,12 +154,12 @@ export class Credentials {
     const { links } = this.core.repo;
     const started = Date.now();
     for (;;) {
-      const stored = await this.fromStore(store, refused);
+      const stored = await this.fromStore(store, refused, 'fresh');
       if (stored) return { ok: true, token: stored };
       const now = this.core.clock.now();
       if (await links.takeRenewal(store.id, this.owner, now, now + RENEWAL_LEASE_MS)) {
         // A peer may have stored a token between the read above and taking the lease: use it, renew nothing.
-        const landed = await this.fromStore(store, refused);
+        const landed = await this.fromStore(store, refused, 'fresh');
         if (!landed) return this.renew(store);
         await links.failRenewal(store.id, this.owner, null, now);
         return { ok: true, token: landed };
@@ -145,8 +176,8 @@ export class Credentials {
     }
   }
 
-  /** The token in platform_links, opened and cached, when it is for this app, fresh, and not the one refused. */
-  private async fromStore(store: StoreRow, refused: number | undefined): Promise<Cached | null> {
+  /** The token in platform_links, opened and cached, when it is for this app, not the one refused, and fresh (or alive). */
+  private async fromStore(store: StoreRow, refused: number | undefined, need: 'fresh' | 'alive'): Promise<Cached | null> {
     const link = await this.core.repo.links.get(store.id);
     if (!link?.tokenSealed || link.tokenClientId !== store.clientId || link.tokenGeneration === refused) return null;
     let value: string;
@@ -159,10 +190,11 @@ export class Credentials {
       value,
       generation: link.tokenGeneration,
       expiresAt: link.tokenExpiresAt,
+      obtainedAt: link.tokenObtainedAt ?? 0,
       renewAt: renewAt(link.tokenObtainedAt ?? 0, link.tokenExpiresAt),
       clientId: link.tokenClientId,
     };
-    if (!this.usable(t, store, refused)) return null;
+    if (!(need === 'fresh' ? this.usable(t, store, refused) : this.alive(t, store, refused))) return null;
     this.cache.set(store.id, t);
     return t;
   }
@@ -180,6 +212,7 @@ export class Credentials {
     const now = this.core.clock.now();
     if (reply.kind !== 'issued') {
       const pause = tokenFailure(store, reply);
+      this.core.log.warn(`shopify: ${store.shopDomain} got no Admin API token: ${pause.message}`);
       await links.failRenewal(store.id, this.owner, pause.code, now).catch(() => undefined);
       return { ok: false, pause, httpStatus: reply.status };
     }
@@ -191,7 +224,7 @@ export class Credentials {
       now,
     );
     // The lease ran out meanwhile and a peer renewed too: this token still works; a refusal of it renews again.
-    const t: Cached = { value: reply.accessToken, generation: generation ?? -1, expiresAt, renewAt: renewAt(now, expiresAt), clientId: store.clientId };
+    const t: Cached = { value: reply.accessToken, generation: generation ?? -1, expiresAt, obtainedAt: now, renewAt: renewAt(now, expiresAt), clientId: store.clientId };
     this.cache.set(store.id, t);
     this.core.log.info(`shopify: ${store.shopDomain} obtained an Admin API token (client credentials${expiresAt ? `, expires ${new Date(expiresAt).toISOString()}` : ''})`);
     return { ok: true, token: t };
