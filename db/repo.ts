@@ -23,7 +23,7 @@ import type {
   PendingReceipt,
   StoreRow,
 } from './types.ts';
-import type { PlatformLinkStore } from './platform-links.ts';
+import type { PlatformLinkStore, SqlRunner } from './platform-links.ts';
 
 /** The inbound path's one write: receipts and failed authentications, group-committed. */
 export interface IngestStore {
@@ -203,6 +203,8 @@ export interface Repo extends IngestStore, HandoffQueue, EventReads, IntentStore
   readonly dialect: 'sqlite' | 'postgres';
   /** Each store's link to its platform: tokens, renewal, answered API version, handoff pause (db/platform-links.ts). */
   readonly links: PlatformLinkStore;
+  /** The dialect's thin runner: a storage area written once for both dialects runs its plain SQL here (`?` placeholders). */
+  readonly sql: SqlRunner;
   close(): Promise<void>;
 }
 

@@ -157,10 +157,12 @@ export class PgRepo implements Repo {
     private readonly schema?: string,
   ) {
     this.db = drizzle({ client: pool, schema: s });
-    this.links = new PlatformLinks(pgRunner(pool));
+    this.sql = pgRunner(pool);
+    this.links = new PlatformLinks(this.sql);
   }
 
   readonly links: PlatformLinks;
+  readonly sql: SqlRunner;
 
   static async open(opts: PgOptions): Promise<PgRepo> {
     const pool = openPgPool(opts);

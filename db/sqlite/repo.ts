@@ -253,9 +253,11 @@ export class SqliteRepo implements Repo {
   }
 
   readonly links: PlatformLinks;
+  readonly sql: SqlRunner;
 
   constructor(readonly sqlite: Database) {
-    this.links = new PlatformLinks(sqliteRunner(sqlite));
+    this.sql = sqliteRunner(sqlite);
+    this.links = new PlatformLinks(this.sql);
     this.fullSync = (sqlite.query<{ synchronous: number }, []>('PRAGMA synchronous').get()?.synchronous ?? 2) >= 2;
     this.db = drizzle({ client: sqlite, schema: s });
     this.insertEvents = batchInserts(sqlite, 'events', [...EVENT_COLUMNS.map(([, col]) => col.name), s.events.bodyKey.name]);
