@@ -6,6 +6,7 @@ import { api, sign } from '../bench/_lib.ts';
 import { b, startFakeShopify } from '../../test/fixtures/fake-shopify.ts';
 import { ADMIN_TOKEN_ENV, Box, call, log } from './_box.ts';
 import type { Rand } from './_rand.ts';
+import { defaultConfig } from '../../src/core.ts';
 
 export interface CrashOptions {
   bin: string;
@@ -38,6 +39,12 @@ export interface CrashFigures {
   repeatsAcrossSigterm: number;
   /** Repeats with fewer `unknown` attempts in event detail than extra deliveries. */
   repeatsUnexplained: number;
+  /** The most repeats first sent by one server run that ended with kill -9. */
+  repeatsPerKillMax: number;
+  /** Kill rounds whose run repeated more events than the sends a server has in flight (its handoff concurrency). */
+  killRoundsOverBound: number;
+  /** That bound: `defaultConfig().handoff.concurrency`, what the binary runs with. */
+  inFlightBound: number;
   /** `delivered` in the database, but the fake never received it. */
   deliveredWithoutHandoff: number;
   /** Still accepted or queued when the drain wait ended. */
@@ -127,6 +134,11 @@ export async function crashPart(o: CrashOptions): Promise<CrashFigures> {
     const repeated = [...deliveries].filter(([, n]) => n > 1);
     const repeatsWithinOneRun = repeated.filter(([id]) => new Set(runsOf.get(id)).size < runsOf.get(id)!.length).length;
     const repeatsAcrossSigterm = repeated.filter(([id]) => rounds[runsOf.get(id)![0]!] === 'term').length;
+    // Each send is recorded as it ends, before its lane's next: a kill can repeat only the sends in flight.
+    const perRun = new Map<number, number>();
+    for (const [id] of repeated) perRun.set(runsOf.get(id)![0]!, (perRun.get(runsOf.get(id)![0]!) ?? 0) + 1);
+    const inFlightBound = defaultConfig().handoff.concurrency;
+    const killRuns = [...perRun].filter(([run]) => rounds[run] === 'kill').map(([, n]) => n);
     let repeatsUnexplained = 0;
     for (const [id, n] of repeated) {
       if ((await unknownAttempts(box, token, id)) < n - 1) repeatsUnexplained++;
@@ -149,6 +161,9 @@ export async function crashPart(o: CrashOptions): Promise<CrashFigures> {
       repeatsWithinOneRun,
       repeatsAcrossSigterm,
       repeatsUnexplained,
+      repeatsPerKillMax: Math.max(0, ...killRuns),
+      killRoundsOverBound: killRuns.filter((n) => n > inFlightBound).length,
+      inFlightBound,
       deliveredWithoutHandoff,
       pendingAtEnd,
       answers,

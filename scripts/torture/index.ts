@@ -138,6 +138,8 @@ if (c && !errored('crash', c)) {
   info('crash', '  of which twice within one server run', c.repeatsWithinOneRun);
   info('crash', '  of which first sent by a server stopped by SIGTERM', c.repeatsAcrossSigterm);
   mustBeZero('crash', 'repeats without an `unknown` attempt', c.repeatsUnexplained);
+  info('crash', 'most repeats from one killed run', c.repeatsPerKillMax);
+  mustBeZero('crash', `kill rounds repeating more than the ${c.inFlightBound} sends in flight`, c.killRoundsOverBound);
   mustBeZero('crash', 'delivered without any handoff', c.deliveredWithoutHandoff);
   info('crash', 'still pending after the drain wait', c.pendingAtEnd);
   info('crash', 'SIGTERM rounds not exiting 0 in time', c.termsUnclean);

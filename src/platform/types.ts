@@ -61,6 +61,11 @@ export interface LinkCheck {
 
 export interface Destination {
   readonly name: 'shopify' | 'log';
+  /**
+   * Whether a send leaves this box (default true). Such a send's attempt is recorded as soon as it ends, so a crash
+   * repeats only what was in flight; a local one (the log destination) is recorded with its round.
+   */
+  readonly external?: boolean;
   /** `timeoutMs`: how long a request to the platform may take (a destination without one ignores it). */
   send(req: HandoffRequest, timeoutMs: number): Promise<HandoffOutcome>;
   /**

@@ -11,6 +11,7 @@ import { shopifyPlatform } from '../platform/shopify/platform.ts';
 import type { Destination, HandoffOutcome } from '../platform/types.ts';
 import { logDestination } from './destinations/log.ts';
 import { HandoffPauses } from './pauses.ts';
+import { AttemptRecorder } from './recorder.ts';
 import { IDEMPOTENCY_TTL_MS } from '../contract/limits.ts';
 import { attemptMetrics } from '../lib/event-stats.ts';
 import { metrics } from '../lib/instruments.ts';
@@ -63,11 +64,14 @@ export class HandoffWorker {
 
   /** Stores whose handoff is paused (credentials): their events wait for a probe instead of being sent. */
   readonly pauses: HandoffPauses;
+  /** Attempts of sends that left this box, recorded as each ends (group-committed), not with the round's end. */
+  private readonly recorder: AttemptRecorder;
 
   constructor(
     private readonly core: WorkerCore,
     private readonly destinations: Destinations = defaultDestinations(core),
   ) {
+    this.recorder = new AttemptRecorder((results) => core.repo.recordAttempts(results));
     this.pauses = new HandoffPauses(core, (store) => this.destinationOf(store), () => {
       this.claimNow = true;
       this.wake();
@@ -163,7 +167,8 @@ export class HandoffWorker {
   /**
    * One round: receipts taken from commits first, then events claimed as due (every round without direct
    * receipts, when a commit left receipts to the claim, and at least every second), handed off `concurrency` at
-   * a time and recorded in one transaction. Returns how many.
+   * a time. Each send to a platform is recorded as it ends (group-committed with the others ending meanwhile);
+   * local sends and withdrawn attempts with the round's end, in one transaction. Returns how many.
    */
   async runOnce(): Promise<number> {
     const { clock, config } = this.core;
@@ -190,14 +195,23 @@ export class HandoffWorker {
     // wait, and the group commit gathering them sees a turn without receipts and commits a short batch.
     await nextTurn();
     const results: AttemptResult[] = [];
+    /** Results recorded with the round's end: local sends (log) and attempts withdrawn unsent. */
+    const atEnd: AttemptResult[] = [];
     const noWorkflow = await this.triggersWithoutWorkflow(due);
     let i = 0;
     const lane = async () => {
-      while (i < due.length) results.push(await this.handOff(due[i++]!, noWorkflow));
+      while (i < due.length) {
+        const d = due[i++]!;
+        const r = await this.handOff(d, noWorkflow);
+        results.push(r);
+        // A send that left this box is recorded before the lane's next one (see AttemptRecorder).
+        if (this.destinationOf(d.store).external !== false && !r.unsent) await this.recorder.record(r);
+        else atEnd.push(r);
+      }
     };
     const round = Promise.all(Array.from({ length: Math.min(concurrency, due.length) }, lane))
       .then(nextTurn)
-      .then(() => this.core.repo.recordAttempts(results));
+      .then(() => this.core.repo.recordAttempts(atEnd));
     this.inFlight.add(round);
     try {
       await round;

@@ -7,6 +7,7 @@ export function logDestination(log: Log): Destination {
   const fieldsOf = new Map<string, string>();
   return {
     name: 'log',
+    external: false,
     async send(req) {
       // Field names only: the values can carry customer identifiers.
       let keys = fieldsOf.get(req.handle);
