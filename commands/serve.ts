@@ -1,7 +1,7 @@
 import { defineCommand } from 'citty';
 import { describeStorage, locateDataDir, openCore } from '../src/boot.ts';
 import { AppError } from '../src/contract/errors.ts';
-import { mcpConfigFromEnv } from '../src/core.ts';
+import { defaultConfig, mcpConfigFromEnv, retryScheduleFromEnv } from '../src/core.ts';
 import { stderrLog } from '../src/lib/log.ts';
 import { credentialVariableMissing, describeDestination, storedPublicUrl } from '../src/ops/stores.ts';
 import { apiVersionStatus } from '../src/platform/shopify/version.ts';
@@ -39,8 +39,13 @@ export default defineCommand({
         publicUrl: explicitUrl ?? `http://${hostPart}:${port}`,
         shopifyAdminUrl: process.env.HOOKRELAY_SHOPIFY_ADMIN_URL ?? null,
         mcp: mcpConfigFromEnv(process.env),
+        handoff: { ...defaultConfig().handoff, retrySchedule: retryScheduleFromEnv(process.env) },
       },
     });
+    if (process.env.HOOKRELAY_RETRY_SCHEDULE?.trim()) {
+      const schedule = core.config.handoff.retrySchedule;
+      log.info(`handoff retries: ${schedule.length} over up to ${Math.round(schedule.reduce((a, b) => a + b, 0) / 60_000)} min (HOOKRELAY_RETRY_SCHEDULE)`);
+    }
     const fromSetting = explicitUrl ? null : await storedPublicUrl(core);
     if (fromSetting) core.config.publicUrl = fromSetting;
     const stores = await core.repo.listStores();

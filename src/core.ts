@@ -6,16 +6,19 @@ import type { SecretBox } from './lib/crypto.ts';
 import type { IdGenerator } from './lib/ids.ts';
 import { createIdGenerator } from './lib/ids.ts';
 import type { Log } from './lib/log.ts';
-import { DEFAULT_RATE_LIMITS, type RateLimits } from './contract/limits.ts';
+import { DEFAULT_RATE_LIMITS, DEFAULT_RETRY_SCHEDULE_MS, type RateLimits } from './contract/limits.ts';
+import { AppError } from './contract/errors.ts';
+import { parseDuration } from './lib/clock.ts';
 import { silentLog } from './lib/log.ts';
 
 export interface HandoffConfig {
   /** Per-attempt timeout towards the platform. */
   timeoutMs: number;
-  baseDelayMs: number;
-  maxDelayMs: number;
-  /** Attempts before an event ends `failed` with SVC_HANDOFF_RETRY_EXHAUSTED. */
-  maxAttempts: number;
+  /**
+   * Delays before each retry of a transient failure, ms (DEFAULT_RETRY_SCHEDULE_MS): an event is tried
+   * `retrySchedule.length + 1` times before it ends `failed` with SVC_HANDOFF_RETRY_EXHAUSTED.
+   */
+  retrySchedule: readonly number[];
   /** Handoffs in flight at once. */
   concurrency: number;
   /** Events leased per round; a round's attempts are recorded in one transaction. */
@@ -92,7 +95,7 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     dedupeWindowMs: 24 * 3600_000,
     bodyRetentionMs: 30 * 86400_000,
     shopifyAdminUrl: null,
-    handoff: { timeoutMs: 10_000, baseDelayMs: 1_000, maxDelayMs: 300_000, maxAttempts: 8, concurrency: 8, batchSize: 256, probeBaseDelayMs: 5_000, probeMaxDelayMs: 300_000 },
+    handoff: { timeoutMs: 10_000, retrySchedule: DEFAULT_RETRY_SCHEDULE_MS, concurrency: 8, batchSize: 256, probeBaseDelayMs: 5_000, probeMaxDelayMs: 300_000 },
     env: (name) => process.env[name],
     rateLimits: DEFAULT_RATE_LIMITS,
     idleTimeoutSeconds: 120,
@@ -124,4 +127,23 @@ export function createCore(parts: Pick<Core, 'repo' | 'box'> & Partial<Core>): C
     log: parts.log ?? silentLog,
     ...parts,
   };
+}
+
+/**
+ * HOOKRELAY_RETRY_SCHEDULE (`serve`): comma-separated durations (`5s,30s,2m,1h`), each 1 s to 7 d, 1 to 30 of them.
+ * Unset: the default schedule. Anything else is refused at start with the rule it broke.
+ */
+export function retryScheduleFromEnv(env: Record<string, string | undefined>): readonly number[] {
+  const text = env.HOOKRELAY_RETRY_SCHEDULE?.trim();
+  if (!text) return DEFAULT_RETRY_SCHEDULE_MS;
+  const parts = text.split(',').map((p) => p.trim());
+  const delays = parts.map(parseDuration);
+  const bad = parts.filter((_, i) => delays[i] == null || delays[i]! < 1000 || delays[i]! > 7 * 86_400_000);
+  if (bad.length || parts.length > 30) {
+    throw new AppError(
+      'invalid_input',
+      `HOOKRELAY_RETRY_SCHEDULE must list 1 to 30 delays like 5s,30s,2m,1h (each 1s to 7d)${bad.length ? `; not understood: ${bad.slice(0, 3).join(', ')}` : ''}.`,
+    );
+  }
+  return delays as number[];
 }

@@ -51,8 +51,21 @@ async function testRepo(): Promise<Repo> {
   return new SqliteRepo(sqlite);
 }
 
+/**
+ * A test's handoff settings: HandoffConfig's, or its retry schedule as doubling delays (`baseDelayMs` doubling up
+ * to `maxDelayMs`, `maxAttempts` tries in all), the form most handoff tests reason in.
+ */
+export type TestHandoff = Partial<HandoffConfig> & { baseDelayMs?: number; maxDelayMs?: number; maxAttempts?: number };
+
+/** HandoffConfig from a TestHandoff: defaults for tests (short timeouts, 4 tries 1 s apart doubling), then the overrides. */
+export function testHandoff(h: TestHandoff = {}): HandoffConfig {
+  const { baseDelayMs = 1000, maxDelayMs = 60_000, maxAttempts = 4, ...rest } = h;
+  const retrySchedule = Array.from({ length: maxAttempts - 1 }, (_, i) => Math.min(maxDelayMs, baseDelayMs * 2 ** i));
+  return { timeoutMs: 2000, retrySchedule, concurrency: 4, batchSize: 16, probeBaseDelayMs: 5_000, probeMaxDelayMs: 60_000, ...rest };
+}
+
 /** A fresh deployment in memory. `config` overrides defaults (handoff delays, env, admin URL…). */
-export async function createTestEnv(config: Partial<Omit<Config, 'handoff'>> & { handoff?: Partial<HandoffConfig> } = {}): Promise<TestEnv> {
+export async function createTestEnv(config: Partial<Omit<Config, 'handoff'>> & { handoff?: TestHandoff } = {}): Promise<TestEnv> {
   const repo = await testRepo();
   const clock = new ManualClock();
   const log = memoryLog();
@@ -65,7 +78,7 @@ export async function createTestEnv(config: Partial<Omit<Config, 'handoff'>> & {
       publicUrl: BASE,
       env: () => undefined,
       ...config,
-      handoff: { timeoutMs: 2000, baseDelayMs: 1000, maxDelayMs: 60_000, maxAttempts: 4, concurrency: 4, batchSize: 16, probeBaseDelayMs: 5_000, probeMaxDelayMs: 60_000, ...config.handoff },
+      handoff: testHandoff(config.handoff),
     }),
   });
   return { core, app: createApp(core), clock, log, repo };

@@ -81,3 +81,16 @@ export const METERS = [
   'action_previews',
   'executed_actions',
 ] as const;
+
+/**
+ * Delays before each retry of a transient handoff failure (network, timeout, HTTP 5xx or 429): eleven retries over
+ * about 31 hours (24.6 at the least, with jitter), like Svix's 5 s … 10 h. Each delay is shortened by up to
+ * RETRY_JITTER at random so retries of one outage spread out. A platform's Retry-After is a floor. An operator
+ * changes it without rebuilding: HOOKRELAY_RETRY_SCHEDULE=5s,30s,2m,… (serve).
+ */
+export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = [
+  5_000, 30_000, 2 * 60_000, 10 * 60_000, 30 * 60_000, 3600_000, 2 * 3600_000, 4 * 3600_000, 8 * 3600_000, 8 * 3600_000, 8 * 3600_000,
+];
+
+/** The share of a retry delay jitter may take off (0.2: a delay d waits between 0.8 d and d). */
+export const RETRY_JITTER = 0.2;

@@ -14,8 +14,11 @@
 export const CREDENTIAL_MODES = ['static', 'client-credentials', 'oauth'] as const;
 export type CredentialMode = (typeof CREDENTIAL_MODES)[number];
 
-/** Why a store's handoff is paused (events wait `queued`, never `failed`). */
-export const PAUSE_REASONS = ['credentials'] as const;
+/**
+ * Why a store's handoff is paused (events wait `queued`, never `failed`): its credentials, or a platform that keeps
+ * failing to answer (network errors, timeouts, 5xx several times in a row).
+ */
+export const PAUSE_REASONS = ['credentials', 'platform_unavailable'] as const;
 export type PauseReason = (typeof PAUSE_REASONS)[number];
 
 /**
@@ -38,6 +41,11 @@ export const PAUSE_CODES = {
     reason: 'credentials',
     recommendedAction:
       "The platform would not issue an access token for the store's client id and secret. Check both in the app's settings (Dev Dashboard) and that the app is installed on the store; handoff resumes by itself once a probe succeeds.",
+  },
+  SVC_PLATFORM_UNAVAILABLE: {
+    reason: 'platform_unavailable',
+    recommendedAction:
+      "Shopify is not answering (network errors, timeouts or 5xx in a row). Nothing to do here: events wait and go once a probe gets an answer. If it lasts, check Shopify's status page and this box's network (DNS, proxy, firewall).",
   },
 } as const satisfies Record<string, { reason: PauseReason; recommendedAction: string }>;
 export type PauseCode = keyof typeof PAUSE_CODES;

@@ -1,6 +1,6 @@
 /**
- * Paused handoffs, as the worker keeps them. A store whose credentials are missing or refused stops sending: its
- * events wait `queued` until the next probe (never `failed`), and one probe at a time (a lease in platform_links,
+ * Paused handoffs, as the worker keeps them. A store whose credentials are missing or refused, or whose platform
+ * stopped answering, stops sending: its events wait `queued` until the next probe (never `failed`), and one probe at a time (a lease in platform_links,
  * across instances) asks the platform again, waiting longer after each failure. When a probe succeeds the pause
  * ends and the waiting events are due at once. The book is platform_links' paused rows, re-read every second, so
  * a pause or resume on a peer (or `hookrelay store set`) shows up here too.
@@ -9,10 +9,13 @@ import type { PlatformLinkRow, PlatformLinkStore } from '../../db/platform-links
 import type { Signals, TenantStore } from '../../db/repo.ts';
 import type { StoreRow } from '../../db/types.ts';
 import type { CoreWith } from '../core.ts';
+import type { PauseCode, PauseReason } from '../contract/platform.ts';
 import type { Destination, PauseRequest } from '../platform/types.ts';
 
 /** How often the book is read again from storage. */
 const REFRESH_EVERY_MS = 1000;
+/** Transient failures in a row (network, timeout, 5xx) after which a store's platform is taken to be down. */
+export const OUTAGE_AFTER_FAILURES = 5;
 /** A pause that returns this soon after a resume continues the backoff where it was (credentials that flap). */
 const CONTINUE_BACKOFF_MS = 10 * 60_000;
 
@@ -22,6 +25,8 @@ export class HandoffPauses {
   private book = new Map<string, PlatformLinkRow>();
   private loadedAt = -Infinity;
   private readonly pausing = new Map<string, Promise<number>>();
+  /** Transient failures in a row per store, in this process (any answer from the platform resets it). */
+  private readonly failing = new Map<string, number>();
   /** Math.random by default; tests pin it. */
   random: () => number = Math.random;
 
@@ -81,6 +86,28 @@ export class HandoffPauses {
     return row.nextProbeAt!;
   }
 
+  /**
+   * Counts a send's outcome towards an outage: `transient` (no answer, a timeout, a 5xx) adds one, anything the
+   * platform answered resets. The OUTAGE_AFTER_FAILURES-th in a row pauses the store (`platform_unavailable`): its
+   * events stop being sent (and stop spending their retries) until a probe gets an answer. Resolves to the next
+   * probe's time when it paused, else null.
+   */
+  async observe(store: StoreRow, transient: boolean, message: string): Promise<number | null> {
+    if (!transient) {
+      this.failing.delete(store.id);
+      return null;
+    }
+    const n = (this.failing.get(store.id) ?? 0) + 1;
+    this.failing.set(store.id, n);
+    if (n < OUTAGE_AFTER_FAILURES) return null;
+    this.failing.delete(store.id);
+    return this.pause(store, {
+      reason: 'platform_unavailable',
+      code: 'SVC_PLATFORM_UNAVAILABLE',
+      message: `${OUTAGE_AFTER_FAILURES} handoffs in a row to ${store.shopDomain} got no answer: ${message}`,
+    });
+  }
+
   /** Runs the probes that are due (one per store across instances); returns how many stores resumed. */
   async probeDue(timeoutMs: number): Promise<number> {
     let resumed = 0;
@@ -101,7 +128,8 @@ export class HandoffPauses {
         this.core.log.info(`handoff resumed for ${store?.shopDomain ?? storeId} after ${taken.probes + 1} probe(s): ${check?.message ?? 'nothing to probe'}`);
         continue;
       }
-      const pause: PauseRequest = check.pause ?? { reason: 'credentials', code: taken.pauseCode as PauseRequest['code'], message: check.message };
+      // Still down, or down another way (a probe that finds the credentials refused turns the pause into theirs).
+      const pause: PauseRequest = check.pause ?? { reason: taken.pauseReason as PauseReason, code: taken.pauseCode as PauseCode, message: check.message };
       const next = at + this.delay(taken.probes + 1);
       await this.core.repo.links.probeFailed(storeId, pause, at, next);
       this.book.set(storeId, { ...taken, probes: taken.probes + 1, nextProbeAt: next, pauseCode: pause.code, pauseMessage: pause.message, probeLeaseUntil: null });

@@ -1,7 +1,7 @@
 /**
  * The handoff worker inside `serve`: leases due events, hands each to its store's destination, records every
- * attempt, retries with capped exponential backoff and jitter. A crash loses nothing: undelivered events stay
- * due and are picked up again on restart.
+ * attempt, retries transient failures on a schedule of about a day (HandoffConfig.retrySchedule) with jitter. A
+ * crash loses nothing: undelivered events stay due and are picked up again on restart.
  */
 import type { PlatformLinkStore } from '../../db/platform-links.ts';
 import type { HandoffQueue, ReadinessStore, Signals, TenantStore } from '../../db/repo.ts';
@@ -12,7 +12,7 @@ import type { Destination, HandoffOutcome } from '../platform/types.ts';
 import { logDestination } from './destinations/log.ts';
 import { HandoffPauses } from './pauses.ts';
 import { AttemptRecorder } from './recorder.ts';
-import { IDEMPOTENCY_TTL_MS } from '../contract/limits.ts';
+import { IDEMPOTENCY_TTL_MS, RETRY_JITTER } from '../contract/limits.ts';
 import { attemptMetrics } from '../lib/event-stats.ts';
 import { metrics } from '../lib/instruments.ts';
 import { releaseHeld } from './release-held.ts';
@@ -340,6 +340,11 @@ export class HandoffWorker {
     }
     // Credentials missing or refused are never the event's failure: the store pauses, the event waits for the probe.
     const probeAt = outcome.kind === 'paused' ? Math.max(await this.pauses.pause(store, outcome.pause), startedAt + 1000) : null;
+    if (outcome.kind !== 'paused' && destination.probe) {
+      // A platform that keeps not answering pauses the store too: this event retries on its schedule, the rest wait.
+      const transient = outcome.kind === 'retry' && (outcome.errorClass === 'network' || outcome.errorClass === 'timeout' || outcome.errorClass === 'server_error');
+      await this.pauses.observe(store, transient, outcome.kind === 'retry' ? outcome.message : '');
+    }
     if (outcome.kind === 'paused' && !outcome.sent) return this.unsent(event, store, number, probeAt!);
     const finishedAt = clock.now();
 
@@ -356,7 +361,7 @@ export class HandoffWorker {
     } else if (outcome.kind === 'no_workflow') {
       attemptOutcome = eventOutcome = 'no_workflow';
       code = 'SVC_NO_WORKFLOW';
-    } else if (outcome.kind === 'retry' && number < config.handoff.maxAttempts) {
+    } else if (outcome.kind === 'retry' && number <= config.handoff.retrySchedule.length) {
       attemptOutcome = 'retry';
       eventOutcome = 'queued';
       nextAttemptAt = finishedAt + this.backoff(number, outcome.retryAfterMs);
@@ -409,13 +414,13 @@ export class HandoffWorker {
   }
 
   /**
-   * Equal-jitter exponential backoff, capped at maxDelayMs. A platform's Retry-After is a floor that the cap
-   * does not cut: retrying before it only earns another 429.
+   * The schedule's delay before retry `attempt`, shortened by up to RETRY_JITTER at random (retries of one outage
+   * spread out). A platform's Retry-After is a floor: retrying before it only earns another 429.
    */
   private backoff(attempt: number, retryAfterMs?: number): number {
-    const { baseDelayMs, maxDelayMs } = this.core.config.handoff;
-    const exp = Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
-    const jittered = Math.round(exp / 2 + (this.random() * exp) / 2);
+    const schedule = this.core.config.handoff.retrySchedule;
+    const d = schedule[Math.min(attempt, schedule.length) - 1] ?? 0;
+    const jittered = Math.round(d * (1 - RETRY_JITTER + RETRY_JITTER * this.random()));
     return retryAfterMs != null ? Math.max(retryAfterMs, jittered) : jittered;
   }
 }

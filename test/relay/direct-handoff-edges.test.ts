@@ -5,20 +5,19 @@
  */
 import { describe, expect, it } from 'bun:test';
 import net from 'node:net';
-import type { HandoffConfig } from '../../src/core.ts';
 import { hmacHex } from '../../src/lib/crypto.ts';
 import type { Destination } from '../../src/platform/types.ts';
 import { defaultDestinations, HandoffWorker } from '../../src/relay/worker.ts';
 import { b, fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { handedOffTwice, receivedCounts, startDirectWorker, until } from '../fixtures/handoff.ts';
-import { addGrant, addStore, backend, call, count, createEndpoint, createTestEnv, execSql, executeIntent, orderEvent, row, rows, sendHook, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, backend, call, count, createEndpoint, createTestEnv, execSql, type TestHandoff, executeIntent, orderEvent, row, rows, sendHook, type TestEnv } from '../helpers.ts';
 
 const TOKEN = 'shpat_direct_edges_token';
-const HANDOFF: HandoffConfig = { timeoutMs: 1000, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 8, probeBaseDelayMs: 5_000, probeMaxDelayMs: 60_000 };
+const HANDOFF = { timeoutMs: 1000, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 8 } as const satisfies TestHandoff;
 
 const fake = fakeShopifyForFile({ token: TOKEN });
 
-async function setup(handoff: HandoffConfig = HANDOFF) {
+async function setup(handoff: TestHandoff = HANDOFF) {
   const env = await createTestEnv({ shopifyAdminUrl: fake.url, env: (n) => (n === 'SHOP_TOKEN' ? TOKEN : undefined), handoff });
   await addStore(env, { destination: 'shopify', adminTokenEnv: 'SHOP_TOKEN' });
   const store = (await env.repo.getStoreByShop('demo.myshopify.com'))!;

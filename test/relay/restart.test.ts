@@ -12,7 +12,7 @@ import { defaultDestinations, HandoffWorker } from '../../src/relay/worker.ts';
 import { createApp } from '../../src/server/app.ts';
 import { fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { handedOffTwice, receivedCounts, until } from '../fixtures/handoff.ts';
-import { addGrant, addStore, BASE, call, createEndpoint, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, BASE, call, createEndpoint, orderEvent, sendHook, testHandoff, type TestEnv } from '../helpers.ts';
 
 const TOKEN = 'shpat_canary_token';
 
@@ -33,7 +33,7 @@ function config(): Partial<Config> {
     publicUrl: BASE,
     shopifyAdminUrl: fake.url,
     env: (n) => (n === 'SHOP_TOKEN' ? TOKEN : undefined),
-    handoff: { timeoutMs: 2000, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 16, probeBaseDelayMs: 5_000, probeMaxDelayMs: 60_000 },
+    handoff: testHandoff({ timeoutMs: 2000, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 16 }),
   };
 }
 

@@ -1,0 +1,112 @@
+/**
+ * Shopify down for longer than the old two-minute retry window, on the clock: the first sends fail and retry on
+ * their schedule, then the store pauses (`platform_unavailable`): no event fails, one probe at a time asks again
+ * with backoff, and everything is delivered once Shopify answers again. The retry schedule itself spans a day.
+ */
+import { describe, expect, it } from 'bun:test';
+import { DEFAULT_RETRY_SCHEDULE_MS, RETRY_JITTER } from '../../src/contract/limits.ts';
+import { defaultConfig, retryScheduleFromEnv } from '../../src/core.ts';
+import { OUTAGE_AFTER_FAILURES } from '../../src/relay/pauses.ts';
+import { HandoffWorker } from '../../src/relay/worker.ts';
+import { b, fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
+import { addGrant, addStore, call, count, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+
+const TOKEN = 'shpat_outage_static_token';
+let env: TestEnv | null = null;
+const fake = fakeShopifyForFile({ token: TOKEN, now: () => (env ? env.clock.now() : Date.now()) });
+
+describe('the retry schedule', () => {
+  it('by default retries 11 times over at least 24 hours even with the most jitter, and no delay is under 5 s', () => {
+    const schedule = defaultConfig().handoff.retrySchedule;
+    expect(schedule).toEqual(DEFAULT_RETRY_SCHEDULE_MS);
+    expect(schedule).toHaveLength(11);
+    const span = schedule.reduce((a, b) => a + b, 0);
+    expect(span * (1 - RETRY_JITTER)).toBeGreaterThanOrEqual(24 * 3600_000);
+    expect(Math.min(...schedule)).toBe(5_000);
+  });
+
+  it('is set by HOOKRELAY_RETRY_SCHEDULE, refused with the rule it broke when it cannot be read', () => {
+    expect(retryScheduleFromEnv({})).toBe(DEFAULT_RETRY_SCHEDULE_MS);
+    expect(retryScheduleFromEnv({ HOOKRELAY_RETRY_SCHEDULE: '10s, 1m,2h,1d' })).toEqual([10_000, 60_000, 7_200_000, 86_400_000]);
+    for (const bad of ['soon', '10s,,1m', '500ms', '0s', '8d', Array(31).fill('1m').join(',')]) {
+      expect(() => retryScheduleFromEnv({ HOOKRELAY_RETRY_SCHEDULE: bad })).toThrow(/HOOKRELAY_RETRY_SCHEDULE must list 1 to 30 delays/);
+    }
+  });
+
+  it('takes each retry after its delay, shortened by jitter but never below 80%, and fails the event after the last', async () => {
+    env = await createTestEnv({ shopifyAdminUrl: fake.url, env: (n) => (n === 'TOKEN' ? TOKEN : undefined), handoff: { retrySchedule: [10_000, 60_000], timeoutMs: 500 } });
+    await addStore(env, { destination: 'shopify', adminTokenEnv: 'TOKEN' });
+    const grant = await addGrant(env);
+    const { endpoint, secret } = await createEndpoint(env, grant);
+    const worker = new HandoffWorker(env.core);
+    worker.random = () => 0; // the most jitter: 8 s and 48 s
+    fake.script(b.status(502), b.status(502), b.status(502));
+    const id = (await sendHook(env, endpoint, secret, orderEvent('sched'))).json.eventId as string;
+    await worker.drain();
+    env.clock.advance(7_999);
+    await worker.drain();
+    expect(fake.requests).toHaveLength(1);
+    env.clock.advance(1);
+    await worker.drain();
+    expect(fake.requests).toHaveLength(2);
+    env.clock.advance(48_000);
+    await worker.drain();
+    const ev = (await call(env, 'GET', `/agent/v1/events/${id}`, { token: grant })).json.data.event;
+    expect(fake.requests).toHaveLength(3);
+    expect(ev).toMatchObject({ outcome: 'failed', code: 'SVC_HANDOFF_RETRY_EXHAUSTED', attempts: 3 });
+  });
+});
+
+describe('Shopify down for longer than two minutes', () => {
+  it('pauses the store after a few failures in a row: no event fails, probes are bounded, all delivered after', async () => {
+    env = await createTestEnv({ shopifyAdminUrl: fake.url, env: (n) => (n === 'TOKEN' ? TOKEN : undefined), handoff: { ...defaultConfig().handoff, timeoutMs: 500, concurrency: 4 } });
+    const e = env;
+    await addStore(e, { destination: 'shopify', adminTokenEnv: 'TOKEN' });
+    const grant = await addGrant(e, 'admin_assistant', { ttlMs: 7 * 86400_000 });
+    const { endpoint, secret } = await createEndpoint(e, grant);
+    const worker = new HandoffWorker(e.core);
+    worker.random = () => 1;
+    worker.pauses.random = () => 1;
+    const send = async (prefix: string, n: number) => {
+      for (let i = 0; i < n; i++) expect((await sendHook(e, endpoint, secret, orderEvent(`${prefix}-${i}`, 5000 + i))).status).toBe(202);
+    };
+
+    fake.setDown(true);
+    await send('down', 30);
+    await worker.drain();
+    // The first sends fail (each one attempt, a retry on its schedule); the OUTAGE_AFTER_FAILURES-th pauses the store.
+    const failedSends = fake.requests.filter((r) => r.behaviour === 'down').length;
+    expect(failedSends).toBeGreaterThanOrEqual(OUTAGE_AFTER_FAILURES);
+    expect(failedSends).toBeLessThanOrEqual(OUTAGE_AFTER_FAILURES + 4);
+    const state = (await call(e, 'GET', '/agent/v1/setup-state', { token: grant })).json.data;
+    expect(state.handoff).toMatchObject({ state: 'paused', reason: 'platform_unavailable', code: 'SVC_PLATFORM_UNAVAILABLE' });
+    const health = (await call(e, 'GET', '/agent/v1/reliability/destination', { token: grant })).json.data;
+    expect(health.handoff.code).toBe('SVC_PLATFORM_UNAVAILABLE');
+    expect(health.verdict).not.toBe('healthy');
+
+    // Ten minutes down, on the clock, events still arriving: probes only, back off to one every 5 minutes.
+    const sendsBefore = fake.requests.length;
+    const probesBefore = fake.shopQueries.length;
+    for (let t = 0; t < 600; t += 5) {
+      e.clock.advance(5_000);
+      if (t % 60 === 0) await send(`during-${t}`, 3);
+      await worker.drain();
+    }
+    expect(fake.requests.length).toBe(sendsBefore); // no event sent while paused
+    const probes = fake.shopQueries.length - probesBefore;
+    // 5, 10, 20, 40, 80, 160, 300 s apart: at most 8 probes in 600 s.
+    expect(probes).toBeGreaterThanOrEqual(5);
+    expect(probes).toBeLessThanOrEqual(8);
+    expect(await count(e, 'events', "outcome = 'failed'")).toBe(0);
+    expect(await count(e, 'attempts', "outcome = 'failed'")).toBe(0);
+
+    fake.setDown(false);
+    e.clock.advance(300_000);
+    await worker.drain();
+    e.clock.advance(60_000); // the sends that failed first retry on their own schedule (5 s, 30 s …)
+    await worker.drain();
+    expect(await count(e, 'events', "outcome = 'delivered'")).toBe(60);
+    expect(await count(e, 'events', "outcome <> 'delivered'")).toBe(0);
+    expect((await call(e, 'GET', '/agent/v1/setup-state', { token: grant })).json.data.handoff.state).toBe('active');
+  });
+});
