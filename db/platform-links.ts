@@ -58,6 +58,23 @@ export interface PlatformLinkStore {
    * later probe go at once. Probes stay counted, so a pause that returns soon after backs off from where it was.
    */
   resume(storeId: string, now: number): Promise<boolean>;
+  /**
+   * Spends from the store's cost budget: writes what is left at `at` and the send times handed out up to `horizon`,
+   * only while the budget is still at `version` (compare-and-set: instances spending at once retry with what the
+   * other left). False when it moved meanwhile.
+   */
+  spendBudget(storeId: string, version: number, available: number, at: number, horizon: number | null): Promise<boolean>;
+  /** What the platform reported of the store's budget (its answer is the truth): replaces the model. */
+  observeBudget(storeId: string, budget: ObservedBudget, at: number): Promise<void>;
+}
+
+export interface ObservedBudget {
+  max: number;
+  available: number;
+  /** Points restored per second. */
+  rate: number;
+  /** What one handoff costs, in points. */
+  cost: number;
 }
 
 const COLUMNS = Object.entries(getTableColumns(platformLinks))
@@ -157,6 +174,24 @@ export class PlatformLinks implements PlatformLinkStore {
          pause_message = ?, updated_at = ?
        WHERE store_id = ? AND pause_reason IS NOT NULL`,
       [nextProbeAt, p.reason, p.code, p.message, now, storeId],
+    );
+  }
+
+  async spendBudget(storeId: string, version: number, available: number, at: number, horizon: number | null) {
+    const changed = await this.sql.run(
+      `UPDATE platform_links SET budget_available = ?, budget_at = ?, budget_horizon = ?, budget_version = budget_version + 1
+       WHERE store_id = ? AND budget_version = ?`,
+      [available, at, horizon, storeId, version],
+    );
+    return changed === 1;
+  }
+
+  async observeBudget(storeId: string, b: ObservedBudget, at: number) {
+    await this.ensure(storeId, at);
+    await this.sql.run(
+      `UPDATE platform_links SET budget_max = ?, budget_available = ?, budget_rate = ?, budget_cost = ?, budget_at = ?,
+         budget_version = budget_version + 1 WHERE store_id = ?`,
+      [b.max, b.available, b.rate, b.cost, at, storeId],
     );
   }
 

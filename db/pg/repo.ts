@@ -555,6 +555,7 @@ export class PgRepo implements Repo {
             e.nextAttemptAt,
             a.eventId,
           ]);
+          for (const m of metrics) stats.add(storeId, a.finishedAt, m);
           continue;
         }
         const closed = await c.query(

@@ -4,7 +4,7 @@
  * bigint milliseconds since the epoch, read as JavaScript numbers.
  */
 import { sql } from 'drizzle-orm';
-import { bigint, boolean, customType, index, integer, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, boolean, customType, doublePrecision, index, integer, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
 
 const ms = (name: string) => bigint(name, { mode: 'number' });
 const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => 'bytea' });
@@ -343,5 +343,18 @@ export const platformLinks = pgTable('platform_links', {
   probeLeaseUntil: ms('probe_lease_until'),
   lastProbeAt: ms('last_probe_at'),
   resumedAt: ms('resumed_at'),
+  /**
+   * The store's cost budget (Shopify's leaky bucket per app and store), shared by every instance: points available
+   * at `budget_at`, the maximum, the restore rate per second, and what one handoff costs. Null until a reply
+   * reported it. Sends spend it under compare-and-set on `budget_version`.
+   */
+  budgetMax: doublePrecision('budget_max'),
+  budgetAvailable: doublePrecision('budget_available'),
+  budgetRate: doublePrecision('budget_rate'),
+  budgetCost: doublePrecision('budget_cost'),
+  budgetAt: ms('budget_at'),
+  /** The latest send time handed out to the store's waiting events: the next one waiting goes one cost later. */
+  budgetHorizon: ms('budget_horizon'),
+  budgetVersion: integer('budget_version').notNull().default(0),
   updatedAt: ms('updated_at').notNull(),
 });

@@ -316,7 +316,9 @@ export class SqliteRepo implements Repo {
       const stats = this.statsBatch();
       for (const { attempt: a, event: e, storeId, metrics, unsent } of results) {
         if (unsent) {
-          if (this.dropSending.run(a.eventId, a.number).changes === 1) this.deferEvent.run(e.nextAttemptAt, a.eventId);
+          if (this.dropSending.run(a.eventId, a.number).changes === 0) continue;
+          this.deferEvent.run(e.nextAttemptAt, a.eventId);
+          for (const m of metrics) stats.add(storeId, a.finishedAt, m);
           continue;
         }
         const { changes } = this.closeAttempt.run(a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt, a.eventId, a.number);

@@ -1,6 +1,6 @@
 /** SQLite schema. Timestamps are integer milliseconds since the epoch; JSON columns hold text. */
 import { sql } from 'drizzle-orm';
-import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { blob, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 
 export const stores = sqliteTable('stores', {
   id: text('id').primaryKey(),
@@ -330,5 +330,18 @@ export const platformLinks = sqliteTable('platform_links', {
   probeLeaseUntil: integer('probe_lease_until'),
   lastProbeAt: integer('last_probe_at'),
   resumedAt: integer('resumed_at'),
+  /**
+   * The store's cost budget (Shopify's leaky bucket per app and store), shared by every instance: points available
+   * at `budget_at`, the maximum, the restore rate per second, and what one handoff costs. Null until a reply
+   * reported it. Sends spend it under compare-and-set on `budget_version`.
+   */
+  budgetMax: real('budget_max'),
+  budgetAvailable: real('budget_available'),
+  budgetRate: real('budget_rate'),
+  budgetCost: real('budget_cost'),
+  budgetAt: integer('budget_at'),
+  /** The latest send time handed out to the store's waiting events: the next one waiting goes one cost later. */
+  budgetHorizon: integer('budget_horizon'),
+  budgetVersion: integer('budget_version').notNull().default(0),
   updatedAt: integer('updated_at').notNull(),
 });

@@ -42,6 +42,8 @@ export type HandoffOutcome =
   | { kind: 'failed'; httpStatus: number | null; errorClass: AttemptErrorClass; message: string }
   /** Flow has no enabled workflow for the trigger: decided before any request is sent. */
   | { kind: 'no_workflow'; httpStatus: null; errorClass: 'no_workflow'; message: string }
+  /** The platform could not pay for the call now (THROTTLED): no attempt spent, the event goes again at `until`. */
+  | { kind: 'deferred'; httpStatus: number | null; errorClass: 'throttled'; message: string; until: number }
   /**
    * The store's handoff must pause (credentials missing, refused, or not obtainable): the event waits, never
    * fails. `sent` says whether a request reached the platform (an attempt to record) or nothing left this box.
@@ -73,4 +75,9 @@ export interface Destination {
    * authenticated call. A destination that never pauses has none.
    */
   probe?(store: StoreRow, timeoutMs: number): Promise<LinkCheck>;
+  /**
+   * Pacing inside the store's budget on the platform: of `wanted` sends, how many may go now, and when each of the
+   * others is due. A destination without a budget has none (everything goes).
+   */
+  pace?(store: StoreRow, wanted: number): Promise<{ granted: number; later: number[] }>;
 }

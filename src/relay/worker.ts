@@ -6,6 +6,7 @@
 import type { PlatformLinkStore } from '../../db/platform-links.ts';
 import type { HandoffQueue, ReadinessStore, Signals, TenantStore } from '../../db/repo.ts';
 import type { AttemptResult, AttemptRow, DueEvent, EndpointRow, EventRow, StoreRow } from '../../db/types.ts';
+import { METRIC } from '../../db/types.ts';
 import type { CoreWith } from '../core.ts';
 import { shopifyPlatform } from '../platform/shopify/platform.ts';
 import type { Destination, HandoffOutcome } from '../platform/types.ts';
@@ -198,10 +199,13 @@ export class HandoffWorker {
     /** Results recorded with the round's end: local sends (log) and attempts withdrawn unsent. */
     const atEnd: AttemptResult[] = [];
     const noWorkflow = await this.triggersWithoutWorkflow(due);
+    // Within each store's budget on its platform: the rest of its events wait for their send times, unsent.
+    const { send, waiting } = await this.paced(due);
+    atEnd.push(...waiting);
     let i = 0;
     const lane = async () => {
-      while (i < due.length) {
-        const d = due[i++]!;
+      while (i < send.length) {
+        const d = send[i++]!;
         const r = await this.handOff(d, noWorkflow);
         results.push(r);
         // A send that left this box is recorded before the lane's next one (see AttemptRecorder).
@@ -209,7 +213,7 @@ export class HandoffWorker {
         else atEnd.push(r);
       }
     };
-    const round = Promise.all(Array.from({ length: Math.min(concurrency, due.length) }, lane))
+    const round = Promise.all(Array.from({ length: Math.min(concurrency, send.length) }, lane))
       .then(nextTurn)
       .then(() => this.core.repo.recordAttempts(atEnd));
     this.inFlight.add(round);
@@ -246,6 +250,36 @@ export class HandoffWorker {
     const kept = due.filter((d) => journaled.has(d.event.id));
     due.length = 0;
     due.push(...kept);
+  }
+
+  /**
+   * The round's sends, stores interleaved so lanes serve them fairly, each store's cut to what its budget on the
+   * platform pays for now; the rest of its events get their send times (withdrawn unsent, due again then). A store
+   * whose handoff is paused is not paced: its events are deferred to the probe anyway.
+   */
+  private async paced(due: DueEvent[]): Promise<{ send: DueEvent[]; waiting: AttemptResult[] }> {
+    const byStore = new Map<string, DueEvent[]>();
+    for (const d of due) {
+      const list = byStore.get(d.store.id);
+      if (list) list.push(d);
+      else byStore.set(d.store.id, [d]);
+    }
+    const queues: DueEvent[][] = [];
+    const waiting: AttemptResult[] = [];
+    for (const [storeId, list] of byStore) {
+      const destination = this.destinationOf(list[0]!.store);
+      if (!destination.pace || this.pauses.waitUntil(storeId) != null) {
+        queues.push(list);
+        continue;
+      }
+      // A budget that cannot be read must not stop the store: everything goes, and THROTTLED replies say the rest.
+      const { granted, later } = await destination.pace(list[0]!.store, list.length).catch(() => ({ granted: list.length, later: [] as number[] }));
+      queues.push(list.slice(0, granted));
+      list.slice(granted).forEach((d, k) => waiting.push(this.unsent(d.event, d.store, d.event.attempts + 1, later[k]!, [])));
+    }
+    const send: DueEvent[] = [];
+    for (let k = 0; queues.some((q) => k < q.length); k++) for (const q of queues) if (k < q.length) send.push(q[k]!);
+    return { send, waiting };
   }
 
   private destinationOf(store: StoreRow): Destination {
@@ -338,6 +372,8 @@ export class HandoffWorker {
         outcome = { kind: 'retry', httpStatus: null, errorClass: 'network', message: 'Handoff failed unexpectedly.' };
       }
     }
+    // THROTTLED: nothing ran, no attempt is spent; the event goes again when the budget pays for it.
+    if (outcome.kind === 'deferred') return this.unsent(event, store, number, outcome.until, [METRIC.error('throttled')]);
     // Credentials missing or refused are never the event's failure: the store pauses, the event waits for the probe.
     const probeAt = outcome.kind === 'paused' ? Math.max(await this.pauses.pause(store, outcome.pause), startedAt + 1000) : null;
     if (outcome.kind !== 'paused' && destination.probe) {
@@ -401,14 +437,17 @@ export class HandoffWorker {
     };
   }
 
-  /** An attempt journaled but not sent: withdrawn when recorded, the event queued until `until`. */
-  private unsent(event: EventRow, store: StoreRow, number: number, until: number): AttemptResult {
+  /**
+   * An attempt journaled but not sent (or refused before it ran: THROTTLED): withdrawn when recorded, the event
+   * queued until `until`, its attempts unchanged. `metrics`: event_stats counters it still adds (a throttled send).
+   */
+  private unsent(event: EventRow, store: StoreRow, number: number, until: number, metrics: string[] = []): AttemptResult {
     const at = this.core.clock.now();
     return {
       unsent: true,
       attempt: { eventId: event.id, number, destination: this.destinationOf(store).name, startedAt: at, finishedAt: at, outcome: 'retry', httpStatus: null, code: null, message: null, retryAt: until },
       storeId: store.id,
-      metrics: [],
+      metrics,
       event: { outcome: 'queued', code: null, nextAttemptAt: until, leaseUntil: null, deliveredAt: null },
     };
   }

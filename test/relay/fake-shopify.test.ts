@@ -303,24 +303,24 @@ describe('fake Shopify: versions and cost', () => {
     expect((await trigger(fake, tok, '2027-01')).answered).toBe('2027-01');
   });
 
-  it('carries extensions.cost on every 200, reporting an unenforced 2000/100 bucket that never throttles', async () => {
+  it('carries extensions.cost on every 200, reporting an unenforced bucket too large to empty, that never throttles', async () => {
     const fake = start();
     const tok = await token(fake);
     const m = await trigger(fake, tok);
     expect(m.json.extensions.cost).toEqual({
       requestedQueryCost: 10,
       actualQueryCost: 10,
-      throttleStatus: { maximumAvailable: 2000, currentlyAvailable: 2000, restoreRate: 100 },
+      throttleStatus: { maximumAvailable: 10_000_000, currentlyAvailable: 10_000_000, restoreRate: 10_000_000 },
     });
     const s = await shopQuery(fake, tok);
     expect(s.json.extensions.cost).toEqual({
       requestedQueryCost: 1,
       actualQueryCost: 1,
-      throttleStatus: { maximumAvailable: 2000, currentlyAvailable: 2000, restoreRate: 100 },
+      throttleStatus: { maximumAvailable: 10_000_000, currentlyAvailable: 10_000_000, restoreRate: 10_000_000 },
     });
     const many = await Promise.all(Array.from({ length: 300 }, () => trigger(fake, tok)));
     expect(many.every((r) => r.status === 200 && !r.json.errors)).toBe(true);
-    expect(fake.bucketState()).toEqual({ maximumAvailable: 2000, currentlyAvailable: 2000, restoreRate: 100 });
+    expect(fake.bucketState()).toEqual({ maximumAvailable: 10_000_000, currentlyAvailable: 10_000_000, restoreRate: 10_000_000 });
   });
 
   it('enforces the bucket: max 30, restore 10/s, cost 10: three pass, the fourth is THROTTLED and runs nothing, one more passes a second later', async () => {

@@ -199,18 +199,24 @@ describe('HandoffWorker with the shopify destination', () => {
     expect(ev.attemptsDetail.map((a: { code: string | null }) => a.code)).toEqual(['timeout', null]);
   });
 
-  it('retries a GraphQL THROTTLED error and then delivers', async () => {
+  it('waits out a GraphQL THROTTLED answer without spending an attempt, then delivers', async () => {
     const s = await setup();
     fake.script(b.throttled());
     const eventId = await send(s, 'ext-throttled');
     await s.worker.drain();
+    let ev = await detail(s, eventId);
+    expect(ev).toMatchObject({ outcome: 'queued', attempts: 0, attemptsDetail: [] });
+    expect(Date.parse(ev.nextAttemptAt)).toBeGreaterThan(s.env.clock.now());
     s.env.clock.advance(HANDOFF.maxDelayMs);
     await s.worker.drain();
 
-    expect(fake.requests).toHaveLength(2);
-    const ev = await detail(s, eventId);
+    expect(fake.requests.map((r) => r.behaviour)).toEqual(['throttled', 'ok']);
+    ev = await detail(s, eventId);
     expect(ev.outcome).toBe('delivered');
-    expect(ev.attemptsDetail[0]).toMatchObject({ outcome: 'retry', httpStatus: 200, code: 'throttled' });
+    expect(ev.attemptsDetail.map((a: { outcome: string }) => a.outcome)).toEqual(['delivered']);
+    // Counted all the same, where reliability reads look.
+    const health = (await call(s.env, 'GET', '/agent/v1/reliability/destination', { token: s.grant })).json.data;
+    expect(health.destinationErrors.throttled).toBe(1);
   });
 
   it('pauses the store without calling Flow when the token variable is not set: the event waits, never fails', async () => {

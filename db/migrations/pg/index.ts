@@ -2,6 +2,7 @@
 import m0 from './0000_init.sql' with { type: 'text' };
 import m1 from './0001_rate_counters.sql' with { type: 'text' };
 import m2 from './0002_platform_links.sql' with { type: 'text' };
+import m3 from './0003_cost_budget.sql' with { type: 'text' };
 
 import type { Migration } from '../../migrate.ts';
 
@@ -9,4 +10,5 @@ export const migrations: Migration[] = [
   { tag: '0000_init', when: 1795451061460, sql: m0 },
   { tag: '0001_rate_counters', when: 1795452005239, sql: m1 },
   { tag: '0002_platform_links', when: 1795638076160, sql: m2 },
+  { tag: '0003_cost_budget', when: 1795640866238, sql: m3 },
 ];

@@ -8,6 +8,7 @@ import m5 from './0005_attempts_clustered.sql' with { type: 'text' };
 import m6 from './0006_hardening_columns.sql' with { type: 'text' };
 import m7 from './0007_body_keys.sql' with { type: 'text' };
 import m8 from './0008_platform_links.sql' with { type: 'text' };
+import m9 from './0009_cost_budget.sql' with { type: 'text' };
 
 import type { Migration } from '../../migrate.ts';
 
@@ -21,4 +22,5 @@ export const migrations: Migration[] = [
   { tag: '0006_hardening_columns', when: 1795450310308, sql: m6 },
   { tag: '0007_body_keys', when: 1795475995138, sql: m7 },
   { tag: '0008_platform_links', when: 1795638075757, sql: m8 },
+  { tag: '0009_cost_budget', when: 1795640865769, sql: m9 },
 ];

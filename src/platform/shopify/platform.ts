@@ -9,6 +9,7 @@ import type { StoreRow } from '../../../db/types.ts';
 import type { CoreWith } from '../../core.ts';
 import type { Destination, HandoffOutcome, HandoffRequest, LinkCheck, PauseRequest } from '../types.ts';
 import { adminGraphql, graphqlUrl, isThrottled, type GraphqlReply } from './admin-api.ts';
+import { CostBudget } from './budget.ts';
 import { credentialModeOf, Credentials, type TokenResult } from './credentials.ts';
 import { SHOPIFY_ADMIN_API_VERSION } from './version.ts';
 
@@ -37,26 +38,44 @@ const refusedPause = (store: StoreRow, status: number): PauseRequest => ({
 export class ShopifyPlatform implements Destination {
   readonly name = 'shopify' as const;
   readonly credentials: Credentials;
+  readonly budget: CostBudget;
   /** The version each store's replies last came with, as noted in platform_links. */
   private readonly answered = new Map<string, string>();
   private readonly checks = new Map<string, { at: number; check: Promise<LinkCheck> }>();
 
   constructor(private readonly core: PlatformCore) {
     this.credentials = new Credentials(core);
+    this.budget = new CostBudget(core);
+  }
+
+  pace(store: StoreRow, wanted: number) {
+    return this.budget.pace(store.id, wanted);
   }
 
   async send(req: HandoffRequest, timeoutMs: number): Promise<HandoffOutcome> {
     const { store } = req;
     const variables = { handle: req.handle, payload: req.payload };
     const first = await this.credentials.token(store);
-    if (!first.ok) return pausedOutcome(first, false);
+    if (!first.ok) {
+      await this.budget.answered(store.id, null, false); // granted, never sent
+      return pausedOutcome(first, false);
+    }
     let reply = await this.call(store, first.token.value, FLOW_TRIGGER_RECEIVE, variables, timeoutMs);
     if (reply.kind === 'refused' && credentialModeOf(store) === 'client-credentials') {
       // Renewed once: a token that lapsed early, or was replaced, is not the store's credentials failing. A 401
       // never ran the mutation, so sending again cannot repeat a trigger.
       const again = await this.credentials.token(store, first.token.generation);
-      if (!again.ok) return pausedOutcome(again, true, reply.status);
+      if (!again.ok) {
+        await this.budget.answered(store.id, null, false);
+        return pausedOutcome(again, true, reply.status);
+      }
       reply = await this.call(store, again.token.value, FLOW_TRIGGER_RECEIVE, variables, timeoutMs);
+    }
+    const throttled = reply.kind === 'answered' && isThrottled(reply.errors);
+    await this.budget.answered(store.id, reply.kind === 'answered' ? reply.cost : null, throttled);
+    if (throttled) {
+      // Nothing ran: the event waits for the budget, spending no attempt.
+      return { kind: 'deferred', httpStatus: 200, errorClass: 'throttled', message: 'Throttled by the platform (GraphQL cost); waits for the budget.', until: await this.budget.retryAt(store.id) };
     }
     return handoffOutcome(store, reply);
   }

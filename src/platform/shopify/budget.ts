@@ -1,0 +1,111 @@
+/**
+ * Pacing inside a store's cost budget. Shopify limits the GraphQL Admin API per app and store with a leaky bucket
+ * (about 100 points a second restored on Standard, 1,000 on Plus; a flowTriggerReceive costs about 10) and answers
+ * THROTTLED when a call cannot be paid. Every reply reports the bucket (`extensions.cost.throttleStatus`). Here the
+ * bucket is modelled in platform_links, shared by every instance: before a round's sends to a store, as many are
+ * granted as the bucket pays for now (spent under compare-and-set), and each of the rest is given a send time one
+ * cost apart after the last one handed out (`budget_horizon`), so it comes due when the bucket can pay for it and
+ * is deferred once, not again and again. The model follows its own spending; a reply rewrites it only when it
+ * teaches something: the first report, a THROTTLED answer, another maximum, rate or cost.
+ */
+import type { PlatformLinkStore } from '../../../db/platform-links.ts';
+import type { CoreWith } from '../../core.ts';
+import type { QueryCost } from './admin-api.ts';
+
+/**
+ * Sends granted to a store whose budget no reply has reported yet (a tenth of the smallest bucket, 1,000 points);
+ * the rest are due again at once: the next round, which starts once these are answered, knows the budget.
+ */
+const FIRST_GRANT = 10;
+const LEARN_DELAY_MS = 0;
+/** A handoff's cost until a reply says (Shopify's documented cost of a mutation). */
+const DEFAULT_COST = 10;
+/** Attempts at spending when instances keep moving the budget under each other. */
+const SPEND_TRIES = 5;
+
+export interface Pace {
+  /** How many of the sends wanted go now. */
+  granted: number;
+  /** When each of the others is due, one cost of restore apart (ms on the core's clock). */
+  later: number[];
+}
+
+type BudgetCore = CoreWith<{ links: PlatformLinkStore }>;
+
+export class CostBudget {
+  /** Sends granted in this process and not answered yet, per store: a report made while they fly has not paid them. */
+  private readonly flying = new Map<string, number>();
+  /** Budgets this process has seen reported, with their maximum, rate and cost (a change is written). */
+  private readonly seen = new Map<string, string>();
+
+  constructor(private readonly core: BudgetCore) {}
+
+  /**
+   * Grants what the store's budget pays for now of `wanted` sends, and send times for the rest. `grant: false`
+   * grants none: every one gets a send time (a send the platform just throttled).
+   */
+  async pace(storeId: string, wanted: number, grant = true): Promise<Pace> {
+    const { links } = this.core.repo;
+    for (let t = 0; t < SPEND_TRIES; t++) {
+      const now = this.core.clock.now();
+      const link = await links.get(storeId);
+      if (!link || link.budgetMax == null || link.budgetAvailable == null || link.budgetRate == null || link.budgetAt == null || !(link.budgetRate > 0)) {
+        const granted = grant ? Math.min(wanted, FIRST_GRANT) : 0;
+        this.fly(storeId, granted);
+        return { granted, later: Array.from({ length: wanted - granted }, () => now + LEARN_DELAY_MS) };
+      }
+      const cost = link.budgetCost && link.budgetCost > 0 ? link.budgetCost : DEFAULT_COST;
+      const rate = link.budgetRate;
+      const available = Math.min(link.budgetMax, link.budgetAvailable + (rate * Math.max(0, now - link.budgetAt)) / 1000);
+      const granted = grant ? Math.min(wanted, Math.floor(available / cost)) : 0;
+      const left = available - granted * cost;
+      const later: number[] = [];
+      let horizon = link.budgetHorizon;
+      if (granted < wanted) {
+        // The next send the bucket pays for, or one cost after the last handed out, whichever is later.
+        const interval = (cost / rate) * 1000;
+        let slot = Math.max(horizon == null ? 0 : horizon + interval, now + (Math.max(0, cost - left) / rate) * 1000);
+        for (let i = granted; i < wanted; i++) {
+          later.push(Math.ceil(slot));
+          horizon = Math.ceil(slot);
+          slot += interval;
+        }
+      }
+      if (await links.spendBudget(storeId, link.budgetVersion, left, now, horizon)) {
+        this.fly(storeId, granted);
+        return { granted, later };
+      }
+    }
+    const now = this.core.clock.now();
+    return { granted: 0, later: Array.from({ length: wanted }, () => now + LEARN_DELAY_MS) };
+  }
+
+  /**
+   * A send's reply. Its report of the bucket replaces the model when it teaches something: the first one seen, a
+   * THROTTLED answer (the model was wrong), or another maximum, rate or cost. The sends still flying from this
+   * process are taken off what it reports, as the model has spent them already.
+   */
+  async answered(storeId: string, cost: QueryCost | null, throttled: boolean): Promise<void> {
+    this.fly(storeId, -1);
+    if (!cost || cost.maximumAvailable == null || cost.currentlyAvailable == null || cost.restoreRate == null) return;
+    const each = cost.requested ?? cost.actual ?? DEFAULT_COST;
+    const shape = `${cost.maximumAvailable}/${cost.restoreRate}/${each}`;
+    if (!throttled && this.seen.get(storeId) === shape) return;
+    this.seen.set(storeId, shape);
+    const available = Math.max(0, cost.currentlyAvailable - each * (this.flying.get(storeId) ?? 0));
+    await this.core.repo.links
+      .observeBudget(storeId, { max: cost.maximumAvailable, available, rate: cost.restoreRate, cost: each }, this.core.clock.now())
+      .catch(() => undefined);
+  }
+
+  /** When a THROTTLED send may go again: the next send time handed out (the bucket, as reported, pays for it then). */
+  async retryAt(storeId: string): Promise<number> {
+    return (await this.pace(storeId, 1, false)).later[0]!;
+  }
+
+  private fly(storeId: string, n: number): void {
+    const next = Math.max(0, (this.flying.get(storeId) ?? 0) + n);
+    if (next) this.flying.set(storeId, next);
+    else this.flying.delete(storeId);
+  }
+}
