@@ -3,7 +3,8 @@
  * process, writes bench/results.json and prints a Markdown table on stdout. Progress goes to stderr.
  *
  *   --quick   ingest vs the bare Bun.serve ceiling and the durable-ack limit only (about a minute)
- *   full      + durability (FULL vs NORMAL), handoff drain, API reads at 1,000,000 events, resources
+ *   full      + durability (FULL vs NORMAL), handoff drain, handoff within a cost budget (bench:budget), API reads
+ *             at 1,000,000 events, resources
  *
  * The server runs on core 0 and the load generator on core 1 when `taskset` exists.
  */
@@ -24,7 +25,7 @@ const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
 const keep = argv.includes('--keep');
 const flag = (name: string) => argv.find((x) => x.startsWith(`--${name}=`))?.split('=')[1];
-/** `--only=ingest,durability,handoff,reads,resources` runs just those parts of the full run (durability needs ingest). */
+/** `--only=ingest,durability,handoff,budget,reads,resources` runs just those parts of the full run (durability needs ingest). */
 const only = flag('only')?.split(',');
 const wants = (part: string) => !only || only.includes(part);
 /** `--relay-thread=1`: the SQLite ingest commits and hands off on a relay thread (serve with HOOKRELAY_RELAY_THREAD=on). */
@@ -319,6 +320,14 @@ async function handoff() {
   }
 }
 
+/** bench:budget as a part: a backlog drained within the fake's enforced cost bucket (scripts/bench/budget.ts). */
+async function budget() {
+  const proc = Bun.spawn(['bun', join(ROOT, 'scripts/bench/budget.ts'), '--json'], { cwd: ROOT, stdout: 'pipe', stderr: 'inherit', env: process.env });
+  const [out, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+  const doc = JSON.parse(out.trim().split('\n').pop() || '{}') as { results?: unknown[] };
+  return { exitCode: code, results: doc.results ?? [] };
+}
+
 const OPTIONAL_READS = [
   ['setup state', '/agent/v1/setup-state'],
   ['plan usage', '/agent/v1/plan-usage'],
@@ -588,6 +597,13 @@ function verdictsIngest(r: any, out: Verdict[]) {
 }
 
 function verdictsRest(r: any, out: Verdict[]) {
+  for (const b of r.budget?.results ?? []) {
+    out.push({
+      target: `handoff within a cost budget (${b.setup}, ${b.instances} instance${b.instances > 1 ? 's' : ''}): drain <= 1.15x the budget's ideal time, THROTTLED <= 3% of sends`,
+      measured: `${b.ratio}x (${b.seconds} of ${b.idealSeconds} s), THROTTLED ${(b.throttledShare * 100).toFixed(2)}% (${b.throttled} of ${b.calls}), ${b.delivered} of ${b.events} delivered`,
+      met: b.ratio <= 1.15 && b.throttledShare <= 0.03 && b.delivered >= b.events,
+    });
+  }
   if (r.reads) {
     // Judged on one connection (a read's own latency); 8 connections adds queueing behind the other seven.
     for (const row of r.reads.results) {
@@ -666,6 +682,9 @@ function tableRest(r: any, row: Row, lat: (x: any) => string) {
   if (r.handoff) {
     row('handoff', `drain ${r.handoff.events.toLocaleString('en')} events, Flow latency ${r.handoff.flowLatencyMs} ms, concurrency ${r.handoff.concurrency}`, `${r.handoff.eventsPerSecond.toLocaleString('en')} events/s (bound ${r.handoff.boundEventsPerSecond.toLocaleString('en')})`);
   }
+  for (const b of r.budget?.results ?? []) {
+    row('budget', `drain ${b.events.toLocaleString('en')} events within a cost budget, ${b.setup}, ${b.instances} instance(s)`, `${b.seconds} s (ideal ${b.idealSeconds} s, ${b.ratio}x); THROTTLED ${b.throttled} of ${b.calls} calls`);
+  }
   if (r.reads) {
     row('reads', `seed ${r.reads.events.toLocaleString('en')} events`, `${r.reads.seedSeconds} s, DB ${r.reads.dbMiB} MiB; bench server ready ${r.reads.serverStartMs} ms after spawn on it`);
     for (const x of r.reads.results) {
@@ -742,6 +761,7 @@ async function main() {
   }
   if (!quick) {
     if (wants('handoff')) results.handoff = await handoff();
+    if (wants('budget')) results.budget = await budget();
     if (wants('reads')) results.reads = await reads();
     if (wants('resources')) results.resources = await resources();
   }

@@ -25,15 +25,12 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { migrateSqlite, openSqliteDatabase, SqliteRepo } from '../../db/sqlite/repo.ts';
-import { createCore, defaultConfig, type Core } from '../../src/core.ts';
-import { systemClock } from '../../src/lib/clock.ts';
-import { hmacHex, newSecretKey, SecretBox } from '../../src/lib/crypto.ts';
+import { defaultConfig } from '../../src/core.ts';
+import { newSecretKey, SecretBox } from '../../src/lib/crypto.ts';
 import type { Log } from '../../src/lib/log.ts';
-import { issueGrant } from '../../src/ops/grants.ts';
-import { initStore } from '../../src/ops/stores.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { createApp, type App } from '../../src/server/app.ts';
 import { b, startFakeShopify, type FakeShopify } from '../../test/fixtures/fake-shopify.ts';
+import { benchCore, benchDeployment, sendEvents, type Deployment } from './_deploy.ts';
 import { log, machine, round } from './_lib.ts';
 
 const USAGE = 'usage: bun run bench:tokens [--events N] [--rounds R] [--ttl SECONDS] [--delay-ms MS] [--json]\n';
@@ -76,8 +73,6 @@ function median(xs: number[]): number {
 const MIN_RENEWALS = 3;
 const WARMUP_EVENTS = Math.min(EVENTS, 1000);
 const LIMIT_PCT = 5;
-/** Events sent into the inbound path at once while a deployment is set up (not measured). */
-const SETUP_CONCURRENCY = 64;
 
 const SHOP = 'bench-tokens.myshopify.com';
 const TOKEN_VAR = 'HOOKRELAY_BENCH_ADMIN_TOKEN';
@@ -110,58 +105,24 @@ interface Run {
   warnings: number;
 }
 
-/** A deployment as test/helpers.ts createTestEnv builds one, but on the system clock (tokens expire on wall time). */
-async function deployment(fake: FakeShopify, mode: Mode, events: number): Promise<{ core: Core; app: App; warnings: () => number; close: () => Promise<void> }> {
+/** A deployment on the system clock (tokens expire on wall time), SQLite in memory, `events` accepted and due. */
+async function deployment(fake: FakeShopify, mode: Mode, events: number): Promise<Deployment & { warnings: () => number; close: () => Promise<void> }> {
   const sqlite = openSqliteDatabase({ path: ':memory:' });
   await migrateSqlite(sqlite);
   const repo = new SqliteRepo(sqlite);
   let warnings = 0;
   const quiet: Log = { info: () => {}, warn: () => void warnings++, error: (m) => process.stderr.write(`[bench] deployment error: ${m}\n`) };
-  const core = createCore({
-    repo,
-    box: new SecretBox(newSecretKey()),
-    clock: systemClock,
-    log: quiet,
-    config: defaultConfig({ publicUrl: 'http://local', shopifyAdminUrl: fake.url, env: (name) => secretEnv[name] }),
-  });
-  await initStore(
+  const core = benchCore(repo, new SecretBox(newSecretKey()), fake.url, secretEnv, quiet);
+  const d = await benchDeployment(
     core,
     mode === 'static'
       ? { shopDomain: SHOP, destination: 'shopify', auth: 'static', adminTokenEnv: TOKEN_VAR }
       : { shopDomain: SHOP, destination: 'shopify', auth: 'client-credentials', clientId: CLIENT_ID, clientSecretEnv: SECRET_VAR },
   );
-  const grant = await issueGrant(core, { shopDomain: SHOP, tier: 'admin_assistant', ttlMs: 3600_000 });
-  const app = createApp(core);
-  const created = await app.fetch(
-    new Request('http://local/agent/v1/endpoints', {
-      method: 'POST',
-      headers: { authorization: `Bearer ${grant.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ triggerVariant: 'order', resourceIdPath: 'order.id', name: 'bench tokens' }),
-    }),
-  );
-  const json = (await created.json()) as any;
-  if (created.status !== 201) throw new Error(`creating the endpoint: HTTP ${created.status} ${JSON.stringify(json).slice(0, 300)}`);
-  const endpoint = json.data.endpoint as { id: string; auth: { headerName: string; mode: string } };
-  const secret = json.data.secret as string;
-
-  // N signed events through the inbound path (as test/helpers.ts sendHook sends them), SETUP_CONCURRENCY at a time.
-  let next = 0;
-  const sender = async () => {
-    while (next < events) {
-      const n = next++;
-      const body = JSON.stringify({ event_type: 'order.flagged', external_event_id: `bench-${n}`, order: { id: 4501 + n } });
-      const value = endpoint.auth.mode === 'hmac_sha256' ? hmacHex(secret, body) : secret;
-      const res = await app.fetch(
-        new Request(`http://local/hooks/${endpoint.id}`, { method: 'POST', headers: { 'content-type': 'application/json', [endpoint.auth.headerName]: value }, body }),
-      );
-      if (res.status !== 202) throw new Error(`inbound event ${n}: HTTP ${res.status} ${(await res.text()).slice(0, 300)}`);
-      await res.arrayBuffer().catch(() => undefined);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(SETUP_CONCURRENCY, events) }, sender));
+  await sendEvents(d, events);
   const accepted = sqlite.query<{ n: number }, []>(`SELECT count(*) AS n FROM events WHERE outcome = 'accepted'`).get()!.n;
   if (accepted !== events) throw new Error(`setup: ${accepted} of ${events} events accepted`);
-  return { core, app, warnings: () => warnings, close: () => repo.close() };
+  return { ...d, warnings: () => warnings, close: () => repo.close() };
 }
 
 async function measure(fake: FakeShopify, mode: Mode, events: number, roundNo: number): Promise<Run> {
