@@ -71,6 +71,12 @@ export const SANDBOX_PROCESS = { addressSpaceBytes: 1024 * 1024 * 1024, resident
 /** MCP sessions one grant may hold open; opening another closes its least recently used (`hookrelay mcp` reopens). */
 export const MCP_SESSIONS_PER_GRANT = 8;
 
+/**
+ * The most events one bulk replay intent hands off again. A preview matching more is refused (`bulk_replay_too_many`)
+ * with the receipt time that splits the oldest this many off, so one mistaken filter cannot re-run a store's history.
+ */
+export const BULK_REPLAY_MAX_EVENTS = 5000;
+
 /** The seven published usage meters, in the order plan usage lists them. */
 export const METERS = [
   'accepted_events',

@@ -123,6 +123,7 @@ function operationObject(op: Operation): Json {
     'x-effect': op.effect,
     'x-confirmation': op.confirmation,
     'x-rate-limit-class': op.rateLimitClass,
+    ...(op.extension ? { 'x-extension': true } : {}),
     responses,
   };
   const params = parameters(op);

@@ -1,8 +1,10 @@
 /**
- * THE contract table: each of the 22 operations of the spec, declared once. The router, openapi.json, the
- * manifest, the MCP catalogue and the CLI's `request` validation all iterate this table.
+ * THE contract table: each of the 22 operations of the spec, and the extensions beyond it (marked `extension`),
+ * declared once. The router, openapi.json, the manifest, the MCP catalogue and the CLI's `request` validation all
+ * iterate this table.
  */
 import { z } from 'zod';
+import { BULK_REPLAY_MAX_EVENTS } from './limits.ts';
 import type { Scope } from './scopes.ts';
 import {
   ActionIntentReadSchema,
@@ -10,6 +12,7 @@ import {
   AgentGrantIntrospectionReadSchema,
   AgentOperationsManifestSchema,
   BillingHandoffReadSchema,
+  BulkReplayInputSchema,
   CreateEndpointInputSchema,
   CreateEndpointResultSchema,
   DiagnosticsShareInputSchema,
@@ -71,10 +74,12 @@ interface OperationSpec {
    * a charge). A POST there answers this refusal, category `human_only`, instead of 405.
    */
   humanOnlyWrite?: { code: string; reason: string; recommendedAction: string };
+  /** An operation beyond the spec's table: where it was decided (OpenAPI marks it `x-extension`). */
+  extension?: string;
 }
 
-export type Operation = Required<Omit<OperationSpec, 'params' | 'query' | 'body' | 'humanOnlyWrite'>> &
-  Pick<OperationSpec, 'params' | 'query' | 'body' | 'humanOnlyWrite'>;
+export type Operation = Required<Omit<OperationSpec, 'params' | 'query' | 'body' | 'humanOnlyWrite' | 'extension'>> &
+  Pick<OperationSpec, 'params' | 'query' | 'body' | 'humanOnlyWrite' | 'extension'>;
 
 const DEFAULTS = {
   successStatus: 200,
@@ -370,6 +375,22 @@ export const operations = {
     rateLimitClass: 'recovery_preview',
     idempotency: 'execute',
   }),
+  createBulkReplayIntent: op({
+    operationId: 'createBulkReplayIntent',
+    method: 'POST',
+    path: `${P}/replay-intents`,
+    scopes: ['event:read', 'replay:execute'],
+    effect: 'preview_or_execute',
+    confirmation: true,
+    tag: 'Recovery',
+    summary: 'Preview or execute a bulk replay',
+    description: `Hands every retained event a filter selects (default: failed; by code, endpoint and receipt window) off again as one intent: one replay execution, however many events. The preview counts them, shows a sample and the window, and binds the execute: events received or attempted after the preview are left out. At most ${BULK_REPLAY_MAX_EVENTS} events an intent. Outcomes a single replay refuses (rejected, test, duplicate_suppressed, held, accepted, queued) are refused the same way; auth failures are never events, so no filter matches them.`,
+    body: intentRequest('BulkReplayIntentRequest', BulkReplayInputSchema),
+    response: ActionIntentReadSchema,
+    rateLimitClass: 'recovery_preview',
+    idempotency: 'execute',
+    extension: 'DESIGN.md, "The platform link": recover many events as one intent, as Hookdeck, Svix and Convoy do',
+  }),
   createDiagnosticsShareIntent: op({
     operationId: 'createDiagnosticsShareIntent',
     method: 'POST',
@@ -435,7 +456,7 @@ export const operations = {
 export type Operations = typeof operations;
 export type OperationId = keyof Operations;
 
-/** The table as a list, in the spec's order. */
+/** The table as a list, in the spec's order (an extension beside the spec's operation it extends). */
 export const OPERATIONS: readonly Operation[] = Object.values(operations);
 
 type Out<O, F extends 'params' | 'query' | 'body'> = O extends { [P in F]: infer S extends z.ZodType } ? z.output<S> : undefined;

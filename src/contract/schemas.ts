@@ -413,7 +413,7 @@ export const ReliabilityHealthSchema = z
 
 // ---- action intents --------------------------------------------------------------------------------
 
-export const INTENT_KINDS = ['endpoint_edit', 'endpoint_delete', 'secret_rotation', 'replay', 'diagnostics_share', 'support_request'] as const;
+export const INTENT_KINDS = ['endpoint_edit', 'endpoint_delete', 'secret_rotation', 'replay', 'bulk_replay', 'diagnostics_share', 'support_request'] as const;
 export const IntentStateSchema = z.enum(['previewed', 'executing', 'executed', 'refused', 'expired', 'failed']);
 
 export const EndpointEditInputSchema = z
@@ -447,6 +447,56 @@ export const ReplayInputSchema = z
   .object({ reason: z.string().max(500).optional() })
   .strict()
   .meta({ id: 'ReplayInput' });
+
+export const BulkReplayFilterSchema = z
+  .object({
+    outcome: EventOutcomeSchema.default('failed').describe(
+      'Events that ended this way (default failed). delivered, failed and no_workflow can be replayed; any other outcome is refused as a single replay refuses it',
+    ),
+    code: z.string().min(1).max(100).optional().describe('Only events with this stable code, e.g. `SVC_HANDOFF_RETRY_EXHAUSTED`'),
+    endpointId: z.string().min(1).max(100).optional().describe('Only events of this endpoint (`ep_…`)'),
+    since: z.iso.datetime().optional().describe('Received at or after (RFC 3339)'),
+    until: z.iso.datetime().optional().describe('Received before (RFC 3339)'),
+  })
+  .strict()
+  .refine((f) => f.since === undefined || f.until === undefined || Date.parse(f.since) < Date.parse(f.until), {
+    message: 'since must be before until',
+    path: ['until'],
+  })
+  .meta({ id: 'BulkReplayFilterInput', description: "Which of the store's events to replay: all the conditions given hold." });
+
+export const BulkReplayInputSchema = z
+  .object({
+    reason: z.string().max(500).optional().describe('Why, for the audit trail (free text: secrets and email addresses are redacted)'),
+    filter: BulkReplayFilterSchema,
+  })
+  .strict()
+  .meta({ id: 'BulkReplayInput' });
+export type BulkReplayInput = z.output<typeof BulkReplayInputSchema>;
+
+export const BulkReplaySelectionSchema = z
+  .object({
+    filter: z.object({
+      outcome: EventOutcomeSchema,
+      code: z.string().optional(),
+      endpointId: z.string().optional(),
+      since: Timestamp.optional(),
+      until: Timestamp.optional(),
+    }),
+    count: z.number().int().min(1).describe('Matching events whose body is retained: the ones execute hands off again'),
+    excluded: z.object({
+      bodyNotRetained: z.number().int().min(0).describe('Matching events whose raw body is no longer retained; they cannot be replayed'),
+    }),
+    window: z.object({ oldestReceivedAt: Timestamp, newestReceivedAt: Timestamp }).describe('Receipt times of the oldest and newest event counted'),
+    throughEventId: Id('evt').describe('The newest event counted: execute replays none newer'),
+    asOf: Timestamp.describe('When the preview matched: an event attempted after it (replayed singly, retried) is skipped by execute'),
+    sample: z
+      .array(z.object({ id: Id('evt'), endpointId: z.string(), outcome: EventOutcomeSchema, code: z.string().nullable(), receivedAt: Timestamp }))
+      .max(10)
+      .describe('The oldest events counted, up to ten'),
+  })
+  .meta({ id: 'BulkReplaySelection', description: 'What a bulk replay preview matched, and the bound its execute keeps to.' });
+export type BulkReplaySelection = z.infer<typeof BulkReplaySelectionSchema>;
 
 export const DiagnosticsShareInputSchema = z
   .object({
@@ -502,6 +552,7 @@ export const IntentPreviewSchema = z
     sideEffects: z.array(z.string()),
     meterCost: z.array(z.object({ meter: z.string(), units: z.number().int() })),
     warnings: z.array(z.string()),
+    selection: BulkReplaySelectionSchema.optional().describe('Bulk replay only: the events matched'),
   })
   .meta({ id: 'IntentPreview', description: 'What execution would change. Redacted: no secrets, bodies or headers.' });
 
@@ -514,7 +565,13 @@ export const ActionIntentSchema = z
     preview: IntentPreviewSchema,
     confirmation: ConfirmationSchema.nullable(),
     result: z
-      .object({ summary: z.string(), resourceId: z.string().nullable(), secret: z.string().optional().describe('Only on secret-rotation execute, once') })
+      .object({
+        summary: z.string(),
+        resourceId: z.string().nullable(),
+        secret: z.string().optional().describe('Only on secret-rotation execute, once'),
+        queued: z.number().int().optional().describe('Bulk replay only: events queued for another handoff'),
+        skipped: z.number().int().optional().describe('Bulk replay only: previewed events left alone (replayed, re-attempted or no longer retained since the preview)'),
+      })
       .nullable(),
     refusal: RefusalSchema.nullable(),
     createdAt: Timestamp,

@@ -7,6 +7,7 @@
 import type { IntentStore } from '../../db/repo.ts';
 import type { IntentRow } from '../../db/types.ts';
 import { AppError, type Refusal } from '../contract/errors.ts';
+import type { BulkReplaySelection, INTENT_KINDS } from '../contract/schemas.ts';
 import { iso } from '../lib/clock.ts';
 import { constantTimeEqual, sha256Hex } from '../lib/crypto.ts';
 import { randomBase62 } from '../lib/ids.ts';
@@ -21,6 +22,8 @@ export interface IntentPreview {
   sideEffects: string[];
   meterCost: { meter: string; units: number }[];
   warnings: string[];
+  /** Only a bulk replay's: the events matched, and the bound its execute keeps to. */
+  selection?: BulkReplaySelection;
 }
 
 export interface IntentResult {
@@ -28,11 +31,14 @@ export interface IntentResult {
   resourceId: string | null;
   /** Only a secret-rotation execute carries one; it is never stored. */
   secret?: string;
+  /** Only a bulk replay's: events queued, and previewed events left alone. */
+  queued?: number;
+  skipped?: number;
 }
 
 /** `R`: the storage areas the kind's preview and execute use; the lifecycle adds IntentStore. */
 export interface IntentKind<I, R = unknown> {
-  kind: 'endpoint_edit' | 'endpoint_delete' | 'secret_rotation' | 'replay' | 'diagnostics_share' | 'support_request';
+  kind: (typeof INTENT_KINDS)[number];
   /** Input fields that are free text (notes, summaries, reasons): email addresses go too, not only secrets. */
   freeText?: readonly string[];
   /** Checks the target and builds the preview. Throws refusals. Changes nothing. */

@@ -1,6 +1,6 @@
 /** Replay: hands a retained event off again as a new attempt, bypassing duplicate suppression. */
 import type { EndpointStore, EventReads, HandoffQueue, ReadinessStore, Signals, UsageStore } from '../../db/repo.ts';
-import { AppError, refuse } from '../contract/errors.ts';
+import { AppError, refuse, type Refusal } from '../contract/errors.ts';
 import { TRIGGERS } from '../contract/triggers.ts';
 import type { OpContext } from './context.ts';
 import { eventSummary } from './events.ts';
@@ -45,6 +45,11 @@ function whyNotReplayable(outcome: string, duplicateOf: string | null) {
     return { category: known[3] ?? ('target_state' as const), code: known[0], reason: known[1], recommendedAction: action };
   }
   return RETENTION_EXPIRED;
+}
+
+/** The refusal for an outcome no replay takes, single or bulk; null when events that ended so can be replayed. */
+export function outcomeNotReplayable(outcome: string): Refusal | null {
+  return NOT_REPLAYABLE[outcome] ? whyNotReplayable(outcome, null) : null;
 }
 
 const RETENTION_EXPIRED = {

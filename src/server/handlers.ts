@@ -6,6 +6,7 @@ import { getEventDetail, getLatestEventResult, listEvents } from '../ops/events.
 import { getCurrentAgentGrant } from '../ops/grants.ts';
 import { endpointDeleteIntent, endpointEditIntent, secretRotationIntent } from '../ops/endpoint-intents.ts';
 import { intentHandler } from '../ops/intents.ts';
+import { bulkReplayIntent } from '../ops/bulk-replay.ts';
 import { replayIntent } from '../ops/replay.ts';
 import { createEndpointTestIntent, createExpansionRequest, createFeatureRequest, diagnosticsShareIntent, supportRequestIntent } from '../ops/requests.ts';
 import { getBillingHandoff, getDestinationReliabilityHealth, getPlanUsage, getSetupState, getTenantReliabilityHealth } from '../ops/state.ts';
@@ -25,6 +26,7 @@ export const HANDLERS: Handlers = {
   getTenantReliabilityHealth,
   getDestinationReliabilityHealth,
   createReplayIntent: intentHandler('createReplayIntent', replayIntent),
+  createBulkReplayIntent: intentHandler('createBulkReplayIntent', bulkReplayIntent),
   createEndpointEditIntent: intentHandler('createEndpointEditIntent', endpointEditIntent),
   createEndpointDeleteIntent: intentHandler('createEndpointDeleteIntent', endpointDeleteIntent),
   createSecretRotationIntent: intentHandler('createSecretRotationIntent', secretRotationIntent),

@@ -28,13 +28,27 @@ async function specTable() {
   });
 }
 
+/** Operations beyond the spec's table, each decided in DESIGN.md: the contract declares these and no others. */
+const EXTENSIONS = [
+  { method: 'POST', path: '/agent/v1/replay-intents', operationId: 'createBulkReplayIntent', scopes: ['event:read', 'replay:execute'], effect: 'preview_or_execute', confirmation: true },
+];
+
+const facts = (o: (typeof OPERATIONS)[number]) => ({ method: o.method, path: o.path, operationId: o.operationId, scopes: [...o.scopes], effect: o.effect, confirmation: o.confirmation });
+
 describe('contract table', () => {
-  it('declares exactly the 22 operations of the spec, with their method, path, scopes, effect and confirmation', async () => {
+  it('declares exactly the 22 operations of the spec, with their method, path, scopes, effect and confirmation, in its order', async () => {
     expect(existsSync(SPEC)).toBe(true);
     const spec = await specTable();
     expect(spec).toHaveLength(22);
-    const ours = OPERATIONS.map((o) => ({ method: o.method, path: o.path, operationId: o.operationId, scopes: [...o.scopes], effect: o.effect, confirmation: o.confirmation }));
+    const ours = OPERATIONS.filter((o) => !o.extension).map(facts);
     expect(ours as unknown[]).toEqual(spec);
+  });
+
+  it('declares the extensions beyond the spec and nothing else, each marked and saying where it was decided', () => {
+    const extensions = OPERATIONS.filter((o) => o.extension);
+    expect(extensions.map(facts) as unknown[]).toEqual(EXTENSIONS);
+    for (const o of extensions) expect(o.extension, o.operationId).toContain('DESIGN.md');
+    expect(OPERATIONS).toHaveLength(22 + EXTENSIONS.length);
   });
 
   it('has unique operationIds and unique method + path', () => {
@@ -61,6 +75,7 @@ describe('OpenAPI', () => {
       expect(entry?.operationId, o.operationId).toBe(o.operationId);
       expect(entry['x-effect']).toBe(o.effect);
       expect(entry['x-scopes']).toEqual([...o.scopes]);
+      expect(entry['x-extension'], o.operationId).toBe(o.extension ? true : undefined);
     }
   });
 

@@ -61,10 +61,10 @@ describe('search', () => {
 
   it('filters by effect and scope, marks callable by the grant, and leaves out the MCP transport', async () => {
     const all = (await tool(client, 'search', { schemas: false })).doc;
-    expect(all.total).toBe(21);
+    expect(all.total).toBe(22);
     expect(all.operations.map((o: { operationId: string }) => o.operationId)).not.toContain('connectMcpAgentOperations');
     const writes = (await tool(client, 'search', { effect: 'preview_or_execute', schemas: false })).doc.operations;
-    expect(writes.length).toBe(6);
+    expect(writes.length).toBe(7);
     expect(writes.every((o: { effect: string }) => o.effect === 'preview_or_execute')).toBe(true);
     const rotate = (await tool(client, 'search', { scope: 'secret:rotate', schemas: false })).doc.operations;
     expect(rotate.map((o: { operationId: string }) => o.operationId)).toEqual(['createSecretRotationIntent']);

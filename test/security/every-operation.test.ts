@@ -32,6 +32,7 @@ describe('redaction across every operation', () => {
         createEndpointDeleteIntent: {},
         createSecretRotationIntent: { overlapSeconds: 60 },
         createReplayIntent: { reason: 'canary' },
+        createBulkReplayIntent: { reason: `canary ${secret}`, filter: { outcome: 'delivered' } },
         createDiagnosticsShareIntent: { eventIds: [eventId] },
         createSupportRequestIntent: { category: 'delivery', urgency: 'low', summary: `help with ${secret} ${SHOPIFY_TOKEN}` },
       };
@@ -46,6 +47,7 @@ describe('redaction across every operation', () => {
         if (op.operationId === 'connectMcpAgentOperations') continue;
         const path = op.path.replace('{endpointId}', ids.endpointId).replace('{eventId}', ids.eventId);
         if (op.effect === 'preview_or_execute') {
+          await new HandoffWorker(env.core).drain(); // a replay executed before hands its event off again first
           const p = await call(env, 'POST', path, { token, body: { mode: 'preview', input: inputs[op.operationId] } });
           texts.push(p.text);
           expect(p.status, op.operationId).toBe(201);
