@@ -273,3 +273,42 @@ describe('redaction', () => {
     expect(detail.doc.result.data.endpoint.auth.secretLast4).toBe(rotated.slice(-4));
   }, SLOW);
 });
+
+describe('bulk replay', () => {
+  it('is in the catalogue, and code mode previews then executes it once per idempotency key', async () => {
+    const found = (await tool(client, 'search', { query: 'bulk replay' })).doc.operations;
+    const bulk = found.find((o: { operationId: string }) => o.operationId === 'createBulkReplayIntent');
+    expect(bulk).toMatchObject({
+      method: 'POST',
+      path: '/agent/v1/replay-intents',
+      scopes: ['event:read', 'replay:execute'],
+      effect: 'preview_or_execute',
+      confirmation: true,
+      idempotency: 'execute',
+      callable: true,
+    });
+    expect(JSON.stringify(bulk.input.body)).toContain('filter');
+
+    const { endpoint: target, secret } = await createEndpoint(s.env, admin.token, { triggerVariant: 'generic' });
+    const ids: string[] = [];
+    for (const ext of ['bulk-mcp-1', 'bulk-mcp-2']) ids.push((await sendHook(s.env, target, secret, orderEvent(ext))).json.eventId);
+    await new HandoffWorker(s.env.core).drain();
+    const r = await execute(
+      client,
+      `const input = { reason: 'mcp bulk', filter: { outcome: 'delivered', endpointId: ${JSON.stringify(target.id)} } };
+       const preview = (await api.call('createBulkReplayIntent', { body: { mode: 'preview', input } })).data.intent;
+       const body = { mode: 'execute', intentId: preview.id, confirmationToken: preview.confirmation.token };
+       const done = await api.call('createBulkReplayIntent', { body, idempotencyKey: 'mcp-bulk-1' });
+       const again = await api.call('createBulkReplayIntent', { body, idempotencyKey: 'mcp-bulk-1' });
+       return { id: preview.id, count: preview.preview.selection.count, sample: preview.preview.selection.sample.map((e) => e.id), result: done.data.intent.result, again: again.data.intent.result };`,
+    );
+    expect(r.isError).toBe(false);
+    expect(r.doc.result).toMatchObject({ count: 2, sample: ids, result: { queued: 2, skipped: 0 }, again: { queued: 2, skipped: 0 } });
+    const audited = (await auditRows('createBulkReplayIntent')).filter((a) => a.intent_id === r.doc.result.id);
+    expect(audited.map((a) => a.transition)).toEqual(['previewed', 'executed', 'executed (idempotent replay)']);
+    expect(audited[1]).toMatchObject({ grant_id: admin.grantId, actor_kind: 'agent', outcome: 'ok' });
+    const outcomes = await rows<{ outcome: string }>(s.env, 'SELECT outcome FROM events WHERE endpoint_id = ?', target.id);
+    expect(outcomes.map((e) => e.outcome)).toEqual(['queued', 'queued']);
+    await new HandoffWorker(s.env.core).drain();
+  }, SLOW);
+});
