@@ -53,6 +53,16 @@ export const PlatformLinkStateSchema = z
         .nullable()
         .describe('The token hookrelay obtained (client-credentials); never its value'),
     }),
+    budget: z
+      .object({
+        maximum: z.number(),
+        available: z.number().describe('Points available now, as hookrelay models them from the replies'),
+        restoreRate: z.number().describe('Points restored a second'),
+        costPerHandoff: z.number(),
+        pacedUntil: Timestamp.nullable().describe('When the last event waiting for the budget is due to go; null when none waits'),
+      })
+      .nullable()
+      .describe("The store's cost budget on Shopify (a leaky bucket per app and store), shared by every instance; null until a reply reported it"),
     check: z
       .object({
         result: z.enum(LINK_CHECK_RESULTS),

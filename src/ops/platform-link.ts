@@ -58,6 +58,20 @@ export async function platformLinkState(core: CoreWith<{ links: PlatformLinkStor
     answeredApiVersion: after?.answeredApiVersion ?? null,
     answeredApiVersionAt: isoOrNull(after?.answeredApiVersionAt),
     credentials: credentialsState(store, after, core.config.env),
+    budget: budgetState(after, core.clock.now()),
     check: { result: check.result, message: check.message, httpStatus: check.httpStatus, checkedAt: iso(check.checkedAt) },
+  };
+}
+
+/** The store's cost budget as modelled (projected to `now`), and until when events wait for it; null until reported. */
+export function budgetState(link: PlatformLinkRow | null, now: number) {
+  if (!link || link.budgetMax == null || link.budgetAvailable == null || link.budgetRate == null || link.budgetAt == null) return null;
+  const available = Math.min(link.budgetMax, link.budgetAvailable + (link.budgetRate * Math.max(0, now - link.budgetAt)) / 1000);
+  return {
+    maximum: link.budgetMax,
+    available: Math.floor(available),
+    restoreRate: link.budgetRate,
+    costPerHandoff: link.budgetCost ?? 10,
+    pacedUntil: link.budgetHorizon != null && link.budgetHorizon > now ? iso(link.budgetHorizon) : null,
   };
 }

@@ -10,7 +10,7 @@ import { APP_SECRET_ENV, appSecret } from '../relay/lifecycle.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
 import { METRIC, statsBucket } from '../../db/types.ts';
 import type { OpContext } from './context.ts';
-import { handoffState, platformLinkState } from './platform-link.ts';
+import { budgetState, handoffState, platformLinkState } from './platform-link.ts';
 import { latencyQuantile } from '../lib/event-stats.ts';
 import { enforcement, limitOf, period, PLANS } from '../contract/plans.ts';
 
@@ -186,12 +186,18 @@ async function reliability(ctx: OpContext<EventReads & { links: PlatformLinkStor
     timeouts: n(METRIC.error('timeout')),
     credentials: n(METRIC.error('credentials')),
   };
-  const handoff = handoffState(await core.repo.links.get(store.id));
+  const link = await core.repo.links.get(store.id);
+  const handoff = handoffState(link);
+  const budget = budgetState(link, to);
   const authFailures = subject === 'tenant' ? (await core.repo.countAuthFailures(store.id, from)).map((r) => ({ endpointId: r.endpointId, count: r.n })) : [];
   const pending = await core.repo.pendingStats(store.id);
   const c = (outcome: string) => n(METRIC.handoff(outcome));
   const handedOff = c('delivered') + c('failed') + c('no_workflow');
   const reasons: string[] = [];
+  // Events waiting for the budget are no fault: said when the wait is long (the backlog beyond a minute of budget).
+  if (budget?.pacedUntil && Date.parse(budget.pacedUntil) - to > 60_000) {
+    reasons.push(`Handoffs are paced by the store's Shopify budget (${budget.restoreRate} points a second): the last waiting event is due at ${budget.pacedUntil}.`);
+  }
   if (handoff.state === 'paused') reasons.push(`Handoff is paused since ${handoff.since} (${handoff.code}); events wait. ${handoff.recommendedAction ?? ''}`.trim());
   if (handedOff > 0 && c('failed') / handedOff > 0.05) reasons.push(`${c('failed')} of ${handedOff} handoffs failed.`);
   if (pending.oldestReceivedAt != null && to - pending.oldestReceivedAt > 15 * 60_000) reasons.push('An event has waited over 15 minutes for handoff.');

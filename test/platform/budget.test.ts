@@ -16,7 +16,7 @@ import { createApp } from '../../src/server/app.ts';
 import { issueGrant } from '../../src/ops/grants.ts';
 import { fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { TEST_DATABASE_URL, testSchema } from '../fixtures/storage.ts';
-import { addGrant, addStore, BASE, count, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, BASE, call, count, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
 const TOKEN = 'shpat_budget_static_token';
 let clock = new ManualClock();
@@ -44,6 +44,11 @@ describe('pacing inside the cost budget', () => {
     await send(env, endpoints[0]!, 'paced', 40);
     await worker.drain();
     expect(fake.requests.filter((r) => r.behaviour === 'ok')).toHaveLength(10);
+    // What waits and why: setup state shows the budget and until when events wait for it.
+    const grant = await addGrant(env, 'observer');
+    const budget = (await call(env, 'GET', '/agent/v1/setup-state', { token: grant })).json.data.platform.budget;
+    expect(budget).toMatchObject({ maximum: 100, restoreRate: 50, costPerHandoff: 10 });
+    expect(Date.parse(budget.pacedUntil) - clock.now()).toBeGreaterThanOrEqual(29 * 200);
     let sent = 10;
     const sentAt: number[] = [];
     for (let step = 0; step < 40 && sent < 40; step++) {
