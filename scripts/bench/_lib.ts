@@ -253,3 +253,15 @@ export async function createHookEndpoint(base: string, token: string, name: stri
 export function hookLoad(url: string, secret: string, shape: Pick<LoadSpec, 'connections' | 'warmupS' | 'durationS'>): LoadSpec {
   return { url, method: 'POST', headers: hookHeaders(secret), body: HOOK_BODY, ...shape };
 }
+
+/** Runs one statement on a connection of its own (create and drop a run's database on the PostgreSQL server). */
+export async function pgStatement(url: string, sql: string): Promise<void> {
+  const { default: pg } = await import('pg');
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}

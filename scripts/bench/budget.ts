@@ -19,7 +19,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { PgRepo } from '../../db/pg/repo.ts';
 import type { Repo } from '../../db/repo.ts';
 import { SqliteRepo } from '../../db/sqlite/repo.ts';
@@ -28,7 +27,7 @@ import type { Log } from '../../src/lib/log.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { startFakeShopify } from '../../test/fixtures/fake-shopify.ts';
 import { benchCore, benchDeployment, sendEvents } from './_deploy.ts';
-import { log, machine, round } from './_lib.ts';
+import { log, machine, pgStatement, round } from './_lib.ts';
 
 const { values: a } = parseArgs({
   options: {
@@ -118,15 +117,7 @@ async function onSqlite(): Promise<Result> {
 
 async function onPostgres(): Promise<Result> {
   const name = `hr_bench_budget_${process.pid}`;
-  const admin = async (sql: string) => {
-    const c = new pg.Client({ connectionString: PG_URL! });
-    await c.connect();
-    try {
-      await c.query(sql);
-    } finally {
-      await c.end();
-    }
-  };
+  const admin = (sql: string) => pgStatement(PG_URL!, sql);
   await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
   await admin(`CREATE DATABASE "${name}"`);
   const url = new URL(PG_URL!);

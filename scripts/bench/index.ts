@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   api, commitCounters, cpuSeconds, createHookEndpoint, freePort, HOOK_BODY, hookHeaders, hookLoad, log, machine, machineBusySeconds, machineStealSeconds, median, peakRssMiB, PINNED, pinned, ROOT, round,
-  postgresCpuSeconds, rssMiB, spawnReady, stop,
+  pgStatement, postgresCpuSeconds, rssMiB, spawnReady, stop,
   type Child,
 } from './_lib.ts';
 import type { LoadResult, LoadSpec } from './load.ts';
@@ -219,16 +219,7 @@ async function ingest(label: string, o: IngestOptions) {
   return { ...o, ...brief(r), idleRssMiB: round(idleRss, 1), peakRssMiB: round(rss, 1), acknowledged, stored, allAcknowledgedStored: stored >= acknowledged };
 }
 
-/** Runs one statement on the PostgreSQL server's maintenance connection (create and drop the run's database). */
-async function pgAdmin(sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: PG_URL! });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
+const pgAdmin = (sql: string) => pgStatement(PG_URL!, sql);
 
 /** Cluster-wide WAL counters (PostgreSQL 14+): records, bytes, and fsyncs of the WAL. */
 async function walCounters(db: pg.Client): Promise<{ records: number; bytes: number; syncs: number }> {
