@@ -213,9 +213,13 @@ export class HandoffWorker {
         else atEnd.push(r);
       }
     };
-    const round = Promise.all(Array.from({ length: Math.min(concurrency, send.length) }, lane))
-      .then(nextTurn)
-      .then(() => this.core.repo.recordAttempts(atEnd));
+    // Every lane ends before the round does (one whose record failed stops sending; the others finish theirs).
+    const round = Promise.allSettled(Array.from({ length: Math.min(concurrency, send.length) }, lane)).then(async (lanes) => {
+      await nextTurn();
+      await this.core.repo.recordAttempts(atEnd);
+      const failed = lanes.find((l) => l.status === 'rejected');
+      if (failed) throw failed.reason;
+    });
     this.inFlight.add(round);
     try {
       await round;
