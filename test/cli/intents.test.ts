@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createEndpoint, orderEvent, sendHook } from '../helpers.ts';
+import { createEndpoint, execSql, orderEvent, sendHook } from '../helpers.ts';
 import { cli, closedPort, scratchHome, startApi, type Api } from './harness.ts';
 
 // These tests spawn the CLI or a server: room for a loaded machine (a per-file default; see test/preload.ts).
@@ -118,6 +118,66 @@ describe('replay-intent', () => {
     const badInput = await run(['replay-intent', delivered, '--json', file('bad-reason.json', { reason: 'x', extra: true })], recovery);
     expect(badInput.code).toBe(2);
     expect(badInput.json.error.code).toBe('invalid_input');
+  });
+
+  it('previews a bulk replay with --failed --since 2h, then executes it without an event id', async () => {
+    const saved = api.env.clock.now();
+    api.env.clock.set(Date.now()); // `--since 2h` is read on the real clock
+    try {
+      const grant = await api.grant('recovery_operator');
+      const ids = [await sendOne('bulk-1'), await sendOne('bulk-2')];
+      await api.worker.drain();
+      // Failed as the worker leaves events Flow refused (test/api/bulk-replay.test.ts makes them through the fake Shopify).
+      for (const id of ids) await execSql(api.env, "UPDATE events SET outcome = 'failed', code = 'SVC_HANDOFF_REJECTED' WHERE id = ?", id);
+
+      const preview = await run(['replay-intent', '--failed', '--since', '2h', '--endpoint', endpointId, '--reason', 'Flow is back'], grant);
+      expect(preview.code).toBe(0);
+      const intent = preview.json.data.intent;
+      expect(intent).toMatchObject({ kind: 'bulk_replay', state: 'previewed', targetId: null });
+      expect(intent.preview.selection).toMatchObject({ count: 2, filter: { outcome: 'failed', endpointId } });
+      expect(Date.now() - Date.parse(intent.preview.selection.filter.since)).toBeGreaterThanOrEqual(2 * 3600_000);
+      expect(intent.preview.selection.sample.map((e: { id: string }) => e.id)).toEqual(ids);
+      expect(preview.stderr).toContain('--execute --intent');
+
+      const exec = await run(['replay-intent', '--execute', '--intent', intent.id, '--confirm', intent.confirmation.token], grant);
+      expect(exec.code).toBe(0);
+      expect(exec.json.data.intent).toMatchObject({ kind: 'bulk_replay', state: 'executed', result: { queued: 2, skipped: 0 } });
+      expect(exec.json.idempotency).toMatchObject({ generated: true, replayed: false });
+      const retry = await run(
+        ['replay-intent', '--execute', '--intent', intent.id, '--confirm', intent.confirmation.token, '--idempotency-key', exec.json.idempotency.key],
+        grant,
+      );
+      expect(retry.json.idempotency).toEqual({ key: exec.json.idempotency.key, generated: false, replayed: true });
+      // With an event id the execute goes to the single replay's operation, which knows no bulk intent.
+      const asSingle = await run(['replay-intent', ids[0]!, '--execute', '--intent', intent.id, '--confirm', intent.confirmation.token], grant);
+      expect(asSingle.code).toBe(6);
+      await api.worker.drain();
+    } finally {
+      api.env.clock.set(saved);
+    }
+  });
+
+  it('refuses a bulk replay of an outcome a single replay refuses (exit 4)', async () => {
+    const r = await run(['replay-intent', '--outcome', 'rejected', '--json', file('bulk-reason.json', { reason: 'x' })], recovery);
+    expect(r.code).toBe(4);
+    expect(r.json.refusal).toMatchObject({ category: 'target_state', code: 'event_rejected' });
+  });
+
+  it('exits 2 on misuse of the bulk flags, sending nothing', async () => {
+    const env = { HOOKRELAY_BASE_URL: `http://127.0.0.1:${closedPort()}` };
+    const misuses = [
+      ['replay-intent'],
+      ['replay-intent', delivered, '--failed'],
+      ['replay-intent', '--failed', '--outcome', 'delivered'],
+      ['replay-intent', '--failed', '--since', 'yesterday'],
+      ['replay-intent', '--execute', '--intent', 'int_abc', '--confirm', 'cfm_x', '--since', '2h'],
+      ['replay-intent', '--outcome', 'lost'],
+    ];
+    for (const args of misuses) {
+      const r = await run(args, recovery, env);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.json.error.code, args.join(' ')).toBe('invalid_input');
+    }
   });
 });
 
