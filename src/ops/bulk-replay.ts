@@ -13,7 +13,7 @@ import { iso } from '../lib/clock.ts';
 import { idFloor } from '../lib/ids.ts';
 import type { OpContext } from './context.ts';
 import type { IntentKind, IntentPreview } from './intents.ts';
-import { outcomeNotReplayable } from './replay.ts';
+import { outcomeNotReplayable, REPLAY_METER_COST } from './replay.ts';
 import { ensureCapacity, record } from './usage.ts';
 
 type Storage = EndpointStore & ReadinessStore & UsageStore & Signals & Pick<Repo, 'sql' | 'dialect'>;
@@ -127,10 +127,7 @@ export const bulkReplayIntent: IntentKind<BulkReplayInput, Storage> = {
           'The events queue at once and are handed off as the store\'s handoff allows, paced like any other.',
           'Execute leaves out events received after this preview, and events attempted again since (replayed singly, retried).',
         ],
-        meterCost: [
-          { meter: 'replay_executions', units: 1 },
-          { meter: 'executed_actions', units: 1 },
-        ],
+        meterCost: REPLAY_METER_COST,
         warnings,
         selection,
       },

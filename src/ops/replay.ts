@@ -9,6 +9,12 @@ import { ensureCapacity, record } from './usage.ts';
 
 type ReplayInput = { reason?: string };
 
+/** What a replay costs on the meters, one event or many: one replay execution, one executed action. */
+export const REPLAY_METER_COST = [
+  { meter: 'replay_executions', units: 1 },
+  { meter: 'executed_actions', units: 1 },
+];
+
 async function replayable(ctx: OpContext<EventReads>, eventId: string) {
   const { core, store } = ctx;
   if (eventId.startsWith('af_')) {
@@ -87,10 +93,7 @@ export const replayIntent: IntentKind<ReplayInput, EventReads & EndpointStore & 
           'Workflows that start from this trigger run again; downstream actions (emails, tags, fulfilment changes) may repeat.',
           'Duplicate suppression is bypassed for this replay.',
         ],
-        meterCost: [
-          { meter: 'replay_executions', units: 1 },
-          { meter: 'executed_actions', units: 1 },
-        ],
+        meterCost: REPLAY_METER_COST,
         warnings,
       },
     };
