@@ -5,7 +5,7 @@ import { defaultConfig, mcpConfigFromEnv, retryScheduleFromEnv } from '../src/co
 import { stderrLog } from '../src/lib/log.ts';
 import { credentialVariableMissing, describeDestination, storedPublicUrl } from '../src/ops/stores.ts';
 import { apiVersionStatus } from '../src/platform/shopify/version.ts';
-import { APP_SECRET_ENV, appSecret } from '../src/relay/lifecycle.ts';
+import { APP_SECRET_ENV, appSecret } from '../src/platform/shopify/app.ts';
 import { startServer } from '../src/server/serve.ts';
 import { storageArgs } from './_args.ts';
 

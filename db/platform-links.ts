@@ -27,6 +27,9 @@ export interface ObtainedToken {
   obtainedAt: number;
   scope: string | null;
   clientId: string | null;
+  /** OAuth: the refresh token that came with it (sealed) and its expiry; null for other grants. */
+  refreshSealed?: string | null;
+  refreshExpiresAt?: number | null;
 }
 
 /** A store's link to its platform: obtained tokens, the renewal in progress, the answered API version, the pause. */
@@ -40,8 +43,13 @@ export interface PlatformLinkStore {
   saveToken(storeId: string, owner: string, token: ObtainedToken, now: number): Promise<number | null>;
   /** Ends `owner`'s renewal without a token, recording why (a PAUSE_CODES key), or null: nothing went wrong. */
   failRenewal(storeId: string, owner: string, code: string | null, now: number): Promise<void>;
-  /** Forgets the obtained token (the store's credential settings changed). */
+  /** Forgets the obtained token and its refresh token (credential settings changed, the app was uninstalled). */
   clearToken(storeId: string, now: number): Promise<void>;
+  /**
+   * Stores a token pair from outside a renewal (an install's code exchange): the same fields saveToken writes, any
+   * renewal in progress ended. Returns the new generation.
+   */
+  installToken(storeId: string, token: ObtainedToken, now: number): Promise<number>;
   /** Records the API version the platform answered with. */
   noteApiVersion(storeId: string, version: string, now: number): Promise<void>;
   /**
@@ -109,10 +117,10 @@ export class PlatformLinks implements PlatformLinkStore {
   async saveToken(storeId: string, owner: string, t: ObtainedToken, now: number) {
     const rows = await this.sql.all<{ generation: number }>(
       `UPDATE platform_links SET token_sealed = ?, token_expires_at = ?, token_obtained_at = ?, token_scope = ?, token_client_id = ?,
-         token_generation = token_generation + 1, renewal_lease_until = NULL, renewal_owner = NULL, last_renewal_at = ?,
-         last_renewal_error = NULL, updated_at = ?
+         refresh_sealed = ?, refresh_expires_at = ?, token_generation = token_generation + 1, renewal_lease_until = NULL,
+         renewal_owner = NULL, last_renewal_at = ?, last_renewal_error = NULL, updated_at = ?
        WHERE store_id = ? AND renewal_owner = ? RETURNING token_generation AS "generation"`,
-      [t.sealed, t.expiresAt, t.obtainedAt, t.scope, t.clientId, now, now, storeId, owner],
+      [t.sealed, t.expiresAt, t.obtainedAt, t.scope, t.clientId, t.refreshSealed ?? null, t.refreshExpiresAt ?? null, now, now, storeId, owner],
     );
     return rows[0]?.generation ?? null;
   }
@@ -128,10 +136,23 @@ export class PlatformLinks implements PlatformLinkStore {
   async clearToken(storeId: string, now: number) {
     await this.sql.run(
       `UPDATE platform_links SET token_sealed = NULL, token_expires_at = NULL, token_obtained_at = NULL, token_scope = NULL,
-         token_client_id = NULL, token_generation = token_generation + 1, last_renewal_error = NULL, updated_at = ?
+         token_client_id = NULL, refresh_sealed = NULL, refresh_expires_at = NULL, token_generation = token_generation + 1,
+         last_renewal_error = NULL, updated_at = ?
        WHERE store_id = ?`,
       [now, storeId],
     );
+  }
+
+  async installToken(storeId: string, t: ObtainedToken, now: number) {
+    await this.ensure(storeId, now);
+    const rows = await this.sql.all<{ generation: number }>(
+      `UPDATE platform_links SET token_sealed = ?, token_expires_at = ?, token_obtained_at = ?, token_scope = ?, token_client_id = ?,
+         refresh_sealed = ?, refresh_expires_at = ?, token_generation = token_generation + 1, renewal_lease_until = NULL,
+         renewal_owner = NULL, last_renewal_at = ?, last_renewal_error = NULL, updated_at = ?
+       WHERE store_id = ? RETURNING token_generation AS "generation"`,
+      [t.sealed, t.expiresAt, t.obtainedAt, t.scope, t.clientId, t.refreshSealed ?? null, t.refreshExpiresAt ?? null, now, now, storeId],
+    );
+    return rows[0]!.generation;
   }
 
   async noteApiVersion(storeId: string, version: string, now: number) {

@@ -225,10 +225,10 @@ export class PgRepo implements Repo {
     return (await this.db.select().from(s.stores).where(eq(s.stores.id, id)))[0] ?? null;
   }
   async updateStore(row: StoreRow) {
-    const { plan, billingStatus, destination, adminTokenEnv, credentialMode, clientId, clientSecretEnv, updatedAt } = row;
+    const { plan, billingStatus, destination, adminTokenEnv, credentialMode, clientId, clientSecretEnv, uninstalledAt, updatedAt } = row;
     await this.db
       .update(s.stores)
-      .set({ plan, billingStatus, destination, adminTokenEnv, credentialMode, clientId, clientSecretEnv, updatedAt })
+      .set({ plan, billingStatus, destination, adminTokenEnv, credentialMode, clientId, clientSecretEnv, uninstalledAt, updatedAt })
       .where(eq(s.stores.id, row.id));
   }
   async getStoreByShop(shopDomain: string) {

@@ -25,6 +25,8 @@ export const stores = pgTable('stores', {
   clientId: text('client_id'),
   /** NAME of the environment variable holding the app's client secret (client-credentials); never the secret. */
   clientSecretEnv: text('client_secret_env'),
+  /** When the merchant uninstalled the app (Shopify's app/uninstalled webhook); null while installed. */
+  uninstalledAt: ms('uninstalled_at'),
   createdAt: ms('created_at').notNull(),
   updatedAt: ms('updated_at').notNull(),
 });
@@ -321,6 +323,9 @@ export const platformLinks = pgTable('platform_links', {
   tokenScope: text('token_scope'),
   /** The client id the token was issued to: a token of another app is never used after a settings change. */
   tokenClientId: text('token_client_id'),
+  /** OAuth: the refresh token that came with the access token (sealed), and when it expires. Replaced on each refresh. */
+  refreshSealed: text('refresh_sealed'),
+  refreshExpiresAt: ms('refresh_expires_at'),
   /** Counts tokens obtained; a 401 renews only while the refused token is still the current one. */
   tokenGeneration: integer('token_generation').notNull().default(0),
   renewalLeaseUntil: ms('renewal_lease_until'),
@@ -357,4 +362,16 @@ export const platformLinks = pgTable('platform_links', {
   budgetHorizon: ms('budget_horizon'),
   budgetVersion: integer('budget_version').notNull().default(0),
   updatedAt: ms('updated_at').notNull(),
+});
+
+/**
+ * The `state` of each app install begun at /auth/install (its SHA-256; the nonce itself goes to the browser only):
+ * bound to the shop it was made for, single-use, short-lived.
+ */
+export const oauthStates = pgTable('oauth_states', {
+  stateHash: text('state_hash').primaryKey(),
+  shopDomain: text('shop_domain').notNull(),
+  createdAt: ms('created_at').notNull(),
+  expiresAt: ms('expires_at').notNull(),
+  usedAt: ms('used_at'),
 });

@@ -368,10 +368,10 @@ export class SqliteRepo implements Repo {
     return this.storeById.get({ id }) ?? null;
   }
   async updateStore(row: StoreRow) {
-    const { plan, billingStatus, destination, adminTokenEnv, credentialMode, clientId, clientSecretEnv, updatedAt } = row;
+    const { plan, billingStatus, destination, adminTokenEnv, credentialMode, clientId, clientSecretEnv, uninstalledAt, updatedAt } = row;
     this.db
       .update(s.stores)
-      .set({ plan, billingStatus, destination, adminTokenEnv, credentialMode, clientId, clientSecretEnv, updatedAt })
+      .set({ plan, billingStatus, destination, adminTokenEnv, credentialMode, clientId, clientSecretEnv, uninstalledAt, updatedAt })
       .where(eq(s.stores.id, row.id))
       .run();
   }

@@ -18,6 +18,8 @@ export const stores = sqliteTable('stores', {
   clientId: text('client_id'),
   /** NAME of the environment variable holding the app's client secret (client-credentials); never the secret. */
   clientSecretEnv: text('client_secret_env'),
+  /** When the merchant uninstalled the app (Shopify's app/uninstalled webhook); null while installed. */
+  uninstalledAt: integer('uninstalled_at'),
   createdAt: integer('created_at').notNull(),
   updatedAt: integer('updated_at').notNull(),
 });
@@ -308,6 +310,9 @@ export const platformLinks = sqliteTable('platform_links', {
   tokenScope: text('token_scope'),
   /** The client id the token was issued to: a token of another app is never used after a settings change. */
   tokenClientId: text('token_client_id'),
+  /** OAuth: the refresh token that came with the access token (sealed), and when it expires. Replaced on each refresh. */
+  refreshSealed: text('refresh_sealed'),
+  refreshExpiresAt: integer('refresh_expires_at'),
   /** Counts tokens obtained; a 401 renews only while the refused token is still the current one. */
   tokenGeneration: integer('token_generation').notNull().default(0),
   renewalLeaseUntil: integer('renewal_lease_until'),
@@ -344,4 +349,16 @@ export const platformLinks = sqliteTable('platform_links', {
   budgetHorizon: integer('budget_horizon'),
   budgetVersion: integer('budget_version').notNull().default(0),
   updatedAt: integer('updated_at').notNull(),
+});
+
+/**
+ * The `state` of each app install begun at /auth/install (its SHA-256; the nonce itself goes to the browser only):
+ * bound to the shop it was made for, single-use, short-lived.
+ */
+export const oauthStates = sqliteTable('oauth_states', {
+  stateHash: text('state_hash').primaryKey(),
+  shopDomain: text('shop_domain').notNull(),
+  createdAt: integer('created_at').notNull(),
+  expiresAt: integer('expires_at').notNull(),
+  usedAt: integer('used_at'),
 });

@@ -266,6 +266,7 @@ const CHECK_HINTS: Record<string, string> = {
   credentials_missing: 'Set the variable the store names where hookrelay serve runs (hookrelay store show lists it), or set the credentials with hookrelay store set.',
   credentials_refused: 'Shopify refused the token: check the app is installed on the store with its scopes; for a static token export a valid one and restart serve.',
   token_request_failed: "Shopify would not issue a token: check the client id and the client secret variable (Dev Dashboard → the app → Settings) and that the app is installed.",
+  app_uninstalled: 'The merchant uninstalled the app: events wait until it is installed again ({public URL}/auth/install?shop=…).',
   unreachable: 'Shopify could not be reached from the server: check its network, proxy and DNS (HOOKRELAY_SHOPIFY_ADMIN_URL, if set).',
   throttled: "The store's API budget is spent for the moment; run doctor again shortly.",
 };

@@ -9,7 +9,8 @@
  * - `static`: a token read at run time from the environment variable the store names (a legacy custom app);
  * - `client-credentials`: requested by hookrelay with the app's client id and secret (the secret read from a
  *   variable the store names), renewed before it expires and once on a 401;
- * - `oauth`: an expiring offline token and refresh token from the app's install (authorization code grant).
+ * - `oauth`: an expiring offline token and refresh token from the app's install (authorization code grant,
+ *   /auth/install), refreshed before it expires and once on a 401, the newest pair stored before use.
  */
 export const CREDENTIAL_MODES = ['static', 'client-credentials', 'oauth'] as const;
 export type CredentialMode = (typeof CREDENTIAL_MODES)[number];
@@ -18,7 +19,7 @@ export type CredentialMode = (typeof CREDENTIAL_MODES)[number];
  * Why a store's handoff is paused (events wait `queued`, never `failed`): its credentials, or a platform that keeps
  * failing to answer (network errors, timeouts, 5xx several times in a row).
  */
-export const PAUSE_REASONS = ['credentials', 'platform_unavailable'] as const;
+export const PAUSE_REASONS = ['credentials', 'platform_unavailable', 'uninstalled'] as const;
 export type PauseReason = (typeof PAUSE_REASONS)[number];
 
 /**
@@ -42,6 +43,16 @@ export const PAUSE_CODES = {
     recommendedAction:
       "The platform would not issue an access token for the store's client id and secret. Check both in the app's settings (Dev Dashboard) and that the app is installed on the store; handoff resumes by itself once a probe succeeds.",
   },
+  SVC_REINSTALL_REQUIRED: {
+    reason: 'credentials',
+    recommendedAction:
+      "Shopify no longer accepts the store's refresh token (expired or revoked), so no new access token can be had. The merchant reinstalls the app: {public URL}/auth/install?shop=<shop>. Events wait meanwhile and go once it is reinstalled.",
+  },
+  SVC_APP_UNINSTALLED: {
+    reason: 'uninstalled',
+    recommendedAction:
+      'The merchant uninstalled the app, which ended its access to the store. Events are kept and wait; if the merchant installs the app again ({public URL}/auth/install?shop=<shop>) they are handed off.',
+  },
   SVC_PLATFORM_UNAVAILABLE: {
     reason: 'platform_unavailable',
     recommendedAction:
@@ -51,5 +62,14 @@ export const PAUSE_CODES = {
 export type PauseCode = keyof typeof PAUSE_CODES;
 
 /** What a live, authenticated check of the destination found (a cheap query with the store's credentials). */
-export const LINK_CHECK_RESULTS = ['ok', 'credentials_missing', 'credentials_refused', 'token_request_failed', 'unreachable', 'throttled', 'not_applicable'] as const;
+export const LINK_CHECK_RESULTS = [
+  'ok',
+  'credentials_missing',
+  'credentials_refused',
+  'token_request_failed',
+  'app_uninstalled',
+  'unreachable',
+  'throttled',
+  'not_applicable',
+] as const;
 export type LinkCheckResult = (typeof LINK_CHECK_RESULTS)[number];

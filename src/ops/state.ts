@@ -6,7 +6,7 @@ import type { TriggerVariant } from '../contract/schemas.ts';
 import { METERS } from '../contract/limits.ts';
 import { TRIGGER_VARIANTS, WINDOW_MS, type Window } from '../contract/schemas.ts';
 import { TRIGGERS } from '../contract/triggers.ts';
-import { APP_SECRET_ENV, appSecret } from '../relay/lifecycle.ts';
+import { APP_SECRET_ENV, appSecret } from '../platform/shopify/app.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
 import { METRIC, statsBucket } from '../../db/types.ts';
 import type { OpContext } from './context.ts';
@@ -66,7 +66,11 @@ export async function getSetupState(ctx: OpContext<EndpointStore & ReadinessStor
   const workflowEnabled = active.some((e) => readiness.find((r) => r.handle === TRIGGERS[e.triggerVariant as TriggerVariant]?.handle)?.hasEnabledFlow);
   const credentials = platform?.credentials;
   const checklist = [
-    { item: 'store_installed', done: true, text: `Store ${store.shopDomain} is installed.` },
+    {
+      item: 'store_installed',
+      done: store.uninstalledAt == null,
+      text: store.uninstalledAt == null ? `Store ${store.shopDomain} is installed.` : `The app was uninstalled from ${store.shopDomain}; events wait for an install again.`,
+    },
     {
       item: 'destination_configured',
       done: !credentials || (credentials.mode !== null && credentials.variableSet === true),

@@ -127,6 +127,7 @@ export async function initStore(core: CoreWith<TenantStore>, input: InitStoreInp
     credentialMode: auth ?? null,
     clientId: input.clientId ?? null,
     clientSecretEnv: input.clientSecretEnv ?? null,
+    uninstalledAt: null,
     createdAt: now,
     updatedAt: now,
   };
@@ -322,6 +323,8 @@ export function storeView(s: StoreRow) {
     billingStatus: s.billingStatus,
     destination: s.destination,
     auth: credentialModeOf(s),
+    installed: s.uninstalledAt == null,
+    uninstalledAt: s.uninstalledAt == null ? null : iso(s.uninstalledAt),
     adminTokenEnv: s.adminTokenEnv,
     clientId: s.clientId,
     clientSecretEnv: s.clientSecretEnv,

@@ -9,14 +9,8 @@ import type { ReadinessStore, TenantStore } from '../../db/repo.ts';
 import type { CoreWith } from '../core.ts';
 import { readCapped } from '../lib/body.ts';
 import { constantTimeEqual, hmacBase64 } from '../lib/crypto.ts';
+import { APP_SECRET_ENV, appSecret } from '../platform/shopify/app.ts';
 
-/** The app's client secret, read from the first of these variables that is set. */
-export const APP_SECRET_ENV = ['HOOKRELAY_SHOPIFY_APP_SECRET', 'SHOPIFY_API_SECRET'] as const;
-
-/** The app's client secret, or undefined: serve and setup state warn without it (Flow cannot enable workflows). */
-export function appSecret(env: (name: string) => string | undefined): string | undefined {
-  return APP_SECRET_ENV.map((name) => env(name)).find((v) => !!v);
-}
 
 const MAX_BODY = 64 * 1024;
 const HANDLES: ReadonlySet<string> = new Set(Object.values(TRIGGERS).map((t) => t.handle));

@@ -86,6 +86,9 @@ export function createApp(core: Core): App {
     alsoChanged(id);
     core.repo.notify?.('endpoint', id).catch(() => {}); // peers drop it too; their cache TTL bounds a lost signal
   };
+  // The Shopify app's install (authorization code grant): loaded with its first request, as the agent API is.
+  let installer: Promise<ReturnType<typeof import('../ops/app-install.ts').createAppInstall>> | null = null;
+  const appInstall = () => (installer ??= import('../ops/app-install.ts').then((m) => m.createAppInstall(core)));
   let agent: Promise<AgentApi> | null = null;
   const agentApi = () => (agent ??= import('./agent-api.ts').then((m) => m.createAgentApi({ core, endpointChanged, authFailures, storage }, (req) => fetch(req))));
 
@@ -98,6 +101,8 @@ export function createApp(core: Core): App {
       return Response.json({ code: 'not_found', message: 'No such endpoint.' }, { status: 404 });
     }
     if (path === '/flow/lifecycle') return lifecycle(req);
+    if (path === '/auth/install') return (await appInstall()).install(req);
+    if (path === '/auth/callback') return (await appInstall()).callback(req);
     if (path === '/metrics') return metrics(req);
     if (req.method === 'GET' && path === '/status') return status();
     if (path.startsWith(`${API_PREFIX}/`) || (req.method === 'GET' && (path === '/docs' || path === '/'))) return (await agentApi()).fetch(req, path, client, safeDecode);

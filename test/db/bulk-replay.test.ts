@@ -30,6 +30,7 @@ const store = (id: string, shopDomain: string): StoreRow => ({
   credentialMode: 'static',
   clientId: null,
   clientSecretEnv: null,
+  uninstalledAt: null,
   createdAt: T0,
   updatedAt: T0,
 });

@@ -27,6 +27,7 @@ const store: StoreRow = {
   credentialMode: 'client-credentials',
   clientId: 'client-1',
   clientSecretEnv: 'SECRET_VAR',
+  uninstalledAt: null,
   createdAt: T0,
   updatedAt: T0,
 };

@@ -26,6 +26,7 @@ function store(fields: Partial<StoreRow> = {}): StoreRow {
     credentialMode: null,
     clientId: null,
     clientSecretEnv: null,
+    uninstalledAt: null,
     createdAt: T0,
     updatedAt: T0,
     ...fields,

@@ -3,6 +3,7 @@ import m0 from './0000_init.sql' with { type: 'text' };
 import m1 from './0001_rate_counters.sql' with { type: 'text' };
 import m2 from './0002_platform_links.sql' with { type: 'text' };
 import m3 from './0003_cost_budget.sql' with { type: 'text' };
+import m4 from './0004_app_install.sql' with { type: 'text' };
 
 import type { Migration } from '../../migrate.ts';
 
@@ -11,4 +12,5 @@ export const migrations: Migration[] = [
   { tag: '0001_rate_counters', when: 1795452005239, sql: m1 },
   { tag: '0002_platform_links', when: 1795638076160, sql: m2 },
   { tag: '0003_cost_budget', when: 1795640866238, sql: m3 },
+  { tag: '0004_app_install', when: 1795643003350, sql: m4 },
 ];

@@ -9,6 +9,7 @@ import m6 from './0006_hardening_columns.sql' with { type: 'text' };
 import m7 from './0007_body_keys.sql' with { type: 'text' };
 import m8 from './0008_platform_links.sql' with { type: 'text' };
 import m9 from './0009_cost_budget.sql' with { type: 'text' };
+import m10 from './0010_app_install.sql' with { type: 'text' };
 
 import type { Migration } from '../../migrate.ts';
 
@@ -23,4 +24,5 @@ export const migrations: Migration[] = [
   { tag: '0007_body_keys', when: 1795475995138, sql: m7 },
   { tag: '0008_platform_links', when: 1795638075757, sql: m8 },
   { tag: '0009_cost_budget', when: 1795640865769, sql: m9 },
+  { tag: '0010_app_install', when: 1795643002916, sql: m10 },
 ];

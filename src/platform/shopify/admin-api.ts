@@ -107,25 +107,21 @@ async function drained<T>(res: Response, reply: T): Promise<T> {
 }
 
 export type TokenReply =
-  | { kind: 'issued'; accessToken: string; scope: string | null; expiresInSeconds: number | null }
-  /** The platform refused the request (invalid_client and other 4xx): the OAuth `error` code, never the body. */
+  | { kind: 'issued'; accessToken: string; scope: string | null; expiresInSeconds: number | null; refreshToken: string | null; refreshExpiresInSeconds: number | null }
+  /** The platform refused the request (invalid_client, invalid_grant and other 4xx): the OAuth `error` code, never the body. */
   | { kind: 'refused'; status: number; error: string | null }
   | { kind: 'unavailable'; status: number | null; why: 'timeout' | 'network' | 'server_error' | 'unreadable' };
 
 /**
- * The client credentials grant: the app's client id and secret for a token of the store (24 h, no refresh token).
- * Sent as JSON, as Shopify's own library does; the secret goes in the body only and is never logged.
+ * One request to the store's token endpoint (`/admin/oauth/access_token`), as JSON, as Shopify's own library sends
+ * it: the client credentials grant, an install's authorization code, or a refresh. The client secret goes in the
+ * body only and is never logged; nothing of the answer but the token fields is kept.
  */
-export async function requestClientCredentialsToken(url: string, clientId: string, clientSecret: string, timeoutMs: number): Promise<TokenReply> {
+async function requestToken(url: string, body: Record<string, string>, timeoutMs: number): Promise<TokenReply> {
   const signal = AbortSignal.timeout(timeoutMs);
   let res: Response;
   try {
-    res = await fetch(url, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
-      body: JSON.stringify({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
-      signal,
-    });
+    res = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json' }, body: JSON.stringify(body), signal });
   } catch (err) {
     const timedOut = signal.aborted || (err instanceof Error && err.name === 'TimeoutError');
     return { kind: 'unavailable', status: null, why: timedOut ? 'timeout' : 'network' };
@@ -140,8 +136,29 @@ export async function requestClientCredentialsToken(url: string, clientId: strin
   if (res.status !== 200) return { kind: 'refused', status: res.status, error: typeof doc?.error === 'string' ? doc.error.slice(0, 64) : null };
   const token = doc?.access_token;
   if (typeof token !== 'string' || !token) return { kind: 'unavailable', status: res.status, why: 'unreadable' };
-  const expires = num(doc?.expires_in);
-  return { kind: 'issued', accessToken: token, scope: typeof doc?.scope === 'string' ? doc.scope : null, expiresInSeconds: expires };
+  return {
+    kind: 'issued',
+    accessToken: token,
+    scope: typeof doc?.scope === 'string' ? doc.scope : null,
+    expiresInSeconds: num(doc?.expires_in),
+    refreshToken: typeof doc?.refresh_token === 'string' && doc.refresh_token ? doc.refresh_token : null,
+    refreshExpiresInSeconds: num(doc?.refresh_token_expires_in),
+  };
+}
+
+/** The client credentials grant: the app's client id and secret for a token of the store (24 h, no refresh token). */
+export function requestClientCredentialsToken(url: string, clientId: string, clientSecret: string, timeoutMs: number): Promise<TokenReply> {
+  return requestToken(url, { grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }, timeoutMs);
+}
+
+/** An install's authorization code for an expiring offline token (60 min) and its refresh token. */
+export function exchangeAuthorizationCode(url: string, clientId: string, clientSecret: string, code: string, timeoutMs: number): Promise<TokenReply> {
+  return requestToken(url, { client_id: clientId, client_secret: clientSecret, code, expiring: '1' }, timeoutMs);
+}
+
+/** A refresh token for a new access token and a new refresh token (Shopify rotates both). */
+export function refreshAccessToken(url: string, clientId: string, clientSecret: string, refreshToken: string, timeoutMs: number): Promise<TokenReply> {
+  return requestToken(url, { grant_type: 'refresh_token', client_id: clientId, client_secret: clientSecret, refresh_token: refreshToken }, timeoutMs);
 }
 
 /** Retry-After as seconds or an HTTP date; undefined when absent or unreadable. */

@@ -7,13 +7,14 @@
  * and across instances the one holding platform_links' renewal lease renews while the others wait for its token.
  */
 import { randomUUID } from 'node:crypto';
-import type { PlatformLinkRow, PlatformLinkStore } from '../../../db/platform-links.ts';
+import type { ObtainedToken, PlatformLinkRow, PlatformLinkStore } from '../../../db/platform-links.ts';
 import type { StoreRow } from '../../../db/types.ts';
 import type { CredentialMode } from '../../contract/platform.ts';
 import { CREDENTIAL_MODES } from '../../contract/platform.ts';
 import type { CoreWith } from '../../core.ts';
 import type { PauseRequest } from '../types.ts';
-import { requestClientCredentialsToken, tokenUrl, type TokenReply } from './admin-api.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
+import { refreshAccessToken, requestClientCredentialsToken, tokenUrl, type TokenReply } from './admin-api.ts';
 
 /** A renewal holds the store's lease this long; a holder that died is replaced after it. */
 const RENEWAL_LEASE_MS = 60_000;
@@ -70,12 +71,15 @@ export class Credentials {
   async token(store: StoreRow, refused?: number): Promise<TokenResult> {
     const mode = credentialModeOf(store);
     if (mode === 'static') return this.staticToken(store);
-    if (mode !== 'client-credentials') {
-      return missing(
-        mode === 'oauth'
-          ? `The store ${store.shopDomain} is set to OAuth credentials, which this version cannot obtain yet; use --auth client-credentials or static.`
-          : `The store ${store.shopDomain} has no Admin API credentials configured (hookrelay store set --shop ${store.shopDomain} --auth client-credentials …).`,
-      );
+    if (mode !== 'client-credentials' && mode !== 'oauth') {
+      return missing(`The store ${store.shopDomain} has no Admin API credentials configured (hookrelay store set --shop ${store.shopDomain} --auth client-credentials …).`);
+    }
+    if (store.uninstalledAt != null) {
+      return {
+        ok: false,
+        httpStatus: null,
+        pause: { reason: 'uninstalled', code: 'SVC_APP_UNINSTALLED', message: `The app was uninstalled from ${store.shopDomain} on ${new Date(store.uninstalledAt).toISOString()}.` },
+      };
     }
     if (!store.clientId || !store.clientSecretEnv) {
       return missing(`The store ${store.shopDomain} has no client id or client secret variable configured (hookrelay store set --auth client-credentials --client-id … --client-secret-env …).`);
@@ -199,16 +203,34 @@ export class Credentials {
     return t;
   }
 
-  /** Under the renewal lease: asks the platform, seals and stores the token, or records why not. */
+  /**
+   * Under the renewal lease: asks the platform (client credentials, or an OAuth refresh with the stored refresh
+   * token), seals and stores the new token — with its new refresh token, before it is used — or records why not. A
+   * refresh answer lost on the way leaves the stored pair as it was: Shopify keeps that refresh token valid until
+   * its replacement is used, so the next renewal recovers with it.
+   */
   private async renew(store: StoreRow): Promise<TokenResult> {
     const { links } = this.core.repo;
     const secret = this.core.config.env(store.clientSecretEnv!) ?? '';
-    const reply = await requestClientCredentialsToken(
-      tokenUrl(store.shopDomain, this.core.config.shopifyAdminUrl),
-      store.clientId!,
-      secret,
-      this.core.config.handoff.timeoutMs,
-    );
+    const url = tokenUrl(store.shopDomain, this.core.config.shopifyAdminUrl);
+    const timeout = this.core.config.handoff.timeoutMs;
+    let reply: TokenReply;
+    if (credentialModeOf(store) === 'oauth') {
+      const sealed = (await links.get(store.id))?.refreshSealed;
+      let refresh: string | null = null;
+      try {
+        refresh = sealed ? this.core.box.open(sealed) : null;
+      } catch {
+        refresh = null;
+      }
+      if (!refresh) {
+        await links.failRenewal(store.id, this.owner, 'SVC_REINSTALL_REQUIRED', this.core.clock.now()).catch(() => undefined);
+        return { ok: false, httpStatus: null, pause: reinstall(store, 'hookrelay holds no refresh token for it') };
+      }
+      reply = await refreshAccessToken(url, store.clientId!, secret, refresh, timeout);
+    } else {
+      reply = await requestClientCredentialsToken(url, store.clientId!, secret, timeout);
+    }
     const now = this.core.clock.now();
     if (reply.kind !== 'issued') {
       const pause = tokenFailure(store, reply);
@@ -217,16 +239,12 @@ export class Credentials {
       return { ok: false, pause, httpStatus: reply.status };
     }
     const expiresAt = reply.expiresInSeconds == null ? null : now + reply.expiresInSeconds * 1000;
-    const generation = await links.saveToken(
-      store.id,
-      this.owner,
-      { sealed: this.core.box.seal(reply.accessToken), expiresAt, obtainedAt: now, scope: reply.scope, clientId: store.clientId },
-      now,
-    );
+    const generation = await links.saveToken(store.id, this.owner, obtainedToken(this.core.box, reply, store.clientId, now), now);
     // The lease ran out meanwhile and a peer renewed too: this token still works; a refusal of it renews again.
     const t: Cached = { value: reply.accessToken, generation: generation ?? -1, expiresAt, obtainedAt: now, renewAt: renewAt(now, expiresAt), clientId: store.clientId };
     this.cache.set(store.id, t);
-    this.core.log.info(`shopify: ${store.shopDomain} obtained an Admin API token (client credentials${expiresAt ? `, expires ${new Date(expiresAt).toISOString()}` : ''})`);
+    const how = credentialModeOf(store) === 'oauth' ? 'refreshed' : 'client credentials';
+    this.core.log.info(`shopify: ${store.shopDomain} obtained an Admin API token (${how}${expiresAt ? `, expires ${new Date(expiresAt).toISOString()}` : ''})`);
     return { ok: true, token: t };
   }
 }
@@ -235,7 +253,29 @@ function renewAt(obtainedAt: number, expiresAt: number | null): number | null {
   return expiresAt == null ? null : obtainedAt + Math.floor((expiresAt - obtainedAt) * RENEW_AT_SHARE);
 }
 
+/** A token reply as platform_links keeps it: sealed with the box key, with its refresh token when one came. */
+export function obtainedToken(box: SecretBox, reply: Extract<TokenReply, { kind: 'issued' }>, clientId: string | null, now: number): ObtainedToken {
+  return {
+    sealed: box.seal(reply.accessToken),
+    expiresAt: reply.expiresInSeconds == null ? null : now + reply.expiresInSeconds * 1000,
+    obtainedAt: now,
+    scope: reply.scope,
+    clientId,
+    refreshSealed: reply.refreshToken ? box.seal(reply.refreshToken) : null,
+    refreshExpiresAt: reply.refreshToken && reply.refreshExpiresInSeconds != null ? now + reply.refreshExpiresInSeconds * 1000 : null,
+  };
+}
+
+const reinstall = (store: StoreRow, why: string): PauseRequest => ({
+  reason: 'credentials',
+  code: 'SVC_REINSTALL_REQUIRED',
+  message: `No new Admin API token can be had for ${store.shopDomain}: ${why}. The merchant reinstalls the app.`,
+});
+
 function tokenFailure(store: StoreRow, reply: Exclude<TokenReply, { kind: 'issued' }>): PauseRequest {
+  if (reply.kind === 'refused' && credentialModeOf(store) === 'oauth') {
+    return reinstall(store, `Shopify refused its refresh token (HTTP ${reply.status}${reply.error ? `, ${reply.error}` : ''})`);
+  }
   const message =
     reply.kind === 'refused'
       ? `Shopify refused the client credentials of ${store.shopDomain} (HTTP ${reply.status}${reply.error ? `, ${reply.error}` : ''}): check the client id ${store.clientId} and the secret in ${store.clientSecretEnv}, and that the app is installed on the store.`
@@ -253,7 +293,7 @@ export interface CredentialView {
   clientSecretEnv: string | null;
   /** Whether the variable the mode reads is set where this runs (null when the mode reads none). */
   variableSet: boolean | null;
-  /** The token hookrelay obtained (client-credentials): when, until when, and the last renewal's failure code. */
+  /** The token hookrelay obtained (client-credentials, oauth): when, until when, and the last renewal's failure code. */
   token: { obtainedAt: number | null; expiresAt: number | null; lastRenewalAt: number | null; lastRenewalError: string | null } | null;
 }
 
@@ -263,7 +303,7 @@ export function describeCredentials(
   env: (name: string) => string | undefined,
 ): CredentialView {
   const mode = credentialModeOf(store);
-  const variable = mode === 'static' ? store.adminTokenEnv : mode === 'client-credentials' ? store.clientSecretEnv : null;
+  const variable = mode === 'static' ? store.adminTokenEnv : mode === 'client-credentials' || mode === 'oauth' ? store.clientSecretEnv : null;
   const own = link?.tokenSealed && link.tokenClientId === store.clientId;
   return {
     mode,
@@ -272,7 +312,7 @@ export function describeCredentials(
     clientSecretEnv: store.clientSecretEnv,
     variableSet: variable ? !!env(variable) : null,
     token:
-      mode === 'client-credentials' && link
+      (mode === 'client-credentials' || mode === 'oauth') && link
         ? { obtainedAt: own ? link.tokenObtainedAt : null, expiresAt: own ? link.tokenExpiresAt : null, lastRenewalAt: link.lastRenewalAt, lastRenewalError: link.lastRenewalError }
         : null,
   };

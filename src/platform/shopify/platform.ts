@@ -29,6 +29,9 @@ const clip = (s: string) => (s.length > 300 ? `${s.slice(0, 300)}…` : s);
 
 type PlatformCore = CoreWith<{ links: PlatformLinkStore }>;
 
+/** Whether hookrelay obtains the store's tokens itself (and so can renew one the platform refused). */
+const renewable = (store: StoreRow) => credentialModeOf(store) === 'client-credentials' || credentialModeOf(store) === 'oauth';
+
 const refusedPause = (store: StoreRow, status: number): PauseRequest => ({
   reason: 'credentials',
   code: 'SVC_CREDENTIALS_REFUSED',
@@ -61,7 +64,7 @@ export class ShopifyPlatform implements Destination {
       return pausedOutcome(first, false);
     }
     let reply = await this.call(store, first.token.value, FLOW_TRIGGER_RECEIVE, variables, timeoutMs);
-    if (reply.kind === 'refused' && credentialModeOf(store) === 'client-credentials') {
+    if (reply.kind === 'refused' && renewable(store)) {
       // Renewed once: a token that lapsed early, or was replaced, is not the store's credentials failing. A 401
       // never ran the mutation, so sending again cannot repeat a trigger.
       const again = await this.credentials.token(store, first.token.generation);
@@ -83,7 +86,7 @@ export class ShopifyPlatform implements Destination {
   async probe(store: StoreRow, timeoutMs: number): Promise<LinkCheck> {
     // A pause for a refused token: the token held then is not tried again.
     const link = await this.core.repo.links.get(store.id);
-    const refused = link?.pauseCode === 'SVC_CREDENTIALS_REFUSED' && credentialModeOf(store) === 'client-credentials' ? link.tokenGeneration : undefined;
+    const refused = link?.pauseCode === 'SVC_CREDENTIALS_REFUSED' && renewable(store) ? link.tokenGeneration : undefined;
     return this.look(store, timeoutMs, refused);
   }
 
@@ -109,7 +112,7 @@ export class ShopifyPlatform implements Destination {
     if (!t.ok) return failedCheck(t, at());
     let reply = await this.call(store, t.token.value, SHOP_QUERY, undefined, timeoutMs);
     // A token obtained for this look (the one refused before was not reused) is not renewed again.
-    if (reply.kind === 'refused' && refused === undefined && credentialModeOf(store) === 'client-credentials') {
+    if (reply.kind === 'refused' && refused === undefined && renewable(store)) {
       t = await this.credentials.token(store, t.token.generation);
       if (!t.ok) return failedCheck(t, at());
       reply = await this.call(store, t.token.value, SHOP_QUERY, undefined, timeoutMs);
@@ -164,7 +167,12 @@ function pausedOutcome(t: Extract<TokenResult, { ok: false }>, sent: boolean, ht
 }
 
 function failedCheck(t: Extract<TokenResult, { ok: false }>, checkedAt: number): LinkCheck {
-  const result = t.pause.code === 'SVC_CREDENTIALS_MISSING' ? 'credentials_missing' : t.pause.code === 'SVC_TOKEN_REQUEST_FAILED' ? 'token_request_failed' : 'credentials_refused';
+  const byCode: Partial<Record<PauseRequest['code'], LinkCheck['result']>> = {
+    SVC_CREDENTIALS_MISSING: 'credentials_missing',
+    SVC_TOKEN_REQUEST_FAILED: 'token_request_failed',
+    SVC_APP_UNINSTALLED: 'app_uninstalled',
+  };
+  const result = byCode[t.pause.code] ?? 'credentials_refused';
   return { result, httpStatus: t.httpStatus, checkedAt, message: t.pause.message, pause: t.pause };
 }
 

@@ -1,0 +1,175 @@
+/**
+ * A merchant installs the Shopify app: GET /auth/install?shop=… sends them to Shopify's authorize page with a
+ * single-use state bound to the shop (and to this browser, by a cookie); GET /auth/callback checks Shopify's
+ * signature, the timestamp, the state and the shop, exchanges the code for an expiring offline token and its
+ * refresh token, reads the shop's identity, creates the store (or brings an uninstalled one back), seals the token
+ * pair, ends any pause, and lands the merchant on a page that says what to do next. Nothing here answers JSON or
+ * carries a token, code or secret in what it shows or logs.
+ */
+import { AppInstalls } from '../../db/app-installs.ts';
+import type { Repo } from '../../db/repo.ts';
+import type { StoreRow } from '../../db/types.ts';
+import { DEFAULT_PLAN } from '../contract/plans.ts';
+import type { Core } from '../core.ts';
+import { sha256Hex } from '../lib/crypto.ts';
+import { randomBase62 } from '../lib/ids.ts';
+import { adminGraphql, exchangeAuthorizationCode, graphqlUrl, tokenUrl } from '../platform/shopify/admin-api.ts';
+import { APP_CLIENT_ID_ENV, APP_SECRET_ENV, appClientId, authorizeUrl, CALLBACK_CLOCK_TOLERANCE_MS, callbackSigned, shopDomainOf } from '../platform/shopify/app.ts';
+import { obtainedToken } from '../platform/shopify/credentials.ts';
+import { shopifyPlatform } from '../platform/shopify/platform.ts';
+
+/** An install begun must come back within this long. */
+const STATE_TTL_MS = 10 * 60_000;
+const COOKIE = 'hookrelay_install';
+const IDENTITY_QUERY = 'query hookrelayInstall { shop { id myshopifyDomain } currentAppInstallation { id } }';
+
+const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** A small HTML page: what happened and what to do. */
+function page(status: number, title: string, paragraphs: string[], headers: Record<string, string> = {}): Response {
+  const body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title></head><body><h1>${esc(title)}</h1>${paragraphs.map((p) => `<p>${p}</p>`).join('')}</body></html>`;
+  return new Response(body, { status, headers: { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store', ...headers } });
+}
+
+function cookieOf(req: Request, name: string): string | null {
+  for (const part of (req.headers.get('cookie') ?? '').split(';')) {
+    const [k, ...v] = part.trim().split('=');
+    if (k === name) return v.join('=');
+  }
+  return null;
+}
+
+/** The numeric tail of a GraphQL id (`gid://shopify/Shop/548380009` → `548380009`), or the id as given. */
+const idTail = (gid: string) => gid.split('/').pop() || gid;
+
+export function createAppInstall(core: Core) {
+  const installs = new AppInstalls(core.repo.sql);
+  const secretVar = () => APP_SECRET_ENV.find((name) => !!core.config.env(name));
+  const notConfigured = () =>
+    page(503, 'Installs are not set up on this server', [
+      `The operator sets ${APP_CLIENT_ID_ENV} (the app's client id) and ${APP_SECRET_ENV[0]} (its client secret) where hookrelay serve runs, then restarts it.`,
+    ]);
+
+  async function install(req: Request): Promise<Response> {
+    if (req.method !== 'GET') return new Response(null, { status: 405, headers: { Allow: 'GET' } });
+    const clientId = appClientId(core.config.env);
+    if (!clientId || !secretVar()) return notConfigured();
+    const shop = shopDomainOf(new URL(req.url).searchParams.get('shop'));
+    if (!shop) return page(400, 'Which store?', ['Open this page with your store: <code>/auth/install?shop=your-store.myshopify.com</code>.']);
+    const state = randomBase62(32);
+    const now = core.clock.now();
+    await installs.createState(sha256Hex(state), shop, now, now + STATE_TTL_MS);
+    const base = core.config.publicUrl.replace(/\/+$/, '');
+    const secure = base.startsWith('https:') ? '; Secure' : '';
+    core.log.info(`app install begun for ${shop}`);
+    return new Response(null, {
+      status: 302,
+      headers: {
+        Location: authorizeUrl(shop, core.config.shopifyAdminUrl, { clientId, redirectUri: `${base}/auth/callback`, state }),
+        'Set-Cookie': `${COOKIE}=${state}; Path=/auth/callback; Max-Age=${STATE_TTL_MS / 1000}; HttpOnly; SameSite=Lax${secure}`,
+        'Cache-Control': 'no-store',
+      },
+    });
+  }
+
+  async function callback(req: Request): Promise<Response> {
+    if (req.method !== 'GET') return new Response(null, { status: 405, headers: { Allow: 'GET' } });
+    const clientId = appClientId(core.config.env);
+    const secretName = secretVar();
+    if (!clientId || !secretName) return notConfigured();
+    const secret = core.config.env(secretName)!;
+    const q = new URL(req.url).searchParams;
+    const shop = shopDomainOf(q.get('shop'));
+    const clear = { 'Set-Cookie': `${COOKIE}=; Path=/auth/callback; Max-Age=0; HttpOnly; SameSite=Lax` };
+    const refuse = (why: string) => {
+      core.log.warn(`app install refused${shop ? ` for ${shop}` : ''}: ${why}`);
+      return page(401, 'This install link is not valid', [`${esc(why)} Start again from your store: <code>/auth/install?shop=your-store.myshopify.com</code>.`], clear);
+    };
+    if (q.get('error')) return page(400, 'The app was not installed', [`Shopify says: ${esc(q.get('error')!.slice(0, 100))}. Nothing was changed.`], clear);
+    if (!callbackSigned(q, secret)) return refuse('Its signature does not verify.');
+    const timestamp = Number(q.get('timestamp')) * 1000;
+    if (!Number.isFinite(timestamp) || Math.abs(core.clock.now() - timestamp) > CALLBACK_CLOCK_TOLERANCE_MS) return refuse('It is too old (or the clocks differ).');
+    if (!shop) return refuse('It names no valid shop.');
+    const state = q.get('state') ?? '';
+    if (!state || cookieOf(req, COOKIE) !== state) return refuse('It was not begun in this browser.');
+    if (!(await installs.takeState(sha256Hex(state), shop, core.clock.now()))) return refuse('It was used already, has expired, or was made for another shop.');
+    const code = q.get('code');
+    if (!code) return refuse('It carries no code.');
+
+    const timeout = core.config.handoff.timeoutMs;
+    const reply = await exchangeAuthorizationCode(tokenUrl(shop, core.config.shopifyAdminUrl), clientId, secret, code, timeout);
+    if (reply.kind !== 'issued') {
+      core.log.warn(`app install for ${shop}: Shopify issued no token (${reply.kind === 'refused' ? `HTTP ${reply.status}${reply.error ? `, ${reply.error}` : ''}` : reply.why})`);
+      return page(502, 'The install did not complete', ['Shopify did not issue an access token. Start the install again; if it keeps failing, the operator checks the app\'s client id and secret.'], clear);
+    }
+    const identity = await adminGraphql(graphqlUrl(shop, core.config.shopifyAdminUrl), reply.accessToken, IDENTITY_QUERY, undefined, timeout);
+    const shopGid = identity.kind === 'answered' ? ((identity.data?.shop as { id?: unknown } | undefined)?.id as string | undefined) : undefined;
+    const installGid = identity.kind === 'answered' ? ((identity.data?.currentAppInstallation as { id?: unknown } | undefined)?.id as string | undefined) : undefined;
+    if (typeof shopGid !== 'string' || typeof installGid !== 'string') {
+      core.log.warn(`app install for ${shop}: the shop's identity could not be read`);
+      return page(502, 'The install did not complete', ['Shopify did not tell us which store this is. Start the install again.'], clear);
+    }
+
+    const now = core.clock.now();
+    const store = await upsertStore(core.repo, core, shop, clientId, secretName, now);
+    await installs.setStoreIdentity(store.id, idTail(shopGid), idTail(installGid), now);
+    await core.repo.links.installToken(store.id, obtainedToken(core.box, reply, clientId, now), now);
+    await core.repo.links.resume(store.id, now);
+    shopifyPlatform(core).forget(store.id);
+    core.log.info(`app installed on ${shop} (store ${store.id}; OAuth, expiring offline token)`);
+    return page(
+      200,
+      `hookrelay is installed on ${shop}`,
+      [
+        'Events sent to this store\'s hookrelay endpoints are now handed to Shopify Flow.',
+        `Next, for an AI agent to set it up: the operator of this hookrelay issues it a grant, e.g. <code>hookrelay grant issue --shop ${esc(shop)} --tier operator --ttl 8h --label "setup agent"</code>, and the agent creates an endpoint per sender.`,
+        'In Shopify Flow, create a workflow that starts from one of hookrelay\'s triggers ("Relay order event received" and the others) and turn it on.',
+      ],
+      clear,
+    );
+  }
+
+  return { install, callback };
+}
+
+/** The store for an install: created (destination Shopify, OAuth credentials) or brought back, uninstalled no more. */
+async function upsertStore(repo: Repo, core: Core, shop: string, clientId: string, secretVar: string, now: number): Promise<StoreRow> {
+  const existing = await repo.getStoreByShop(shop);
+  const credentials = { destination: 'shopify', credentialMode: 'oauth', clientId, clientSecretEnv: secretVar, adminTokenEnv: null, uninstalledAt: null, updatedAt: now } as const;
+  if (existing) {
+    const row = { ...existing, ...credentials };
+    await repo.updateStore(row);
+    return row;
+  }
+  const row: StoreRow = {
+    id: core.ids.next('st'),
+    platformKey: 'shopify',
+    platformAccountId: shop.replace('.myshopify.com', ''),
+    shopDomain: shop,
+    installationId: `inst_${shop.replace('.myshopify.com', '')}`,
+    plan: DEFAULT_PLAN,
+    billingStatus: 'active',
+    ...credentials,
+    createdAt: now,
+  };
+  await repo.insertStore(row);
+  return row;
+}
+
+/**
+ * Shopify's app/uninstalled: the app's access to the store ended. Its tokens are forgotten and its handoff paused
+ * (`uninstalled`): events are kept and wait, never failed; an install of the app again brings the store back and
+ * drains them. Returns the store, or null when this box has none for the shop.
+ */
+export async function markUninstalled(core: Core, shopDomain: string, at: number): Promise<StoreRow | null> {
+  const store = await core.repo.getStoreByShop(shopDomain);
+  if (!store) return null;
+  const row = { ...store, uninstalledAt: at, updatedAt: at };
+  await core.repo.updateStore(row);
+  await core.repo.links.clearToken(store.id, at);
+  const message = `The app was uninstalled from ${shopDomain}; its events wait for an install again.`;
+  await core.repo.links.pause(store.id, { reason: 'uninstalled', code: 'SVC_APP_UNINSTALLED', message }, at, 0, at + core.config.handoff.probeMaxDelayMs);
+  shopifyPlatform(core).forget(store.id);
+  core.log.warn(`app uninstalled from ${shopDomain}: handoff paused, events kept`);
+  return row;
+}

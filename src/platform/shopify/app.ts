@@ -1,0 +1,59 @@
+/**
+ * The Shopify app hookrelay is: its client id and secret (read from the environment, never stored), the scopes it
+ * asks for, and what installing it takes (the authorize page, the signed callback). The same client secret signs
+ * Flow's lifecycle callbacks and the webhooks Shopify sends.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import { adminBase } from './admin-api.ts';
+
+/** The app's client secret, read from the first of these variables that is set. */
+export const APP_SECRET_ENV = ['HOOKRELAY_SHOPIFY_APP_SECRET', 'SHOPIFY_API_SECRET'] as const;
+/** The app's client id (Dev Dashboard → the app → Settings), for installs through /auth/install. */
+export const APP_CLIENT_ID_ENV = 'HOOKRELAY_SHOPIFY_CLIENT_ID';
+/** What the app asks a merchant for: the resources the order, customer and product triggers refer to (shopify.app.toml). */
+export const APP_SCOPES = 'read_orders,read_customers,read_products';
+/** How long the callback's signed `timestamp` may be from this box's clock (Shopify's own library allows 90 s). */
+export const CALLBACK_CLOCK_TOLERANCE_MS = 90_000;
+
+type Env = (name: string) => string | undefined;
+
+/** The app's client secret, or undefined: serve and setup state warn without it. */
+export function appSecret(env: Env): string | undefined {
+  return APP_SECRET_ENV.map((name) => env(name)).find((v) => !!v);
+}
+
+export function appClientId(env: Env): string | undefined {
+  return env(APP_CLIENT_ID_ENV) || undefined;
+}
+
+const SHOP = /^[a-z0-9][a-z0-9-]*\.myshopify\.com$/;
+
+/** A shop domain as Shopify names stores (`your-store.myshopify.com`), lowercased; null for anything else. */
+export function shopDomainOf(value: string | null | undefined): string | null {
+  const shop = value?.trim().toLowerCase() ?? '';
+  return SHOP.test(shop) ? shop : null;
+}
+
+/** Shopify's authorize page for an install: offline access (no per-user grant), the app's scopes, our callback. */
+export function authorizeUrl(shopDomain: string, adminUrl: string | null, p: { clientId: string; redirectUri: string; state: string }): string {
+  const q = new URLSearchParams({ client_id: p.clientId, scope: APP_SCOPES, redirect_uri: p.redirectUri, state: p.state, 'grant_options[]': '' });
+  return `${adminBase(shopDomain, adminUrl)}/admin/oauth/authorize?${q.toString().replace(/\+/g, '%20')}`;
+}
+
+/**
+ * Whether a callback's query is signed by Shopify: `hmac` is the hex HMAC-SHA256, keyed with the app's client secret,
+ * of every other parameter (`signature` aside) sorted by key and joined as a query string. Repeated parameters are
+ * joined with commas, as Shopify's library does. Constant time.
+ */
+export function callbackSigned(query: URLSearchParams, secret: string): boolean {
+  const given = query.get('hmac');
+  if (!given || !/^[0-9a-f]{64}$/i.test(given)) return false;
+  const joined = new Map<string, string>();
+  for (const [k, v] of query) {
+    if (k === 'hmac' || k === 'signature') continue;
+    joined.set(k, joined.has(k) ? `${joined.get(k)},${v}` : v);
+  }
+  const sorted = new URLSearchParams([...joined].sort(([a], [b]) => a.localeCompare(b)));
+  const expected = new Bun.CryptoHasher('sha256', secret).update(sorted.toString().replace(/\+/g, '%20')).digest() as Buffer;
+  return timingSafeEqual(expected, Buffer.from(given.toLowerCase(), 'hex'));
+}
