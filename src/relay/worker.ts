@@ -190,6 +190,9 @@ export class HandoffWorker {
     if (!due.length) return 0;
     const handled = due.length;
     await this.pauses.refresh();
+    // Before deferring a paused store's events, make sure it still is: a resume elsewhere (an install, store set, a
+    // peer's probe) would otherwise leave them waiting for the next probe.
+    if (due.some((d) => this.pauses.waitUntil(d.store.id) != null)) await this.pauses.refresh(true);
     await this.journal(due);
     // bun:sqlite answers synchronously and a local send (the log destination) resolves at once, so without these
     // turns the journal, every send and the record run as one block of milliseconds: requests read meanwhile
