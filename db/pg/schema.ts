@@ -375,3 +375,27 @@ export const oauthStates = pgTable('oauth_states', {
   expiresAt: ms('expires_at').notNull(),
   usedAt: ms('used_at'),
 });
+
+/**
+ * Shopify's webhooks (POST /shopify/webhooks), one row per delivery (X-Shopify-Webhook-Id): recorded before the 200,
+ * processed after it and again until done. What processing needs of the payload is sealed, and dropped once processed.
+ */
+export const shopifyWebhooks = pgTable(
+  'shopify_webhooks',
+  {
+    webhookId: text('webhook_id').primaryKey(),
+    topic: text('topic').notNull(),
+    shopDomain: text('shop_domain').notNull(),
+    apiVersion: text('api_version'),
+    eventId: text('event_id'),
+    triggeredAt: ms('triggered_at'),
+    receivedAt: ms('received_at').notNull(),
+    processedAt: ms('processed_at'),
+    attempts: integer('attempts').notNull().default(0),
+    leaseUntil: ms('lease_until'),
+    lastError: text('last_error'),
+    result: text('result'),
+    payloadSealed: text('payload_sealed'),
+  },
+  (t) => [index('shopify_webhooks_pending_idx').on(t.receivedAt).where(sql`${t.processedAt} IS NULL`)],
+);

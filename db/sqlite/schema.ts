@@ -362,3 +362,35 @@ export const oauthStates = sqliteTable('oauth_states', {
   expiresAt: integer('expires_at').notNull(),
   usedAt: integer('used_at'),
 });
+
+/**
+ * Shopify's webhooks (POST /shopify/webhooks), one row per delivery (X-Shopify-Webhook-Id): recorded before the 200,
+ * so a repeat is known and not processed again; processed after it, and again later when that did not finish (a
+ * crash, an error) until it has. What processing needs of the payload (a customer's id, the orders named) is kept
+ * sealed with the box key, never in clear, and dropped once processed. `result` says what processing did, in words
+ * that hold no personal data.
+ */
+export const shopifyWebhooks = sqliteTable(
+  'shopify_webhooks',
+  {
+    webhookId: text('webhook_id').primaryKey(),
+    topic: text('topic').notNull(),
+    shopDomain: text('shop_domain').notNull(),
+    apiVersion: text('api_version'),
+    /** X-Shopify-Event-Id: the same event delivered to several subscriptions shares it. */
+    eventId: text('event_id'),
+    /** X-Shopify-Triggered-At (Shopify's clock), when it was given and readable. */
+    triggeredAt: integer('triggered_at'),
+    receivedAt: integer('received_at').notNull(),
+    processedAt: integer('processed_at'),
+    /** Processing runs begun (the first with the recording). */
+    attempts: integer('attempts').notNull().default(0),
+    /** A run in progress holds the row until then; after a failure, the next run waits until then. */
+    leaseUntil: integer('lease_until'),
+    /** The stable code of the last failed run, cleared by success. */
+    lastError: text('last_error'),
+    result: text('result'),
+    payloadSealed: text('payload_sealed'),
+  },
+  (t) => [index('shopify_webhooks_pending_idx').on(t.receivedAt).where(sql`${t.processedAt} IS NULL`)],
+);

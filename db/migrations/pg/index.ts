@@ -4,6 +4,7 @@ import m1 from './0001_rate_counters.sql' with { type: 'text' };
 import m2 from './0002_platform_links.sql' with { type: 'text' };
 import m3 from './0003_cost_budget.sql' with { type: 'text' };
 import m4 from './0004_app_install.sql' with { type: 'text' };
+import m5 from './0005_shopify_webhooks.sql' with { type: 'text' };
 
 import type { Migration } from '../../migrate.ts';
 
@@ -13,4 +14,5 @@ export const migrations: Migration[] = [
   { tag: '0002_platform_links', when: 1795638076160, sql: m2 },
   { tag: '0003_cost_budget', when: 1795640866238, sql: m3 },
   { tag: '0004_app_install', when: 1795643003350, sql: m4 },
+  { tag: '0005_shopify_webhooks', when: 1795643560129, sql: m5 },
 ];

@@ -10,6 +10,7 @@ import m7 from './0007_body_keys.sql' with { type: 'text' };
 import m8 from './0008_platform_links.sql' with { type: 'text' };
 import m9 from './0009_cost_budget.sql' with { type: 'text' };
 import m10 from './0010_app_install.sql' with { type: 'text' };
+import m11 from './0011_shopify_webhooks.sql' with { type: 'text' };
 
 import type { Migration } from '../../migrate.ts';
 
@@ -25,4 +26,5 @@ export const migrations: Migration[] = [
   { tag: '0008_platform_links', when: 1795638075757, sql: m8 },
   { tag: '0009_cost_budget', when: 1795640865769, sql: m9 },
   { tag: '0010_app_install', when: 1795643002916, sql: m10 },
+  { tag: '0011_shopify_webhooks', when: 1795643559532, sql: m11 },
 ];

@@ -1,0 +1,106 @@
+/**
+ * The shopify_webhooks area (see the table in db/sqlite/schema.ts), written once for both dialects over the thin
+ * runner (as db/platform-links.ts is): plain SQL both run as written, `?` placeholders. A delivery is recorded once
+ * by its webhook id (a repeat changes nothing), and runs of its processing are taken by compare-and-set on the row,
+ * so instances (or a sweep and the run the recording began) never process one delivery at the same time.
+ * Which topic does what is decided above (src/ops/shopify-webhooks.ts); this only records and hands out.
+ */
+import type { SqlRunner } from './platform-links.ts';
+import type { shopifyWebhooks } from './sqlite/schema.ts';
+
+export type ShopifyWebhookRow = typeof shopifyWebhooks.$inferSelect;
+
+/** A delivery as it is recorded: the first run of its processing is taken with it (`leaseUntil`, attempts 1). */
+export type NewShopifyWebhook = Pick<
+  ShopifyWebhookRow,
+  'webhookId' | 'topic' | 'shopDomain' | 'apiVersion' | 'eventId' | 'triggeredAt' | 'receivedAt' | 'payloadSealed'
+> & {
+  /** Set for a delivery with nothing to process (an unknown topic): recorded as done. */
+  processedAt: number | null;
+  result: string | null;
+  leaseUntil: number | null;
+};
+
+const COLUMNS = `webhook_id AS "webhookId", topic, shop_domain AS "shopDomain", api_version AS "apiVersion", event_id AS "eventId",
+  triggered_at AS "triggeredAt", received_at AS "receivedAt", processed_at AS "processedAt", attempts, lease_until AS "leaseUntil",
+  last_error AS "lastError", result, payload_sealed AS "payloadSealed"`;
+
+/** PostgreSQL's bigint columns come back from the runner as strings. */
+const num = (v: unknown) => (v == null ? null : Number(v));
+function fromDb(r: ShopifyWebhookRow): ShopifyWebhookRow {
+  return { ...r, triggeredAt: num(r.triggeredAt), receivedAt: Number(r.receivedAt), processedAt: num(r.processedAt), attempts: Number(r.attempts), leaseUntil: num(r.leaseUntil) };
+}
+
+export class ShopifyWebhooks {
+  constructor(private readonly sql: SqlRunner) {}
+
+  /** Records a delivery; false when its webhook id was recorded already (a repeat: nothing is written). */
+  async record(w: NewShopifyWebhook): Promise<boolean> {
+    const changed = await this.sql.run(
+      `INSERT INTO shopify_webhooks (webhook_id, topic, shop_domain, api_version, event_id, triggered_at, received_at, processed_at,
+         attempts, lease_until, result, payload_sealed)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (webhook_id) DO NOTHING`,
+      [
+        w.webhookId,
+        w.topic,
+        w.shopDomain,
+        w.apiVersion,
+        w.eventId,
+        w.triggeredAt,
+        w.receivedAt,
+        w.processedAt,
+        w.processedAt == null ? 1 : 0,
+        w.processedAt == null ? w.leaseUntil : null,
+        w.result,
+        w.payloadSealed,
+      ],
+    );
+    return changed === 1;
+  }
+
+  async get(webhookId: string): Promise<ShopifyWebhookRow | null> {
+    const rows = await this.sql.all<ShopifyWebhookRow>(`SELECT ${COLUMNS} FROM shopify_webhooks WHERE webhook_id = ?`, [webhookId]);
+    return rows[0] ? fromDb(rows[0]) : null;
+  }
+
+  /** Ids of deliveries not yet processed whose run is free (never begun, ended by a crash, or its retry time come), oldest first. */
+  async due(now: number, limit: number): Promise<string[]> {
+    const rows = await this.sql.all<{ webhookId: string }>(
+      `SELECT webhook_id AS "webhookId" FROM shopify_webhooks
+       WHERE processed_at IS NULL AND (lease_until IS NULL OR lease_until <= ?) ORDER BY received_at LIMIT ?`,
+      [now, limit],
+    );
+    return rows.map((r) => r.webhookId);
+  }
+
+  /** Takes a run of the delivery until `until` when it is due (counted in attempts): the row, or null (done, or another run holds it). */
+  async claim(webhookId: string, now: number, until: number): Promise<ShopifyWebhookRow | null> {
+    const changed = await this.sql.run(
+      `UPDATE shopify_webhooks SET attempts = attempts + 1, lease_until = ?
+       WHERE webhook_id = ? AND processed_at IS NULL AND (lease_until IS NULL OR lease_until <= ?)`,
+      [until, webhookId, now],
+    );
+    return changed === 1 ? this.get(webhookId) : null;
+  }
+
+  /** Processed: the sealed payload is dropped, the run and any error cleared. A second call changes nothing. */
+  async done(webhookId: string, result: string, now: number): Promise<boolean> {
+    const changed = await this.sql.run(
+      `UPDATE shopify_webhooks SET processed_at = ?, result = ?, payload_sealed = NULL, lease_until = NULL, last_error = NULL
+       WHERE webhook_id = ? AND processed_at IS NULL`,
+      [now, result, webhookId],
+    );
+    return changed === 1;
+  }
+
+  /** A run failed: its stable code kept, the next run not before `retryAt`. Nothing for a delivery processed meanwhile. */
+  async failed(webhookId: string, code: string, retryAt: number): Promise<void> {
+    await this.sql.run('UPDATE shopify_webhooks SET last_error = ?, lease_until = ? WHERE webhook_id = ? AND processed_at IS NULL', [code, retryAt, webhookId]);
+  }
+
+  /** Forgets deliveries processed before `before` (long past any retry Shopify makes of them); how many. */
+  async prune(before: number): Promise<number> {
+    return this.sql.run('DELETE FROM shopify_webhooks WHERE processed_at IS NOT NULL AND processed_at < ?', [before]);
+  }
+}
