@@ -89,6 +89,8 @@ export function createApp(core: Core): App {
   // The Shopify app's install (authorization code grant): loaded with its first request, as the agent API is.
   let installer: Promise<ReturnType<typeof import('../ops/app-install.ts').createAppInstall>> | null = null;
   const appInstall = () => (installer ??= import('../ops/app-install.ts').then((m) => m.createAppInstall(core)));
+  let webhooks: Promise<ReturnType<typeof import('../ops/shopify-webhooks.ts').shopifyWebhooks>> | null = null;
+  const shopifyWebhooks = () => (webhooks ??= import('../ops/shopify-webhooks.ts').then((m) => m.shopifyWebhooks(core)));
   let agent: Promise<AgentApi> | null = null;
   const agentApi = () => (agent ??= import('./agent-api.ts').then((m) => m.createAgentApi({ core, endpointChanged, authFailures, storage }, (req) => fetch(req))));
 
@@ -103,6 +105,7 @@ export function createApp(core: Core): App {
     if (path === '/flow/lifecycle') return lifecycle(req);
     if (path === '/auth/install') return (await appInstall()).install(req);
     if (path === '/auth/callback') return (await appInstall()).callback(req);
+    if (path === '/shopify/webhooks') return (await shopifyWebhooks()).handle(req);
     if (path === '/metrics') return metrics(req);
     if (req.method === 'GET' && path === '/status') return status();
     if (path.startsWith(`${API_PREFIX}/`) || (req.method === 'GET' && (path === '/docs' || path === '/'))) return (await agentApi()).fetch(req, path, client, safeDecode);
