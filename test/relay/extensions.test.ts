@@ -5,6 +5,7 @@ import type { EventRow } from '../../db/types.ts';
 import type { TriggerVariant } from '../../src/contract/schemas.ts';
 import { COMMON_FIELDS, TRIGGERS } from '../../src/contract/triggers.ts';
 import { apiVersionStatus, SHOPIFY_ADMIN_API_VERSION } from '../../src/platform/shopify/version.ts';
+import { APP_TOPICS, COMPLIANCE_TOPICS, WEBHOOK_PATH } from '../../src/platform/shopify/webhooks.ts';
 import { buildFlowPayload } from '../../src/relay/flow.ts';
 import { BASE, createTestEnv, eventRow } from '../helpers.ts';
 
@@ -120,6 +121,36 @@ describe('Flow trigger extensions', () => {
     expect(app.client_id).toBe('replace-with-your-client-id');
     expect(app.access_scopes.scopes.split(',').sort()).toEqual(['read_customers', 'read_orders', 'read_products']);
     expect(text).not.toMatch(/secret\s*=|shpat_|shpss_/i);
+  });
+
+  it('subscribes the webhook topics and the compliance topics at /shopify/webhooks, and redirects installs to /auth/callback, routes this server answers', async () => {
+    type Subscription = { topics?: string[]; compliance_topics?: string[]; uri: string };
+    const app = Bun.TOML.parse(readFileSync(join(ROOT, 'shopify.app.toml'), 'utf8')) as {
+      application_url: string;
+      auth: { redirect_urls: string[] };
+      webhooks: { api_version: string; subscriptions: Subscription[] };
+    };
+    const origin = new URL(app.application_url).origin;
+    const subs = app.webhooks.subscriptions;
+    expect(subs.flatMap((s) => s.topics ?? []).sort()).toEqual([...APP_TOPICS].sort());
+    expect(subs.flatMap((s) => s.compliance_topics ?? []).sort()).toEqual([...COMPLIANCE_TOPICS].sort());
+    for (const s of subs) {
+      const url = new URL(s.uri, app.application_url);
+      expect(url.protocol).toBe('https:');
+      expect(url.origin).toBe(origin);
+      expect(url.pathname).toBe(WEBHOOK_PATH);
+    }
+    expect(app.auth.redirect_urls.map((u) => new URL(u))).toEqual([new URL('/auth/callback', origin)]);
+
+    // Both routes are real: an unsigned webhook gets the webhook handler's own 401, an unsigned callback the install's.
+    const vars: Record<string, string> = { HOOKRELAY_SHOPIFY_APP_SECRET: 'app-secret', HOOKRELAY_SHOPIFY_CLIENT_ID: 'client-id' };
+    const env = await createTestEnv({ env: (name) => vars[name] });
+    const hook = await env.app.fetch(new Request(`${BASE}${WEBHOOK_PATH}`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json', 'x-shopify-topic': 'shop/redact' } }));
+    expect(hook.status).toBe(401);
+    expect(((await hook.json()) as { code: string }).code).toBe('SVC_AUTH_HEADER_MISSING');
+    const callback = await env.app.fetch(new Request(`${BASE}/auth/callback?shop=demo.myshopify.com&code=x&state=y&timestamp=1`));
+    expect(callback.status).toBe(401);
+    expect(await callback.text()).toContain('signature does not verify');
   });
 
   it('declares the Admin API version the relay speaks, one still supported today', () => {
