@@ -10,6 +10,8 @@ export interface PlanHolder {
 }
 
 interface PlanDef {
+  /** What a deployment that bills through Shopify charges for it every 30 days, in USD; null: not sold. */
+  priceUsd: number | null;
   /** Limits per 30-day period; null: no cap (the meter is still counted and published). */
   acceptedEvents: number | null;
   diagnosticsShares: number | null;
@@ -23,11 +25,11 @@ interface PlanDef {
  * deployments that bill (a hosted relay for many merchants' stores).
  */
 export const PLANS: Record<string, PlanDef> = {
-  unlimited: { acceptedEvents: null, diagnosticsShares: null, replayExecutions: null, eventGrace: 0 },
-  free: { acceptedEvents: 500, diagnosticsShares: 25, replayExecutions: 25, eventGrace: 0 },
-  starter: { acceptedEvents: 25_000, diagnosticsShares: 1_000, replayExecutions: 500, eventGrace: 0.1 },
-  growth: { acceptedEvents: 250_000, diagnosticsShares: 10_000, replayExecutions: 5_000, eventGrace: 0.1 },
-  scale: { acceptedEvents: 1_000_000, diagnosticsShares: 50_000, replayExecutions: 25_000, eventGrace: 0.1 },
+  unlimited: { priceUsd: null, acceptedEvents: null, diagnosticsShares: null, replayExecutions: null, eventGrace: 0 },
+  free: { priceUsd: null, acceptedEvents: 500, diagnosticsShares: 25, replayExecutions: 25, eventGrace: 0 },
+  starter: { priceUsd: 19, acceptedEvents: 25_000, diagnosticsShares: 1_000, replayExecutions: 500, eventGrace: 0.1 },
+  growth: { priceUsd: 79, acceptedEvents: 250_000, diagnosticsShares: 10_000, replayExecutions: 5_000, eventGrace: 0.1 },
+  scale: { priceUsd: 249, acceptedEvents: 1_000_000, diagnosticsShares: 50_000, replayExecutions: 25_000, eventGrace: 0.1 },
 };
 
 /** The hard limit an uncapped meter is checked against: 2e9 accepted events in 30 days is 770 a second, sustained. */
@@ -82,4 +84,13 @@ export function acceptedCapacity(store: PlanHolder, now: number) {
   // Without a cap the receipt is still counted, against a limit no period reaches (and a 32-bit column holds).
   const hardLimit = hardLimitOf(store, 'accepted_events') ?? UNCAPPED;
   return { meter: 'accepted_events' satisfies Meter, periodStart: period(store, now).start, hardLimit };
+}
+
+/** The plans a deployment that bills sells, cheapest first: what billing handoff lists and a merchant can choose. */
+export function paidPlans() {
+  return Object.entries(PLANS).flatMap(([plan, p]) =>
+    p.priceUsd != null && p.acceptedEvents != null && p.replayExecutions != null
+      ? [{ plan, priceUsd: p.priceUsd, acceptedEventsPer30Days: p.acceptedEvents, replayExecutions: p.replayExecutions }]
+      : [],
+  );
 }

@@ -357,9 +357,10 @@ export const BillingHandoffReadSchema = z
   .object({
     billingStatus: z.string(),
     currentPlan: z.string(),
-    appBillingUrl: z.string().describe('The platform billing page for this app; a human approves charges there'),
+    billing: z.enum(['off', 'shopify', 'shopify-test']).describe("Whether this deployment bills through Shopify (`off`: its operator sets plans)"),
+    appBillingUrl: z.string().describe('Where a human chooses a plan and approves its charge: the app in the Shopify admin when billing is on'),
     paidPlanOptions: z.array(
-      z.object({ plan: z.string(), acceptedEventsPer30Days: z.number().int(), replayExecutions: z.number().int() }),
+      z.object({ plan: z.string(), priceUsd: z.number(), acceptedEventsPer30Days: z.number().int(), replayExecutions: z.number().int() }),
     ),
     humanOnly: z.literal(true),
     note: z.string(),

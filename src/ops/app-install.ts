@@ -16,7 +16,9 @@ import { randomBase62 } from '../lib/ids.ts';
 import { adminGraphql, exchangeAuthorizationCode, graphqlUrl, tokenUrl } from '../platform/shopify/admin-api.ts';
 import { APP_CLIENT_ID_ENV, APP_SECRET_ENV, appClientId, authorizeUrl, CALLBACK_CLOCK_TOLERANCE_MS, callbackSigned, shopDomainOf } from '../platform/shopify/app.ts';
 import { obtainedToken } from '../platform/shopify/credentials.ts';
+import { billingMode } from '../platform/shopify/billing.ts';
 import { shopifyPlatform } from '../platform/shopify/platform.ts';
+import { planChoices } from './billing.ts';
 
 /** An install begun must come back within this long. */
 const STATE_TTL_MS = 10 * 60_000;
@@ -124,6 +126,7 @@ export function createAppInstall(core: Core) {
         'Events sent to this store\'s hookrelay endpoints are now handed to Shopify Flow.',
         `Next, for an AI agent to set it up: the operator of this hookrelay issues it a grant, e.g. <code>hookrelay grant issue --shop ${esc(shop)} --tier operator --ttl 8h --label "setup agent"</code>, and the agent creates an endpoint per sender.`,
         'In Shopify Flow, create a workflow that starts from one of hookrelay\'s triggers ("Relay order event received" and the others) and turn it on.',
+        ...choices(core, shop),
       ],
       clear,
     );
@@ -147,7 +150,8 @@ async function upsertStore(repo: Repo, core: Core, shop: string, clientId: strin
     platformAccountId: shop.replace('.myshopify.com', ''),
     shopDomain: shop,
     installationId: `inst_${shop.replace('.myshopify.com', '')}`,
-    plan: DEFAULT_PLAN,
+    // A deployment that bills starts stores on its free plan; a self-hosted box caps nothing.
+    plan: billingMode(core.config.env) === 'off' ? DEFAULT_PLAN : 'free',
     billingStatus: 'active',
     ...credentials,
     createdAt: now,
@@ -172,4 +176,10 @@ export async function markUninstalled(core: Core, shopDomain: string, at: number
   shopifyPlatform(core).forget(store.id);
   core.log.warn(`app uninstalled from ${shopDomain}: handoff paused, events kept`);
   return row;
+}
+
+/** The plan choices for the landing page, when the deployment bills (a human's page: the merchant's own choice). */
+function choices(core: Core, shop: string): string[] {
+  const links = planChoices(core, shop);
+  return links.length ? [`Choose a plan (you approve the charge in your Shopify admin):<ul>${links.map((l) => `<li>${l}</li>`).join('')}</ul>`] : [];
 }

@@ -9,6 +9,7 @@ import { Redaction } from '../../db/redaction.ts';
 import { ShopifyWebhooks, type ShopifyWebhookRow } from '../../db/shopify-webhooks.ts';
 import type { StoreRow } from '../../db/types.ts';
 import type { Core } from '../core.ts';
+import { applySubscription } from './billing.ts';
 import { iso } from '../lib/clock.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { APP_SECRET_ENV, appSecret } from '../platform/shopify/app.ts';
@@ -57,9 +58,7 @@ const HANDLERS: { [T in WebhookTopic]: Handler<T> } = {
   'shop/redact': shopRedact,
   'customers/redact': customersRedact,
   'customers/data_request': customersDataRequest,
-  // Billing (appSubscriptionCreate's outcome) is handled by its own module once it exists; until then the delivery is
-  // recorded, marked processed, and changes nothing.
-  'app_subscriptions/update': async () => 'recorded; billing does not act on it yet',
+  'app_subscriptions/update': subscriptionUpdated,
 };
 
 const reply = (status: number, code: string, message: string) => Response.json({ code, message }, { status });
@@ -336,4 +335,15 @@ function variantOf(config: string | null): string | null {
   } catch {
     return null;
   }
+}
+
+/** The outcome of a subscription the merchant approved, declined or cancelled: the plan follows (src/ops/billing.ts). */
+async function subscriptionUpdated(core: Core, d: Delivery<'app_subscriptions/update'>): Promise<string> {
+  const sub = d.payload.appSubscription;
+  const row = await applySubscription(core, d.row.shopDomain, {
+    name: typeof sub.name === 'string' ? sub.name : null,
+    status: String(sub.status),
+    id: typeof sub.admin_graphql_api_id === 'string' ? sub.admin_graphql_api_id : null,
+  });
+  return row ? `plan ${row.plan}, billing ${row.billingStatus}` : 'no change';
 }

@@ -12,7 +12,9 @@ import { METRIC, statsBucket } from '../../db/types.ts';
 import type { OpContext } from './context.ts';
 import { budgetState, handoffState, platformLinkState } from './platform-link.ts';
 import { latencyQuantile } from '../lib/event-stats.ts';
-import { enforcement, limitOf, period, PLANS } from '../contract/plans.ts';
+import { enforcement, limitOf, paidPlans, period, PLANS } from '../contract/plans.ts';
+import { appClientId } from '../platform/shopify/app.ts';
+import { billingMode } from '../platform/shopify/billing.ts';
 
 const FAILURE_PAIR_WINDOW_MS = 30 * 60_000;
 
@@ -156,20 +158,24 @@ export async function getPlanUsage(ctx: OpContext<UsageStore>) {
 }
 
 export async function getBillingHandoff(ctx: OpContext<unknown>) {
-  const { store } = ctx;
+  const { core, store } = ctx;
   const handle = store.shopDomain.replace('.myshopify.com', '');
+  const billing = billingMode(core.config.env);
+  const clientId = appClientId(core.config.env);
+  // Billing through Shopify: the merchant opens the app in their admin and chooses a plan there (human-only).
+  const appBillingUrl =
+    billing !== 'off' && clientId ? `https://admin.shopify.com/store/${handle}/apps/${clientId}` : `https://admin.shopify.com/store/${handle}/settings/billing`;
   return {
     billingStatus: store.billingStatus,
     currentPlan: store.plan,
-    appBillingUrl: `https://admin.shopify.com/store/${handle}/settings/billing`,
-    paidPlanOptions: Object.entries(PLANS)
-      .flatMap(([plan, p]) =>
-        plan !== 'free' && p.acceptedEvents != null && p.replayExecutions != null
-          ? [{ plan, acceptedEventsPer30Days: p.acceptedEvents, replayExecutions: p.replayExecutions }]
-          : [],
-      ),
+    billing,
+    appBillingUrl,
+    paidPlanOptions: paidPlans(),
     humanOnly: true as const,
-    note: 'Billing is approved by a human in the commerce platform. This API reads plan state and links there; it never creates or approves a charge.',
+    note:
+      billing === 'off'
+        ? 'This hookrelay does not bill: plans are set by its operator (hookrelay plan set). This API reads plan state; it never creates or approves a charge.'
+        : 'The merchant chooses a plan by opening the app in their Shopify admin (appBillingUrl) and approves the charge there. This API reads plan state and links there; it never creates or approves a charge.',
   };
 }
 

@@ -89,6 +89,8 @@ export function createApp(core: Core): App {
   // The Shopify app's install (authorization code grant): loaded with its first request, as the agent API is.
   let installer: Promise<ReturnType<typeof import('../ops/app-install.ts').createAppInstall>> | null = null;
   const appInstall = () => (installer ??= import('../ops/app-install.ts').then((m) => m.createAppInstall(core)));
+  let billing: Promise<ReturnType<typeof import('../ops/billing.ts').createBilling>> | null = null;
+  const billingPages = () => (billing ??= import('../ops/billing.ts').then((m) => m.createBilling(core)));
   let webhooks: Promise<ReturnType<typeof import('../ops/shopify-webhooks.ts').shopifyWebhooks>> | null = null;
   const shopifyWebhooks = () => (webhooks ??= import('../ops/shopify-webhooks.ts').then((m) => m.shopifyWebhooks(core)));
   let agent: Promise<AgentApi> | null = null;
@@ -106,6 +108,12 @@ export function createApp(core: Core): App {
     if (path === '/auth/install') return (await appInstall()).install(req);
     if (path === '/auth/callback') return (await appInstall()).callback(req);
     if (path === '/shopify/webhooks') return (await shopifyWebhooks()).handle(req);
+    if (req.method === 'GET' && (path === '/app' || path.startsWith('/billing/'))) {
+      const billing = await billingPages();
+      if (path === '/app') return billing.app(req);
+      if (path === '/billing/subscribe') return billing.subscribe(req);
+      if (path === '/billing/return') return billing.returned(req);
+    }
     if (path === '/metrics') return metrics(req);
     if (req.method === 'GET' && path === '/status') return status();
     if (path.startsWith(`${API_PREFIX}/`) || (req.method === 'GET' && (path === '/docs' || path === '/'))) return (await agentApi()).fetch(req, path, client, safeDecode);

@@ -137,6 +137,15 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
   // this worker before its next poll.
   const unlisten = await core.repo.listen?.((signal, payload) => (signal === 'endpoint' ? app.endpoints.invalidate(payload) : worker.wake()));
 
+  // Shopify webhooks recorded but not processed (a crash between their 200 and their processing, a failed run) are
+  // taken up once a minute (the module is loaded with the first sweep, not at start).
+  const webhookSweep = setInterval(() => {
+    void import('../ops/shopify-webhooks.ts')
+      .then((m) => m.processPendingShopifyWebhooks(core))
+      .catch((err: unknown) => core.log.error(`shopify webhooks sweep: ${err instanceof Error ? err.message : 'error'}`));
+  }, 60_000);
+  webhookSweep.unref();
+
   const stores = await core.repo.listStores();
   if (stores.length === 0) {
     core.log.warn('No store yet. Create one with: hookrelay init --shop your-store.myshopify.com, then hookrelay grant issue --shop your-store.myshopify.com --tier operator --ttl 8h');
@@ -163,6 +172,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
         await stopped;
         await relay?.stop();
         await worker.stop();
+        clearInterval(webhookSweep);
         await unlisten?.();
         await core.repo.close();
       })();

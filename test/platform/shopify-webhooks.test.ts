@@ -193,14 +193,14 @@ describe('POST /shopify/webhooks records, answers, then processes', () => {
     expect(e.log.lines.some((l) => l.includes('orders/create') && l.includes('not a topic hookrelay handles'))).toBe(true);
   });
 
-  it('app_subscriptions/update: recorded and processed, changing nothing yet (billing acts on it)', async () => {
+  it('app_subscriptions/update: recorded and processed, changing nothing on a box that does not bill (test/platform/billing.test.ts: one that does)', async () => {
     const { env: e } = await setup();
     await install(e);
     const before = (await e.repo.getStoreByShop(SHOP))!;
     const payload = webhookPayloads.appSubscriptionsUpdate({ id: 'gid://shopify/AppSubscription/1', name: 'starter', status: 'ACTIVE', shopId: fake.shop.id, createdAt: '2026-06-17T12:00:00Z', updatedAt: '2026-06-17T12:00:00Z' });
     expect((await deliver(e, { topic: 'app_subscriptions/update', payload, webhookId: 'wh-sub' })).status).toBe(200);
     await shopifyWebhooks(e.core).idle();
-    expect((await webhookRow(e, 'wh-sub'))!.result).toContain('billing');
+    expect((await webhookRow(e, 'wh-sub'))!.result).toBe('no change');
     expect(await e.repo.getStoreByShop(SHOP)).toEqual(before);
   });
 });

@@ -151,6 +151,11 @@ describe('Flow trigger extensions', () => {
     const callback = await env.app.fetch(new Request(`${BASE}/auth/callback?shop=demo.myshopify.com&code=x&state=y&timestamp=1`));
     expect(callback.status).toBe(401);
     expect(await callback.text()).toContain('signature does not verify');
+    // The app's own page, where Shopify sends a merchant who opens the app: asks for Shopify's signed launch.
+    expect(new URL(app.application_url).pathname).toBe('/app');
+    const opened = await env.app.fetch(new Request(`${BASE}/app?shop=demo.myshopify.com`));
+    expect(opened.status).toBe(401);
+    expect(await opened.text()).toContain('Open hookrelay from your Shopify admin');
   });
 
   it('declares the Admin API version the relay speaks, one still supported today', () => {

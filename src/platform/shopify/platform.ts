@@ -9,6 +9,7 @@ import type { StoreRow } from '../../../db/types.ts';
 import type { CoreWith } from '../../core.ts';
 import type { Destination, HandoffOutcome, HandoffRequest, LinkCheck, PauseRequest } from '../types.ts';
 import { adminGraphql, graphqlUrl, isThrottled, type GraphqlReply } from './admin-api.ts';
+import { APP_SUBSCRIPTION_CREATE, subscriptionVariables } from './billing.ts';
 import { CostBudget } from './budget.ts';
 import { credentialModeOf, Credentials, type TokenResult } from './credentials.ts';
 import { SHOPIFY_ADMIN_API_VERSION } from './version.ts';
@@ -98,6 +99,21 @@ export class ShopifyPlatform implements Destination {
     const check = this.look(store, this.core.config.handoff.timeoutMs);
     this.checks.set(store.id, { at: now, check });
     return check;
+  }
+
+  /**
+   * Asks Shopify for a recurring app subscription on the store (a human chose the plan; see src/ops/billing.ts):
+   * the confirmation page the merchant approves it on, or why not. Nothing is charged until they do.
+   */
+  async subscribe(store: StoreRow, plan: string, priceUsd: number, returnUrl: string, test: boolean): Promise<{ ok: true; confirmationUrl: string; id: string } | { ok: false; message: string }> {
+    const t = await this.credentials.token(store);
+    if (!t.ok) return { ok: false, message: t.pause.message };
+    const reply = await this.call(store, t.token.value, APP_SUBSCRIPTION_CREATE, subscriptionVariables(plan, priceUsd, returnUrl, test), this.core.config.handoff.timeoutMs);
+    if (reply.kind !== 'answered') return { ok: false, message: reply.kind === 'timeout' || reply.kind === 'network' ? 'Shopify could not be reached.' : `Shopify answered HTTP ${reply.status}.` };
+    const r = reply.data?.appSubscriptionCreate as { userErrors?: { message?: string }[]; confirmationUrl?: unknown; appSubscription?: { id?: unknown } } | null | undefined;
+    if (reply.errors.length || r?.userErrors?.length) return { ok: false, message: clip([...reply.errors, ...(r?.userErrors ?? [])].map((e) => e.message ?? 'error').join('; ')) };
+    if (typeof r?.confirmationUrl !== 'string' || typeof r.appSubscription?.id !== 'string') return { ok: false, message: 'Shopify answered without a confirmation page.' };
+    return { ok: true, confirmationUrl: r.confirmationUrl, id: r.appSubscription.id };
   }
 
   /** The store's credential settings changed: its cached token and check no longer apply. */
