@@ -99,6 +99,7 @@ export function createAppInstall(core: Core) {
     if (!code) return refuse('It carries no code.');
 
     const timeout = core.config.handoff.timeoutMs;
+    const asked = core.clock.now(); // the token's life counts from the request: its answer may arrive late
     const reply = await exchangeAuthorizationCode(tokenUrl(shop, core.config.shopifyAdminUrl), clientId, secret, code, timeout);
     if (reply.kind !== 'issued') {
       core.log.warn(`app install for ${shop}: Shopify issued no token (${reply.kind === 'refused' ? `HTTP ${reply.status}${reply.error ? `, ${reply.error}` : ''}` : reply.why})`);
@@ -115,7 +116,7 @@ export function createAppInstall(core: Core) {
     const now = core.clock.now();
     const store = await upsertStore(core.repo, core, shop, clientId, secretName, now);
     await installs.setStoreIdentity(store.id, idTail(shopGid), idTail(installGid), now);
-    await core.repo.links.installToken(store.id, obtainedToken(core.box, reply, clientId, now), now);
+    await core.repo.links.installToken(store.id, obtainedToken(core.box, reply, clientId, asked), now);
     await core.repo.links.resume(store.id, now);
     shopifyPlatform(core).forget(store.id);
     core.log.info(`app installed on ${shop} (store ${store.id}; OAuth, expiring offline token)`);

@@ -153,6 +153,41 @@ describe('client-credentials tokens on the clock', () => {
   });
 });
 
+  it("counts a token's life from its request: an answer that arrives late never outlives the platform's clock", async () => {
+    // The token endpoint answers 2 s (of the shared clock) after Shopify issued the token: its 4 s started then.
+    const slow = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      async fetch(req) {
+        const url = new URL(req.url);
+        const res = await fetch(`${fake.url}${url.pathname}${url.search}`, { method: req.method, headers: req.headers, body: await req.arrayBuffer(), redirect: 'manual' });
+        const body = await res.arrayBuffer();
+        if (url.pathname === '/admin/oauth/access_token') clock.advance(2_000);
+        return new Response(body, { status: res.status, headers: res.headers });
+      },
+    });
+    try {
+      const env = await createTestEnv({ shopifyAdminUrl: `http://127.0.0.1:${slow.port}`, env: (n) => (n === SECRET_VAR ? CLIENT.clientSecret : undefined), handoff: HANDOFF });
+      clock = env.clock;
+      await addStore(env, { destination: 'shopify', auth: 'client-credentials', clientId: CLIENT.clientId, clientSecretEnv: SECRET_VAR });
+      const grant = await addGrant(env, 'admin_assistant', { ttlMs: 30 * 86400_000 });
+      const { endpoint, secret } = await createEndpoint(env, grant);
+      const worker = new HandoffWorker(env.core);
+      const store = (await env.repo.getStoreByShop('demo.myshopify.com'))!;
+      for (let i = 0; i < 6; i++) {
+        await sendHook(env, endpoint, secret, orderEvent(`late-${i}`, 4100 + i));
+        await worker.drain();
+        const issuedAt = fake.tokenRequests[fake.tokenRequests.length - 1]!.at;
+        expect((await env.repo.links.get(store.id))!.tokenExpiresAt).toBe(issuedAt + 4_000);
+        clock.advance(1_500);
+      }
+      expect(fake.requests.filter((r) => r.behaviour === 'unauthorized')).toHaveLength(0);
+      expect(await count(env, 'events', "outcome = 'delivered'")).toBe(6);
+    } finally {
+      await slow.stop(true);
+    }
+  });
+
 describe('the platform refusing every token for a while', () => {
   it('pauses the store (events wait, never fail), probes a bounded number of times over 3 minutes, then drains everything', async () => {
     const s = await setup();

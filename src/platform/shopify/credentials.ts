@@ -214,6 +214,9 @@ export class Credentials {
     const secret = this.core.config.env(store.clientSecretEnv!) ?? '';
     const url = tokenUrl(store.shopDomain, this.core.config.shopifyAdminUrl);
     const timeout = this.core.config.handoff.timeoutMs;
+    // The token's life counts from the request, not the answer: Shopify starts its clock first, and an answer
+    // that arrives late must not make the token look longer-lived than it is.
+    const asked = this.core.clock.now();
     let reply: TokenReply;
     if (credentialModeOf(store) === 'oauth') {
       const sealed = (await links.get(store.id))?.refreshSealed;
@@ -238,10 +241,10 @@ export class Credentials {
       await links.failRenewal(store.id, this.owner, pause.code, now).catch(() => undefined);
       return { ok: false, pause, httpStatus: reply.status };
     }
-    const expiresAt = reply.expiresInSeconds == null ? null : now + reply.expiresInSeconds * 1000;
-    const generation = await links.saveToken(store.id, this.owner, obtainedToken(this.core.box, reply, store.clientId, now), now);
+    const expiresAt = reply.expiresInSeconds == null ? null : asked + reply.expiresInSeconds * 1000;
+    const generation = await links.saveToken(store.id, this.owner, obtainedToken(this.core.box, reply, store.clientId, asked), now);
     // The lease ran out meanwhile and a peer renewed too: this token still works; a refusal of it renews again.
-    const t: Cached = { value: reply.accessToken, generation: generation ?? -1, expiresAt, obtainedAt: now, renewAt: renewAt(now, expiresAt), clientId: store.clientId };
+    const t: Cached = { value: reply.accessToken, generation: generation ?? -1, expiresAt, obtainedAt: asked, renewAt: renewAt(asked, expiresAt), clientId: store.clientId };
     this.cache.set(store.id, t);
     const how = credentialModeOf(store) === 'oauth' ? 'refreshed' : 'client credentials';
     this.core.log.info(`shopify: ${store.shopDomain} obtained an Admin API token (${how}${expiresAt ? `, expires ${new Date(expiresAt).toISOString()}` : ''})`);
@@ -253,16 +256,16 @@ function renewAt(obtainedAt: number, expiresAt: number | null): number | null {
   return expiresAt == null ? null : obtainedAt + Math.floor((expiresAt - obtainedAt) * RENEW_AT_SHARE);
 }
 
-/** A token reply as platform_links keeps it: sealed with the box key, with its refresh token when one came. */
-export function obtainedToken(box: SecretBox, reply: Extract<TokenReply, { kind: 'issued' }>, clientId: string | null, now: number): ObtainedToken {
+/** A token reply as platform_links keeps it: sealed with the box key, with its refresh token when one came; its life counted from when it was asked for. */
+export function obtainedToken(box: SecretBox, reply: Extract<TokenReply, { kind: 'issued' }>, clientId: string | null, askedAt: number): ObtainedToken {
   return {
     sealed: box.seal(reply.accessToken),
-    expiresAt: reply.expiresInSeconds == null ? null : now + reply.expiresInSeconds * 1000,
-    obtainedAt: now,
+    expiresAt: reply.expiresInSeconds == null ? null : askedAt + reply.expiresInSeconds * 1000,
+    obtainedAt: askedAt,
     scope: reply.scope,
     clientId,
     refreshSealed: reply.refreshToken ? box.seal(reply.refreshToken) : null,
-    refreshExpiresAt: reply.refreshToken && reply.refreshExpiresInSeconds != null ? now + reply.refreshExpiresInSeconds * 1000 : null,
+    refreshExpiresAt: reply.refreshToken && reply.refreshExpiresInSeconds != null ? askedAt + reply.refreshExpiresInSeconds * 1000 : null,
   };
 }
 
