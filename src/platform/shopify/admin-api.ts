@@ -5,9 +5,12 @@
  */
 import { SHOPIFY_ADMIN_API_VERSION } from './version.ts';
 
-/** `https://<shop>`, or the base tests and proxies set (HOOKRELAY_SHOPIFY_ADMIN_URL), without a trailing slash. */
+/**
+ * `https://<shop>`, or the base tests and proxies set (HOOKRELAY_SHOPIFY_ADMIN_URL), without a trailing slash. A
+ * `{shop}` in that base is the shop's domain, so one proxy (or one fake per shop behind a router) serves many stores.
+ */
 export function adminBase(shopDomain: string, adminUrl: string | null): string {
-  return (adminUrl ?? `https://${shopDomain}`).replace(/\/+$/, '');
+  return (adminUrl === null ? `https://${shopDomain}` : adminUrl.replaceAll('{shop}', shopDomain)).replace(/\/+$/, '');
 }
 
 export function graphqlUrl(shopDomain: string, adminUrl: string | null): string {
