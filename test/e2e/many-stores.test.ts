@@ -12,7 +12,7 @@ import { shopifyWebhooks } from '../../src/ops/shopify-webhooks.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { b, fakeShopifyForFile, webhookPayloads, type FakeShopify } from '../fixtures/fake-shopify.ts';
 import { dumpDatabase } from '../security/dump.ts';
-import { addGrant, BASE, call, count, createEndpoint, createTestEnv, executeIntent, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import { addGrant, BASE, call, count, createEndpoint, createTestEnv, executeIntent, sendHook, type TestEnv } from '../helpers.ts';
 
 const APP = { clientId: 'many-stores-client-0001', clientSecret: 'many-stores-app-secret-canary-8d02' };
 const A = 'alpine-outfitters.myshopify.com';
