@@ -3,7 +3,7 @@ import { describeStorage, locateDataDir, openCore } from '../src/boot.ts';
 import { AppError } from '../src/contract/errors.ts';
 import { defaultConfig, mcpConfigFromEnv, retryScheduleFromEnv } from '../src/core.ts';
 import { stderrLog } from '../src/lib/log.ts';
-import { credentialVariableMissing, describeDestination, storedPublicUrl } from '../src/ops/stores.ts';
+import { credentialVariableMissing, describeDestination, storedAppClientId, storedPublicUrl } from '../src/ops/stores.ts';
 import { apiVersionStatus } from '../src/platform/shopify/version.ts';
 import { APP_SECRET_ENV, appSecret } from '../src/platform/shopify/app.ts';
 import { startServer } from '../src/server/serve.ts';
@@ -48,6 +48,7 @@ export default defineCommand({
     }
     const fromSetting = explicitUrl ? null : await storedPublicUrl(core);
     if (fromSetting) core.config.publicUrl = fromSetting;
+    core.config.appClientId = await storedAppClientId(core);
     const stores = await core.repo.listStores();
     for (const s of stores) (credentialVariableMissing(s, core.config.env) ? log.warn : log.info)(describeDestination(s, core.config.env));
     if (stores.some((s) => s.destination === 'shopify')) {

@@ -32,11 +32,12 @@ const set = defineCommand({
     ],
   },
   args: {
-    shop: { type: 'string', description: 'Shop domain (required unless only --public-url is given)' },
+    shop: { type: 'string', description: 'Shop domain (required unless only box-wide settings are given: --public-url, --app-client-id)' },
     destination: { type: 'string', description: 'log | shopify (shopify needs credentials, given now or before)' },
     ...credentialArgs,
     plan: { type: 'string', description: PLAN_NAMES },
     'public-url': { type: 'string', description: 'Box-wide base of endpoint URLs, e.g. https://relay.example.com (env HOOKRELAY_PUBLIC_URL wins)' },
+    'app-client-id': { type: 'string', description: "Box-wide: the Shopify app's client id, for merchants' installs at /auth/install (env HOOKRELAY_SHOPIFY_CLIENT_ID wins)" },
     ...storageArgs,
   },
   async run({ args }) {
@@ -51,6 +52,7 @@ const set = defineCommand({
           clientSecretEnv: args['client-secret-env'],
           plan: args.plan,
           publicUrl: args['public-url'],
+          appClientId: args['app-client-id'],
         }),
       );
     } finally {

@@ -68,6 +68,8 @@ export interface Config {
   mcp: McpConfig;
   /** Reads an environment variable by name (the store's token variable); injected so tests need no real env. */
   env: (name: string) => string | undefined;
+  /** The Shopify app's client id stored with `hookrelay store set --app-client-id` (HOOKRELAY_SHOPIFY_CLIENT_ID wins), or null. */
+  appClientId: string | null;
 }
 
 export interface Core {
@@ -97,6 +99,7 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     shopifyAdminUrl: null,
     handoff: { timeoutMs: 10_000, retrySchedule: DEFAULT_RETRY_SCHEDULE_MS, concurrency: 8, batchSize: 256, probeBaseDelayMs: 5_000, probeMaxDelayMs: 300_000 },
     env: (name) => process.env[name],
+    appClientId: null,
     rateLimits: DEFAULT_RATE_LIMITS,
     idleTimeoutSeconds: 120,
     mcp: DEFAULT_MCP,

@@ -54,7 +54,7 @@ export function createAppInstall(core: Core) {
 
   async function install(req: Request): Promise<Response> {
     if (req.method !== 'GET') return new Response(null, { status: 405, headers: { Allow: 'GET' } });
-    const clientId = appClientId(core.config.env);
+    const clientId = appClientId(core.config);
     if (!clientId || !secretVar()) return notConfigured();
     const shop = shopDomainOf(new URL(req.url).searchParams.get('shop'));
     if (!shop) return page(400, 'Which store?', ['Open this page with your store: <code>/auth/install?shop=your-store.myshopify.com</code>.']);
@@ -76,7 +76,7 @@ export function createAppInstall(core: Core) {
 
   async function callback(req: Request): Promise<Response> {
     if (req.method !== 'GET') return new Response(null, { status: 405, headers: { Allow: 'GET' } });
-    const clientId = appClientId(core.config.env);
+    const clientId = appClientId(core.config);
     const secretName = secretVar();
     if (!clientId || !secretName) return notConfigured();
     const secret = core.config.env(secretName)!;

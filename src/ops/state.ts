@@ -161,7 +161,7 @@ export async function getBillingHandoff(ctx: OpContext<unknown>) {
   const { core, store } = ctx;
   const handle = store.shopDomain.replace('.myshopify.com', '');
   const billing = billingMode(core.config.env);
-  const clientId = appClientId(core.config.env);
+  const clientId = appClientId(core.config);
   // Billing through Shopify: the merchant opens the app in their admin and chooses a plan there (human-only).
   const appBillingUrl =
     billing !== 'off' && clientId ? `https://admin.shopify.com/store/${handle}/apps/${clientId}` : `https://admin.shopify.com/store/${handle}/settings/billing`;

@@ -33,6 +33,10 @@ const SHOPIFY_TOKEN = /^shp(at|ca|pa|ss)_/i;
 
 /** The settings key of the box-wide public URL (`hookrelay store set --public-url`). */
 export const PUBLIC_URL_SETTING = 'public_url';
+/** The settings key of the Shopify app's client id for installs (`hookrelay store set --app-client-id`). */
+export const APP_CLIENT_ID_SETTING = 'shopify_app_client_id';
+/** A Shopify app's client id as the Dev Dashboard shows it (hex, 32 characters today; room for other forms). */
+const CLIENT_ID = /^[A-Za-z0-9_-]{8,100}$/;
 
 function normalizeShop(domain: string): string {
   const shop = domain.trim().toLowerCase();
@@ -194,10 +198,20 @@ async function findStore(core: CoreWith<TenantStore>, shopDomain: string): Promi
   return store;
 }
 
-/** The box-wide public URL the local admin set, or null (serve then uses HOOKRELAY_PUBLIC_URL or http://host:port). */
-export async function storedPublicUrl(core: CoreWith<TenantStore>): Promise<string | null> {
-  const raw = await core.repo.getSetting(PUBLIC_URL_SETTING);
+async function storedSetting(core: CoreWith<TenantStore>, key: string): Promise<string | null> {
+  const raw = await core.repo.getSetting(key);
   return raw === null ? null : (JSON.parse(raw) as string);
+}
+
+/** The box-wide public URL the local admin set, or null (serve then uses HOOKRELAY_PUBLIC_URL or http://host:port). */
+export const storedPublicUrl = (core: CoreWith<TenantStore>) => storedSetting(core, PUBLIC_URL_SETTING);
+
+/** The app client id the local admin set, or null (serve then reads HOOKRELAY_SHOPIFY_CLIENT_ID, which wins). */
+export const storedAppClientId = (core: CoreWith<TenantStore>) => storedSetting(core, APP_CLIENT_ID_SETTING);
+
+/** The box-wide settings as `store show` and `store set` print them. */
+async function boxSettings(core: CoreWith<TenantStore>) {
+  return { publicUrl: await storedPublicUrl(core), appClientId: await storedAppClientId(core) };
 }
 
 /**
@@ -211,7 +225,7 @@ export async function showStores(core: CoreWith<TenantStore & { links: PlatformL
     const link = await core.repo.links.get(s.id);
     out.push({ ...storeView(s), credentials: credentialsState(s, link, core.config.env), handoff: handoffState(link) });
   }
-  return { stores: out, settings: { publicUrl: await storedPublicUrl(core) } };
+  return { stores: out, settings: await boxSettings(core) };
 }
 
 export interface StoreSettingsInput {
@@ -222,6 +236,7 @@ export interface StoreSettingsInput {
   clientSecretEnv?: string;
   plan?: string;
   publicUrl?: string;
+  appClientId?: string;
 }
 
 const STORE_FIELDS = ['destination', 'auth', 'adminTokenEnv', 'clientId', 'clientSecretEnv', 'plan'] as const;
@@ -235,12 +250,16 @@ const CREDENTIAL_FIELDS: readonly string[] = ['destination', 'credentialMode', '
  */
 export async function setStoreSettings(core: CoreWith<TenantStore & { links: PlatformLinkStore }>, shopDomain: string | undefined, input: StoreSettingsInput) {
   const given = STORE_FIELDS.filter((f) => input[f] !== undefined);
-  if (given.length === 0 && input.publicUrl === undefined) {
-    throw new AppError('invalid_input', 'Nothing to set: give --destination, --auth, --admin-token-env, --client-id, --client-secret-env, --plan or --public-url.');
+  if (given.length === 0 && input.publicUrl === undefined && input.appClientId === undefined) {
+    throw new AppError('invalid_input', 'Nothing to set: give --destination, --auth, --admin-token-env, --client-id, --client-secret-env, --plan, --public-url or --app-client-id.');
   }
   if (given.length && !shopDomain) throw new AppError('invalid_input', '--shop is required to change a store setting.');
   checkCredentialFlags(input);
   const publicUrl = input.publicUrl === undefined ? undefined : normalizeBaseUrl(input.publicUrl, '--public-url');
+  const appClientId = input.appClientId?.trim();
+  if (appClientId !== undefined && !CLIENT_ID.test(appClientId)) {
+    throw new AppError('invalid_input', '--app-client-id must be the app\'s client id as the Dev Dashboard shows it (8-100 letters, digits, - or _).');
+  }
   const store = shopDomain ? await findStore(core, shopDomain) : null;
   const changed: string[] = [];
   let row = store;
@@ -262,14 +281,18 @@ export async function setStoreSettings(core: CoreWith<TenantStore & { links: Pla
     if (changed.length) await core.repo.updateStore(row);
     if (changed.some((f) => f !== 'plan')) await credentialsChanged(core, row);
   }
-  const previousPublicUrl = await storedPublicUrl(core);
-  if (publicUrl !== undefined && publicUrl !== previousPublicUrl) {
-    await core.repo.putSetting(PUBLIC_URL_SETTING, JSON.stringify(publicUrl), core.clock.now());
-    changed.push('publicUrl');
+  const previous = await boxSettings(core);
+  for (const [field, key, value] of [
+    ['publicUrl', PUBLIC_URL_SETTING, publicUrl],
+    ['appClientId', APP_CLIENT_ID_SETTING, appClientId],
+  ] as const) {
+    if (value === undefined || value === previous[field]) continue;
+    await core.repo.putSetting(key, JSON.stringify(value), core.clock.now());
+    changed.push(field);
   }
   return {
     ...(row ? { store: storeView(row) } : {}),
-    settings: { publicUrl: publicUrl ?? previousPublicUrl },
+    settings: { publicUrl: publicUrl ?? previous.publicUrl, appClientId: appClientId ?? previous.appClientId },
     changed,
     ...(changed.length ? { note: settingsNote(changed) } : {}),
   };
@@ -278,12 +301,13 @@ export async function setStoreSettings(core: CoreWith<TenantStore & { links: Pla
 /** What `store set` tells the operator about when its changes apply: truthfully, per kind of setting. */
 function settingsNote(changed: string[]): string {
   const notes = [];
-  if (changed.some((f) => f !== 'publicUrl')) {
+  if (changed.some((f) => f !== 'publicUrl' && f !== 'appClientId')) {
     notes.push(
       'A running hookrelay serve applies store settings to new handoffs within 5 seconds, no restart needed; a variable named here is read from serve\'s environment, so export it where serve runs (and restart serve if it was not set when serve started).',
     );
   }
   if (changed.includes('publicUrl')) notes.push('The public URL applies when serve is restarted (HOOKRELAY_PUBLIC_URL or --public-url still win over it).');
+  if (changed.includes('appClientId')) notes.push('The app client id applies to installs when serve is restarted (HOOKRELAY_SHOPIFY_CLIENT_ID still wins over it).');
   return notes.join(' ');
 }
 

@@ -45,16 +45,17 @@ describe('store settings', () => {
     expect(run('store', 'set', '--shop', SHOP, '--destination', 'carrier-pigeon').code).toBe(2);
     expect(run('store', 'set', '--shop', SHOP, '--plan', 'platinum').code).toBe(2);
     expect(run('store', 'set', '--shop', SHOP, '--public-url', 'ftp://relay.example.com').code).toBe(2);
+    for (const id of ['short', 'has spaces in it', 'x'.repeat(101)]) expect(run('store', 'set', '--app-client-id', id).code, id).toBe(2);
     expect(run('store', 'set', '--shop', SHOP).code).toBe(2);
     expect(run('store', 'set', '--shop', 'nope.myshopify.com', '--plan', 'growth').code).toBe(6);
-    expect(run('store', 'show').json).toMatchObject({ stores: [{ destination: 'log', adminTokenEnv: null, plan: 'unlimited' }], settings: { publicUrl: null } });
+    expect(run('store', 'show').json).toMatchObject({ stores: [{ destination: 'log', adminTokenEnv: null, plan: 'unlimited' }], settings: { publicUrl: null, appClientId: null } });
   }, SPAWN_TIMEOUT_MS);
 
   it('store set changes destination, token variable, plan and the box-wide public URL; store show and init agree', () => {
     const set = run('store', 'set', '--shop', SHOP, '--destination', 'shopify', '--admin-token-env', 'SHOPIFY_ADMIN_TOKEN', '--plan', 'growth', '--public-url', 'https://relay.example.com/');
     expect(set.code).toBe(0);
     expect(set.json.store).toMatchObject({ shopDomain: SHOP, destination: 'shopify', adminTokenEnv: 'SHOPIFY_ADMIN_TOKEN', plan: 'growth' });
-    expect(set.json.settings).toEqual({ publicUrl: 'https://relay.example.com' });
+    expect(set.json.settings).toEqual({ publicUrl: 'https://relay.example.com', appClientId: null });
     expect(set.json.changed.sort()).toEqual(['adminTokenEnv', 'auth', 'destination', 'plan', 'publicUrl']);
 
     const shown = run('store', 'show');
@@ -72,6 +73,14 @@ describe('store settings', () => {
     expect(urlOnly.code).toBe(0);
     expect(urlOnly.json).toMatchObject({ settings: { publicUrl: 'https://hooks.example.org' }, changed: ['publicUrl'] });
     expect(run('store', 'set', '--plan', 'scale').code).toBe(2);
+
+    // The app's client id for merchants' installs is box-wide too, and needs no shop.
+    const app = run('store', 'set', '--app-client-id', ' 3f9c0a1b2c3d4e5f60718293a4b5c6d7 ');
+    expect(app.code).toBe(0);
+    expect(app.json).toMatchObject({ settings: { publicUrl: 'https://hooks.example.org', appClientId: '3f9c0a1b2c3d4e5f60718293a4b5c6d7' }, changed: ['appClientId'] });
+    expect(app.json.note).toContain('HOOKRELAY_SHOPIFY_CLIENT_ID still wins');
+    expect(run('store', 'show').json.settings.appClientId).toBe('3f9c0a1b2c3d4e5f60718293a4b5c6d7');
+    expect(run('store', 'set', '--app-client-id', '3f9c0a1b2c3d4e5f60718293a4b5c6d7').json.changed).toEqual([]);
   }, SPAWN_TIMEOUT_MS);
 });
 

@@ -78,6 +78,16 @@ describe('GET /auth/install', () => {
     expect(res.status).toBe(503);
     expect(await res.text()).toContain('HOOKRELAY_SHOPIFY_CLIENT_ID');
   });
+
+  it('takes the client id `store set --app-client-id` stored when the variable is unset; the variable wins', async () => {
+    const clientIdOf = async (e: TestEnv) => new URL((await get(e, '/auth/install?shop=demo.myshopify.com')).headers.get('location')!).searchParams.get('client_id');
+    const stored = await env({ clientId: null });
+    stored.core.config.appClientId = 'stored-client-0002';
+    expect(await clientIdOf(stored)).toBe('stored-client-0002');
+    const both = await env();
+    both.core.config.appClientId = 'stored-client-0002';
+    expect(await clientIdOf(both)).toBe(CLIENT_ID);
+  });
 });
 
 describe('GET /auth/callback refuses', () => {

@@ -22,8 +22,9 @@ export function appSecret(env: Env): string | undefined {
   return APP_SECRET_ENV.map((name) => env(name)).find((v) => !!v);
 }
 
-export function appClientId(env: Env): string | undefined {
-  return env(APP_CLIENT_ID_ENV) || undefined;
+/** The app's client id: HOOKRELAY_SHOPIFY_CLIENT_ID, else the one `hookrelay store set --app-client-id` stored. */
+export function appClientId(config: { env: Env; appClientId: string | null }): string | undefined {
+  return config.env(APP_CLIENT_ID_ENV) || config.appClientId || undefined;
 }
 
 const SHOP = /^[a-z0-9][a-z0-9-]*\.myshopify\.com$/;
