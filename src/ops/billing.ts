@@ -35,7 +35,7 @@ export function planChoices(core: Core, shop: string): string[] {
 export function createBilling(core: Core) {
   const off = () => page(404, 'Not here', ['This hookrelay does not bill through Shopify.']);
 
-  /** GET /app: where Shopify sends the merchant who opens the app (signed like an install callback). */
+  /** GET /app: where Shopify sends the merchant who opens the app (signed like an install callback); the install when it is not installed. */
   async function app(req: Request): Promise<Response> {
     const q = new URL(req.url).searchParams;
     const secret = appSecret(core.config.env);
@@ -45,7 +45,10 @@ export function createBilling(core: Core) {
       return page(401, 'Open hookrelay from your Shopify admin', ['This page shows your plan when you open the app from your store\'s admin (Apps → hookrelay).']);
     }
     const store = await core.repo.getStoreByShop(shop);
-    if (!store || store.uninstalledAt != null) return page(404, 'hookrelay is not installed on this store', [`Install it: <code>/auth/install?shop=${esc(shop)}</code>.`]);
+    // Opened from Shopify (the App Store, an install link) on a store it is not installed on: install it, as Shopify expects.
+    if (!store || store.uninstalledAt != null) {
+      return new Response(null, { status: 302, headers: { Location: `${core.config.publicUrl.replace(/\/+$/, '')}/auth/install?shop=${encodeURIComponent(shop)}`, 'Cache-Control': 'no-store' } });
+    }
     const choices = planChoices(core, shop);
     return page(200, `hookrelay on ${shop}`, [
       `Plan: <b>${esc(store.plan)}</b> (billing ${esc(store.billingStatus)}).`,

@@ -62,9 +62,19 @@ async function deployment() {
   return { e: env, worker: new HandoffWorker(env.core), webhooks: `http://127.0.0.1:${app.port}/shopify/webhooks` };
 }
 
-/** One merchant's browser: /auth/install, its shop's authorize page (the fake approves), back to /auth/callback. */
-async function install(e: TestEnv, shop: string): Promise<void> {
-  const begin = await e.app.fetch(new Request(`${BASE}/auth/install?shop=${shop}`));
+/**
+ * One merchant's browser: /auth/install (from an install link, or from the admin: the app opened on a store it is
+ * not installed on sends it there), its shop's authorize page (the fake approves), back to /auth/callback.
+ */
+async function install(e: TestEnv, shop: string, from: 'link' | 'admin' = 'link'): Promise<void> {
+  let start = `${BASE}/auth/install?shop=${shop}`;
+  if (from === 'admin') {
+    const opened = await e.app.fetch(new Request(fakes[shop]!.appLaunchUrl(`${BASE}/app`)));
+    expect(opened.status).toBe(302);
+    expect(opened.headers.get('location')).toBe(start);
+    start = opened.headers.get('location')!;
+  }
+  const begin = await e.app.fetch(new Request(start));
   expect(begin.status).toBe(302);
   expect(begin.headers.get('location')).toStartWith(`http://127.0.0.1:${router.port}/${shop}/admin/oauth/authorize?`);
   const cookie = begin.headers.get('set-cookie')!.split(';')[0]!;
@@ -85,10 +95,10 @@ interface Tenant {
   send(note?: string): Promise<string>;
 }
 
-/** Both merchants install; each gets an agent grant (recovery operator: it reads, replays) and an endpoint. */
+/** Both merchants install (A from a link, B from its admin); each gets an agent grant (recovery operator: it reads, replays) and an endpoint. */
 async function twoInstalled(e: TestEnv): Promise<Record<'a' | 'b', Tenant>> {
-  const tenant = async (shop: string, orderBase: number): Promise<Tenant> => {
-    await install(e, shop);
+  const tenant = async (shop: string, orderBase: number, from: 'link' | 'admin'): Promise<Tenant> => {
+    await install(e, shop, from);
     const store = (await e.repo.getStoreByShop(shop))!;
     const grant = await addGrant(e, 'recovery_operator', { shop, ttlMs: 30 * 86400_000 });
     const { endpoint, secret } = await createEndpoint(e, grant);
@@ -108,7 +118,7 @@ async function twoInstalled(e: TestEnv): Promise<Record<'a' | 'b', Tenant>> {
     };
     return t;
   };
-  return { a: await tenant(A, 1000), b: await tenant(B, 2000) };
+  return { a: await tenant(A, 1000, 'link'), b: await tenant(B, 2000, 'admin') };
 }
 
 /** The hookrelay event ids a shop's Flow received. */
@@ -125,6 +135,10 @@ describe('two merchants install the app on one deployment', () => {
     expect([sa.credentialMode, sb.credentialMode]).toEqual(['oauth', 'oauth']);
     const [la, lb] = [(await e.repo.links.get(a.storeId))!, (await e.repo.links.get(bb.storeId))!];
     expect(la.tokenSealed).not.toBe(lb.tokenSealed);
+    // Opened from its admin now that it is installed, the app shows the store's own page.
+    const opened = await e.app.fetch(new Request(fakes[B]!.appLaunchUrl(`${BASE}/app`)));
+    expect(opened.status).toBe(200);
+    expect(await opened.text()).toContain(`hookrelay on ${B}`);
 
     // Three hours, each merchant sending every 10 minutes; at 1 h 50 A's refresh answer is lost on the way.
     for (let minute = 0; minute < 180; minute += 10) {
