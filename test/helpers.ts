@@ -1,7 +1,7 @@
 /** Shared test harness: a fresh storage (in-memory SQLite, or PostgreSQL), a manual clock, a store, grants, the app and table reads. */
 import { migrateSqlite, openSqliteDatabase, SqliteRepo } from '../db/sqlite/repo.ts';
 import type { Repo } from '../db/repo.ts';
-import type { EventRow } from '../db/types.ts';
+import type { EventRow, StoreRow } from '../db/types.ts';
 import { PgRepo } from '../db/pg/repo.ts';
 import { TEST_DATABASE_URL, testSchema } from './fixtures/storage.ts';
 import type { Tier } from '../src/contract/scopes.ts';
@@ -223,6 +223,29 @@ export function gatherReceipts(env: TestEnv, n: number): string[] {
       }
     });
   return order;
+}
+
+/** A stores row as `init` makes one (the log destination, no credentials), unless `fields` say otherwise. */
+export function storeRow(fields: Partial<StoreRow> = {}): StoreRow {
+  const at = fields.createdAt ?? Date.parse('2026-06-17T12:00:00Z');
+  return {
+    id: 'st_01jz0000000000000000000000',
+    platformKey: 'shopify',
+    platformAccountId: 'acct_1',
+    shopDomain: 'demo.myshopify.com',
+    installationId: 'inst_1',
+    plan: 'unlimited',
+    billingStatus: 'active',
+    destination: 'log',
+    adminTokenEnv: null,
+    credentialMode: null,
+    clientId: null,
+    clientSecretEnv: null,
+    uninstalledAt: null,
+    createdAt: at,
+    updatedAt: at,
+    ...fields,
+  };
 }
 
 /** An events row as a commit stores it: a queued receipt, due at receipt, unless `fields` say otherwise. */

@@ -6,9 +6,9 @@
 import { describe, expect, it } from 'bun:test';
 import { BulkReplays, type BulkReplayFilter } from '../../db/bulk-replay.ts';
 import type { Repo } from '../../db/repo.ts';
-import type { EventRow, StoreRow } from '../../db/types.ts';
+import type { EventRow } from '../../db/types.ts';
 import { backends } from '../fixtures/storage.ts';
-import { eventRow } from '../helpers.ts';
+import { eventRow, storeRow } from '../helpers.ts';
 
 const STORE = 'st_01jz0000000000000000000000';
 const OTHER_STORE = 'st_01jz0000000000000000000001';
@@ -17,23 +17,7 @@ const EP2 = 'ep_01jz0000000000000000000002';
 const T0 = Date.parse('2026-11-25T12:00:00Z');
 const MIN = 60_000;
 
-const store = (id: string, shopDomain: string): StoreRow => ({
-  id,
-  platformKey: 'shopify',
-  platformAccountId: 'a',
-  shopDomain,
-  installationId: 'i',
-  plan: 'unlimited',
-  billingStatus: 'active',
-  destination: 'log',
-  adminTokenEnv: null,
-  credentialMode: 'static',
-  clientId: null,
-  clientSecretEnv: null,
-  uninstalledAt: null,
-  createdAt: T0,
-  updatedAt: T0,
-});
+const store = (id: string, shopDomain: string) => storeRow({ id, shopDomain, platformAccountId: 'a', installationId: 'i', credentialMode: 'static', createdAt: T0, updatedAt: T0 });
 
 /** Finished events, one a minute from T0: failed unless said otherwise, last attempted a second after receipt. */
 const ev = (n: number, fields: Partial<EventRow> = {}) => {

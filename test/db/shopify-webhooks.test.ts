@@ -8,31 +8,15 @@ import { describe, expect, it } from 'bun:test';
 import { Redaction } from '../../db/redaction.ts';
 import type { Repo } from '../../db/repo.ts';
 import { ShopifyWebhooks, type NewShopifyWebhook } from '../../db/shopify-webhooks.ts';
-import type { EndpointRow, EventRow, StoreRow } from '../../db/types.ts';
+import type { EndpointRow, EventRow } from '../../db/types.ts';
 import { backends } from '../fixtures/storage.ts';
-import { eventRow } from '../helpers.ts';
+import { eventRow, storeRow } from '../helpers.ts';
 
 const STORE = 'st_01jz0000000000000000000000';
 const OTHER = 'st_01jz0000000000000000000001';
 const T0 = Date.parse('2026-11-25T12:00:00Z');
 
-const store = (id: string, shopDomain: string): StoreRow => ({
-  id,
-  platformKey: 'shopify',
-  platformAccountId: 'a',
-  shopDomain,
-  installationId: 'i',
-  plan: 'unlimited',
-  billingStatus: 'active',
-  destination: 'log',
-  adminTokenEnv: null,
-  credentialMode: null,
-  clientId: null,
-  clientSecretEnv: null,
-  uninstalledAt: null,
-  createdAt: T0,
-  updatedAt: T0,
-});
+const store = (id: string, shopDomain: string) => storeRow({ id, shopDomain, platformAccountId: 'a', installationId: 'i', createdAt: T0, updatedAt: T0 });
 
 const endpoint = (id: string, storeId: string, triggerVariant: string): EndpointRow => ({
   id,

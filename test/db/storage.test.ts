@@ -6,32 +6,13 @@ import { describe, expect, it } from 'bun:test';
 import type { Repo } from '../../db/repo.ts';
 import type { AttemptResult, PendingReceipt, StoreRow } from '../../db/types.ts';
 import { backends } from '../fixtures/storage.ts';
-import { eventRow } from '../helpers.ts';
+import { eventRow, storeRow } from '../helpers.ts';
 
 const STORE = 'st_01jz0000000000000000000000';
 const EP = 'ep_01jz0000000000000000000000';
 const T0 = Date.parse('2026-06-17T12:00:00Z');
 
-function store(fields: Partial<StoreRow> = {}): StoreRow {
-  return {
-    id: STORE,
-    platformKey: 'shopify',
-    platformAccountId: 'acct_1',
-    shopDomain: 'demo.myshopify.com',
-    installationId: 'inst_1',
-    plan: 'free',
-    billingStatus: 'active',
-    destination: 'log',
-    adminTokenEnv: null,
-    credentialMode: null,
-    clientId: null,
-    clientSecretEnv: null,
-    uninstalledAt: null,
-    createdAt: T0,
-    updatedAt: T0,
-    ...fields,
-  };
-}
+const store = (fields: Partial<StoreRow> = {}) => storeRow({ id: STORE, plan: 'free', createdAt: T0, updatedAt: T0, ...fields });
 
 let seq = 0;
 function receipt(fields: { ext?: string | null; at?: number; outcome?: string; capacity?: PendingReceipt['capacity'] } = {}): PendingReceipt {
