@@ -206,9 +206,24 @@ function errorCode(err: unknown): string {
 const storeOf = (core: Core, shop: string) => core.repo.getStoreByShop(shop);
 
 /**
+ * Whether Shopify still lets the app into the store. The signature covers a delivery's body, not its headers: a
+ * body seen once can be sent again under a new webhook id and pass. So an uninstall or a shop's erasure is acted on
+ * only once the store's own token is refused (Shopify revokes the app's tokens when it is uninstalled, before it
+ * sends app/uninstalled). Shopify not answering throws: the run is tried again later, never guessed.
+ */
+async function stillInstalled(core: Core, store: StoreRow): Promise<boolean> {
+  if (store.uninstalledAt != null) return false;
+  const look = await shopifyPlatform(core).probe(store, core.config.handoff.timeoutMs);
+  if (look.result === 'unreachable' || look.result === 'throttled') {
+    throw Object.assign(new Error('Shopify could not confirm the app was uninstalled'), { code: 'shopify_unconfirmed' });
+  }
+  return look.result === 'ok';
+}
+
+/**
  * The app's access ended: tokens forgotten, handoff paused (`uninstalled`), events kept waiting. Not when the store
  * holds a token obtained after the uninstall happened: it was installed again since (a delivery processed late, after
- * a crash), and its live install is left alone.
+ * a crash), and its live install is left alone; nor while Shopify still accepts its token (stillInstalled).
  */
 async function appUninstalled(core: Core, d: Delivery<'app/uninstalled'>): Promise<string> {
   const store = await storeOf(core, d.row.shopDomain);
@@ -217,6 +232,7 @@ async function appUninstalled(core: Core, d: Delivery<'app/uninstalled'>): Promi
   if (store.uninstalledAt == null && link?.tokenObtainedAt != null && link.tokenObtainedAt > d.at) {
     return `not applied: store ${store.id} was installed again after this uninstall`;
   }
+  if (await stillInstalled(core, store)) return `not applied: Shopify still accepts store ${store.id}'s token (a delivery sent again?)`;
   await markUninstalled(core, store.shopDomain, d.at);
   return `store ${store.id} marked uninstalled; handoff paused, events kept`;
 }
@@ -225,24 +241,22 @@ async function appUninstalled(core: Core, d: Delivery<'app/uninstalled'>): Promi
  * 48 hours after an uninstall: the store's personal data goes. Every retained event body (the events stay, with
  * their outcomes and counts, marked `expired`), the free text people wrote about it (support requests, diagnostics
  * notes, replay reasons, feature and expansion requests, in records and intents), customers' data requests, stored
- * idempotent responses, and its tokens when the app is not installed (a store installed again keeps its live ones).
+ * idempotent responses, and its tokens. Not while Shopify still accepts the store's token (stillInstalled): the app
+ * is installed, and a store whose merchant came back keeps its data.
  * Audit rows, grants, endpoints and receipts hold no personal data by design and stay.
  */
 async function shopRedact(core: Core, d: Delivery<'shop/redact'>): Promise<string> {
   const store = await storeOf(core, d.row.shopDomain);
   if (!store) return 'no store for this shop on this server';
+  if (await stillInstalled(core, store)) return `not applied: Shopify still accepts store ${store.id}'s token; it sends shop/redact only after an uninstall (a delivery sent again?)`;
   const redaction = new Redaction(core.repo.sql, core.repo.dialect);
   const bodies = await eraseAll(redaction, store);
   const records = await redaction.deleteRecords(store.id, FREE_TEXT_RECORDS);
   const intents = await redaction.deleteIntents(store.id, FREE_TEXT_INTENTS);
   await redaction.deleteIdempotencyKeys(store.id);
-  let tokens = 'tokens kept: the app is installed';
-  if (store.uninstalledAt != null) {
-    await core.repo.links.clearToken(store.id, core.clock.now());
-    shopifyPlatform(core).forget(store.id);
-    tokens = 'tokens cleared';
-  }
-  return `store ${store.id}: ${bodies} event bodies erased (events and counts kept), ${records} records and ${intents} intents deleted, ${tokens}`;
+  await core.repo.links.clearToken(store.id, core.clock.now());
+  shopifyPlatform(core).forget(store.id);
+  return `store ${store.id}: ${bodies} event bodies erased (events and counts kept), ${records} records and ${intents} intents deleted, tokens cleared`;
 }
 
 async function eraseAll(redaction: Redaction, store: StoreRow): Promise<number> {

@@ -4,10 +4,12 @@
  * shop behind one loopback router, reached as Shopify is, by shop: HOOKRELAY_SHOPIFY_ADMIN_URL=http://router/{shop}.
  * Each install is its own tenant: its own store, tokens and refreshes on the clock, its events handed off to its
  * own shop only; no read, replay or audit row crosses; one merchant's uninstall, reinstall and shop/redact leave
- * the other's relay running and its data whole; forged webhooks are refused and a replayed one is never processed
- * twice, not even after the reinstall it would undo.
+ * the other's relay running and its data whole; forged webhooks are refused, a replayed one is never processed
+ * twice, not even after the reinstall it would undo, and a signed body sent again under a new webhook id uninstalls
+ * and erases nothing while Shopify still accepts the store's token.
  */
 import { afterAll, afterEach, describe, expect, it } from 'bun:test';
+import { ShopifyWebhooks } from '../../db/shopify-webhooks.ts';
 import { shopifyWebhooks } from '../../src/ops/shopify-webhooks.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { b, fakeShopifyForFile, webhookPayloads, type FakeShopify } from '../fixtures/fake-shopify.ts';
@@ -272,6 +274,17 @@ describe('two merchants install the app on one deployment', () => {
     expect(await count(e, 'shopify_webhooks', 'webhook_id = ?', uninstalled.webhookId)).toBe(1);
     expect((await e.repo.getStoreByShop(A))!.uninstalledAt).toBeNull();
     expect((await stateOf(a)).state).toBe('active');
+    // The signature covers the body, not the headers: the same signed bodies sent again under new webhook ids are
+    // recorded and answered 200, but Shopify still accepts A's token, so neither uninstalls nor erases anything.
+    const bodyAgain = await fakes[A]!.deliverWebhook(webhooks, { topic: 'app/uninstalled', payload: webhookPayloads.appUninstalled(fakes[A]!.shop) });
+    const redactEarly = await fakes[A]!.deliverWebhook(webhooks, { topic: 'shop/redact', payload: webhookPayloads.shopRedact(fakes[A]!.shop) });
+    expect([bodyAgain.status, redactEarly.status]).toEqual([200, 200]);
+    await shopifyWebhooks(e.core).idle();
+    for (const id of [bodyAgain.webhookId, redactEarly.webhookId]) {
+      expect((await new ShopifyWebhooks(e.repo.sql).get(id))!.result).toContain('not applied: Shopify still accepts');
+    }
+    expect((await stateOf(a)).state).toBe('active');
+    expect(await count(e, 'event_bodies', 'event_id IN (SELECT id FROM events WHERE store_id = ?)', a.storeId)).toBe(4);
 
     // A leaves for good: uninstall, then shop/redact 48 hours later. A's bodies are gone from the database, its
     // rows and counts kept; B's bodies, tokens and handoff are untouched.

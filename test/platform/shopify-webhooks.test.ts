@@ -290,6 +290,35 @@ describe('app/uninstalled', () => {
   });
 });
 
+describe('a signed body is not proof of an uninstall', () => {
+  it('a token Shopify still takes means no uninstall happened; while Shopify is down the uninstall waits for its word (the run fails, is tried again, then applies)', async () => {
+    const { env: e } = await setup();
+    const url = listen(e);
+    await install(e);
+    const store = (await e.repo.getStoreByShop(SHOP))!;
+    // Sent again by someone who kept the body of an uninstall: Shopify still accepts the store's token.
+    const replayed = await fake.deliverWebhook(url, { topic: 'app/uninstalled', payload: webhookPayloads.appUninstalled(fake.shop) });
+    await shopifyWebhooks(e.core).idle();
+    expect((await webhookRow(e, replayed.webhookId))!.result).toContain('not applied: Shopify still accepts');
+    expect((await e.repo.getStoreByShop(SHOP))!.uninstalledAt).toBeNull();
+
+    // A real uninstall while Shopify does not answer: nothing is guessed; the run fails, is tried again, and applies.
+    const payload = fake.uninstall();
+    fake.setDown(true);
+    const r = await fake.deliverWebhook(url, { topic: 'app/uninstalled', payload });
+    expect(r.status).toBe(200);
+    await shopifyWebhooks(e.core).idle();
+    expect(await webhookRow(e, r.webhookId)).toMatchObject({ processedAt: null, lastError: 'shopify_unconfirmed' });
+    expect((await e.repo.getStoreByShop(SHOP))!.uninstalledAt).toBeNull();
+    fake.setDown(false);
+    e.clock.advance(31_000);
+    expect(await processPendingShopifyWebhooks(e.core)).toBe(1);
+    expect((await webhookRow(e, r.webhookId))!.result).toContain('marked uninstalled');
+    expect((await e.repo.getStoreByShop(SHOP))!.uninstalledAt).not.toBeNull();
+    expect((await e.repo.links.get(store.id))!.pauseReason).toBe('uninstalled');
+  });
+});
+
 describe('shop/redact', () => {
   it("erases that store's bodies and free text (rows and counts kept, tokens cleared), another store untouched", async () => {
     const { env: e } = await setup();
