@@ -11,6 +11,7 @@
 import { afterAll, afterEach, describe, expect, it } from 'bun:test';
 import { ShopifyWebhooks } from '../../db/shopify-webhooks.ts';
 import { shopifyWebhooks } from '../../src/ops/shopify-webhooks.ts';
+import { showStores } from '../../src/ops/stores.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { b, fakeShopifyForFile, webhookPayloads, type FakeShopify } from '../fixtures/fake-shopify.ts';
 import { dumpDatabase } from '../security/dump.ts';
@@ -261,6 +262,11 @@ describe('two merchants install the app on one deployment', () => {
     const stateOf = async (t: Tenant) => (await call(e, 'GET', '/agent/v1/setup-state', { token: t.grant })).json.data.handoff;
     expect(await stateOf(a)).toMatchObject({ state: 'paused', reason: 'uninstalled', code: 'SVC_APP_UNINSTALLED' });
     expect((await stateOf(bb)).state).toBe('active');
+    // What the operator's `hookrelay store show` prints for each.
+    const shown = Object.fromEntries((await showStores(e.core)).stores.map((st) => [st.shopDomain, st]));
+    expect(shown[A]).toMatchObject({ installed: false, uninstalledAt: expect.any(String), credentials: { mode: 'oauth', token: { expiresAt: null } }, handoff: { state: 'paused', code: 'SVC_APP_UNINSTALLED' } });
+    expect(shown[B]).toMatchObject({ installed: true, uninstalledAt: null, credentials: { mode: 'oauth' }, handoff: { state: 'active' } });
+    expect(Date.parse(shown[B]!.credentials.token!.expiresAt!)).toBeGreaterThan(e.clock.now());
 
     // A installs again: its backlog drains to A's shop. The same app/uninstalled delivered again (Shopify retries,
     // or someone replays it) is answered 200 and not processed again: A stays installed.
