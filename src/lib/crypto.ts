@@ -62,8 +62,8 @@ export function hmacBase64(secret: string, body: Uint8Array | string): string {
 /** The spec's format is lowercase hex only; uppercase or mixed case is a malformed signature. */
 const HEX64 = /^[0-9a-f]{64}$/;
 
-/** Constant-time check of a lowercase hex HMAC-SHA256 header value against the exact raw bytes. */
-export function verifyHmacHex(secret: string, body: Uint8Array, headerValue: string): boolean {
+/** Constant-time check of a lowercase hex HMAC-SHA256 header value against the exact raw bytes (or text). */
+export function verifyHmacHex(secret: string, body: Uint8Array | string, headerValue: string): boolean {
   const given = headerValue.trim();
   if (!HEX64.test(given)) return false;
   const expected = new Bun.CryptoHasher('sha256', secret).update(body).digest() as Buffer;

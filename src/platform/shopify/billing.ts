@@ -3,7 +3,7 @@
  * merchant approves in their admin (`appSubscriptionCreate` returns the confirmation page; the app never approves),
  * and the signed links by which only the merchant — who opened the app from Shopify — can start one.
  */
-import { timingSafeEqual } from 'node:crypto';
+import { hmacHex, verifyHmacHex } from '../../lib/crypto.ts';
 
 export const BILLING_MODES = ['off', 'shopify', 'shopify-test'] as const;
 export type BillingMode = (typeof BILLING_MODES)[number];
@@ -48,11 +48,10 @@ const choiceText = (shop: string, plan: string, expires: number) => `hookrelay-s
 
 /** The signature of a choose link: HMAC-SHA256 (hex) of the shop, plan and expiry with the app's client secret. */
 export function signChoice(secret: string, shop: string, plan: string, expires: number): string {
-  return new Bun.CryptoHasher('sha256', secret).update(choiceText(shop, plan, expires)).digest('hex');
+  return hmacHex(secret, choiceText(shop, plan, expires));
 }
 
 /** Whether a choose link is one this app made, for this shop and plan, and still good at `now`. Constant time. */
 export function choiceValid(secret: string, shop: string, plan: string, expires: number, sig: string, now: number): boolean {
-  if (!Number.isFinite(expires) || expires < now || !/^[0-9a-f]{64}$/.test(sig)) return false;
-  return timingSafeEqual(Buffer.from(signChoice(secret, shop, plan, expires), 'hex'), Buffer.from(sig, 'hex'));
+  return Number.isFinite(expires) && expires >= now && verifyHmacHex(secret, choiceText(shop, plan, expires), sig);
 }
