@@ -7,12 +7,8 @@
 import { TRIGGERS } from '../contract/triggers.ts';
 import type { ReadinessStore, TenantStore } from '../../db/repo.ts';
 import type { CoreWith } from '../core.ts';
-import { readCapped } from '../lib/body.ts';
-import { constantTimeEqual, hmacBase64 } from '../lib/crypto.ts';
-import { APP_SECRET_ENV, appSecret } from '../platform/shopify/app.ts';
+import { APP_SECRET_ENV, appSecret, malformedFields, readSignedBody, signedJson } from '../platform/shopify/app.ts';
 
-
-const MAX_BODY = 64 * 1024;
 const HANDLES: ReadonlySet<string> = new Set(Object.values(TRIGGERS).map((t) => t.handle));
 
 /** Built with the first callback: a serve that never gets one does not load zod for it. */
@@ -38,24 +34,11 @@ export function createLifecycleHandler(core: CoreWith<Pick<TenantStore, 'getStor
       core.log.warn(`flow lifecycle callback refused: set ${APP_SECRET_ENV[0]} to the app's client secret`);
       return reply(503, 'lifecycle_not_configured', 'This server has no Shopify app secret configured, so it cannot verify lifecycle callbacks.');
     }
-    const body = await readCapped(req, MAX_BODY);
-    if (!body) return reply(413, 'payload_too_large', 'Lifecycle callbacks are limited to 64 KiB.');
-
-    const signature = req.headers.get('x-shopify-hmac-sha256');
-    if (!signature) return reply(401, 'SVC_AUTH_HEADER_MISSING', 'X-Shopify-Hmac-Sha256 is missing.');
-    if (!constantTimeEqual(hmacBase64(secret, body), signature.trim())) return reply(401, 'SVC_AUTH_FAILED', 'The Shopify HMAC did not verify.');
-
-    let doc: unknown;
-    try {
-      doc = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body));
-    } catch {
-      return reply(400, 'invalid_input', 'The body is not valid JSON.');
-    }
-    const parsed = (await (schema ??= lifecycleSchema())).safeParse(doc);
-    if (!parsed.success) {
-      const fields = [...new Set(parsed.error.issues.map((i) => i.path.join('.') || 'body'))].join(', ');
-      return reply(400, 'invalid_input', `The callback is missing or has malformed fields: ${fields}.`);
-    }
+    const signed = await readSignedBody(req, secret, 'Lifecycle callbacks');
+    const json = signed.ok ? signedJson(signed.body) : signed;
+    if (!json.ok) return reply(json.status, json.code, json.message);
+    const parsed = (await (schema ??= lifecycleSchema())).safeParse(json.doc);
+    if (!parsed.success) return reply(400, 'invalid_input', `The callback is missing or has malformed fields: ${malformedFields(parsed.error.issues)}.`);
     const cb = parsed.data;
     const store = await core.repo.getStoreByShop(cb.shopify_domain.toLowerCase());
     if (!store) return reply(404, 'not_found', 'No store for this shop on this server.');

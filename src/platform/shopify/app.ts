@@ -3,7 +3,8 @@
  * asks for, and what installing it takes (the authorize page, the signed callback). The same client secret signs
  * Flow's lifecycle callbacks and the webhooks Shopify sends.
  */
-import { verifyHmacHex } from '../../lib/crypto.ts';
+import { readCapped } from '../../lib/body.ts';
+import { constantTimeEqual, hmacBase64, verifyHmacHex } from '../../lib/crypto.ts';
 import { adminBase } from './admin-api.ts';
 
 /** The app's client secret, read from the first of these variables that is set. */
@@ -57,3 +58,39 @@ export function callbackSigned(query: URLSearchParams, secret: string): boolean 
   const sorted = new URLSearchParams([...joined].sort(([a], [b]) => a.localeCompare(b)));
   return verifyHmacHex(secret, sorted.toString().replace(/\+/g, '%20'), given.toLowerCase());
 }
+
+/** What Shopify may POST signed with the app's client secret (webhooks, Flow's lifecycle callbacks); more is refused unread. */
+export const SIGNED_BODY_MAX = 64 * 1024;
+
+export type SignedRefusal = { ok: false; status: 400 | 401 | 413; code: string; message: string };
+
+const refusal = (status: 400 | 401 | 413, code: string, message: string): SignedRefusal => ({ ok: false, status, code, message });
+
+/**
+ * The raw body of a POST Shopify signed with the app's client secret (`what`: "Webhooks", "Lifecycle callbacks"):
+ * at most SIGNED_BODY_MAX bytes, and X-Shopify-Hmac-Sha256 — the base64 HMAC-SHA256 of the exact bytes — checked in
+ * constant time before anything else of the request is believed.
+ */
+export async function readSignedBody(req: Request, secret: string, what: string): Promise<{ ok: true; body: Uint8Array } | SignedRefusal> {
+  const body = await readCapped(req, SIGNED_BODY_MAX);
+  if (!body) return refusal(413, 'payload_too_large', `${what} are limited to 64 KiB.`);
+  const signature = req.headers.get('x-shopify-hmac-sha256');
+  if (!signature) return refusal(401, 'SVC_AUTH_HEADER_MISSING', 'X-Shopify-Hmac-Sha256 is missing.');
+  if (!constantTimeEqual(hmacBase64(secret, body), signature.trim())) return refusal(401, 'SVC_AUTH_FAILED', 'The Shopify HMAC did not verify.');
+  return { ok: true, body };
+}
+
+/** A verified body read as JSON (strict UTF-8). */
+export function signedJson(body: Uint8Array): { ok: true; doc: unknown } | SignedRefusal {
+  try {
+    return { ok: true, doc: JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body)) };
+  } catch {
+    return refusal(400, 'invalid_input', 'The body is not valid JSON.');
+  }
+}
+
+/** The fields a payload lacked or got wrong, for a 400: their paths, never their values. */
+export function malformedFields(issues: readonly { path: readonly PropertyKey[] }[]): string {
+  return [...new Set(issues.map((i) => i.path.map(String).join('.') || 'body'))].join(', ');
+}
+

@@ -4,14 +4,10 @@
  * its signature, its headers, its payload — into what hookrelay acts on. What each topic does to hookrelay's data is
  * src/ops/shopify-webhooks.ts. Of a payload only what processing needs is kept: never a customer's email or phone.
  */
-import { readCapped } from '../../lib/body.ts';
-import { constantTimeEqual, hmacBase64 } from '../../lib/crypto.ts';
-import { shopDomainOf } from './app.ts';
+import { malformedFields, readSignedBody, shopDomainOf, signedJson, type SignedRefusal } from './app.ts';
 
 /** Where Shopify delivers every topic the app subscribes to. */
 export const WEBHOOK_PATH = '/shopify/webhooks';
-/** Webhook bodies above this are refused (413) unread, as Flow's lifecycle callbacks are. */
-export const WEBHOOK_MAX_BODY = 64 * 1024;
 
 /** Topics of the app's own subscriptions. */
 export const APP_TOPICS = ['app/uninstalled', 'app_subscriptions/update'] as const;
@@ -50,7 +46,7 @@ export type ShopifyWebhook =
   | { [T in WebhookTopic]: Delivery & { topic: T; known: true; payload: WebhookPayloads[T] } }[WebhookTopic]
   | (Delivery & { topic: string; known: false; payload: null });
 
-export type WebhookRead = { ok: true; webhook: ShopifyWebhook } | { ok: false; status: 400 | 401 | 413; code: string; message: string };
+export type WebhookRead = { ok: true; webhook: ShopifyWebhook } | SignedRefusal;
 
 const TOPIC = /^[a-z0-9_]{1,64}\/[a-z0-9_/]{1,64}$/;
 /** Webhook and event ids are UUIDs today; anything printable and short is taken, nothing that could break a log line. */
@@ -74,19 +70,16 @@ const payloadSchemas = async () => {
 };
 let schemas: ReturnType<typeof payloadSchemas> | undefined;
 
-const refuse = (status: 400 | 401 | 413, code: string, message: string): WebhookRead => ({ ok: false, status, code, message });
+const refuse = (status: 400 | 401 | 413, code: string, message: string): SignedRefusal => ({ ok: false, status, code, message });
 
 /**
- * Reads one delivery: the raw body (at most WEBHOOK_MAX_BODY), its signature (X-Shopify-Hmac-Sha256, the base64
+ * Reads one delivery: the raw body (at most SIGNED_BODY_MAX), its signature (X-Shopify-Hmac-Sha256, the base64
  * HMAC-SHA256 of the exact bytes keyed with `secret`, compared in constant time), then — only once it verified —
  * its headers and its JSON. The shop a payload names must be the header's. Never throws for what a sender sends.
  */
 export async function readWebhook(req: Request, secret: string): Promise<WebhookRead> {
-  const body = await readCapped(req, WEBHOOK_MAX_BODY);
-  if (!body) return refuse(413, 'payload_too_large', 'Webhooks are limited to 64 KiB.');
-  const signature = req.headers.get('x-shopify-hmac-sha256');
-  if (!signature) return refuse(401, 'SVC_AUTH_HEADER_MISSING', 'X-Shopify-Hmac-Sha256 is missing.');
-  if (!constantTimeEqual(hmacBase64(secret, body), signature.trim())) return refuse(401, 'SVC_AUTH_FAILED', 'The Shopify HMAC did not verify.');
+  const signed = await readSignedBody(req, secret, 'Webhooks');
+  if (!signed.ok) return signed;
 
   const topic = req.headers.get('x-shopify-topic')?.trim().toLowerCase() ?? '';
   const shopDomain = shopDomainOf(req.headers.get('x-shopify-shop-domain'));
@@ -108,20 +101,13 @@ export async function readWebhook(req: Request, secret: string): Promise<Webhook
     triggeredAt: Number.isFinite(triggeredAt) ? triggeredAt : null,
   };
 
-  let doc: unknown;
-  try {
-    doc = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body));
-  } catch {
-    return refuse(400, 'invalid_input', 'The body is not valid JSON.');
-  }
+  const json = signedJson(signed.body);
+  if (!json.ok) return json;
   if (!KNOWN.has(topic)) return { ok: true, webhook: { ...delivery, topic, known: false, payload: null } };
 
   const known = topic as WebhookTopic;
-  const parsed = (await (schemas ??= payloadSchemas()))[known].safeParse(doc);
-  if (!parsed.success) {
-    const fields = [...new Set(parsed.error.issues.map((i) => i.path.join('.') || 'body'))].join(', ');
-    return refuse(400, 'invalid_input', `The ${known} payload is missing or has malformed fields: ${fields}.`);
-  }
+  const parsed = (await (schemas ??= payloadSchemas()))[known].safeParse(json.doc);
+  if (!parsed.success) return refuse(400, 'invalid_input', `The ${known} payload is missing or has malformed fields: ${malformedFields(parsed.error.issues)}.`);
   const p = parsed.data as Record<string, any>;
   const named = p.shop_domain ?? p.myshopify_domain;
   if (named != null && shopDomainOf(named) !== delivery.shopDomain) return refuse(400, 'invalid_input', 'The payload names another shop than X-Shopify-Shop-Domain.');
