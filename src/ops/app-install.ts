@@ -13,8 +13,9 @@ import { DEFAULT_PLAN } from '../contract/plans.ts';
 import type { Core } from '../core.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { randomBase62 } from '../lib/ids.ts';
+import { escapeHtml as esc, htmlPage as page, publicLink, redirectTo } from '../lib/web.ts';
 import { adminGraphql, exchangeAuthorizationCode, graphqlUrl, tokenUrl } from '../platform/shopify/admin-api.ts';
-import { APP_CLIENT_ID_ENV, APP_SECRET_ENV, appClientId, authorizeUrl, CALLBACK_CLOCK_TOLERANCE_MS, callbackSigned, shopDomainOf } from '../platform/shopify/app.ts';
+import { APP_CLIENT_ID_ENV, APP_SECRET_ENV, appClientId, authorizeUrl, shopDomainOf, signedQueryProblem } from '../platform/shopify/app.ts';
 import { obtainedToken } from '../platform/shopify/credentials.ts';
 import { billingMode } from '../platform/shopify/billing.ts';
 import { shopifyPlatform } from '../platform/shopify/platform.ts';
@@ -24,14 +25,6 @@ import { planChoices } from './billing.ts';
 const STATE_TTL_MS = 10 * 60_000;
 const COOKIE = 'hookrelay_install';
 const IDENTITY_QUERY = 'query hookrelayInstall { shop { id myshopifyDomain } currentAppInstallation { id } }';
-
-const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-
-/** A small HTML page: what happened and what to do. */
-function page(status: number, title: string, paragraphs: string[], headers: Record<string, string> = {}): Response {
-  const body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title></head><body><h1>${esc(title)}</h1>${paragraphs.map((p) => `<p>${p}</p>`).join('')}</body></html>`;
-  return new Response(body, { status, headers: { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store', ...headers } });
-}
 
 function cookieOf(req: Request, name: string): string | null {
   for (const part of (req.headers.get('cookie') ?? '').split(';')) {
@@ -61,17 +54,12 @@ export function createAppInstall(core: Core) {
     const state = randomBase62(32);
     const now = core.clock.now();
     await installs.createState(sha256Hex(state), shop, now, now + STATE_TTL_MS);
-    const base = core.config.publicUrl.replace(/\/+$/, '');
-    const secure = base.startsWith('https:') ? '; Secure' : '';
+    const redirectUri = publicLink(core.config.publicUrl, '/auth/callback');
+    const secure = redirectUri.startsWith('https:') ? '; Secure' : '';
     core.log.info(`app install begun for ${shop}`);
-    return new Response(null, {
-      status: 302,
-      headers: {
-        Location: authorizeUrl(shop, core.config.shopifyAdminUrl, { clientId, redirectUri: `${base}/auth/callback`, state }),
-        'Set-Cookie': `${COOKIE}=${state}; Path=/auth/callback; Max-Age=${STATE_TTL_MS / 1000}; HttpOnly; SameSite=Lax${secure}`,
-        'Cache-Control': 'no-store',
-      },
-    });
+    const to = redirectTo(authorizeUrl(shop, core.config.shopifyAdminUrl, { clientId, redirectUri, state }));
+    to.headers.set('Set-Cookie', `${COOKIE}=${state}; Path=/auth/callback; Max-Age=${STATE_TTL_MS / 1000}; HttpOnly; SameSite=Lax${secure}`);
+    return to;
   }
 
   async function callback(req: Request): Promise<Response> {
@@ -88,9 +76,8 @@ export function createAppInstall(core: Core) {
       return page(401, 'This install link is not valid', [`${esc(why)} Start again from your store: <code>/auth/install?shop=your-store.myshopify.com</code>.`], clear);
     };
     if (q.get('error')) return page(400, 'The app was not installed', [`Shopify says: ${esc(q.get('error')!.slice(0, 100))}. Nothing was changed.`], clear);
-    if (!callbackSigned(q, secret)) return refuse('Its signature does not verify.');
-    const timestamp = Number(q.get('timestamp')) * 1000;
-    if (!Number.isFinite(timestamp) || Math.abs(core.clock.now() - timestamp) > CALLBACK_CLOCK_TOLERANCE_MS) return refuse('It is too old (or the clocks differ).');
+    const problem = signedQueryProblem(q, secret, core.clock.now());
+    if (problem) return refuse(problem === 'unsigned' ? 'Its signature does not verify.' : 'It is too old (or the clocks differ).');
     if (!shop) return refuse('It names no valid shop.');
     const state = q.get('state') ?? '';
     if (!state || cookieOf(req, COOKIE) !== state) return refuse('It was not begun in this browser.');

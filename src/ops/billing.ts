@@ -9,26 +9,19 @@
 import type { StoreRow } from '../../db/types.ts';
 import { paidPlans, PLANS } from '../contract/plans.ts';
 import type { Core } from '../core.ts';
-import { appSecret, CALLBACK_CLOCK_TOLERANCE_MS, callbackSigned, shopDomainOf } from '../platform/shopify/app.ts';
+import { appSecret, shopDomainOf, signedQueryProblem } from '../platform/shopify/app.ts';
 import { billingMode, CHOICE_TTL_MS, choiceValid, planOfSubscription, signChoice } from '../platform/shopify/billing.ts';
 import { shopifyPlatform } from '../platform/shopify/platform.ts';
-
-const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-
-function page(status: number, title: string, paragraphs: string[]): Response {
-  const body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title></head><body><h1>${esc(title)}</h1>${paragraphs.map((p) => `<p>${p}</p>`).join('')}</body></html>`;
-  return new Response(body, { status, headers: { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store' } });
-}
+import { escapeHtml as esc, htmlPage as page, publicLink, redirectTo } from '../lib/web.ts';
 
 /** The plans as a merchant chooses them: one signed link each (HTML list items); empty with billing off. */
 export function planChoices(core: Core, shop: string): string[] {
   const secret = appSecret(core.config.env);
   if (billingMode(core.config.env) === 'off' || !secret) return [];
   const expires = core.clock.now() + CHOICE_TTL_MS;
-  const base = core.config.publicUrl.replace(/\/+$/, '');
   return paidPlans().map((p) => {
     const q = new URLSearchParams({ shop, plan: p.plan, expires: String(expires), sig: signChoice(secret, shop, p.plan, expires) });
-    return `<a href="${esc(`${base}/billing/subscribe?${q}`)}">${esc(p.plan)}</a>: US$${p.priceUsd} every 30 days, ${p.acceptedEventsPer30Days.toLocaleString('en')} events, ${p.replayExecutions.toLocaleString('en')} replays`;
+    return `<a href="${esc(publicLink(core.config.publicUrl, `/billing/subscribe?${q}`))}">${esc(p.plan)}</a>: US$${p.priceUsd} every 30 days, ${p.acceptedEventsPer30Days.toLocaleString('en')} events, ${p.replayExecutions.toLocaleString('en')} replays`;
   });
 }
 
@@ -40,14 +33,13 @@ export function createBilling(core: Core) {
     const q = new URL(req.url).searchParams;
     const secret = appSecret(core.config.env);
     const shop = shopDomainOf(q.get('shop'));
-    const timestamp = Number(q.get('timestamp')) * 1000;
-    if (!secret || !shop || !callbackSigned(q, secret) || !(Math.abs(core.clock.now() - timestamp) <= CALLBACK_CLOCK_TOLERANCE_MS)) {
+    if (!secret || !shop || signedQueryProblem(q, secret, core.clock.now())) {
       return page(401, 'Open hookrelay from your Shopify admin', ['This page shows your plan when you open the app from your store\'s admin (Apps → hookrelay).']);
     }
     const store = await core.repo.getStoreByShop(shop);
     // Opened from Shopify (the App Store, an install link) on a store it is not installed on: install it, as Shopify expects.
     if (!store || store.uninstalledAt != null) {
-      return new Response(null, { status: 302, headers: { Location: `${core.config.publicUrl.replace(/\/+$/, '')}/auth/install?shop=${encodeURIComponent(shop)}`, 'Cache-Control': 'no-store' } });
+      return redirectTo(publicLink(core.config.publicUrl, `/auth/install?shop=${encodeURIComponent(shop)}`));
     }
     const choices = planChoices(core, shop);
     return page(200, `hookrelay on ${shop}`, [
@@ -70,14 +62,14 @@ export function createBilling(core: Core) {
     }
     const store = await core.repo.getStoreByShop(shop);
     if (!store || store.uninstalledAt != null) return page(404, 'hookrelay is not installed on this store', [`Install it: <code>/auth/install?shop=${esc(shop)}</code>.`]);
-    const returnUrl = `${core.config.publicUrl.replace(/\/+$/, '')}/billing/return?shop=${encodeURIComponent(shop)}`;
+    const returnUrl = publicLink(core.config.publicUrl, `/billing/return?shop=${encodeURIComponent(shop)}`);
     const made = await shopifyPlatform(core).subscribe(store, plan, price, returnUrl, mode === 'shopify-test');
     if (!made.ok) {
       core.log.warn(`billing: no subscription for ${shop} (${plan}): ${made.message}`);
       return page(502, 'Shopify did not start the subscription', [esc(made.message)]);
     }
     core.log.info(`billing: ${shop} chose ${plan}; Shopify subscription ${made.id} awaits the merchant's approval`);
-    return new Response(null, { status: 302, headers: { Location: made.confirmationUrl, 'Cache-Control': 'no-store' } });
+    return redirectTo(made.confirmationUrl);
   }
 
   /** GET /billing/return: Shopify sends the merchant back here after approving (or not). */

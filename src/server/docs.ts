@@ -1,10 +1,10 @@
 /** The human docs page: discovery pointers and the operation table, generated from the contract. */
 import { OPERATIONS } from '../contract/operations.ts';
+import { escapeHtml as esc, publicLink } from '../lib/web.ts';
 
-const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
 
 export function docsPage(publicUrl: string): string {
-  const base = esc(publicUrl.replace(/\/+$/, ''));
+  const base = esc(publicLink(publicUrl, ''));
   const rows = OPERATIONS.map(
     (o) =>
       `<tr><td><code>${o.method}</code></td><td><code>${esc(o.path)}</code></td><td>${o.operationId}</td><td>${o.scopes.join(', ') || '—'}</td><td>${o.effect}</td><td>${o.confirmation ? 'required' : 'no'}</td></tr>`,

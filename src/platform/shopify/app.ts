@@ -59,6 +59,16 @@ export function callbackSigned(query: URLSearchParams, secret: string): boolean 
   return verifyHmacHex(secret, sorted.toString().replace(/\+/g, '%20'), given.toLowerCase());
 }
 
+/**
+ * Why a query Shopify signed (an install's callback, the app opened from the admin) is not to be taken at `now`
+ * (ms): `unsigned` (no valid hmac), `stale` (its timestamp further than CALLBACK_CLOCK_TOLERANCE_MS away); null when good.
+ */
+export function signedQueryProblem(query: URLSearchParams, secret: string, now: number): 'unsigned' | 'stale' | null {
+  if (!callbackSigned(query, secret)) return 'unsigned';
+  const timestamp = Number(query.get('timestamp')) * 1000;
+  return Number.isFinite(timestamp) && Math.abs(now - timestamp) <= CALLBACK_CLOCK_TOLERANCE_MS ? null : 'stale';
+}
+
 /** What Shopify may POST signed with the app's client secret (webhooks, Flow's lifecycle callbacks); more is refused unread. */
 export const SIGNED_BODY_MAX = 64 * 1024;
 
