@@ -7,7 +7,7 @@
  * store's plan and billing status, and the meters follow. With billing off nothing here is reachable.
  */
 import type { StoreRow } from '../../db/types.ts';
-import { paidPlans, PLANS } from '../contract/plans.ts';
+import { paidPlans } from '../contract/plans.ts';
 import type { Core } from '../core.ts';
 import { appSecret, shopDomainOf, signedQueryProblem } from '../platform/shopify/app.ts';
 import { billingMode, CHOICE_TTL_MS, choiceValid, planOfSubscription, signChoice } from '../platform/shopify/billing.ts';
@@ -56,7 +56,7 @@ export function createBilling(core: Core) {
     const q = new URL(req.url).searchParams;
     const shop = shopDomainOf(q.get('shop'));
     const plan = q.get('plan') ?? '';
-    const price = PLANS[plan]?.priceUsd;
+    const price = paidPlans().find((p) => p.plan === plan)?.priceUsd;
     if (!shop || price == null || !choiceValid(secret, shop, plan, Number(q.get('expires')), q.get('sig') ?? '', core.clock.now())) {
       return page(401, 'This link is not valid', ['Open hookrelay from your Shopify admin again and choose the plan there.']);
     }
@@ -104,7 +104,8 @@ export async function applySubscription(core: Core, shopDomain: string, sub: Sub
   let row: StoreRow | null = null;
   if (status === 'ACTIVE') {
     const plan = planOfSubscription(sub.name);
-    if (plan && PLANS[plan]) row = { ...store, plan, billingStatus: 'active', updatedAt: now };
+    // Only a plan this deployment sells (a name such as `hookrelay constructor` is nobody's plan).
+    if (paidPlans().some((p) => p.plan === plan)) row = { ...store, plan: plan!, billingStatus: 'active', updatedAt: now };
   } else if (status === 'CANCELLED' || status === 'EXPIRED') {
     row = { ...store, plan: 'free', billingStatus: status.toLowerCase(), updatedAt: now };
   } else if (status === 'FROZEN') {

@@ -6,6 +6,8 @@
  * changes from a self-hosted box.
  */
 import { describe, expect, it } from 'bun:test';
+import { applySubscription } from '../../src/ops/billing.ts';
+import { signChoice } from '../../src/platform/shopify/billing.ts';
 import { fakeShopifyForFile, webhookPayloads } from '../fixtures/fake-shopify.ts';
 import { addGrant, BASE, call, createTestEnv, type TestEnv } from '../helpers.ts';
 
@@ -97,6 +99,19 @@ describe('billing through Shopify', () => {
     expect(write.status).toBe(403);
     expect(write.json.refusal.category).toBe('human_only');
     expect(fake.subscriptions).toHaveLength(0);
+  });
+
+  it('takes only a plan this deployment sells: neither a signed link nor an ACTIVE subscription names another into the store', async () => {
+    const e = await setup('shopify-test');
+    await install(e);
+    const expires = e.clock.now() + 60_000;
+    for (const plan of ['unlimited', 'free', 'constructor', '__proto__']) {
+      const q = new URLSearchParams({ shop: SHOP, plan, expires: String(expires), sig: signChoice(CLIENT.clientSecret, SHOP, plan, expires) });
+      expect([plan, (await e.app.fetch(new Request(`${BASE}/billing/subscribe?${q}`))).status]).toEqual([plan, 401]);
+      expect(await applySubscription(e.core, SHOP, { name: `hookrelay ${plan}`, status: 'ACTIVE', id: 'gid://shopify/AppSubscription/9' })).toBeNull();
+    }
+    expect(fake.subscriptions).toHaveLength(0);
+    expect((await e.repo.getStoreByShop(SHOP))!.plan).toBe('free');
   });
 
   it('shows the plans on the app page Shopify opens (signed launch) and nothing without the signature', async () => {
