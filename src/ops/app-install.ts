@@ -20,6 +20,7 @@ import { obtainedToken } from '../platform/shopify/credentials.ts';
 import { billingMode } from '../platform/shopify/billing.ts';
 import { shopifyPlatform } from '../platform/shopify/platform.ts';
 import { planChoices } from './billing.ts';
+import { newStoreRow } from './stores.ts';
 
 /** An install begun must come back within this long. */
 const STATE_TTL_MS = 10 * 60_000;
@@ -126,24 +127,14 @@ export function createAppInstall(core: Core) {
 /** The store for an install: created (destination Shopify, OAuth credentials) or brought back, uninstalled no more. */
 async function upsertStore(repo: Repo, core: Core, shop: string, clientId: string, secretVar: string, now: number): Promise<StoreRow> {
   const existing = await repo.getStoreByShop(shop);
-  const credentials = { destination: 'shopify', credentialMode: 'oauth', clientId, clientSecretEnv: secretVar, adminTokenEnv: null, uninstalledAt: null, updatedAt: now } as const;
+  const credentials = { destination: 'shopify', credentialMode: 'oauth', clientId, clientSecretEnv: secretVar, adminTokenEnv: null } as const;
   if (existing) {
-    const row = { ...existing, ...credentials };
+    const row = { ...existing, ...credentials, uninstalledAt: null, updatedAt: now };
     await repo.updateStore(row);
     return row;
   }
-  const row: StoreRow = {
-    id: core.ids.next('st'),
-    platformKey: 'shopify',
-    platformAccountId: shop.replace('.myshopify.com', ''),
-    shopDomain: shop,
-    installationId: `inst_${shop.replace('.myshopify.com', '')}`,
-    // A deployment that bills starts stores on its free plan; a self-hosted box caps nothing.
-    plan: billingMode(core.config.env) === 'off' ? DEFAULT_PLAN : 'free',
-    billingStatus: 'active',
-    ...credentials,
-    createdAt: now,
-  };
+  // A deployment that bills starts stores on its free plan; a self-hosted box caps nothing.
+  const row = newStoreRow(core, shop, { ...credentials, plan: billingMode(core.config.env) === 'off' ? DEFAULT_PLAN : 'free' });
   await repo.insertStore(row);
   return row;
 }

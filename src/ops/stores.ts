@@ -35,8 +35,6 @@ const SHOPIFY_TOKEN = /^shp(at|ca|pa|ss)_/i;
 export const PUBLIC_URL_SETTING = 'public_url';
 /** The settings key of the Shopify app's client id for installs (`hookrelay store set --app-client-id`). */
 export const APP_CLIENT_ID_SETTING = 'shopify_app_client_id';
-/** A Shopify app's client id as the Dev Dashboard shows it (hex, 32 characters today; room for other forms). */
-const CLIENT_ID = /^[A-Za-z0-9_-]{8,100}$/;
 
 function normalizeShop(domain: string): string {
   const shop = domain.trim().toLowerCase();
@@ -74,7 +72,7 @@ function checkClientId(id: string): void {
 function checkAuth(auth: string): asserts auth is CredentialMode {
   if (!(CREDENTIAL_MODES as readonly string[]).includes(auth)) throw new AppError('invalid_input', `--auth must be one of ${CREDENTIAL_MODES.join(', ')}.`);
   if (auth === 'oauth') {
-    throw new AppError('invalid_input', '--auth oauth is set by installing the app on the store (authorization code grant), which this version does not do yet: use client-credentials (an app of your own organization) or static.');
+    throw new AppError('invalid_input', "--auth oauth is set by installing the app on the store: the merchant opens {public URL}/auth/install?shop=<shop> (README, Hosting for many stores). For an app of your own organization use client-credentials, or static.");
   }
 }
 
@@ -116,28 +114,44 @@ export async function initStore(core: CoreWith<TenantStore>, input: InitStoreInp
     refuseIgnoredFlags(existing, input);
     return { created: false, store: storeView(existing) };
   }
-  const now = core.clock.now();
-  const auth = impliedAuth(input);
-  const row: StoreRow = {
-    id: core.ids.next('st'),
-    platformKey: 'shopify',
-    platformAccountId: input.platformAccountId ?? shop.replace('.myshopify.com', ''),
-    shopDomain: shop,
-    installationId: input.installationId ?? `inst_${shop.replace('.myshopify.com', '')}`,
+  const row = newStoreRow(core, shop, {
+    platformAccountId: input.platformAccountId,
+    installationId: input.installationId,
     plan: input.plan ?? DEFAULT_PLAN,
-    billingStatus: 'active',
     destination: input.destination ?? 'log',
     adminTokenEnv: input.adminTokenEnv ?? null,
-    credentialMode: auth ?? null,
+    credentialMode: impliedAuth(input) ?? null,
     clientId: input.clientId ?? null,
     clientSecretEnv: input.clientSecretEnv ?? null,
-    uninstalledAt: null,
-    createdAt: now,
-    updatedAt: now,
-  };
+  });
   checkDestinationNeeds(row);
   await core.repo.insertStore(row);
   return { created: true, store: storeView(row) };
+}
+
+/**
+ * A new store's row (`init`, or an app install): the platform account and installation ids default to the shop's
+ * handle until the platform reports its own; billing active, installed.
+ */
+export function newStoreRow(
+  core: CoreWith<unknown>,
+  shop: string,
+  fields: Pick<StoreRow, 'plan' | 'destination' | 'adminTokenEnv' | 'credentialMode' | 'clientId' | 'clientSecretEnv'> & Partial<Pick<StoreRow, 'platformAccountId' | 'installationId'>>,
+): StoreRow {
+  const now = core.clock.now();
+  const handle = shop.replace('.myshopify.com', '');
+  return {
+    id: core.ids.next('st'),
+    platformKey: 'shopify',
+    shopDomain: shop,
+    billingStatus: 'active',
+    uninstalledAt: null,
+    createdAt: now,
+    updatedAt: now,
+    ...fields,
+    platformAccountId: fields.platformAccountId ?? handle,
+    installationId: fields.installationId ?? `inst_${handle}`,
+  };
 }
 
 /** Shapes of the flags init and store set share, before anything is read or written. */
@@ -257,9 +271,7 @@ export async function setStoreSettings(core: CoreWith<TenantStore & { links: Pla
   checkCredentialFlags(input);
   const publicUrl = input.publicUrl === undefined ? undefined : normalizeBaseUrl(input.publicUrl, '--public-url');
   const appClientId = input.appClientId?.trim();
-  if (appClientId !== undefined && !CLIENT_ID.test(appClientId)) {
-    throw new AppError('invalid_input', '--app-client-id must be the app\'s client id as the Dev Dashboard shows it (8-100 letters, digits, - or _).');
-  }
+  if (appClientId !== undefined) checkClientId(appClientId);
   const store = shopDomain ? await findStore(core, shopDomain) : null;
   const changed: string[] = [];
   let row = store;
