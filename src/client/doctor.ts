@@ -1,5 +1,6 @@
 /** `hookrelay doctor`: named checks of a configuration against a server, each ok or failed with a hint. */
 import { EXIT } from '../contract/errors.ts';
+import { linkCheckAdvice } from '../contract/platform.ts';
 import type { z } from 'zod';
 import { AgentOperationsManifestSchema, AgentGrantIntrospectionReadSchema, type SetupStateSchema } from '../contract/schemas.ts';
 import { API_PREFIX, EDITION, OPENAPI_PATH, OPENAPI_VERSION, SCHEMA_VERSION } from '../contract/scopes.ts';
@@ -262,15 +263,6 @@ export async function runDoctor(client: HookrelayClient, config: ResolvedConfig)
 
 type SetupState = z.infer<typeof SetupStateSchema>;
 
-const CHECK_HINTS: Record<string, string> = {
-  credentials_missing: 'Set the variable the store names where hookrelay serve runs (hookrelay store show lists it), or set the credentials with hookrelay store set.',
-  credentials_refused: 'Shopify refused the token: check the app is installed on the store with its scopes; for a static token export a valid one and restart serve.',
-  token_request_failed: "Shopify would not issue a token: check the client id and the client secret variable (Dev Dashboard → the app → Settings) and that the app is installed.",
-  app_uninstalled: 'The merchant uninstalled the app: events wait until it is installed again ({public URL}/auth/install?shop=…).',
-  unreachable: 'Shopify could not be reached from the server: check its network, proxy and DNS (HOOKRELAY_SHOPIFY_ADMIN_URL, if set).',
-  throttled: "The store's API budget is spent for the moment; run doctor again shortly.",
-};
-
 /** The destination, checked live with the store's current credentials (a `shop` query); fails while the handoff is paused. */
 function destinationCheck(setup: SetupState): Check {
   const p = setup.platform;
@@ -281,11 +273,11 @@ function destinationCheck(setup: SetupState): Check {
     return fail(
       'shopify_destination',
       `Handoff to Shopify is paused since ${setup.handoff.since} (${setup.handoff.code}): ${setup.handoff.message ?? ''} Events wait; none fail. Live check: ${p.check.result}.`,
-      setup.handoff.recommendedAction ?? CHECK_HINTS[p.check.result] ?? 'See hookrelay store show.',
+      setup.handoff.recommendedAction ?? linkCheckAdvice(p.check.result) ?? 'See hookrelay store show.',
     );
   }
   if (p.check.result === 'ok') return pass('shopify_destination', `Shopify accepted the store's credentials (${creds.mode}${token}). ${p.check.message}`);
-  return fail('shopify_destination', `Shopify check: ${p.check.result}${p.check.httpStatus ? ` (HTTP ${p.check.httpStatus})` : ''}. ${p.check.message}`, CHECK_HINTS[p.check.result] ?? 'See hookrelay store show.');
+  return fail('shopify_destination', `Shopify check: ${p.check.result}${p.check.httpStatus ? ` (HTTP ${p.check.httpStatus})` : ''}. ${p.check.message}`, linkCheckAdvice(p.check.result) ?? 'See hookrelay store show.');
 }
 
 /** The Admin API version asked for: warns within 90 days of its end of support, fails after; warns on a fall-forward. */

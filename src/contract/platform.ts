@@ -22,45 +22,6 @@ export type CredentialMode = (typeof CREDENTIAL_MODES)[number];
 export const PAUSE_REASONS = ['credentials', 'platform_unavailable', 'uninstalled'] as const;
 export type PauseReason = (typeof PAUSE_REASONS)[number];
 
-/**
- * Stable codes of a paused handoff, each with the action that clears it. A configuration problem on this box is
- * never labelled a platform rejection: `SVC_CREDENTIALS_MISSING` is about hookrelay's settings, the others about
- * what the platform answered.
- */
-export const PAUSE_CODES = {
-  SVC_CREDENTIALS_MISSING: {
-    reason: 'credentials',
-    recommendedAction:
-      "Set the variable the store names where hookrelay serve runs (hookrelay store show lists it) and restart serve, or fix the store's credentials with hookrelay store set.",
-  },
-  SVC_CREDENTIALS_REFUSED: {
-    reason: 'credentials',
-    recommendedAction:
-      "The platform refused the store's access token (401/403). Check the app is still installed on the store with the scopes it needs; for a static token, export a valid one and restart serve. Handoff resumes by itself once a probe succeeds.",
-  },
-  SVC_TOKEN_REQUEST_FAILED: {
-    reason: 'credentials',
-    recommendedAction:
-      "The platform would not issue an access token for the store's client id and secret. Check both in the app's settings (Dev Dashboard) and that the app is installed on the store; handoff resumes by itself once a probe succeeds.",
-  },
-  SVC_REINSTALL_REQUIRED: {
-    reason: 'credentials',
-    recommendedAction:
-      "Shopify no longer accepts the store's refresh token (expired or revoked), so no new access token can be had. The merchant reinstalls the app: {public URL}/auth/install?shop=<shop>. Events wait meanwhile and go once it is reinstalled.",
-  },
-  SVC_APP_UNINSTALLED: {
-    reason: 'uninstalled',
-    recommendedAction:
-      'The merchant uninstalled the app, which ended its access to the store. Events are kept and wait; if the merchant installs the app again ({public URL}/auth/install?shop=<shop>) they are handed off.',
-  },
-  SVC_PLATFORM_UNAVAILABLE: {
-    reason: 'platform_unavailable',
-    recommendedAction:
-      "Shopify is not answering (network errors, timeouts or 5xx in a row). Nothing to do here: events wait and go once a probe gets an answer. If it lasts, check Shopify's status page and this box's network (DNS, proxy, firewall).",
-  },
-} as const satisfies Record<string, { reason: PauseReason; recommendedAction: string }>;
-export type PauseCode = keyof typeof PAUSE_CODES;
-
 /** What a live, authenticated check of the destination found (a cheap query with the store's credentials). */
 export const LINK_CHECK_RESULTS = [
   'ok',
@@ -73,3 +34,57 @@ export const LINK_CHECK_RESULTS = [
   'not_applicable',
 ] as const;
 export type LinkCheckResult = (typeof LINK_CHECK_RESULTS)[number];
+
+/**
+ * Stable codes of a paused handoff, each with the action that clears it and what a live check of the destination
+ * reports while it holds (`check`). A configuration problem on this box is never labelled a platform rejection:
+ * `SVC_CREDENTIALS_MISSING` is about hookrelay's settings, the others about what the platform answered.
+ */
+export const PAUSE_CODES = {
+  SVC_CREDENTIALS_MISSING: {
+    reason: 'credentials',
+    check: 'credentials_missing',
+    recommendedAction:
+      "Set the variable the store names where hookrelay serve runs (hookrelay store show lists it) and restart serve, or fix the store's credentials with hookrelay store set.",
+  },
+  SVC_CREDENTIALS_REFUSED: {
+    reason: 'credentials',
+    check: 'credentials_refused',
+    recommendedAction:
+      "The platform refused the store's access token (401/403). Check the app is still installed on the store with the scopes it needs; for a static token, export a valid one and restart serve. Handoff resumes by itself once a probe succeeds.",
+  },
+  SVC_TOKEN_REQUEST_FAILED: {
+    reason: 'credentials',
+    check: 'token_request_failed',
+    recommendedAction:
+      "The platform would not issue an access token for the store's client id and secret. Check both in the app's settings (Dev Dashboard) and that the app is installed on the store; handoff resumes by itself once a probe succeeds.",
+  },
+  SVC_REINSTALL_REQUIRED: {
+    reason: 'credentials',
+    check: 'credentials_refused',
+    recommendedAction:
+      "Shopify no longer accepts the store's refresh token (expired or revoked), so no new access token can be had. The merchant reinstalls the app: {public URL}/auth/install?shop=<shop>. Events wait meanwhile and go once it is reinstalled.",
+  },
+  SVC_APP_UNINSTALLED: {
+    reason: 'uninstalled',
+    check: 'app_uninstalled',
+    recommendedAction:
+      'The merchant uninstalled the app, which ended its access to the store. Events are kept and wait; if the merchant installs the app again ({public URL}/auth/install?shop=<shop>) they are handed off.',
+  },
+  SVC_PLATFORM_UNAVAILABLE: {
+    reason: 'platform_unavailable',
+    check: 'unreachable',
+    recommendedAction:
+      "Shopify is not answering (network errors, timeouts or 5xx in a row). Nothing to do here: events wait and go once a probe gets an answer. If it lasts, check Shopify's status page and this box's network (DNS, proxy, firewall).",
+  },
+} as const satisfies Record<string, { reason: PauseReason; check: LinkCheckResult; recommendedAction: string }>;
+export type PauseCode = keyof typeof PAUSE_CODES;
+
+/**
+ * What to do about a live check's result: the action of the pause it stands for (the first that reports it), or
+ * for a throttled check, to run it again; null for results that need nothing.
+ */
+export function linkCheckAdvice(result: LinkCheckResult): string | null {
+  if (result === 'throttled') return "The store's API budget is spent for the moment; check again shortly.";
+  return Object.values(PAUSE_CODES).find((p) => p.check === result)?.recommendedAction ?? null;
+}

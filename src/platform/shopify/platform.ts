@@ -6,6 +6,7 @@
  */
 import type { PlatformLinkStore } from '../../../db/platform-links.ts';
 import type { StoreRow } from '../../../db/types.ts';
+import { PAUSE_CODES } from '../../contract/platform.ts';
 import type { CoreWith } from '../../core.ts';
 import type { Destination, HandoffOutcome, HandoffRequest, LinkCheck, PauseRequest } from '../types.ts';
 import { adminGraphql, graphqlUrl, isThrottled, type GraphqlReply } from './admin-api.ts';
@@ -183,13 +184,7 @@ function pausedOutcome(t: Extract<TokenResult, { ok: false }>, sent: boolean, ht
 }
 
 function failedCheck(t: Extract<TokenResult, { ok: false }>, checkedAt: number): LinkCheck {
-  const byCode: Partial<Record<PauseRequest['code'], LinkCheck['result']>> = {
-    SVC_CREDENTIALS_MISSING: 'credentials_missing',
-    SVC_TOKEN_REQUEST_FAILED: 'token_request_failed',
-    SVC_APP_UNINSTALLED: 'app_uninstalled',
-  };
-  const result = byCode[t.pause.code] ?? 'credentials_refused';
-  return { result, httpStatus: t.httpStatus, checkedAt, message: t.pause.message, pause: t.pause };
+  return { result: PAUSE_CODES[t.pause.code].check, httpStatus: t.httpStatus, checkedAt, message: t.pause.message, pause: t.pause };
 }
 
 /** What a flowTriggerReceive reply means for the event. */
