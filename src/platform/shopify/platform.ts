@@ -187,11 +187,13 @@ function failedCheck(t: Extract<TokenResult, { ok: false }>, checkedAt: number):
   return { result: PAUSE_CODES[t.pause.code].check, httpStatus: t.httpStatus, checkedAt, message: t.pause.message, pause: t.pause };
 }
 
-/** What a flowTriggerReceive reply means for the event. */
+/** What a flowTriggerReceive reply that was not THROTTLED means for the event. */
 function handoffOutcome(store: StoreRow, reply: GraphqlReply): HandoffOutcome {
   switch (reply.kind) {
-    case 'refused':
-      return { kind: 'paused', httpStatus: reply.status, errorClass: 'credentials', message: refusedPause(store, reply.status).message, sent: true, pause: refusedPause(store, reply.status) };
+    case 'refused': {
+      const pause = refusedPause(store, reply.status);
+      return { kind: 'paused', httpStatus: reply.status, errorClass: 'credentials', message: pause.message, sent: true, pause };
+    }
     case 'limited':
       return { kind: 'retry', httpStatus: reply.status, errorClass: 'throttled', message: 'Throttled by the platform.', retryAfterMs: reply.retryAfterMs };
     case 'server_error':
@@ -205,7 +207,7 @@ function handoffOutcome(store: StoreRow, reply: GraphqlReply): HandoffOutcome {
     case 'network':
       return { kind: 'retry', httpStatus: null, errorClass: 'network', message: 'The platform could not be reached.' };
     case 'answered': {
-      if (isThrottled(reply.errors)) return { kind: 'retry', httpStatus: 200, errorClass: 'throttled', message: 'Throttled by the platform (GraphQL cost).' };
+      // THROTTLED never reaches here: send() defers it (no attempt spent).
       if (reply.errors.length) return { kind: 'failed', httpStatus: 200, errorClass: 'user_errors', message: clip(reply.errors.map((e) => e.message ?? 'error').join('; ')) };
       const result = reply.data?.flowTriggerReceive as { userErrors?: { field?: string[] | null; message?: string }[] } | null | undefined;
       const userErrors = result?.userErrors;
