@@ -6,7 +6,8 @@
  */
 import type { AttemptResult } from '../../db/types.ts';
 
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+/** Resolves on the event loop's next turn (after I/O callbacks queued meanwhile). */
+export const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export class AttemptRecorder {
   private pending: { result: AttemptResult; done: () => void; fail: (err: unknown) => void }[] = [];

@@ -12,7 +12,7 @@ import { shopifyPlatform } from '../platform/shopify/platform.ts';
 import type { Destination, HandoffOutcome } from '../platform/types.ts';
 import { logDestination } from './destinations/log.ts';
 import { HandoffPauses } from './pauses.ts';
-import { AttemptRecorder } from './recorder.ts';
+import { AttemptRecorder, nextTurn } from './recorder.ts';
 import { IDEMPOTENCY_TTL_MS, RETRY_JITTER } from '../contract/limits.ts';
 import { attemptMetrics } from '../lib/event-stats.ts';
 import { metrics } from '../lib/instruments.ts';
@@ -31,7 +31,6 @@ const ROUND_GAP_MS = 10;
 const CLAIM_EVERY_MS = 1000;
 
 /** Resolves at the next event-loop turn, after the I/O ready now (requests) has been handled. */
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** An endpoint and its store, as the inbound path has them in memory. */
 export type EndpointLookup = (endpointId: string) => Promise<{ row: EndpointRow; store: StoreRow } | null>;

@@ -86,13 +86,10 @@ export function createApp(core: Core): App {
     alsoChanged(id);
     core.repo.notify?.('endpoint', id).catch(() => {}); // peers drop it too; their cache TTL bounds a lost signal
   };
-  // The Shopify app's install (authorization code grant): loaded with its first request, as the agent API is.
-  let installer: Promise<ReturnType<typeof import('../ops/app-install.ts').createAppInstall>> | null = null;
-  const appInstall = () => (installer ??= import('../ops/app-install.ts').then((m) => m.createAppInstall(core)));
-  let billing: Promise<ReturnType<typeof import('../ops/billing.ts').createBilling>> | null = null;
-  const billingPages = () => (billing ??= import('../ops/billing.ts').then((m) => m.createBilling(core)));
-  let webhooks: Promise<ReturnType<typeof import('../ops/shopify-webhooks.ts').shopifyWebhooks>> | null = null;
-  const shopifyWebhooks = () => (webhooks ??= import('../ops/shopify-webhooks.ts').then((m) => m.shopifyWebhooks(core)));
+  // Loaded with their first request, as the agent API is: the Shopify app's install, billing pages and webhooks.
+  const appInstall = lazy(() => import('../ops/app-install.ts').then((m) => m.createAppInstall(core)));
+  const billingPages = lazy(() => import('../ops/billing.ts').then((m) => m.createBilling(core)));
+  const shopifyWebhooks = lazy(() => import('../ops/shopify-webhooks.ts').then((m) => m.shopifyWebhooks(core)));
   let agent: Promise<AgentApi> | null = null;
   const agentApi = () => (agent ??= import('./agent-api.ts').then((m) => m.createAgentApi({ core, endpointChanged, authFailures, storage }, (req) => fetch(req))));
 
@@ -174,3 +171,10 @@ export function createApp(core: Core): App {
     storage,
   };
 }
+
+/** A module loaded (and its handler made) on first use, once. */
+function lazy<T>(load: () => Promise<T>): () => Promise<T> {
+  let p: Promise<T> | null = null;
+  return () => (p ??= load());
+}
+
