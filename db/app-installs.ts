@@ -3,7 +3,7 @@
  * db/platform-links.ts): the `state` nonces of installs in progress (oauth_states: kept as their SHA-256, bound to
  * one shop, used once, short-lived), and the store identity Shopify reports once an install completes.
  */
-import type { SqlRunner } from './platform-links.ts';
+import type { SqlRunner } from './runner.ts';
 
 export class AppInstalls {
   constructor(private readonly sql: SqlRunner) {}

@@ -4,7 +4,7 @@
  * `?` placeholders. The one difference is PostgreSQL's `lease_token` column, which a requeue clears there too.
  * Which events may be replayed, and why not, is decided above (src/ops/bulk-replay.ts); this only selects and writes.
  */
-import type { SqlRunner } from './platform-links.ts';
+import type { SqlRunner } from './runner.ts';
 
 /** What selects the events of one bulk replay. Times are epoch ms. */
 export interface BulkReplayFilter {

@@ -4,16 +4,10 @@
  * the PostgreSQL runner numbers). Each change is one statement, so instances racing on a store's row serialise
  * on it: one renewal, one probe, one pause.
  */
-import { getTableColumns } from 'drizzle-orm';
+import { selectList, type SqlRunner } from './runner.ts';
 import { platformLinks } from './sqlite/schema.ts';
 
 export type PlatformLinkRow = typeof platformLinks.$inferSelect;
-
-/** What a dialect gives this area: rows of a query, and the rows a statement changed. */
-export interface SqlRunner {
-  all<T>(sql: string, params: unknown[]): Promise<T[]>;
-  run(sql: string, params: unknown[]): Promise<number>;
-}
 
 export interface PendingPause {
   reason: string;
@@ -85,9 +79,13 @@ export interface ObservedBudget {
   cost: number;
 }
 
-const COLUMNS = Object.entries(getTableColumns(platformLinks))
-  .map(([key, col]) => `${col.name} AS "${key}"`)
-  .join(', ');
+const COLUMNS = selectList(platformLinks);
+
+/** What storing an obtained token writes: the sealed pair, its times, scope and client; a new generation; the renewal over. */
+const TOKEN_SET = `token_sealed = ?, token_expires_at = ?, token_obtained_at = ?, token_scope = ?, token_client_id = ?,
+  refresh_sealed = ?, refresh_expires_at = ?, token_generation = token_generation + 1, renewal_lease_until = NULL,
+  renewal_owner = NULL, last_renewal_at = ?, last_renewal_error = NULL, updated_at = ?`;
+const tokenParams = (t: ObtainedToken, now: number) => [t.sealed, t.expiresAt, t.obtainedAt, t.scope, t.clientId, t.refreshSealed ?? null, t.refreshExpiresAt ?? null, now, now];
 
 export class PlatformLinks implements PlatformLinkStore {
   constructor(private readonly sql: SqlRunner) {}
@@ -116,11 +114,8 @@ export class PlatformLinks implements PlatformLinkStore {
 
   async saveToken(storeId: string, owner: string, t: ObtainedToken, now: number) {
     const rows = await this.sql.all<{ generation: number }>(
-      `UPDATE platform_links SET token_sealed = ?, token_expires_at = ?, token_obtained_at = ?, token_scope = ?, token_client_id = ?,
-         refresh_sealed = ?, refresh_expires_at = ?, token_generation = token_generation + 1, renewal_lease_until = NULL,
-         renewal_owner = NULL, last_renewal_at = ?, last_renewal_error = NULL, updated_at = ?
-       WHERE store_id = ? AND renewal_owner = ? RETURNING token_generation AS "generation"`,
-      [t.sealed, t.expiresAt, t.obtainedAt, t.scope, t.clientId, t.refreshSealed ?? null, t.refreshExpiresAt ?? null, now, now, storeId, owner],
+      `UPDATE platform_links SET ${TOKEN_SET} WHERE store_id = ? AND renewal_owner = ? RETURNING token_generation AS "generation"`,
+      [...tokenParams(t, now), storeId, owner],
     );
     return rows[0]?.generation ?? null;
   }
@@ -145,13 +140,10 @@ export class PlatformLinks implements PlatformLinkStore {
 
   async installToken(storeId: string, t: ObtainedToken, now: number) {
     await this.ensure(storeId, now);
-    const rows = await this.sql.all<{ generation: number }>(
-      `UPDATE platform_links SET token_sealed = ?, token_expires_at = ?, token_obtained_at = ?, token_scope = ?, token_client_id = ?,
-         refresh_sealed = ?, refresh_expires_at = ?, token_generation = token_generation + 1, renewal_lease_until = NULL,
-         renewal_owner = NULL, last_renewal_at = ?, last_renewal_error = NULL, updated_at = ?
-       WHERE store_id = ? RETURNING token_generation AS "generation"`,
-      [t.sealed, t.expiresAt, t.obtainedAt, t.scope, t.clientId, t.refreshSealed ?? null, t.refreshExpiresAt ?? null, now, now, storeId],
-    );
+    const rows = await this.sql.all<{ generation: number }>(`UPDATE platform_links SET ${TOKEN_SET} WHERE store_id = ? RETURNING token_generation AS "generation"`, [
+      ...tokenParams(t, now),
+      storeId,
+    ]);
     return rows[0]!.generation;
   }
 

@@ -5,7 +5,7 @@
  * PostgreSQL keys it by the event id. Receipts stay: an erased event keeps its row, its counts and its outcome, and
  * says its body is no longer retained. Which events and records a request covers is decided above.
  */
-import type { SqlRunner } from './platform-links.ts';
+import type { SqlRunner } from './runner.ts';
 
 /** An event that names one of the resource ids looked for, with the config of the endpoint it was received under. */
 export interface ResourceEvent {
@@ -63,7 +63,7 @@ export class Redaction {
   /** The store's events whose resource id is one of `resourceIds`, oldest first, with their endpoint's config then. */
   async eventsByResource(storeId: string, resourceIds: string[]): Promise<ResourceEvent[]> {
     if (!resourceIds.length) return [];
-    const rows = await this.sql.all<ResourceEvent>(
+    return this.sql.all<ResourceEvent>(
       `SELECT e.id, e.endpoint_id AS "endpointId", e.resource_id AS "resourceId", e.outcome, e.body_retention AS "bodyRetention",
               e.received_at AS "receivedAt", v.config
        FROM events e LEFT JOIN endpoint_versions v ON v.endpoint_id = e.endpoint_id AND v.version = e.config_version
@@ -71,7 +71,6 @@ export class Redaction {
        ORDER BY e.id`,
       [storeId, ...resourceIds],
     );
-    return rows.map((r) => ({ ...r, receivedAt: Number(r.receivedAt) }));
   }
 
   /** Deletes the store's records of these kinds; how many. */

@@ -23,7 +23,8 @@ import type {
   PendingReceipt,
   StoreRow,
 } from './types.ts';
-import type { PlatformLinkStore, SqlRunner } from './platform-links.ts';
+import type { PlatformLinkStore } from './platform-links.ts';
+import type { SqlRunner } from './runner.ts';
 
 /** The inbound path's one write: receipts and failed authentications, group-committed. */
 export interface IngestStore {

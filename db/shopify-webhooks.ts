@@ -5,8 +5,8 @@
  * so instances (or a sweep and the run the recording began) never process one delivery at the same time.
  * Which topic does what is decided above (src/ops/shopify-webhooks.ts); this only records and hands out.
  */
-import type { SqlRunner } from './platform-links.ts';
-import type { shopifyWebhooks } from './sqlite/schema.ts';
+import { selectList, type SqlRunner } from './runner.ts';
+import { shopifyWebhooks } from './sqlite/schema.ts';
 
 export type ShopifyWebhookRow = typeof shopifyWebhooks.$inferSelect;
 
@@ -21,15 +21,7 @@ export type NewShopifyWebhook = Pick<
   leaseUntil: number | null;
 };
 
-const COLUMNS = `webhook_id AS "webhookId", topic, shop_domain AS "shopDomain", api_version AS "apiVersion", event_id AS "eventId",
-  triggered_at AS "triggeredAt", received_at AS "receivedAt", processed_at AS "processedAt", attempts, lease_until AS "leaseUntil",
-  last_error AS "lastError", result, payload_sealed AS "payloadSealed"`;
-
-/** PostgreSQL's bigint columns come back from the runner as strings. */
-const num = (v: unknown) => (v == null ? null : Number(v));
-function fromDb(r: ShopifyWebhookRow): ShopifyWebhookRow {
-  return { ...r, triggeredAt: num(r.triggeredAt), receivedAt: Number(r.receivedAt), processedAt: num(r.processedAt), attempts: Number(r.attempts), leaseUntil: num(r.leaseUntil) };
-}
+const COLUMNS = selectList(shopifyWebhooks);
 
 export class ShopifyWebhooks {
   constructor(private readonly sql: SqlRunner) {}
@@ -61,7 +53,7 @@ export class ShopifyWebhooks {
 
   async get(webhookId: string): Promise<ShopifyWebhookRow | null> {
     const rows = await this.sql.all<ShopifyWebhookRow>(`SELECT ${COLUMNS} FROM shopify_webhooks WHERE webhook_id = ?`, [webhookId]);
-    return rows[0] ? fromDb(rows[0]) : null;
+    return rows[0] ?? null;
   }
 
   /** Ids of deliveries not yet processed whose run is free (never begun, ended by a crash, or its retry time come), oldest first. */

@@ -13,7 +13,8 @@ import { and, asc, desc, eq, getTableColumns, gte, sql, type SQL } from 'drizzle
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import { runMigrations, type Migration } from '../migrate.ts';
-import { PlatformLinks, type SqlRunner } from '../platform-links.ts';
+import { PlatformLinks } from '../platform-links.ts';
+import type { SqlRunner } from '../runner.ts';
 import { migrations as pgMigrations } from '../migrations/pg/index.ts';
 import { eventFilterWhere } from '../filters.ts';
 import { leaseToWorker, receiptRow } from '../receipt-rules.ts';
