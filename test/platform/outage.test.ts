@@ -1,7 +1,8 @@
 /**
  * Shopify down for longer than the old two-minute retry window, on the clock: the first sends fail and retry on
  * their schedule, then the store pauses (`platform_unavailable`): no event fails, one probe at a time asks again
- * with backoff, and everything is delivered once Shopify answers again. The retry schedule itself spans a day.
+ * with backoff, and everything is delivered once Shopify answers again — after ten minutes, and after six hours. The
+ * retry schedule itself spans a day.
  */
 import { describe, expect, it } from 'bun:test';
 import { DEFAULT_RETRY_SCHEDULE_MS, RETRY_JITTER } from '../../src/contract/limits.ts';
@@ -106,6 +107,56 @@ describe('Shopify down for longer than two minutes', () => {
     e.clock.advance(60_000); // the sends that failed first retry on their own schedule (5 s, 30 s …)
     await worker.drain();
     expect(await count(e, 'events', "outcome = 'delivered'")).toBe(60);
+    expect(await count(e, 'events', "outcome <> 'delivered'")).toBe(0);
+    expect((await call(e, 'GET', '/agent/v1/setup-state', { token: grant })).json.data.handoff.state).toBe('active');
+  });
+});
+
+describe('Shopify down for hours', () => {
+  it('six hours on the clock: events keep arriving and none fails or spends a retry; a probe every 5 minutes at most; all delivered after', async () => {
+    env = await createTestEnv({ shopifyAdminUrl: fake.url, env: (n) => (n === 'TOKEN' ? TOKEN : undefined), handoff: { ...defaultConfig().handoff, timeoutMs: 500, concurrency: 4 } });
+    const e = env;
+    await addStore(e, { destination: 'shopify', adminTokenEnv: 'TOKEN' });
+    const grant = await addGrant(e, 'admin_assistant', { ttlMs: 7 * 86400_000 });
+    const { endpoint, secret } = await createEndpoint(e, grant);
+    const worker = new HandoffWorker(e.core);
+    worker.random = () => 1;
+    worker.pauses.random = () => 1;
+    let sent = 0;
+    const send = async (n: number) => {
+      for (let i = 0; i < n; i++) expect((await sendHook(e, endpoint, secret, orderEvent(`hours-${sent}`, 7000 + sent++))).status).toBe(202);
+    };
+
+    fake.setDown(true);
+    const HOURS = 6;
+    for (let minute = 0; minute < HOURS * 60; minute++) {
+      if (minute % 30 === 0) await send(4);
+      await worker.drain();
+      e.clock.advance(60_000);
+    }
+    // Only the sends that showed the outage reached Shopify; after that, probes alone.
+    const failedSends = fake.requests.filter((r) => r.behaviour === 'down').length;
+    expect(failedSends).toBeGreaterThanOrEqual(OUTAGE_AFTER_FAILURES);
+    expect(failedSends).toBeLessThanOrEqual(OUTAGE_AFTER_FAILURES + 4);
+    // 5, 10, 20, 40, 80, 160 s, then every 300 s: about 72 probes in six hours, never more than one a minute.
+    expect(fake.shopQueries.length).toBeGreaterThanOrEqual(60);
+    expect(fake.shopQueries.length).toBeLessThanOrEqual(HOURS * 12 + 8);
+    expect(await count(e, 'events', "outcome = 'failed'")).toBe(0);
+    expect(await count(e, 'attempts', "outcome = 'failed'")).toBe(0);
+    expect((await call(e, 'GET', '/agent/v1/setup-state', { token: grant })).json.data.handoff).toMatchObject({ state: 'paused', code: 'SVC_PLATFORM_UNAVAILABLE' });
+    // No event used up its retries waiting: those that met the outage before the pause spent two at most (of 12);
+    // every event received during it spent none.
+    const events = (await call(e, 'GET', '/agent/v1/events?limit=100', { token: grant })).json.data.events as { attempts: number }[];
+    expect(events).toHaveLength(sent);
+    expect(Math.max(...events.map((ev) => ev.attempts))).toBeLessThanOrEqual(2);
+    expect(events.filter((ev) => ev.attempts > 0).length).toBeLessThanOrEqual(OUTAGE_AFTER_FAILURES);
+
+    fake.setDown(false);
+    for (let t = 0; t < 7; t++) {
+      e.clock.advance(60_000);
+      await worker.drain();
+    }
+    expect(await count(e, 'events', "outcome = 'delivered'")).toBe(sent);
     expect(await count(e, 'events', "outcome <> 'delivered'")).toBe(0);
     expect((await call(e, 'GET', '/agent/v1/setup-state', { token: grant })).json.data.handoff.state).toBe('active');
   });
