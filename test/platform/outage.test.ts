@@ -58,16 +58,22 @@ describe('the retry schedule', () => {
   });
 });
 
+/** A store handing off to the fake with the default retry schedule and probe delays, jitter pinned to its top. */
+async function outageSetup() {
+  env = await createTestEnv({ shopifyAdminUrl: fake.url, env: (n) => (n === 'TOKEN' ? TOKEN : undefined), handoff: { ...defaultConfig().handoff, timeoutMs: 500, concurrency: 4 } });
+  const e = env;
+  await addStore(e, { destination: 'shopify', adminTokenEnv: 'TOKEN' });
+  const grant = await addGrant(e, 'admin_assistant', { ttlMs: 7 * 86400_000 });
+  const { endpoint, secret } = await createEndpoint(e, grant);
+  const worker = new HandoffWorker(e.core);
+  worker.random = () => 1;
+  worker.pauses.random = () => 1;
+  return { e, grant, worker, endpoint, secret };
+}
+
 describe('Shopify down for longer than two minutes', () => {
   it('pauses the store after a few failures in a row: no event fails, probes are bounded, all delivered after', async () => {
-    env = await createTestEnv({ shopifyAdminUrl: fake.url, env: (n) => (n === 'TOKEN' ? TOKEN : undefined), handoff: { ...defaultConfig().handoff, timeoutMs: 500, concurrency: 4 } });
-    const e = env;
-    await addStore(e, { destination: 'shopify', adminTokenEnv: 'TOKEN' });
-    const grant = await addGrant(e, 'admin_assistant', { ttlMs: 7 * 86400_000 });
-    const { endpoint, secret } = await createEndpoint(e, grant);
-    const worker = new HandoffWorker(e.core);
-    worker.random = () => 1;
-    worker.pauses.random = () => 1;
+    const { e, grant, worker, endpoint, secret } = await outageSetup();
     const send = async (prefix: string, n: number) => {
       for (let i = 0; i < n; i++) expect((await sendHook(e, endpoint, secret, orderEvent(`${prefix}-${i}`, 5000 + i))).status).toBe(202);
     };
@@ -114,14 +120,7 @@ describe('Shopify down for longer than two minutes', () => {
 
 describe('Shopify down for hours', () => {
   it('six hours on the clock: events keep arriving and none fails or spends a retry; a probe every 5 minutes at most; all delivered after', async () => {
-    env = await createTestEnv({ shopifyAdminUrl: fake.url, env: (n) => (n === 'TOKEN' ? TOKEN : undefined), handoff: { ...defaultConfig().handoff, timeoutMs: 500, concurrency: 4 } });
-    const e = env;
-    await addStore(e, { destination: 'shopify', adminTokenEnv: 'TOKEN' });
-    const grant = await addGrant(e, 'admin_assistant', { ttlMs: 7 * 86400_000 });
-    const { endpoint, secret } = await createEndpoint(e, grant);
-    const worker = new HandoffWorker(e.core);
-    worker.random = () => 1;
-    worker.pauses.random = () => 1;
+    const { e, grant, worker, endpoint, secret } = await outageSetup();
     let sent = 0;
     const send = async (n: number) => {
       for (let i = 0; i < n; i++) expect((await sendHook(e, endpoint, secret, orderEvent(`hours-${sent}`, 7000 + sent++))).status).toBe(202);
