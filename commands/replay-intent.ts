@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty';
 import { AppError } from '../src/contract/errors.ts';
+import { REPLAYABLE_OUTCOMES } from '../src/contract/schemas.ts';
 import { ClientError, idempotencyNote } from '../src/client/errors.ts';
 import { connectionArgs, idempotencyKeyArg, jsonFileArg, parseSince, SINCE_HELP } from './_args.ts';
 import { connect, emit, newIdempotencyKey, readJsonInput } from './_cli.ts';
@@ -63,7 +64,7 @@ export default defineCommand({
   args: {
     eventId: { type: 'positional', required: false, description: 'Event id (evt_…) to replay one event; leave out for a bulk replay' },
     failed: { type: 'boolean', description: 'Bulk: failed events (--outcome failed, the default outcome)' },
-    outcome: { type: 'string', description: 'Bulk: events that ended so: failed | delivered | no_workflow (others are refused, as for one event)' },
+    outcome: { type: 'string', description: `Bulk: events that ended so: ${REPLAYABLE_OUTCOMES.join(' | ')} (others are refused, as for one event)` },
     code: { type: 'string', description: 'Bulk: only events with this code, e.g. SVC_HANDOFF_RETRY_EXHAUSTED' },
     endpoint: { type: 'string', description: 'Bulk: only events of this endpoint (ep_…)' },
     since: { type: 'string', description: `Bulk: received at or after: ${SINCE_HELP}` },

@@ -34,6 +34,8 @@ export const EVENT_OUTCOMES = [
   'test',
 ] as const;
 export const EventOutcomeSchema = z.enum(EVENT_OUTCOMES);
+/** The outcomes a replay (single or bulk) takes, while the body is retained; every other is refused with its reason. */
+export const REPLAYABLE_OUTCOMES = ['delivered', 'failed', 'no_workflow'] as const satisfies readonly (typeof EVENT_OUTCOMES)[number][];
 export type EventOutcome = z.infer<typeof EventOutcomeSchema>;
 
 export const EffectSchema = z.enum(['read_only', 'handoff_only', 'preview_or_execute', 'create_resource', 'mcp_agent_operations_access']);
@@ -452,7 +454,7 @@ export const ReplayInputSchema = z
 export const BulkReplayFilterSchema = z
   .object({
     outcome: EventOutcomeSchema.default('failed').describe(
-      'Events that ended this way (default failed). delivered, failed and no_workflow can be replayed; any other outcome is refused as a single replay refuses it',
+      `Events that ended this way (default failed). ${REPLAYABLE_OUTCOMES.join(', ')} can be replayed; any other outcome is refused as a single replay refuses it`,
     ),
     code: z.string().min(1).max(100).optional().describe('Only events with this stable code, e.g. `SVC_HANDOFF_RETRY_EXHAUSTED`'),
     endpointId: z.string().min(1).max(100).optional().describe('Only events of this endpoint (`ep_…`)'),

@@ -4,13 +4,13 @@ import type { EventReads } from '../../db/repo.ts';
 import type { AttemptRow, EventRow } from '../../db/types.ts';
 import { AppError } from '../contract/errors.ts';
 import type { OperationInput } from '../contract/operations.ts';
-import type { EventOutcome, EventSummary } from '../contract/schemas.ts';
+import { REPLAYABLE_OUTCOMES, type EventOutcome, type EventSummary } from '../contract/schemas.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
 import { idFloor } from '../lib/ids.ts';
 import type { OpContext } from './context.ts';
 import { handoffState } from './platform-link.ts';
 
-const REPLAYABLE: ReadonlySet<string> = new Set(['delivered', 'failed', 'no_workflow']);
+const REPLAYABLE: ReadonlySet<string> = new Set(REPLAYABLE_OUTCOMES);
 
 const MEANING: Record<EventOutcome, string> = {
   accepted: 'Authenticated and durably recorded; waiting for handoff.',
