@@ -8,7 +8,7 @@ import { CREDENTIAL_MODES, type CredentialMode } from '../contract/platform.ts';
 import type { CoreWith } from '../core.ts';
 import { iso } from '../lib/clock.ts';
 import { DEFAULT_PLAN, PLANS } from '../contract/plans.ts';
-import { credentialModeOf } from '../platform/shopify/credentials.ts';
+import { credentialModeOf, credentialVariable } from '../platform/shopify/credentials.ts';
 import { shopifyPlatform } from '../platform/shopify/platform.ts';
 import { credentialsState, handoffState } from './platform-link.ts';
 
@@ -334,17 +334,22 @@ async function credentialsChanged(core: CoreWith<{ links: PlatformLinkStore }>, 
 /** One line for stderr (serve, init): where this store's events go and how its token is had. Names variables, never values. */
 export function describeDestination(s: StoreRow, env: (name: string) => string | undefined): string {
   if (s.destination !== 'shopify') return `store ${s.shopDomain}: destination log (records what would go to Flow; nothing is sent)`;
-  const set = (name: string | null) => (name && env(name) ? 'set' : 'NOT set');
-  if (credentialModeOf(s) === 'client-credentials') {
-    return `store ${s.shopDomain}: destination shopify (client credentials: client id ${s.clientId}, secret from $${s.clientSecretEnv}, ${set(s.clientSecretEnv)}; tokens requested and renewed by hookrelay)`;
+  const name = credentialVariable(s);
+  const from = `$${name}, ${name && env(name) ? 'set' : 'NOT set'}`;
+  switch (credentialModeOf(s)) {
+    case 'client-credentials':
+      return `store ${s.shopDomain}: destination shopify (client credentials: client id ${s.clientId}, secret from ${from}; tokens requested and renewed by hookrelay)`;
+    case 'oauth':
+      return `store ${s.shopDomain}: destination shopify (app install, OAuth: client id ${s.clientId}, secret from ${from}; tokens refreshed by hookrelay${s.uninstalledAt != null ? `; uninstalled ${iso(s.uninstalledAt)}, events wait for an install again` : ''})`;
+    default:
+      return `store ${s.shopDomain}: destination shopify (Admin API token from ${from})`;
   }
-  return `store ${s.shopDomain}: destination shopify (Admin API token from $${s.adminTokenEnv}, ${set(s.adminTokenEnv)})`;
 }
 
 /** Whether the store hands off to Shopify without the variable its credentials read (serve warns). */
 export function credentialVariableMissing(s: StoreRow, env: (name: string) => string | undefined): boolean {
   if (s.destination !== 'shopify') return false;
-  const name = credentialModeOf(s) === 'client-credentials' ? s.clientSecretEnv : s.adminTokenEnv;
+  const name = credentialVariable(s);
   return !(name && env(name));
 }
 

@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'bun:test';
 import { markUninstalled } from '../../src/ops/app-install.ts';
+import { credentialVariableMissing, describeDestination } from '../../src/ops/stores.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { addGrant, BASE, call, count, createEndpoint, createTestEnv, orderEvent, row, sendHook, type TestEnv } from '../helpers.ts';
@@ -67,6 +68,21 @@ describe('installing the app', () => {
     const setup2 = (await call(e, 'GET', '/agent/v1/setup-state', { token: grant })).json.data;
     expect(setup2.platform.credentials).toMatchObject({ mode: 'oauth', variableSet: true });
     expect(setup2.platform.check.result).toBe('ok');
+  });
+
+  it("is described at serve's start as an OAuth install whose secret variable is set, not as a static token that is missing", async () => {
+    const { env: e } = await setup();
+    expect((await install(e)).status).toBe(200);
+    const env = e.core.config.env;
+    let store = (await e.repo.getStoreByShop(SHOP))!;
+    expect(credentialVariableMissing(store, env)).toBe(false);
+    expect(describeDestination(store, env)).toBe(
+      `store ${SHOP}: destination shopify (app install, OAuth: client id ${CLIENT.clientId}, secret from $HOOKRELAY_SHOPIFY_APP_SECRET, set; tokens refreshed by hookrelay)`,
+    );
+    expect(credentialVariableMissing(store, () => undefined)).toBe(true);
+    fake.uninstall();
+    store = (await markUninstalled(e.core, SHOP, e.clock.now()))!;
+    expect(describeDestination(store, env)).toContain(`; uninstalled ${new Date(e.clock.now()).toISOString()}, events wait for an install again)`);
   });
 
   it('refreshes the 60-minute token on the clock, rotating the refresh token, with events flowing: 0 failed', async () => {

@@ -41,6 +41,12 @@ export function credentialModeOf(store: Pick<StoreRow, 'credentialMode' | 'admin
   return store.adminTokenEnv ? 'static' : null;
 }
 
+/** The variable the store's credential mode reads: a static token's, or the client secret's (client credentials, OAuth). */
+export function credentialVariable(store: Pick<StoreRow, 'credentialMode' | 'adminTokenEnv' | 'clientSecretEnv'>): string | null {
+  const mode = credentialModeOf(store);
+  return mode === 'static' ? store.adminTokenEnv : mode === 'client-credentials' || mode === 'oauth' ? store.clientSecretEnv : null;
+}
+
 const missing = (message: string): TokenResult => ({ ok: false, httpStatus: null, pause: { reason: 'credentials', code: 'SVC_CREDENTIALS_MISSING', message } });
 
 type Keeper = CoreWith<{ links: PlatformLinkStore }>;
@@ -306,7 +312,7 @@ export function describeCredentials(
   env: (name: string) => string | undefined,
 ): CredentialView {
   const mode = credentialModeOf(store);
-  const variable = mode === 'static' ? store.adminTokenEnv : mode === 'client-credentials' || mode === 'oauth' ? store.clientSecretEnv : null;
+  const variable = credentialVariable(store);
   const own = link?.tokenSealed && link.tokenClientId === store.clientId;
   return {
     mode,
