@@ -11,6 +11,7 @@ import type { HandoffState } from '../contract/platform-schemas.ts';
 import type { CoreWith } from '../core.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
 import { describeCredentials } from '../platform/shopify/credentials.ts';
+import { projectedBudget } from '../platform/shopify/budget.ts';
 import { shopifyPlatform } from '../platform/shopify/platform.ts';
 import { apiVersionStatus } from '../platform/shopify/version.ts';
 
@@ -65,13 +66,13 @@ export async function platformLinkState(core: CoreWith<{ links: PlatformLinkStor
 
 /** The store's cost budget as modelled (projected to `now`), and until when events wait for it; null until reported. */
 export function budgetState(link: PlatformLinkRow | null, now: number) {
-  if (!link || link.budgetMax == null || link.budgetAvailable == null || link.budgetRate == null || link.budgetAt == null) return null;
-  const available = Math.min(link.budgetMax, link.budgetAvailable + (link.budgetRate * Math.max(0, now - link.budgetAt)) / 1000);
+  const budget = projectedBudget(link, now);
+  if (!link || !budget) return null;
   return {
-    maximum: link.budgetMax,
-    available: Math.floor(available),
-    restoreRate: link.budgetRate,
-    costPerHandoff: link.budgetCost ?? 10,
+    maximum: budget.max,
+    available: Math.floor(budget.available),
+    restoreRate: budget.rate,
+    costPerHandoff: budget.cost,
     pacedUntil: link.budgetHorizon != null && link.budgetHorizon > now ? iso(link.budgetHorizon) : null,
   };
 }

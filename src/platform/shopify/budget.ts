@@ -8,7 +8,7 @@
  * is deferred once, not again and again. The model follows its own spending; a reply rewrites it only when it
  * teaches something: the first report, a THROTTLED answer, another maximum, rate or cost.
  */
-import type { PlatformLinkStore } from '../../../db/platform-links.ts';
+import type { PlatformLinkRow, PlatformLinkStore } from '../../../db/platform-links.ts';
 import type { CoreWith } from '../../core.ts';
 import type { QueryCost } from './admin-api.ts';
 
@@ -19,7 +19,7 @@ import type { QueryCost } from './admin-api.ts';
 const FIRST_GRANT = 10;
 const LEARN_DELAY_MS = 0;
 /** A handoff's cost until a reply says (Shopify's documented cost of a mutation). */
-const DEFAULT_COST = 10;
+export const DEFAULT_COST = 10;
 /** Attempts at spending when instances keep moving the budget under each other. */
 const SPEND_TRIES = 5;
 
@@ -31,6 +31,22 @@ export interface Pace {
 }
 
 type BudgetCore = CoreWith<{ links: PlatformLinkStore }>;
+
+type BudgetColumns = Pick<PlatformLinkRow, 'budgetMax' | 'budgetAvailable' | 'budgetRate' | 'budgetAt' | 'budgetCost'>;
+
+/**
+ * The store's bucket as modelled, projected to `now` (restored at its rate since it was last written, never above
+ * its maximum), with what a handoff costs; null until a reply has reported it.
+ */
+export function projectedBudget(link: BudgetColumns | null, now: number): { max: number; available: number; rate: number; cost: number } | null {
+  if (!link || link.budgetMax == null || link.budgetAvailable == null || link.budgetRate == null || link.budgetAt == null || !(link.budgetRate > 0)) return null;
+  return {
+    max: link.budgetMax,
+    available: Math.min(link.budgetMax, link.budgetAvailable + (link.budgetRate * Math.max(0, now - link.budgetAt)) / 1000),
+    rate: link.budgetRate,
+    cost: link.budgetCost && link.budgetCost > 0 ? link.budgetCost : DEFAULT_COST,
+  };
+}
 
 export class CostBudget {
   /** Sends granted in this process and not answered yet, per store: a report made while they fly has not paid them. */
@@ -49,14 +65,13 @@ export class CostBudget {
     for (let t = 0; t < SPEND_TRIES; t++) {
       const now = this.core.clock.now();
       const link = await links.get(storeId);
-      if (!link || link.budgetMax == null || link.budgetAvailable == null || link.budgetRate == null || link.budgetAt == null || !(link.budgetRate > 0)) {
+      const budget = projectedBudget(link, now);
+      if (!link || !budget) {
         const granted = grant ? Math.min(wanted, FIRST_GRANT) : 0;
         this.fly(storeId, granted);
         return { granted, later: Array.from({ length: wanted - granted }, () => now + LEARN_DELAY_MS) };
       }
-      const cost = link.budgetCost && link.budgetCost > 0 ? link.budgetCost : DEFAULT_COST;
-      const rate = link.budgetRate;
-      const available = Math.min(link.budgetMax, link.budgetAvailable + (rate * Math.max(0, now - link.budgetAt)) / 1000);
+      const { cost, rate, available } = budget;
       const granted = grant ? Math.min(wanted, Math.floor(available / cost)) : 0;
       const left = available - granted * cost;
       const later: number[] = [];
