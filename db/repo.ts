@@ -165,6 +165,7 @@ export interface EndpointStore {
 /** The audit log. */
 export interface AuditLog {
   insertAudit(row: AuditRow): Promise<void>;
+  /** The newest `limit` rows (at or after `since`), returned oldest first so they read as a log. */
   listAudit(filter: { storeId?: string; since?: number; limit: number }): Promise<AuditRow[]>;
 }
 

@@ -647,11 +647,13 @@ export class PgRepo implements Repo {
   async insertAudit(row: AuditRow) {
     await this.db.insert(s.auditLog).values(row);
   }
+  /** The newest `limit` rows (at or after `since`), returned oldest first so they read as a log. */
   async listAudit(f: { storeId?: string; since?: number; limit: number }) {
     const where: SQL[] = [];
     if (f.storeId) where.push(eq(s.auditLog.storeId, f.storeId));
     if (f.since != null) where.push(gte(s.auditLog.at, f.since));
-    return this.db.select().from(s.auditLog).where(and(...where)).orderBy(asc(s.auditLog.at), asc(s.auditLog.id)).limit(f.limit);
+    const rows = await this.db.select().from(s.auditLog).where(and(...where)).orderBy(desc(s.auditLog.at), desc(s.auditLog.id)).limit(f.limit);
+    return rows.reverse();
   }
   async insertIntent(row: IntentRow) {
     await this.db.insert(s.intents).values(row);

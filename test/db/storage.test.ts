@@ -188,6 +188,10 @@ for (const backend of backends()) {
         await repo.insertAudit({ ...audit, id: 'aud_1' });
         await repo.insertAudit({ ...audit, id: 'aud_2', at: T0 + 1 });
         expect((await repo.listAudit({ storeId: STORE, limit: 10 })).map((a) => a.id)).toEqual(['aud_1', 'aud_2']);
+        // More rows than the limit: the newest N, read oldest first, on every backend (PostgreSQL once gave the oldest N).
+        for (let i = 3; i <= 12; i++) await repo.insertAudit({ ...audit, id: `aud_${String(i).padStart(2, '0')}`, at: T0 + i });
+        expect((await repo.listAudit({ storeId: STORE, limit: 3 })).map((a) => a.id)).toEqual(['aud_10', 'aud_11', 'aud_12']);
+        expect((await repo.listAudit({ storeId: STORE, since: T0 + 11, limit: 5 })).map((a) => a.id)).toEqual(['aud_11', 'aud_12']);
       } finally {
         await repo.close();
       }
