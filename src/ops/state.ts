@@ -18,6 +18,21 @@ import { billingMode } from '../platform/shopify/billing.ts';
 
 const FAILURE_PAIR_WINDOW_MS = 30 * 60_000;
 
+/**
+ * Whether an endpoint's two newest requests both failed authentication within 30 minutes (the spec's "two newest
+ * consecutive" failures): `failures` are its newest two auth-failure rows, `lastReceiptAt` the time of its newest
+ * authenticated receipt (any outcome). A receipt at or after the older failure came between the two, or after
+ * both, and resets the pair. A folded row (count >= 2) holds the two newest failures itself, within its one-minute
+ * flood window; it keeps only its last time, so there only a receipt after the newest failure can be placed.
+ */
+function failurePair(failures: readonly { at: number; count: number }[], lastReceiptAt: number | null): boolean {
+  const [newest, previous] = failures;
+  if (!newest) return false;
+  const older = newest.count >= 2 ? newest.at : previous?.at;
+  if (older === undefined || newest.at - older > FAILURE_PAIR_WINDOW_MS) return false;
+  return lastReceiptAt === null || lastReceiptAt < older;
+}
+
 export async function getSetupState(ctx: OpContext<EndpointStore & ReadinessStore & EventReads & { links: PlatformLinkStore }>) {
   const { core, store } = ctx;
   const link = await core.repo.links.get(store.id);
@@ -34,18 +49,13 @@ export async function getSetupState(ctx: OpContext<EndpointStore & ReadinessStor
     const last = await core.repo.latestEvent(store.id, ep.id);
     const failures = await core.repo.listAuthFailures(store.id, ep.id, 2);
     const recent = failures.filter((f) => f.at >= core.clock.now() - FAILURE_PAIR_WINDOW_MS).reduce((n, f) => n + f.count, 0);
-    // A folded row (count >= 2) holds the two newest failures itself, within one window shorter than 30 minutes.
-    const pair = failures[0] && (failures[0].count >= 2 || (failures[1] && failures[0].at - failures[1].at <= FAILURE_PAIR_WINDOW_MS));
-    if (ep.status === 'active' && pair) {
-      const newestIsFailure = !last || last.receivedAt < failures[0]!.at;
-      if (newestIsFailure) {
-        actions.push({
-          action: 'create_replacement_endpoint',
-          text: `The two newest requests to ${ep.id} failed authentication within 30 minutes. If the sender cannot be fixed, create a replacement endpoint with the same mapping; ${ep.id} stays active until you delete it separately.`,
-          operationId: 'createEndpoint',
-          endpointId: ep.id,
-        });
-      }
+    if (ep.status === 'active' && failurePair(failures, last?.receivedAt ?? null)) {
+      actions.push({
+        action: 'create_replacement_endpoint',
+        text: `The two newest requests to ${ep.id} failed authentication within 30 minutes. If the sender cannot be fixed, create a replacement endpoint with the same mapping; ${ep.id} stays active until you delete it separately.`,
+        operationId: 'createEndpoint',
+        endpointId: ep.id,
+      });
     }
     summaries.push({
       id: ep.id,

@@ -53,6 +53,29 @@ describe('getSetupState', () => {
     await sendHook(env, endpoint, secret, orderEvent('fixed'));
     expect(await actionsOf()).not.toContain('create_replacement_endpoint');
   });
+
+  it('recommends a replacement only for two consecutive failures: a request that authenticated between them resets the pair', async () => {
+    const { endpoint, secret } = await createEndpoint(env, token);
+    expect((await sendHook(env, endpoint, secret, orderEvent('a'), { auth: 'f'.repeat(64) })).status).toBe(401);
+    env.clock.advance(60_000);
+    expect((await sendHook(env, endpoint, secret, orderEvent('b'))).status).toBe(202);
+    env.clock.advance(60_000);
+    expect((await sendHook(env, endpoint, secret, orderEvent('c'), { auth: null })).status).toBe(401);
+    expect(await actionsOf()).not.toContain('create_replacement_endpoint');
+
+    env.clock.advance(60_000);
+    await sendHook(env, endpoint, secret, orderEvent('d'), { auth: 'e'.repeat(64) });
+    expect(await actionsOf()).toContain('create_replacement_endpoint');
+  });
+
+  it('recommends a replacement for a fresh endpoint whose first two requests failed within 30 minutes', async () => {
+    const { endpoint, secret } = await createEndpoint(env, token);
+    await sendHook(env, endpoint, secret, orderEvent('a'), { auth: null });
+    expect(await actionsOf()).not.toContain('create_replacement_endpoint');
+    env.clock.advance(29 * 60_000);
+    await sendHook(env, endpoint, secret, orderEvent('b'), { auth: 'f'.repeat(64) });
+    expect(await actionsOf()).toContain('create_replacement_endpoint');
+  });
 });
 
 describe('getPlanUsage and getBillingHandoff', () => {
