@@ -4,7 +4,8 @@
  * `?` placeholders. The one difference is PostgreSQL's `lease_token` column, which a requeue clears there too.
  * Which events may be replayed, and why not, is decided above (src/ops/bulk-replay.ts); this only selects and writes.
  */
-import type { SqlRunner } from './runner.ts';
+import { clearLeaseColumns } from './intent-journal.ts';
+import type { SqlRunner, Write } from './runner.ts';
 
 /** What selects the events of one bulk replay. Times are epoch ms. */
 export interface BulkReplayFilter {
@@ -63,6 +64,8 @@ export interface BulkReplayStore {
    * cleared, due at `now`, lease cleared (as a single replay's requeue does). Returns how many.
    */
   requeue(f: BulkReplayFilter, bound: BulkReplayBound, now: number): Promise<number>;
+  /** The same requeue as a write of a batch (it changes as many rows as it queues). */
+  requeueWrite(f: BulkReplayFilter, bound: BulkReplayBound, now: number): Write;
 }
 
 const RETAINED = "(body_retention = 'retained' AND received_at > ?)";
@@ -98,7 +101,7 @@ export class BulkReplays implements BulkReplayStore {
     private readonly sql: SqlRunner,
     dialect: 'sqlite' | 'postgres',
   ) {
-    this.clearLease = dialect === 'postgres' ? 'lease_until = NULL, lease_token = NULL' : 'lease_until = NULL';
+    this.clearLease = clearLeaseColumns(dialect);
   }
 
   async counts(f: BulkReplayFilter): Promise<BulkReplayCounts> {
@@ -152,11 +155,17 @@ export class BulkReplays implements BulkReplayStore {
   }
 
   requeue(f: BulkReplayFilter, bound: BulkReplayBound, now: number): Promise<number> {
+    const w = this.requeueWrite(f, bound, now);
+    return this.sql.run(w.sql, w.params as unknown[]);
+  }
+
+  /** The requeue as one write of a batch: an intent's execute commits it with the intent's completion. */
+  requeueWrite(f: BulkReplayFilter, bound: BulkReplayBound, now: number): Write {
     const w = retained(f);
-    return this.sql.run(
-      `UPDATE events SET outcome = 'queued', code = NULL, next_attempt_at = ?, ${this.clearLease}
+    return {
+      sql: `UPDATE events SET outcome = 'queued', code = NULL, next_attempt_at = ?, ${this.clearLease}
        WHERE ${w.sql} AND id <= ? AND (last_attempt_at IS NULL OR last_attempt_at <= ?)`,
-      [now, ...w.params, bound.throughId, bound.lastAttemptAtMost],
-    );
+      params: [now, ...w.params, bound.throughId, bound.lastAttemptAtMost],
+    };
   }
 }

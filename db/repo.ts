@@ -109,7 +109,7 @@ export interface IdempotencyStore {
    * it. A row older than `since` (expired) or pending since before `staleBefore` (its instance died) is taken
    * over. Returns null when claimed, else the row that holds the key (pending: in flight elsewhere).
    */
-  claimIdempotency(row: Pick<IdempotencyRow, 'storeId' | 'key' | 'operationId' | 'requestHash' | 'createdAt'>, since: number, staleBefore: number): Promise<IdempotencyRow | null>;
+  claimIdempotency(row: Pick<IdempotencyRow, 'storeId' | 'key' | 'operationId' | 'requestHash' | 'createdAt' | 'owner'>, since: number, staleBefore: number): Promise<IdempotencyRow | null>;
   /** Drops a pending claim whose request failed, so a retry may run. */
   releaseIdempotency(storeId: string, key: string): Promise<void>;
 }
@@ -207,6 +207,8 @@ export interface Repo extends IngestStore, HandoffQueue, EventReads, IntentStore
   readonly links: PlatformLinkStore;
   /** The dialect's thin runner: a storage area written once for both dialects runs its plain SQL here (`?` placeholders). */
   readonly sql: SqlRunner;
+  /** This handle as an executor of intents and holder of Idempotency-Key claims, and whether another still lives. */
+  readonly instance: Instance;
   close(): Promise<void>;
 }
 
@@ -221,3 +223,13 @@ export interface PendingAuthFailure extends AuthFailureRow {
 }
 
 export type Signal = 'endpoint' | 'due';
+
+/**
+ * Who holds a claim: an execution in flight, or a pending Idempotency-Key. A claim of a handle that no longer lives
+ * is taken over at once rather than when it turns stale: on SQLite (one process: serve holds the data directory's
+ * lock) every other handle is dead; on PostgreSQL a handle lives while it holds its liveness lock.
+ */
+export interface Instance {
+  id(): Promise<string>;
+  alive(id: string): Promise<boolean>;
+}

@@ -14,11 +14,11 @@ import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import { runMigrations, type Migration } from '../migrate.ts';
 import { PlatformLinks } from '../platform-links.ts';
-import type { SqlRunner } from '../runner.ts';
+import { batchSteps, type SqlRunner } from '../runner.ts';
 import { migrations as pgMigrations } from '../migrations/pg/index.ts';
 import { eventFilterWhere } from '../filters.ts';
 import { leaseToWorker, receiptRow } from '../receipt-rules.ts';
-import type { PendingAuthFailure, Repo, Signal } from '../repo.ts';
+import type { Instance, PendingAuthFailure, Repo, Signal } from '../repo.ts';
 import type {
   AttemptResult,
   AttemptStart,
@@ -133,6 +133,22 @@ function pgRunner(pool: pg.Pool): SqlRunner {
   return {
     all: async <T>(q: string, params: unknown[]) => (await pool.query(numbered(q), params)).rows as T[],
     run: async (q, params) => (await pool.query(numbered(q), params)).rowCount ?? 0,
+    batch: async (writes) => {
+      const c = await pool.connect();
+      try {
+        await c.query('BEGIN');
+        const steps = batchSteps(writes);
+        let step = steps.next();
+        while (!step.done) step = steps.next((await c.query(numbered(step.value[0]), step.value[1])).rowCount ?? 0);
+        await c.query(step.value.ok ? 'COMMIT' : 'ROLLBACK');
+        return step.value;
+      } catch (err) {
+        await c.query('ROLLBACK').catch(() => {});
+        throw err;
+      } finally {
+        c.release();
+      }
+    },
   };
 }
 
@@ -163,6 +179,16 @@ export class PgRepo implements Repo {
   }
 
   readonly links: PlatformLinks;
+
+  /** A handle's id is its liveness key, taken on first use; it lives while pg_locks shows that lock granted. */
+  readonly instance: Instance = {
+    id: async () => {
+      await this.alive();
+      return String(this.owner);
+    },
+    alive: async (id: string) =>
+      (await this.pool.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = ${LIVENESS_LOCK} AND objsubid = 2 AND granted AND objid::text = $1`, [id])).rowCount! > 0,
+  };
   readonly sql: SqlRunner;
 
   static async open(opts: PgOptions): Promise<PgRepo> {
@@ -677,13 +703,13 @@ export class PgRepo implements Repo {
     await this.db.insert(s.idempotencyKeys).values(row).onConflictDoUpdate({ target: [s.idempotencyKeys.storeId, s.idempotencyKeys.key], set: row });
   }
 
-  async claimIdempotency(row: Pick<IdempotencyRow, 'storeId' | 'key' | 'operationId' | 'requestHash' | 'createdAt'>, since: number, staleBefore: number) {
+  async claimIdempotency(row: Pick<IdempotencyRow, 'storeId' | 'key' | 'operationId' | 'requestHash' | 'createdAt' | 'owner'>, since: number, staleBefore: number) {
     const claimed = await this.pool.query(
-      `INSERT INTO idempotency_keys (store_id, key, operation_id, request_hash, status, response, created_at) VALUES ($1, $2, $3, $4, 0, '', $5)
-       ON CONFLICT (store_id, key) DO UPDATE SET operation_id = $3, request_hash = $4, status = 0, response = '', created_at = $5
+      `INSERT INTO idempotency_keys (store_id, key, operation_id, request_hash, status, response, created_at, owner) VALUES ($1, $2, $3, $4, 0, '', $5, $8)
+       ON CONFLICT (store_id, key) DO UPDATE SET operation_id = $3, request_hash = $4, status = 0, response = '', created_at = $5, owner = $8
          WHERE idempotency_keys.created_at < $6 OR (idempotency_keys.status = 0 AND idempotency_keys.created_at < $7)
        RETURNING key`,
-      [row.storeId, row.key, row.operationId, row.requestHash, row.createdAt, since, staleBefore],
+      [row.storeId, row.key, row.operationId, row.requestHash, row.createdAt, since, staleBefore, row.owner],
     );
     return claimed.rowCount ? null : await this.getIdempotency(row.storeId, row.key, 0);
   }

@@ -1,14 +1,15 @@
 /** SQLite implementation of Repo over bun:sqlite + drizzle. The ingest commit uses raw prepared statements. */
+import { randomUUID } from 'node:crypto';
 import { Database, type SQLQueryBindings, type Statement } from 'bun:sqlite';
 import { and, asc, desc, eq, getTableColumns, gte, sql, type SQL } from 'drizzle-orm';
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
 import { runMigrations, type Migration } from '../migrate.ts';
 import { PlatformLinks } from '../platform-links.ts';
-import type { SqlRunner } from '../runner.ts';
+import { batchSteps, type BatchOutcome, type SqlRunner } from '../runner.ts';
 import { migrations as sqliteMigrations } from '../migrations/sqlite/index.ts';
 import { eventFilterWhere } from '../filters.ts';
 import { leaseToWorker, receiptRow } from '../receipt-rules.ts';
-import type { PendingAuthFailure, Repo } from '../repo.ts';
+import type { Instance, PendingAuthFailure, Repo } from '../repo.ts';
 import type {
   AuditRow,
   IdempotencyRow,
@@ -191,9 +192,25 @@ function sqliteRunner(sqlite: Database): SqlRunner {
     const go = () => (rows ? st.all(...(params as SQLQueryBindings[])) : st.run(...(params as SQLQueryBindings[])).changes);
     return (/^\s*SELECT\b/i.test(q) ? go() : writeTransaction(sqlite, go)()) as T;
   };
+  const rollback = new Error('batch rolled back');
   return {
     all: async <T>(q: string, params: unknown[]) => exec<T[]>(q, params, true),
     run: async (q, params) => exec<number>(q, params, false),
+    batch: async (writes) => {
+      let outcome!: BatchOutcome;
+      try {
+        writeTransaction(sqlite, () => {
+          const steps = batchSteps(writes);
+          let step = steps.next();
+          while (!step.done) step = steps.next(sqlite.query(step.value[0]).run(...(step.value[1] as SQLQueryBindings[])).changes);
+          outcome = step.value;
+          if (!outcome.ok) throw rollback;
+        })();
+      } catch (err) {
+        if (err !== rollback) throw err;
+      }
+      return outcome;
+    },
   };
 }
 
@@ -255,6 +272,8 @@ export class SqliteRepo implements Repo {
 
   readonly links: PlatformLinks;
   readonly sql: SqlRunner;
+  /** The only live handle of this box as far as claims go (serve holds the data directory's lock). */
+  readonly instance: Instance = ((id) => ({ id: async () => id, alive: async (other: string) => other === id }))(`local:${randomUUID()}`);
 
   constructor(readonly sqlite: Database) {
     this.sql = sqliteRunner(sqlite);
@@ -670,15 +689,15 @@ export class SqliteRepo implements Repo {
       .run();
   }
 
-  async claimIdempotency(row: Pick<IdempotencyRow, 'storeId' | 'key' | 'operationId' | 'requestHash' | 'createdAt'>, since: number, staleBefore: number) {
+  async claimIdempotency(row: Pick<IdempotencyRow, 'storeId' | 'key' | 'operationId' | 'requestHash' | 'createdAt' | 'owner'>, since: number, staleBefore: number) {
     const claimed = this.sqlite
       .query(
-        `INSERT INTO idempotency_keys (store_id, key, operation_id, request_hash, status, response, created_at) VALUES (?1, ?2, ?3, ?4, 0, '', ?5)
-         ON CONFLICT (store_id, key) DO UPDATE SET operation_id = ?3, request_hash = ?4, status = 0, response = '', created_at = ?5
+        `INSERT INTO idempotency_keys (store_id, key, operation_id, request_hash, status, response, created_at, owner) VALUES (?1, ?2, ?3, ?4, 0, '', ?5, ?8)
+         ON CONFLICT (store_id, key) DO UPDATE SET operation_id = ?3, request_hash = ?4, status = 0, response = '', created_at = ?5, owner = ?8
            WHERE created_at < ?6 OR (status = 0 AND created_at < ?7)
          RETURNING key`,
       )
-      .get(row.storeId, row.key, row.operationId, row.requestHash, row.createdAt, since, staleBefore);
+      .get(row.storeId, row.key, row.operationId, row.requestHash, row.createdAt, since, staleBefore, row.owner);
     return claimed ? null : await this.getIdempotency(row.storeId, row.key, 0);
   }
   async releaseIdempotency(storeId: string, key: string) {

@@ -212,6 +212,12 @@ export const intents = sqliteTable(
     confirmationExpiresAt: integer('confirmation_expires_at'),
     result: text('result'),
     refusal: text('refusal'),
+    /** What the preview was built on (JSON, the kind's own): execute refuses `stale_preview` when the target moved since. */
+    basis: text('basis'),
+    /** The instance executing it (db/repo.ts `instance`): a dead one's claim is taken over, never left `executing`. */
+    executor: text('executor'),
+    /** The Idempotency-Key of the execute: its retry after a crash gets the outcome, not a refusal. */
+    executeKey: text('execute_key'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
@@ -229,6 +235,8 @@ export const idempotencyKeys = sqliteTable(
     status: integer('status').notNull(),
     response: text('response').notNull(),
     createdAt: integer('created_at').notNull(),
+    /** The instance holding a pending claim (status 0): a dead holder's claim is taken over at once. */
+    owner: text('owner'),
   },
   (t) => [primaryKey({ columns: [t.storeId, t.key] })],
 );

@@ -12,9 +12,9 @@ import { TRIGGERS } from '../contract/triggers.ts';
 import { iso } from '../lib/clock.ts';
 import { idFloor } from '../lib/ids.ts';
 import type { OpContext } from './context.ts';
-import type { IntentKind, IntentPreview } from './intents.ts';
+import type { IntentKind, IntentPreview, IntentResult } from './intents.ts';
 import { outcomeNotReplayable, REPLAY_METER_COST } from './replay.ts';
-import { ensureCapacity, record } from './usage.ts';
+import { ensureCapacity } from './usage.ts';
 
 type Storage = EndpointStore & ReadinessStore & UsageStore & Signals & Pick<Repo, 'sql' | 'dialect'>;
 
@@ -133,28 +133,35 @@ export const bulkReplayIntent: IntentKind<BulkReplayInput, Storage> = {
       },
     };
   },
-  async execute(ctx, intent, input) {
+  async plan(ctx, intent, input) {
     const { selection } = JSON.parse(intent.preview) as IntentPreview;
     await ensureCapacity(ctx.core, ctx.store, 'replay_executions');
-    const now = ctx.core.clock.now();
-    const queued = await storage(ctx).requeue(filterOf(ctx, input.filter), { throughId: selection!.throughEventId, lastAttemptAtMost: Date.parse(selection!.asOf) }, now);
-    if (queued === 0) {
-      throw refuse({
-        category: 'target_state',
-        code: 'nothing_to_replay',
-        reason: 'Every event this preview matched was replayed, attempted again or lost its body since; nothing was queued.',
-        recommendedAction: 'Read GET /agent/v1/events to see where they stand, and preview again if some still need a replay.',
-      });
-    }
-    await ctx.core.repo.notify?.('due', '').catch(() => {});
-    await record(ctx.core, ctx.store, 'replay_executions');
-    // An event in flight at the preview whose attempt ended before it but was recorded after can join: never below 0.
-    const skipped = Math.max(0, selection!.count - queued);
+    const requeue = storage(ctx).requeueWrite(filterOf(ctx, input.filter), { throughId: selection!.throughEventId, lastAttemptAtMost: Date.parse(selection!.asOf) }, ctx.core.clock.now());
     return {
-      summary: `${plural(queued, 'event')} queued for another handoff${skipped ? `; ${skipped} of the ${selection!.count} previewed left alone (replayed, attempted again or no longer retained since the preview)` : ''}.`,
-      resourceId: null,
-      queued,
-      skipped,
+      writes: [{ ...requeue, mustChange: true }],
+      meters: ['replay_executions'],
+      refusals: {
+        0: {
+          category: 'target_state',
+          code: 'nothing_to_replay',
+          reason: 'Every event this preview matched was replayed, attempted again or lost its body since; nothing was queued.',
+          recommendedAction: 'Read GET /agent/v1/events to see where they stand, and preview again if some still need a replay.',
+        },
+      },
+      result: ([queued = 0]) => replayed(selection!.count, queued),
+      after: () => ctx.core.repo.notify?.('due', ''),
     };
   },
 };
+
+/** A bulk replay's result: events queued, and previewed events left alone. */
+function replayed(previewed: number, queued: number): IntentResult {
+  // An event in flight at the preview whose attempt ended before it but was recorded after can join: never below 0.
+  const skipped = Math.max(0, previewed - queued);
+  return {
+    summary: `${plural(queued, 'event')} queued for another handoff${skipped ? `; ${skipped} of the ${previewed} previewed left alone (replayed, attempted again or no longer retained since the preview)` : ''}.`,
+    resourceId: null,
+    queued,
+    skipped,
+  };
+}

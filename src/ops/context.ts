@@ -18,6 +18,8 @@ export interface OpContext<R = Repo> {
   scopes: Scope[];
   actor: Actor;
   requestId: string;
+  /** The request's Idempotency-Key, when it sent one: an intent's execute records it, so its retry gets the outcome. */
+  idempotencyKey?: string;
   /** Tells the inbound path that an endpoint changed (drops its cached config and secret). */
   endpointChanged(id: string): void;
 }

@@ -1,11 +1,12 @@
 /** Endpoint edit, delete (archive, then permanent) and secret rotation, as intents. */
+import { archiveEndpoint, deleteArchivedEndpoint, editEndpoint, rotateSecret } from '../../db/intent-journal.ts';
 import type { EndpointStore, EventReads } from '../../db/repo.ts';
 import type { EndpointRow } from '../../db/types.ts';
 import { AppError, refuse } from '../contract/errors.ts';
-import { last4, newEndpointSecret } from '../lib/crypto.ts';
+import { last4, newEndpointSecret, sha256Hex } from '../lib/crypto.ts';
 import type { OpContext } from './context.ts';
 import { checkMapping, configSnapshot, endpointView } from './endpoints.ts';
-import type { IntentKind } from './intents.ts';
+import { stalePreview, type IntentKind } from './intents.ts';
 
 const EDITABLE = ['name', 'triggerVariant', 'resourceIdPath', 'relatedResourceIdPath', 'requiredPaths', 'sourceLabel', 'eventType', 'headerName'] as const;
 type EditInput = Partial<Record<(typeof EDITABLE)[number], unknown>>;
@@ -40,7 +41,7 @@ function mustBeActive(row: EndpointRow) {
   }
 }
 
-export const endpointEditIntent: IntentKind<EditInput, EndpointStore> = {
+export const endpointEditIntent: IntentKind<EditInput, EndpointStore, { configVersion: number }> = {
   kind: 'endpoint_edit',
   async preview(ctx, input, params) {
     const row = await endpointOf(ctx, params.endpointId!);
@@ -52,6 +53,7 @@ export const endpointEditIntent: IntentKind<EditInput, EndpointStore> = {
     if (changes.some((c) => c.field === 'headerName')) sideEffects.push('Senders must send the new header name from the moment this executes.');
     return {
       targetId: row.id,
+      basis: { configVersion: row.configVersion },
       preview: {
         summary: changes.length ? `Change ${changes.map((c) => c.field).join(', ')} of ${row.id}.` : `No change to ${row.id}.`,
         changes,
@@ -61,9 +63,12 @@ export const endpointEditIntent: IntentKind<EditInput, EndpointStore> = {
       },
     };
   },
-  async execute(ctx, intent, input) {
+  async plan(ctx, intent, input, basis) {
     const row = await endpointOf(ctx, intent.targetId!);
     mustBeActive(row);
+    if (row.configVersion !== basis?.configVersion) {
+      throw stalePreview(`the endpoint is at config version ${row.configVersion}; the preview showed version ${basis?.configVersion ?? 'unknown'}`);
+    }
     const merged = { ...current(row), ...input };
     checkMapping(merged.triggerVariant as never, merged.resourceIdPath as string | null, merged.relatedResourceIdPath as string | null);
     const next: EndpointRow = {
@@ -79,15 +84,17 @@ export const endpointEditIntent: IntentKind<EditInput, EndpointStore> = {
       configVersion: row.configVersion + 1,
       updatedAt: ctx.core.clock.now(),
     };
-    await ctx.core.repo.updateEndpoint(next, configSnapshot(endpointView(next, ctx.core.config.publicUrl)));
-    ctx.endpointChanged(row.id);
-    return { summary: `Endpoint ${row.id} is at config version ${next.configVersion}.`, resourceId: row.id };
+    return {
+      writes: editEndpoint(next, row.configVersion, configSnapshot(endpointView(next, ctx.core.config.publicUrl))),
+      result: () => ({ summary: `Endpoint ${row.id} is at config version ${next.configVersion}.`, resourceId: row.id }),
+      after: () => ctx.endpointChanged(row.id),
+    };
   },
 };
 
 type DeleteInput = { stage?: 'archive' | 'permanent' };
 
-export const endpointDeleteIntent: IntentKind<DeleteInput, EndpointStore & EventReads> = {
+export const endpointDeleteIntent: IntentKind<DeleteInput, EndpointStore & EventReads, { status: string }> = {
   kind: 'endpoint_delete',
   async preview(ctx, input, params) {
     const row = await endpointOf(ctx, params.endpointId!);
@@ -95,6 +102,7 @@ export const endpointDeleteIntent: IntentKind<DeleteInput, EndpointStore & Event
     await checkStage(ctx, row, stage);
     return {
       targetId: row.id,
+      basis: { status: row.status },
       preview: {
         summary: stage === 'archive' ? `Archive ${row.id}: it stops taking events; history stays.` : `Delete archived ${row.id} permanently; receipts stay readable.`,
         changes: [{ field: 'status', from: row.status, to: stage === 'archive' ? 'archived' : 'deleted' }],
@@ -104,17 +112,16 @@ export const endpointDeleteIntent: IntentKind<DeleteInput, EndpointStore & Event
       },
     };
   },
-  async execute(ctx, intent, input) {
+  async plan(ctx, intent, input, basis) {
     const row = await endpointOf(ctx, intent.targetId!);
     const stage = input.stage ?? 'archive';
     await checkStage(ctx, row, stage);
-    if (stage === 'archive') {
-      await ctx.core.repo.updateEndpoint({ ...row, status: 'archived', updatedAt: ctx.core.clock.now() }, { status: 'archived' });
-    } else {
-      await ctx.core.repo.deleteEndpoint(ctx.store.id, row.id);
-    }
-    ctx.endpointChanged(row.id);
-    return { summary: stage === 'archive' ? `Endpoint ${row.id} is archived.` : `Endpoint ${row.id} is deleted.`, resourceId: row.id };
+    if (row.status !== basis?.status) throw stalePreview(`the endpoint is ${row.status}; the preview showed it ${basis?.status ?? 'in another state'}`);
+    return {
+      writes: stage === 'archive' ? [archiveEndpoint(ctx.store.id, row.id, ctx.core.clock.now())] : deleteArchivedEndpoint(ctx.store.id, row.id),
+      result: () => ({ summary: stage === 'archive' ? `Endpoint ${row.id} is archived.` : `Endpoint ${row.id} is deleted.`, resourceId: row.id }),
+      after: () => ctx.endpointChanged(row.id),
+    };
   },
 };
 
@@ -141,14 +148,21 @@ async function checkStage(ctx: OpContext<EventReads>, row: EndpointRow, stage: '
 
 type RotationInput = { overlapSeconds?: number };
 
-export const secretRotationIntent: IntentKind<RotationInput, EndpointStore> = {
+/** Which secret a rotation was previewed on: a digest of its sealed value (each sealing is unique), never the secret. */
+type SecretGeneration = { secret: string };
+
+const generationOf = (row: EndpointRow): SecretGeneration => ({ secret: sha256Hex(row.secretSealed).slice(0, 16) });
+
+export const secretRotationIntent: IntentKind<RotationInput, EndpointStore, SecretGeneration> = {
   kind: 'secret_rotation',
+  recoveredNote: 'Its answer was lost before it reached you, so the new secret was shown to no one: rotate again to get one (the previous secret works as this summary says).',
   async preview(ctx, input, params) {
     const row = await endpointOf(ctx, params.endpointId!);
     mustBeActive(row);
     const overlap = input.overlapSeconds ?? 86400;
     return {
       targetId: row.id,
+      basis: generationOf(row),
       preview: {
         summary: `Rotate the secret of ${row.id} (ending ${row.secretLast4}).`,
         changes: [{ field: 'auth.secretLast4', from: row.secretLast4, to: '(new, shown once on execute)' }],
@@ -163,24 +177,31 @@ export const secretRotationIntent: IntentKind<RotationInput, EndpointStore> = {
       },
     };
   },
-  async execute(ctx, intent, input) {
+  async plan(ctx, intent, input, basis) {
     const row = await endpointOf(ctx, intent.targetId!);
     mustBeActive(row);
+    if (generationOf(row).secret !== basis?.secret) {
+      throw stalePreview(`the secret was rotated since (it now ends ${row.secretLast4}); the overlap this preview promised no longer applies to it`);
+    }
     const now = ctx.core.clock.now();
     const overlapMs = (input.overlapSeconds ?? 86400) * 1000;
     const secret = newEndpointSecret();
-    await ctx.core.repo.updateEndpoint(
-      {
-        ...row,
-        secretSealed: ctx.core.box.seal(secret),
-        secretLast4: last4(secret),
-        previousSecretSealed: overlapMs > 0 ? row.secretSealed : null,
-        previousSecretExpiresAt: overlapMs > 0 ? now + overlapMs : null,
-        updatedAt: now,
-      },
-      { rotatedAt: now },
-    );
-    ctx.endpointChanged(row.id);
-    return { summary: `New secret for ${row.id} (ending ${last4(secret)}); the previous one ${overlapMs > 0 ? `works until ${new Date(now + overlapMs).toISOString()}` : 'no longer works'}.`, resourceId: row.id, secret };
+    const next = {
+      ...row,
+      secretSealed: ctx.core.box.seal(secret),
+      secretLast4: last4(secret),
+      previousSecretSealed: overlapMs > 0 ? row.secretSealed : null,
+      previousSecretExpiresAt: overlapMs > 0 ? now + overlapMs : null,
+      updatedAt: now,
+    };
+    return {
+      writes: [rotateSecret(next, row.secretSealed)],
+      secret,
+      result: () => ({
+        summary: `New secret for ${row.id} (ending ${last4(secret)}); the previous one ${overlapMs > 0 ? `works until ${new Date(now + overlapMs).toISOString()}` : 'no longer works'}.`,
+        resourceId: row.id,
+      }),
+      after: () => ctx.endpointChanged(row.id),
+    };
   },
 };

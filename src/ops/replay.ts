@@ -1,11 +1,12 @@
 /** Replay: hands a retained event off again as a new attempt, bypassing duplicate suppression. */
-import type { EndpointStore, EventReads, HandoffQueue, ReadinessStore, Signals, UsageStore } from '../../db/repo.ts';
+import { clearLeaseColumns, requeueEvent } from '../../db/intent-journal.ts';
+import type { EndpointStore, EventReads, HandoffQueue, ReadinessStore, Repo, Signals, UsageStore } from '../../db/repo.ts';
 import { AppError, refuse, type Refusal } from '../contract/errors.ts';
 import { TRIGGERS } from '../contract/triggers.ts';
 import type { OpContext } from './context.ts';
 import { eventSummary } from './events.ts';
-import type { IntentKind } from './intents.ts';
-import { ensureCapacity, record } from './usage.ts';
+import { stalePreview, type IntentKind } from './intents.ts';
+import { ensureCapacity } from './usage.ts';
 
 type ReplayInput = { reason?: string };
 
@@ -65,7 +66,10 @@ const RETENTION_EXPIRED = {
   recommendedAction: 'Ask the sender to send the event again.',
 };
 
-export const replayIntent: IntentKind<ReplayInput, EventReads & EndpointStore & ReadinessStore & UsageStore & HandoffQueue & Signals> = {
+/** The event's state a replay was previewed on. */
+type EventState = { outcome: string; attempts: number };
+
+export const replayIntent: IntentKind<ReplayInput, EventReads & EndpointStore & ReadinessStore & UsageStore & HandoffQueue & Signals & Pick<Repo, 'dialect'>, EventState> = {
   kind: 'replay',
   freeText: ['reason'],
   async preview(ctx, input, params) {
@@ -83,6 +87,7 @@ export const replayIntent: IntentKind<ReplayInput, EventReads & EndpointStore & 
     if (input.reason === undefined) warnings.push('No reason given; the audit trail records the replay without one.');
     return {
       targetId: event.id,
+      basis: { outcome: event.outcome, attempts: event.attempts },
       preview: {
         summary: `Hand event ${event.id} (${event.outcome}) to Shopify Flow again as attempt ${event.attempts + 1}.`,
         changes: [
@@ -98,15 +103,20 @@ export const replayIntent: IntentKind<ReplayInput, EventReads & EndpointStore & 
       },
     };
   },
-  async execute(ctx, intent) {
+  async plan(ctx, intent, _input, basis) {
     const event = await replayable(ctx, intent.targetId!);
+    if (event.outcome !== basis?.outcome || event.attempts !== basis.attempts) {
+      throw stalePreview(`the event is ${event.outcome} after ${event.attempts} attempt(s); the preview showed it ${basis ? `${basis.outcome} after ${basis.attempts}` : 'in another state'}`);
+    }
     await ensureCapacity(ctx.core, ctx.store, 'replay_executions');
     if (!(await ctx.core.repo.getEventBody(event.id))) {
       throw refuse(RETENTION_EXPIRED);
     }
-    await ctx.core.repo.requeueEvent(event.id, ctx.core.clock.now());
-    await ctx.core.repo.notify?.('due', event.id).catch(() => {});
-    await record(ctx.core, ctx.store, 'replay_executions');
-    return { summary: `Event ${event.id} is queued for attempt ${event.attempts + 1}.`, resourceId: event.id };
+    return {
+      writes: [requeueEvent(event.id, basis, ctx.core.clock.now(), clearLeaseColumns(ctx.core.repo.dialect))],
+      meters: ['replay_executions'],
+      result: () => ({ summary: `Event ${event.id} is queued for attempt ${event.attempts + 1}.`, resourceId: event.id }),
+      after: () => ctx.core.repo.notify?.('due', event.id),
+    };
   },
 };

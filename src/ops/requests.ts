@@ -1,4 +1,5 @@
 /** Handoff-only test intents, diagnostics shares, support requests and non-binding expansion/feature requests. */
+import { insertRecord } from '../../db/intent-journal.ts';
 import type { EndpointStore, EventReads, RecordStore, UsageStore } from '../../db/repo.ts';
 import { AppError } from '../contract/errors.ts';
 import type { OperationInput } from '../contract/operations.ts';
@@ -10,8 +11,8 @@ import { redactDocument, redactText } from '../lib/redact.ts';
 import type { OpContext } from './context.ts';
 import { endpointUrl } from './endpoints.ts';
 import { eventSummary } from './events.ts';
-import type { IntentKind } from './intents.ts';
-import { ensureCapacity, record } from './usage.ts';
+import { stalePreview, type IntentKind } from './intents.ts';
+import { ensureCapacity } from './usage.ts';
 
 export async function createEndpointTestIntent(ctx: OpContext<EndpointStore>, { params, body }: OperationInput<'createEndpointTestIntent'>) {
   const ep = await ctx.core.repo.getEndpoint(ctx.store.id, params.endpointId);
@@ -44,6 +45,8 @@ export async function createEndpointTestIntent(ctx: OpContext<EndpointStore>, { 
 type DiagInput = { eventIds?: string[]; endpointIds?: string[]; window?: Window; note?: string; expiresInHours?: number };
 
 /** The frozen package: receipt facts, endpoint state, codes, retention, recovery guidance. No bodies, secrets, headers or customer data. */
+type DiagnosticsPackage = Awaited<ReturnType<typeof diagnosticsPackage>>;
+
 async function diagnosticsPackage(ctx: OpContext<EventReads & EndpointStore>, input: DiagInput) {
   const { core, store } = ctx;
   const now = core.clock.now();
@@ -82,7 +85,11 @@ async function diagnosticsPackage(ctx: OpContext<EventReads & EndpointStore>, in
 }
 
 /** Input reaches these kinds already redacted (intents.ts): the note and summary they show are what is kept. */
-export const diagnosticsShareIntent: IntentKind<DiagInput, EventReads & EndpointStore & UsageStore & RecordStore> = {
+/**
+ * A diagnostics share is bound to its preview by holding it: the package the preview was built from is its basis
+ * and is what execute freezes, so what is shared is what was shown (a busy store's package changes by the second).
+ */
+export const diagnosticsShareIntent: IntentKind<DiagInput, EventReads & EndpointStore & UsageStore & RecordStore, { package: DiagnosticsPackage }> = {
   kind: 'diagnostics_share',
   freeText: ['note'],
   async preview(ctx, input) {
@@ -90,10 +97,11 @@ export const diagnosticsShareIntent: IntentKind<DiagInput, EventReads & Endpoint
     const pkg = await diagnosticsPackage(ctx, input);
     return {
       targetId: null,
+      basis: { package: pkg },
       preview: {
         summary: `Share a redacted diagnostics package: ${pkg.events.length} events, ${pkg.endpoints.length} endpoints, window ${pkg.window}.`,
         changes: [{ field: 'diagnosticsShare', from: null, to: { events: pkg.events.map((e) => e.id), endpoints: pkg.endpoints.map((e) => e.id), note: input.note ?? null, expiresInHours: input.expiresInHours ?? 72 } }],
-        sideEffects: ['The package is frozen at execution and readable by support until it expires.'],
+        sideEffects: ['The package shown by this preview is what is shared, as it was at the preview, readable by support until it expires.'],
         meterCost: [
           { meter: 'diagnostics_shares', units: 1 },
           { meter: 'executed_actions', units: 1 },
@@ -102,15 +110,18 @@ export const diagnosticsShareIntent: IntentKind<DiagInput, EventReads & Endpoint
       },
     };
   },
-  async execute(ctx, _intent, input) {
+  async plan(ctx, _intent, input, basis) {
+    if (!basis) throw stalePreview('this preview was made before packages were kept with their preview');
     await ensureCapacity(ctx.core, ctx.store, 'diagnostics_shares');
-    const pkg = await diagnosticsPackage(ctx, input);
     const now = ctx.core.clock.now();
     const id = ctx.core.ids.next('diag');
     const expiresAt = now + (input.expiresInHours ?? 72) * 3600_000;
-    await ctx.core.repo.insertRecord({ id, storeId: ctx.store.id, kind: 'diagnostics_share', body: JSON.stringify({ ...pkg, note: input.note ?? null }), createdAt: now, expiresAt });
-    await record(ctx.core, ctx.store, 'diagnostics_shares');
-    return { summary: `Diagnostics share ${id} is frozen until ${iso(expiresAt)}.`, resourceId: id };
+    const body = JSON.stringify({ ...basis.package, note: input.note ?? null });
+    return {
+      writes: [insertRecord({ id, storeId: ctx.store.id, kind: 'diagnostics_share', body, createdAt: now, expiresAt })],
+      meters: ['diagnostics_shares'],
+      result: () => ({ summary: `Diagnostics share ${id} is frozen until ${iso(expiresAt)}.`, resourceId: id }),
+    };
   },
 };
 
@@ -136,7 +147,7 @@ export const supportRequestIntent: IntentKind<SupportInput, EventReads & Endpoin
       },
     };
   },
-  async execute(ctx, _intent, input) {
+  async plan(ctx, _intent, input) {
     const now = ctx.core.clock.now();
     const id = ctx.core.ids.next('sup');
     const body = {
@@ -147,8 +158,10 @@ export const supportRequestIntent: IntentKind<SupportInput, EventReads & Endpoin
       statusHistory: [{ status: 'submitted', at: iso(now) }],
       consent: true,
     };
-    await ctx.core.repo.insertRecord({ id, storeId: ctx.store.id, kind: 'support_request', body: JSON.stringify(body), createdAt: now, expiresAt: null });
-    return { summary: `Support request ${id} submitted.`, resourceId: id };
+    return {
+      writes: [insertRecord({ id, storeId: ctx.store.id, kind: 'support_request', body: JSON.stringify(body), createdAt: now, expiresAt: null })],
+      result: () => ({ summary: `Support request ${id} submitted.`, resourceId: id }),
+    };
   },
 };
 

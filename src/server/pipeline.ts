@@ -13,6 +13,7 @@ import type { Core, CoreWith } from '../core.ts';
 import { EDITION } from '../contract/scopes.ts';
 import { readCapped } from '../lib/body.ts';
 import { sha256Hex } from '../lib/crypto.ts';
+import { takeOverKey } from '../../db/intent-journal.ts';
 import { metrics } from '../lib/instruments.ts';
 import { redactDocument, redactSecretsIn } from '../lib/redact.ts';
 import type { Actor, OpContext } from '../ops/context.ts';
@@ -98,6 +99,7 @@ export async function runOperation(
     }
 
     const key = req.headers.get('idempotency-key');
+    if (key) ctx.idempotencyKey = key;
     if (op.idempotency === 'execute' && executing && !key) {
       throw new AppError('invalid_input', 'Send an Idempotency-Key header with every execute step.', [
         { path: 'header.Idempotency-Key', code: 'required', message: 'Required on execute' },
@@ -124,12 +126,19 @@ export async function runOperation(
       let release!: () => void;
       deps.inflight.set(slot, new Promise<void>((r) => (release = r)));
       try {
+        const { repo } = deps.core;
         const now = deps.core.clock.now();
-        const held = await deps.core.repo.claimIdempotency(
-          { storeId: store.id, key, operationId: op.operationId, requestHash, createdAt: now },
+        const me = await repo.instance.id();
+        let held = await repo.claimIdempotency(
+          { storeId: store.id, key, operationId: op.operationId, requestHash, createdAt: now, owner: me },
           now - IDEMPOTENCY_TTL_MS,
           now - IDEMPOTENCY_STALE_MS,
         );
+        // A pending claim whose holder is gone (killed mid-request; or this instance's own, left by a request that
+        // could not release it: this one holds the key's in-flight slot) is taken over now, not when it turns stale.
+        if (held?.status === 0 && held.owner !== null && (held.owner === me || !(await repo.instance.alive(held.owner)))) {
+          if (await takeOverKey(repo.sql, store.id, key, held.owner, me, now)) held = null;
+        }
         if (held) {
           if (held.operationId !== op.operationId || held.requestHash !== requestHash) {
             throw new AppError('idempotency_key_reused', 'This Idempotency-Key was used with a different request in the last 24 hours.');
@@ -161,6 +170,7 @@ export async function runOperation(
             status: result.status,
             response: JSON.stringify(withoutSecrets(result.body)),
             createdAt: deps.core.clock.now(),
+            owner: null,
           });
         }
       } finally {
@@ -200,7 +210,8 @@ function withoutSecrets(value: unknown): unknown {
 function meterOf(op: Operation, executing: boolean): Meter | null {
   if (op.rateLimitClass === 'simple_read') return 'simple_reads';
   if (op.rateLimitClass === 'rich_read') return 'rich_reads';
-  if (op.effect === 'preview_or_execute') return executing ? 'executed_actions' : 'action_previews';
+  // An execute counts executed_actions with its change, in one transaction (src/ops/intents.ts): once, or not at all.
+  if (op.effect === 'preview_or_execute') return executing ? null : 'action_previews';
   return null;
 }
 

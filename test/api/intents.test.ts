@@ -94,12 +94,15 @@ describe('createReplayIntent', () => {
     const reused = await call(env, 'POST', replayPath(eventId), { token, headers: { 'Idempotency-Key': 'a2' }, body });
     expect(reused.status).toBe(409);
     expect(reused.json.error.code).toBe('conflict');
+    // It says the change is made, with its result, and never advises a step that would make it twice.
+    expect(reused.json.refusal.code).toBe('intent_not_previewed');
+    expect(reused.json.error.details.result.summary).toContain('queued for attempt 2');
+    expect(reused.json.refusal.recommendedAction).toContain('Nothing to do');
 
     await new HandoffWorker(env.core).drain();
     const b = await preview();
     env.clock.advance(15 * 60_000 + 1);
-    const fresh = await addGrant(env, 'recovery_operator');
-    const expired = await call(env, 'POST', replayPath(eventId), { token: fresh, headers: { 'Idempotency-Key': 'b1' }, body: { mode: 'execute', intentId: b.id, confirmationToken: b.confirmation.token } });
+    const expired = await call(env, 'POST', replayPath(eventId), { token, headers: { 'Idempotency-Key': 'b1' }, body: { mode: 'execute', intentId: b.id, confirmationToken: b.confirmation.token } });
     expect(expired.status).toBe(409);
     expect(expired.json.error.details.state).toBe('expired');
     expect((await env.repo.getIntent(expired.json.scope.storeId, b.id))?.state).toBe('expired');

@@ -210,7 +210,7 @@ describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL', () => {
   it('one Idempotency-Key claimed at once by both: exactly one runs; rate limits count once across both', async () => {
     const [a, b] = await pair();
     try {
-      const row = { storeId: STORE, key: 'same-key', operationId: 'op', requestHash: 'h', createdAt: T0 };
+      const row = { storeId: STORE, key: 'same-key', operationId: 'op', requestHash: 'h', createdAt: T0, owner: null };
       const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).claimIdempotency(row, T0 - 86400_000, T0 - 60_000)));
       expect(claims.filter((c) => c === null)).toHaveLength(1);
       const keys = [{ key: 'rich|g|gr_1', limit: 10 }, { key: 'rich|s|st_1', limit: 50 }];

@@ -221,14 +221,17 @@ for (const backend of backends()) {
           confirmationExpiresAt: null,
           result: null,
           refusal: null,
+          basis: null,
+          executor: null,
+          executeKey: null,
           createdAt: T0,
           updatedAt: T0,
         });
         await repo.insertIntent(intent('int_1', STORE, 'replay'));
         await repo.insertIntent(intent('int_2', STORE, 'endpoint_edit'));
         await repo.insertIntent(intent('int_3', OTHER, 'replay'));
-        await repo.putIdempotency({ storeId: STORE, key: 'k1', operationId: 'op', requestHash: 'h', status: 200, response: '{}', createdAt: T0 });
-        await repo.putIdempotency({ storeId: OTHER, key: 'k1', operationId: 'op', requestHash: 'h', status: 200, response: '{}', createdAt: T0 });
+        await repo.putIdempotency({ storeId: STORE, key: 'k1', operationId: 'op', requestHash: 'h', status: 200, response: '{}', createdAt: T0, owner: null });
+        await repo.putIdempotency({ storeId: OTHER, key: 'k1', operationId: 'op', requestHash: 'h', status: 200, response: '{}', createdAt: T0, owner: null });
         const redaction = new Redaction(repo.sql, repo.dialect);
         expect(await redaction.deleteRecords(STORE, ['support_request', 'diagnostics_share'])).toBe(2);
         expect(await redaction.deleteIntents(STORE, ['replay'])).toBe(1);

@@ -163,10 +163,10 @@ for (const backend of backends()) {
       const repo = await backend.open();
       try {
         await withStore(repo);
-        await repo.putIdempotency({ storeId: STORE, key: 'k', operationId: 'op', requestHash: 'h', status: 200, response: '{}', createdAt: T0 });
+        await repo.putIdempotency({ storeId: STORE, key: 'k', operationId: 'op', requestHash: 'h', status: 200, response: '{}', createdAt: T0, owner: null });
         expect((await repo.getIdempotency(STORE, 'k', T0 - 1))?.requestHash).toBe('h');
         expect(await repo.getIdempotency(STORE, 'k', T0 + 1)).toBeNull();
-        await repo.insertIntent({ id: 'int_1', storeId: STORE, grantId: 'gr_1', kind: 'replay', operationId: 'op', targetId: null, state: 'previewed', input: '{}', preview: '{}', confirmationHash: 'c', confirmationExpiresAt: T0 + 1, result: null, refusal: null, createdAt: T0, updatedAt: T0 });
+        await repo.insertIntent({ id: 'int_1', storeId: STORE, grantId: 'gr_1', kind: 'replay', operationId: 'op', targetId: null, state: 'previewed', input: '{}', preview: '{}', confirmationHash: 'c', confirmationExpiresAt: T0 + 1, result: null, refusal: null, basis: null, executor: null, executeKey: null, createdAt: T0, updatedAt: T0 });
         expect(await repo.transitionIntent('int_1', 'previewed', { state: 'executed', updatedAt: T0 + 1 })).toBe(true);
         expect(await repo.transitionIntent('int_1', 'previewed', { state: 'executed', updatedAt: T0 + 2 })).toBe(false);
         expect((await repo.getIntent(STORE, 'int_1'))?.state).toBe('executed');
@@ -200,13 +200,13 @@ for (const backend of backends()) {
     it('claims an Idempotency-Key once: a live key is held, a pending one past its staleness or an expired one is taken over', async () => {
       const repo = await backend.open();
       try {
-        const row = { storeId: STORE, key: 'k1', operationId: 'op', requestHash: 'h', createdAt: T0 };
+        const row = { storeId: STORE, key: 'k1', operationId: 'op', requestHash: 'h', createdAt: T0, owner: null };
         expect(await repo.claimIdempotency(row, T0 - 86400_000, T0 - 60_000)).toBeNull();
-        expect((await repo.claimIdempotency({ ...row, createdAt: T0 + 1 }, T0 - 86400_000, T0 - 60_000))?.status).toBe(0); // in flight
-        expect(await repo.claimIdempotency({ ...row, createdAt: T0 + 61_000 }, T0 - 86400_000, T0 + 1_000)).toBeNull(); // its holder died
+        expect((await repo.claimIdempotency({ ...row, createdAt: T0 + 1, owner: null }, T0 - 86400_000, T0 - 60_000))?.status).toBe(0); // in flight
+        expect(await repo.claimIdempotency({ ...row, createdAt: T0 + 61_000, owner: null }, T0 - 86400_000, T0 + 1_000)).toBeNull(); // its holder died
         await repo.putIdempotency({ ...row, status: 200, response: '{"ok":1}', createdAt: T0 + 61_000 });
-        expect((await repo.claimIdempotency({ ...row, createdAt: T0 + 62_000 }, T0, T0 + 62_000))?.response).toBe('{"ok":1}'); // done: held
-        expect(await repo.claimIdempotency({ ...row, createdAt: T0 + 2 * 86400_000 }, T0 + 86400_000, T0)).toBeNull(); // expired
+        expect((await repo.claimIdempotency({ ...row, createdAt: T0 + 62_000, owner: null }, T0, T0 + 62_000))?.response).toBe('{"ok":1}'); // done: held
+        expect(await repo.claimIdempotency({ ...row, createdAt: T0 + 2 * 86400_000, owner: null }, T0 + 86400_000, T0)).toBeNull(); // expired
         await repo.releaseIdempotency(STORE, 'k1');
         expect(await repo.getIdempotency(STORE, 'k1', 0)).toBeNull();
       } finally {

@@ -5,6 +5,7 @@ import m2 from './0002_platform_links.sql' with { type: 'text' };
 import m3 from './0003_cost_budget.sql' with { type: 'text' };
 import m4 from './0004_app_install.sql' with { type: 'text' };
 import m5 from './0005_shopify_webhooks.sql' with { type: 'text' };
+import m6 from './0006_intent_journal.sql' with { type: 'text' };
 
 import type { Migration } from '../../migrate.ts';
 
@@ -15,4 +16,5 @@ export const migrations: Migration[] = [
   { tag: '0003_cost_budget', when: 1795640866238, sql: m3 },
   { tag: '0004_app_install', when: 1795643003350, sql: m4 },
   { tag: '0005_shopify_webhooks', when: 1795643560129, sql: m5 },
+  { tag: '0006_intent_journal', when: 1795648588201, sql: m6 },
 ];

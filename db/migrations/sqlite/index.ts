@@ -11,6 +11,7 @@ import m8 from './0008_platform_links.sql' with { type: 'text' };
 import m9 from './0009_cost_budget.sql' with { type: 'text' };
 import m10 from './0010_app_install.sql' with { type: 'text' };
 import m11 from './0011_shopify_webhooks.sql' with { type: 'text' };
+import m12 from './0012_intent_journal.sql' with { type: 'text' };
 
 import type { Migration } from '../../migrate.ts';
 
@@ -27,4 +28,5 @@ export const migrations: Migration[] = [
   { tag: '0009_cost_budget', when: 1795640865769, sql: m9 },
   { tag: '0010_app_install', when: 1795643002916, sql: m10 },
   { tag: '0011_shopify_webhooks', when: 1795643559532, sql: m11 },
+  { tag: '0012_intent_journal', when: 1795648586950, sql: m12 },
 ];
