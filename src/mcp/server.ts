@@ -2,7 +2,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { Scope } from '../contract/scopes.ts';
+import { EDITION, type Scope } from '../contract/scopes.ts';
 import type { AuditLog } from '../../db/repo.ts';
 import type { CoreWith } from '../core.ts';
 import { apiHost, type Caller } from './api.ts';
@@ -27,7 +27,10 @@ export interface ServerDeps {
   appFetch(req: Request): Promise<Response>;
 }
 
+const EDITION_ID = `${EDITION.platformKey}/${EDITION.editionKey}`;
+
 const INSTRUCTIONS = `hookrelay Agent Operations over MCP: the same contract, grant, scopes, confirmations, idempotency, audit and metering as the HTTP API.
+Edition: ${EDITION.name} (platformKey ${EDITION.platformKey}, editionKey ${EDITION.editionKey}); every tool result's structuredContent names it as \`edition\`.
 1. search: find operations (operationId, scopes, effect, input/output JSON Schema; callable says whether this grant may call it).
 2. execute: run JavaScript that calls them and returns only what you need.
 Changes are two steps: a preview ({mode: "preview", input}) answers an intent with a confirmation token; then execute ({mode: "execute", intentId, confirmationToken}) with an idempotencyKey.
@@ -38,7 +41,38 @@ api.call(operationId, { params, query, body, idempotencyKey }) and api.request(m
 Example: const { data } = await api.call('listEvents', { query: { limit: 5 } }); return data.events.map(e => [e.id, e.outcome]);
 Limits per run: CPU time, memory, number of api calls and result size; each ends the run with its own error code.`;
 
-const text = (doc: unknown, isError = false): CallToolResult => ({ content: [{ type: 'text', text: JSON.stringify(doc) }], ...(isError ? { isError } : {}) });
+/**
+ * What the initialize answer says of the server. `edition` is beyond MCP's Implementation fields: raw JSON-RPC
+ * clients read it there; the SDK's client drops unknown fields, so title and description name the edition too.
+ */
+const serverInfo = (version: string) => ({
+  name: 'hookrelay',
+  version,
+  title: EDITION.name,
+  description: `Agent Operations of the ${EDITION_ID} edition: code mode (search, execute) over the contract.`,
+  edition: EDITION,
+});
+
+/**
+ * A tool result: the document with the edition that answered, as structured content and as its JSON text (for
+ * clients that read only text). Every answer of the HTTP API names the edition; so does every tool result.
+ */
+const result = (doc: Record<string, unknown>, isError = false): CallToolResult => {
+  const structuredContent = { edition: EDITION, ...doc };
+  return { content: [{ type: 'text', text: JSON.stringify(structuredContent) }], structuredContent, ...(isError ? { isError } : {}) };
+};
+
+/**
+ * The SDK answers a call it refuses before any handler runs (an unknown tool, arguments failing the input
+ * schema) with a text-only result of its own; this gives it the shape of ours, edition included. The message
+ * is the McpError's, `MCP error -32602: …` for invalid params; anything else (a handler that threw) is ours, and
+ * its message is not shown.
+ */
+function ownSdkToolErrors(server: McpServer): void {
+  const internals = server as unknown as { createToolError(message: string): CallToolResult };
+  internals.createToolError = (message) =>
+    result({ error: /^MCP error -32602\b/.test(message) ? { code: 'invalid_input', message } : { code: 'internal_error', message: 'The call failed on our side.' } }, true);
+}
 
 /** The caller of a tool call: the token and expected context of the HTTP request that carried it. */
 function callerOf(extra: { authInfo?: { token: string; extra?: Record<string, unknown> } }): Caller | null {
@@ -47,7 +81,8 @@ function callerOf(extra: { authInfo?: { token: string; extra?: Record<string, un
 }
 
 export function createMcpServer(deps: ServerDeps, grant: SessionGrant): McpServer {
-  const server = new McpServer({ name: 'hookrelay', version: deps.version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  const server = new McpServer(serverInfo(deps.version), { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  ownSdkToolErrors(server);
 
   server.registerTool(
     'search',
@@ -57,7 +92,7 @@ export function createMcpServer(deps: ServerDeps, grant: SessionGrant): McpServe
       inputSchema: SearchInputShape,
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    async (input) => text(searchCatalogue(input, grant.scopes)),
+    async (input) => result(searchCatalogue(input, grant.scopes)),
   );
 
   server.registerTool(
@@ -70,14 +105,14 @@ export function createMcpServer(deps: ServerDeps, grant: SessionGrant): McpServe
     },
     async ({ code }, extra) => {
       const caller = callerOf(extra);
-      if (!caller) return text({ error: { code: 'unauthorized', message: 'No grant on this request.' } }, true);
+      if (!caller) return result({ error: { code: 'unauthorized', message: 'No grant on this request.' } }, true);
       const started = performance.now();
       const run = await runCode(code, deps.core.config.mcp.limits, apiHost(deps.appFetch, caller), grant.storeId);
       const ms = (performance.now() - started).toFixed(0);
       deps.core.log.info(`mcp execute grant=${grant.grantId} calls=${run.calls} outcome=${run.ok ? 'ok' : run.error.code} ${ms}ms`);
       await auditRun(deps.core, grant, run).catch((err: unknown) => deps.core.log.warn(`mcp execute audit failed: ${err instanceof Error ? err.message : 'error'}`));
       const logs = run.logs.length ? { logs: run.logs } : {};
-      return run.ok ? text({ result: run.result, ...logs, calls: run.calls }) : text({ error: run.error, ...logs, calls: run.calls }, true);
+      return run.ok ? result({ result: run.result, ...logs, calls: run.calls }) : result({ error: run.error, ...logs, calls: run.calls }, true);
     },
   );
   return server;
