@@ -1,13 +1,13 @@
 /**
  * `POST|GET|DELETE /agent/v1/mcp`: the SDK's web-standard Streamable HTTP transport inside Bun.serve.
- * Every request passes the Origin check and bearer authentication first; a session never stands in for the
- * grant, and a session answers only the grant that created it.
+ * Every request passes the Host and Origin checks (host-origin.ts) and bearer authentication first; a session never
+ * stands in for the grant, and a session answers only the grant that created it.
  */
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { AuditLog, TenantStore } from '../../db/repo.ts';
 import { checkExpectedContext, EXPECTED_CONTEXT } from '../contract/context.ts';
-import { AppError, refuse } from '../contract/errors.ts';
+import { AppError } from '../contract/errors.ts';
 import { MCP_SESSIONS_PER_GRANT } from '../contract/limits.ts';
 import type { Scope } from '../contract/scopes.ts';
 import type { CoreWith } from '../core.ts';
@@ -16,6 +16,7 @@ import { authenticateBearer } from '../ops/grants.ts';
 import type { OpContext } from '../ops/context.ts';
 import { NO_CLIENT, type ClientOf } from '../lib/auth-failures.ts';
 import { codeModeAvailable } from './code-mode.ts';
+import { hostOriginRefusal } from './host-origin.ts';
 import { closeSandboxes } from './sandbox-process.ts';
 import { createMcpServer, type ServerDeps } from './server.ts';
 
@@ -56,7 +57,6 @@ export interface McpPipeline {
 export function createMcpEndpoint(deps: ServerDeps & { core: CoreWith<AuditLog & TenantStore>; pipeline: McpPipeline }): McpEndpoint {
   const { core, pipeline } = deps;
   const sessions = new Map<string, Session>();
-  const origins = new Set([new URL(core.config.publicUrl).origin, ...core.config.mcp.allowedOrigins]);
 
   function close(id: string): Promise<void> {
     const s = sessions.get(id);
@@ -95,8 +95,8 @@ export function createMcpEndpoint(deps: ServerDeps & { core: CoreWith<AuditLog &
 
   async function handle(req: Request, client: ClientOf = NO_CLIENT): Promise<Response> {
     const requestId = core.ids.next('req');
-    const origin = req.headers.get('origin');
-    if (origin !== null && !origins.has(origin)) return refused(originRefused(origin), requestId);
+    const misdirected = hostOriginRefusal(req.headers, core.config.publicUrl, core.config.mcp.allowedOrigins);
+    if (misdirected) return refused(misdirected, requestId);
     let grant, store;
     try {
       ({ grant, store } = await authenticateBearer(core, req.headers.get('authorization')));
@@ -151,15 +151,6 @@ export function createMcpEndpoint(deps: ServerDeps & { core: CoreWith<AuditLog &
       await closeSandboxes();
     },
   };
-}
-
-function originRefused(origin: string): AppError {
-  return refuse({
-    category: 'safety',
-    code: 'origin_not_allowed',
-    reason: `Requests from the browser origin ${origin} are not allowed on the MCP endpoint.`,
-    recommendedAction: 'Connect from a non-browser MCP client, or ask the operator to add this origin to HOOKRELAY_MCP_ALLOWED_ORIGINS.',
-  });
 }
 
 /** As the SDK answers an unknown session: the client must initialize again. Another grant's session is unknown. */
