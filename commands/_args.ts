@@ -19,6 +19,11 @@ export const storageArgs = {
   },
 } as const;
 
+/** Who runs an admin command that changes something, for its audit row (src/ops/human-audit.ts). */
+export const actorArg = {
+  actor: { type: 'string', description: 'Who runs this, for the audit log: a name or login, up to 64 printable characters (default: OS user@host)' },
+} as const;
+
 /** How a store's Admin API token is had (init, store set): the mode and the NAMES of the variables it reads. */
 export const credentialArgs = {
   auth: { type: 'string', description: 'client-credentials (an app of your organization: tokens requested and renewed) | static (a token in a variable)' },

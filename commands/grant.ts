@@ -5,7 +5,8 @@ import { TIER_NAMES, type Tier } from '../src/contract/scopes.ts';
 import type { Core } from '../src/core.ts';
 import { parseDuration } from '../src/lib/clock.ts';
 import { issueGrant, listGrants, revokeGrant } from '../src/ops/grants.ts';
-import { storageArgs } from './_args.ts';
+import { auditAdmin, humanActor, storeIdOf } from '../src/ops/human-audit.ts';
+import { actorArg, storageArgs } from './_args.ts';
 import { printJson } from './_output.ts';
 
 async function withCore(args: { 'data-dir'?: string; 'database-url'?: string }, fn: (core: Core) => Promise<unknown>) {
@@ -25,6 +26,7 @@ const issue = defineCommand({
     scopes: { type: 'string', description: 'Comma-separated subset of the tier’s scopes' },
     ttl: { type: 'string', required: true, description: 'Lifetime, e.g. 8h, 30m, 7d' },
     label: { type: 'string', description: 'Who or what the grant is for' },
+    ...actorArg,
     ...storageArgs,
   },
   async run({ args }) {
@@ -32,14 +34,24 @@ const issue = defineCommand({
     const ttlMs = parseDuration(args.ttl);
     if (!ttlMs) throw new AppError('invalid_input', '--ttl must look like 30m, 8h or 7d.');
     if (ttlMs > 90 * 86400_000) throw new AppError('invalid_input', '--ttl may be at most 90d: grants are time-bounded.');
+    const actor = humanActor(args.actor);
     await withCore(args, (core) =>
-      issueGrant(core, {
-        shopDomain: args.shop,
-        tier: args.tier as Tier,
-        scopes: args.scopes?.split(',').map((s) => s.trim()).filter(Boolean),
-        ttlMs,
-        label: args.label,
-      }),
+      auditAdmin(
+        core,
+        actor,
+        'issueGrant',
+        () =>
+          issueGrant(core, {
+            shopDomain: args.shop,
+            tier: args.tier as Tier,
+            scopes: args.scopes?.split(',').map((s) => s.trim()).filter(Boolean),
+            ttlMs,
+            label: args.label,
+          }),
+        // The token is in the answer only: the row names the grant, its tier, scopes and lifetime.
+        async (g) => ({ storeId: await storeIdOf(core, args.shop), targetId: g.grantId, transition: `issued ${g.tier} (${g.scopes.join(', ')}) for ${ttlMs / 1000} s` }),
+        () => storeIdOf(core, args.shop),
+      ),
     );
   },
 });
@@ -52,8 +64,13 @@ const list = defineCommand({
 
 const revoke = defineCommand({
   meta: { name: 'revoke', description: 'Revoke a grant now', examples: ['hookrelay grant revoke grt_…'] },
-  args: { grantId: { type: 'positional', required: true, description: 'Grant id (gr_…)' }, ...storageArgs },
-  run: ({ args }) => withCore(args, (core) => revokeGrant(core, args.grantId)),
+  args: { grantId: { type: 'positional', required: true, description: 'Grant id (gr_…)' }, ...actorArg, ...storageArgs },
+  run: ({ args }) => {
+    const actor = humanActor(args.actor);
+    return withCore(args, (core) =>
+      auditAdmin(core, actor, 'revokeGrant', () => revokeGrant(core, args.grantId), (g) => ({ storeId: g.storeId, targetId: g.grantId, transition: 'revoked' })),
+    );
+  },
 });
 
 export default defineCommand({

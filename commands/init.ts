@@ -2,8 +2,9 @@ import { defineCommand } from 'citty';
 import { describeStorage, locateDataDir, locateDatabaseUrl, openCore } from '../src/boot.ts';
 import { stderrLog } from '../src/lib/log.ts';
 import { pgTarget } from '../src/lib/pg-target.ts';
+import { auditAdmin, humanActor, storeIdOf } from '../src/ops/human-audit.ts';
 import { describeDestination, initStore } from '../src/ops/stores.ts';
-import { credentialArgs, PLAN_NAMES, storageArgs } from './_args.ts';
+import { actorArg, credentialArgs, PLAN_NAMES, storageArgs } from './_args.ts';
 import { printJson } from './_output.ts';
 
 export default defineCommand({
@@ -22,25 +23,35 @@ export default defineCommand({
     plan: { type: 'string', description: PLAN_NAMES },
     destination: { type: 'string', description: 'log (default) | shopify' },
     ...credentialArgs,
+    ...actorArg,
     ...storageArgs,
   },
   async run({ args }) {
+    const actor = humanActor(args.actor);
     const dataDir = locateDataDir(args['data-dir']);
     const log = stderrLog();
     log.info(describeStorage(dataDir, args['database-url']));
     const core = await openCore({ dataDir: dataDir.path, databaseUrl: args['database-url'], log });
     try {
-      const result = await initStore(core, {
-        shopDomain: args.shop,
-        platformAccountId: args['platform-account-id'],
-        installationId: args['installation-id'],
-        plan: args.plan,
-        destination: args.destination as 'log' | 'shopify' | undefined,
-        adminTokenEnv: args['admin-token-env'],
-        auth: args.auth,
-        clientId: args['client-id'],
-        clientSecretEnv: args['client-secret-env'],
-      });
+      const result = await auditAdmin(
+        core,
+        actor,
+        'initStore',
+        () =>
+          initStore(core, {
+            shopDomain: args.shop,
+            platformAccountId: args['platform-account-id'],
+            installationId: args['installation-id'],
+            plan: args.plan,
+            destination: args.destination as 'log' | 'shopify' | undefined,
+            adminTokenEnv: args['admin-token-env'],
+            auth: args.auth,
+            clientId: args['client-id'],
+            clientSecretEnv: args['client-secret-env'],
+          }),
+        (r) => ({ storeId: r.store.storeId, transition: r.created ? 'created' : 'unchanged' }),
+        () => storeIdOf(core, args.shop),
+      );
       const row = await core.repo.getStoreByShop(result.store.shopDomain);
       if (row) log.info(describeDestination(row, core.config.env));
       // On PostgreSQL the data directory is not used; the database is named by the log line above, never by its URL.

@@ -2,7 +2,7 @@ import { defineCommand } from 'citty';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type pg from 'pg';
-import { migrateSqlite, openSqliteDatabase } from '../db/sqlite/repo.ts';
+import { migrateSqlite, openSqliteDatabase, SqliteRepo } from '../db/sqlite/repo.ts';
 import { checkPostgresUrl, databasePath, describeStorage, locateDataDir, locateDatabaseUrl, prepareDataDir } from '../src/boot.ts';
 import { AppError } from '../src/contract/errors.ts';
 import { defaultConfig } from '../src/core.ts';
@@ -10,7 +10,8 @@ import { parseSecretKey, SecretBox } from '../src/lib/crypto.ts';
 import { lockDataDir } from '../src/lib/dir-lock.ts';
 import { stderrLog, type Log } from '../src/lib/log.ts';
 import { describePg, pgOpenError, pgTarget } from '../src/lib/pg-target.ts';
-import { storageArgs } from './_args.ts';
+import { adminAuditDeps, auditAdmin, humanActor, recordAdminAction, type AuditDeps } from '../src/ops/human-audit.ts';
+import { actorArg, storageArgs } from './_args.ts';
 import { printJson } from './_output.ts';
 
 export default defineCommand({
@@ -22,17 +23,20 @@ export default defineCommand({
   args: {
     ...storageArgs,
     from: { type: 'string', description: 'sqlite:PATH — a SQLite box (its hookrelay.db or data directory) to copy into the PostgreSQL database' },
+    ...actorArg,
   },
   async run({ args }) {
+    const actor = humanActor(args.actor);
     const log = stderrLog();
     const db = locateDatabaseUrl(args['database-url']);
-    if (args.from) return copyFrom(args.from, db?.url, log);
+    if (args.from) return copyFrom(args.from, db?.url, log, actor);
     log.info(describeStorage(locateDataDir(args['data-dir']), args['database-url']));
-    if (db) return migratePostgres(db.url, log);
+    if (db) return migratePostgres(db.url, log, actor);
     const dir = prepareDataDir(args['data-dir']);
     const sqlite = openSqliteDatabase({ path: databasePath(dir) });
     try {
       const applied = await migrateSqlite(sqlite);
+      await recordAdminAction(adminAuditDeps(new SqliteRepo(sqlite)), actor, 'migrate', { storeId: null, transition: appliedSummary(applied) });
       const stores = sqlite.query('SELECT shop_domain AS shop, destination FROM stores ORDER BY id').all() as { shop: string; destination: string }[];
       for (const s of stores) log.info(`store ${s.shop}: destination ${s.destination}`);
       printJson({ dialect: 'sqlite', applied, dataDir: dir });
@@ -42,22 +46,29 @@ export default defineCommand({
   },
 });
 
-/** A pool on the target, migrated under the advisory lock; connection failures become stable errors without the URL. */
-async function openTarget(url: string): Promise<{ pool: pg.Pool; applied: string[] }> {
+/** The audit row's summary of a migration: how many were applied (their names are in the printed answer). */
+const appliedSummary = (applied: string[]) => `applied ${applied.length} migration${applied.length === 1 ? '' : 's'}`;
+
+/**
+ * A pool on the target, migrated under the advisory lock; connection failures become stable errors without the URL.
+ * `audit` writes this command's row there (the URL is never in it).
+ */
+async function openTarget(url: string): Promise<{ pool: pg.Pool; applied: string[]; audit: AuditDeps }> {
   checkPostgresUrl(url);
-  const { migratePg, openPgPool } = await import('../db/pg/repo.ts');
+  const { migratePg, openPgPool, PgRepo } = await import('../db/pg/repo.ts');
   const pool = openPgPool({ url, max: 2 });
   try {
-    return { pool, applied: await migratePg(pool) };
+    return { pool, applied: await migratePg(pool), audit: adminAuditDeps(new PgRepo(pool, url)) };
   } catch (err) {
     await pool.end().catch(() => {});
     throw pgOpenError(err, url);
   }
 }
 
-async function migratePostgres(url: string, log: Log): Promise<void> {
-  const { pool, applied } = await openTarget(url);
+async function migratePostgres(url: string, log: Log, actor: string): Promise<void> {
+  const { pool, applied, audit } = await openTarget(url);
   try {
+    await recordAdminAction(audit, actor, 'migrate', { storeId: null, transition: appliedSummary(applied) });
     const stores = await pool.query<{ shop: string; destination: string }>('SELECT shop_domain AS shop, destination FROM stores ORDER BY id');
     for (const s of stores.rows) log.info(`store ${s.shop}: destination ${s.destination}`);
     printJson({ dialect: 'postgres', applied, database: pgTarget(url) });
@@ -71,7 +82,7 @@ async function migratePostgres(url: string, log: Log): Promise<void> {
  * opens the box's endpoint secrets, then copies it into the (migrated, empty) PostgreSQL database in one
  * transaction. The key is never printed: the report says where it is and how to export it.
  */
-async function copyFrom(from: string, url: string | undefined, log: Log): Promise<void> {
+async function copyFrom(from: string, url: string | undefined, log: Log, actor: string): Promise<void> {
   if (!url) throw new AppError('invalid_input', 'migrate --from copies a SQLite box into PostgreSQL: give --database-url postgres://… or set HOOKRELAY_DATABASE_URL.');
   checkPostgresUrl(url);
   const path = sourcePath(from);
@@ -88,14 +99,23 @@ async function copyFrom(from: string, url: string | undefined, log: Log): Promis
     src.close();
   }
   log.info(`copying the SQLite box ${path} into the ${describePg(url)}`);
-  const { pool, applied } = await openTarget(url);
+  const { pool, applied, audit } = await openTarget(url);
   try {
-    const held = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM stores');
-    if ((held.rows[0]?.n ?? 0) > 0) {
-      throw new AppError('conflict', `The ${describePg(url)} already holds a hookrelay store: migrate --from copies into an empty database only.`);
-    }
-    const { copySqliteToPostgres } = await import('../db/copy.ts');
-    const report = await copySqliteToPostgres(path, pool, Date.now() - defaultConfig().dedupeWindowMs);
+    const report = await auditAdmin(
+      audit,
+      actor,
+      'migrate',
+      async () => {
+        const held = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM stores');
+        if ((held.rows[0]?.n ?? 0) > 0) {
+          throw new AppError('conflict', `The ${describePg(url)} already holds a hookrelay store: migrate --from copies into an empty database only.`);
+        }
+        const { copySqliteToPostgres } = await import('../db/copy.ts');
+        return copySqliteToPostgres(path, pool, Date.now() - defaultConfig().dedupeWindowMs);
+      },
+      // Neither the source's path nor the target's URL: what was done, and how much.
+      (r) => ({ storeId: null, transition: `${appliedSummary(applied)}; copied a SQLite box (${Object.values(r.tables).reduce((a, b) => a + b, 0)} rows)` }),
+    );
     const exportKey = key?.source === 'file' ? [`export HOOKRELAY_SECRET_KEY="$(cat ${key.file})" on every instance (the key that seals this box's endpoint secrets)`] : [];
     printJson({
       dialect: 'postgres',

@@ -1,7 +1,8 @@
 import { defineCommand } from 'citty';
 import { openCore } from '../src/boot.ts';
+import { auditAdmin, humanActor, storeIdOf } from '../src/ops/human-audit.ts';
 import { setPlan } from '../src/ops/stores.ts';
-import { PLAN_NAMES, storageArgs } from './_args.ts';
+import { actorArg, PLAN_NAMES, storageArgs } from './_args.ts';
 import { printJson } from './_output.ts';
 
 const set = defineCommand({
@@ -9,12 +10,23 @@ const set = defineCommand({
   args: {
     shop: { type: 'string', required: true, description: 'Shop domain, e.g. your-store.myshopify.com' },
     plan: { type: 'string', required: true, description: PLAN_NAMES },
+    ...actorArg,
     ...storageArgs,
   },
   async run({ args }) {
+    const actor = humanActor(args.actor);
     const core = await openCore({ dataDir: args['data-dir'], databaseUrl: args['database-url'], create: false });
     try {
-      printJson(await setPlan(core, args.shop, args.plan));
+      printJson(
+        await auditAdmin(
+          core,
+          actor,
+          'setPlan',
+          () => setPlan(core, args.shop, args.plan),
+          (r) => ({ storeId: r.store.storeId, transition: `plan ${r.previousPlan} -> ${r.store.plan}` }),
+          () => storeIdOf(core, args.shop),
+        ),
+      );
     } finally {
       await core.repo.close();
     }

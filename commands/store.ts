@@ -1,8 +1,9 @@
 /** `hookrelay store show|set`: a store's settings and the box-wide public URL, on the local database. */
 import { defineCommand } from 'citty';
 import { openCore } from '../src/boot.ts';
+import { auditAdmin, humanActor, storeIdOf } from '../src/ops/human-audit.ts';
 import { setStoreSettings, showStores } from '../src/ops/stores.ts';
-import { credentialArgs, PLAN_NAMES, storageArgs } from './_args.ts';
+import { actorArg, credentialArgs, PLAN_NAMES, storageArgs } from './_args.ts';
 import { printJson } from './_output.ts';
 
 const show = defineCommand({
@@ -38,22 +39,33 @@ const set = defineCommand({
     plan: { type: 'string', description: PLAN_NAMES },
     'public-url': { type: 'string', description: 'Box-wide base of endpoint URLs, e.g. https://relay.example.com (env HOOKRELAY_PUBLIC_URL wins)' },
     'app-client-id': { type: 'string', description: "Box-wide: the Shopify app's client id, for merchants' installs at /auth/install (env HOOKRELAY_SHOPIFY_CLIENT_ID wins)" },
+    ...actorArg,
     ...storageArgs,
   },
   async run({ args }) {
+    const actor = humanActor(args.actor);
     const core = await openCore({ dataDir: args['data-dir'], databaseUrl: args['database-url'], create: false });
     try {
       printJson(
-        await setStoreSettings(core, args.shop, {
-          destination: args.destination,
-          adminTokenEnv: args['admin-token-env'],
-          auth: args.auth,
-          clientId: args['client-id'],
-          clientSecretEnv: args['client-secret-env'],
-          plan: args.plan,
-          publicUrl: args['public-url'],
-          appClientId: args['app-client-id'],
-        }),
+        await auditAdmin(
+          core,
+          actor,
+          'setStoreSettings',
+          () =>
+            setStoreSettings(core, args.shop, {
+              destination: args.destination,
+              adminTokenEnv: args['admin-token-env'],
+              auth: args.auth,
+              clientId: args['client-id'],
+              clientSecretEnv: args['client-secret-env'],
+              plan: args.plan,
+              publicUrl: args['public-url'],
+              appClientId: args['app-client-id'],
+            }),
+          // Which settings changed, by name: their values stay in store show.
+          (r) => ({ storeId: r.store?.storeId ?? null, transition: r.changed.length ? `changed ${r.changed.join(', ')}` : 'unchanged' }),
+          () => storeIdOf(core, args.shop),
+        ),
       );
     } finally {
       await core.repo.close();

@@ -31,13 +31,14 @@ describe('hookrelay audit', () => {
     expect(r.code).toBe(0);
     expect(r.out).not.toContain(token);
     const rows = r.json.entries as { operationId: string; outcome: string; refusalCategory: string | null; actorKind: string; status: number }[];
-    expect(rows.map((e) => [e.operationId, e.outcome, e.status])).toEqual([
-      ['getCurrentAgentGrant', 'ok', 200],
-      ['createEndpoint', 'refused', 403],
-      ['getCurrentAgentGrant', 'error', 401],
+    expect(rows.map((e) => [e.operationId, e.actorKind, e.outcome, e.status])).toEqual([
+      ['initStore', 'human', 'ok', 200],
+      ['issueGrant', 'human', 'ok', 200],
+      ['getCurrentAgentGrant', 'agent', 'ok', 200],
+      ['createEndpoint', 'agent', 'refused', 403],
+      ['getCurrentAgentGrant', 'anonymous', 'error', 401],
     ]);
-    expect(rows[1]!.refusalCategory).toBe('scope');
-    expect(rows[2]!.actorKind).toBe('anonymous');
+    expect(rows[3]!.refusalCategory).toBe('scope');
     expect(cli(dir, 'audit', '--since', 'soon').code).toBe(2);
   });
 });
@@ -47,7 +48,7 @@ describe('hookrelay audit --limit', () => {
   const rows = 3000;
 
   it('returns the newest N rows, oldest first; --since takes the same durations', async () => {
-    cli(dir, 'init', '--shop', 'm.myshopify.com');
+    // The database without init, whose own audit row would land among these.
     const core = await openCore({ dataDir: dir });
     const now = Date.now();
     for (let i = 0; i < rows; i++) {
