@@ -1,7 +1,7 @@
 /**
  * The admin commands on PostgreSQL behave as on SQLite (init, grant issue/list/revoke, plan set, store show/set,
- * audit, migrate), create nothing before init, and never print the database URL: not in output, logs or errors,
- * including when the database cannot be reached.
+ * audit, migrate, and the audit rows of those that change something), create nothing before init, and never print
+ * the database URL: not in output, logs, errors or audit rows, including when the database cannot be reached.
  */
 import { afterAll, describe, expect, it } from 'bun:test';
 import { existsSync, rmSync } from 'node:fs';
@@ -36,7 +36,7 @@ const WHERE = new Set(['dataDir', 'database', 'dialect', 'message', 'details']);
 function shape(doc: unknown): unknown {
   if (Array.isArray(doc)) return doc.map(shape);
   if (doc && typeof doc === 'object') return Object.fromEntries(Object.entries(doc).filter(([k]) => !WHERE.has(k)).map(([k, v]) => [k, shape(v)]));
-  if (typeof doc === 'string' && /^(gr|st|au|ep)_|^hrg_|^\d{4}-\d\d-\d\dT/.test(doc)) return '<id>';
+  if (typeof doc === 'string' && /^(gr|st|aud|ep)_|^hrg_|^\d{4}-\d\d-\d\dT/.test(doc)) return '<id>';
   return doc;
 }
 
@@ -63,10 +63,24 @@ function sequence(target: { flag: string[]; env: Record<string, string> }) {
   expect(JSON.stringify(shown.json)).toContain('https://relay.example.com');
   expect(JSON.stringify(shown.json)).toContain('growth');
   const audit = step('audit', ['audit', '--since', '1h']);
-  expect(Array.isArray(audit.json.entries)).toBe(true);
+  type Entry = { operationId: string; actorKind: string; actorLabel: string; storeId: string | null; outcome: string; transition: string | null };
+  const entries = audit.json.entries as Entry[];
+  expect(entries.map((e) => [e.operationId, e.actorKind, e.storeId, e.outcome])).toEqual([
+    ['initStore', 'human', init.json.store.storeId, 'ok'],
+    ['issueGrant', 'human', init.json.store.storeId, 'ok'],
+    ['revokeGrant', 'human', init.json.store.storeId, 'ok'],
+    ['setPlan', 'human', init.json.store.storeId, 'ok'],
+    ['setStoreSettings', 'human', null, 'ok'],
+  ]);
+  const me = entries[0]!.actorLabel;
   step('init again', ['init', '--shop', SHOP]);
-  const migrated = step('migrate', ['migrate']);
+  const migrated = step('migrate', ['migrate', '--actor', 'dba on call']);
   expect(migrated.json.applied).toEqual([]);
+  const last = step('audit after migrate', ['audit', '--since', '1h', '--limit', '2']);
+  expect(last.json.entries.map((e: Entry) => [e.operationId, e.actorLabel, e.transition])).toEqual([
+    ['initStore', me, 'unchanged'],
+    ['migrate', 'dba on call', 'applied 0 migrations'],
+  ]);
   return { steps, init, migrated };
 }
 

@@ -86,6 +86,19 @@ describe.if(!!TEST_DATABASE_URL)('migrate --from sqlite:PATH', () => {
     const again = run(['migrate', '--from', `sqlite:${dataDir}`, '--database-url', db.url]);
     expect(again.code).toBe(4);
     expect(again.json.error.message).toContain('already holds a hookrelay store');
+    // The box's own rows came along; each migrate that reached the database wrote one, never its URL or path.
+    const audited = await query<{ operation_id: string; actor_kind: string; outcome: string; error_code: string | null; transition: string | null }>(
+      db.url,
+      "SELECT operation_id, actor_kind, outcome, error_code, transition FROM audit_log WHERE actor_kind = 'human' ORDER BY at, id",
+    );
+    expect(audited.map((r) => [r.operation_id, r.outcome, r.error_code])).toEqual([
+      ['initStore', 'ok', null],
+      ['issueGrant', 'ok', null],
+      ['migrate', 'ok', null],
+      ['migrate', 'refused', 'conflict'],
+    ]);
+    expect(audited[2]!.transition).toMatch(/^applied \d+ migrations; copied a SQLite box \(\d+ rows\)$/);
+    expect(JSON.stringify(audited)).not.toMatch(new RegExp(`${CANARY}|postgres(ql)?://|${dataDir}`));
 
     const pgEnv = { HOOKRELAY_DATABASE_URL: db.url, HOOKRELAY_SECRET_KEY: readFileSync(keyFile, 'utf8').trim() };
     const instanceDir = join(box.root, 'instance-1');
