@@ -10,7 +10,8 @@ interface Shape {
 /**
  * Secret shapes, widest first (a full `Authorization:` header before a bare `Bearer …` or the token in it,
  * a database URL before the credentials-in-URL rule). Every pattern is global and never matches its own label,
- * so redacting twice changes nothing.
+ * so redacting twice changes nothing. A pattern that opens with a repeated class starts only where a run of that
+ * class starts (a lookbehind, not `\b`): text such as `a-a-a-…` then costs linear time, not quadratic.
  */
 const SECRET_SHAPES: readonly Shape[] = [
   { pattern: /\b(?:proxy-)?authorization\s*[:=]\s*(?:(?:bearer|basic|token|digest)\s+)?[^\s"',;]+/gi, label: 'authorization header' },
@@ -20,12 +21,12 @@ const SECRET_SHAPES: readonly Shape[] = [
   { pattern: /\bhrg_[0-9A-Za-z]+/g, label: 'grant token', maskable: true },
   { pattern: /\bshp(?:at|ca|pa|ss)_[0-9A-Za-z_]+/g, label: 'platform token', maskable: true },
   { pattern: /\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|mssql|sqlserver|libsql):\/\/\S+/gi, label: 'database URL' },
-  { pattern: /\b[a-z][a-z0-9+.-]*:\/\/[^\s/@:]+:[^\s/@]+@\S*/gi, label: 'URL with credentials' },
+  { pattern: /(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*:\/\/[^\s/@:]+:[^\s/@]+@\S*/gi, label: 'URL with credentials' },
   { pattern: /\b(?:sha256=)?[0-9a-f]{64}\b/gi, label: 'signature' },
 ];
 
 /** Customer data that is no secret but never belongs in what support or the database keeps from free text. */
-const PRIVATE_SHAPES: readonly Shape[] = [{ pattern: /\b[\w.+-]+@[\w-]+\.[\w.-]+\b/g, label: 'email' }];
+const PRIVATE_SHAPES: readonly Shape[] = [{ pattern: /(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.-]+\b/g, label: 'email' }];
 
 function apply(text: string, shapes: readonly Shape[], replace: (match: string, shape: Shape) => string): string {
   let out = text;

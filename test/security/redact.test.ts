@@ -31,6 +31,17 @@ describe('redactSecretsIn', () => {
   });
 });
 
+describe('cost', () => {
+  // Not a benchmark: a pattern that restarts at every word boundary took seconds on 40 KB of `a-a-a-…` (quadratic).
+  it('stays linear on text built to make a pattern backtrack', () => {
+    const texts = ['a-', 'a.', 'token-', 'A1+'].map((unit) => unit.repeat(100_000 / unit.length));
+    texts.push(`token${' '.repeat(100_000)}=`, `password${'\t'.repeat(100_000)}:`);
+    const started = performance.now();
+    for (const text of texts) redactText(text);
+    expect(performance.now() - started).toBeLessThan(2000);
+  });
+});
+
 describe('redactText (free text)', () => {
   it('also removes email addresses, and is stable', () => {
     const out = redactText('mail buyer@example.com, key whsec_abc123');
