@@ -7,6 +7,12 @@ interface Shape {
   maskable?: boolean;
 }
 
+const CREDENTIAL_KEYS = 'secret|token|api[_-]?key|access[_-]?key|private[_-]?key';
+/** A key naming a credential, alone or ending a longer one (`DB_PASSWORD`, `X-Api-Key`, `accessToken`), and its separator. */
+const keyed = (keys: string, separator: string) => `(?:${keys})["']?\\s{0,3}${separator}\\s{0,3}`;
+/** The value after the key: quoted, or up to a space, quote or separator; never one of this file's own labels. */
+const VALUE = `(?!["']?\\[redacted )(?:"[^"\\n]+"|'[^'\\n]+'|[^\\s"',;&]+)`;
+
 /**
  * Secret shapes, widest first (a full `Authorization:` header before a bare `Bearer …` or the token in it,
  * a database URL before the credentials-in-URL rule). Every pattern is global and never matches its own label,
@@ -23,6 +29,25 @@ const SECRET_SHAPES: readonly Shape[] = [
   { pattern: /\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|mssql|sqlserver|libsql):\/\/\S+/gi, label: 'database URL' },
   { pattern: /(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*:\/\/[^\s/@:]+:[^\s/@]+@\S*/gi, label: 'URL with credentials' },
   { pattern: /\b(?:sha256=)?[0-9a-f]{64}\b/gi, label: 'signature' },
+  // A random token without its prefix (an endpoint secret pasted without `whsec_`, 43 characters): both cases,
+  // and 32+ characters with a digit or 40+ letters (one secret in 2,000 has no digit). hookrelay's ids are lower
+  // case after an underscore and never match; nor does prose, nor a camelCase name shorter than 40.
+  {
+    pattern: /\b(?=[0-9A-Za-z]*[a-z])(?=[0-9A-Za-z]*[A-Z])(?:(?=[A-Za-z]*[0-9])[0-9A-Za-z]{32,}|[A-Za-z]{40,})\b/g,
+    label: 'secret',
+  },
+  // `password=…`, `DB_PASSWORD: …`, `"pwd": "…"`: the value goes, the key stays; any value, since a password can be a word.
+  { pattern: new RegExp(`(?<=${keyed('password|passwd|pwd|passphrase', '[:=]')})${VALUE}`, 'gi'), label: 'password' },
+  // `token=…`, `api_key=…`, `client_secret: …`: after `=` any value; after `:` only one that looks like a
+  // credential (a digit or symbol, or 16+ letters), so prose such as "X-Hookrelay-Token: the secret" or the
+  // scope `secret:rotate` stays.
+  {
+    pattern: new RegExp(
+      `(?:(?<=${keyed(CREDENTIAL_KEYS, '=')})|(?<=${keyed(CREDENTIAL_KEYS, ':')})(?=["']?(?:[A-Za-z]*[0-9_./+=~-]|[A-Za-z]{16,})))${VALUE}`,
+      'gi',
+    ),
+    label: 'credential',
+  },
 ];
 
 /** Customer data that is no secret but never belongs in what support or the database keeps from free text. */
@@ -80,3 +105,4 @@ export function redactDocument(
   }
   return doc;
 }
+

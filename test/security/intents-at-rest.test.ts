@@ -41,8 +41,10 @@ beforeAll(async () => {
     authorization: 'Authorization: Bearer opaqueCANARYbearer0123456789abcdef',
     shopifyToken: 'shpat_CANARY0123456789abcdef0123456789',
     databaseUrl: 'postgres://canary_user:CANARY_db_pw@db.internal:5432/hookrelay',
+    bareSecret: secret.slice('whsec_'.length),
+    password: 'hunter2xyz',
   };
-  pasted = `It fails. Secret ${canaries.endpointSecret}, token ${canaries.grantToken}, sig ${canaries.hmac}, header ${canaries.authorization}, shop ${canaries.shopifyToken}, db ${canaries.databaseUrl}.`;
+  pasted = `It fails. Secret ${canaries.endpointSecret}, token ${canaries.grantToken}, sig ${canaries.hmac}, header ${canaries.authorization}, shop ${canaries.shopifyToken}, db ${canaries.databaseUrl}, bare ${canaries.bareSecret}, password=${canaries.password}.`;
 
   const diag = await intent('/agent/v1/diagnostics-share-intents', { eventIds: [sent.json.eventId], note: pasted }, 'rest-diag');
   const support = await intent('/agent/v1/support-request-intents', { category: 'delivery', urgency: 'high', summary: pasted }, 'rest-sup');
@@ -82,6 +84,7 @@ describe('intent input at rest', () => {
     const note = JSON.parse(stored.input).note as string;
     expect(note).toStartWith('It fails. Secret [redacted secret], token [redacted grant token], sig [redacted signature]');
     for (const label of ['[redacted authorization header]', '[redacted platform token]', '[redacted database URL]']) expect(note).toContain(label);
+    expect(note).toEndWith('bare [redacted secret], password=[redacted password]');
   });
 
   it('the diagnostics preview shows the redacted note it will share, as support shows its summary', async () => {
@@ -91,6 +94,8 @@ describe('intent input at rest', () => {
     const share = (await row<{ body: string }>(env, "SELECT body FROM records WHERE kind = 'diagnostics_share'"))!;
     expect(JSON.parse(share.body).note).toBe(diagTo.note);
     expect(support!.preview.preview.changes[0].to.summary).toContain('[redacted grant token]');
+    expect(support!.preview.preview.changes[0].to.summary).toEndWith('bare [redacted secret], password=[redacted password]');
+    expect(diagTo.note).toEndWith('bare [redacted secret], password=[redacted password]');
     for (const { preview } of [diag!, support!, replay!]) expect(preview.preview.warnings[0]).toContain('redacted');
   });
 

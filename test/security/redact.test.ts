@@ -1,6 +1,8 @@
 /** The one redactor (src/lib/redact.ts): every secret shape, in text and in documents, and stable when run twice. */
 import { describe, expect, it } from 'bun:test';
 import { redactSecrets } from '../../src/client/redact.ts';
+import { newEndpointSecret, newGrantToken } from '../../src/lib/crypto.ts';
+import { createIdGenerator } from '../../src/lib/ids.ts';
 import { maskSecretsIn, redactDocument, redactSecretsIn, redactText } from '../../src/lib/redact.ts';
 
 const SHAPES: [name: string, canary: string, label: string][] = [
@@ -28,6 +30,72 @@ describe('redactSecretsIn', () => {
   it('leaves ordinary text, ids and emails alone', () => {
     const text = 'evt_01HZX order 4501 ops@example.com cfm_token Basic authentication, bearer tokens; 63 hex ' + 'a'.repeat(63);
     expect(redactSecretsIn(text)).toBe(text);
+  });
+});
+
+/** Credentials in `key=value` or `key: value` form: the key stays, the value becomes a label. */
+const KEYED: [text: string, redacted: string][] = [
+  ['password=hunter2xyz', 'password=[redacted password]'],
+  ['Password: hunter', 'Password: [redacted password]'],
+  ['DB_PASSWORD=correct-horse', 'DB_PASSWORD=[redacted password]'],
+  ['{"password": "p4ss word"}', '{"password": [redacted password]}'],
+  ["pwd='s3cr3t'", 'pwd=[redacted password]'],
+  ['passwd = letmein', 'passwd = [redacted password]'],
+  ['secret=abc', 'secret=[redacted credential]'],
+  ['client_secret: cs_0123abcd', 'client_secret: [redacted credential]'],
+  ['token=abc', 'token=[redacted credential]'],
+  ['https://hooks.example.com/in?token=abc123&x=1', 'https://hooks.example.com/in?token=[redacted credential]&x=1'],
+  ['api_key=abc123', 'api_key=[redacted credential]'],
+  ['X-Api-Key: 9f8e7d6c', 'X-Api-Key: [redacted credential]'],
+  ['accessToken: "eyJhbGciOi.e30"', 'accessToken: [redacted credential]'],
+];
+
+describe('redactSecretsIn: forms without a prefix', () => {
+  for (const [text, redacted] of KEYED) {
+    it(`redacts the value of ${text}`, () => {
+      const out = redactSecretsIn(`before ${text} after`);
+      expect(out).toBe(`before ${redacted} after`);
+      expect(redactSecretsIn(out)).toBe(out);
+    });
+  }
+
+  it('redacts an endpoint secret pasted without its prefix, and a grant token body', () => {
+    const noDigit = 'QwErTyUiOpAsDfGhJkLzXcVbNmQwErTyUiOpAsDfGhJ'; // as one secret in 2,000 is
+    expect(redactSecretsIn(`secret ${noDigit}`)).toBe('secret [redacted secret]');
+    for (let i = 0; i < 200; i++) {
+      const bare = newEndpointSecret().slice('whsec_'.length);
+      const body = newGrantToken().slice('hrg_'.length);
+      const out = redactSecretsIn(`secret ${bare}, token (${body}).`);
+      expect(out).toBe('secret [redacted secret], token ([redacted secret]).');
+      expect(redactSecretsIn(out)).toBe(out);
+    }
+  });
+
+  it('keeps a prefixed token its own label, with or without a key before it', () => {
+    const secret = newEndpointSecret();
+    expect(redactSecretsIn(`secret=${secret}`)).toBe('secret=[redacted secret]');
+    expect(redactSecretsIn(`password: ${secret}`)).toBe('password: [redacted secret]');
+    expect(redactSecretsIn(`X-Hookrelay-Token: ${secret.slice(6)}`)).toBe('X-Hookrelay-Token: [redacted secret]');
+  });
+
+  it("leaves hookrelay's ids, paths, header names, scopes and prose alone", () => {
+    const ids = createIdGenerator();
+    const minted = (['ep', 'evt', 'rcpt', 'int', 'gr', 'diag', 'sup', 'st'] as const).map((p) => ids.next(p));
+    const text = [
+      ...minted,
+      '$.order.id order.line_items customer.email',
+      'X-Hookrelay-Signature X-Hookrelay-Token X-Shopify-Hmac-Sha256',
+      'Send X-Hookrelay-Token: the secret, exactly.',
+      'scopes secret:rotate, endpoint:write',
+      'Basic authentication; the password reset; tokens: two; the token: expired; secrets are sealed.',
+      'handleOrderCreatedWebhookForShopify', // camelCase, shorter than 40
+      'orderCreatedWebhookV2', // camelCase with a digit, shorter than 32
+      'a'.repeat(63),
+      '0123456789abcdef0123456789abcdef0123456789', // lower-case hex, shorter than a signature
+      'ORDER_FLAGGED_EVENT_2024_FROM_ZAPIER_WEBHOOK',
+    ].join(' ');
+    expect(redactSecretsIn(text)).toBe(text);
+    expect(redactText(text)).toBe(text);
   });
 });
 
