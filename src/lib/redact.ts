@@ -72,8 +72,9 @@ export function redactSecretsIn(text: string): string {
 }
 
 /**
- * Free text a person or agent typed (notes, summaries, reasons): secrets and email addresses removed. Used for
- * what support sees, what a diagnostics share freezes and what an intent keeps of its input.
+ * Free text a person or agent typed (notes, summaries, reasons, endpoint names): secrets and email addresses
+ * removed. Used for what support sees, what a diagnostics share freezes and, through redactInput, what an
+ * operation keeps of its input.
  */
 export function redactText(text: string): string {
   return apply(apply(text, SECRET_SHAPES, label), PRIVATE_SHAPES, label);
@@ -106,3 +107,18 @@ export function redactDocument(
   return doc;
 }
 
+/** The warning an operation adds when `redactInput` changed its input. */
+export const REDACTED_WARNING =
+  'Parts of the input looked private (a secret, token, credential or email address) and were redacted; only the redacted text is kept or shared.';
+
+/**
+ * What an operation keeps of its input, the one rule for every operation that stores what a caller typed
+ * (endpoint creation, intents): every string without secrets, and the `freeText` fields (names, labels, notes,
+ * reasons; at any depth) without email addresses too. Call it before anything is stored or echoed; `redacted`
+ * says whether to add REDACTED_WARNING.
+ */
+export function redactInput<T>(input: T, freeText: readonly string[] = []): { input: T; redacted: boolean } {
+  const fields = Object.fromEntries(freeText.map((f) => [f, redactText]));
+  const out = redactDocument(input, { text: redactSecretsIn, secretField: redactSecretsIn, fields }) as T;
+  return { input: out, redacted: JSON.stringify(out) !== JSON.stringify(input) };
+}

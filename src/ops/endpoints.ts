@@ -8,6 +8,7 @@ import type { AuthMode, Endpoint, SenderProfile } from '../contract/schemas.ts';
 import { TRIGGERS } from '../contract/triggers.ts';
 import { iso } from '../lib/clock.ts';
 import { last4, newEndpointSecret } from '../lib/crypto.ts';
+import { REDACTED_WARNING, redactInput } from '../lib/redact.ts';
 import type { OpContext } from './context.ts';
 
 export const DEFAULT_HEADERS: Record<AuthMode, string> = {
@@ -78,8 +79,13 @@ export function checkMapping(variant: keyof typeof TRIGGERS, resourceIdPath: str
   }
 }
 
-export async function createEndpoint(ctx: OpContext<EndpointStore>, { body }: OperationInput<'createEndpoint'>) {
+/** An endpoint's free text: kept and shown as redactInput leaves it, on creation as on edit. */
+export const ENDPOINT_FREE_TEXT = ['name', 'sourceLabel', 'eventType'] as const;
+
+/** Creates an endpoint from the input as redactInput leaves it: a secret pasted into a name is never stored or echoed. */
+export async function createEndpoint(ctx: OpContext<EndpointStore>, { body: raw }: OperationInput<'createEndpoint'>) {
   const { core } = ctx;
+  const { input: body, redacted } = redactInput(raw, ENDPOINT_FREE_TEXT);
   if (body.platformKey !== undefined && body.platformKey !== EDITION.platformKey) {
     throw refuse({
       category: 'edition',
@@ -120,7 +126,8 @@ export async function createEndpoint(ctx: OpContext<EndpointStore>, { body }: Op
     auth.mode === 'hmac_sha256'
       ? `Send ${auth.headerName}: lowercase hex HMAC-SHA256 of the exact raw request body, keyed with the secret. Do not re-serialise the body after signing.`
       : `Send ${auth.headerName}: the secret, exactly.`;
-  return { endpoint, secret, signing: { headerName: auth.headerName, instructions }, warnings: auth.warnings };
+  const warnings = redacted ? [REDACTED_WARNING, ...auth.warnings] : auth.warnings;
+  return { endpoint, secret, signing: { headerName: auth.headerName, instructions }, warnings };
 }
 
 export async function getEndpointDetail(ctx: OpContext<EndpointStore>, { params }: OperationInput<'getEndpointDetail'>) {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'bun:test';
 import { redactSecrets } from '../../src/client/redact.ts';
 import { newEndpointSecret, newGrantToken } from '../../src/lib/crypto.ts';
 import { createIdGenerator } from '../../src/lib/ids.ts';
-import { maskSecretsIn, redactDocument, redactSecretsIn, redactText } from '../../src/lib/redact.ts';
+import { maskSecretsIn, redactDocument, redactInput, redactSecretsIn, redactText } from '../../src/lib/redact.ts';
 
 const SHAPES: [name: string, canary: string, label: string][] = [
   ['endpoint secret', 'whsec_7Hq2kLmN9pQrStUvWxYz01', 'secret'],
@@ -130,5 +130,16 @@ describe('documents', () => {
     const out = JSON.stringify(redactSecrets({ error: { message: `bad ${SHAPES[4]![1]} and ${SHAPES[7]![1]}` } }));
     expect(out).not.toContain('eyJhbGci');
     expect(out).not.toContain('s3cret');
+  });
+});
+
+describe('redactInput', () => {
+  it('removes secrets from every string and email addresses from the free-text fields, and says whether it changed anything', () => {
+    const raw = { name: `ops@example.com ${SHAPES[0]![1]}`, resourceIdPath: 'order.id', headerName: 'X-Key', list: ['buyer@example.com password=x1'] };
+    const { input, redacted } = redactInput(raw, ['name']);
+    expect(input).toEqual({ name: '[redacted email] [redacted secret]', resourceIdPath: 'order.id', headerName: 'X-Key', list: ['buyer@example.com password=[redacted password]'] });
+    expect(redacted).toBe(true);
+    expect(raw.name).toContain('whsec_');
+    expect(redactInput(input, ['name'])).toEqual({ input, redacted: false });
   });
 });
