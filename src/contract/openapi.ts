@@ -71,11 +71,6 @@ function parameters(op: Operation): Json[] {
 function errorResponses(op: Operation): Record<string, Json> {
   const err = (description: string) => ({ description, content: { 'application/json': { schema: ref('ErrorResponse') } } });
   const r: Record<string, Json> = {};
-  if (op.operationId === 'connectMcpAgentOperations') {
-    r['401'] = { description: 'Missing or invalid bearer token', headers: { 'WWW-Authenticate': { schema: { type: 'string' } } } };
-    r['503'] = { description: 'Code-mode loader unavailable; the API and CLI remain available', content: { 'application/json': { schema: ref('McpCodeModeUnavailable') } } };
-    return r;
-  }
   if (op.params || op.query || op.body) r['400'] = err('Invalid input (`invalid_input`; details list the issues)');
   if (op.auth === 'grant') {
     r['401'] = { ...err('Missing, malformed, unknown, expired or revoked grant (`unauthorized`)'), headers: { 'WWW-Authenticate': { schema: { type: 'string' } } } };
@@ -102,7 +97,23 @@ function errorResponses(op: Operation): Record<string, Json> {
   return r;
 }
 
-function operationObject(op: Operation): Json {
+/** The answers an operation declares itself (`responses` in the table), as they are. */
+function declaredResponses(declared: NonNullable<Operation['responses']>): Record<string, Json> {
+  const out: Record<string, Json> = {};
+  for (const [status, r] of Object.entries(declared)) {
+    const id = r.body && idOf(r.body);
+    if (r.body && !id) throw new Error(`The ${status} answer declares a body schema without an id (.meta({ id }))`);
+    out[status] = {
+      description: r.description,
+      ...(r.headers ? { headers: r.headers } : {}),
+      ...(id ? { content: { 'application/json': { schema: ref(id) } } } : {}),
+    };
+  }
+  return out;
+}
+
+/** The answers that follow from the other fields of an operation that declares none. */
+function derivedResponses(op: Operation): Record<string, Json> {
   const success: Json = { description: op.summary };
   const schemaId = op.envelope ? ENVELOPES.get(op.operationId)! : idOf(op.response)!;
   success.content = { 'application/json': { schema: ref(schemaId) } };
@@ -111,8 +122,11 @@ function operationObject(op: Operation): Json {
     responses['201'] = { ...success, description: 'Previewed: the intent with its single-use confirmation (nothing changed)' };
     responses['200'] = { ...success, description: 'Executed (or an idempotent replay of the stored response, header Idempotent-Replayed: true)' };
   }
-  if (op.operationId === 'connectMcpAgentOperations') responses['202'] = { description: 'Accepted: the client or session uses asynchronous streaming' };
-  Object.assign(responses, errorResponses(op));
+  return Object.assign(responses, errorResponses(op));
+}
+
+function operationObject(op: Operation): Json {
+  const responses = op.responses ? declaredResponses(op.responses) : derivedResponses(op);
   const o: Json = {
     operationId: op.operationId,
     summary: op.summary,
@@ -130,7 +144,7 @@ function operationObject(op: Operation): Json {
   if (params.length) o.parameters = params;
   if (op.body) {
     o.requestBody = {
-      required: op.operationId !== 'connectMcpAgentOperations' && op.operationId !== 'createEndpointTestIntent',
+      required: op.bodyRequired && op.operationId !== 'createEndpointTestIntent',
       content: { 'application/json': { schema: ref(idOf(op.body)!) } },
     };
   }

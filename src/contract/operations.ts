@@ -21,6 +21,7 @@ import {
   EndpointEditInputSchema,
   EndpointTestIntentInputSchema,
   EndpointTestIntentReadSchema,
+  ErrorEnvelopeSchema,
   EventDetailReadSchema,
   EventListQuerySchema,
   EventListSchema,
@@ -29,8 +30,10 @@ import {
   intentRequest,
   McpFrameSchema,
   McpResponseSchema,
+  McpUnavailableSchema,
   NonBindingAckSchema,
   PlanUsageStateSchema,
+  RateLimitedResponseSchema,
   ReliabilityHealthSchema,
   ReliabilityQuerySchema,
   ReplayInputSchema,
@@ -42,6 +45,15 @@ import {
 export type Effect = 'read_only' | 'handoff_only' | 'preview_or_execute' | 'create_resource' | 'mcp_agent_operations_access';
 export type RateLimitClass = 'simple_read' | 'rich_read' | 'recovery_preview' | 'endpoint_preview';
 export type Method = 'GET' | 'POST';
+
+/** One answer of an operation, as OpenAPI documents it. */
+export interface DeclaredResponse {
+  description: string;
+  /** The JSON body, a schema registered with an id (`.meta({ id })`); none: no body. */
+  body?: z.ZodType;
+  /** Response headers by name, each with the JSON Schema of its value. */
+  headers?: Readonly<Record<string, { description: string; schema: Readonly<Record<string, unknown>> }>>;
+}
 
 /** What a declaration must say; `op()` fills the rest. */
 interface OperationSpec {
@@ -76,10 +88,17 @@ interface OperationSpec {
   humanOnlyWrite?: { code: string; reason: string; recommendedAction: string };
   /** An operation beyond the spec's table: where it was decided (OpenAPI marks it `x-extension`). */
   extension?: string;
+  /** false: a request may come without a body (OpenAPI's `requestBody.required`). */
+  bodyRequired?: boolean;
+  /**
+   * Every answer, by status, of an operation that answers in formats of its own (the MCP transport): OpenAPI lists
+   * exactly these. Without it the answers follow from the other fields (envelope, params, effect, body, rate limit).
+   */
+  responses?: Readonly<Record<number, DeclaredResponse>>;
 }
 
-export type Operation = Required<Omit<OperationSpec, 'params' | 'query' | 'body' | 'humanOnlyWrite' | 'extension'>> &
-  Pick<OperationSpec, 'params' | 'query' | 'body' | 'humanOnlyWrite' | 'extension'>;
+export type Operation = Required<Omit<OperationSpec, 'params' | 'query' | 'body' | 'humanOnlyWrite' | 'extension' | 'responses'>> &
+  Pick<OperationSpec, 'params' | 'query' | 'body' | 'humanOnlyWrite' | 'extension' | 'responses'>;
 
 const DEFAULTS = {
   successStatus: 200,
@@ -87,6 +106,7 @@ const DEFAULTS = {
   rateLimitClass: null,
   idempotency: 'none',
   auth: 'grant',
+  bodyRequired: true,
 } as const;
 
 type WithDefaults<S> = Omit<typeof DEFAULTS, keyof S> & S;
@@ -99,6 +119,15 @@ const EndpointParams = z.object({ endpointId: z.string().min(1).max(100).describ
 const EventParams = z.object({ eventId: z.string().min(1).max(100).describe('Event id (`evt_…`)') });
 
 const P = '/agent/v1';
+
+/** The MCP transport's own refusals (the SDK's): a JSON-RPC error frame, answering no request id. */
+const McpJsonRpcErrorSchema = z
+  .object({
+    jsonrpc: z.literal('2.0'),
+    id: z.null(),
+    error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }),
+  })
+  .meta({ id: 'McpJsonRpcError', description: 'A JSON-RPC error frame of the MCP transport.' });
 
 export const operations = {
   getAgentOperationsManifest: op({
@@ -128,8 +157,39 @@ export const operations = {
     description:
       'Streamable HTTP MCP. Same bearer grant, scopes, confirmations, idempotency, audit, metering and redaction as HTTP. Code mode exposes `search` and `execute`.',
     body: McpFrameSchema,
+    bodyRequired: false,
     response: McpResponseSchema,
     envelope: false,
+    responses: {
+      200: { description: 'A JSON-RPC response frame (JSON: this server answers a POST without an SSE stream)', body: McpResponseSchema },
+      202: { description: 'Accepted: the client or session uses asynchronous streaming (the frame was a notification or a response; no body)' },
+      400: {
+        description:
+          'The body is not JSON or not a JSON-RPC message (-32700), or a request other than initialize came without a session, without Mcp-Session-Id or with an unsupported MCP-Protocol-Version (-32000, -32600)',
+        body: McpJsonRpcErrorSchema,
+      },
+      401: {
+        description: 'Missing, malformed, unknown, expired or revoked grant (`unauthorized`)',
+        body: ErrorEnvelopeSchema,
+        headers: { 'WWW-Authenticate': { description: 'Bearer', schema: { type: 'string' } } },
+      },
+      403: {
+        description:
+          '`agent_context_mismatch`; or `action_refused`, category safety, for a Host or browser Origin the endpoint does not answer (`host_not_allowed`, `origin_not_allowed`: DNS-rebinding protection)',
+        body: ErrorEnvelopeSchema,
+      },
+      404: { description: 'Unknown or closed Mcp-Session-Id, or a session of another grant (-32001): initialize again', body: McpJsonRpcErrorSchema },
+      406: { description: 'Accept does not list both application/json and text/event-stream (-32000)', body: McpJsonRpcErrorSchema },
+      413: { description: 'Body over 1 MiB (`payload_too_large`)', body: ErrorEnvelopeSchema },
+      415: { description: 'A body that is not application/json (-32000)', body: McpJsonRpcErrorSchema },
+      429: {
+        description: 'Too many failed authentications from this client: wait Retry-After seconds (`rate_limited`, rateLimitClass auth_failure); a valid token still passes',
+        body: RateLimitedResponseSchema,
+        headers: { 'Retry-After': { description: 'Seconds to wait (integer, at least 1)', schema: { type: 'integer', minimum: 1 } } },
+      },
+      500: { description: 'Unexpected failure (`internal_error`); quote the support code', body: ErrorEnvelopeSchema },
+      503: { description: 'Code-mode loader unavailable; the API and CLI remain available', body: McpUnavailableSchema },
+    },
   }),
   getSetupState: op({
     operationId: 'getSetupState',
