@@ -5,7 +5,7 @@ import type { EndpointRow } from '../../db/types.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import { last4, newEndpointSecret, sha256Hex } from '../lib/crypto.ts';
 import type { OpContext } from './context.ts';
-import { checkMapping, configSnapshot, endpointView } from './endpoints.ts';
+import { checkMapping, configSnapshot, ENDPOINT_FREE_TEXT, endpointView } from './endpoints.ts';
 import { stalePreview, type IntentKind } from './intents.ts';
 
 const EDITABLE = ['name', 'triggerVariant', 'resourceIdPath', 'relatedResourceIdPath', 'requiredPaths', 'sourceLabel', 'eventType', 'headerName'] as const;
@@ -43,6 +43,8 @@ function mustBeActive(row: EndpointRow) {
 
 export const endpointEditIntent: IntentKind<EditInput, EndpointStore, { configVersion: number }> = {
   kind: 'endpoint_edit',
+  // The rule creation applies to the same fields: secrets and email addresses go.
+  freeText: ENDPOINT_FREE_TEXT,
   async preview(ctx, input, params) {
     const row = await endpointOf(ctx, params.endpointId!);
     mustBeActive(row);

@@ -12,9 +12,10 @@ import { AppError, refuse, type Refusal } from '../contract/errors.ts';
 import { period, type Meter } from '../contract/plans.ts';
 import type { BulkReplaySelection, INTENT_KINDS } from '../contract/schemas.ts';
 import { iso } from '../lib/clock.ts';
+import { crashPoint } from '../lib/crash-points.ts';
 import { constantTimeEqual, sha256Hex } from '../lib/crypto.ts';
 import { randomBase62 } from '../lib/ids.ts';
-import { redactDocument, redactSecretsIn, redactText } from '../lib/redact.ts';
+import { REDACTED_WARNING, redactInput } from '../lib/redact.ts';
 import type { OpContext } from './context.ts';
 
 /** What the lifecycle itself uses of storage: intents, the runner its batches go through, and this instance. */
@@ -124,22 +125,12 @@ export function intentHandler<I, R, B>(operationId: string, def: IntentKind<I, R
   };
 }
 
-/**
- * The input as the intent keeps it: no secret shape in any string, and free-text fields without email
- * addresses either. Preview, the stored row and execute all see this one, so what is previewed is what runs.
- */
-function redactInput<I>(def: { freeText?: readonly string[] }, input: I): I {
-  const fields = Object.fromEntries((def.freeText ?? []).map((f) => [f, redactText]));
-  return redactDocument(input ?? {}, { text: redactSecretsIn, secretField: redactSecretsIn, fields }) as I;
-}
-
-const REDACTED_WARNING = 'Parts of the input looked private (a secret, token, credential or email address) and were redacted; only the redacted text is kept or shared.';
-
 async function preview<I, R, B>(ctx: OpContext<R & Journal>, operationId: string, def: IntentKind<I, R, B>, raw: I, params: Record<string, string>) {
   const { core } = ctx;
-  const input = redactInput(def, raw);
+  // The input as the intent keeps it (src/lib/redact.ts): preview, the stored row and execute all see this one.
+  const { input, redacted } = redactInput((raw ?? {}) as I, def.freeText);
   const { targetId, preview, basis } = await def.preview(ctx, input, params);
-  if (JSON.stringify(input) !== JSON.stringify(raw ?? {})) preview.warnings.unshift(REDACTED_WARNING);
+  if (redacted) preview.warnings.unshift(REDACTED_WARNING);
   const now = core.clock.now();
   const token = `cfm_${randomBase62(24)}`;
   const row: IntentRow = {
@@ -168,7 +159,8 @@ async function preview<I, R, B>(ctx: OpContext<R & Journal>, operationId: string
 
 /** 409 with a refusal naming which step of the lifecycle stood in the way. */
 function conflict(code: string, reason: string, details?: unknown, recommendedAction = PREVIEW_AGAIN): AppError {
-  return new AppError('conflict', reason, details, { category: 'target_state', code, reason, recommendedAction });
+  const retry = code === 'intent_executing' ? { 'Retry-After': '1' } : undefined;
+  return new AppError('conflict', reason, details, { category: 'target_state', code, reason, recommendedAction }, retry);
 }
 
 const PREVIEW_AGAIN = 'Preview the intent again and execute the new one with its confirmation token (it works once, for 15 minutes).';
@@ -224,10 +216,12 @@ async function execute<I, R, B>(ctx: OpContext<R & Journal>, operationId: string
     throw conflict('intent_executing', 'This intent is being executed.', undefined, 'Wait a second, then retry with the same Idempotency-Key to get its result.');
   }
   executing.add(row.id);
+  crashPoint('intent-claimed');
   let planned: IntentPlan | null = null;
   try {
     const input = JSON.parse(row.input) as I;
     const plan = (planned = await def.plan(ctx, row, input, row.basis === null ? null : (JSON.parse(row.basis) as B)));
+    crashPoint('planned');
     const meters = [...(plan.meters ?? []), 'executed_actions' as const];
     const start = period(ctx.store, now).start;
     const writes = [...plan.writes, ...meters.map((m) => countUsage(ctx.store.id, m, start))];
@@ -239,6 +233,7 @@ async function execute<I, R, B>(ctx: OpContext<R & Journal>, operationId: string
       }
       throw plan.refusals?.[out.failed] ? refuse(plan.refusals[out.failed]!) : stalePreview('its state is no longer the one previewed');
     }
+    crashPoint('committed');
     await Promise.resolve(plan.after?.()).catch(() => {});
     const result = plan.result(out.changes);
     return intentView({ ...row, state: 'executed', result: JSON.stringify(result), confirmationHash: null, executor: me, executeKey: key, updatedAt: at }, { secret: plan.secret });

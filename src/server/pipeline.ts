@@ -14,6 +14,7 @@ import { EDITION } from '../contract/scopes.ts';
 import { readCapped } from '../lib/body.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { takeOverKey } from '../../db/intent-journal.ts';
+import { crashPoint } from '../lib/crash-points.ts';
 import { metrics } from '../lib/instruments.ts';
 import { redactDocument, redactSecretsIn } from '../lib/redact.ts';
 import type { Actor, OpContext } from '../ops/context.ts';
@@ -155,6 +156,7 @@ export async function runOperation(
           result = { status: held.status, body: JSON.parse(held.response) };
           replayed = true;
         } else {
+          crashPoint('key-claimed');
           try {
             result = await exec();
           } catch (err) {
@@ -172,6 +174,7 @@ export async function runOperation(
             createdAt: deps.core.clock.now(),
             owner: null,
           });
+          crashPoint('answer-stored');
         }
       } finally {
         deps.inflight.delete(slot);
@@ -181,6 +184,7 @@ export async function runOperation(
       result = await exec();
     }
     await audit(deps.core, op, ctx, params, result.status, result.body.data, null, requestId, replayed, surfaceOf(req));
+    if (executing) crashPoint('audited');
     deps.storage?.succeeded();
     return Response.json(result.body, { status: result.status, headers: replayed ? { 'Idempotent-Replayed': 'true' } : undefined });
   } catch (err) {

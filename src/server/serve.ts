@@ -2,6 +2,7 @@
 import type { Server } from 'bun';
 import { AppError } from '../contract/errors.ts';
 import type { Core } from '../core.ts';
+import { reopenDeadExecutions } from '../../db/intent-journal.ts';
 import type { SqliteRepo } from '../../db/sqlite/repo.ts';
 import { RelayThread } from '../relay/relay-host.ts';
 import { HandoffWorker, type Destinations } from '../relay/worker.ts';
@@ -71,6 +72,10 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
   const file = opts.relayThread && core.repo.dialect === 'sqlite' ? (core.repo as SqliteRepo).file : null;
   // Leases of a previous run (this is the only serve of the file) before anyone takes receipts.
   if (core.repo.dialect === 'sqlite') await core.repo.releaseAllLeases(core.clock.now());
+  // Intents a killed run left executing changed nothing (db/intent-journal.ts): previewed again before anyone asks.
+  const reopen = () => reopenDeadExecutions(core.repo.sql, core.repo.instance, core.clock.now());
+  const reopened = await reopen();
+  if (reopened) core.log.info(`intents: ${reopened} execution(s) interrupted by a stop were reopened; nothing they meant to change was made`);
   const relay = file ? await RelayThread.start(core, { sqlitePath: file.path, synchronous: file.synchronous, worker: opts.worker ?? true }) : null;
   if (relay) {
     app.writer.commitTo(relay);
@@ -138,11 +143,13 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
   const unlisten = await core.repo.listen?.((signal, payload) => (signal === 'endpoint' ? app.endpoints.invalidate(payload) : worker.wake()));
 
   // Shopify webhooks recorded but not processed (a crash between their 200 and their processing, a failed run) are
-  // taken up once a minute (the module is loaded with the first sweep, not at start).
+  // taken up once a minute (the module is loaded with the first sweep, not at start); so are peers' dead executions.
   const webhookSweep = setInterval(() => {
     void import('../ops/shopify-webhooks.ts')
       .then((m) => m.processPendingShopifyWebhooks(core))
       .catch((err: unknown) => core.log.error(`shopify webhooks sweep: ${err instanceof Error ? err.message : 'error'}`));
+    // On PostgreSQL a peer may die mid-execute while this instance runs: its intents are reopened here too.
+    if (core.repo.dialect === 'postgres') void reopen().catch(() => {});
   }, 60_000);
   webhookSweep.unref();
 

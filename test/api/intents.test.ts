@@ -219,3 +219,78 @@ describe('endpoint intents', () => {
     expect((await call(env, 'GET', `/agent/v1/endpoints/${endpoint.id}`, { token: admin })).status).toBe(404);
   });
 });
+
+describe('a preview binds what it showed, and the grant it was shown to', () => {
+  const exec = (path: string, intent: { id: string; confirmation: { token: string } }, key: string, tk = token) => executeIntent(env, tk, path, intent, key);
+  const previewOf = async (path: string, input: unknown, tk = token) => (await call(env, 'POST', path, { token: tk, body: { mode: 'preview', input } })).json.data.intent;
+
+  /** The refusal of a stale preview: 409, target_state stale_preview, preview again. */
+  const expectStale = (res: { status: number; json: any }) => {
+    expect(res.status).toBe(409);
+    expect(res.json.refusal).toMatchObject({ category: 'target_state', code: 'stale_preview' });
+    expect(res.json.refusal.recommendedAction).toContain('preview again');
+  };
+
+  it('two edit previews: the second executed is refused stale_preview, and the version it did not show is not made', async () => {
+    const { endpoint } = await createEndpoint(env, token);
+    const path = `/agent/v1/endpoints/${endpoint.id}/edit-intents`;
+    const a = await previewOf(path, { name: 'name-A' });
+    const b = await previewOf(path, { name: 'name-B' });
+    expect(a.preview.sideEffects[0]).toContain('config version 2');
+    expect((await exec(path, b, 'b')).status).toBe(200);
+    const stale = await exec(path, a, 'a');
+    expectStale(stale);
+    expect(stale.json.refusal.reason).toContain('config version 2');
+    const after = (await call(env, 'GET', `/agent/v1/endpoints/${endpoint.id}`, { token })).json.data.endpoint;
+    expect(after).toMatchObject({ name: 'name-B', configVersion: 2 });
+    expect((await row<{ state: string }>(env, 'SELECT state FROM intents WHERE id = ?', a.id))?.state).toBe('refused');
+  });
+
+  it('two rotation previews: the second is refused stale_preview and the original secret keeps its promised overlap', async () => {
+    const { endpoint, secret } = await createEndpoint(env, token);
+    const path = `/agent/v1/endpoints/${endpoint.id}/secret-rotation-intents`;
+    const first = await previewOf(path, { overlapSeconds: 3600 });
+    const second = await previewOf(path, { overlapSeconds: 3600 });
+    const rotated = await exec(path, first, 'r1');
+    expect(rotated.status).toBe(200);
+    const fresh = rotated.json.data.intent.result.secret as string;
+    expectStale(await exec(path, second, 'r2'));
+    env.clock.advance(1_800_000);
+    expect((await sendHook(env, endpoint, secret, orderEvent('original-within-overlap'))).status).toBe(202);
+    expect((await sendHook(env, endpoint, fresh, orderEvent('fresh'))).status).toBe(202);
+  });
+
+  it('a replay previewed before the event was replayed again is refused stale_preview: Flow gets it once more, not twice', async () => {
+    const { eventId } = await deliveredEvent();
+    const a = await previewOf(replayPath(eventId), { reason: 'first' });
+    const b = await previewOf(replayPath(eventId), { reason: 'second' });
+    expect((await exec(replayPath(eventId), a, 'ra')).status).toBe(200);
+    await new HandoffWorker(env.core).drain();
+    expectStale(await exec(replayPath(eventId), b, 'rb'));
+    expect((await call(env, 'GET', `/agent/v1/events/${eventId}`, { token })).json.data.event.attempts).toBe(2);
+  });
+
+  it('a diagnostics share holds what its preview showed: an event received after the preview is not in it', async () => {
+    const { endpoint, secret } = await createEndpoint(env, token);
+    await sendHook(env, endpoint, secret, orderEvent('before'));
+    const p = await previewOf('/agent/v1/diagnostics-share-intents', { window: '24h' });
+    const shown = p.preview.changes[0].to.events as string[];
+    const late = await sendHook(env, endpoint, secret, orderEvent('after-preview'));
+    const x = await exec('/agent/v1/diagnostics-share-intents', p, 'diag');
+    expect(x.status).toBe(200);
+    const stored = JSON.parse((await row<any>(env, 'SELECT body FROM records WHERE id = ?', x.json.data.intent.result.resourceId)).body);
+    expect(stored.events.map((e: { id: string }) => e.id)).toEqual(shown);
+    expect(shown).not.toContain(late.json.eventId);
+  });
+
+  it('only the grant that previewed may execute: another grant of the store is refused, and the intent stays executable by its own', async () => {
+    const { endpoint } = await createEndpoint(env, token);
+    const path = `/agent/v1/endpoints/${endpoint.id}/edit-intents`;
+    const p = await previewOf(path, { name: 'mine' });
+    const other = await addGrant(env, 'admin_assistant');
+    const refused = await exec(path, p, 'o1', other);
+    expect(refused.status).toBe(403);
+    expect(refused.json.refusal).toMatchObject({ category: 'scope', code: 'intent_of_another_grant' });
+    expect((await exec(path, p, 'o2')).status).toBe(200);
+  });
+});
