@@ -161,7 +161,11 @@ export const operations = {
     response: McpResponseSchema,
     envelope: false,
     responses: {
-      200: { description: 'A JSON-RPC response frame (JSON: this server answers a POST without an SSE stream)', body: McpResponseSchema },
+      200: {
+        description:
+          'A JSON-RPC response frame (JSON: this server answers a POST without an SSE stream). To a POST without a body, a frame with id null whose result describes the endpoint: edition, serverInfo, transport, endpoint, protocolVersions, tools, how to start a session, docs',
+        body: McpResponseSchema,
+      },
       202: { description: 'Accepted: the client or session uses asynchronous streaming (the frame was a notification or a response; no body)' },
       400: {
         description:

@@ -18,7 +18,7 @@ import { NO_CLIENT, type ClientOf } from '../lib/auth-failures.ts';
 import { codeModeAvailable } from './code-mode.ts';
 import { hostOriginRefusal } from './host-origin.ts';
 import { closeSandboxes } from './sandbox-process.ts';
-import { createMcpServer, type ServerDeps } from './server.ts';
+import { createMcpServer, endpointDescription, type ServerDeps } from './server.ts';
 
 interface Session {
   transport: WebStandardStreamableHTTPServerTransport;
@@ -114,6 +114,12 @@ export function createMcpEndpoint(deps: ServerDeps & { core: CoreWith<AuditLog &
     }
     if (!(await codeModeAvailable(core.config.mcp))) {
       return Response.json({ code: 'mcp_code_mode_unavailable', message: 'Code mode (the sandbox behind search and execute) is unavailable on this server; the HTTP API and CLI keep working.' }, { status: 503 });
+    }
+    if (req.method === 'POST') {
+      // The body is optional: without one there is no frame for the transport, and the endpoint describes itself.
+      const body = req.body ? new Uint8Array(await req.arrayBuffer()) : null;
+      if (!body?.byteLength) return Response.json(endpointDescription(deps.version, core.config.publicUrl));
+      req = new Request(req.url, { method: req.method, headers: req.headers, body, signal: req.signal });
     }
     const authInfo = {
       token: req.headers.get('authorization')!.trim().split(/\s+/)[1]!,

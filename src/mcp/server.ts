@@ -1,8 +1,8 @@
 /** The MCP server of one session: code mode's two tools, `search` and `execute`, over the contract. */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { SUPPORTED_PROTOCOL_VERSIONS, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { EDITION, type Scope } from '../contract/scopes.ts';
+import { EDITION, OPENAPI_PATH, type Scope } from '../contract/scopes.ts';
 import type { AuditLog } from '../../db/repo.ts';
 import type { CoreWith } from '../core.ts';
 import { apiHost, type Caller } from './api.ts';
@@ -10,6 +10,7 @@ import { executeHints, searchCatalogue, SearchInputShape } from './catalogue.ts'
 import { runCode } from './code-mode.ts';
 import type { SandboxOutcome } from './sandbox.ts';
 import { operations } from '../contract/operations.ts';
+import { publicLink } from '../lib/web.ts';
 
 export interface SessionGrant {
   grantId: string;
@@ -52,6 +53,28 @@ const serverInfo = (version: string) => ({
   description: `Agent Operations of the ${EDITION_ID} edition: code mode (search, execute) over the contract.`,
   edition: EDITION,
 });
+
+/**
+ * The answer to a POST without a body (the spec makes the body optional; no JSON-RPC message is there to answer):
+ * a response frame, id null, whose result says what this endpoint is and how to open a session. Nothing changes.
+ */
+export function endpointDescription(version: string, publicUrl: string) {
+  return {
+    jsonrpc: '2.0' as const,
+    id: null,
+    result: {
+      edition: EDITION,
+      serverInfo: serverInfo(version),
+      transport: 'streamable-http',
+      endpoint: publicLink(publicUrl, operations.connectMcpAgentOperations.path),
+      protocolVersions: SUPPORTED_PROTOCOL_VERSIONS,
+      tools: ['search', 'execute'],
+      start:
+        'POST a JSON-RPC initialize request with your bearer grant, Content-Type: application/json and Accept: application/json, text/event-stream; send the Mcp-Session-Id it answers, and MCP-Protocol-Version, with every later request.',
+      docs: { manifest: publicLink(publicUrl, operations.getAgentOperationsManifest.path), openapi: publicLink(publicUrl, OPENAPI_PATH) },
+    },
+  };
+}
 
 /**
  * A tool result: the document with the edition that answered, as structured content and as its JSON text (for

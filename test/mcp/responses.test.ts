@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
 import { operations, type DeclaredResponse } from '../../src/contract/operations.ts';
+import { EDITION } from '../../src/contract/scopes.ts';
 import { DEFAULT_MCP } from '../../src/core.ts';
 import { SNAPSHOT_PATH } from '../../scripts/openapi.ts';
 import { INITIALIZE, rpc, startMcpServer, type McpServerUnderTest } from './harness.ts';
@@ -50,6 +51,38 @@ describe('connectMcpAgentOperations: the answers its table entry declares', () =
     for (const status of ['200', '202', '400', '401', '403', '404', '406', '413', '415', '429', '503']) expect(listed[status], status).toBeDefined();
     expect(committed.paths[MCP.path].post.requestBody.required).toBe(false);
   });
+
+  it('answer a POST without a body (the body is optional) with 200: a frame whose result describes the endpoint, not a parse error', async () => {
+    const before = (await s.env.repo.listAudit({ limit: 500 })).length;
+    const empty = new ReadableStream({ start: (c) => c.close() }); // sent chunked, with no bytes
+    for (const [headers, body] of [
+      [bearer(), undefined],
+      [{ ...bearer(), 'content-type': 'application/json', accept: ACCEPT }, ''],
+      [{ ...bearer(), 'content-type': 'application/json' }, empty],
+    ] as const) {
+      const res = await fetch(s.mcpUrl, { method: 'POST', headers, body });
+      expect(res.headers.get('content-type')).toStartWith('application/json');
+      expect(res.headers.get('mcp-session-id')).toBeNull();
+      const frame = await expectDeclared(res, 200);
+      expect(frame).toMatchObject({ jsonrpc: '2.0', id: null });
+      expect(frame.result).toMatchObject({
+        edition: EDITION,
+        serverInfo: { name: 'hookrelay', title: EDITION.name },
+        transport: 'streamable-http',
+        endpoint: s.mcpUrl.href,
+        tools: ['search', 'execute'],
+        docs: { manifest: `${s.url}/agent/v1/manifest`, openapi: `${s.url}/agent/v1/openapi.json` },
+      });
+      expect(frame.result.protocolVersions).toContain('2025-06-18');
+      expect(frame.result.start).toContain('initialize');
+    }
+    expect((await s.env.repo.listAudit({ limit: 500 })).length).toBe(before); // no session was started
+    // Still only for a grant, as every operation but the manifest.
+    expect((await fetch(s.mcpUrl, { method: 'POST' })).status).toBe(401);
+    // The OpenAPI document says so.
+    const committed = (await Bun.file(`${ROOT}${SNAPSHOT_PATH}`).json()) as any;
+    expect(committed.paths[MCP.path].post.responses['200'].description).toContain('without a body');
+  }, SLOW);
 
   it('are each given by the server, with the declared body (500 aside: an unexpected failure)', async () => {
     const produced = new Set<number>();
