@@ -5,7 +5,7 @@
 import type { z } from 'zod';
 import { checkExpectedContext } from '../contract/context.ts';
 import { IDEMPOTENCY_KEY_MAX_LENGTH, IDEMPOTENCY_STALE_MS, IDEMPOTENCY_TTL_MS, MAX_API_BODY_BYTES } from '../contract/limits.ts';
-import { AppError, defaultRefusal, refuse } from '../contract/errors.ts';
+import { AppError, defaultRefusal, refuse, type ErrorCode } from '../contract/errors.ts';
 import type { Operation } from '../contract/operations.ts';
 import type { Scope } from '../contract/scopes.ts';
 import type { AuditLog } from '../../db/repo.ts';
@@ -24,7 +24,7 @@ import type { Meter } from '../contract/plans.ts';
 import { record } from '../ops/usage.ts';
 import { envelopeBody, errorResponse, invalidInput, newSupportCode } from './http.ts';
 import { iso } from '../lib/clock.ts';
-import { NO_CLIENT, type AuthFailureLimiter, type ClientOf, type FoldedAudit } from '../lib/auth-failures.ts';
+import { NO_CLIENT, type AuthFailureLimiter, type ClientOf } from '../lib/auth-failures.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import { storageFault, storageUnavailable, type StorageHealth } from '../relay/storage-health.ts';
 
@@ -93,8 +93,18 @@ export async function runOperation(
 
     if (op.rateLimitClass && !executing) {
       const d = await deps.limiter.take(op.rateLimitClass, grant.id, store.id);
+      // A 429 is audited like any refusal: the first per grant and operation in a window with its own row, the rest
+      // folded into one row written by the first limited-class call after the window ends.
+      const { refusals } = deps.limiter;
+      for (const f of refusals.takeFolded()) {
+        const transition = `folded: ${f.count} further rate-limited calls from ${iso(f.from)} to ${iso(f.to)}`;
+        await auditSummary(deps.core, { ...f, actorKind: 'agent', status: 429, errorCode: 'rate_limited', transition }).catch(() => {});
+      }
       if (d.limited) {
-        metrics.agentCall(store.id, op.operationId, 429);
+        if (refusals.own({ storeId: store.id, grantId: grant.id, actorLabel: ctx.actor.label, operationId: op.operationId })) {
+          const err = new AppError('rate_limited', `Too many ${op.rateLimitClass} calls for this ${d.scope}.`);
+          await audit(deps.core, op, ctx, params, 429, null, err, requestId, false, surfaceOf(req)).catch(() => {});
+        } else metrics.agentCall(store.id, op.operationId, 429);
         return rateLimited(ctx.actor, op.rateLimitClass, d.scope, d.retryAfterSeconds, d.resetAt);
       }
     }
@@ -270,29 +280,39 @@ export async function failedAuthentication(
     metrics.agentCall(null, op.operationId, res.status);
     deps.authFailures.fold(op.operationId);
   }
-  for (const folded of deps.authFailures.takeFolded()) await auditFolded(deps.core, folded).catch(() => {});
+  for (const f of deps.authFailures.takeFolded()) {
+    const transition = `folded: ${f.count} further failed authentications from ${iso(f.from)} to ${iso(f.to)}`;
+    await auditSummary(deps.core, { ...f, storeId: null, grantId: null, actorKind: 'anonymous', actorLabel: 'unauthenticated', status: 401, errorCode: 'unauthorized', transition }).catch(() => {});
+  }
   return res;
 }
 
-/** One audit row standing for a window's failed authentications that had no row of their own; the count is in `transition`. */
-async function auditFolded(core: CoreWith<AuditLog>, f: FoldedAudit): Promise<void> {
+/**
+ * One audit row standing for a window's refusals that had no row of their own (failed authentications, 429s): the
+ * count is in `transition`.
+ */
+async function auditSummary(
+  core: CoreWith<AuditLog>,
+  f: { storeId: string | null; grantId: string | null; actorKind: 'agent' | 'anonymous'; actorLabel: string; operationId: string; lastAt: number; status: number; errorCode: ErrorCode; transition: string },
+): Promise<void> {
+  const refusal = defaultRefusal(f.errorCode, '');
   await core.repo.insertAudit({
     id: core.ids.next('aud'),
     at: f.lastAt,
-    storeId: null,
-    grantId: null,
-    actorKind: 'anonymous',
-    actorLabel: 'unauthenticated',
+    storeId: f.storeId,
+    grantId: f.grantId,
+    actorKind: f.actorKind,
+    actorLabel: f.actorLabel,
     operationId: f.operationId,
     scopes: '[]',
     targetId: null,
     intentId: null,
-    transition: `folded: ${f.count} further failed authentications from ${iso(f.from)} to ${iso(f.to)}`,
-    outcome: 'error',
-    status: 401,
-    errorCode: 'unauthorized',
-    refusalCategory: null,
-    refusalCode: null,
+    transition: f.transition,
+    outcome: refusal ? 'refused' : 'error',
+    status: f.status,
+    errorCode: f.errorCode,
+    refusalCategory: refusal?.category ?? null,
+    refusalCode: refusal?.code ?? null,
     requestId: null,
     surface: null,
   });

@@ -166,6 +166,21 @@ describe('rate limits', () => {
     env.clock.advance(60_000);
     expect((await call(env, 'GET', '/agent/v1/events', { token: a })).status).toBe(200);
   });
+
+  it('audits 429s: the first per grant and operation in a window has its own row, the rest one summary row after it', async () => {
+    const a = await addGrant(env, 'observer');
+    for (let i = 0; i < 30; i++) await call(env, 'GET', '/agent/v1/events', { token: a });
+    for (let i = 0; i < 21; i++) expect((await call(env, 'GET', '/agent/v1/events', { token: a })).status).toBe(429);
+    const limited = async () => (await env.repo.listAudit({ limit: 1000 })).filter((r) => r.status === 429);
+    expect(await limited()).toMatchObject([{ operationId: 'listEvents', outcome: 'refused', errorCode: 'rate_limited', refusalCategory: 'usage', actorKind: 'agent' }]);
+    expect((await limited())[0]!.grantId).toBeString();
+    env.clock.advance(60_000);
+    expect((await call(env, 'GET', '/agent/v1/events', { token: a })).status).toBe(200);
+    const rows = await limited();
+    expect(rows).toHaveLength(2);
+    expect(rows[1]).toMatchObject({ operationId: 'listEvents', outcome: 'refused', grantId: rows[0]!.grantId, storeId: rows[0]!.storeId });
+    expect(rows[1]!.transition).toStartWith('folded: 20 further rate-limited calls');
+  });
 });
 
 describe('endpoint intents', () => {
