@@ -45,6 +45,11 @@ export interface McpConfig {
   codeMode: boolean;
   /** Browser origins allowed besides the public URL's own (HOOKRELAY_MCP_ALLOWED_ORIGINS, comma-separated). */
   allowedOrigins: string[];
+  /**
+   * Host names allowed besides the public URL's, loopback names and addresses (HOOKRELAY_MCP_ALLOWED_HOSTS,
+   * comma-separated): a proxy that sends the name it reaches serve at (a container service name).
+   */
+  allowedHosts: string[];
   /** SSE comment frames on open streams, ms; keep it below the server's idle timeout. */
   keepAliveMs: number;
   /** A session unused this long is closed, ms. */
@@ -110,15 +115,21 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
 export const DEFAULT_MCP: McpConfig = {
   codeMode: true,
   allowedOrigins: [],
+  allowedHosts: [],
   keepAliveMs: 15_000,
   sessionIdleMs: 3600_000,
   limits: { cpuMs: 2_000, memoryBytes: 32 * 1024 * 1024, maxCalls: 50, maxResultBytes: 256 * 1024 },
 };
 
-/** MCP settings from the environment (`hookrelay serve`): HOOKRELAY_MCP_CODE_MODE=off, HOOKRELAY_MCP_ALLOWED_ORIGINS. */
+/** MCP settings from the environment (`hookrelay serve`): HOOKRELAY_MCP_CODE_MODE=off, HOOKRELAY_MCP_ALLOWED_ORIGINS and _HOSTS. */
 export function mcpConfigFromEnv(env: Record<string, string | undefined>): McpConfig {
-  const origins = (env.HOOKRELAY_MCP_ALLOWED_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean);
-  return { ...DEFAULT_MCP, codeMode: !/^(off|false|0|no)$/i.test(env.HOOKRELAY_MCP_CODE_MODE?.trim() ?? ''), allowedOrigins: origins };
+  const list = (v: string | undefined) => (v ?? '').split(',').map((o) => o.trim()).filter(Boolean);
+  return {
+    ...DEFAULT_MCP,
+    codeMode: !/^(off|false|0|no)$/i.test(env.HOOKRELAY_MCP_CODE_MODE?.trim() ?? ''),
+    allowedOrigins: list(env.HOOKRELAY_MCP_ALLOWED_ORIGINS),
+    allowedHosts: list(env.HOOKRELAY_MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
+  };
 }
 
 export function createCore(parts: Pick<Core, 'repo' | 'box'> & Partial<Core>): Core {

@@ -131,11 +131,14 @@ describe('POST /agent/v1/mcp', () => {
 });
 
 describe('code mode off', () => {
-  it('is set by HOOKRELAY_MCP_CODE_MODE=off; HOOKRELAY_MCP_ALLOWED_ORIGINS lists extra origins', () => {
-    expect(mcpConfigFromEnv({})).toMatchObject({ codeMode: true, allowedOrigins: [] });
-    expect(mcpConfigFromEnv({ HOOKRELAY_MCP_CODE_MODE: 'off', HOOKRELAY_MCP_ALLOWED_ORIGINS: 'https://a.example, https://b.example' })).toMatchObject({
+  it('is set by HOOKRELAY_MCP_CODE_MODE=off; HOOKRELAY_MCP_ALLOWED_ORIGINS and _HOSTS list extra origins and hosts', () => {
+    expect(mcpConfigFromEnv({})).toMatchObject({ codeMode: true, allowedOrigins: [], allowedHosts: [] });
+    expect(
+      mcpConfigFromEnv({ HOOKRELAY_MCP_CODE_MODE: 'off', HOOKRELAY_MCP_ALLOWED_ORIGINS: 'https://a.example, https://b.example', HOOKRELAY_MCP_ALLOWED_HOSTS: 'Hookrelay, relay-internal' }),
+    ).toMatchObject({
       codeMode: false,
       allowedOrigins: ['https://a.example', 'https://b.example'],
+      allowedHosts: ['hookrelay', 'relay-internal'],
     });
   });
 

@@ -6,7 +6,8 @@ import { INITIALIZE, rpc, startMcpServer, tool, type McpServerUnderTest } from '
 /** These tests spawn sandbox processes: a busy machine must not fail them on time. */
 const SLOW = 30_000;
 
-const refusal = (headers: Record<string, string>, publicUrl: string, allowed: string[] = []) => hostOriginRefusal(new Headers(headers), publicUrl, allowed)?.refusal?.code ?? null;
+const refusal = (headers: Record<string, string>, publicUrl: string, origins: string[] = [], hosts: string[] = []) =>
+  hostOriginRefusal(new Headers(headers), publicUrl, { origins, hosts })?.refusal?.code ?? null;
 
 describe('hostOriginRefusal', () => {
   it('takes a Host naming the public URL (any port), a loopback name or an IP address; refuses other names', () => {
@@ -18,6 +19,9 @@ describe('hostOriginRefusal', () => {
       expect(refusal({ host }, pub), host).toBe('host_not_allowed');
     }
     expect(refusal({}, pub)).toBeNull(); // in process: no Host
+    // A proxy that sends the name it reaches serve at (a container service name), once the operator allows it.
+    expect(refusal({ host: 'hookrelay:8787' }, pub, [], ['hookrelay'])).toBeNull();
+    expect(refusal({ host: 'evil.example' }, pub, [], ['hookrelay'])).toBe('host_not_allowed');
   });
 
   it('takes no Origin, the public origin, a configured one or the origin the request reached; loopback origins only on a loopback box', () => {
