@@ -144,7 +144,7 @@ function operationObject(op: Operation): Json {
   if (params.length) o.parameters = params;
   if (op.body) {
     o.requestBody = {
-      required: op.bodyRequired && op.operationId !== 'createEndpointTestIntent',
+      required: op.bodyRequired,
       content: { 'application/json': { schema: ref(idOf(op.body)!) } },
     };
   }

@@ -402,6 +402,8 @@ export const operations = {
     description: 'Returns the synthetic test body, URL, header name and how to sign. Sends nothing; the sender sends it. Never contains the secret.',
     params: EndpointParams,
     body: EndpointTestIntentInputSchema,
+    // Every field has a default: a bodiless POST prepares the default test.
+    bodyRequired: false,
     response: EndpointTestIntentReadSchema,
     successStatus: 201,
     rateLimitClass: 'endpoint_preview',
