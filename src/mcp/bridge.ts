@@ -15,6 +15,8 @@ import {
   type JSONRPCRequest,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
+import { exitCodeFor } from '../client/errors.ts';
+import { EXIT } from '../contract/errors.ts';
 import type { Log } from '../lib/log.ts';
 
 export interface BridgeOptions {
@@ -25,8 +27,12 @@ export interface BridgeOptions {
   log: Log;
 }
 
-/** Runs until stdin ends and every answer in flight is written, then ends the remote session. */
-export async function runStdioBridge(opts: BridgeOptions): Promise<void> {
+/**
+ * Runs until stdin ends and every answer in flight is written, then ends the remote session. Resolves to the exit
+ * code: 0, or when the client's initialize failed and none succeeded since (the remote unreachable, the grant
+ * refused), the code that failure maps to (7 unreachable, 3 auth…): the bridge never started.
+ */
+export async function runStdioBridge(opts: BridgeOptions): Promise<number> {
   const local = new StdioServerTransport();
   const initializing = new Set<RequestId>();
   const inflight = new Set<Promise<void>>();
@@ -36,6 +42,8 @@ export async function runStdioBridge(opts: BridgeOptions): Promise<void> {
   let reopening: Promise<void> | null = null;
   let reopened = 0;
   let ending = false;
+  /** Set while the client's latest initialize failed: the exit code the bridge ends with. */
+  let startFailed = 0;
 
   const toLocal = (m: JSONRPCMessage) => {
     const write = local.send(m).finally(() => writes.delete(write));
@@ -46,7 +54,10 @@ export async function runStdioBridge(opts: BridgeOptions): Promise<void> {
     t.onmessage = (message) => {
       if (isJSONRPCResultResponse(message)) {
         const replayed = hidden.delete(message.id);
-        if (replayed || initializing.delete(message.id)) t.setProtocolVersion(String(message.result.protocolVersion));
+        if (replayed || initializing.delete(message.id)) {
+          t.setProtocolVersion(String(message.result.protocolVersion));
+          startFailed = 0;
+        }
         if (replayed) return;
       }
       toLocal(message);
@@ -95,8 +106,9 @@ export async function runStdioBridge(opts: BridgeOptions): Promise<void> {
       .catch((err: unknown) => {
         // The client is waiting for an answer: give it one rather than silence.
         if (!isJSONRPCRequest(message)) return;
-        const data = err instanceof StreamableHTTPError && err.code !== undefined ? { data: { status: err.code } } : {};
-        toLocal({ jsonrpc: '2.0', id: message.id, error: { code: -32000, message: reason(err), ...data } });
+        const failure = describeFailure(err, opts.url);
+        if (isInitializeRequest(message)) startFailed = failure.exitCode;
+        toLocal({ jsonrpc: '2.0', id: message.id, error: { code: -32000, message: failure.message, ...(failure.status ? { data: { status: failure.status } } : {}) } });
       })
       .finally(() => inflight.delete(sent));
     inflight.add(sent);
@@ -115,6 +127,53 @@ export async function runStdioBridge(opts: BridgeOptions): Promise<void> {
   ending = true;
   await remote.terminateSession().catch(() => {});
   await remote.close();
+  return startFailed;
+}
+
+/** How long a bridge that cannot start waits for the client's initialize before it exits. */
+const START_FAILURE_GRACE_MS = 2_000;
+
+/**
+ * A bridge that cannot start (no token, an unknown profile, a malformed profiles file): the caller prints the
+ * reason on stderr; this answers the client's first request (its initialize), when one arrives within
+ * `graceMs`, with a JSON-RPC error frame carrying the reason, so a desktop client shows why instead of
+ * "Connection closed". Nothing else reaches stdout. A terminal on stdin (a person) or a closed stdin is not
+ * waited for. Resolves to whether a frame was written.
+ */
+export async function answerStartFailure(message: string, data: Record<string, unknown>, graceMs = START_FAILURE_GRACE_MS): Promise<boolean> {
+  if (process.stdin.isTTY) return false;
+  const local = new StdioServerTransport();
+  let answered = false;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, graceMs);
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    local.onmessage = (frame) => {
+      if (answered || !isJSONRPCRequest(frame)) return;
+      answered = true;
+      // Bun.write resolves once the bytes are handed to the OS: the caller exits right after.
+      const error = { jsonrpc: '2.0', id: frame.id, error: { code: -32000, message, data } };
+      Bun.write(Bun.stdout, `${JSON.stringify(error)}\n`).then(done, done);
+    };
+    local.onerror = () => {}; // a line that is not JSON-RPC: nothing to answer
+    local.onclose = done;
+    process.stdin.once('end', done);
+    void local.start();
+  });
+  await local.close();
+  return answered;
+}
+
+/** A failed forward as the client hears it: the remote's answer (its HTTP status), or that it could not be reached. */
+function describeFailure(err: unknown, url: URL): { message: string; status: number | null; exitCode: number } {
+  if (err instanceof StreamableHTTPError) {
+    const status = err.code !== undefined && err.code > 0 ? err.code : null;
+    return { message: reason(err), status, exitCode: status ? exitCodeFor(status) : EXIT.error };
+  }
+  // No answer at all (refused, unresolvable, reset): name where the bridge was going, never the token.
+  return { message: `Cannot reach ${url.origin}: ${reason(err)}`, status: null, exitCode: EXIT.unreachable };
 }
 
 /**
