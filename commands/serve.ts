@@ -2,7 +2,7 @@ import { defineCommand } from 'citty';
 import { describeStorage, locateDataDir, openCore } from '../src/boot.ts';
 import { AppError } from '../src/contract/errors.ts';
 import { defaultConfig, mcpConfigFromEnv, retryScheduleFromEnv } from '../src/core.ts';
-import { stderrLog } from '../src/lib/log.ts';
+import { LOG_FORMATS, stderrLog, type LogFormat } from '../src/lib/log.ts';
 import { credentialVariableMissing, describeDestination, storedAppClientId, storedPublicUrl } from '../src/ops/stores.ts';
 import { apiVersionStatus } from '../src/platform/shopify/version.ts';
 import { APP_SECRET_ENV, appSecret } from '../src/platform/shopify/app.ts';
@@ -19,13 +19,16 @@ export default defineCommand({
     port: { type: 'string', description: 'Port (default 8787, env HOOKRELAY_PORT; 0 picks a free one)' },
     host: { type: 'string', description: 'Interface (default 127.0.0.1, env HOOKRELAY_HOST)' },
     'public-url': { type: 'string', description: 'Base of endpoint URLs (env HOOKRELAY_PUBLIC_URL; else hookrelay store set --public-url; else http://host:port)' },
+    'log-format': { type: 'string', description: 'text (default) or json: one JSON object per line for a log shipper (env HOOKRELAY_LOG_FORMAT)' },
     ...storageArgs,
   },
   async run({ args }) {
     const port = Number(args.port ?? process.env.HOOKRELAY_PORT ?? 8787);
     const host = args.host ?? process.env.HOOKRELAY_HOST ?? '127.0.0.1';
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new AppError('invalid_input', '--port must be 0-65535.');
-    const log = stderrLog();
+    const format = args['log-format'] ?? process.env.HOOKRELAY_LOG_FORMAT ?? 'text';
+    if (!LOG_FORMATS.includes(format as LogFormat)) throw new AppError('invalid_input', `--log-format must be ${LOG_FORMATS.join(' or ')}.`);
+    const log = stderrLog('info', format as LogFormat);
     const dataDir = locateDataDir(args['data-dir']);
     log.info(describeStorage(dataDir, args['database-url']));
     const explicitUrl = args['public-url'] ?? process.env.HOOKRELAY_PUBLIC_URL;

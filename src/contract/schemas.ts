@@ -68,6 +68,7 @@ export const ErrorDetailSchema = z
     code: z.string().describe('Stable error code'),
     message: z.string(),
     supportCode: z.string().describe('Quote this to support; it identifies the failure without revealing anything private'),
+    requestId: z.string().optional().describe('The request, as the X-Request-Id header, the audit trail and the server log name it'),
     details: z.unknown().optional(),
   })
   .meta({ id: 'ErrorDetail' });

@@ -261,6 +261,11 @@ export function lazyClient(req: Request, peer: string | null | (() => string | n
 /** No client address (in-process calls). */
 export const NO_CLIENT: ClientOf = () => null;
 
+/** HOOKRELAY_TRUST_PROXY: whether a proxy in front sets X-Forwarded-For (the client address then comes from it). */
+export function trustsProxy(env: (name: string) => string | undefined): boolean {
+  return /^(1|true|yes|on)$/i.test(env('HOOKRELAY_TRUST_PROXY')?.trim() ?? '');
+}
+
 /**
  * The client address of a request: the socket's peer, or with HOOKRELAY_TRUST_PROXY the last X-Forwarded-For hop
  * (the one the proxy in front appended; earlier hops are whatever the client sent).

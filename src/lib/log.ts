@@ -1,13 +1,19 @@
 /** Logging to stderr only (stdout carries data). Callers pass facts, never headers, bodies or secrets. */
-import type { ConsolaInstance } from 'consola';
 import { iso } from './clock.ts';
 import { flushOnExit } from './drain.ts';
 
+/** Facts of a line: text lines append them as ` key=value`, JSON lines as properties. Null and undefined are left out. */
+export type LogFields = Record<string, string | number | boolean | null | undefined>;
+
 export interface Log {
-  info(message: string): void;
-  warn(message: string): void;
-  error(message: string): void;
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
 }
+
+/** `text`: one line per event, `<time> [WARN|ERROR] message key=value…`; `json`: one JSON object per line. */
+export type LogFormat = 'text' | 'json';
+export const LOG_FORMATS: readonly LogFormat[] = ['text', 'json'];
 
 export const silentLog: Log = { info() {}, warn() {}, error() {} };
 
@@ -27,20 +33,31 @@ export function escapeLogLine(message: string): string {
 }
 
 
+/** One line of `format`, ending in a newline, with nothing a terminal interprets (see escapeLogLine). */
+export function formatLogLine(format: LogFormat, at: number, level: 'info' | 'warn' | 'error', message: string, fields?: LogFields): string {
+  if (format === 'json') {
+    const doc: Record<string, unknown> = { time: iso(at), level, msg: message };
+    for (const [k, v] of Object.entries(fields ?? {})) if (v != null && !(k in doc)) doc[k] = v;
+    // JSON.stringify escapes C0 controls; escapeLogLine turns what it leaves (DEL, C1, U+2028/9) into \u escapes.
+    return `${escapeLogLine(JSON.stringify(doc))}\n`;
+  }
+  const tag = level === 'info' ? '' : ` ${level.toUpperCase()}`;
+  return `${escapeLogLine(`${iso(at)}${tag} ${withFields(message, fields)}`)}\n`;
+}
+
+/** The message with ` key=value` for each field set. */
+function withFields(message: string, fields: LogFields | undefined): string {
+  let line = message;
+  if (fields) for (const [k, v] of Object.entries(fields)) if (v != null) line += ` ${k}=${v}`;
+  return line;
+}
+
 /**
- * Info lines (one per request on the hot path) go through a buffered stderr sink flushed once per event-loop
- * turn; consola formats per line and would cost a third of ingest throughput. Warnings and errors use consola,
- * loaded with the first of them (synchronously, so the line is written before an exit): a serve that warns of
- * nothing never holds it (3 MiB of its resident memory).
+ * Every line goes through one buffered stderr sink: info lines (one per request on the hot path) are flushed once
+ * per event-loop turn, warnings and errors at once. Formatting per line with consola cost a third of ingest
+ * throughput, and it wrote each warning over three lines without a time.
  */
-export function stderrLog(level: 'info' | 'warn' | 'silent' = 'info'): Log {
-  let consola: ConsolaInstance | undefined;
-  const c = () =>
-    (consola ??= (require('consola') as typeof import('consola')).createConsola({
-      stdout: process.stderr,
-      stderr: process.stderr,
-      level: level === 'warn' ? 1 : 3,
-    }));
+export function stderrLog(level: 'info' | 'warn' | 'silent' = 'info', format: LogFormat = 'text'): Log {
   // Each line goes straight into the sink's native buffer; the sink is flushed once per event-loop turn. Gathering
   // the turn's lines in an array and joining them cost 6% more CPU per receipt (bench:pair 0.919-0.949): the array
   // and the joined string were garbage, and the string large enough that the collector ran inside join() (18% of
@@ -64,22 +81,25 @@ export function stderrLog(level: 'info' | 'warn' | 'silent' = 'info'): Log {
       if (unflushed) void sink.flush();
     } catch {}
   });
+  const write = (lvl: 'info' | 'warn' | 'error', m: string, fields: LogFields | undefined) => {
+    sink.write(formatLogLine(format, Date.now(), lvl, m, fields));
+    if (lvl !== 'info') {
+      unflushed = true;
+      flush();
+    } else if (!unflushed) {
+      unflushed = true;
+      setImmediate(flush);
+    }
+  };
   return {
-    info: (m) => {
-      if (level !== 'info') return;
-      if (!unflushed) {
-        unflushed = true;
-        setImmediate(flush);
-      }
-      sink.write(`${iso(Date.now())} ${escapeLogLine(m)}\n`);
+    info: (m, f) => {
+      if (level === 'info') write('info', m, f);
     },
-    warn: (m) => {
-      flush();
-      if (level !== 'silent') c().warn(escapeLogLine(m));
+    warn: (m, f) => {
+      if (level !== 'silent') write('warn', m, f);
     },
-    error: (m) => {
-      flush();
-      if (level !== 'silent') c().error(escapeLogLine(m));
+    error: (m, f) => {
+      if (level !== 'silent') write('error', m, f);
     },
   };
 }
@@ -87,6 +107,6 @@ export function stderrLog(level: 'info' | 'warn' | 'silent' = 'info'): Log {
 /** A log that keeps every line: tests read it for canaries. */
 export function memoryLog(): Log & { lines: string[] } {
   const lines: string[] = [];
-  const keep = (level: string) => (m: string) => void lines.push(`${level} ${escapeLogLine(m)}`);
+  const keep = (level: string) => (m: string, f?: LogFields) => void lines.push(`${level} ${escapeLogLine(withFields(m, f))}`);
   return { lines, info: keep('info'), warn: keep('warn'), error: keep('error') };
 }

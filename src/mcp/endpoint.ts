@@ -3,6 +3,7 @@
  * Every request passes the Host and Origin checks (host-origin.ts) and bearer authentication first; a session never
  * stands in for the grant, and a session answers only the grant that created it.
  */
+import { requestIdOf } from '../lib/request-ids.ts';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { AuditLog, TenantStore } from '../../db/repo.ts';
@@ -94,7 +95,7 @@ export function createMcpEndpoint(deps: ServerDeps & { core: CoreWith<AuditLog &
   }
 
   async function handle(req: Request, client: ClientOf = NO_CLIENT): Promise<Response> {
-    const requestId = core.ids.next('req');
+    const requestId = requestIdOf(req, () => core.ids.next('req'));
     const misdirected = hostOriginRefusal(req.headers, core.config.publicUrl, { origins: core.config.mcp.allowedOrigins, hosts: core.config.mcp.allowedHosts });
     if (misdirected) return refused(misdirected, requestId);
     let grant, store;

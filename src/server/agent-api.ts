@@ -3,6 +3,7 @@
  * openapi.json, the docs page and MCP. The app loads it with the first request for it: zod and the contract's
  * schemas are a fifth of a serve's resident memory, and the relay (hooks, lifecycle, status, metrics) needs none.
  */
+import { requestIdOf, tagRequest } from '../lib/request-ids.ts';
 import { MAX_API_BODY_BYTES } from '../contract/limits.ts';
 import { buildManifest } from '../contract/manifest.ts';
 import { apiVersionStatus } from '../platform/shopify/version.ts';
@@ -71,10 +72,12 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
   const deps: PipelineDeps = { ...shared, limiter: new RateLimiter(core.repo, core.clock, core.config.rateLimits), inflight: new Map() };
 
   async function fetch(req: Request, path: string, client: ClientOf, decode: (s: string) => string | null): Promise<Response> {
+    const requestId = () => requestIdOf(req, () => core.ids.next('req'));
     if (path === MCP.path) {
       // POST, and GET / DELETE of its streams and sessions. The SDK buffers any body whole: cap it first.
       const capped = await withCappedBody(req, MAX_API_BODY_BYTES);
       if (!capped) return errorResponse(null, new AppError('payload_too_large', 'Request bodies are limited to 1 MiB.'));
+      tagRequest(capped, requestId());
       return (await mcpEndpoint()).fetch(capped, client);
     }
     if (req.method === 'GET' && path === OPENAPI_PATH) return Response.json(buildOpenApi(core.config.publicUrl));
@@ -87,7 +90,7 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
       const m = r.pattern.exec(path);
       if (!m) continue;
       if (r.op.method !== req.method) {
-        if (req.method === 'POST' && r.op.humanOnlyWrite) return runOperation(deps, r.op, refuseHumanOnly(r.op.humanOnlyWrite), req, {}, core.ids.next('req'), client);
+        if (req.method === 'POST' && r.op.humanOnlyWrite) return runOperation(deps, r.op, refuseHumanOnly(r.op.humanOnlyWrite), req, {}, requestId(), client);
         methodMismatch = r.op;
         continue;
       }
@@ -96,7 +99,7 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
         return errorResponse(null, new AppError('not_implemented', `${r.op.operationId} is declared in the contract but not served by this server yet; the manifest lists what is available.`));
       }
       const params = Object.fromEntries(r.names.map((n, i) => [n, decode(m[i + 1]!) ?? '']));
-      return runOperation(deps, r.op, r.handler, req, params, core.ids.next('req'), client);
+      return runOperation(deps, r.op, r.handler, req, params, requestId(), client);
     }
     if (methodMismatch) {
       return errorResponse(null, new AppError('method_not_allowed', `Use ${methodMismatch.method} for ${methodMismatch.operationId}.`, undefined, undefined, { Allow: methodMismatch.method }));

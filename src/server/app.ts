@@ -16,7 +16,7 @@ import type { AgentApi } from './agent-api.ts';
 import { errorResponse } from './http.ts';
 import { createMetricsHandler } from './metrics.ts';
 import { VERSION } from '../version.ts';
-import { AuthFailureLimiter, lazyClient } from '../lib/auth-failures.ts';
+import { AuthFailureLimiter, lazyClient, trustsProxy } from '../lib/auth-failures.ts';
 
 
 /** decodeURIComponent that answers null for malformed escapes instead of throwing. */
@@ -76,7 +76,7 @@ export function createApp(core: Core): App {
   writer.reportHealthTo(storage);
   // Instances on one PostgreSQL share the failure windows; a SQLite file has one process, which counts in memory.
   const authFailures = new AuthFailureLimiter(core.clock, AUTH_FAILURE_LIMITS, core.repo.dialect === 'postgres' ? core.repo : null);
-  const trustProxy = /^(1|true|yes|on)$/i.test(core.config.env('HOOKRELAY_TRUST_PROXY')?.trim() ?? '');
+  const trustProxy = trustsProxy(core.config.env);
   const inbound = createInboundHandler({ core, endpoints, writer, authFailures });
   const lifecycle = createLifecycleHandler(core);
   const metrics = createMetricsHandler(core);

@@ -20,15 +20,30 @@ export function newSupportCode(): string {
   return `sup-${randomBase62(8).slice(0, 10)}`;
 }
 
-export function errorResponse(ctx: Scoped, err: AppError, supportCode = newSupportCode()): Response {
+/** The support code each error response carries, for its request's log line (see supportCodeOf). */
+const supportCodes = new WeakMap<Response, string>();
+
+/** The support code of an error response this module made, for the request's log line; else undefined. */
+export function supportCodeOf(res: Response): string | undefined {
+  return supportCodes.get(res);
+}
+
+/** An error envelope; `requestId`, when known, is beside the support code (and in the `X-Request-Id` header serve sets). */
+export function errorResponse(ctx: Scoped, err: AppError, supportCode = newSupportCode(), requestId?: string): Response {
   const body = {
     edition: EDITION,
     scope: scopeOf(ctx),
     actor: ctx?.actor ?? null,
     refusal: err.refusal ?? null,
-    error: { code: err.code, message: err.message, supportCode, ...(err.details !== undefined ? { details: err.details } : {}) },
+    error: { code: err.code, message: err.message, supportCode, ...(requestId ? { requestId } : {}), ...(err.details !== undefined ? { details: err.details } : {}) },
   };
-  return Response.json(body, { status: ERROR_CODES[err.code].status, headers: err.headers });
+  return withSupportCode(Response.json(body, { status: ERROR_CODES[err.code].status, headers: err.headers }), supportCode);
+}
+
+/** Remembers the support code an error response carries in its body, for its log line. */
+export function withSupportCode(res: Response, supportCode: string): Response {
+  supportCodes.set(res, supportCode);
+  return res;
 }
 
 /** zod issues without the offending values (an input may hold a secret). */

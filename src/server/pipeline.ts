@@ -22,7 +22,7 @@ import { authenticateBearer } from '../ops/grants.ts';
 import { surfaceOf, type Surface } from '../mcp/surface.ts';
 import type { Meter } from '../contract/plans.ts';
 import { record } from '../ops/usage.ts';
-import { envelopeBody, errorResponse, invalidInput, newSupportCode } from './http.ts';
+import { envelopeBody, errorResponse, invalidInput, newSupportCode, withSupportCode } from './http.ts';
 import { iso } from '../lib/clock.ts';
 import { NO_CLIENT, type AuthFailureLimiter, type ClientOf } from '../lib/auth-failures.ts';
 import type { RateLimiter } from './rate-limit.ts';
@@ -105,7 +105,7 @@ export async function runOperation(
           const err = new AppError('rate_limited', `Too many ${op.rateLimitClass} calls for this ${d.scope}.`);
           await audit(deps.core, op, ctx, params, 429, null, err, requestId, false, surfaceOf(req)).catch(() => {});
         } else metrics.agentCall(store.id, op.operationId, 429);
-        return rateLimited(ctx.actor, op.rateLimitClass, d.scope, d.retryAfterSeconds, d.resetAt);
+        return rateLimited(ctx.actor, op.rateLimitClass, d.scope, d.retryAfterSeconds, d.resetAt, requestId);
       }
     }
 
@@ -211,7 +211,7 @@ export async function runOperation(
     }
     if (!ctx && appErr.code === 'unauthorized') return failedAuthentication(deps, op, appErr, client, requestId, surfaceOf(req), params);
     await audit(deps.core, op, ctx, params, appErr.status, null, appErr, requestId, false, surfaceOf(req)).catch(() => {});
-    return errorResponse(ctx, appErr, supportCode);
+    return errorResponse(ctx, appErr, supportCode, requestId);
   }
 }
 
@@ -235,6 +235,7 @@ function rateLimited(
   scope: 'grant' | 'store' | 'client',
   retryAfterSeconds: number,
   resetAt: number,
+  requestId: string,
 ): Response {
   const authFailure = rateLimitClass === 'auth_failure';
   const message = authFailure
@@ -247,14 +248,14 @@ function rateLimited(
     edition: EDITION,
     actor,
     refusal: { ...defaultRefusal('rate_limited', message)!, recommendedAction },
-    error: { code: 'rate_limited', message, supportCode: newSupportCode() },
+    error: { code: 'rate_limited', message, supportCode: newSupportCode(), requestId },
     retryAfterSeconds,
     resetAt: new Date(resetAt).toISOString(),
     rateLimitClass,
     scope,
     recommendedAction,
   };
-  return Response.json(body, { status: 429, headers: { 'Retry-After': String(retryAfterSeconds) } });
+  return withSupportCode(Response.json(body, { status: 429, headers: { 'Retry-After': String(retryAfterSeconds) } }), body.error.supportCode);
 }
 
 /**
@@ -272,7 +273,7 @@ export async function failedAuthentication(
   params: Record<string, string> = {},
 ): Promise<Response> {
   const d = await deps.authFailures.fail(client());
-  const res = d.limited ? rateLimited(null, 'auth_failure', 'client', d.retryAfterSeconds, d.resetAt) : errorResponse(null, err);
+  const res = d.limited ? rateLimited(null, 'auth_failure', 'client', d.retryAfterSeconds, d.resetAt, requestId) : errorResponse(null, err, undefined, requestId);
   if (d.audit) {
     const recorded = d.limited ? new AppError('rate_limited', 'Too many failed authentications from this client.') : err;
     await audit(deps.core, op, null, params, res.status, null, recorded, requestId, false, surface).catch(() => {});

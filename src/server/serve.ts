@@ -7,7 +7,9 @@ import type { SqliteRepo } from '../../db/sqlite/repo.ts';
 import { RelayThread } from '../relay/relay-host.ts';
 import { HandoffWorker, type Destinations } from '../relay/worker.ts';
 import { createApp, pathOf, type App } from './app.ts';
-import { errorResponse } from './http.ts';
+import { errorResponse, supportCodeOf } from './http.ts';
+import { clientAddress, trustsProxy } from '../lib/auth-failures.ts';
+import { tagRequest } from '../lib/request-ids.ts';
 
 export interface RunningServer {
   app: App;
@@ -83,6 +85,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
     relay.onLost = (err) => app.storage.failed(err);
   } else app.onReceipts(() => worker.wake());
   const logRequests = opts.logRequests ?? true;
+  const trustProxy = trustsProxy(core.config.env);
   let inFlight = 0;
   let draining = false;
 
@@ -101,28 +104,33 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     async fetch(req, srv) {
       const started = performance.now();
+      const requestId = core.ids.next('req');
+      tagRequest(req, requestId);
+      const peer = () => srv.requestIP(req)?.address ?? null;
       let res: Response;
       // Bun's stop(false) closes the listener but keeps serving requests on open keep-alive connections.
       if (draining) res = edgeAnswer(pathOf(req.url), SHUTTING_DOWN);
       else {
         inFlight++;
         try {
-          res = await app.fetch(req, () => srv.requestIP(req)?.address ?? null); // asked only when authentication fails
+          res = await app.fetch(req, peer);
         } catch {
           if (req.signal.aborted) {
             // The client hung up (mid-body, most often): nobody to answer, and no failure of ours.
             core.log.info(`${req.method} ${pathOf(req.url)} client closed the connection before the answer`);
             return new Response(null, { status: 400 });
           }
-          core.log.error(`unhandled error on ${req.method} ${pathOf(req.url)}`);
+          core.log.error(`unhandled error on ${req.method} ${pathOf(req.url)}`, { request: requestId });
           res = edgeAnswer(pathOf(req.url), new AppError('internal_error', 'Something went wrong on our side.'));
         } finally {
           inFlight--;
         }
       }
+      res.headers.set('X-Request-Id', requestId);
       if (logRequests) {
         const ms = (performance.now() - started).toFixed(1);
-        core.log.info(`${req.method} ${pathOf(req.url)} ${res.status} ${ms}ms`);
+        const client = clientAddress(req, peer(), trustProxy);
+        core.log.info(`${req.method} ${pathOf(req.url)} ${res.status} ${ms}ms`, { request: requestId, client, support: supportCodeOf(res) });
       }
       return res;
     },
