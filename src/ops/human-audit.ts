@@ -1,6 +1,7 @@
 /**
- * The audit rows of the local admin commands (init, grant issue and revoke, plan set, store set, migrate): the
- * actor is a person (`actorKind: human`), named by `--actor` or the OS user and host. Never inputs or secrets.
+ * The audit rows of the local admin commands (init, grant issue and revoke, plan set, store set, migrate, backup,
+ * restore): the actor is a person (`actorKind: human`), named by `--actor` or the OS user and host. Never inputs
+ * or secrets.
  */
 import { readFileSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
@@ -12,7 +13,7 @@ import { systemClock } from '../lib/clock.ts';
 import { createIdGenerator } from '../lib/ids.ts';
 
 /** What an admin command is recorded as: the ops function it runs, as agent rows name their operationId. */
-export type AdminOperation = 'initStore' | 'issueGrant' | 'revokeGrant' | 'setPlan' | 'setStoreSettings' | 'migrate';
+export type AdminOperation = 'initStore' | 'issueGrant' | 'revokeGrant' | 'setPlan' | 'setStoreSettings' | 'migrate' | 'backup' | 'restore';
 
 /** The longest `--actor`: a name or login, not a note. */
 export const ACTOR_MAX_LENGTH = 64;
