@@ -28,6 +28,7 @@ export const main = defineCommand({
     restore: () => load(import('./restore.ts')),
     plan: () => load(import('./plan.ts')),
     audit: () => load(import('./audit.ts')),
+    requests: () => load(import('./requests.ts')),
     status: () => load(import('./status.ts')),
     docs: () => load(import('./docs.ts')),
     whoami: () => load(import('./whoami.ts')),

@@ -1,0 +1,156 @@
+/**
+ * What agents ask of the operator of this server: support, feature and expansion requests and diagnostics shares
+ * (the `records` table), as `hookrelay requests` lists and shows them, the operator notification carries them and
+ * /metrics counts them. Plain SELECTs over the thin runner, the same on both dialects.
+ */
+import type { Repo } from '../../db/repo.ts';
+import type { RecordRow } from '../../db/types.ts';
+import { AppError } from '../contract/errors.ts';
+import { iso, isoOrNull } from '../lib/clock.ts';
+import { redactDocument, redactText } from '../lib/redact.ts';
+
+/** The kinds an operator reads, by the name the CLI and /metrics give them, and the record kind each is kept as. */
+export const REQUEST_KINDS = {
+  support: 'support_request',
+  feature: 'feature_request',
+  expansion: 'expansion_request',
+  diagnostics: 'diagnostics_share',
+} as const;
+
+export type RequestKind = keyof typeof REQUEST_KINDS;
+export const REQUEST_KIND_NAMES = Object.keys(REQUEST_KINDS) as RequestKind[];
+
+const KIND_OF_RECORD = Object.fromEntries(Object.entries(REQUEST_KINDS).map(([k, v]) => [v, k])) as Record<string, RequestKind>;
+
+/** `requests list --limit`: default and most. */
+export const REQUESTS_LIST_DEFAULT = 100;
+export const REQUESTS_LIST_MAX = 1000;
+
+/** The longest one-line summary a listing shows; `requests show` has the whole request. */
+const SUMMARY_MAX = 200;
+
+/** The storage these reads take: the runner (no repo method reads records across stores). */
+type Sql = Pick<Repo, 'sql'>;
+
+/** A request as the operator sees it: its kind, store, time and what the agent wrote (redacted when stored, and again here). */
+export interface OperatorRequest {
+  id: string;
+  kind: RequestKind;
+  shop: string | null;
+  createdAt: string;
+  /** Diagnostics shares only: until when the package is kept for reading. */
+  expiresAt: string | null;
+  /** Support requests only: low, normal, high, critical. */
+  urgency: string | null;
+  /** One line: category and summary, capability and problem, expansion kind and summary, or the package's size. */
+  summary: string;
+}
+
+export interface OperatorRequestDetail extends OperatorRequest {
+  /** The stored document: a support request's category, urgency, summary and links; a request's fields; a package. */
+  body: unknown;
+}
+
+type Row = RecordRow & { shopDomain: string | null };
+
+const COLUMNS =
+  'r.id AS "id", r.store_id AS "storeId", r.kind AS "kind", r.body AS "body", r.created_at AS "createdAt", r.expires_at AS "expiresAt", s.shop_domain AS "shopDomain"';
+const FROM = 'FROM records r LEFT JOIN stores s ON s.id = r.store_id';
+const KIND_LIST = Object.values(REQUEST_KINDS);
+const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
+
+/**
+ * The newest requests first, at most `limit`: of one store or all, of some kinds or all four, created at or after
+ * `since` (ms) when given. Each with a one-line summary; never more than was stored (already redacted text).
+ */
+export async function listRequests(
+  core: { repo: Sql },
+  filter: { storeId?: string; kinds?: readonly RequestKind[]; since?: number; limit: number },
+): Promise<OperatorRequest[]> {
+  const kinds = (filter.kinds?.length ? filter.kinds : REQUEST_KIND_NAMES).map((k) => REQUEST_KINDS[k]);
+  const where = [`r.kind IN (${marks(kinds.length)})`];
+  const params: unknown[] = [...kinds];
+  if (filter.storeId !== undefined) {
+    where.push('r.store_id = ?');
+    params.push(filter.storeId);
+  }
+  if (filter.since !== undefined) {
+    where.push('r.created_at >= ?');
+    params.push(filter.since);
+  }
+  params.push(filter.limit);
+  const rows = await core.repo.sql.all<Row>(`SELECT ${COLUMNS} ${FROM} WHERE ${where.join(' AND ')} ORDER BY r.created_at DESC, r.id DESC LIMIT ?`, params);
+  return rows.map((r) => overview(r, parseBody(r.body)));
+}
+
+/** One request by id, whichever store filed it, with its whole stored document; not_found (exit 6) for any other id. */
+export async function getRequest(core: { repo: Sql }, id: string): Promise<OperatorRequestDetail> {
+  const [row] = await core.repo.sql.all<Row>(`SELECT ${COLUMNS} ${FROM} WHERE r.id = ? AND r.kind IN (${marks(KIND_LIST.length)})`, [id, ...KIND_LIST]);
+  if (!row) throw new AppError('not_found', `No request ${id}: see hookrelay requests list.`);
+  return requestDetail(row, row.shopDomain);
+}
+
+/** The detail of a record just written (the operator notification), or read back. */
+export function requestDetail(row: RecordRow, shop: string | null): OperatorRequestDetail {
+  const body = parseBody(row.body);
+  return { ...overview({ ...row, shopDomain: shop }, body), body };
+}
+
+/** How many requests of each kind a store holds (every kind present, 0 when none): one indexed GROUP BY, for /metrics. */
+export async function countRequests(core: { repo: Sql }, storeId: string): Promise<Record<RequestKind, number>> {
+  const rows = await core.repo.sql.all<{ kind: string; n: number }>(
+    `SELECT kind AS "kind", COUNT(*) AS "n" FROM records WHERE store_id = ? AND kind IN (${marks(KIND_LIST.length)}) GROUP BY kind`,
+    [storeId, ...KIND_LIST],
+  );
+  const counts = Object.fromEntries(REQUEST_KIND_NAMES.map((k) => [k, 0])) as Record<RequestKind, number>;
+  for (const r of rows) counts[KIND_OF_RECORD[r.kind]!] = Number(r.n);
+  return counts;
+}
+
+/**
+ * The stored JSON with every string through the free-text redactor once more: bodies were redacted when stored,
+ * and redacting again changes nothing, except for a record kept before the redactor learnt a shape.
+ */
+function parseBody(text: string): Record<string, any> {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    doc = { text };
+  }
+  return redactDocument(doc, { text: redactText, secretField: redactText }) as Record<string, any>;
+}
+
+function overview(row: Row, body: Record<string, any>): OperatorRequest {
+  const kind = KIND_OF_RECORD[row.kind]!;
+  return {
+    id: row.id,
+    kind,
+    shop: row.shopDomain,
+    createdAt: iso(row.createdAt),
+    expiresAt: isoOrNull(row.expiresAt),
+    urgency: kind === 'support' ? String(body.urgency ?? '') || null : null,
+    summary: oneLine(summaryOf(kind, body)),
+  };
+}
+
+function summaryOf(kind: RequestKind, b: Record<string, any>): string {
+  switch (kind) {
+    case 'support':
+      return `${b.category ?? 'other'}: ${b.summary ?? ''}`;
+    case 'feature':
+      return `${b.capability ?? ''}: ${b.problem ?? ''}`;
+    case 'expansion':
+      return `${b.kind ?? ''}: ${b.summary ?? ''}`;
+    case 'diagnostics': {
+      const n = (v: unknown) => (Array.isArray(v) ? v.length : 0);
+      return `${n(b.events)} events, ${n(b.endpoints)} endpoints, window ${b.window ?? '?'}${b.note ? `: ${b.note}` : ''}`;
+    }
+  }
+}
+
+/** Whitespace folded to single spaces, cut at SUMMARY_MAX characters. */
+function oneLine(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > SUMMARY_MAX ? `${flat.slice(0, SUMMARY_MAX - 1)}…` : flat;
+}
