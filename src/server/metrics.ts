@@ -3,11 +3,12 @@ import { checkExpectedContext } from '../contract/context.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import type { Scope } from '../contract/scopes.ts';
 import type { PlatformLinkStore } from '../../db/platform-links.ts';
-import type { EventReads, TenantStore } from '../../db/repo.ts';
+import type { EventReads, Repo, TenantStore } from '../../db/repo.ts';
 import type { CoreWith } from '../core.ts';
 import { metrics, processRegistry } from '../lib/instruments.ts';
 import { PROMETHEUS_CONTENT_TYPE, Registry, renderText } from '../lib/metrics.ts';
 import { authenticateBearer } from '../ops/grants.ts';
+import { countRequests } from '../ops/operator-requests.ts';
 import { VERSION } from '../version.ts';
 import { errorResponse, newSupportCode } from './http.ts';
 
@@ -18,7 +19,7 @@ const FROM_DATABASE = "Read from the database at scrape time: the database's fig
  * The scrape handler. Errors are the API's envelope (401 with WWW-Authenticate, 403 missing scope or context).
  * Scrapes are not audited (one every 15 s would flood the audit log) and carry no store id, token or body.
  */
-export function createMetricsHandler(core: CoreWith<TenantStore & Pick<EventReads, 'handoffBacklog'> & { links: PlatformLinkStore }>) {
+export function createMetricsHandler(core: CoreWith<TenantStore & Pick<EventReads, 'handoffBacklog'> & Pick<Repo, 'sql'> & { links: PlatformLinkStore }>) {
   return async function handleMetrics(req: Request): Promise<Response> {
     if (req.method !== 'GET') {
       return errorResponse(null, new AppError('method_not_allowed', 'Use GET /metrics.', undefined, undefined, { Allow: 'GET' }));
@@ -53,7 +54,12 @@ export function createMetricsHandler(core: CoreWith<TenantStore & Pick<EventRead
   };
 
   async function scrape(storeId: string): Promise<Response> {
-    const [pending, stores, link] = await Promise.all([core.repo.handoffBacklog(storeId), core.repo.listStores(), core.repo.links.get(storeId)]);
+    const [pending, stores, link, requests] = await Promise.all([
+      core.repo.handoffBacklog(storeId),
+      core.repo.listStores(),
+      core.repo.links.get(storeId),
+      countRequests(core, storeId),
+    ]);
     const db = new Registry();
     // One series per pause reason and code, 1 while paused, so an alert can fire on `hookrelay_handoff_paused == 1`.
     const paused = db.gauge('hookrelay_handoff_paused', `1 while this grant's store's handoff is paused (events wait, none fail), by reason and stable code; 0 while active. ${FROM_DATABASE}`, ['reason', 'code']);
@@ -68,6 +74,9 @@ export function createMetricsHandler(core: CoreWith<TenantStore & Pick<EventRead
     db.gauge('hookrelay_handoff_oldest_pending_seconds', `Age of the oldest of those events, seconds; 0 when there is none. ${FROM_DATABASE}`)
       .labels()
       .set(pending.oldestReceivedAt == null ? 0 : Math.max(0, (core.clock.now() - pending.oldestReceivedAt) / 1000));
+    // A count of stored rows, not a counter: shop/redact (and retention) remove requests, so it can go down.
+    const filed = db.gauge('hookrelay_requests', `Support, feature and expansion requests and diagnostics shares this grant's store holds, by kind (hookrelay requests lists them). ${FROM_DATABASE}`, ['kind']);
+    for (const [kind, n] of Object.entries(requests)) filed.labels(kind).set(n);
     // Group commits mix every store's receipts: on a box with several stores they would tell one store about the others.
     const box = stores.length === 1 ? [metrics.box, metrics.commits] : [metrics.box];
     const text = renderText([metrics.store(storeId).registry, db, ...box, processRegistry(VERSION)]);
