@@ -12,6 +12,7 @@ import type { OpContext } from './context.ts';
 import { endpointUrl } from './endpoints.ts';
 import { eventSummary } from './events.ts';
 import { stalePreview, type IntentKind } from './intents.ts';
+import { notifyOperator, operatorSees } from './operator-notify.ts';
 import { ensureCapacity } from './usage.ts';
 
 export async function createEndpointTestIntent(ctx: OpContext<EndpointStore>, { params, body }: OperationInput<'createEndpointTestIntent'>) {
@@ -101,7 +102,7 @@ export const diagnosticsShareIntent: IntentKind<DiagInput, EventReads & Endpoint
       preview: {
         summary: `Share a redacted diagnostics package: ${pkg.events.length} events, ${pkg.endpoints.length} endpoints, window ${pkg.window}.`,
         changes: [{ field: 'diagnosticsShare', from: null, to: { events: pkg.events.map((e) => e.id), endpoints: pkg.endpoints.map((e) => e.id), note: input.note ?? null, expiresInHours: input.expiresInHours ?? 72 } }],
-        sideEffects: ['The package shown by this preview is what is shared, as it was at the preview, readable by support until it expires.'],
+        sideEffects: ['The package shown by this preview is what is shared, as it was at the preview, readable by the operator of this hookrelay server (hookrelay requests show) until it expires.'],
         meterCost: [
           { meter: 'diagnostics_shares', units: 1 },
           { meter: 'executed_actions', units: 1 },
@@ -141,7 +142,7 @@ export const supportRequestIntent: IntentKind<SupportInput, EventReads & Endpoin
       preview: {
         summary: `Send a ${input.urgency} ${input.category} support request.`,
         changes: [{ field: 'supportRequest', from: null, to: { category: input.category, urgency: input.urgency, summary: input.summary, eventIds: input.eventIds ?? [], endpointIds: input.endpointIds ?? [], diagnosticsShareId: input.diagnosticsShareId ?? null } }],
-        sideEffects: ['Support sees the redacted summary, the linked ids and the shop domain.'],
+        sideEffects: [operatorSees(ctx.core, 'the redacted summary, the linked ids and the shop domain')],
         meterCost: [{ meter: 'executed_actions', units: 1 }],
         warnings: [],
       },
@@ -161,6 +162,8 @@ export const supportRequestIntent: IntentKind<SupportInput, EventReads & Endpoin
     return {
       writes: [insertRecord({ id, storeId: ctx.store.id, kind: 'support_request', body: JSON.stringify(body), createdAt: now, expiresAt: null })],
       result: () => ({ summary: `Support request ${id} submitted.`, resourceId: id }),
+      // Once committed: the operator's notification, in the background (src/ops/operator-notify.ts).
+      after: () => notifyOperator(ctx.core, ctx.store.shopDomain, { id, storeId: ctx.store.id, kind: 'support_request', body: JSON.stringify(body), createdAt: now, expiresAt: null }),
     };
   },
 };
@@ -181,6 +184,8 @@ async function nonBinding(ctx: OpContext<RecordStore>, kind: 'expansion' | 'feat
   const body = redactDocument(raw, { text: redactText, secretField: redactText });
   const now = ctx.core.clock.now();
   const id = ctx.core.ids.next(kind === 'expansion' ? 'exp' : 'feat');
-  await ctx.core.repo.insertRecord({ id, storeId: ctx.store.id, kind: `${kind}_request`, body: JSON.stringify(body), createdAt: now, expiresAt: null });
+  const row = { id, storeId: ctx.store.id, kind: `${kind}_request`, body: JSON.stringify(body), createdAt: now, expiresAt: null };
+  await ctx.core.repo.insertRecord(row);
+  notifyOperator(ctx.core, ctx.store.shopDomain, row);
   return { request: { id, kind, status: 'received' as const, createdAt: iso(now) }, acknowledgement: ACK, nonBinding: true as const };
 }
