@@ -4,7 +4,7 @@ import { systemClock } from './clock.ts';
 
 const B32 = '0123456789abcdefghjkmnpqrstvwxyz';
 
-export type IdPrefix = 'st' | 'ep' | 'evt' | 'rcpt' | 'int' | 'gr' | 'diag' | 'sup' | 'af' | 'exp' | 'feat' | 'aud' | 'req';
+export type IdPrefix = 'st' | 'ep' | 'evt' | 'rcpt' | 'int' | 'gr' | 'diag' | 'sup' | 'af' | 'exp' | 'feat' | 'aud';
 
 export interface IdGenerator {
   next(prefix: IdPrefix): string;

@@ -95,7 +95,7 @@ export function createMcpEndpoint(deps: ServerDeps & { core: CoreWith<AuditLog &
   }
 
   async function handle(req: Request, client: ClientOf = NO_CLIENT): Promise<Response> {
-    const requestId = requestIdOf(req, () => core.ids.next('req'));
+    const requestId = requestIdOf(req);
     const misdirected = hostOriginRefusal(req.headers, core.config.publicUrl, { origins: core.config.mcp.allowedOrigins, hosts: core.config.mcp.allowedHosts });
     if (misdirected) return refused(misdirected, requestId);
     let grant, store;

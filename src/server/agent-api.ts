@@ -72,7 +72,7 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
   const deps: PipelineDeps = { ...shared, limiter: new RateLimiter(core.repo, core.clock, core.config.rateLimits), inflight: new Map() };
 
   async function fetch(req: Request, path: string, client: ClientOf, decode: (s: string) => string | null): Promise<Response> {
-    const requestId = () => requestIdOf(req, () => core.ids.next('req'));
+    const requestId = () => requestIdOf(req);
     if (path === MCP.path) {
       // POST, and GET / DELETE of its streams and sessions. The SDK buffers any body whole: cap it first.
       const capped = await withCappedBody(req, MAX_API_BODY_BYTES);
