@@ -57,12 +57,33 @@ export interface McpConfig {
   limits: SandboxLimits;
 }
 
+/**
+ * How long rows are kept, ms (hookrelay.toml `[retention]`; raw bodies are Config.bodyRetentionMs). The worker
+ * sweeps past them in bounded batches; an event still waiting for its handoff is never swept.
+ */
+export interface RetentionConfig {
+  /** Events that ended (delivered, failed, rejected, …) and their attempts, from their receipt. */
+  events: number;
+  audit: number;
+  /** Intents, from when they ended (executed, refused, expired) or were previewed and never executed. */
+  intents: number;
+  /** Support, feature and expansion requests and customer data requests; diagnostics shares go when they expire. */
+  requests: number;
+  /** Records of failed authentications (the endpoint's recent failures), from the last one. */
+  authFailures: number;
+}
+
+const DAY_MS = 86_400_000;
+
+export const DEFAULT_RETENTION: RetentionConfig = { events: 180 * DAY_MS, audit: 400 * DAY_MS, intents: 90 * DAY_MS, requests: 365 * DAY_MS, authFailures: 30 * DAY_MS };
+
 export interface Config {
   /** Base of endpoint URLs, e.g. `https://relay.example.com`. */
   publicUrl: string;
   maxBodyBytes: number;
   dedupeWindowMs: number;
   bodyRetentionMs: number;
+  retention: RetentionConfig;
   /** Overrides `https://<shop>` for the Shopify destination (tests, proxies). */
   shopifyAdminUrl: string | null;
   handoff: HandoffConfig;
@@ -101,6 +122,7 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     maxBodyBytes: 1024 * 1024,
     dedupeWindowMs: 24 * 3600_000,
     bodyRetentionMs: 30 * 86400_000,
+    retention: DEFAULT_RETENTION,
     shopifyAdminUrl: null,
     handoff: { timeoutMs: 10_000, retrySchedule: DEFAULT_RETRY_SCHEDULE_MS, concurrency: 8, batchSize: 256, probeBaseDelayMs: 5_000, probeMaxDelayMs: 300_000 },
     env: (name) => process.env[name],

@@ -7,6 +7,8 @@ import type { PlatformLinkStore } from '../../db/platform-links.ts';
 import type { HandoffQueue, ReadinessStore, Signals, TenantStore } from '../../db/repo.ts';
 import type { AttemptResult, AttemptRow, DueEvent, EndpointRow, EventRow, StoreRow } from '../../db/types.ts';
 import { METRIC } from '../../db/types.ts';
+import { sweepRetention, type RetentionSwept } from '../../db/retention.ts';
+import type { SqlRunner } from '../../db/runner.ts';
 import type { CoreWith } from '../core.ts';
 import { shopifyPlatform } from '../platform/shopify/platform.ts';
 import type { Destination, HandoffOutcome } from '../platform/types.ts';
@@ -16,6 +18,7 @@ import { AttemptRecorder, nextTurn } from './recorder.ts';
 import { IDEMPOTENCY_TTL_MS, RETRY_JITTER } from '../contract/limits.ts';
 import { attemptMetrics } from '../lib/event-stats.ts';
 import { metrics } from '../lib/instruments.ts';
+import { idFloor } from '../lib/ids.ts';
 import { releaseHeld } from './release-held.ts';
 import { buildFlowPayload, flowPayloadFits, triggerFor } from './flow.ts';
 import type { DirectHandoff } from './writer.ts';
@@ -42,7 +45,7 @@ export function defaultDestinations(core: CoreWith<{ links: PlatformLinkStore }>
 }
 
 /** What the worker reads and writes: the queue, trigger readiness, stores, and the platform links (pauses). */
-type WorkerCore = CoreWith<HandoffQueue & Pick<ReadinessStore, 'listTriggerReadiness'> & Pick<TenantStore, 'listStores' | 'getStore'> & Signals & { links: PlatformLinkStore }>;
+type WorkerCore = CoreWith<HandoffQueue & Pick<ReadinessStore, 'listTriggerReadiness'> & Pick<TenantStore, 'listStores' | 'getStore'> & Signals & { links: PlatformLinkStore; sql: SqlRunner }>;
 
 export class HandoffWorker {
   private running = false;
@@ -318,14 +321,30 @@ export class HandoffWorker {
     return releaseHeld(this.core);
   }
 
-  /** Retention: raw bodies past their expiry and day-old idempotency keys are deleted, a chunk at a time. */
-  async sweep(): Promise<{ bodies: number; idempotencyKeys: number }> {
+  /**
+   * Retention, a chunk of each kind at a time: raw bodies past their expiry, day-old idempotency keys, and every
+   * other kind of row past the operator's retention (Config.retention; never an event still waiting).
+   */
+  async sweep(): Promise<{ bodies: number; idempotencyKeys: number } & RetentionSwept> {
     const now = (this.lastSweep = this.core.clock.now());
     const swept = await this.core.repo.sweepExpired(now, now - IDEMPOTENCY_TTL_MS, SWEEP_CHUNK);
+    const r = this.core.config.retention;
+    const rows = await sweepRetention(this.core.repo.sql, {
+      eventsBeforeId: idFloor('evt', now - r.events),
+      auditBeforeId: idFloor('aud', now - r.audit),
+      intentsBeforeId: idFloor('int', now - r.intents),
+      intentsEndedBefore: now - r.intents,
+      requestsBefore: now - r.requests,
+      authFailuresBefore: now - r.authFailures,
+      now,
+      limit: SWEEP_CHUNK,
+    });
     if (swept.bodies) this.core.log.info(`retention: deleted ${swept.bodies} raw bodies past their retention`);
+    const kinds = Object.entries(rows).filter(([, n]) => n > 0);
+    if (kinds.length) this.core.log.info(`retention: deleted ${kinds.map(([k, n]) => `${n} ${k}`).join(', ')} past their retention`);
     // A full chunk: more may be waiting; come back on the next pass rather than in a minute.
-    if (swept.bodies === SWEEP_CHUNK || swept.idempotencyKeys === SWEEP_CHUNK) this.lastSweep = -Infinity;
-    return swept;
+    if ([swept.bodies, swept.idempotencyKeys, ...Object.values(rows)].some((n) => n >= SWEEP_CHUNK)) this.lastSweep = -Infinity;
+    return { ...swept, ...rows };
   }
 
   /** Probes paused stores whose probe is due; a store that resumes has its waiting events claimed at once. */
