@@ -17,8 +17,11 @@ export default defineCommand({
   },
   args: {
     port: { type: 'string', description: 'Port (default 8787, env HOOKRELAY_PORT; 0 picks a free one)' },
-    host: { type: 'string', description: 'Interface (default 127.0.0.1, env HOOKRELAY_HOST)' },
-    'public-url': { type: 'string', description: 'Base of endpoint URLs (env HOOKRELAY_PUBLIC_URL; else hookrelay store set --public-url; else http://host:port)' },
+    host: { type: 'string', description: 'Interface (default 127.0.0.1, env HOOKRELAY_HOST); 0.0.0.0 or :: listens on every one and needs --public-url' },
+    'public-url': {
+      type: 'string',
+      description: 'Base of endpoint URLs (env HOOKRELAY_PUBLIC_URL; else hookrelay store set --public-url; else http://host:port, 127.0.0.1 for a wildcard host)',
+    },
     'log-format': { type: 'string', description: 'text (default) or json: one JSON object per line for a log shipper (env HOOKRELAY_LOG_FORMAT)' },
     ...storageArgs,
   },
@@ -32,7 +35,8 @@ export default defineCommand({
     const dataDir = locateDataDir(args['data-dir']);
     log.info(describeStorage(dataDir, args['database-url']));
     const explicitUrl = args['public-url'] ?? process.env.HOOKRELAY_PUBLIC_URL;
-    const hostPart = host.includes(':') ? `[${host}]` : host;
+    const advertised = advertisedHost(host);
+    const hostPart = advertised.includes(':') ? `[${advertised}]` : advertised;
     const core = await openCore({
       dataDir: dataDir.path,
       databaseUrl: args['database-url'],
@@ -71,6 +75,11 @@ export default defineCommand({
     // docs/benchmarks.md). Off by default: on one core the thread's second runtime costs more than it saves.
     const relayThread = /^(1|true|yes|on)$/i.test(process.env.HOOKRELAY_RELAY_THREAD?.trim() ?? '');
     const running = await startServer(core, { port, host, publicUrlFor, relayThread });
+    if (advertised !== host && !explicitUrl && !fromSetting) {
+      log.warn(
+        `serve listens on every interface (--host ${host}) but no public URL is set: endpoint URLs, the manifest and the lifecycle callback advertise ${core.config.publicUrl}, reachable from this machine only. Pass --public-url (or HOOKRELAY_PUBLIC_URL, or hookrelay store set --public-url) with the URL senders and Shopify reach.`,
+      );
+    }
     log.info(`hookrelay listening on ${running.url} (public URL ${core.config.publicUrl}); runs in the foreground, stop with Ctrl-C`);
     await new Promise<void>((resolve) => {
       const shutdown = (signal: string) => {
@@ -83,3 +92,14 @@ export default defineCommand({
     log.info('stopped');
   },
 });
+
+/**
+ * The host a URL may name for the address serve listens on: a wildcard (0.0.0.0, ::) is no address a client can
+ * reach, so it is advertised as the loopback address of its family; any other host as given.
+ */
+function advertisedHost(host: string): string {
+  const bare = host.replace(/^\[|\]$/g, '');
+  if (bare === '0.0.0.0') return '127.0.0.1';
+  if (bare.includes(':') && /^[0:]+$/.test(bare)) return '::1';
+  return host;
+}

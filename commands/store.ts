@@ -37,7 +37,7 @@ const set = defineCommand({
     destination: { type: 'string', description: 'log | shopify (shopify needs credentials, given now or before)' },
     ...credentialArgs,
     plan: { type: 'string', description: PLAN_NAMES },
-    'public-url': { type: 'string', description: 'Box-wide base of endpoint URLs, e.g. https://relay.example.com (env HOOKRELAY_PUBLIC_URL wins)' },
+    'public-url': { type: 'string', description: "Box-wide base of endpoint URLs, e.g. https://relay.example.com ('' clears it; env HOOKRELAY_PUBLIC_URL wins)" },
     'app-client-id': { type: 'string', description: "Box-wide: the Shopify app's client id, for merchants' installs at /auth/install (env HOOKRELAY_SHOPIFY_CLIENT_ID wins)" },
     ...actorArg,
     ...storageArgs,

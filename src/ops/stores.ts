@@ -269,7 +269,8 @@ export async function setStoreSettings(core: CoreWith<TenantStore & { links: Pla
   }
   if (given.length && !shopDomain) throw new AppError('invalid_input', '--shop is required to change a store setting.');
   checkCredentialFlags(input);
-  const publicUrl = input.publicUrl === undefined ? undefined : normalizeBaseUrl(input.publicUrl, '--public-url');
+  // An empty --public-url clears the setting: serve then advertises HOOKRELAY_PUBLIC_URL or its listening address.
+  const publicUrl = input.publicUrl === undefined ? undefined : input.publicUrl.trim() === '' ? null : normalizeBaseUrl(input.publicUrl, '--public-url');
   const appClientId = input.appClientId?.trim();
   if (appClientId !== undefined) checkClientId(appClientId);
   const store = shopDomain ? await findStore(core, shopDomain) : null;
@@ -304,21 +305,27 @@ export async function setStoreSettings(core: CoreWith<TenantStore & { links: Pla
   }
   return {
     ...(row ? { store: storeView(row) } : {}),
-    settings: { publicUrl: publicUrl ?? previous.publicUrl, appClientId: appClientId ?? previous.appClientId },
+    settings: { publicUrl: publicUrl === undefined ? previous.publicUrl : publicUrl, appClientId: appClientId ?? previous.appClientId },
     changed,
-    ...(changed.length ? { note: settingsNote(changed) } : {}),
+    ...(changed.length ? { note: settingsNote(changed, publicUrl === null) } : {}),
   };
 }
 
 /** What `store set` tells the operator about when its changes apply: truthfully, per kind of setting. */
-function settingsNote(changed: string[]): string {
+function settingsNote(changed: string[], publicUrlCleared = false): string {
   const notes = [];
   if (changed.some((f) => f !== 'publicUrl' && f !== 'appClientId')) {
     notes.push(
       'A running hookrelay serve applies store settings to new handoffs within 5 seconds, no restart needed; a variable named here is read from serve\'s environment, so export it where serve runs (and restart serve if it was not set when serve started).',
     );
   }
-  if (changed.includes('publicUrl')) notes.push('The public URL applies when serve is restarted (HOOKRELAY_PUBLIC_URL or --public-url still win over it).');
+  if (changed.includes('publicUrl')) {
+    notes.push(
+      publicUrlCleared
+        ? 'The public URL setting is cleared: once serve is restarted it advertises --public-url or HOOKRELAY_PUBLIC_URL when given, else its own listening address.'
+        : 'The public URL applies when serve is restarted (HOOKRELAY_PUBLIC_URL or --public-url still win over it).',
+    );
+  }
   if (changed.includes('appClientId')) notes.push('The app client id applies to installs when serve is restarted (HOOKRELAY_SHOPIFY_CLIENT_ID still wins over it).');
   return notes.join(' ');
 }
