@@ -11,6 +11,7 @@ import { lockDataDir } from '../src/lib/dir-lock.ts';
 import { stderrLog, type Log } from '../src/lib/log.ts';
 import { describePg, pgOpenError, pgTarget } from '../src/lib/pg-target.ts';
 import { adminAuditDeps, auditAdmin, humanActor, recordAdminAction, type AuditDeps } from '../src/ops/human-audit.ts';
+import { describeMovedTo, markMoved, movedFile, movedMarker, movedRefusal, unmarkMoved, type MovedTo } from '../src/ops/moved-box.ts';
 import { actorArg, storageArgs } from './_args.ts';
 import { printJson } from './_output.ts';
 
@@ -18,28 +19,47 @@ export default defineCommand({
   meta: {
     name: 'migrate',
     description: 'Apply database migrations (serve also applies them at start); with --from, copy a SQLite box into an empty PostgreSQL database',
-    examples: ['hookrelay migrate --data-dir /var/lib/hookrelay', 'HOOKRELAY_DATABASE_URL=postgres://… hookrelay migrate --from sqlite:/var/lib/hookrelay/hookrelay.db'],
+    examples: [
+      'hookrelay migrate --data-dir /var/lib/hookrelay',
+      'HOOKRELAY_DATABASE_URL=postgres://… hookrelay migrate --from sqlite:/var/lib/hookrelay/hookrelay.db',
+      'hookrelay migrate --data-dir /var/lib/hookrelay --unmark-moved  # serve and change a moved SQLite box again',
+    ],
   },
   args: {
     ...storageArgs,
-    from: { type: 'string', description: 'sqlite:PATH — a SQLite box (its hookrelay.db or data directory) to copy into the PostgreSQL database' },
+    from: {
+      type: 'string',
+      description: 'sqlite:PATH — a SQLite box (its hookrelay.db or data directory) to copy into the PostgreSQL database; the box is then marked moved',
+    },
+    'unmark-moved': { type: 'boolean', description: 'Take the moved marker off the SQLite box in --data-dir: serve runs on it and admin commands change it again' },
     ...actorArg,
   },
   async run({ args }) {
     const actor = humanActor(args.actor);
     const log = stderrLog();
     const db = locateDatabaseUrl(args['database-url']);
+    if (args['unmark-moved'] && (args.from || db)) {
+      throw new AppError('invalid_input', '--unmark-moved takes the moved marker off the SQLite box in --data-dir; it goes without --from and without a PostgreSQL database.');
+    }
     if (args.from) return copyFrom(args.from, db?.url, log, actor);
     log.info(describeStorage(locateDataDir(args['data-dir']), args['database-url']));
     if (db) return migratePostgres(db.url, log, actor);
     const dir = prepareDataDir(args['data-dir']);
+    const moved = movedMarker(dir, databasePath(dir));
+    if (moved && !args['unmark-moved']) throw movedRefusal(moved, dir, 'change');
     const sqlite = openSqliteDatabase({ path: databasePath(dir) });
     try {
       const applied = await migrateSqlite(sqlite);
-      await recordAdminAction(adminAuditDeps(new SqliteRepo(sqlite)), actor, 'migrate', { storeId: null, transition: appliedSummary(applied) });
+      const repo = new SqliteRepo(sqlite);
+      if (moved) {
+        await unmarkMoved(repo, dir, Date.now());
+        log.warn(`this box is no longer marked moved to ${describeMovedTo(moved.to)}: serve runs on it again, so run only one of the two.`);
+      }
+      const unmarked = moved ? '; took the moved marker off' : '';
+      await recordAdminAction(adminAuditDeps(repo), actor, 'migrate', { storeId: null, transition: `${appliedSummary(applied)}${unmarked}` });
       const stores = sqlite.query('SELECT shop_domain AS shop, destination FROM stores ORDER BY id').all() as { shop: string; destination: string }[];
       for (const s of stores) log.info(`store ${s.shop}: destination ${s.destination}`);
-      printJson({ dialect: 'sqlite', applied, dataDir: dir });
+      printJson({ dialect: 'sqlite', applied, dataDir: dir, ...(moved ? { unmarkedMoved: moved.to ?? true } : {}) });
     } finally {
       sqlite.close();
     }
@@ -87,6 +107,9 @@ async function copyFrom(from: string, url: string | undefined, log: Log, actor: 
   checkPostgresUrl(url);
   const path = sourcePath(from);
   const dataDir = dirname(path);
+  // A box already moved is not copied again: two databases would each take events as the same box.
+  const moved = movedMarker(dataDir, path);
+  if (moved) throw movedRefusal(moved, dataDir, 'change');
   const key = boxKey(dataDir);
   // No serve may write to the box while it is copied: an event accepted after the copy would be lost.
   lockDataDir(dataDir);
@@ -116,7 +139,11 @@ async function copyFrom(from: string, url: string | undefined, log: Log, actor: 
       // Neither the source's path nor the target's URL: what was done, and how much.
       (r) => ({ storeId: null, transition: `${appliedSummary(applied)}; copied a SQLite box (${Object.values(r.tables).reduce((a, b) => a + b, 0)} rows)` }),
     );
+    const marked = await markBox(path, dataDir, url, log);
     const exportKey = key?.source === 'file' ? [`export HOOKRELAY_SECRET_KEY="$(cat ${key.file})" on every instance (the key that seals this box's endpoint secrets)`] : [];
+    const stop = marked
+      ? `the SQLite box is marked moved (${movedFile(dataDir)}): serve refuses to run on it and admin commands to change it`
+      : 'stop using the SQLite box (it could not be marked moved)';
     printJson({
       dialect: 'postgres',
       database: pgTarget(url),
@@ -124,10 +151,30 @@ async function copyFrom(from: string, url: string | undefined, log: Log, actor: 
       applied,
       copied: report.tables,
       secretKey: key ? (key.source === 'env' ? 'HOOKRELAY_SECRET_KEY' : key.file) : null,
-      next: [...exportKey, 'stop using the SQLite box; start serve with the same HOOKRELAY_DATABASE_URL and HOOKRELAY_SECRET_KEY'],
+      movedMarker: marked ? movedFile(dataDir) : null,
+      next: [...exportKey, `${stop}; start serve with the same HOOKRELAY_DATABASE_URL and HOOKRELAY_SECRET_KEY`],
     });
   } finally {
     await pool.end();
+  }
+}
+
+/**
+ * Marks the copied box moved (its setting row and MOVED note name the database, host and port, never the URL), so
+ * that serve refuses to run it beside the new one. The copy has committed by now: a box that cannot be marked is
+ * said on stderr and in the report, not an error.
+ */
+async function markBox(path: string, dataDir: string, url: string, log: Log): Promise<MovedTo | null> {
+  try {
+    const src = openSqliteDatabase({ path });
+    try {
+      return await markMoved(new SqliteRepo(src), dataDir, pgTarget(url), Date.now());
+    } finally {
+      src.close();
+    }
+  } catch (err) {
+    log.warn(`the copy is done, but the SQLite box could not be marked moved (${err instanceof Error ? err.message : 'error'}): stop its serve for good yourself.`);
+    return null;
   }
 }
 

@@ -1,8 +1,9 @@
 import { defineCommand } from 'citty';
-import { describeStorage, locateDataDir, openCore } from '../src/boot.ts';
+import { databasePath, describeStorage, locateDatabaseUrl, locateDataDir, openCore } from '../src/boot.ts';
 import { AppError } from '../src/contract/errors.ts';
 import { defaultConfig, mcpConfigFromEnv, retryScheduleFromEnv } from '../src/core.ts';
 import { LOG_FORMATS, stderrLog, type LogFormat } from '../src/lib/log.ts';
+import { describeMovedTo, movedMarker, movedRefusal } from '../src/ops/moved-box.ts';
 import { credentialVariableMissing, describeDestination, storedAppClientId, storedPublicUrl } from '../src/ops/stores.ts';
 import { apiVersionStatus } from '../src/platform/shopify/version.ts';
 import { APP_SECRET_ENV, appSecret } from '../src/platform/shopify/app.ts';
@@ -22,6 +23,7 @@ export default defineCommand({
       type: 'string',
       description: 'Base of endpoint URLs (env HOOKRELAY_PUBLIC_URL; else hookrelay store set --public-url; else http://host:port, 127.0.0.1 for a wildcard host)',
     },
+    'force-moved': { type: 'boolean', description: 'Serve a SQLite box that hookrelay migrate --from marked moved (its MOVED file says where it went)' },
     'log-format': { type: 'string', description: 'text (default) or json: one JSON object per line for a log shipper (env HOOKRELAY_LOG_FORMAT)' },
     ...storageArgs,
   },
@@ -34,6 +36,12 @@ export default defineCommand({
     const log = stderrLog('info', format as LogFormat);
     const dataDir = locateDataDir(args['data-dir']);
     log.info(describeStorage(dataDir, args['database-url']));
+    if (!locateDatabaseUrl(args['database-url'])) {
+      // Checked before the database is opened (and migrated): a moved box is not served, so it cannot run beside its move.
+      const moved = movedMarker(dataDir.path, databasePath(dataDir.path));
+      if (moved && !args['force-moved']) throw movedRefusal(moved, dataDir.path, 'serve');
+      if (moved) log.warn(`--force-moved: serving this box although it was moved to ${describeMovedTo(moved.to)}; what it receives is not in that database.`);
+    }
     const explicitUrl = args['public-url'] ?? process.env.HOOKRELAY_PUBLIC_URL;
     const advertised = advertisedHost(host);
     const hostPart = advertised.includes(':') ? `[${advertised}]` : advertised;

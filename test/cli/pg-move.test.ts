@@ -83,9 +83,15 @@ describe.if(!!TEST_DATABASE_URL)('migrate --from sqlite:PATH', () => {
     expect(moved.json.next[0]).toContain(`export HOOKRELAY_SECRET_KEY="$(cat ${keyFile})"`);
     expect(moved.stderr).toContain(`into the PostgreSQL database ${db.name} on 127.0.0.1:`);
 
+    // The copied box is marked moved: copying it again is refused before any database is touched; taken back into
+    // service, it still cannot be copied into a database that holds a store.
     const again = run(['migrate', '--from', `sqlite:${dataDir}`, '--database-url', db.url]);
     expect(again.code).toBe(4);
-    expect(again.json.error.message).toContain('already holds a hookrelay store');
+    expect(again.json.error.message).toContain(`was moved to the PostgreSQL database ${db.name}`);
+    expect(run(['migrate', '--data-dir', dataDir, '--unmark-moved']).code).toBe(0);
+    const twice = run(['migrate', '--from', `sqlite:${dataDir}`, '--database-url', db.url]);
+    expect(twice.code).toBe(4);
+    expect(twice.json.error.message).toContain('already holds a hookrelay store');
     // The box's own rows came along; each migrate that reached the database wrote one, never its URL or path.
     const audited = await query<{ operation_id: string; actor_kind: string; outcome: string; error_code: string | null; transition: string | null }>(
       db.url,
