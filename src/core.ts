@@ -84,6 +84,8 @@ export interface Config {
   dedupeWindowMs: number;
   bodyRetentionMs: number;
   retention: RetentionConfig;
+  /** Where each operator setting in effect came from, when not its default (src/settings.ts); plan usage shows it. */
+  settingSources: Readonly<Record<string, 'file' | 'environment' | 'flag'>>;
   /** Overrides `https://<shop>` for the Shopify destination (tests, proxies). */
   shopifyAdminUrl: string | null;
   handoff: HandoffConfig;
@@ -123,6 +125,7 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     dedupeWindowMs: 24 * 3600_000,
     bodyRetentionMs: 30 * 86400_000,
     retention: DEFAULT_RETENTION,
+    settingSources: {},
     shopifyAdminUrl: null,
     handoff: { timeoutMs: 10_000, retrySchedule: DEFAULT_RETRY_SCHEDULE_MS, concurrency: 8, batchSize: 256, probeBaseDelayMs: 5_000, probeMaxDelayMs: 300_000 },
     env: (name) => process.env[name],

@@ -353,6 +353,18 @@ export const PlanUsageStateSchema = z
     graceAvailable: z.boolean(),
     retryGuidance: z.string(),
     canApproveCharges: z.literal(false),
+    settings: z
+      .object({
+        precedence: z.string(),
+        values: z.array(
+          z.object({
+            key: z.string().describe('As in hookrelay.toml, e.g. retention.events, rate_limits.rich_read.grant'),
+            value: z.union([z.string(), z.number()]).describe('Durations as 90d, 30s; a retry schedule as 5s,30s,2m'),
+            source: z.enum(['default', 'file', 'environment', 'flag']),
+          }),
+        ),
+      })
+      .describe("This server's operator settings in effect (rate limits, retry schedule, retention, sandbox limits, public URL) and where each came from"),
   })
   .meta({ id: 'PlanUsageState' });
 

@@ -1,4 +1,5 @@
 /** Store-level reads: setup state, plan usage, billing handoff, reliability health. */
+import { settingsInEffect } from '../settings.ts';
 import type { PlatformLinkStore } from '../../db/platform-links.ts';
 import type { EndpointStore, EventReads, ReadinessStore, UsageStore } from '../../db/repo.ts';
 import type { OperationInput } from '../contract/operations.ts';
@@ -164,6 +165,7 @@ export async function getPlanUsage(ctx: OpContext<UsageStore>) {
         ? `A meter is exhausted: metered actions are refused with 402 until ${iso(p.end)}; inbound events over capacity are held, never dropped. A human can change the plan (GET /agent/v1/billing-handoff).`
         : 'Read this before loops, polling or repeated previews. On 429, wait Retry-After seconds.',
     canApproveCharges: false as const,
+    settings: settingsInEffect(core.config),
   };
 }
 
