@@ -1,7 +1,8 @@
 import { defineCommand } from 'citty';
 import { databasePath, describeStorage, locateDatabaseUrl, locateDataDir, openCore } from '../src/boot.ts';
 import { AppError } from '../src/contract/errors.ts';
-import { defaultConfig, mcpConfigFromEnv, retryScheduleFromEnv } from '../src/core.ts';
+import { mcpConfigFromEnv } from '../src/core.ts';
+import { describeSettings, loadSettings, SETTINGS_FILE } from '../src/settings.ts';
 import { LOG_FORMATS, stderrLog, type LogFormat } from '../src/lib/log.ts';
 import { describeMovedTo, movedMarker, movedRefusal } from '../src/ops/moved-box.ts';
 import { credentialVariableMissing, describeDestination, storedAppClientId, storedPublicUrl } from '../src/ops/stores.ts';
@@ -24,6 +25,7 @@ export default defineCommand({
       description: 'Base of endpoint URLs (env HOOKRELAY_PUBLIC_URL; else hookrelay store set --public-url; else http://host:port, 127.0.0.1 for a wildcard host)',
     },
     'force-moved': { type: 'boolean', description: 'Serve a SQLite box that hookrelay migrate --from marked moved (its MOVED file says where it went)' },
+    config: { type: 'string', description: `Settings file (default: ${SETTINGS_FILE} in the data directory, when there is one; env HOOKRELAY_CONFIG)` },
     'log-format': { type: 'string', description: 'text (default) or json: one JSON object per line for a log shipper (env HOOKRELAY_LOG_FORMAT)' },
     ...storageArgs,
   },
@@ -42,7 +44,9 @@ export default defineCommand({
       if (moved && !args['force-moved']) throw movedRefusal(moved, dataDir.path, 'serve');
       if (moved) log.warn(`--force-moved: serving this box although it was moved to ${describeMovedTo(moved.to)}; what it receives is not in that database.`);
     }
-    const explicitUrl = args['public-url'] ?? process.env.HOOKRELAY_PUBLIC_URL;
+    // hookrelay.toml, then each setting's variable; the flags below win over both (src/settings.ts).
+    const settings = loadSettings({ file: args.config ?? process.env.HOOKRELAY_CONFIG ?? null, dataDir: dataDir.path, env: process.env });
+    const explicitUrl = args['public-url'] ?? (settings.get('public_url') as string | undefined);
     const advertised = advertisedHost(host);
     const hostPart = advertised.includes(':') ? `[${advertised}]` : advertised;
     const core = await openCore({
@@ -54,12 +58,17 @@ export default defineCommand({
         publicUrl: explicitUrl ?? `http://${hostPart}:${port}`,
         shopifyAdminUrl: process.env.HOOKRELAY_SHOPIFY_ADMIN_URL ?? null,
         mcp: mcpConfigFromEnv(process.env),
-        handoff: { ...defaultConfig().handoff, retrySchedule: retryScheduleFromEnv(process.env) },
       },
     });
-    if (process.env.HOOKRELAY_RETRY_SCHEDULE?.trim()) {
+    settings.apply(core.config);
+    if (args['public-url']) {
+      core.config.publicUrl = args['public-url'];
+      core.config.settingSources = { ...core.config.settingSources, public_url: 'flag' };
+    }
+    log.info(describeSettings(settings));
+    if (settings.sources.retry_schedule) {
       const schedule = core.config.handoff.retrySchedule;
-      log.info(`handoff retries: ${schedule.length} over up to ${Math.round(schedule.reduce((a, b) => a + b, 0) / 60_000)} min (HOOKRELAY_RETRY_SCHEDULE)`);
+      log.info(`handoff retries: ${schedule.length} over up to ${Math.round(schedule.reduce((a, b) => a + b, 0) / 60_000)} min (${settings.sources.retry_schedule})`);
     }
     const fromSetting = explicitUrl ? null : await storedPublicUrl(core);
     if (fromSetting) core.config.publicUrl = fromSetting;

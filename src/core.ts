@@ -7,8 +7,6 @@ import type { IdGenerator } from './lib/ids.ts';
 import { createIdGenerator } from './lib/ids.ts';
 import type { Log } from './lib/log.ts';
 import { DEFAULT_RATE_LIMITS, DEFAULT_RETRY_SCHEDULE_MS, type RateLimits } from './contract/limits.ts';
-import { AppError } from './contract/errors.ts';
-import { parseDuration } from './lib/clock.ts';
 import { silentLog } from './lib/log.ts';
 
 export interface HandoffConfig {
@@ -168,21 +166,3 @@ export function createCore(parts: Pick<Core, 'repo' | 'box'> & Partial<Core>): C
   };
 }
 
-/**
- * HOOKRELAY_RETRY_SCHEDULE (`serve`): comma-separated durations (`5s,30s,2m,1h`), each 1 s to 7 d, 1 to 30 of them.
- * Unset: the default schedule. Anything else is refused at start with the rule it broke.
- */
-export function retryScheduleFromEnv(env: Record<string, string | undefined>): readonly number[] {
-  const text = env.HOOKRELAY_RETRY_SCHEDULE?.trim();
-  if (!text) return DEFAULT_RETRY_SCHEDULE_MS;
-  const parts = text.split(',').map((p) => p.trim());
-  const delays = parts.map(parseDuration);
-  const bad = parts.filter((_, i) => delays[i] == null || delays[i]! < 1000 || delays[i]! > 7 * 86_400_000);
-  if (bad.length || parts.length > 30) {
-    throw new AppError(
-      'invalid_input',
-      `HOOKRELAY_RETRY_SCHEDULE must list 1 to 30 delays like 5s,30s,2m,1h (each 1s to 7d)${bad.length ? `; not understood: ${bad.slice(0, 3).join(', ')}` : ''}.`,
-    );
-  }
-  return delays as number[];
-}

@@ -122,6 +122,8 @@ export interface LoadedSettings {
   file: string | null;
   /** Keys set by the file or the environment, with where from (the rest are defaults). */
   sources: Record<string, Exclude<SettingSource, 'default' | 'flag'>>;
+  /** A setting's value from the file or the environment, parsed; undefined when neither sets it. */
+  get(key: string): unknown;
   /** Writes them into `config`. */
   apply(config: Config): void;
 }
@@ -158,6 +160,7 @@ export function loadSettings(opts: { file?: string | null; dataDir?: string | nu
   return {
     file,
     sources,
+    get: (key) => [...values].find(([s]) => s.key === key)?.[1],
     apply(config) {
       for (const [setting, value] of values) setting.apply(config, value as never);
       config.settingSources = { ...config.settingSources, ...sources };

@@ -255,6 +255,19 @@ export async function runDoctor(client: HookrelayClient, config: ResolvedConfig)
     }
   }
 
+  // 12. The server's operator settings and their precedence (plan usage shows them), for whoever debugs a limit.
+  if (!contextOk) checks.push(skip('server_settings', store ? 'expected_context' : 'grant_valid'));
+  else {
+    try {
+      const { settings } = (await client.call('getPlanUsage')).body.data;
+      const set = settings.values.filter((v) => v.source !== 'default');
+      const from = set.length ? set.map((v) => `${v.key} = ${v.value} (${v.source})`).join('; ') : 'every setting at its default';
+      checks.push(pass('server_settings', `${from}. Precedence: ${settings.precedence}.`));
+    } catch (err) {
+      checks.push(fail('server_settings', describeError(err), 'Plan usage needs a grant with setup:read.'));
+    }
+  }
+
   const failed = checks.filter((c) => !c.ok);
   const byName = (n: string) => failed.some((c) => c.name === n && !c.skipped);
   const exitCode = failed.length === 0 ? EXIT.ok : !reachable ? EXIT.unreachable : byName('grant_valid') ? grantExit : byName('expected_context') ? EXIT.auth : EXIT.error;

@@ -20,6 +20,7 @@ const CHECKS = [
   'lifecycle_callback',
   'shopify_destination',
   'shopify_api_version',
+  'server_settings',
 ];
 
 let api: Api;
@@ -78,6 +79,7 @@ describe('doctor', () => {
     expect(check(r, 'openapi_reachable').detail).toContain('2026-06-17');
     expect(check(r, 'grant_valid').detail).toMatch(/operator grant .* expires \d{4}-.*scopes: setup:read/);
     expect(check(r, 'expected_context').detail).toContain('the server agrees');
+    expect(check(r, 'server_settings').detail).toContain('Precedence: serve flags, then environment variables');
     expect(r.json.config.baseUrl.source).toBe('env');
     expect(r.json.config.token.source).toBe('env');
     expect(r.stdout + r.stderr).not.toContain(token);
@@ -103,7 +105,7 @@ describe('doctor', () => {
     expect(r.json.ok).toBe(false);
     expect(check(r, 'expected_context')).toMatchObject({ ok: false, hint: expect.any(String) });
     expect(check(r, 'grant_valid').ok).toBe(true);
-    expect(r.json.summary).toBe('7 of 11 checks passed.');
+    expect(r.json.summary).toBe('7 of 12 checks passed.');
   });
 
   it('fails lifecycle_callback (exit 1) when the store hands off to Shopify but the server has no app secret', async () => {

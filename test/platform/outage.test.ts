@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'bun:test';
 import { DEFAULT_RETRY_SCHEDULE_MS, RETRY_JITTER } from '../../src/contract/limits.ts';
-import { defaultConfig, retryScheduleFromEnv } from '../../src/core.ts';
+import { defaultConfig } from '../../src/core.ts';
+import { loadSettings } from '../../src/settings.ts';
 import { OUTAGE_AFTER_FAILURES } from '../../src/relay/pauses.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { b, fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
@@ -26,11 +27,16 @@ describe('the retry schedule', () => {
     expect(Math.min(...schedule)).toBe(5_000);
   });
 
-  it('is set by HOOKRELAY_RETRY_SCHEDULE, refused with the rule it broke when it cannot be read', () => {
-    expect(retryScheduleFromEnv({})).toBe(DEFAULT_RETRY_SCHEDULE_MS);
-    expect(retryScheduleFromEnv({ HOOKRELAY_RETRY_SCHEDULE: '10s, 1m,2h,1d' })).toEqual([10_000, 60_000, 7_200_000, 86_400_000]);
+  it('is set by HOOKRELAY_RETRY_SCHEDULE (or retry_schedule in hookrelay.toml), refused with the rule it broke when it cannot be read', () => {
+    const schedule = (env: Record<string, string>) => {
+      const config = defaultConfig();
+      loadSettings({ env }).apply(config);
+      return config.handoff.retrySchedule;
+    };
+    expect(schedule({})).toBe(DEFAULT_RETRY_SCHEDULE_MS);
+    expect(schedule({ HOOKRELAY_RETRY_SCHEDULE: '10s, 1m,2h,1d' })).toEqual([10_000, 60_000, 7_200_000, 86_400_000]);
     for (const bad of ['soon', '10s,,1m', '500ms', '0s', '8d', Array(31).fill('1m').join(',')]) {
-      expect(() => retryScheduleFromEnv({ HOOKRELAY_RETRY_SCHEDULE: bad })).toThrow(/HOOKRELAY_RETRY_SCHEDULE must list 1 to 30 delays/);
+      expect(() => schedule({ HOOKRELAY_RETRY_SCHEDULE: bad })).toThrow(/HOOKRELAY_RETRY_SCHEDULE: retry_schedule must be 1 to 30 delays/);
     }
   });
 
