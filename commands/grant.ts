@@ -7,9 +7,12 @@ import { parseDuration } from '../src/lib/clock.ts';
 import { issueGrant, listGrants, revokeGrant } from '../src/ops/grants.ts';
 import { auditAdmin, humanActor, storeIdOf } from '../src/ops/human-audit.ts';
 import { actorArg, storageArgs } from './_args.ts';
+import { refuseChangeToMovedBox } from './_box.ts';
 import { printJson } from './_output.ts';
 
-async function withCore(args: { 'data-dir'?: string; 'database-url'?: string }, fn: (core: Core) => Promise<unknown>) {
+/** Runs `fn` on the box and prints its answer; `change`: refused (exit 4) on a box that was moved. */
+async function withCore(args: { 'data-dir'?: string; 'database-url'?: string }, fn: (core: Core) => Promise<unknown>, change = true) {
+  if (change) refuseChangeToMovedBox(args);
   const core = await openCore({ dataDir: args['data-dir'], databaseUrl: args['database-url'], create: false });
   try {
     printJson(await fn(core));
@@ -59,7 +62,7 @@ const issue = defineCommand({
 const list = defineCommand({
   meta: { name: 'list', description: 'List grants (never their tokens)', examples: ['hookrelay grant list'] },
   args: { shop: { type: 'string', description: 'Only this store' }, ...storageArgs },
-  run: ({ args }) => withCore(args, async (core) => ({ grants: await listGrants(core, args.shop) })),
+  run: ({ args }) => withCore(args, async (core) => ({ grants: await listGrants(core, args.shop) }), false),
 });
 
 const revoke = defineCommand({

@@ -4,6 +4,7 @@ import { stderrLog } from '../src/lib/log.ts';
 import { pgTarget } from '../src/lib/pg-target.ts';
 import { auditAdmin, humanActor, storeIdOf } from '../src/ops/human-audit.ts';
 import { describeDestination, initStore } from '../src/ops/stores.ts';
+import { refuseChangeToMovedBox } from './_box.ts';
 import { actorArg, credentialArgs, PLAN_NAMES, storageArgs } from './_args.ts';
 import { printJson } from './_output.ts';
 
@@ -28,6 +29,7 @@ export default defineCommand({
   },
   async run({ args }) {
     const actor = humanActor(args.actor);
+    refuseChangeToMovedBox(args);
     const dataDir = locateDataDir(args['data-dir']);
     const log = stderrLog();
     log.info(describeStorage(dataDir, args['database-url']));

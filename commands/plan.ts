@@ -2,6 +2,7 @@ import { defineCommand } from 'citty';
 import { openCore } from '../src/boot.ts';
 import { auditAdmin, humanActor, storeIdOf } from '../src/ops/human-audit.ts';
 import { setPlan } from '../src/ops/stores.ts';
+import { refuseChangeToMovedBox } from './_box.ts';
 import { actorArg, PLAN_NAMES, storageArgs } from './_args.ts';
 import { printJson } from './_output.ts';
 
@@ -15,6 +16,7 @@ const set = defineCommand({
   },
   async run({ args }) {
     const actor = humanActor(args.actor);
+    refuseChangeToMovedBox(args);
     const core = await openCore({ dataDir: args['data-dir'], databaseUrl: args['database-url'], create: false });
     try {
       printJson(

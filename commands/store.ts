@@ -1,9 +1,10 @@
 /** `hookrelay store show|set`: a store's settings and the box-wide public URL, on the local database. */
 import { defineCommand } from 'citty';
-import { databasePath, locateDatabaseUrl, locateDataDir, openCore } from '../src/boot.ts';
+import { openCore } from '../src/boot.ts';
 import { stderrLog } from '../src/lib/log.ts';
 import { auditAdmin, humanActor, storeIdOf } from '../src/ops/human-audit.ts';
-import { describeMovedTo, movedMarker, refuseChangeIfMoved } from '../src/ops/moved-box.ts';
+import { describeMovedTo, movedMarker } from '../src/ops/moved-box.ts';
+import { refuseChangeToMovedBox, sqliteBox } from './_box.ts';
 import { setStoreSettings, showStores } from '../src/ops/stores.ts';
 import { actorArg, credentialArgs, PLAN_NAMES, storageArgs } from './_args.ts';
 import { printJson } from './_output.ts';
@@ -49,8 +50,7 @@ const set = defineCommand({
   },
   async run({ args }) {
     const actor = humanActor(args.actor);
-    const box = sqliteBox(args);
-    if (box) refuseChangeIfMoved(box.dir, box.file);
+    refuseChangeToMovedBox(args);
     const core = await openCore({ dataDir: args['data-dir'], databaseUrl: args['database-url'], create: false });
     try {
       printJson(
@@ -79,13 +79,6 @@ const set = defineCommand({
     }
   },
 });
-
-/** The SQLite box the command works on (its data directory and database), or null on PostgreSQL. */
-function sqliteBox(args: { 'data-dir'?: string; 'database-url'?: string }): { dir: string; file: string } | null {
-  if (locateDatabaseUrl(args['database-url'])) return null;
-  const dir = locateDataDir(args['data-dir']).path;
-  return { dir, file: databasePath(dir) };
-}
 
 export default defineCommand({
   meta: { name: 'store', description: "Show or change a store's settings (local admin only)" },

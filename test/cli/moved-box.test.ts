@@ -73,6 +73,17 @@ describe('a box marked moved', () => {
     expect(show.json).toMatchObject({ stores: [{ shopDomain: SHOP }], settings: { publicUrl: null } });
     expect(show.stderr).toContain(`This box was moved to ${WHERE}`);
     expect(run('migrate').code).toBe(4);
+    // Every command that changes a box: init, grant issue and revoke, plan set; a read (grant list) still answers.
+    for (const args of [
+      ['init', '--shop', SHOP],
+      ['grant', 'issue', '--shop', SHOP, '--tier', 'observer', '--ttl', '1h'],
+      ['grant', 'revoke', 'gr_0000000000000000000000000'],
+      ['plan', 'set', '--shop', SHOP, '--plan', 'growth'],
+    ]) {
+      const r = run(...args);
+      expect({ args: args.slice(0, 2), code: r.code, moved: r.json?.error?.message?.includes(`was moved to ${WHERE}`) }).toEqual({ args: args.slice(0, 2), code: 4, moved: true });
+    }
+    expect(run('grant', 'list').code).toBe(0);
   }, SPAWN_TIMEOUT_MS);
 
   it('stays marked by its database alone (the file copied without its MOVED note)', async () => {
