@@ -1,5 +1,6 @@
 #!/usr/bin/env bun
 /** The hookrelay entry: lazy subcommands, and the one place errors become exit codes. */
+import { writeSync } from 'node:fs';
 import { defineCommand, runCommand } from 'citty';
 import { AppError, ERROR_CODES, EXIT } from '../src/contract/errors.ts';
 import { VERSION } from '../src/version.ts';
@@ -56,7 +57,9 @@ setRoot(main);
 const stripAnsi = (text: string) => text.replace(/\u001B\[[0-9;]*m/g, '');
 
 /** An error document with secret shapes masked: a database URL typed where a command was expected, a driver message. */
-const printError = (doc: unknown) => printJson(redactSecrets(doc));
+const printErrorDocument = (doc: unknown) => printJson(redactSecrets(doc));
+/** The same on one line of stderr. */
+const printErrorLine = (doc: unknown) => void writeSync(2, `${JSON.stringify(redactSecrets(doc))}\n`);
 
 const HELP_FLAGS = new Set(['--help', '-h']);
 
@@ -84,6 +87,8 @@ export async function run(rawArgs: string[]): Promise<number> {
     await runCommand(main, { rawArgs });
     return EXIT.ok;
   } catch (err) {
+    // `hookrelay mcp`'s stdout is the protocol channel: its usage errors go to stderr, as its start-up failures do.
+    const printError = rawArgs[0] === 'mcp' ? printErrorLine : printErrorDocument;
     const ended = exitDocument(err);
     if (ended) {
       printError(ended.document);

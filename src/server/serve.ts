@@ -175,7 +175,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
     server,
     worker,
     relay,
-    url: `http://${server.hostname}:${server.port}`,
+    url: `http://${server.hostname?.includes(':') ? `[${server.hostname}]` : server.hostname}:${server.port}`,
     stop() {
       stopping ??= (async () => {
         // Stop accepting first: the listener closes, and requests still arriving on open connections get a 503.

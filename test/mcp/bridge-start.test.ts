@@ -43,6 +43,15 @@ function frames(stdout: string): any[] {
 const frame = (m: unknown) => `${JSON.stringify(m)}\n`;
 
 describe('hookrelay mcp start-up failures', () => {
+  it('a usage error (an unknown flag) goes to stderr, one line, never to stdout, and exits 2', async () => {
+    const r = await bridge(['--bogus'], frame(INITIALIZE));
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    const lines = r.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!).error).toMatchObject({ code: 'usage', message: expect.stringContaining('--bogus') });
+  }, SLOW);
+
   it('without a token answers the initialize with a JSON-RPC error, says why on stderr, and exits 3', async () => {
     const r = await bridge([], frame(INITIALIZE));
     expect(r.code).toBe(3);
