@@ -1,9 +1,10 @@
 /**
  * `hookrelay mcp`: a stdio MCP server for desktop clients that forwards every JSON-RPC frame, unchanged, to
  * the remote endpoint (POST /agent/v1/mcp) with the grant token, and every answer back. stdout carries MCP
- * frames only; anything to say goes to the log (stderr). When the remote has closed the session (idle, or
- * evicted past a grant's session cap) the bridge replays the client's initialize and sends the frame again;
- * when stdin ends, answers still in flight are delivered before the remote session is ended.
+ * frames only; anything to say goes to the log (stderr). When the remote no longer knows the session (404: a
+ * server whose box key changed, or one that kept sessions in memory and restarted) the bridge replays the client's
+ * initialize and sends the frame again; when stdin ends, answers still in flight are delivered before the bridge
+ * asks the remote to end the session.
  */
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -28,9 +29,9 @@ export interface BridgeOptions {
 }
 
 /**
- * Runs until stdin ends and every answer in flight is written, then ends the remote session. Resolves to the exit
- * code: 0, or when the client's initialize failed and none succeeded since (the remote unreachable, the grant
- * refused), the code that failure maps to (7 unreachable, 3 auth…): the bridge never started.
+ * Runs until stdin ends and every answer in flight is written, then asks the remote to end the session. Resolves to
+ * the exit code: 0, or when the client's initialize failed and none succeeded since (the remote unreachable, the
+ * grant refused), the code that failure maps to (7 unreachable, 3 auth…): the bridge never started.
  */
 export async function runStdioBridge(opts: BridgeOptions): Promise<number> {
   const local = new StdioServerTransport();

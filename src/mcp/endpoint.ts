@@ -2,17 +2,19 @@
  * `POST|GET|DELETE /agent/v1/mcp`: the SDK's web-standard Streamable HTTP transport inside Bun.serve.
  * Every request passes the Host and Origin checks (host-origin.ts) and bearer authentication first; a session never
  * stands in for the grant, and a session answers only the grant that created it.
+ *
+ * No session lives in memory: each POST is served by a server and transport of its own, and a session id carries
+ * the proof of the grant that opened it (session-ids.ts), so any instance sharing the box key serves any session.
+ * Nothing reaches a client unasked (every answer is the JSON of its POST): GET, a stream for server-initiated
+ * messages, and DELETE, which would need a record of ended sessions every instance reads, answer 405.
  */
 import { requestIdOf } from '../lib/request-ids.ts';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { AuditLog, TenantStore } from '../../db/repo.ts';
 import { checkExpectedContext, EXPECTED_CONTEXT } from '../contract/context.ts';
 import { AppError } from '../contract/errors.ts';
-import { MCP_SESSIONS_PER_GRANT } from '../contract/limits.ts';
 import type { Scope } from '../contract/scopes.ts';
 import type { CoreWith } from '../core.ts';
-import { randomBase62 } from '../lib/ids.ts';
 import { authenticateBearer } from '../ops/grants.ts';
 import type { OpContext } from '../ops/context.ts';
 import { NO_CLIENT, type ClientOf } from '../lib/auth-failures.ts';
@@ -20,23 +22,14 @@ import { codeModeAvailable } from './code-mode.ts';
 import { hostOriginRefusal } from './host-origin.ts';
 import { closeSandboxes } from './sandbox-process.ts';
 import { createMcpServer, endpointDescription, type ServerDeps } from './server.ts';
-
-interface Session {
-  transport: WebStandardStreamableHTTPServerTransport;
-  server: McpServer;
-  grantId: string;
-  grantExpiresAt: number;
-  lastUsedAt: number;
-}
+import { createSessionIds } from './session-ids.ts';
 
 const MAX_BODY_BYTES = 1024 * 1024;
-/** Sent first on every SSE stream: Bun sends a streaming response's headers only with its first chunk. */
-const OPEN_FRAME = new TextEncoder().encode(': open\n\n');
 
 export interface McpEndpoint {
   /** `client`: the caller's address key; failed bearer authentication is limited by it. */
   fetch(req: Request, client?: ClientOf): Promise<Response>;
-  /** Closes every session and its open streams (shutdown: a graceful stop waits for open responses). */
+  /** Ends the sandbox processes (shutdown); requests in flight finish first, as any request. */
   close(): Promise<void>;
 }
 
@@ -57,42 +50,7 @@ export interface McpPipeline {
 
 export function createMcpEndpoint(deps: ServerDeps & { core: CoreWith<AuditLog & TenantStore>; pipeline: McpPipeline }): McpEndpoint {
   const { core, pipeline } = deps;
-  const sessions = new Map<string, Session>();
-
-  function close(id: string): Promise<void> {
-    const s = sessions.get(id);
-    sessions.delete(id);
-    return s ? s.server.close().catch(() => {}) : Promise.resolve();
-  }
-
-  /** Closes idle and expired sessions, and the oldest of a grant past its cap. */
-  function sweep(grantId: string) {
-    const now = core.clock.now();
-    for (const [id, s] of sessions) {
-      if (s.lastUsedAt < now - core.config.mcp.sessionIdleMs || s.grantExpiresAt <= now) void close(id);
-    }
-    const mine = [...sessions].filter(([, s]) => s.grantId === grantId).sort(([, a], [, b]) => a.lastUsedAt - b.lastUsedAt);
-    for (const [id] of mine.slice(0, Math.max(0, mine.length - MCP_SESSIONS_PER_GRANT + 1))) void close(id);
-  }
-
-  async function open(grant: { id: string; label: string; storeId: string; expiresAt: number; scopes: Scope[] }): Promise<Session> {
-    const session: Session = {
-      transport: new WebStandardStreamableHTTPServerTransport({
-        sessionIdGenerator: () => `mcs_${randomBase62(24)}`,
-        enableJsonResponse: true,
-        keepAliveMs: core.config.mcp.keepAliveMs,
-        maxRequestBodySize: MAX_BODY_BYTES,
-        onsessioninitialized: (id) => void sessions.set(id, session),
-        onsessionclosed: (id) => void sessions.delete(id),
-      }),
-      server: createMcpServer(deps, { grantId: grant.id, label: grant.label, storeId: grant.storeId, scopes: grant.scopes }),
-      grantId: grant.id,
-      grantExpiresAt: grant.expiresAt,
-      lastUsedAt: core.clock.now(),
-    };
-    await session.server.connect(session.transport);
-    return session;
-  }
+  const sessionIds = createSessionIds(core.box);
 
   async function handle(req: Request, client: ClientOf = NO_CLIENT): Promise<Response> {
     const requestId = requestIdOf(req);
@@ -116,12 +74,23 @@ export function createMcpEndpoint(deps: ServerDeps & { core: CoreWith<AuditLog &
     if (!(await codeModeAvailable(core.config.mcp))) {
       return Response.json({ code: 'mcp_code_mode_unavailable', message: 'Code mode (the sandbox behind search and execute) is unavailable on this server; the HTTP API and CLI keep working.' }, { status: 503 });
     }
-    if (req.method === 'POST') {
-      // The body is optional: without one there is no frame for the transport, and the endpoint describes itself.
-      const body = req.body ? new Uint8Array(await req.arrayBuffer()) : null;
-      if (!body?.byteLength) return Response.json(endpointDescription(deps.version, core.config.publicUrl));
-      req = new Request(req.url, { method: req.method, headers: req.headers, body, signal: req.signal });
-    }
+    if (req.method !== 'POST') return methodNotAllowed(req.method);
+    // The body is optional: without one there is no frame for the transport, and the endpoint describes itself.
+    const body = req.body ? new Uint8Array(await req.arrayBuffer()) : null;
+    if (!body?.byteLength) return Response.json(endpointDescription(deps.version, core.config.publicUrl));
+    req = new Request(req.url, { method: req.method, headers: req.headers, body, signal: req.signal });
+
+    const id = req.headers.get('mcp-session-id');
+    if (id !== null && !sessionIds.verify(id, grant.id)) return sessionNotFound();
+    // Without a session only an initialize passes (the transport answers anything else 400), and it mints the id;
+    // with one, the session is known (checked above) and the transport runs stateless.
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: id === null ? () => sessionIds.mint(grant.id) : undefined,
+      enableJsonResponse: true,
+      maxRequestBodySize: MAX_BODY_BYTES,
+    });
+    const server = createMcpServer(deps, { grantId: grant.id, label: grant.label, storeId: store.id, scopes });
+    await server.connect(transport);
     const authInfo = {
       token: req.headers.get('authorization')!.trim().split(/\s+/)[1]!,
       clientId: grant.id,
@@ -129,20 +98,13 @@ export function createMcpEndpoint(deps: ServerDeps & { core: CoreWith<AuditLog &
       expiresAt: Math.floor(grant.expiresAt / 1000),
       extra: { expected: expectedContext(req) },
     };
-
-    const id = req.headers.get('mcp-session-id');
-    if (id !== null) {
-      const session = sessions.get(id);
-      if (!session || session.grantId !== grant.id) return sessionNotFound();
-      session.lastUsedAt = core.clock.now();
-      return flushHeadersAtOnce(await session.transport.handleRequest(req, { authInfo }));
+    try {
+      const res = await transport.handleRequest(req, { authInfo });
+      if (id === null && transport.sessionId !== undefined) await pipeline.audit(ctx, res.status, null, requestId);
+      return res;
+    } finally {
+      await server.close().catch(() => {});
     }
-    sweep(grant.id);
-    const session = await open({ id: grant.id, label: grant.label, storeId: store.id, expiresAt: grant.expiresAt, scopes });
-    const res = await session.transport.handleRequest(req, { authInfo });
-    if (session.transport.sessionId === undefined) await session.server.close(); // not an initialize: nothing to keep
-    else await pipeline.audit(ctx, res.status, null, requestId);
-    return res;
   }
 
   /** A connect refused before any session: audited like a refused HTTP call (by its grant once known), then answered. */
@@ -151,13 +113,7 @@ export function createMcpEndpoint(deps: ServerDeps & { core: CoreWith<AuditLog &
     return pipeline.errorResponse(ctx, err);
   }
 
-  return {
-    fetch: handle,
-    async close() {
-      await Promise.all([...sessions.keys()].map(close));
-      await closeSandboxes();
-    },
-  };
+  return { fetch: handle, close: closeSandboxes };
 }
 
 /** As the SDK answers an unknown session: the client must initialize again. Another grant's session is unknown. */
@@ -165,23 +121,18 @@ function sessionNotFound(): Response {
   return Response.json({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }, { status: 404 });
 }
 
+/** GET and DELETE: the spec lets a server offer no stream (405) and refuse to end sessions on request (405). */
+function methodNotAllowed(method: string): Response {
+  const message =
+    method === 'GET'
+      ? 'Method not allowed: this server sends nothing unprompted, so it offers no stream; every answer comes with its POST.'
+      : method === 'DELETE'
+        ? 'Method not allowed: sessions are not ended on request; a session holds nothing on the server and ends with its grant.'
+        : 'Method not allowed: use POST.';
+  return Response.json({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }, { status: 405, headers: { Allow: 'POST' } });
+}
+
 /** The expected-context headers of the MCP request, passed on to every call `execute` makes. */
 function expectedContext(req: Request): Record<string, string> {
   return Object.fromEntries(EXPECTED_CONTEXT.flatMap((c) => (req.headers.get(c.header) === null ? [] : [[c.key, req.headers.get(c.header)!]])));
-}
-
-/** An SSE response whose first chunk is a comment frame, so the client sees the headers without waiting. */
-function flushHeadersAtOnce(res: Response): Response {
-  if (!res.body || !res.headers.get('content-type')?.startsWith('text/event-stream')) return res;
-  const reader = res.body.getReader();
-  const body = new ReadableStream<Uint8Array>({
-    start: (c) => c.enqueue(OPEN_FRAME),
-    async pull(c) {
-      const { done, value } = await reader.read();
-      if (done) c.close();
-      else c.enqueue(value);
-    },
-    cancel: (reason) => reader.cancel(reason),
-  });
-  return new Response(body, { status: res.status, headers: res.headers });
 }

@@ -1,4 +1,4 @@
-/** The MCP server of one session: code mode's two tools, `search` and `execute`, over the contract. */
+/** The MCP server of one request of a session (endpoint.ts): code mode's two tools, `search` and `execute`, over the contract. */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SUPPORTED_PROTOCOL_VERSIONS, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';

@@ -4,7 +4,6 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { MCP_SESSIONS_PER_GRANT } from '../../src/contract/limits.ts';
 import { revokeGrant } from '../../src/ops/grants.ts';
 import { ENTRY, scratchHome } from '../cli/harness.ts';
 import { execute, INITIALIZE, startMcpServer, type McpServerUnderTest } from './harness.ts';
@@ -37,8 +36,8 @@ const bridgeEnv = (token: string) => ({
 });
 
 /** Spawns `bun commands/index.ts mcp` with a clean environment; stderr is collected, stdout is the protocol. */
-async function bridge(token: string) {
-  const transport = new StdioClientTransport({ command: 'bun', args: [ENTRY, 'mcp'], cwd: home.dir, env: bridgeEnv(token), stderr: 'pipe' });
+async function bridge(token: string, args: string[] = []) {
+  const transport = new StdioClientTransport({ command: 'bun', args: [ENTRY, 'mcp', ...args], cwd: home.dir, env: bridgeEnv(token), stderr: 'pipe' });
   let stderr = '';
   transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const client = new Client({ name: 'desktop-test', version: '1.0.0' });
@@ -76,20 +75,41 @@ describe('hookrelay mcp', () => {
     expect(b.stderr()).not.toContain(token);
   }, SLOW);
 
-  it(`opens a new remote session when the remote closed its own (a grant past ${MCP_SESSIONS_PER_GRANT} sessions), and the client never notices`, async () => {
+  it('opens a new remote session when the remote no longer knows its own (404), and the client never notices', async () => {
+    // A proxy in front of the server plays a remote that lost the session (one whose box key changed, or an older
+    // server that kept sessions in memory and restarted): it answers 404 for the first session once told to.
+    const opened: string[] = [];
+    const lost = new Set<string>();
+    const proxy = Bun.serve({
+      port: 0,
+      async fetch(req) {
+        const session = req.headers.get('mcp-session-id');
+        if (session && lost.has(session)) return Response.json({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }, { status: 404 });
+        const body = req.method === 'POST' ? await req.arrayBuffer() : undefined;
+        const res = await fetch(new URL(new URL(req.url).pathname, s.url), { method: req.method, headers: req.headers, body });
+        if (res.headers.get('mcp-session-id')) opened.push(res.headers.get('mcp-session-id')!);
+        return res;
+      },
+    });
+    writeFileSync(
+      join(home.dir, '.config', 'hookrelay', 'profiles.json'),
+      JSON.stringify({ profiles: { default: { baseUrl: s.url, tokenEnv: 'HOOKRELAY_TOKEN_DESKTOP' }, proxied: { baseUrl: proxy.url.origin, tokenEnv: 'HOOKRELAY_TOKEN_DESKTOP' } } }),
+    );
     const { token } = await s.grant('operator');
-    const b = await bridge(token);
+    const b = await bridge(token, ['--profile', 'proxied']);
     try {
       await b.client.connect(b.transport);
       expect((await execute(b.client, 'return 1')).doc.result).toBe(1);
-      // The same grant opening its cap of sessions elsewhere closes the bridge's, the least recently used.
-      for (let i = 0; i < MCP_SESSIONS_PER_GRANT; i++) await s.connect(token);
+      expect(opened).toHaveLength(1);
+      lost.add(opened[0]!);
       const r = await execute(b.client, `return (await api.call('getCurrentAgentGrant')).data.grant.tier;`);
       expect(r.isError).toBe(false);
       expect(r.doc.result).toBe('operator');
       expect(b.protocolErrors).toEqual([]);
+      expect(opened).toHaveLength(2);
     } finally {
       await b.client.close();
+      await proxy.stop(true);
     }
     expect(b.stderr()).toContain('opened a new one');
   }, SLOW);

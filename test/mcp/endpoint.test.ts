@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { DEFAULT_MCP, mcpConfigFromEnv } from '../../src/core.ts';
 import { revokeGrant } from '../../src/ops/grants.ts';
 import { call } from '../helpers.ts';
@@ -127,6 +129,38 @@ describe('POST /agent/v1/mcp', () => {
   it('is marked available in the manifest', async () => {
     const manifest = (await call(s.env, 'GET', '/agent/v1/manifest')).json;
     expect(manifest.operations.find((o: { operationId: string }) => o.operationId === 'connectMcpAgentOperations').available).toBe(true);
+  }, SLOW);
+});
+
+describe('GET and DELETE /agent/v1/mcp', () => {
+  it('answer 405 (Allow: POST): no stream, since nothing is sent unprompted, and no session to end; the SDK client carries on', async () => {
+    const init = await rpc(s.mcpUrl, INITIALIZE, bearer(admin.token));
+    const headers = { ...bearer(admin.token), 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-06-18' };
+    const stream = await fetch(s.mcpUrl, { headers: { ...headers, accept: 'text/event-stream' } });
+    expect(stream.status).toBe(405);
+    expect(stream.headers.get('allow')).toBe('POST');
+    expect(((await stream.json()) as any).error.message).toContain('unprompted');
+    const end = await fetch(s.mcpUrl, { method: 'DELETE', headers });
+    expect(end.status).toBe(405);
+    expect(((await end.json()) as any).error.message).toContain('ends with its grant');
+    expect((await rpc(s.mcpUrl, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers)).status).toBe(200);
+    expect((await fetch(s.mcpUrl, { headers: { accept: 'text/event-stream' } })).status).toBe(401);
+
+    // The SDK's client asks for a stream after initialize, takes the 405, and ends its session without an error.
+    const transport = new StreamableHTTPClientTransport(s.mcpUrl, { requestInit: { headers: bearer(admin.token) } });
+    const client = new Client({ name: 'hookrelay-test', version: '1.0.0' });
+    const errors: Error[] = [];
+    client.onerror = (err) => errors.push(err);
+    const asked = () => s.env.log.lines.filter((l) => l.includes('GET /agent/v1/mcp 405')).length;
+    const before = asked();
+    await client.connect(transport);
+    expect((await client.listTools()).tools).toHaveLength(2);
+    for (let i = 0; i < 100 && asked() === before; i++) await Bun.sleep(20);
+    expect(asked()).toBe(before + 1);
+    await transport.terminateSession();
+    expect(transport.sessionId).toBeUndefined();
+    await client.close();
+    expect(errors).toEqual([]);
   }, SLOW);
 });
 
