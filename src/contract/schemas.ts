@@ -416,7 +416,8 @@ export const ReliabilityHealthSchema = z
     oldestUndeliveredAgeSeconds: z.number().int().nullable(),
     destinationErrors: z.object({
       throttled: z.number().int(),
-      serverErrors: z.number().int(),
+      serverErrors: z.number().int().describe('Attempts the platform answered with a 5xx'),
+      network: z.number().int().describe('Attempts that got no answer: the connection was refused, reset or not made'),
       userErrors: z.number().int(),
       timeouts: z.number().int(),
       credentials: z.number().int().describe('Attempts the platform refused for credentials (401/403)'),

@@ -191,6 +191,19 @@ export async function getBillingHandoff(ctx: OpContext<unknown>) {
   };
 }
 
+/** How far back "failing now" looks: the event_stats bucket holding this long ago, and every one after. */
+const RECENT_MINUTES = 5;
+
+/** Attempts of the last RECENT_MINUTES (from its bucket's start) that failed transiently, and handoffs delivered. */
+async function recentAttempts(ctx: OpContext<EventReads>, to: number): Promise<{ transient: number; delivered: number }> {
+  const sums = await ctx.core.repo.sumStats(ctx.store.id, statsBucket(to - RECENT_MINUTES * 60_000));
+  const n = (metric: string) => sums[metric] ?? 0;
+  return {
+    transient: n(METRIC.error('server_error')) + n(METRIC.error('network')) + n(METRIC.error('timeout')),
+    delivered: n(METRIC.handoff('delivered')),
+  };
+}
+
 /**
  * What happened in the window, from the event_stats counters (5-minute buckets; `from` is the first bucket's
  * start): receipts by outcome at receipt, handoffs by result, attempt errors, and the latency histogram.
@@ -203,7 +216,8 @@ async function reliability(ctx: OpContext<EventReads & { links: PlatformLinkStor
   const n = (metric: string) => sums[metric] ?? 0;
   const errors = {
     throttled: n(METRIC.error('throttled')),
-    serverErrors: n(METRIC.error('server_error')) + n(METRIC.error('network')),
+    serverErrors: n(METRIC.error('server_error')),
+    network: n(METRIC.error('network')),
     userErrors: n(METRIC.error('user_errors')) + n(METRIC.error('http_error')),
     timeouts: n(METRIC.error('timeout')),
     credentials: n(METRIC.error('credentials')),
@@ -221,6 +235,15 @@ async function reliability(ctx: OpContext<EventReads & { links: PlatformLinkStor
     reasons.push(`Handoffs are paced by the store's Shopify budget (${budget.restoreRate} points a second): the last waiting event is due at ${budget.pacedUntil}.`);
   }
   if (handoff.state === 'paused') reasons.push(`Handoff is paused since ${handoff.since} (${handoff.code}); events wait. ${handoff.recommendedAction ?? ''}`.trim());
+  else {
+    // Failing now, before any event runs out of retries (they last a day) or the store pauses: the last minutes' attempts.
+    const recent = await recentAttempts(ctx, to);
+    if (recent.transient > 0 && recent.transient >= recent.delivered) {
+      reasons.push(
+        `The destination is failing: of the attempts in the last ${RECENT_MINUTES} minutes, ${recent.transient} got a 5xx, a timeout or no connection and ${recent.delivered} were delivered; events wait for their retries.`,
+      );
+    }
+  }
   if (handedOff > 0 && c('failed') / handedOff > 0.05) reasons.push(`${c('failed')} of ${handedOff} handoffs failed.`);
   if (pending.oldestReceivedAt != null && to - pending.oldestReceivedAt > 15 * 60_000) reasons.push('An event has waited over 15 minutes for handoff.');
   if (errors.throttled > 0) reasons.push(`The platform throttled ${errors.throttled} attempts.`);

@@ -120,12 +120,15 @@ export function createApp(core: Core): App {
   /**
    * Aggregate health. Storage is degraded from a failed write until a write succeeds again (a full disk still
    * reads fine, so a read probe alone would say operational); the read probe catches a database that cannot
-   * even be read. Degraded answers 503, so a load balancer's check takes the box out of rotation.
+   * even be read. Degraded storage answers 503, so a load balancer's check takes the box out of rotation. The
+   * handoff is degraded while a store's handoff is paused (its platform not answering, its credentials refused, …):
+   * the box still takes receipts, so that alone answers 200 with `degraded`, naming no store.
    */
   async function status(): Promise<Response> {
     let readable = true;
+    let paused: { pauseReason: string | null; pausedSince: number | null }[] = [];
     try {
-      await core.repo.listStores();
+      paused = await core.repo.links.listPaused();
     } catch {
       readable = false;
     }
@@ -144,11 +147,20 @@ export function createApp(core: Core): App {
     } else if (!readable) {
       Object.assign(storageComponent, { code: 'storage_unavailable', detail: 'The database cannot be read.' });
     }
+    const handoffComponent: Record<string, unknown> = { name: 'handoff', status: paused.length ? 'degraded' : 'operational' };
+    if (paused.length) {
+      const reasons = [...new Set(paused.map((p) => p.pauseReason))].join(', ');
+      Object.assign(handoffComponent, {
+        code: 'handoff_paused',
+        detail: `The handoff of ${paused.length} store(s) is paused (${reasons}): their events wait, none is lost; it resumes by itself when a probe succeeds.`,
+        since: iso(Math.min(...paused.map((p) => p.pausedSince ?? core.clock.now()))),
+      });
+    }
     const body = {
-      status: health,
+      status: ok && !paused.length ? 'operational' : 'degraded',
       edition: EDITION,
       version: VERSION,
-      components: [{ name: 'ingest', status: health }, { name: 'agent_api', status: health }, storageComponent],
+      components: [{ name: 'ingest', status: health }, { name: 'agent_api', status: health }, storageComponent, handoffComponent],
       time: iso(core.clock.now()),
     };
     return Response.json(body, { status: ok ? 200 : 503 });
