@@ -121,14 +121,15 @@ export function createApp(core: Core): App {
    * Aggregate health. Storage is degraded from a failed write until a write succeeds again (a full disk still
    * reads fine, so a read probe alone would say operational); the read probe catches a database that cannot
    * even be read. Degraded storage answers 503, so a load balancer's check takes the box out of rotation. The
-   * handoff is degraded while a store's handoff is paused (its platform not answering, its credentials refused, …):
+   * handoff is degraded while a store's handoff is paused (its platform not answering, its credentials refused):
    * the box still takes receipts, so that alone answers 200 with `degraded`, naming no store.
    */
   async function status(): Promise<Response> {
     let readable = true;
     let paused: { pauseReason: string | null; pausedSince: number | null }[] = [];
     try {
-      paused = await core.repo.links.listPaused();
+      // An uninstalled store waits for its merchant, not for a failure to pass: no fault of the box's.
+      paused = (await core.repo.links.listPaused()).filter((p) => p.pauseReason !== 'uninstalled');
     } catch {
       readable = false;
     }
