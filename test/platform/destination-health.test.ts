@@ -83,5 +83,10 @@ describe('a failing destination', () => {
     e.clock.advance(300_000);
     await worker.drain();
     expect((await status()).body).toMatchObject({ status: 'operational' });
+
+    // A store its merchant uninstalled waits for the merchant: no fault of the box's.
+    const store = (await e.repo.listStores())[0]!;
+    await e.repo.links.pause(store.id, { reason: 'uninstalled', code: 'SVC_APP_UNINSTALLED', message: 'uninstalled' }, e.clock.now(), 0, e.clock.now() + 60_000);
+    expect((await status()).body).toMatchObject({ status: 'operational' });
   });
 });
