@@ -1,6 +1,5 @@
 #!/usr/bin/env bun
 /** The hookrelay entry: lazy subcommands, and the one place errors become exit codes. */
-import { writeSync } from 'node:fs';
 import { defineCommand, runCommand } from 'citty';
 import { AppError, ERROR_CODES, EXIT } from '../src/contract/errors.ts';
 import { VERSION } from '../src/version.ts';
@@ -24,6 +23,7 @@ export const main = defineCommand({
     init: () => load(import('./init.ts')),
     store: () => load(import('./store.ts')),
     grant: () => load(import('./grant.ts')),
+    'metrics-token': () => load(import('./metrics-token.ts')),
     migrate: () => load(import('./migrate.ts')),
     backup: () => load(import('./backup.ts')),
     restore: () => load(import('./restore.ts')),
@@ -59,7 +59,7 @@ const stripAnsi = (text: string) => text.replace(/\u001B\[[0-9;]*m/g, '');
 /** An error document with secret shapes masked: a database URL typed where a command was expected, a driver message. */
 const printErrorDocument = (doc: unknown) => printJson(redactSecrets(doc));
 /** The same on one line of stderr. */
-const printErrorLine = (doc: unknown) => void writeSync(2, `${JSON.stringify(redactSecrets(doc))}\n`);
+const printErrorLine = (doc: unknown) => void process.stderr.write(`${JSON.stringify(redactSecrets(doc))}\n`);
 
 const HELP_FLAGS = new Set(['--help', '-h']);
 

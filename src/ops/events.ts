@@ -94,12 +94,17 @@ function recoveryOptions(summary: EventSummary) {
 
 const CURSOR = /^evt_[0-9a-z]+$/;
 
+/**
+ * `cur_` and the event id's lowercase part: nothing the redactor takes for a secret (a mixed-case run, as the base64
+ * of earlier cursors was, is redacted from the CLI's output, and a redacted cursor pages nowhere).
+ */
 export function encodeCursor(id: string): string {
-  return Buffer.from(id).toString('base64url');
+  return `cur_${id.slice('evt_'.length)}`;
 }
 
 function decodeCursor(cursor: string): string {
-  const id = Buffer.from(cursor, 'base64url').toString('utf8');
+  // Cursors issued before `cur_` were the id in base64url; they still page.
+  const id = cursor.startsWith('cur_') ? `evt_${cursor.slice(4)}` : Buffer.from(cursor, 'base64url').toString('utf8');
   if (!CURSOR.test(id)) throw new AppError('invalid_input', 'The cursor is not one this API issued.', [{ path: 'cursor', code: 'invalid', message: 'Unknown cursor' }]);
   return id;
 }
