@@ -13,7 +13,7 @@ import { systemClock } from '../lib/clock.ts';
 import { createIdGenerator } from '../lib/ids.ts';
 
 /** What an admin command is recorded as: the ops function it runs, as agent rows name their operationId. */
-export type AdminOperation = 'initStore' | 'issueGrant' | 'revokeGrant' | 'setPlan' | 'setStoreSettings' | 'migrate' | 'backup' | 'restore';
+export type AdminOperation = 'initStore' | 'issueGrant' | 'revokeGrant' | 'issueMetricsToken' | 'revokeMetricsToken' | 'setPlan' | 'setStoreSettings' | 'migrate' | 'backup' | 'restore';
 
 /** The longest `--actor`: a name or login, not a note. */
 export const ACTOR_MAX_LENGTH = 64;

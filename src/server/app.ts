@@ -79,7 +79,7 @@ export function createApp(core: Core): App {
   const trustProxy = trustsProxy(core.config.env);
   const inbound = createInboundHandler({ core, endpoints, writer, authFailures });
   const lifecycle = createLifecycleHandler(core);
-  const metrics = createMetricsHandler(core);
+  const metrics = createMetricsHandler(core, authFailures);
   let alsoChanged: (id: string) => void = () => {};
   const endpointChanged = (id: string) => {
     endpoints.invalidate(id);
@@ -111,7 +111,7 @@ export function createApp(core: Core): App {
       if (path === '/billing/subscribe') return billing.subscribe(req);
       if (path === '/billing/return') return billing.returned(req);
     }
-    if (path === '/metrics') return metrics(req);
+    if (path === '/metrics') return metrics(req, client);
     if (req.method === 'GET' && path === '/status') return status();
     if (path.startsWith(`${API_PREFIX}/`) || (req.method === 'GET' && (path === '/docs' || path === '/'))) return (await agentApi()).fetch(req, path, client, safeDecode);
     return errorResponse(null, new AppError('not_found', 'No such route. GET /agent/v1/manifest lists the operations.'));

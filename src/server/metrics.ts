@@ -1,29 +1,39 @@
-/** GET /metrics: Prometheus text for a grant with setup:read — its store's series, the box's machinery, the process. */
+/**
+ * GET /metrics: Prometheus text for a grant with setup:read or a metrics token (`hookrelay metrics-token`) — its
+ * store's series, the box's machinery, the process.
+ */
 import { checkExpectedContext } from '../contract/context.ts';
 import { AppError, refuse } from '../contract/errors.ts';
+import type { Operation } from '../contract/operations.ts';
 import type { Scope } from '../contract/scopes.ts';
-import type { PlatformLinkStore } from '../../db/platform-links.ts';
-import type { EventReads, Repo, TenantStore } from '../../db/repo.ts';
-import type { CoreWith } from '../core.ts';
+import type { Core } from '../core.ts';
+import { NO_CLIENT, type AuthFailureLimiter, type ClientOf } from '../lib/auth-failures.ts';
 import { metrics, processRegistry } from '../lib/instruments.ts';
 import { PROMETHEUS_CONTENT_TYPE, Registry, renderText } from '../lib/metrics.ts';
+import { requestIdOf } from '../lib/request-ids.ts';
 import { authenticateBearer } from '../ops/grants.ts';
+import { authenticateMetricsToken, metricsTokenIn } from '../ops/metrics-tokens.ts';
 import { countRequests } from '../ops/operator-requests.ts';
 import { VERSION } from '../version.ts';
 import { errorResponse, newSupportCode } from './http.ts';
 
 const SCOPE: Scope = 'setup:read';
 const FROM_DATABASE = "Read from the database at scrape time: the database's figure, the same on every instance (do not sum across instances).";
+/** What a failed metrics-token authentication is audited and counted as: failedAuthentication reads only the operationId. */
+const SCRAPE_METRICS = { operationId: 'scrapeMetrics' } as unknown as Operation;
 
 /**
  * The scrape handler. Errors are the API's envelope (401 with WWW-Authenticate, 403 missing scope or context).
- * Scrapes are not audited (one every 15 s would flood the audit log) and carry no store id, token or body.
+ * Scrapes are not audited (one every 15 s would flood the audit log) and carry no store id, token or body. A metrics
+ * token that fails to authenticate goes through `authFailures` and the audit as a bad grant token on the API does.
  */
-export function createMetricsHandler(core: CoreWith<TenantStore & Pick<EventReads, 'handoffBacklog'> & Pick<Repo, 'sql'> & { links: PlatformLinkStore }>) {
-  return async function handleMetrics(req: Request): Promise<Response> {
+export function createMetricsHandler(core: Core, authFailures: AuthFailureLimiter) {
+  return async function handleMetrics(req: Request, client: ClientOf = NO_CLIENT): Promise<Response> {
     if (req.method !== 'GET') {
       return errorResponse(null, new AppError('method_not_allowed', 'Use GET /metrics.', undefined, undefined, { Allow: 'GET' }));
     }
+    const metricsToken = metricsTokenIn(req.headers.get('authorization'));
+    if (metricsToken !== null) return scrapeWithToken(req, metricsToken, client);
     let ctx: Parameters<typeof errorResponse>[0] = null;
     try {
       const { grant, store } = await authenticateBearer(core, req.headers.get('authorization'));
@@ -43,15 +53,37 @@ export function createMetricsHandler(core: CoreWith<TenantStore & Pick<EventRead
       }
       return await scrape(store.id);
     } catch (err) {
-      if (!(err instanceof AppError)) {
-        const supportCode = newSupportCode();
-        core.log.error(`internal error in /metrics support=${supportCode}: ${err instanceof Error ? err.name : 'non-error thrown'}`);
-        return errorResponse(ctx, new AppError('internal_error', 'Something went wrong on our side. Quote the support code.'), supportCode);
-      }
+      if (!(err instanceof AppError)) return internalError(ctx, err);
       if (!ctx) metrics.unauthenticated('metrics');
       return errorResponse(ctx, err);
     }
   };
+
+  /**
+   * A metrics token's scrape: the same series a grant of its store sees. Its failed authentication is limited per
+   * client and audited (or folded) by the API's failedAuthentication, which counts it with the API's bearer failures.
+   */
+  async function scrapeWithToken(req: Request, token: string, client: ClientOf): Promise<Response> {
+    let authenticated = false;
+    try {
+      const store = await authenticateMetricsToken(core, token);
+      authenticated = true;
+      checkExpectedContext(req.headers, store);
+      return await scrape(store.id);
+    } catch (err) {
+      if (!(err instanceof AppError)) return internalError(null, err);
+      if (authenticated) return errorResponse(null, err);
+      // Loaded on the first failure only: the agent API's pipeline, which a scrape otherwise never needs.
+      const [{ failedAuthentication }, { surfaceOf }] = await Promise.all([import('./pipeline.ts'), import('../mcp/surface.ts')]);
+      return failedAuthentication({ core, authFailures }, SCRAPE_METRICS, err, client, requestIdOf(req), surfaceOf(req));
+    }
+  }
+
+  function internalError(ctx: Parameters<typeof errorResponse>[0], err: unknown): Response {
+    const supportCode = newSupportCode();
+    core.log.error(`internal error in /metrics support=${supportCode}: ${err instanceof Error ? err.name : 'non-error thrown'}`);
+    return errorResponse(ctx, new AppError('internal_error', 'Something went wrong on our side. Quote the support code.'), supportCode);
+  }
 
   async function scrape(storeId: string): Promise<Response> {
     const [pending, stores, link, requests] = await Promise.all([
