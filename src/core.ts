@@ -48,10 +48,6 @@ export interface McpConfig {
    * comma-separated): a proxy that sends the name it reaches serve at (a container service name).
    */
   allowedHosts: string[];
-  /** SSE comment frames on open streams, ms; keep it below the server's idle timeout. */
-  keepAliveMs: number;
-  /** A session unused this long is closed, ms. */
-  sessionIdleMs: number;
   limits: SandboxLimits;
 }
 
@@ -89,7 +85,7 @@ export interface Config {
   handoff: HandoffConfig;
   /** Per-minute limits per grant and per store, by class (DESIGN defaults). */
   rateLimits: RateLimits;
-  /** Bun.serve closes a connection silent this long, s (max 255); open MCP streams send keep-alives below it. */
+  /** Bun.serve closes a connection silent this long, s (max 255). */
   idleTimeoutSeconds: number;
   mcp: McpConfig;
   /** Reads an environment variable by name (the store's token variable); injected so tests need no real env. */
@@ -139,8 +135,6 @@ export const DEFAULT_MCP: McpConfig = {
   codeMode: true,
   allowedOrigins: [],
   allowedHosts: [],
-  keepAliveMs: 15_000,
-  sessionIdleMs: 3600_000,
   limits: { cpuMs: 2_000, memoryBytes: 32 * 1024 * 1024, maxCalls: 50, maxResultBytes: 256 * 1024 },
 };
 

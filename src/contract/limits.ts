@@ -68,9 +68,6 @@ export const SANDBOX_MAX_CALL_BYTES = 2 * 1024 * 1024;
  */
 export const SANDBOX_PROCESS = { addressSpaceBytes: 1024 * 1024 * 1024, residentBytes: 256 * 1024 * 1024 };
 
-/** MCP sessions one grant may hold open; opening another closes its least recently used (`hookrelay mcp` reopens). */
-export const MCP_SESSIONS_PER_GRANT = 8;
-
 /**
  * The most events one bulk replay intent hands off again. A preview matching more is refused (`bulk_replay_too_many`)
  * with the receipt time that splits the oldest this many off, so one mistaken filter cannot re-run a store's history.

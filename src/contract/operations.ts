@@ -182,7 +182,7 @@ export const operations = {
           '`agent_context_mismatch`; or `action_refused`, category safety, for a Host or browser Origin the endpoint does not answer (`host_not_allowed`, `origin_not_allowed`: DNS-rebinding protection)',
         body: ErrorEnvelopeSchema,
       },
-      404: { description: 'Unknown or closed Mcp-Session-Id, or a session of another grant (-32001): initialize again', body: McpJsonRpcErrorSchema },
+      404: { description: 'An Mcp-Session-Id this server did not issue (another key), or a session of another grant (-32001): initialize again', body: McpJsonRpcErrorSchema },
       406: { description: 'Accept does not list both application/json and text/event-stream (-32000)', body: McpJsonRpcErrorSchema },
       413: { description: 'Body over 1 MiB (`payload_too_large`)', body: ErrorEnvelopeSchema },
       415: { description: 'A body that is not application/json (-32000)', body: McpJsonRpcErrorSchema },

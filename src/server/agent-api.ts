@@ -48,7 +48,7 @@ export interface AgentApi {
   /** Answers a path under the API prefix, or the docs page (`/docs`, `/`). */
   fetch(req: Request, path: string, client: ClientOf, decode: (s: string) => string | null): Promise<Response>;
   /** Ends open MCP sessions and their streams. */
-  closeMcpSessions(): Promise<void>;
+  closeMcp(): Promise<void>;
 }
 
 /** What the app shares with the API: the same store of failed authentications and storage health as the hooks. */
@@ -109,7 +109,7 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
 
   return {
     fetch,
-    async closeMcpSessions() {
+    async closeMcp() {
       if (mcp) await (await mcp).close();
     },
   };

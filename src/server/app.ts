@@ -54,8 +54,8 @@ export interface App {
   core: Core;
   writer: ReceiptWriter;
   endpoints: EndpointCache;
-  /** Ends open MCP sessions and their streams (serve calls it on shutdown). */
-  closeMcpSessions(): Promise<void>;
+  /** Ends MCP code mode's sandbox processes (serve calls it on shutdown). */
+  closeMcp(): Promise<void>;
   /** Called after receipts commit (serve wires the worker's wake here). */
   onReceipts(fn: () => void): void;
   /** Called after an agent operation changed an endpoint (serve's relay thread forgets it too). */
@@ -172,8 +172,8 @@ export function createApp(core: Core): App {
     core,
     writer,
     endpoints,
-    async closeMcpSessions() {
-      if (agent) await (await agent).closeMcpSessions();
+    async closeMcp() {
+      if (agent) await (await agent).closeMcp();
     },
     onReceipts(fn) {
       wake = fn;

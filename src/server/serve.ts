@@ -181,7 +181,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
         // Stop accepting first: the listener closes, and requests still arriving on open connections get a 503.
         draining = true;
         const stopped = server.stop(false);
-        await app.closeMcpSessions(); // open MCP streams would otherwise hold the graceful stop
+        await app.closeMcp(); // code mode's sandbox processes end with the server
         // Requests already inside the app finish (and commit) before the writer closes; at most 10 s.
         const deadline = Date.now() + 10_000;
         while (inFlight > 0 && Date.now() < deadline) await Bun.sleep(5);
