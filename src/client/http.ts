@@ -91,7 +91,7 @@ export class HookrelayClient {
     if (input.body !== undefined) {
       if (!op.body) throw new AppError('invalid_input', `${op.operationId} takes no request body.`);
       check(op.body, input.body, 'body');
-    } else if (op.body && op.method === 'POST' && op.operationId !== 'connectMcpAgentOperations') {
+    } else if (op.body && op.method === 'POST' && op.transport === undefined) {
       check(op.body, {}, 'body');
     }
     if (input.idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(input.idempotencyKey)) {

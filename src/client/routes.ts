@@ -1,6 +1,6 @@
 /** Maps a concrete METHOD + path onto the contract table, for the CLI's advanced `request` command. */
 import { AppError } from '../contract/errors.ts';
-import { OPERATIONS, operations, type Operation } from '../contract/operations.ts';
+import { OPERATIONS, operations, pathMatcher, type Operation } from '../contract/operations.ts';
 import { API_PREFIX } from '../contract/scopes.ts';
 
 export interface MatchedOperation {
@@ -14,16 +14,7 @@ export interface MatchedOperation {
 const PROBE = 'http://hookrelay.invalid';
 const MCP_PATH = operations.connectMcpAgentOperations.path;
 
-function pattern(op: Operation): { re: RegExp; names: string[] } {
-  const names: string[] = [];
-  const source = op.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{(\w+)\\?\}/g, (_m, name: string) => {
-    names.push(name);
-    return '([^/]+)';
-  });
-  return { re: new RegExp(`^${source}$`), names };
-}
-
-const PATTERNS = OPERATIONS.map((op) => ({ op, ...pattern(op) }));
+const PATTERNS = OPERATIONS.map((op) => ({ op, ...pathMatcher(op.path) }));
 
 /**
  * The contract operation a request targets. Refuses (invalid_input, exit 2) anything that is not a contract

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { BULK_REPLAY_MAX_EVENTS } from './limits.ts';
-import type { Scope } from './scopes.ts';
+import { API_PREFIX, type Scope } from './scopes.ts';
 import {
   ActionIntentReadSchema,
   AgentEventResultReadSchema,
@@ -82,6 +82,11 @@ interface OperationSpec {
   /** `none` only for the public manifest; everything else needs a bearer grant. */
   auth?: 'none' | 'grant';
   /**
+   * `mcp`: the operation is a transport, not a call (the MCP endpoint): the pipeline, code mode's `api.call` and the
+   * CLI's `request` do not reach it; its own endpoint answers.
+   */
+  transport?: 'mcp';
+  /**
    * The write an agent might attempt on this read's path that only a human may do (minting a grant, approving
    * a charge). A POST there answers this refusal, category `human_only`, instead of 405.
    */
@@ -97,8 +102,8 @@ interface OperationSpec {
   responses?: Readonly<Record<number, DeclaredResponse>>;
 }
 
-export type Operation = Required<Omit<OperationSpec, 'params' | 'query' | 'body' | 'humanOnlyWrite' | 'extension' | 'responses'>> &
-  Pick<OperationSpec, 'params' | 'query' | 'body' | 'humanOnlyWrite' | 'extension' | 'responses'>;
+export type Operation = Required<Omit<OperationSpec, 'params' | 'query' | 'body' | 'humanOnlyWrite' | 'extension' | 'responses' | 'transport'>> &
+  Pick<OperationSpec, 'params' | 'query' | 'body' | 'humanOnlyWrite' | 'extension' | 'responses' | 'transport'>;
 
 const DEFAULTS = {
   successStatus: 200,
@@ -118,7 +123,7 @@ function op<const S extends OperationSpec>(s: S): WithDefaults<S> {
 const EndpointParams = z.object({ endpointId: z.string().min(1).max(100).describe('Endpoint id (`ep_…`)') });
 const EventParams = z.object({ eventId: z.string().min(1).max(100).describe('Event id (`evt_…`)') });
 
-const P = '/agent/v1';
+const P = API_PREFIX;
 
 /** The MCP transport's own refusals (the SDK's): a JSON-RPC error frame, answering no request id. */
 const McpJsonRpcErrorSchema = z
@@ -151,6 +156,7 @@ export const operations = {
     path: `${P}/mcp`,
     scopes: [],
     effect: 'mcp_agent_operations_access',
+    transport: 'mcp',
     confirmation: false,
     tag: 'MCP',
     summary: 'Remote MCP transport over this contract',
@@ -521,6 +527,25 @@ export const operations = {
 
 export type Operations = typeof operations;
 export type OperationId = keyof Operations;
+
+/** The public operations (no bearer): the server answers them itself, outside the pipeline. */
+export type PublicOperationId = { [K in OperationId]: Operations[K] extends { auth: 'none' } ? K : never }[OperationId];
+
+/** The operations the pipeline runs with a handler: all but the public ones and the MCP transport. */
+export type HandledOperationId = Exclude<OperationId, PublicOperationId | { [K in OperationId]: Operations[K] extends { transport: 'mcp' } ? K : never }[OperationId]>;
+
+/**
+ * An operation's path template as a matcher: each `{name}` segment captured, in order. The server's routes and the
+ * CLI's `request` both match with it.
+ */
+export function pathMatcher(path: string): { re: RegExp; names: string[] } {
+  const names: string[] = [];
+  const source = path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{(\w+)\\?\}/g, (_m, name: string) => {
+    names.push(name);
+    return '([^/]+)';
+  });
+  return { re: new RegExp(`^${source}$`), names };
+}
 
 /** The table as a list, in the spec's order (an extension beside the spec's operation it extends). */
 export const OPERATIONS: readonly Operation[] = Object.values(operations);

@@ -17,7 +17,6 @@ import { markCodeMode } from './surface.ts';
 
 /** In-process requests need a base; the app routes on the path alone. */
 const IN_PROCESS_BASE = 'http://hookrelay.in-process';
-const MCP = operations.connectMcpAgentOperations;
 
 const Query = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]));
 const SandboxRequestSchema = z.discriminatedUnion('kind', [
@@ -70,11 +69,12 @@ function resolve(raw: unknown): { op: Operation; input: SendInput } {
     const { op, params, query } = matchOperation(r.method, r.path);
     return { op, input: { params, query, body: r.body, idempotencyKey: r.options.idempotencyKey } };
   }
-  if (r.operationId === MCP.operationId) throw new AppError('invalid_input', `${MCP.operationId} is the MCP transport itself; code mode cannot call it.`);
   if (!Object.hasOwn(operations, r.operationId)) throw new AppError('invalid_input', `No operation ${r.operationId}; use the search tool to find operationIds.`);
+  const op = operations[r.operationId as OperationId] as Operation;
+  if (op.transport) throw new AppError('invalid_input', `${op.operationId} is the MCP transport itself; code mode cannot call it.`);
   const { params, query, body, idempotencyKey } = r.input;
   const stringQuery = query && Object.fromEntries(Object.entries(query).map(([k, v]) => [k, String(v)]));
-  return { op: operations[r.operationId as OperationId] as Operation, input: { params, query: stringQuery, body, idempotencyKey } };
+  return { op, input: { params, query: stringQuery, body, idempotencyKey } };
 }
 
 /** A failed call as the agent code sees it (thrown there as an ApiError): code, message, status, refusal… */

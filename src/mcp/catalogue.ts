@@ -1,7 +1,7 @@
 /** The MCP catalogue: the contract table as `search` shows it, and tool hints derived from effect classes. */
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { OPERATIONS, operations, type Effect, type Operation } from '../contract/operations.ts';
+import { OPERATIONS, type Effect, type Operation } from '../contract/operations.ts';
 import { EffectSchema } from '../contract/schemas.ts';
 import { SCOPES, type Scope } from '../contract/scopes.ts';
 
@@ -16,7 +16,7 @@ export const EFFECT_HINTS: Record<OperationEffect, Required<Pick<ToolAnnotations
 };
 
 /** The operations code mode reaches: all but the MCP transport itself. */
-export const CODE_MODE_OPERATIONS = OPERATIONS.filter((o) => o.operationId !== operations.connectMcpAgentOperations.operationId);
+export const CODE_MODE_OPERATIONS = OPERATIONS.filter((o) => o.transport === undefined);
 
 /** Whether a grant holding `grantScopes` may call the operation (the pipeline decides; this only predicts). */
 export const canCall = (op: { scopes: readonly string[] }, grantScopes: readonly string[]) => op.scopes.every((s) => grantScopes.includes(s));

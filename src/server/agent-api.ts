@@ -8,7 +8,7 @@ import { MAX_API_BODY_BYTES } from '../contract/limits.ts';
 import { buildManifest } from '../contract/manifest.ts';
 import { apiVersionStatus } from '../platform/shopify/version.ts';
 import { buildOpenApi } from '../contract/openapi.ts';
-import { OPERATIONS, operations, type Operation, type OperationId } from '../contract/operations.ts';
+import { OPERATIONS, operations, pathMatcher, type Operation, type PublicOperationId } from '../contract/operations.ts';
 import { OPENAPI_PATH } from '../contract/scopes.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import type { ClientOf } from '../lib/auth-failures.ts';
@@ -29,12 +29,8 @@ interface Route {
 }
 
 function compile(op: Operation): Route {
-  const names: string[] = [];
-  const source = op.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{(\w+)\\?\}/g, (_m, name: string) => {
-    names.push(name);
-    return '([^/]+)';
-  });
-  return { op, pattern: new RegExp(`^${source}$`), names, handler: HANDLERS[op.operationId as OperationId] as AnyHandler | undefined };
+  const { re, names } = pathMatcher(op.path);
+  return { op, pattern: re, names, handler: (HANDLERS as Partial<Record<string, AnyHandler>>)[op.operationId] };
 }
 
 /** A handler that refuses: the pipeline still authenticates, rate-limits and audits the attempt. */
@@ -68,7 +64,11 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
   };
   const mcpEndpoint = () =>
     (mcp ??= import('../mcp/endpoint.ts').then((m) => m.createMcpEndpoint({ core, version: VERSION, appFetch, pipeline: mcpPipeline })));
-  const available = new Set(routes.filter((r) => r.handler || r.op.auth === 'none' || (r.op === MCP && core.config.mcp.codeMode)).map((r) => r.op.operationId));
+  const available = new Set(routes.filter((r) => r.handler || r.op.auth === 'none' || (r.op.transport === 'mcp' && core.config.mcp.codeMode)).map((r) => r.op.operationId));
+  /** The public operations, answered here without the pipeline (no bearer, no audit). */
+  const PUBLIC: Record<PublicOperationId, () => Response> = {
+    getAgentOperationsManifest: () => Response.json(buildManifest(core.config.publicUrl, available, { adminApiVersion: apiVersionStatus(core.clock.now()) })),
+  };
   const deps: PipelineDeps = { ...shared, limiter: new RateLimiter(core.repo, core.clock, core.config.rateLimits), inflight: new Map() };
 
   async function fetch(req: Request, path: string, client: ClientOf, decode: (s: string) => string | null): Promise<Response> {
@@ -94,12 +94,10 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
         methodMismatch = r.op;
         continue;
       }
-      if (r.op.operationId === 'getAgentOperationsManifest') return Response.json(buildManifest(core.config.publicUrl, available, { adminApiVersion: apiVersionStatus(core.clock.now()) }));
-      if (!r.handler) {
-        return errorResponse(null, new AppError('not_implemented', `${r.op.operationId} is declared in the contract but not served by this server yet; the manifest lists what is available.`));
-      }
+      if (r.op.auth === 'none') return PUBLIC[r.op.operationId as PublicOperationId]();
       const params = Object.fromEntries(r.names.map((n, i) => [n, decode(m[i + 1]!) ?? '']));
-      return runOperation(deps, r.op, r.handler, req, params, requestId(), client);
+      // Every other operation reached here has a handler: HANDLERS is total over them, and the transport is answered above.
+      return runOperation(deps, r.op, r.handler!, req, params, requestId(), client);
     }
     if (methodMismatch) {
       return errorResponse(null, new AppError('method_not_allowed', `Use ${methodMismatch.method} for ${methodMismatch.operationId}.`, undefined, undefined, { Allow: methodMismatch.method }));

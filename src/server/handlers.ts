@@ -1,5 +1,5 @@
-/** operationId -> handler. An operation without an entry is declared but not served (manifest: available false). */
-import type { OperationId, OperationInput, OperationOutput } from '../contract/operations.ts';
+/** operationId -> handler, for every operation the pipeline runs: a contract operation without one fails the typecheck. */
+import type { HandledOperationId, OperationInput, OperationOutput } from '../contract/operations.ts';
 import type { OpContext } from '../ops/context.ts';
 import { createEndpoint, getEndpointDetail } from '../ops/endpoints.ts';
 import { getEventDetail, getLatestEventResult, listEvents } from '../ops/events.ts';
@@ -11,7 +11,7 @@ import { replayIntent } from '../ops/replay.ts';
 import { createEndpointTestIntent, createExpansionRequest, createFeatureRequest, diagnosticsShareIntent, supportRequestIntent } from '../ops/requests.ts';
 import { getBillingHandoff, getDestinationReliabilityHealth, getPlanUsage, getSetupState, getTenantReliabilityHealth } from '../ops/state.ts';
 
-type Handlers = { [K in OperationId]?: (ctx: OpContext, input: OperationInput<K>) => Promise<OperationOutput<K>> };
+type Handlers = { [K in HandledOperationId]: (ctx: OpContext, input: OperationInput<K>) => Promise<OperationOutput<K>> };
 
 export const HANDLERS: Handlers = {
   getCurrentAgentGrant,
