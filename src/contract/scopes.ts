@@ -42,6 +42,9 @@ export const EDITION = {
 export const API_PREFIX = '/agent/v1';
 /** Where the server publishes its OpenAPI document (the manifest links it, doctor checks it). */
 export const OPENAPI_PATH = `${API_PREFIX}/openapi.json`;
+
+/** What a grant must hold to scrape GET /metrics (outside the operations table: Prometheus text, not an envelope). */
+export const METRICS_SCOPES: readonly Scope[] = ['setup:read'];
 export const SCHEMA_VERSION = '2026-06-17';
 export const OPENAPI_VERSION = '3.1.0';
 

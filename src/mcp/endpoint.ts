@@ -13,7 +13,6 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import type { AuditLog, TenantStore } from '../../db/repo.ts';
 import { checkExpectedContext, EXPECTED_CONTEXT } from '../contract/context.ts';
 import { AppError } from '../contract/errors.ts';
-import type { Scope } from '../contract/scopes.ts';
 import type { CoreWith } from '../core.ts';
 import { authenticateBearer } from '../ops/grants.ts';
 import type { OpContext } from '../ops/context.ts';
@@ -56,15 +55,14 @@ export function createMcpEndpoint(deps: ServerDeps & { core: CoreWith<AuditLog &
     const requestId = requestIdOf(req);
     const misdirected = hostOriginRefusal(req.headers, core.config.publicUrl, { origins: core.config.mcp.allowedOrigins, hosts: core.config.mcp.allowedHosts });
     if (misdirected) return refused(misdirected, requestId);
-    let grant, store;
+    let ctx;
     try {
-      ({ grant, store } = await authenticateBearer(core, req.headers.get('authorization')));
+      ctx = await authenticateBearer(core, req.headers.get('authorization'));
     } catch (err) {
       if (err instanceof AppError) return pipeline.failedAuthentication(err, client, requestId);
       throw err;
     }
-    const scopes = JSON.parse(grant.scopes) as Scope[];
-    const ctx = { store, grant, scopes, actor: { kind: 'agent' as const, grantId: grant.id, label: grant.label } };
+    const { grant, store, scopes } = ctx;
     try {
       checkExpectedContext(req.headers, store); // as REST: a session never binds to a store the client did not expect
     } catch (err) {

@@ -1,12 +1,12 @@
 /** Agent grants: issue, list, revoke (local admin only) and bearer authentication (every API call). */
 import type { GrantRow, StoreRow } from '../../db/types.ts';
-import { AppError } from '../contract/errors.ts';
+import { AppError, refuse } from '../contract/errors.ts';
 import { SCOPES, TIERS, TIER_LABELS, type Scope, type Tier } from '../contract/scopes.ts';
 import type { TenantStore } from '../../db/repo.ts';
 import type { CoreWith } from '../core.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
 import { isWellFormedGrantToken, newGrantToken, sha256Hex } from '../lib/crypto.ts';
-import type { OpContext } from './context.ts';
+import type { Actor, OpContext } from './context.ts';
 
 export interface IssueGrantInput {
   shopDomain: string;
@@ -82,7 +82,19 @@ export async function revokeGrant(core: CoreWith<TenantStore>, grantId: string) 
 }
 
 /** Resolves a bearer token to its grant and store; 401 for anything not currently valid. */
-export async function authenticateBearer(core: CoreWith<TenantStore>, authorization: string | null): Promise<{ grant: GrantRow; store: StoreRow }> {
+/** Who a bearer grant is: its grant, store and scopes, and the actor audit rows and envelopes name. */
+export interface Principal {
+  grant: GrantRow;
+  store: StoreRow;
+  scopes: Scope[];
+  actor: Actor;
+}
+
+/**
+ * The one authentication step of every grant-authenticated surface (the pipeline, /metrics, the MCP endpoint):
+ * the bearer token to a live grant of an existing store. Throws 401 `unauthorized`.
+ */
+export async function authenticateBearer(core: CoreWith<TenantStore>, authorization: string | null): Promise<Principal> {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
   if (!m) throw unauthorized('Send Authorization: Bearer <grant token>.');
   const token = m[1]!;
@@ -93,7 +105,22 @@ export async function authenticateBearer(core: CoreWith<TenantStore>, authorizat
   if (grant.expiresAt <= core.clock.now()) throw unauthorized('This grant has expired. Ask the merchant for a new one.');
   const store = await core.repo.getStore(grant.storeId);
   if (!store) throw unauthorized('The grant belongs to no store.');
-  return { grant, store };
+  return { grant, store, scopes: JSON.parse(grant.scopes) as Scope[], actor: { kind: 'agent', grantId: grant.id, label: grant.label } };
+}
+
+/** 403 `missing_scope` when `held` lacks any of what `what` requires; null when it holds them all. */
+export function missingScopeRefusal(what: string, required: readonly Scope[], held: readonly Scope[]): AppError | null {
+  const missing = required.filter((s) => !held.includes(s));
+  if (!missing.length) return null;
+  return refuse(
+    {
+      category: 'scope',
+      code: 'missing_scope',
+      reason: `${what} needs ${missing.join(', ')}, which this grant does not hold.`,
+      recommendedAction: 'Ask the merchant for a grant whose tier includes these scopes.',
+    },
+    { missingScopes: missing, requiredScopes: required },
+  );
 }
 
 function unauthorized(message: string): AppError {

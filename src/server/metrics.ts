@@ -3,21 +3,20 @@
  * store's series, the box's machinery, the process.
  */
 import { checkExpectedContext } from '../contract/context.ts';
-import { AppError, refuse } from '../contract/errors.ts';
+import { AppError } from '../contract/errors.ts';
 import type { Operation } from '../contract/operations.ts';
-import type { Scope } from '../contract/scopes.ts';
+import { METRICS_SCOPES } from '../contract/scopes.ts';
 import type { Core } from '../core.ts';
 import { NO_CLIENT, type AuthFailureLimiter, type ClientOf } from '../lib/auth-failures.ts';
 import { metrics, processRegistry } from '../lib/instruments.ts';
 import { PROMETHEUS_CONTENT_TYPE, Registry, renderText } from '../lib/metrics.ts';
 import { requestIdOf } from '../lib/request-ids.ts';
-import { authenticateBearer } from '../ops/grants.ts';
+import { authenticateBearer, missingScopeRefusal } from '../ops/grants.ts';
 import { authenticateMetricsToken, metricsTokenIn } from '../ops/metrics-tokens.ts';
 import { countRequests } from '../ops/operator-requests.ts';
 import { VERSION } from '../version.ts';
 import { errorResponse, newSupportCode } from './http.ts';
 
-const SCOPE: Scope = 'setup:read';
 const FROM_DATABASE = "Read from the database at scrape time: the database's figure, the same on every instance (do not sum across instances).";
 /** What a failed metrics-token authentication is audited and counted as: failedAuthentication reads only the operationId. */
 const SCRAPE_METRICS = { operationId: 'scrapeMetrics' } as unknown as Operation;
@@ -36,22 +35,12 @@ export function createMetricsHandler(core: Core, authFailures: AuthFailureLimite
     if (metricsToken !== null) return scrapeWithToken(req, metricsToken, client);
     let ctx: Parameters<typeof errorResponse>[0] = null;
     try {
-      const { grant, store } = await authenticateBearer(core, req.headers.get('authorization'));
-      const scopes = JSON.parse(grant.scopes) as Scope[];
-      ctx = { store, grant, scopes, actor: { kind: 'agent', grantId: grant.id, label: grant.label } };
-      checkExpectedContext(req.headers, store);
-      if (!scopes.includes(SCOPE)) {
-        throw refuse(
-          {
-            category: 'scope',
-            code: 'missing_scope',
-            reason: `/metrics needs ${SCOPE}, which this grant does not hold.`,
-            recommendedAction: 'Ask the merchant for a grant whose tier includes setup:read (observer or above).',
-          },
-          { missingScopes: [SCOPE], requiredScopes: [SCOPE] },
-        );
-      }
-      return await scrape(store.id);
+      const principal = await authenticateBearer(core, req.headers.get('authorization'));
+      ctx = principal;
+      checkExpectedContext(req.headers, principal.store);
+      const lacking = missingScopeRefusal('/metrics', METRICS_SCOPES, principal.scopes);
+      if (lacking) throw lacking;
+      return await scrape(principal.store.id);
     } catch (err) {
       if (!(err instanceof AppError)) return internalError(ctx, err);
       if (!ctx) metrics.unauthenticated('metrics');

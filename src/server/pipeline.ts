@@ -5,9 +5,8 @@
 import type { z } from 'zod';
 import { checkExpectedContext } from '../contract/context.ts';
 import { IDEMPOTENCY_KEY_MAX_LENGTH, IDEMPOTENCY_STALE_MS, IDEMPOTENCY_TTL_MS, MAX_API_BODY_BYTES } from '../contract/limits.ts';
-import { AppError, defaultRefusal, refuse, type ErrorCode } from '../contract/errors.ts';
+import { AppError, defaultRefusal, type ErrorCode } from '../contract/errors.ts';
 import type { Operation } from '../contract/operations.ts';
-import type { Scope } from '../contract/scopes.ts';
 import type { AuditLog } from '../../db/repo.ts';
 import type { Core, CoreWith } from '../core.ts';
 import { EDITION } from '../contract/scopes.ts';
@@ -18,7 +17,7 @@ import { crashPoint } from '../lib/crash-points.ts';
 import { metrics } from '../lib/instruments.ts';
 import { redactDocument, redactSecretsIn } from '../lib/redact.ts';
 import type { Actor, OpContext } from '../ops/context.ts';
-import { authenticateBearer } from '../ops/grants.ts';
+import { authenticateBearer, missingScopeRefusal } from '../ops/grants.ts';
 import { surfaceOf, type Surface } from '../mcp/surface.ts';
 import type { Meter } from '../contract/plans.ts';
 import { record } from '../ops/usage.ts';
@@ -56,32 +55,12 @@ export async function runOperation(
 ): Promise<Response> {
   let ctx: OpContext | null = null;
   try {
-    const { grant, store } = await authenticateBearer(deps.core, req.headers.get('authorization'));
-    const scopes = JSON.parse(grant.scopes) as Scope[];
-    ctx = {
-      core: deps.core,
-      store,
-      grant,
-      scopes,
-      actor: { kind: 'agent', grantId: grant.id, label: grant.label },
-      requestId,
-      endpointChanged: deps.endpointChanged,
-    };
-
+    const principal = await authenticateBearer(deps.core, req.headers.get('authorization'));
+    const { grant, store } = principal;
+    ctx = { core: deps.core, ...principal, requestId, endpointChanged: deps.endpointChanged };
     checkExpectedContext(req.headers, store);
-
-    const missing = op.scopes.filter((s) => !scopes.includes(s));
-    if (missing.length) {
-      throw refuse(
-        {
-          category: 'scope',
-          code: 'missing_scope',
-          reason: `${op.operationId} needs ${missing.join(', ')}, which this grant does not hold.`,
-          recommendedAction: 'Ask the merchant for a grant whose tier includes these scopes.',
-        },
-        { missingScopes: missing, requiredScopes: op.scopes },
-      );
-    }
+    const lacking = missingScopeRefusal(op.operationId, op.scopes, principal.scopes);
+    if (lacking) throw lacking;
 
     const input = {
       params: op.params ? parse(op.params, params, 'path') : undefined,
