@@ -10,6 +10,7 @@
  * it replaces anything. The key is in the file only when asked for; otherwise the header holds its fingerprint,
  * so a restore can tell whether the key it is given is the one that seals the box's secrets.
  */
+import { SETTINGS_FILE } from '../settings.ts';
 import { Database } from 'bun:sqlite';
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, fstatSync, fsyncSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
@@ -30,7 +31,7 @@ const HEADER_MAX_BYTES = 64 * 1024;
 const CHUNK_BYTES = 1 << 20;
 const KEY_FILE = 'secret.key';
 
-export type SectionName = 'hookrelay.db' | 'secret.key';
+export type SectionName = 'hookrelay.db' | 'secret.key' | 'hookrelay.toml';
 
 export interface BackupSection {
   name: SectionName;
@@ -161,8 +162,12 @@ export function createBackup(opts: { dataDir: string; to: string; includeKey: bo
     const facts = describeSnapshot(snapshot);
     if (key && facts.sealed) checkKeyOpens(key, facts.sealed);
     const keyBytes = opts.includeKey && key ? Buffer.from(Buffer.from(key.key).toString('hex')) : null;
+    // The operator's settings travel with the box: a restored box keeps its retention, limits and public URL.
+    const settingsPath = join(opts.dataDir, SETTINGS_FILE);
+    const settingsBytes = existsSync(settingsPath) ? readFileSync(settingsPath) : null;
     const sections: BackupSection[] = [{ name: 'hookrelay.db', ...digestFile(snapshot) }];
     if (keyBytes) sections.push({ name: 'secret.key', bytes: keyBytes.length, sha256: sha256(keyBytes) });
+    if (settingsBytes) sections.push({ name: 'hookrelay.toml', bytes: settingsBytes.length, sha256: sha256(settingsBytes) });
     const header: BackupHeader = {
       format: BACKUP_FORMAT,
       version: BACKUP_VERSION,
@@ -179,6 +184,7 @@ export function createBackup(opts: { dataDir: string; to: string; includeKey: bo
       writeAll(fd, Buffer.from(`${JSON.stringify(header)}\n`));
       copyInto(fd, snapshot);
       if (keyBytes) writeAll(fd, keyBytes);
+      if (settingsBytes) writeAll(fd, settingsBytes);
       fsyncSync(fd);
     } finally {
       closeSync(fd);
@@ -265,7 +271,7 @@ export function readBackupHeader(file: string): { header: BackupHeader; offset: 
       throw new AppError('invalid_input', `${path} is a hookrelay backup of format version ${String(header.version)}; this hookrelay reads version ${BACKUP_VERSION}. Restore it with the hookrelay that made it (${String(header.hookrelayVersion)}) or newer.`);
     }
     const sections = Array.isArray(header.sections) ? header.sections : [];
-    const valid = (s: BackupSection) => (s.name === 'hookrelay.db' || s.name === 'secret.key') && Number.isSafeInteger(s.bytes) && s.bytes >= 0 && /^[0-9a-f]{64}$/.test(s.sha256);
+    const valid = (s: BackupSection) => ['hookrelay.db', 'secret.key', 'hookrelay.toml'].includes(s.name) && Number.isSafeInteger(s.bytes) && s.bytes >= 0 && /^[0-9a-f]{64}$/.test(s.sha256);
     if (header.dialect !== 'sqlite' || sections[0]?.name !== 'hookrelay.db' || !sections.every(valid) || !Array.isArray(header.migrations) || typeof header.key !== 'object' || header.key === null) throw notOurs();
     if (new Set(sections.map((s) => s.name)).size !== sections.length || header.key.included !== sections.some((s) => s.name === 'secret.key')) throw notOurs();
     const expected = end + 1 + sections.reduce((n, s) => n + s.bytes, 0);
@@ -304,7 +310,8 @@ export function restoreBackup(opts: { from: string; dataDir: string; force: bool
 
   const dbFile = databasePath(opts.dataDir);
   const keyPath = join(opts.dataDir, KEY_FILE);
-  const present = ['hookrelay.db', 'hookrelay.db-wal', KEY_FILE].filter((f) => existsSync(join(opts.dataDir, f)));
+  const withSettings = header.sections.some((s) => s.name === 'hookrelay.toml');
+  const present = ['hookrelay.db', 'hookrelay.db-wal', KEY_FILE, ...(withSettings ? [SETTINGS_FILE] : [])].filter((f) => existsSync(join(opts.dataDir, f)));
   // A key file that is already this backup's key is no box of its own: restoring beside it replaces nothing.
   const sameKeyFile = () => header.key.fingerprint !== null && keyFingerprint(readKeyFile(keyPath)) === header.key.fingerprint;
   const replaced = present.filter((f) => f !== KEY_FILE || !sameKeyFile());
@@ -317,11 +324,13 @@ export function restoreBackup(opts: { from: string; dataDir: string; force: bool
   const stagedKey = join(opts.dataDir, `.${KEY_FILE}.${process.pid}.restoring`);
   try {
     let keyFromBackup: Buffer | null = null;
+    let settingsFromBackup: Buffer | null = null;
     const fd = openSync(from, 'r');
     try {
       let at = offset;
       for (const s of header.sections) {
         if (s.name === 'hookrelay.db') extractTo(fd, at, s, staged, from);
+        else if (s.name === 'hookrelay.toml') settingsFromBackup = readSection(fd, at, s, from);
         else keyFromBackup = readSection(fd, at, s, from);
         at += s.bytes;
       }
@@ -340,6 +349,7 @@ export function restoreBackup(opts: { from: string; dataDir: string; force: bool
     for (const f of [`${dbFile}-wal`, `${dbFile}-shm`, `${dbFile}-journal`]) rmSync(f, { force: true });
     renameSync(staged, dbFile);
     if (keyToWrite) renameSync(stagedKey, keyPath);
+    if (settingsFromBackup) writePrivate(join(opts.dataDir, SETTINGS_FILE), settingsFromBackup);
     syncDir(opts.dataDir);
     return { header, dataDir: opts.dataDir, replaced, key: plan.source };
   } finally {

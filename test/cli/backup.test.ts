@@ -5,7 +5,7 @@
  */
 import { Database } from 'bun:sqlite';
 import { afterAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { keyFingerprint } from '../../src/ops/backup.ts';
 import { parseSecretKey } from '../../src/lib/crypto.ts';
@@ -188,5 +188,30 @@ describe('restore', () => {
     expect(forced.json.replaced).not.toContain('secret.key');
     expect(grantIds(target)).toEqual(before);
     expect(auditOf(target, 'restore').map((r) => r.outcome)).toEqual(['ok']);
+  }, SPAWN_TIMEOUT_MS);
+});
+
+describe('the settings file', () => {
+  it('travels with the box: backed up as a section, restored beside the database; a different one in the target is replaced only with --force', () => {
+    const settings = '[retention]\nevents = "30d"\n';
+    const withSettings = dir('with-settings');
+    expect(run('init', '--shop', SHOP, '--data-dir', withSettings).code).toBe(0);
+    writeFileSync(join(withSettings, 'hookrelay.toml'), settings);
+    expect(run('backup', '--to', file('settings.hrbk'), '--include-key', '--data-dir', withSettings).code).toBe(0);
+    const { header } = parse(file('settings.hrbk'));
+    expect(header.sections.map((s: { name: string }) => s.name)).toEqual(['hookrelay.db', 'secret.key', 'hookrelay.toml']);
+
+    const target = dir('restored-settings');
+    expect(run('restore', '--from', file('settings.hrbk'), '--data-dir', target).code).toBe(0);
+    expect(readFileSync(join(target, 'hookrelay.toml'), 'utf8')).toBe(settings);
+
+    const other = dir('other-settings');
+    mkdirSync(other);
+    writeFileSync(join(other, 'hookrelay.toml'), 'public_url = "https://elsewhere.example"\n');
+    const refused = run('restore', '--from', file('settings.hrbk'), '--data-dir', other);
+    expect(refused.code).toBe(4);
+    expect(refused.json.error.details.present).toEqual(['hookrelay.toml']);
+    expect(run('restore', '--from', file('settings.hrbk'), '--data-dir', other, '--force').code).toBe(0);
+    expect(readFileSync(join(other, 'hookrelay.toml'), 'utf8')).toBe(settings);
   }, SPAWN_TIMEOUT_MS);
 });
