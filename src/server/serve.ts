@@ -109,7 +109,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
       if (!receipt) tagRequest(req, requestId); // the inbound path reads no id: only the header and log line carry it
       const peer = () => srv.requestIP(req)?.address ?? null;
       let res: Response;
-      // Bun's stop(false) closes the listener but keeps serving requests on open keep-alive connections.
+      // Bun's stop(false) closes the listener but still serves requests on open connections (1.4: those already arriving).
       if (draining) res = edgeAnswer(pathOf(req.url), SHUTTING_DOWN);
       else {
         inFlight++;
@@ -185,7 +185,12 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
         // Requests already inside the app finish (and commit) before the writer closes; at most 10 s.
         const deadline = Date.now() + 10_000;
         while (inFlight > 0 && Date.now() < deadline) await Bun.sleep(5);
-        await server.stop(true); // idle keep-alive connections would hold the stop open
+        // Requests still arriving get their 503 first: Bun 1.4's stop(false) closes idle connections at once and
+        // resolves once the others are answered, and its stop(true) would cut them (1.3's resolves at once).
+        let grace: Timer | undefined;
+        await Promise.race([stopped, new Promise((r) => (grace = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
+        clearTimeout(grace);
+        await server.stop(true); // whatever is still open past the deadline (on 1.3, idle keep-alive connections)
         await app.writer.close();
         await stopped;
         await relay?.stop();
