@@ -1,6 +1,8 @@
 /** The SQLite box an admin command works on, and the refusal of a change to a box `migrate --from` moved. */
-import { databasePath, locateDatabaseUrl, locateDataDir } from '../src/boot.ts';
+import { databasePath, locateDatabaseUrl, locateDataDir, openCore } from '../src/boot.ts';
+import type { Core } from '../src/core.ts';
 import { refuseChangeIfMoved } from '../src/ops/moved-box.ts';
+import { printJson } from './_output.ts';
 
 type StorageFlags = { 'data-dir'?: string; 'database-url'?: string };
 
@@ -15,4 +17,18 @@ export function sqliteBox(args: StorageFlags): { dir: string; file: string } | n
 export function refuseChangeToMovedBox(args: StorageFlags): void {
   const box = sqliteBox(args);
   if (box) refuseChangeIfMoved(box.dir, box.file);
+}
+
+/**
+ * Opens the box (never creating one), runs `fn` and prints its answer as the command's one JSON document, then
+ * closes it. `change`: the command writes, so a moved box is refused first (exit 4).
+ */
+export async function withCore(args: StorageFlags, fn: (core: Core) => Promise<unknown>, change = true): Promise<void> {
+  if (change) refuseChangeToMovedBox(args);
+  const core = await openCore({ dataDir: args['data-dir'], databaseUrl: args['database-url'], create: false });
+  try {
+    printJson(await fn(core));
+  } finally {
+    await core.repo.close();
+  }
 }

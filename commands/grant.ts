@@ -1,25 +1,11 @@
 import { defineCommand } from 'citty';
-import { openCore } from '../src/boot.ts';
 import { AppError } from '../src/contract/errors.ts';
 import { TIER_NAMES, type Tier } from '../src/contract/scopes.ts';
-import type { Core } from '../src/core.ts';
 import { parseDuration } from '../src/lib/clock.ts';
 import { issueGrant, listGrants, revokeGrant } from '../src/ops/grants.ts';
 import { auditAdmin, humanActor, storeIdOf } from '../src/ops/human-audit.ts';
 import { actorArg, storageArgs } from './_args.ts';
-import { refuseChangeToMovedBox } from './_box.ts';
-import { printJson } from './_output.ts';
-
-/** Runs `fn` on the box and prints its answer; `change`: refused (exit 4) on a box that was moved. */
-async function withCore(args: { 'data-dir'?: string; 'database-url'?: string }, fn: (core: Core) => Promise<unknown>, change = true) {
-  if (change) refuseChangeToMovedBox(args);
-  const core = await openCore({ dataDir: args['data-dir'], databaseUrl: args['database-url'], create: false });
-  try {
-    printJson(await fn(core));
-  } finally {
-    await core.repo.close();
-  }
-}
+import { withCore } from './_box.ts';
 
 const issue = defineCommand({
   meta: { name: 'issue', description: 'Mint an agent grant; prints its token once', examples: ['hookrelay grant issue --shop your-store.myshopify.com --tier operator --ttl 8h --label ci'] },

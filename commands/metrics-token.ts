@@ -1,23 +1,9 @@
 /** `hookrelay metrics-token issue|list|revoke`: the scrape credential for GET /metrics (local admin only, never over HTTP). */
 import { defineCommand } from 'citty';
-import { openCore } from '../src/boot.ts';
-import type { Core } from '../src/core.ts';
 import { auditAdmin, humanActor, storeIdOf } from '../src/ops/human-audit.ts';
 import { issueMetricsToken, listMetricsTokens, revokeMetricsToken } from '../src/ops/metrics-tokens.ts';
 import { actorArg, storageArgs } from './_args.ts';
-import { refuseChangeToMovedBox } from './_box.ts';
-import { printJson } from './_output.ts';
-
-/** Runs `fn` on the box and prints its answer; `change`: refused (exit 4) on a box that was moved. */
-async function withCore(args: { 'data-dir'?: string; 'database-url'?: string }, fn: (core: Core) => Promise<unknown>, change = true) {
-  if (change) refuseChangeToMovedBox(args);
-  const core = await openCore({ dataDir: args['data-dir'], databaseUrl: args['database-url'], create: false });
-  try {
-    printJson(await fn(core));
-  } finally {
-    await core.repo.close();
-  }
-}
+import { withCore } from './_box.ts';
 
 const issue = defineCommand({
   meta: {

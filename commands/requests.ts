@@ -1,21 +1,11 @@
 import { defineCommand } from 'citty';
-import { openCore } from '../src/boot.ts';
 import { AppError } from '../src/contract/errors.ts';
-import type { Core } from '../src/core.ts';
 import { iso } from '../src/lib/clock.ts';
 import { getRequest, listRequests, REQUEST_KIND_NAMES, REQUESTS_LIST_DEFAULT, REQUESTS_LIST_MAX, type RequestKind } from '../src/ops/operator-requests.ts';
 import { parseSince, SINCE_HELP, storageArgs } from './_args.ts';
-import { printJson } from './_output.ts';
+import { withCore } from './_box.ts';
 
 // Reads, like audit, grant list and store show: no audit row (src/ops/human-audit.ts records what changes something).
-async function withCore(args: { 'data-dir'?: string; 'database-url'?: string }, fn: (core: Core) => Promise<unknown>) {
-  const core = await openCore({ dataDir: args['data-dir'], databaseUrl: args['database-url'], create: false });
-  try {
-    printJson(await fn(core));
-  } finally {
-    await core.repo.close();
-  }
-}
 
 const list = defineCommand({
   meta: {
@@ -48,7 +38,7 @@ const list = defineCommand({
       }
       const requests = await listRequests(core, { storeId, kinds: kinds as RequestKind[], since, limit });
       return { since: since === undefined ? null : iso(since), requests };
-    });
+    }, false);
   },
 });
 
@@ -59,7 +49,7 @@ const show = defineCommand({
     examples: ['hookrelay requests show sup_…'],
   },
   args: { id: { type: 'positional', required: true, description: 'Request id (sup_…, feat_…, exp_…, diag_…)' }, ...storageArgs },
-  run: ({ args }) => withCore(args, async (core) => ({ request: await getRequest(core, args.id) })),
+  run: ({ args }) => withCore(args, async (core) => ({ request: await getRequest(core, args.id) }), false),
 });
 
 export default defineCommand({
