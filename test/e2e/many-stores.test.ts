@@ -13,7 +13,7 @@ import { ShopifyWebhooks } from '../../db/shopify-webhooks.ts';
 import { shopifyWebhooks } from '../../src/ops/shopify-webhooks.ts';
 import { showStores } from '../../src/ops/stores.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { b, fakeShopifyForFile, webhookPayloads, type FakeShopify } from '../fixtures/fake-shopify.ts';
+import { b, fakeShopifyForFile, lostAnswer, webhookPayloads, type FakeShopify } from '../fixtures/fake-shopify.ts';
 import { dumpDatabase } from '../security/dump.ts';
 import { addGrant, BASE, call, count, createEndpoint, createTestEnv, executeIntent, sendHook, type TestEnv } from '../helpers.ts';
 
@@ -43,7 +43,7 @@ const router = Bun.serve({
     try {
       return await fetch(`${fake.url}/${rest.join('/')}${url.search}`, { method: req.method, headers, body, redirect: 'manual' });
     } catch {
-      return Response.error(); // the shop's answer was lost (dropNextTokenAnswer): lose it here too
+      return lostAnswer(); // the shop's answer was lost (dropNextTokenAnswer): lose it here too
     }
   },
 });

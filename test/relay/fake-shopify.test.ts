@@ -8,6 +8,7 @@
  */
 import { afterAll, afterEach, describe, expect, it } from 'bun:test';
 import { createHmac } from 'node:crypto';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { callbackSigned } from '../../src/platform/shopify/app.ts';
 import { b, startFakeShopify, webhookPayloads, type FakeShopify, type FakeShopifyOptions } from '../fixtures/fake-shopify.ts';
@@ -884,6 +885,26 @@ describe('fake Shopify: a lost token answer', () => {
       ['refresh_token', 'issued'],
       ['authorization_code', 'issued'],
     ]);
+  });
+
+  it('nothing of a lost answer is written: the connection ends without a token, a status or a header of the answer', async () => {
+    const fake = start();
+    const p1 = await install(fake);
+    fake.dropNextTokenAnswer();
+    const body = JSON.stringify({ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, grant_type: 'refresh_token', refresh_token: p1.refresh });
+    const { port } = new URL(fake.url);
+    const received = await new Promise<string>((resolve) => {
+      let got = '';
+      const sock = connect(Number(port), '127.0.0.1', () =>
+        sock.write(`POST /admin/oauth/access_token HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`),
+      );
+      sock.on('data', (d) => (got += d.toString()));
+      sock.on('error', () => {}); // Bun 1.4 resets the connection
+      sock.on('close', () => resolve(got));
+    });
+    expect(fake.tokenRequests.at(-1)).toMatchObject({ grantType: 'refresh_token', outcome: 'issued', dropped: true });
+    // Bun 1.4 writes nothing; Bun 1.3 a status line of 0, which every client refuses.
+    expect(received).not.toMatch(/HTTP\/1\.1 [1-9]|shpat_|shprt_|access_token|content-type/i);
   });
 });
 
