@@ -1,16 +1,17 @@
 /**
- * `bun run bench:pair --b <checkout> [--a <checkout>] [--runs 3] [--a-env K=V] [--b-env K=V]`: compares two trees
- * by running both relay servers at once on core 0, each loaded by its own load generator on core 1 (32
- * connections each), and reports B's server CPU per receipt relative to A's.
+ * `bun run bench:pair --b <checkout> [--a <checkout>] [--runs 3] [--a-env K=V] [--b-env K=V] [--a-bun PATH]
+ * [--b-bun PATH]`: compares two trees, or one tree under two Bun runtimes, by running both relay servers at once on
+ * core 0, each loaded by its own load generator on core 1 (32 connections each), and reports B's server CPU per
+ * receipt relative to A's. The load generators run on the `bun` of PATH, the same for both sides.
  *
  * Why paired: this host's speed drifts. The same tree measured 33 to 54 µs of CPU per receipt within an hour,
  * so runs one after the other cannot resolve a 5% change. Two servers sharing the core in the same seconds see
  * the same host; A against A gives ratios within 1%. A checkout is any directory holding this repository
- * (`git worktree add /tmp/base main`, with node_modules linked or installed); A defaults to this one.
+ * (`git worktree add /tmp/base main`, with node_modules linked or installed); A defaults to this one, and B to A.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cpuSeconds, createHookEndpoint, hookLoad, log, median, ROOT, round, spawnReady, stop, type Child } from './_lib.ts';
 import type { LoadResult } from './load.ts';
@@ -23,14 +24,17 @@ const { values: a } = parseArgs({
     runs: { type: 'string', default: '3' },
     'a-env': { type: 'string', multiple: true, default: [] },
     'b-env': { type: 'string', multiple: true, default: [] },
+    'a-bun': { type: 'string', default: 'bun' },
+    'b-bun': { type: 'string', default: 'bun' },
     seconds: { type: 'string', default: '8' },
     serial: { type: 'boolean', default: false },
   },
 });
-if (!a.b) {
-  process.stderr.write('usage: bun run bench:pair --b <checkout> [--a <checkout>] [--runs 3] [--a-env K=V] [--b-env K=V] [--serial]\n');
+if (!a.b && a['a-bun'] === a['b-bun']) {
+  process.stderr.write('usage: bun run bench:pair --b <checkout> [--a <checkout>] [--runs 3] [--a-env K=V] [--b-env K=V] [--a-bun PATH] [--b-bun PATH] [--serial]\n');
   process.exit(2);
 }
+a.b ??= a.a;
 const envOf = (pairs: string[]) => Object.fromEntries(pairs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 
 /** Bytes the process wrote through system calls (WAL, database, sockets, logs). */
@@ -39,15 +43,30 @@ function writtenBytes(pid: number): number {
   return Number(line?.split(':')[1] ?? 0);
 }
 
+/**
+ * A side's runtime: `bun` from PATH, or a path to another Bun. A path also goes first in the side's PATH, so
+ * anything its server starts with `bun` runs on the same one.
+ */
+function runtime(bun: string): { bin: string; version: string; env: Record<string, string> } {
+  const bin = bun.includes('/') ? resolve(bun) : bun;
+  const version = Bun.spawnSync([bin, '--version']).stdout.toString().trim();
+  if (!version) throw new Error(`${bun}: not a Bun runtime`);
+  return { bin, version, env: bin === bun ? {} : { PATH: `${dirname(bin)}${delimiter}${process.env.PATH ?? ''}` } };
+}
+const bunA = runtime(a['a-bun']!);
+const bunB = runtime(a['b-bun']!);
+log(`A: ${resolve(a.a!)} on Bun ${bunA.version}; B: ${resolve(a.b)} on Bun ${bunB.version}`);
+
 interface Side {
   server: Child;
   dir: string;
   spec: string;
 }
 
-async function start(label: string, checkout: string, env: Record<string, string>, connections: number): Promise<Side> {
+async function start(label: string, checkout: string, env: Record<string, string>, bun: ReturnType<typeof runtime>, connections: number): Promise<Side> {
   const dir = mkdtempSync(join(tmpdir(), `hookrelay-pair-${label}-`));
-  const server = await spawnReady(0, ['bun', ...RUNTIME_FLAGS, join(resolve(checkout), 'scripts/bench/server.ts'), 'relay', '--data-dir', dir], { stderrTo: join(dir, 'log'), env });
+  const cmd = [bun.bin, ...RUNTIME_FLAGS, join(resolve(checkout), 'scripts/bench/server.ts'), 'relay', '--data-dir', dir];
+  const server = await spawnReady(0, cmd, { stderrTo: join(dir, 'log'), env: { ...bun.env, ...env } });
   const { url, secret } = await createHookEndpoint(server.ready.url, server.ready.token, `pair ${label}`);
   const spec = hookLoad(url, secret, { connections, warmupS: 2, durationS: Number(a.seconds) });
   writeFileSync(join(dir, 'spec.json'), JSON.stringify(spec));
@@ -86,8 +105,8 @@ async function release(sides: Side[]): Promise<void> {
 }
 
 const compare = (ra: Measured, rb: Measured) => ({ a: ra, b: rb, cpuRatio: rb.cpuUs / ra.cpuUs, rpsRatio: rb.rps / ra.rps });
-const startA = (connections: number) => start('a', a.a!, envOf(a['a-env']!), connections);
-const startB = (connections: number) => start('b', a.b!, envOf(a['b-env']!), connections);
+const startA = (connections: number) => start('a', a.a!, envOf(a['a-env']!), bunA, connections);
+const startB = (connections: number) => start('b', a.b!, envOf(a['b-env']!), bunB, connections);
 
 /** Both trees at once on core 0, 32 connections each. */
 async function once() {
@@ -124,6 +143,7 @@ for (let i = 0; i < Number(a.runs); i++) {
   runs.push(r);
 }
 const summary = {
+  bun: { a: bunA.version, b: bunB.version },
   runs: runs.length,
   cpuRatioMedian: round(median(runs.map((r) => r.cpuRatio)), 3),
   rpsRatioMedian: round(median(runs.map((r) => r.rpsRatio)), 3),
