@@ -13,6 +13,7 @@ import { and, asc, desc, eq, getTableColumns, gte, sql, type SQL } from 'drizzle
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import { runMigrations, type Migration } from '../migrate.ts';
+import { answeredByServer, CommitUnknownError, PG_TIMEOUTS, pgClientClass, settleCommit, withoutDeadline, type PgClient, type PgClientClass, type PgTimeouts } from './client.ts';
 import { PlatformLinks } from '../platform-links.ts';
 import { batchSteps, type SqlRunner } from '../runner.ts';
 import { migrations as pgMigrations } from '../migrations/pg/index.ts';
@@ -63,6 +64,8 @@ export interface PgOptions {
   max?: number;
   /** How long an idle pooled connection stays open, ms (pg's default 10 s); tests that open many handles shorten it. */
   idleTimeoutMillis?: number;
+  /** Deadlines on every connection and query (see db/pg/client.ts): PgRepo.open's default PG_TIMEOUTS; openPgPool's none. */
+  timeouts?: PgTimeouts | null;
 }
 
 const EVENT_COLUMNS = Object.entries(getTableColumns(s.events)).filter(([key]) => key !== 'leaseToken');
@@ -80,20 +83,36 @@ function rowToEvent(raw: Record<string, unknown>): EventRow {
  * that) and its failure would go unseen.
  */
 export function openPgPool(opts: PgOptions): pg.Pool {
-  const schema = opts.schema?.replace(/"/g, '');
-  // Startup options split on spaces; a backslash keeps one inside the value.
-  const options = schema ? `-c search_path="${schema.replace(/\\/g, '\\\\').replace(/ /g, '\\ ')}"` : undefined;
-  const pool = new pg.Pool({ connectionString: opts.url, max: opts.max ?? 10, types, options, idleTimeoutMillis: opts.idleTimeoutMillis });
+  const timeouts = opts.timeouts ?? null;
+  const pool = new pg.Pool({
+    ...pgClientConfig(opts.url, opts.schema),
+    Client: pgClientClass(timeouts) as unknown as new () => pg.ClientBase,
+    max: opts.max ?? 10,
+    idleTimeoutMillis: opts.idleTimeoutMillis,
+    // Waiting for a free connection: at worst a hung one's deadline, then a new connection.
+    connectionTimeoutMillis: timeouts ? timeouts.answerMs + timeouts.connectMs : undefined,
+  });
   // An idle connection dropped by the server must not end the process; the next query reconnects.
   pool.on('error', () => {});
   return pool;
 }
 
+/** What every connection of a URL starts with: int8 as numbers, and the schema (search_path) when one is given. */
+function pgClientConfig(url: string, schema: string | undefined): pg.ClientConfig {
+  const name = schema?.replace(/"/g, '');
+  // Startup options split on spaces; a backslash keeps one inside the value.
+  const options = name ? `-c search_path="${name.replace(/\\/g, '\\\\').replace(/ /g, '\\ ')}"` : undefined;
+  return { connectionString: url, types, options };
+}
+
 /** Applies pending migrations under an advisory lock, so N instances can start at once. */
 export async function migratePg(pool: pg.Pool, list: Migration[] = pgMigrations, schema?: string): Promise<string[]> {
   const client = await pool.connect();
+  // A migration may rewrite a large table: no deadline, no statement_timeout.
+  const restoreDeadline = withoutDeadline(client);
   try {
     await client.query('BEGIN');
+    await client.query('SET LOCAL statement_timeout = 0');
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
     if (schema) {
       await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema.replace(/"/g, '')}"`);
@@ -118,6 +137,7 @@ export async function migratePg(pool: pg.Pool, list: Migration[] = pgMigrations,
     await client.query('ROLLBACK').catch(() => {});
     throw err;
   } finally {
+    restoreDeadline();
     client.release();
   }
 }
@@ -166,13 +186,19 @@ export class PgRepo implements Repo {
   /** The live holders seen by the last claim (endDeadLeases); null before the first. */
   private seenOwners: string | null = null;
   private closed = false;
+  /** Connections outside the pool (LISTEN, liveness, settleCommit's): the pool's class and settings. */
+  private readonly Client: PgClientClass;
+  private readonly clientConfig: pg.ClientConfig;
 
   constructor(
     readonly pool: pg.Pool,
-    /** For the LISTEN connection, which lives outside the pool. */
-    private readonly url: string,
+    /** For the connections outside the pool (LISTEN, liveness). */
+    url: string,
     private readonly schema?: string,
+    private readonly timeouts: PgTimeouts | null = null,
   ) {
+    this.Client = pgClientClass(timeouts);
+    this.clientConfig = pgClientConfig(url, schema);
     this.db = drizzle({ client: pool, schema: s });
     this.sql = pgRunner(pool);
     this.links = new PlatformLinks(this.sql);
@@ -192,9 +218,10 @@ export class PgRepo implements Repo {
   readonly sql: SqlRunner;
 
   static async open(opts: PgOptions): Promise<PgRepo> {
-    const pool = openPgPool(opts);
+    const timeouts = opts.timeouts === undefined ? PG_TIMEOUTS : opts.timeouts;
+    const pool = openPgPool({ ...opts, timeouts });
     await migratePg(pool, pgMigrations, opts.schema);
-    return new PgRepo(pool, opts.url, opts.schema?.replace(/"/g, ''));
+    return new PgRepo(pool, opts.url, opts.schema?.replace(/"/g, ''), timeouts);
   }
 
   /**
@@ -214,8 +241,7 @@ export class PgRepo implements Repo {
    * of this handle checks its token, so it is fenced, as after a lease's expiry.
    */
   private async holdLiveness(): Promise<void> {
-    const c = new pg.Client({ connectionString: this.url, types });
-    c.on('error', () => {});
+    const c = new this.Client(this.clientConfig);
     c.once('end', () => {
       if (this.liveness !== c) return;
       this.liveness = null;
@@ -232,16 +258,19 @@ export class PgRepo implements Repo {
     if (!this.closed) setTimeout(() => void this.holdLiveness().catch(() => this.retakeLiveness()), 1000);
   }
 
+  /** A transaction on a pooled connection. A COMMIT whose answer was lost throws CommitUnknownError (see commitIngest). */
   private async tx<T>(fn: (c: Tx) => Promise<T>): Promise<T> {
     const c = await this.pool.connect();
+    let committing = false;
     try {
       await c.query('BEGIN');
       const out = await fn(c);
+      committing = true;
       await c.query('COMMIT');
       return out;
     } catch (err) {
       await c.query('ROLLBACK').catch(() => {});
-      throw err;
+      throw committing && !answeredByServer(err) ? new CommitUnknownError(err, (c as unknown as PgClient).session) : err;
     } finally {
       c.release();
     }
@@ -326,8 +355,32 @@ export class PgRepo implements Repo {
   }
 
   // inbound
+  /**
+   * A COMMIT whose answer was lost is settled before anyone is answered: stored, and the receipts are returned as
+   * committed; certainly not stored, and the original failure is thrown (a plain 503); or not known within
+   * PgTimeouts.settleMs, and CommitUnknownError is thrown (the 503 names the receipt: see outcomeUnknown).
+   */
   async commitIngest(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null = null): Promise<CommittedReceipt[]> {
     if (lease) await this.alive();
+    let committed = null as CommittedReceipt[] | null;
+    try {
+      return await this.commitReceipts(receipts, authFailures, lease, (out) => (committed = out));
+    } catch (err) {
+      const first = committed?.[0]?.eventId;
+      const stored = err instanceof CommitUnknownError && first ? await this.settle(err.session, first) : false;
+      if (stored) return committed!;
+      for (const o of committed ?? []) if (o.leased) this.leases.delete(o.eventId);
+      throw stored === false && err instanceof CommitUnknownError ? err.cause : err;
+    }
+  }
+
+  /** Whether the transaction of `session` that held `eventId` is stored; null when the database cannot say in time. */
+  private settle(session: string, eventId: string): Promise<boolean | null> {
+    const stored = async (c: pg.Client) => ((await c.query('SELECT 1 FROM events WHERE id = $1', [eventId])).rowCount ?? 0) > 0;
+    return settleCommit(this.Client, this.clientConfig, session, stored, (this.timeouts ?? PG_TIMEOUTS).settleMs);
+  }
+
+  private commitReceipts(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null, sent: (out: CommittedReceipt[]) => void) {
     return this.tx(async (c) => {
       if (authFailures.length) await this.recordAuthFailures(c, authFailures);
       const duplicates = await this.decideDuplicates(c, receipts);
@@ -372,6 +425,7 @@ export class PgRepo implements Repo {
         ]);
       }
       await stats.flush(c, this.shard);
+      sent(out);
       return out;
     });
   }
@@ -824,26 +878,40 @@ export class PgRepo implements Repo {
     await this.pool.query('SELECT pg_notify($1, $2)', [this.channel(channel), payload]);
   }
 
-  /** A dedicated connection LISTENs (a pooled one would be handed to other queries); it reconnects if dropped. */
+  /**
+   * A dedicated connection LISTENs (a pooled one would be handed to other queries). Dropped, or failing to connect
+   * again while the database is away, it tries again every second: the first attempt's failure is the caller's.
+   */
   async listen(fn: (channel: Signal, payload: string) => void) {
     let client: pg.Client | null = null;
     let stopped = false;
-    const connect = async (): Promise<void> => {
-      const c = new pg.Client({ connectionString: this.url, types });
+    const connect = async (first: boolean): Promise<void> => {
+      const c = new this.Client(this.clientConfig);
+      let up = false;
+      let over = false;
+      const lost = () => {
+        if (over || stopped) return;
+        over = true;
+        if (client === c) client = null;
+        void c.end().catch(() => {});
+        if (up || !first) setTimeout(() => void (stopped ? null : connect(false).catch(() => {})), 1000);
+      };
       c.on('notification', (m) => {
         for (const channel of ['endpoint', 'due'] as const) if (m.channel === this.channel(channel)) fn(channel, m.payload ?? '');
       });
-      c.on('error', () => {
-        if (stopped) return;
-        client = null;
-        setTimeout(() => void connect().catch(() => {}), 1000);
-      });
-      await c.connect();
-      if (this.schema) await c.query(`SET search_path TO "${this.schema}"`);
-      for (const channel of ['endpoint', 'due'] as const) await c.query(`LISTEN "${this.channel(channel)}"`);
-      client = c;
+      c.on('error', lost);
+      try {
+        await c.connect();
+        for (const channel of ['endpoint', 'due'] as const) await c.query(`LISTEN "${this.channel(channel)}"`);
+      } catch (err) {
+        lost();
+        throw err;
+      }
+      up = true;
+      if (stopped) await c.end().catch(() => {});
+      else client = c;
     };
-    await connect();
+    await connect(true);
     return async () => {
       stopped = true;
       await (client as pg.Client | null)?.end().catch(() => {});

@@ -13,7 +13,7 @@ import { buildFlowPayload, flowPayloadFits } from './flow.ts';
 import { getPath, normalizeResourceId, relatedIdText } from './mapping.ts';
 import { readCapped, releaseBody } from '../lib/body.ts';
 import { metrics } from '../lib/instruments.ts';
-import { describeFault, STORAGE_RETRY_AFTER_SECONDS, storageFault } from './storage-health.ts';
+import { describeFault, outcomeUnknown, STORAGE_RETRY_AFTER_SECONDS, storageFault } from './storage-health.ts';
 import { WriterClosedError, type ReceiptWriter } from './writer.ts';
 import { NO_CLIENT, type AuthFailureLimiter, type ClientOf } from '../lib/auth-failures.ts';
 
@@ -73,6 +73,27 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
     const fault = storageFault(err);
     if (!fault) throw err;
     return reply(503, { code: 'storage_unavailable', message: `The receipt could not be recorded: ${describeFault(fault)}. Retry later.` }, { 'Retry-After': String(STORAGE_RETRY_AFTER_SECONDS) });
+  }
+
+  /**
+   * The 503 of a receipt whose COMMIT reached the database and whose answer was lost, the database unreachable
+   * since: it may be stored. The answer names it, so that the sender's retry (same external_event_id) is answered
+   * duplicate_suppressed instead of making a second event, or the sender can look the event up.
+   */
+  function mayBeRecorded(event: EventRow): Response {
+    const retry = event.externalEventId
+      ? 'Send it again with the same external_event_id: if it was recorded, the retry is answered duplicate_suppressed.'
+      : `Without an external_event_id a retry would be a second event if this one was recorded: GET /agent/v1/events/${event.id} tells.`;
+    return reply(
+      503,
+      {
+        code: 'storage_unavailable',
+        message: `The database stopped answering while this receipt was being committed: it may have been recorded as ${event.id}. ${retry}`,
+        receiptId: event.receiptId,
+        eventId: event.id,
+      },
+      { 'Retry-After': String(STORAGE_RETRY_AFTER_SECONDS) },
+    );
   }
 
   async function receive(req: Request, endpointId: string, client: ClientOf): Promise<Response> {
@@ -174,6 +195,7 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
       });
     } catch (err) {
       metrics.inbound(row.storeId, 'unavailable');
+      if (outcomeUnknown(err)) return mayBeRecorded(event);
       throw err; // answered by unavailable()
     }
     metrics.inbound(row.storeId, committed.outcome);

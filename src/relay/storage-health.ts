@@ -4,7 +4,7 @@ import { iso, type Clock } from '../lib/clock.ts';
 import type { Log } from '../lib/log.ts';
 
 /** Why storage refuses writes, in words safe for a public status page (never the driver's text). */
-export type StorageFault = 'full' | 'io' | 'busy' | 'read_only' | 'corrupt' | 'unreachable';
+export type StorageFault = 'full' | 'io' | 'busy' | 'read_only' | 'corrupt' | 'unreachable' | 'timeout';
 
 const FAULTS: [RegExp, StorageFault][] = [
   [/^SQLITE_FULL/, 'full'],
@@ -18,8 +18,21 @@ const FAULTS: [RegExp, StorageFault][] = [
   // the socket errors of a database that cannot be reached.
   [/^53100$/, 'full'],
   [/^(53\d{3}|58030)$/, 'io'],
-  [/^(08\d{3}|57P0[1-3]|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND)$/, 'unreachable'],
+  [/^(08\d{3}|57P0[1-3]|ECONNREFUSED|ECONNRESET|ECONNABORTED|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|PG_CONNECTION_LOST|PG_COMMIT_UNKNOWN)$/, 'unreachable'],
   [/^25006$/, 'read_only'],
+  // statement_timeout (57014): the server is there but did not finish; the driver's deadlines: no answer at all.
+  [/^57014$/, 'busy'],
+  [/^(PG_QUERY_TIMEOUT|PG_CONNECT_TIMEOUT)$/, 'timeout'],
+];
+
+/**
+ * node-postgres raises these without a SQLSTATE or errno: the connection failed, not the statement. Named here by
+ * their text (the only thing they carry), as the codes FAULTS reads.
+ */
+const DRIVER_MESSAGES: [RegExp, string][] = [
+  [/^(timeout exceeded when trying to connect|Connection terminated due to connection timeout|timeout expired)$/, 'PG_CONNECT_TIMEOUT'],
+  [/^Query read timeout$/, 'PG_QUERY_TIMEOUT'],
+  [/^(Connection terminated( unexpectedly)?|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|Cannot use a pool after calling end on the pool)$/, 'PG_CONNECTION_LOST'],
 ];
 
 /**
@@ -30,8 +43,30 @@ export function faultCode(err: unknown): string | null {
   for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && FAULTS.some(([re]) => re.test(code))) return code;
+    const message = (e as { message?: unknown }).message;
+    if (code === undefined && typeof message === 'string') {
+      const named = DRIVER_MESSAGES.find(([re]) => re.test(message));
+      if (named) return named[1];
+    }
   }
   return null;
+}
+
+/**
+ * Whether the database stopped answering (a deadline passed) rather than refusing: the receipts queued behind such a
+ * commit would wait as long again (see ReceiptWriter.flush).
+ */
+export function stalled(err: unknown): boolean {
+  const code = faultCode(err);
+  return code === 'PG_QUERY_TIMEOUT' || code === 'PG_CONNECT_TIMEOUT' || code === 'PG_COMMIT_UNKNOWN' || code === '57014';
+}
+
+/**
+ * Whether a receipt's commit ended without its outcome known: COMMIT was sent, its answer lost, and the database could
+ * not be asked afterwards. The receipt may be stored; its 503 names it so that the sender's retry is deduplicated.
+ */
+export function outcomeUnknown(err: unknown): boolean {
+  return faultCode(err) === 'PG_COMMIT_UNKNOWN';
 }
 
 /** The storage fault an error stands for, or null for any other error (a bug stays an internal error). */
@@ -66,9 +101,20 @@ export class StorageHealth {
     const fault = storageFault(err);
     if (!fault) return null;
     const now = this.clock.now();
-    if (!this.failing || this.failing.fault !== fault) this.log.error(`storage: writes are failing (${fault}); ingest and the API answer 503 storage_unavailable`);
+    if (!this.failing || this.failing.fault !== fault) {
+      this.log.error(`storage: writes are failing (${fault}); ingest and the API answer 503 storage_unavailable`, { code: faultCode(err) });
+    }
     this.failing = { since: this.failing?.since ?? now, last: now, fault };
     return fault;
+  }
+
+  /**
+   * The database answered a read (GET /status's probe): a fault that was only about reaching it (lost connections,
+   * no answer in time) is over, so /status recovers by itself after an outage with no write to prove it. A disk
+   * fault waits for a write.
+   */
+  reachable(): void {
+    if (this.failing?.fault === 'unreachable' || this.failing?.fault === 'timeout') this.succeeded();
   }
 
   /** A write committed: storage takes writes again. */
@@ -91,6 +137,7 @@ const FAULT_WORDS: Record<StorageFault, string> = {
   read_only: 'the database is read-only',
   corrupt: 'the database file is damaged',
   unreachable: 'the database cannot be reached',
+  timeout: 'the database did not answer in time',
 };
 
 /** What a fault means, for people (the status page, error messages); never the driver's text. */

@@ -5,7 +5,7 @@
 import type { IngestStore, PendingAuthFailure } from '../../db/repo.ts';
 import type { CommittedReceipt, EventRow, IngestLease, PendingReceipt } from '../../db/types.ts';
 import { metrics } from '../lib/instruments.ts';
-import type { StorageHealth } from './storage-health.ts';
+import { faultCode, outcomeUnknown, stalled, type StorageHealth } from './storage-health.ts';
 
 /**
  * The running worker's side of a commit: it may take receipts straight from the commit (claimed in the same
@@ -160,6 +160,16 @@ export class ReceiptWriter {
         this.health?.failed(err);
         batch.forEach((w) => w.reject(err));
         failures.forEach((f) => f.reject(err));
+        // The database stopped answering (a deadline passed): what queued behind this commit would wait as long
+        // again for the same silent database. Refused now, before any of it was sent (nothing stored), so that no
+        // sender waits more than one deadline; the next receipt tries the database again. They are refused with
+        // the cause, not with "may be stored", which is this batch's alone.
+        if (stalled(err)) {
+          const cause = (err as { cause?: unknown }).cause;
+          const refusal = outcomeUnknown(err) && faultCode(cause) ? cause : err;
+          this.receipts.splice(0).forEach((w) => w.reject(refusal));
+          this.failures.splice(0).forEach((f) => f.reject(refusal));
+        }
       }
     })();
     await this.flushing;

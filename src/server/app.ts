@@ -19,6 +19,9 @@ import { VERSION } from '../version.ts';
 import { AuthFailureLimiter, lazyClient, trustsProxy } from '../lib/auth-failures.ts';
 
 
+/** How long GET /status waits for its read of the database. */
+const STATUS_PROBE_MS = 2_000;
+
 /** decodeURIComponent that answers null for malformed escapes instead of throwing. */
 function safeDecode(s: string): string | null {
   if (!s.includes('%')) return s;
@@ -118,6 +121,19 @@ export function createApp(core: Core): App {
   }
 
   /**
+   * /status's read, given up after STATUS_PROBE_MS so that a database that stopped answering reads as degraded at
+   * once; one at a time (a probe still running is joined), so polling a hung database holds one connection. Its
+   * answer also ends a fault that was only about reaching the database (StorageHealth.reachable).
+   */
+  let probing: ReturnType<typeof core.repo.links.listPaused> | null = null;
+  function probe(): ReturnType<typeof core.repo.links.listPaused> {
+    probing ??= core.repo.links.listPaused().finally(() => (probing = null));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('status probe: no answer')), STATUS_PROBE_MS)));
+    return Promise.race([probing, late]).finally(() => clearTimeout(timer));
+  }
+
+  /**
    * Aggregate health. Storage is degraded from a failed write until a write succeeds again (a full disk still
    * reads fine, so a read probe alone would say operational); the read probe catches a database that cannot
    * even be read. Degraded storage answers 503, so a load balancer's check takes the box out of rotation. The
@@ -129,7 +145,8 @@ export function createApp(core: Core): App {
     let paused: { pauseReason: string | null; pausedSince: number | null }[] = [];
     try {
       // An uninstalled store waits for its merchant, not for a failure to pass: no fault of the box's.
-      paused = (await core.repo.links.listPaused()).filter((p) => p.pauseReason !== 'uninstalled');
+      paused = (await probe()).filter((p) => p.pauseReason !== 'uninstalled');
+      storage.reachable();
     } catch {
       readable = false;
     }
