@@ -10,11 +10,12 @@ import { ROOT } from '../bench/_lib.ts';
 import { killAllServers, log } from './_box.ts';
 import { seeded } from './_rand.ts';
 import { crashPart, type CrashFigures } from './crash.ts';
+import { databasePart, type DatabaseFigures } from './database.ts';
 import { floodPart, type FloodFigures } from './flood.ts';
 import { fuzzPart, type FuzzFigures } from './fuzz.ts';
 import { sandboxPart, type SandboxFigures } from './sandbox.ts';
 
-const PARTS = ['crash', 'fuzz', 'flood', 'sandbox'] as const;
+const PARTS = ['crash', 'fuzz', 'flood', 'sandbox', 'database'] as const;
 type Part = (typeof PARTS)[number];
 
 const { values: a } = parseArgs({
@@ -30,9 +31,11 @@ const { values: a } = parseArgs({
 });
 
 if (a.help) {
-  process.stdout.write(`usage: bun run torture [--quick] [--seed N] [--json] [--only crash,fuzz,flood,sandbox] [--bin PATH] [--keep]
-  --quick   the CI size: 3 kill -9 + 1 SIGTERM, 300 fuzz cases, 500 flood requests, the sandbox set once
-            default: 20 kill -9 + 5 SIGTERM, 2000 fuzz cases, 10,000 flood requests, the sandbox set 3 times
+  process.stdout.write(`usage: bun run torture [--quick] [--seed N] [--json] [--only crash,fuzz,flood,sandbox,database] [--bin PATH] [--keep]
+  --quick   the CI size: 3 kill -9 + 1 SIGTERM, 300 fuzz cases, 500 flood requests, the sandbox set once,
+            PostgreSQL frozen 8 s, then stopped, killed and restarted once each under load
+            default: 20 kill -9 + 5 SIGTERM, 2000 fuzz cases, 10,000 flood requests, the sandbox set 3 times,
+            PostgreSQL frozen 20 s, then stopped, killed and restarted 3 times each
   --seed    fuzz cases, kill moments and flood values derive from it (default 13)
   --bin     test this binary instead of building dist/hookrelay first
   --keep    keep the temporary data dirs and server logs (their paths are logged)
@@ -42,8 +45,8 @@ Exit 1 when lost, unexplained repeats, 5xx, undocumented shapes or server deaths
 
 /** Sizes: --quick is what CI runs (about 2 minutes on 2 cores); the default is bounded to about 10. */
 const SIZE = a.quick
-  ? { kills: 3, terms: 1, senders: 6, fuzzCases: 300, floodEach: 250, sandboxRounds: 1, watchdogMs: 6 * 60_000 }
-  : { kills: 20, terms: 5, senders: 8, fuzzCases: 2000, floodEach: 5000, sandboxRounds: 3, watchdogMs: 15 * 60_000 };
+  ? { kills: 3, terms: 1, senders: 6, fuzzCases: 300, floodEach: 250, sandboxRounds: 1, dbFreezeMs: 8_000, dbStopRounds: 1, watchdogMs: 6 * 60_000 }
+  : { kills: 20, terms: 5, senders: 8, fuzzCases: 2000, floodEach: 5000, sandboxRounds: 3, dbFreezeMs: 20_000, dbStopRounds: 3, watchdogMs: 15 * 60_000 };
 
 const seed = Number(a.seed);
 if (!Number.isInteger(seed)) throw new Error('--seed must be an integer');
@@ -83,6 +86,7 @@ interface Results {
   fuzz?: FuzzFigures | { error: string };
   flood?: FloodFigures | { error: string };
   sandbox?: SandboxFigures | { error: string };
+  database?: DatabaseFigures | { error: string };
 }
 
 const started = Date.now();
@@ -106,6 +110,9 @@ if (only.has('crash')) results.crash = await attempt('crash', () => crashPart({ 
 if (only.has('fuzz')) results.fuzz = await attempt('fuzz', () => fuzzPart({ bin, rand: rand('fuzz'), cases: SIZE.fuzzCases, concurrency: 4, keep: a.keep }));
 if (only.has('flood')) results.flood = await attempt('flood', () => floodPart({ bin, rand: rand('flood'), requests: SIZE.floodEach, concurrency: 8, keep: a.keep }));
 if (only.has('sandbox')) results.sandbox = await attempt('sandbox', () => sandboxPart({ bin, rounds: SIZE.sandboxRounds, keep: a.keep }));
+if (only.has('database')) {
+  results.database = await attempt('database', () => databasePart({ bin, rand: rand('database'), freezeMs: SIZE.dbFreezeMs, stopRounds: SIZE.dbStopRounds, senders: 4, keep: a.keep }));
+}
 clearTimeout(watchdog);
 
 type Row = [part: string, figure: string, value: string | number, verdict: '' | 'ok' | 'FAIL'];
@@ -175,6 +182,37 @@ if (s && !errored('sandbox', s)) {
   for (const r of s.results) info('sandbox', `  ${r.name}`, r.died ? `DIED (${r.exit})` : r.answer);
 }
 
+const d = results.database;
+if (d && !errored('database', d)) {
+  if (d.skipped) info('database', 'skipped: no PostgreSQL to freeze and stop here', d.skipped);
+  else {
+    info('database', `PostgreSQL ${d.postgres}: down / degraded after / 202 again / operational again (ms)`, '');
+    for (const r of d.rounds) {
+      info('database', `  ${r.fault} (receipts in flight: ${statusList(r.answers)})`, `${r.downMs} / ${r.degradedAfterMs ?? '-'} / ${r.accepting202AfterMs ?? '-'} / ${r.operationalAfterMs ?? '-'}`);
+    }
+    info('database', 'receipt / API / /status answers', `${statusList(d.hooks)} / ${statusList(d.api)} / ${statusList(d.status)}`);
+    mustBeZero('database', 'answers but 202 or 503 (API 200, 429, 503; /status 200, 503)', d.unexpected);
+    mustBeZero('database', '5xx but 503 (answered / in the request log)', d.serverErrors);
+    mustBeZero('database', 'requests without an answer within 20 s', d.unanswered);
+    info('database', 'slowest receipt / /status answer (ms)', `${d.slowestHookMs} / ${d.slowestStatusMs}`);
+    info('database', 'acknowledged (202)', d.acknowledged);
+    mustBeZero('database', 'lost (202, not stored)', d.lost);
+    info('database', '503 saying nothing was recorded / may have been (stored)', `${d.refused} / ${d.refusedMaybe} (${d.refusedMaybeStored})`);
+    mustBeZero('database', '503 saying nothing was recorded, yet stored', d.refusedButStored);
+    info('database', 'stored after a connection cut before its answer', d.storedAfterCutConnection);
+    mustBeZero('database', 'external ids stored twice, not as a duplicate', d.secondEvents);
+    info('database', 'retries answered duplicate_suppressed', d.retriesDeduplicated);
+    mustBeZero('database', '/status slower than 5 s', d.statusSlow);
+    mustBeZero('database', '/status operational while the database was away', d.statusDishonest);
+    mustBeZero('database', 'faults /status never called degraded', d.statusSilent);
+    mustBeZero('database', 'faults not recovered within 30 s (serve not restarted)', d.notRecovered);
+    mustBeZero('database', 'server deaths', d.serverDeaths);
+    mustBeZero('database', 'log lines outside the one-line format (stack traces)', d.stackTraceLines);
+    mustBeZero('database', '"unhandled error" lines', d.unhandledErrors);
+    info('database', 'ERROR lines in the server log', d.errorLines);
+  }
+}
+
 const meta = {
   mode: a.quick ? 'quick' : 'full',
   seed,
@@ -188,7 +226,7 @@ if (a.json) {
   process.stdout.write(`${JSON.stringify({ meta, ...results, failures, ok: failures.length === 0 }, null, 2)}\n`);
 } else {
   // Numbers line up on the right; a long value (a list of statuses) runs on past the column.
-  const w = [7, Math.max(...rows.map((r) => r[1].length)), 14];
+  const w = [8, Math.max(...rows.map((r) => r[1].length)), 14];
   const line = (r: (string | number)[]) => `${String(r[0]).padEnd(w[0]!)}  ${String(r[1]).padEnd(w[1]!)}  ${String(r[3]).padEnd(4)}  ${String(r[2]).padStart(w[2]!)}`.trimEnd();
   const out = [
     `hookrelay torture: ${meta.mode}, seed ${seed}, commit ${meta.commit}, ${meta.date}, ${meta.durationS} s (${Object.entries(seconds).map(([p, n]) => `${p} ${n} s`).join(', ')})`,
