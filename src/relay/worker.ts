@@ -3,6 +3,7 @@
  * attempt, retries transient failures on a schedule of about a day (HandoffConfig.retrySchedule) with jitter. A
  * crash loses nothing: undelivered events stay due and are picked up again on restart.
  */
+import { faultCode, storageFault } from './storage-health.ts';
 import type { PlatformLinkStore } from '../../db/platform-links.ts';
 import type { HandoffQueue, ReadinessStore, Signals, TenantStore } from '../../db/repo.ts';
 import type { AttemptResult, AttemptRow, DueEvent, EndpointRow, EventRow, StoreRow } from '../../db/types.ts';
@@ -139,8 +140,12 @@ export class HandoffWorker {
         if (this.core.clock.now() - this.lastSweep >= SWEEP_EVERY_MS) await this.sweep();
         await this.probePaused();
         handled = await this.runOnce();
+        if (this.failingWith) {
+          this.core.log.info(`handoff worker: storage answers again (after ${this.failingWith})`);
+          this.failingWith = null;
+        }
       } catch (err) {
-        this.core.log.error(`handoff worker: ${err instanceof Error ? err.message : 'error'}`);
+        this.reportFailure(err);
       }
       if (!this.running) continue;
       if (handled >= this.core.config.handoff.batchSize) {
@@ -319,6 +324,23 @@ export class HandoffWorker {
   async releaseHeld(): Promise<number> {
     this.lastRelease = this.core.clock.now();
     return releaseHeld(this.core);
+  }
+
+  /** The storage fault of the last failed round, so an outage is one log line when it starts, not one a second. */
+  private failingWith: string | null = null;
+
+  /**
+   * A round that failed: a storage fault is logged once with its driver code when it starts (a query's text and
+   * parameters never: drizzle puts them in its message); any other error each time, by its class.
+   */
+  private reportFailure(err: unknown): void {
+    const fault = storageFault(err);
+    if (fault) {
+      if (this.failingWith !== fault) this.core.log.error(`handoff worker: storage unavailable (${fault}); events wait and are handed off once it answers`, { code: faultCode(err) });
+      this.failingWith = fault;
+      return;
+    }
+    this.core.log.error(`handoff worker: ${err instanceof Error ? err.name : 'error'}: ${err instanceof Error ? (err.message.split('\n')[0] ?? '').split(/params:/i)[0]!.slice(0, 200) : ''}`);
   }
 
   /**

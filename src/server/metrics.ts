@@ -2,6 +2,7 @@
  * GET /metrics: Prometheus text for a grant with setup:read or a metrics token (`hookrelay metrics-token`) — its
  * store's series, the box's machinery, the process.
  */
+import { storageFault, storageUnavailable } from '../relay/storage-health.ts';
 import { checkExpectedContext } from '../contract/context.ts';
 import { AppError } from '../contract/errors.ts';
 import type { Operation } from '../contract/operations.ts';
@@ -69,6 +70,9 @@ export function createMetricsHandler(core: Core, authFailures: AuthFailureLimite
   }
 
   function internalError(ctx: Parameters<typeof errorResponse>[0], err: unknown): Response {
+    // The database away (or failing) is no bug of ours: 503 storage_unavailable, as every other route answers it.
+    const fault = storageFault(err);
+    if (fault) return errorResponse(ctx, storageUnavailable(fault));
     const supportCode = newSupportCode();
     core.log.error(`internal error in /metrics support=${supportCode}: ${err instanceof Error ? err.name : 'non-error thrown'}`);
     return errorResponse(ctx, new AppError('internal_error', 'Something went wrong on our side. Quote the support code.'), supportCode);

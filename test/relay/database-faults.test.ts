@@ -113,11 +113,14 @@ describe.skipIf(!!why)(`storage faults on a private PostgreSQL${why ? ` (skipped
     const box = await serveOn(FAST);
     expect((await box.hook('before')).status).toBe(202);
     server.freeze();
-    const [status, api, ...hooks] = await Promise.all([
+    const [status, api, scrape, ...hooks] = await Promise.all([
       box.get('/status'),
       box.get('/agent/v1/setup-state', box.token),
+      box.get('/metrics', box.token),
       ...['f1', 'f2', 'f3', 'f4'].map((ext) => box.hook(ext)),
     ]);
+    // /metrics too: the database away is a 503, not an internal error.
+    expect(scrape.status).toBe(503);
     expect(status.status).toBe(503);
     expect(status.ms).toBeLessThan(3_000);
     expect(status.json.status).toBe('degraded');
@@ -145,6 +148,10 @@ describe.skipIf(!!why)(`storage faults on a private PostgreSQL${why ? ` (skipped
     expect(errors.some((l) => l.includes('storage: writes are failing (timeout)') && /code=PG_(QUERY|CONNECT)_TIMEOUT/.test(l))).toBe(true);
     expect(errors.filter((l) => l.includes('unhandled error'))).toEqual([]);
     expect(linesOf(box).filter((l) => / 5(?!03)\d\d /.test(l))).toEqual([]);
+    // The worker says so once per fault with its code, never a query's text or parameters, not once a second.
+    const worker = linesOf(box).filter((l) => l.includes('handoff worker'));
+    expect(worker.filter((l) => /Failed query|params:|select |insert |update /i.test(l))).toEqual([]);
+    expect(worker.filter((l) => l.includes('storage unavailable')).length).toBeLessThanOrEqual(2);
   }, 30_000);
 
   it('COMMIT unanswered, the database back within the settle time: the receipt is looked up and answered 202, stored', async () => {
