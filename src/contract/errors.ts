@@ -35,6 +35,10 @@ export const ERROR_CODES = {
   storage_unavailable: { status: 503, exitCode: EXIT.error },
   /** The server is stopping (SIGTERM): retry against it once restarted. */
   shutting_down: { status: 503, exitCode: EXIT.unreachable },
+  /** The request body did not arrive in time (BODY_READ.deadlineMs); nothing was done and the connection is closed. */
+  request_timeout: { status: 408, exitCode: EXIT.unreachable },
+  /** Too many request bodies are being received at once (BODY_READ); nothing was done. Retry after Retry-After. */
+  server_busy: { status: 503, exitCode: EXIT.rateLimited },
 } as const satisfies Record<string, { status: number; exitCode: number }>;
 export type ErrorCode = keyof typeof ERROR_CODES;
 

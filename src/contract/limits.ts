@@ -97,3 +97,13 @@ export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = [
 
 /** The share of a retry delay jitter may take off (0.2: a delay d waits between 0.8 d and d). */
 export const RETRY_JITTER = 0.2;
+
+/**
+ * Reading a request body, on every route (src/lib/body.ts). The whole body must arrive within `deadlineMs` of the
+ * start of reading: past it the answer is 408 `request_timeout` and the connection is closed. A body sent without a
+ * Content-Length (chunked) is read as a stream, which holds a read buffer of Bun's while it waits for data
+ * (docs/reliability.md): at most `streamsInFlight` are read at once, and past them the answer is 503 `server_busy`
+ * with Retry-After. A body with a Content-Length costs only the bytes that arrived, so it is not counted: counting
+ * those would let a few stalled connections refuse every sender.
+ */
+export const BODY_READ = { deadlineMs: 15_000, streamsInFlight: 64, retryAfterSeconds: 2 } as const;

@@ -1,30 +1,143 @@
-/** Raw request bodies, read once and capped (inbound hooks, the Flow lifecycle callback, API and MCP bodies). */
 /**
- * Reads the raw body up to `max` bytes; null when it is larger: declared so by Content-Length (nothing is
- * read), or found so while reading a body sent without one.
+ * Raw request bodies, read once: capped, under a deadline, and (sent without a Content-Length) within a bound on how
+ * many are read at once. Inbound hooks, the Flow lifecycle callback, API and MCP bodies all read through here.
+ */
+import { AppError } from '../contract/errors.ts';
+import { BODY_READ } from '../contract/limits.ts';
+
+export type BodyLimits = { readonly [K in keyof typeof BODY_READ]: number };
+
+/** One body being read: when it began, and how to cut the read it waits on. */
+interface Read {
+  started: number;
+  cut: ((err: AppError) => void) | null;
+}
+
+let limits: BodyLimits = BODY_READ;
+/** Every body being read in this process, oldest first (a Set keeps insertion order). */
+const reads = new Set<Read>();
+/** Bodies read as streams (no Content-Length) right now. */
+let streams = 0;
+/**
+ * One sweep for every read, instead of a timer per body: a timer set and cleared per receipt cost more CPU than the
+ * rest of this bookkeeping together (docs/reliability.md). It runs while reads come, and stops when it finds none.
+ */
+let sweep: ReturnType<typeof setInterval> | null = null;
+
+/** Replaces the limits (tests use a short deadline and a small bound); returns the ones replaced. */
+export function setBodyLimits(next: BodyLimits): BodyLimits {
+  const previous = limits;
+  limits = next;
+  if (sweep) clearInterval(sweep);
+  sweep = null;
+  return previous;
+}
+
+function timedOut(): AppError {
+  return new AppError('request_timeout', `The request body did not arrive within ${limits.deadlineMs / 1000} s; nothing was done. Send it again.`, undefined, undefined, {
+    Connection: 'close',
+  });
+}
+
+function busy(): AppError {
+  const s = limits.retryAfterSeconds;
+  return new AppError(
+    'server_busy',
+    `Too many request bodies without a Content-Length are being received at once; nothing was done. Retry after ${s} s, or send a Content-Length.`,
+    undefined,
+    undefined,
+    { 'Retry-After': String(s), Connection: 'close' },
+  );
+}
+
+function sweepReads(): void {
+  if (reads.size === 0) {
+    clearInterval(sweep!);
+    sweep = null;
+    return;
+  }
+  const cutoff = performance.now() - limits.deadlineMs;
+  for (const r of reads) {
+    if (r.started > cutoff) break; // the rest began later
+    reads.delete(r);
+    r.cut?.(timedOut());
+  }
+}
+
+function begin(): Read {
+  const r: Read = { started: performance.now(), cut: null };
+  reads.add(r);
+  if (!sweep) {
+    sweep = setInterval(sweepReads, Math.min(1000, limits.deadlineMs / 4));
+    sweep.unref?.();
+  }
+  return r;
+}
+
+/** `p`, unless the sweep cuts `r` first: then the deadline's 408. */
+function guard<T>(r: Read, p: Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    r.cut = reject;
+    p.then(resolve, reject);
+  });
+}
+
+/**
+ * Reads the raw body up to `max` bytes; null when it is larger: declared so by Content-Length (nothing is read), or
+ * found so while reading a body sent without one. Throws AppError `request_timeout` (408) when the body has not
+ * arrived within BODY_READ.deadlineMs, and `server_busy` (503, Retry-After) for a body without a Content-Length
+ * past BODY_READ.streamsInFlight; both ask for the connection to be closed (`Connection: close`), serve closes it.
  */
 export async function readCapped(req: Request, max: number): Promise<Uint8Array | null> {
   const declared = req.headers.get('content-length');
   if (declared !== null && Number(declared) > max) return null;
   // Read whole when declared: touching req.body first would build a stream for nothing.
   if (declared !== null) {
-    const buf = new Uint8Array(await req.arrayBuffer());
-    return buf.byteLength > max ? null : buf;
+    const r = begin();
+    try {
+      const buf = new Uint8Array(await guard(r, req.arrayBuffer()));
+      return buf.byteLength > max ? null : buf;
+    } finally {
+      reads.delete(r);
+    }
   }
   if (!req.body) return new Uint8Array(0);
+  if (streams >= limits.streamsInFlight) throw busy();
+  streams++;
+  const r = begin();
+  const reader = req.body.getReader();
+  try {
+    return await readStream(reader, r, max);
+  } catch (err) {
+    // Cut by the deadline (or the client hung up): cancelling frees the stream's buffer now, not at the close.
+    reader.cancel().catch(() => {});
+    throw err;
+  } finally {
+    streams--;
+    reads.delete(r);
+  }
+}
+
+/** What readStream needs of a stream's reader. */
+interface ChunkReader {
+  read(): Promise<{ done: true; value?: undefined } | { done: false; value: Uint8Array }>;
+  cancel(): Promise<void>;
+}
+
+async function readStream(reader: ChunkReader, r: Read, max: number): Promise<Uint8Array | null> {
   const chunks: Uint8Array[] = [];
   let total = 0;
-  const reader = req.body.getReader();
   for (;;) {
-    const { done, value } = await reader.read();
+    const { done, value } = await guard(r, reader.read());
     if (done) break;
     total += value.byteLength;
     if (total > max) {
       await reader.cancel().catch(() => {});
       return null;
     }
-    chunks.push(value);
+    chunks.push(own(value));
   }
+  if (chunks.length === 1) return chunks[0]!;
   const out = new Uint8Array(total);
   let off = 0;
   for (const c of chunks) {
@@ -32,6 +145,15 @@ export async function readCapped(req: Request, max: number): Promise<Uint8Array 
     off += c.byteLength;
   }
   return out;
+}
+
+/**
+ * A chunk of a body stream is a view into a buffer of Bun's read size, however few bytes it holds: a body trickled
+ * in small chunks would hold one such buffer per chunk. A chunk holding less than half its buffer is copied, and the
+ * buffer left to the collector (it may back other chunks: it is not ours to free).
+ */
+function own(chunk: Uint8Array): Uint8Array {
+  return chunk.byteLength * 2 < chunk.buffer.byteLength ? chunk.slice() : chunk;
 }
 
 /**
@@ -46,7 +168,7 @@ export function releaseBody(body: Uint8Array): void {
 
 /**
  * `req` with its body read (up to `max` bytes) for a reader that would otherwise buffer any size (the MCP SDK
- * reads the whole body); null when it is larger. Bodyless requests pass unchanged.
+ * reads the whole body); null when it is larger. Bodyless requests pass unchanged. Throws as readCapped does.
  */
 export async function withCappedBody(req: Request, max: number): Promise<Request | null> {
   if (!req.body) return req;

@@ -3,6 +3,7 @@
  * validation and mapping, then a durable receipt before the 202. Does not use the agent-API pipeline.
  */
 import type { EventRow } from '../../db/types.ts';
+import { AppError } from '../contract/errors.ts';
 import { AUTH_FAILURE_LIMITS } from '../contract/limits.ts';
 import { TEST_EVENT_PREFIX, TRIGGERS } from '../contract/triggers.ts';
 import type { Runtime } from '../core.ts';
@@ -104,7 +105,14 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
     if (!JSON_TYPE.test(req.headers.get('content-type') ?? '')) {
       return reply(415, { code: 'unsupported_media_type', message: 'Send Content-Type: application/json.' });
     }
-    const body = await readCapped(req, config.maxBodyBytes);
+    let body: Uint8Array | null;
+    try {
+      body = await readCapped(req, config.maxBodyBytes);
+    } catch (err) {
+      // The body's deadline (408) or the bound on bodies read at once (503), in the inbound shape; a hang-up is serve's.
+      if (err instanceof AppError) return reply(err.status, { code: err.code, message: err.message }, err.headers);
+      throw err;
+    }
     if (!body) return tooLarge();
     try {
       return await verified(req, ep, body, client);

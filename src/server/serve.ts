@@ -63,6 +63,24 @@ export function edgeAnswer(path: string, err: AppError): Response {
   return Response.json({ code: err.code, message: err.message }, { status: err.status, headers: err.headers });
 }
 
+/** Whether the request asks for its connection to be closed after the answer. */
+function asksClose(req: Request): boolean {
+  const c = req.headers.get('connection');
+  return c !== null && /close/i.test(c); // no other connection option holds the word
+}
+
+/**
+ * Closes the connection after `res`: asked for by the client (`Connection: close`, or HTTP/1.0 without a Host
+ * header, the one HTTP/1.0 request Bun lets a handler tell apart), or by our own answer (a body cut, a stop). Bun
+ * 1.3.14 closes it by itself only when the handler answered without waiting (oven-sh/bun#35555); the socket's idle
+ * timeout is cut to its least instead, so it closes within Bun's timer tick of ~4 s after the answer, not at 120 s.
+ * An event stream is left alone: it would be cut while quiet.
+ */
+function closeAfter(srv: Server<undefined>, req: Request, res: Response): void {
+  res.headers.set('Connection', 'close');
+  if (!res.headers.get('content-type')?.startsWith('text/event-stream')) srv.timeout(req, 1);
+}
+
 const SHUTTING_DOWN = new AppError('shutting_down', 'The server is stopping; nothing was done. Retry shortly.', undefined, undefined, {
   'Retry-After': '5',
   Connection: 'close',
@@ -102,10 +120,14 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
     // Bun answers a body over this limit itself, with an empty 413, before any of our code runs. Every reader in
     // the app caps its own body (src/lib/body.ts) and answers its documented 413, so Bun's limit stays out of reach.
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    async fetch(req, srv) {
+    async fetch(received, srv) {
       const started = performance.now();
+      const url = received.url;
+      // An HTTP/1.0 request without a Host header comes with a bare path for its URL, which URL parsers refuse.
+      const bare = url.charCodeAt(0) === 47; // '/'
+      const req = bare ? new Request(`http://localhost${url}`, received) : received;
       const requestId = nextRequestId();
-      const receipt = req.url.includes('/hooks/');
+      const receipt = url.includes('/hooks/');
       if (!receipt) tagRequest(req, requestId); // the inbound path reads no id: only the header and log line carry it
       const peer = () => srv.requestIP(req)?.address ?? null;
       let res: Response;
@@ -115,19 +137,24 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
         inFlight++;
         try {
           res = await app.fetch(req, peer);
-        } catch {
+        } catch (err) {
           if (req.signal.aborted) {
             // The client hung up (mid-body, most often): nobody to answer, and no failure of ours.
             core.log.info(`${req.method} ${pathOf(req.url)} client closed the connection before the answer`);
             return new Response(null, { status: 400 });
           }
-          core.log.error(`unhandled error on ${req.method} ${pathOf(req.url)}`, { request: requestId });
-          res = edgeAnswer(pathOf(req.url), new AppError('internal_error', 'Something went wrong on our side.'));
+          // A body cut by its deadline or refused by the bound (src/lib/body.ts) where no handler answers it itself.
+          if (err instanceof AppError) res = edgeAnswer(pathOf(req.url), err);
+          else {
+            core.log.error(`unhandled error on ${req.method} ${pathOf(req.url)}`, { request: requestId });
+            res = edgeAnswer(pathOf(req.url), new AppError('internal_error', 'Something went wrong on our side.'));
+          }
         } finally {
           inFlight--;
         }
       }
       res.headers.set('X-Request-Id', requestId);
+      if (bare || asksClose(req) || (res.status >= 400 && res.headers.get('connection') === 'close')) closeAfter(srv, received, res);
       if (logRequests) {
         const ms = (performance.now() - started).toFixed(1);
         // The client address costs Bun 5-7 µs to give: asked for every call but a receipt accepted (the hot path),
