@@ -14,8 +14,9 @@ import { databasePart, type DatabaseFigures } from './database.ts';
 import { floodPart, type FloodFigures } from './flood.ts';
 import { fuzzPart, type FuzzFigures } from './fuzz.ts';
 import { sandboxPart, type SandboxFigures } from './sandbox.ts';
+import { uploadsPart, type UploadsFigures } from './uploads.ts';
 
-const PARTS = ['crash', 'fuzz', 'flood', 'sandbox', 'database'] as const;
+const PARTS = ['crash', 'fuzz', 'flood', 'sandbox', 'uploads', 'database'] as const;
 type Part = (typeof PARTS)[number];
 
 const { values: a } = parseArgs({
@@ -31,10 +32,10 @@ const { values: a } = parseArgs({
 });
 
 if (a.help) {
-  process.stdout.write(`usage: bun run torture [--quick] [--seed N] [--json] [--only crash,fuzz,flood,sandbox,database] [--bin PATH] [--keep]
-  --quick   the CI size: 3 kill -9 + 1 SIGTERM, 300 fuzz cases, 500 flood requests, the sandbox set once,
+  process.stdout.write(`usage: bun run torture [--quick] [--seed N] [--json] [--only crash,fuzz,flood,sandbox,uploads,database] [--bin PATH] [--keep]
+  --quick   the CI size: 3 kill -9 + 1 SIGTERM, 300 fuzz cases, 500 flood requests, the sandbox set once, 500 stalled uploads once,
             PostgreSQL frozen 8 s, then stopped, killed and restarted once each under load
-            default: 20 kill -9 + 5 SIGTERM, 2000 fuzz cases, 10,000 flood requests, the sandbox set 3 times,
+            default: 20 kill -9 + 5 SIGTERM, 2000 fuzz cases, 10,000 flood requests, the sandbox set 3 times, 1,000 stalled uploads twice,
             PostgreSQL frozen 20 s, then stopped, killed and restarted 3 times each
   --seed    fuzz cases, kill moments and flood values derive from it (default 13)
   --bin     test this binary instead of building dist/hookrelay first
@@ -45,8 +46,8 @@ Exit 1 when lost, unexplained repeats, 5xx, undocumented shapes or server deaths
 
 /** Sizes: --quick is what CI runs (about 2 minutes on 2 cores); the default is bounded to about 10. */
 const SIZE = a.quick
-  ? { kills: 3, terms: 1, senders: 6, fuzzCases: 300, floodEach: 250, sandboxRounds: 1, dbFreezeMs: 8_000, dbStopRounds: 1, watchdogMs: 6 * 60_000 }
-  : { kills: 20, terms: 5, senders: 8, fuzzCases: 2000, floodEach: 5000, sandboxRounds: 3, dbFreezeMs: 20_000, dbStopRounds: 3, watchdogMs: 15 * 60_000 };
+  ? { kills: 3, terms: 1, senders: 6, fuzzCases: 300, floodEach: 250, sandboxRounds: 1, uploads: 500, uploadRounds: 1, dbFreezeMs: 8_000, dbStopRounds: 1, watchdogMs: 6 * 60_000 }
+  : { kills: 20, terms: 5, senders: 8, fuzzCases: 2000, floodEach: 5000, sandboxRounds: 3, uploads: 1000, uploadRounds: 2, dbFreezeMs: 20_000, dbStopRounds: 3, watchdogMs: 15 * 60_000 };
 
 const seed = Number(a.seed);
 if (!Number.isInteger(seed)) throw new Error('--seed must be an integer');
@@ -86,6 +87,7 @@ interface Results {
   fuzz?: FuzzFigures | { error: string };
   flood?: FloodFigures | { error: string };
   sandbox?: SandboxFigures | { error: string };
+  uploads?: UploadsFigures | { error: string };
   database?: DatabaseFigures | { error: string };
 }
 
@@ -110,6 +112,7 @@ if (only.has('crash')) results.crash = await attempt('crash', () => crashPart({ 
 if (only.has('fuzz')) results.fuzz = await attempt('fuzz', () => fuzzPart({ bin, rand: rand('fuzz'), cases: SIZE.fuzzCases, concurrency: 4, keep: a.keep }));
 if (only.has('flood')) results.flood = await attempt('flood', () => floodPart({ bin, rand: rand('flood'), requests: SIZE.floodEach, concurrency: 8, keep: a.keep }));
 if (only.has('sandbox')) results.sandbox = await attempt('sandbox', () => sandboxPart({ bin, rounds: SIZE.sandboxRounds, keep: a.keep }));
+if (only.has('uploads')) results.uploads = await attempt('uploads', () => uploadsPart({ bin, uploads: SIZE.uploads, rounds: SIZE.uploadRounds, keep: a.keep }));
 if (only.has('database')) {
   results.database = await attempt('database', () => databasePart({ bin, rand: rand('database'), freezeMs: SIZE.dbFreezeMs, stopRounds: SIZE.dbStopRounds, senders: 4, keep: a.keep }));
 }
@@ -182,6 +185,29 @@ if (s && !errored('sandbox', s)) {
   for (const r of s.results) info('sandbox', `  ${r.name}`, r.died ? `DIED (${r.exit})` : r.answer);
 }
 
+const u = results.uploads;
+if (u && !errored('uploads', u)) {
+  const sum = (k: 'unexpected' | 'undocumented' | 'retryAfterMissing' | 'leftOpen') => u.rounds.reduce((t, r) => t + r[k], 0);
+  const answers: Record<string, number> = {};
+  for (const r of u.rounds) for (const [k, v] of Object.entries(r.answers)) answers[k] = (answers[k] ?? 0) + v;
+  info('uploads', 'stalled chunked uploads (rounds × at once)', `${u.rounds.length} × ${u.rounds[0]?.opened}`);
+  info('uploads', 'answers (408 at the body deadline, 503 past the bound)', statusList(answers));
+  mustBeZero('uploads', 'answered otherwise, or not at all', sum('unexpected'));
+  mustBeZero('uploads', 'undocumented shapes', sum('undocumented'));
+  mustBeZero('uploads', '503 without Retry-After', sum('retryAfterMissing'));
+  mustBeZero('uploads', 'not closed by the server within 10 s of the answer', sum('leftOpen'));
+  info('uploads', 'last answer after the uploads stalled', `${(Math.max(...u.rounds.map((r) => r.lastAnswerMs)) / 1000).toFixed(1)} s`);
+  info('uploads', 'serve RSS before / peak / after, per round (MiB)', u.rounds.map((r) => `${r.rssBeforeMiB} / ${r.rssPeakMiB} / ${r.rssAfterMiB}`).join(', '));
+  mustBeZero('uploads', `RSS peak growth over +${u.bounds.peak} MiB`, u.peakGrowthMiB > u.bounds.peak ? 1 : 0, `+${u.peakGrowthMiB} MiB`);
+  mustBeZero('uploads', `RSS growth after they closed over +${u.bounds.after} MiB`, u.afterGrowthMiB > u.bounds.after ? 1 : 0, `+${u.afterGrowthMiB} MiB`);
+  const slow = u.rounds.filter((r) => r.goodReceipt.status !== 202).length;
+  mustBeZero('uploads', 'signed events during the stall not 202', slow, u.rounds.map((r) => `${r.goodReceipt.status} in ${r.goodReceipt.ms} ms`).join(', '));
+  mustBeZero('uploads', `Connection: close / HTTP/1.0 not answered and closed (of ${u.closes.length})`, u.closesFailed);
+  info('uploads', '  closed after the answer (ms)', u.closes.map((c) => c.closedAfterMs ?? 'open').join(' '));
+  info('uploads', 'HTTP/1.0 with a Host header left open (Bun hides the version)', u.http10WithHost.filter((c) => c.closedAfterMs === null).length);
+  mustBeZero('uploads', 'server deaths', u.survived ? 0 : 1);
+  info('uploads', 'ERROR lines in the server log', u.serverErrorLines);
+}
 const d = results.database;
 if (d && !errored('database', d)) {
   if (d.skipped) info('database', 'skipped: no PostgreSQL to freeze and stop here', d.skipped);
