@@ -1,4 +1,5 @@
 /** `hookrelay serve`: Bun.serve + the app + the handoff worker, with request logging and a clean SIGTERM. */
+import { storageFault, storageUnavailable } from '../relay/storage-health.ts';
 import type { Server } from 'bun';
 import { AppError } from '../contract/errors.ts';
 import type { Core } from '../core.ts';
@@ -145,7 +146,11 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
           }
           // A body cut by its deadline or refused by the bound (src/lib/body.ts) where no handler answers it itself.
           if (err instanceof AppError) res = edgeAnswer(pathOf(req.url), err);
-          else {
+          else if (storageFault(err)) {
+            // The database away under a route that does not answer it itself (lifecycle, webhooks, installs): a 503.
+            app.storage.failed(err);
+            res = edgeAnswer(pathOf(req.url), storageUnavailable(storageFault(err)!));
+          } else {
             core.log.error(`unhandled error on ${req.method} ${pathOf(req.url)}`, { request: requestId });
             res = edgeAnswer(pathOf(req.url), new AppError('internal_error', 'Something went wrong on our side.'));
           }

@@ -4,6 +4,7 @@
  * 500 or an uncaught driver error, a receipt refused without naming its event never stored, and recovery without a
  * restart. Skipped, with the reason in its name, where no PostgreSQL binaries are installed.
  */
+import { createHmac } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'bun:test';
 import type pg from 'pg';
 import type { PgTimeouts } from '../../db/pg/client.ts';
@@ -112,15 +113,27 @@ describe.skipIf(!!why)(`storage faults on a private PostgreSQL${why ? ` (skipped
   it('frozen: receipts and API calls answer 503 within the deadline, /status says degraded within 2 s, and all comes back after the thaw', async () => {
     const box = await serveOn(FAST);
     expect((await box.hook('before')).status).toBe(202);
+    // A route that does not answer a storage fault itself (Flow's lifecycle callback, signed with the app secret).
+    box.env.core.config.env = (n) => (n === 'HOOKRELAY_SHOPIFY_APP_SECRET' ? 'lifecycle-test-secret' : undefined);
+    const lifecycleBody = JSON.stringify({ flow_trigger_definition_id: 'hookrelay-order', has_enabled_flow: true, shopify_domain: 'demo.myshopify.com', timestamp: new Date().toISOString() });
+    const lifecycle = () =>
+      fetch(`${box.serve.url}/flow/lifecycle`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-shopify-hmac-sha256': createHmac('sha256', 'lifecycle-test-secret').update(lifecycleBody).digest('base64') },
+        body: lifecycleBody,
+        signal: AbortSignal.timeout(30_000),
+      }).then((r) => r.status);
     server.freeze();
-    const [status, api, scrape, ...hooks] = await Promise.all([
+    const [lifecycleStatus, status, api, scrape, ...hooks] = await Promise.all([
+      lifecycle(),
       box.get('/status'),
       box.get('/agent/v1/setup-state', box.token),
       box.get('/metrics', box.token),
       ...['f1', 'f2', 'f3', 'f4'].map((ext) => box.hook(ext)),
     ]);
-    // /metrics too: the database away is a 503, not an internal error.
+    // /metrics and the lifecycle callback too: the database away is a 503, not an internal error.
     expect(scrape.status).toBe(503);
+    expect(lifecycleStatus).toBe(503);
     expect(status.status).toBe(503);
     expect(status.ms).toBeLessThan(3_000);
     expect(status.json.status).toBe('degraded');
