@@ -16,7 +16,7 @@ interface Read {
 let limits: BodyLimits = BODY_READ;
 /** Every body being read in this process, oldest first (a Set keeps insertion order). */
 const reads = new Set<Read>();
-/** Bodies read as streams (no Content-Length) right now. */
+/** Bodies read as streams off the wire (chunked, no Content-Length) right now. */
 let streams = 0;
 /**
  * One sweep for every read, instead of a timer per body: a timer set and cleared per receipt cost more CPU than the
@@ -85,8 +85,8 @@ function guard<T>(r: Read, p: Promise<T>): Promise<T> {
 /**
  * Reads the raw body up to `max` bytes; null when it is larger: declared so by Content-Length (nothing is read), or
  * found so while reading a body sent without one. Throws AppError `request_timeout` (408) when the body has not
- * arrived within BODY_READ.deadlineMs, and `server_busy` (503, Retry-After) for a body without a Content-Length
- * past BODY_READ.streamsInFlight; both ask for the connection to be closed (`Connection: close`), serve closes it.
+ * arrived within BODY_READ.deadlineMs, and `server_busy` (503, Retry-After) for a chunked body off the wire past
+ * BODY_READ.streamsInFlight; both ask for the connection to be closed (`Connection: close`), serve closes it.
  */
 export async function readCapped(req: Request, max: number): Promise<Uint8Array | null> {
   const declared = req.headers.get('content-length');
@@ -102,8 +102,11 @@ export async function readCapped(req: Request, max: number): Promise<Uint8Array 
     }
   }
   if (!req.body) return new Uint8Array(0);
-  if (streams >= limits.streamsInFlight) throw busy();
-  streams++;
+  // Only a body coming off the wire (chunked) waits for the network, holding a read buffer: those are bounded. A
+  // request made in this process (tests, a body passed on) streams from memory.
+  const wired = req.headers.has('transfer-encoding');
+  if (wired && streams >= limits.streamsInFlight) throw busy();
+  if (wired) streams++;
   const r = begin();
   const reader = req.body.getReader();
   try {
@@ -113,7 +116,7 @@ export async function readCapped(req: Request, max: number): Promise<Uint8Array 
     reader.cancel().catch(() => {});
     throw err;
   } finally {
-    streams--;
+    if (wired) streams--;
     reads.delete(r);
   }
 }
