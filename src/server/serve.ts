@@ -130,7 +130,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
       const requestId = nextRequestId();
       const receipt = url.includes('/hooks/');
       if (!receipt) tagRequest(req, requestId); // the inbound path reads no id: only the header and log line carry it
-      const peer = () => srv.requestIP(req)?.address ?? null;
+      const peer = () => srv.requestIP(received)?.address ?? null;
       let res: Response;
       // Bun's stop(false) closes the listener but still serves requests on open connections (1.4: those already arriving).
       if (draining) res = edgeAnswer(pathOf(req.url), SHUTTING_DOWN);
