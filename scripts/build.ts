@@ -25,9 +25,9 @@ const cittyParseArgs: BunPlugin = {
  * Bun's own flags for every run of hookrelay: the binary carries them (execArgv), `bun run serve` passes them
  * (package.json; test/cli/imports-at-start.test.ts checks it does) and the bench runs its servers with them.
  * `--smol` collects garbage sooner: peak RSS under ingest 117-118 -> 110 MiB in the quick bench, CPU per receipt
- * unchanged (in-process, three alternating pairs: 84/81.6, 75/74.7, 67/68.6 µs with/without). In the binary (Bun
- * 1.3.14) `--smol` shows in process.execArgv but does not reach the heap: serve sets the heap's equivalent
- * itself (BUN_JSC_largeHeapSize, src/server/runtime-env.ts).
+ * unchanged (in-process, three alternating pairs: 84/81.6, 75/74.7, 67/68.6 µs with/without). In the binary, Bun
+ * 1.3.14 showed `--smol` in process.execArgv but did not apply it to the heap, so serve sets the heap's equivalent
+ * itself (BUN_JSC_largeHeapSize, src/server/runtime-env.ts); Bun 1.4.5 applies it (docs/benchmarks.md, issue 29).
  */
 export const RUNTIME_FLAGS = ['--smol'] as const;
 

@@ -20,7 +20,8 @@
  * 90 MiB against 52 from source with `--smol`, the same test program). Its heap then waits for 32 MiB of
  * allocation before a first collection, where `--smol`'s waits for 1 MiB; this sets the same 1 MiB (inert from
  * source, where `--smol` applies). The compiled serve under the bench's ingest load: peak RSS 93.7–94.1 against
- * 111.6–113.7 MiB, the same CPU per receipt within noise.
+ * 111.6–113.7 MiB, the same CPU per receipt within noise. Bun 1.4.5 applies the binary's `--smol` itself (the same
+ * kind of test program: 44.6 MiB compiled with it, 55.8 without, 44.9 with this option too): inert there as well.
  */
 
 import { COMPILED } from '../lib/compiled.ts';

@@ -114,7 +114,7 @@ describe('the systemd units', () => {
 describe('the Containerfile', () => {
   const text = read('deploy/Containerfile');
   const lines = text.split('\n').filter((l) => l.trim() && !l.startsWith('#'));
-  const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
+  const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string>; packageManager: string; engines: { bun: string }; devDependencies: Record<string, string> };
 
   it('builds with package.json\'s build script and ships the file it writes', () => {
     expect(pkg.scripts.build).toBe('bun scripts/build.ts');
@@ -129,11 +129,14 @@ describe('the Containerfile', () => {
     expect(lines.some((l) => /^USER (?!root)\S+$/.test(l))).toBe(true);
   });
 
-  it('builds on the Bun the project pins (CI and the README)', () => {
+  it('builds on the Bun the project pins (CI, the README and package.json)', () => {
     const pinned = /^BUN_VERSION="([^"]+)"$/m.exec(read('.ci/run'))?.[1];
     expect(pinned).toBeDefined();
     expect(README).toContain(`npm install -g bun@${pinned}`);
     expect(lines[0]).toBe(`FROM oven/bun:${pinned} AS build`);
+    expect(pkg.packageManager).toBe(`bun@${pinned}`);
+    expect(pkg.engines.bun).toBe(`>=${pinned}`);
+    expect(pkg.devDependencies['@types/bun']).toBe(pinned);
   });
 
   it('copies every source file the build reads', () => {
