@@ -35,7 +35,7 @@ export interface IngestStore {
   commitIngest(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease?: IngestLease | null): Promise<CommittedReceipt[]>;
 }
 
-/** The handoff queue: leases, the attempt journal, held events, replay requeues and retention. */
+/** The handoff queue: leases, the attempt journal, held events and retention (replays requeue through db/intent-journal.ts). */
 export interface HandoffQueue {
   /**
    * Leases up to `limit` events due at `now` so no other worker takes them until `leaseUntil`. An attempt of a
@@ -68,8 +68,6 @@ export interface HandoffQueue {
   releaseHeld(storeId: string, capacity: { meter: string; periodStart: number; hardLimit: number }, now: number): Promise<number>;
   /** The retained body, for replay only; never returned by any read. */
   getEventBody(eventId: string): Promise<Uint8Array | null>;
-  /** Queues a retained event for a new attempt now (replay). */
-  requeueEvent(eventId: string, at: number): Promise<void>;
 }
 
 /** What the agent API and the operator read about events, attempts, failed authentications and reliability. */
@@ -158,8 +156,6 @@ export interface EndpointStore {
   listEndpoints(storeId: string): Promise<EndpointRow[]>;
   /** Writes a new config version (the row's configVersion) with its snapshot. */
   updateEndpoint(row: EndpointRow, config: unknown): Promise<void>;
-  /** Permanent delete of an archived endpoint; receipts stay. */
-  deleteEndpoint(storeId: string, id: string): Promise<void>;
 }
 
 /** The audit log. */

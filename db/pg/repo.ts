@@ -347,12 +347,6 @@ export class PgRepo implements Repo {
         .onConflictDoNothing();
     });
   }
-  async deleteEndpoint(storeId: string, id: string) {
-    await this.db.transaction(async (tx) => {
-      await tx.delete(s.endpointVersions).where(eq(s.endpointVersions.endpointId, id));
-      await tx.delete(s.endpoints).where(and(eq(s.endpoints.storeId, storeId), eq(s.endpoints.id, id)));
-    });
-  }
 
   // inbound
   /**
@@ -718,9 +712,6 @@ export class PgRepo implements Repo {
   async getEventBody(eventId: string) {
     const row = (await this.db.select({ body: s.eventBodies.body }).from(s.eventBodies).where(eq(s.eventBodies.eventId, eventId)))[0];
     return row ? new Uint8Array(row.body) : null;
-  }
-  async requeueEvent(eventId: string, at: number) {
-    await this.db.update(s.events).set({ outcome: 'queued', code: null, nextAttemptAt: at, leaseUntil: null, leaseToken: null }).where(eq(s.events.id, eventId));
   }
 
   // audit, intents, idempotency

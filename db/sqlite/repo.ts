@@ -601,12 +601,6 @@ export class SqliteRepo implements Repo {
         .run();
     }, IMMEDIATE);
   }
-  async deleteEndpoint(storeId: string, id: string) {
-    this.db.transaction((tx) => {
-      tx.delete(s.endpointVersions).where(eq(s.endpointVersions.endpointId, id)).run();
-      tx.delete(s.endpoints).where(and(eq(s.endpoints.storeId, storeId), eq(s.endpoints.id, id))).run();
-    }, IMMEDIATE);
-  }
 
   async getEventBody(eventId: string) {
     const row = this.bodyOfEvent.get(eventId);
@@ -647,9 +641,6 @@ export class SqliteRepo implements Repo {
       through = b.key;
     }
     return through ? this.deleteBodiesThrough.run(through).changes : 0;
-  }
-  async requeueEvent(eventId: string, at: number) {
-    this.db.update(s.events).set({ outcome: 'queued', code: null, nextAttemptAt: at, leaseUntil: null }).where(eq(s.events.id, eventId)).run();
   }
 
   async insertAudit(row: AuditRow) {
