@@ -5,7 +5,6 @@
 import { storageFault, storageUnavailable } from '../relay/storage-health.ts';
 import { checkExpectedContext } from '../contract/context.ts';
 import { AppError } from '../contract/errors.ts';
-import type { Operation } from '../contract/operations.ts';
 import { METRICS_SCOPES } from '../contract/scopes.ts';
 import type { Core } from '../core.ts';
 import { NO_CLIENT, type AuthFailureLimiter, type ClientOf } from '../lib/auth-failures.ts';
@@ -19,8 +18,8 @@ import { VERSION } from '../version.ts';
 import { errorResponse, newSupportCode } from './http.ts';
 
 const FROM_DATABASE = "Read from the database at scrape time: the database's figure, the same on every instance (do not sum across instances).";
-/** What a failed metrics-token authentication is audited and counted as: failedAuthentication reads only the operationId. */
-const SCRAPE_METRICS = { operationId: 'scrapeMetrics' } as unknown as Operation;
+/** What a failed metrics-token authentication is audited and counted as (no contract operation: /metrics is outside the table). */
+const SCRAPE_METRICS = { operationId: 'scrapeMetrics' };
 
 /**
  * The scrape handler. Errors are the API's envelope (401 with WWW-Authenticate, 403 missing scope or context).

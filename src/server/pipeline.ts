@@ -244,7 +244,8 @@ function rateLimited(
  */
 export async function failedAuthentication(
   deps: Pick<PipelineDeps, 'core' | 'authFailures'>,
-  op: Operation,
+  /** What the failed call was for: a contract operation, or a surface outside the table (/metrics' scrape). */
+  op: Pick<Operation, 'operationId'>,
   err: AppError,
   client: ClientOf,
   requestId: string,
@@ -304,7 +305,7 @@ async function auditSummary(
  */
 export async function audit(
   core: CoreWith<AuditLog>,
-  op: Operation,
+  op: Pick<Operation, 'operationId'>,
   ctx: Pick<OpContext, 'store' | 'grant' | 'scopes' | 'actor'> | null,
   params: Record<string, string>,
   status: number,
