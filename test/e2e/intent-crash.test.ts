@@ -16,7 +16,7 @@ import { hmacHex } from '../../src/lib/crypto.ts';
 import { closedPort } from '../cli/harness.ts';
 import { until } from '../fixtures/handoff.ts';
 import { runToExit, spawnServe, type ServeProcess } from '../fixtures/serve-process.ts';
-import { TEST_DATABASE_URL } from '../fixtures/storage.ts';
+import { pgAdmin, TEST_DATABASE_URL } from '../fixtures/storage.ts';
 
 setDefaultTimeout(90_000);
 
@@ -25,20 +25,11 @@ const database = `hr_crash_${process.pid}_${Math.random().toString(36).slice(2, 
 const running = new Set<ServeProcess>();
 let databaseUrl: string | null = null;
 
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: TEST_DATABASE_URL! });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
 
 afterAll(async () => {
   for (const s of running) s.proc.kill('SIGKILL');
   await Promise.all([...running].map((s) => s.proc.exited));
-  if (databaseUrl) await admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+  if (databaseUrl) await pgAdmin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
   rmSync(root, { recursive: true, force: true });
 }, 60_000);
 
@@ -83,7 +74,7 @@ for (const backend of backendList) {
   describe(`an execute killed at each step, then retried with its key (${backend})`, () => {
     it.each(cases)('killed at %s (%s): the retry gets the outcome, the change is made once, no intent stays executing', async (point, kind) => {
       if (backend === 'postgres' && !databaseUrl) {
-        await admin(`CREATE DATABASE "${database}"`);
+        await pgAdmin(`CREATE DATABASE "${database}"`);
         const url = new URL(TEST_DATABASE_URL!);
         url.pathname = `/${database}`;
         databaseUrl = url.toString();

@@ -14,7 +14,7 @@ import { closedPort } from '../cli/harness.ts';
 import { b, startFakeShopify, type FakeShopify } from '../fixtures/fake-shopify.ts';
 import { until } from '../fixtures/handoff.ts';
 import { runToExit, spawnServe, type ServeProcess } from '../fixtures/serve-process.ts';
-import { TEST_DATABASE_URL } from '../fixtures/storage.ts';
+import { pgAdmin, TEST_DATABASE_URL } from '../fixtures/storage.ts';
 
 const EVENTS = 2_000;
 const SENDERS = 16;
@@ -33,22 +33,13 @@ const database = `hr_kill_${process.pid}_${Math.random().toString(36).slice(2, 8
 const running: ServeProcess[] = [];
 const fakes: FakeShopify[] = [];
 
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: TEST_DATABASE_URL! });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
 
 afterAll(async () => {
   for (const s of running) s.proc.kill('SIGKILL');
   await Promise.all(running.map((s) => s.proc.exited));
   await Promise.all(fakes.map((f) => f.stop()));
   // DROP DATABASE checkpoints: seconds on a busy machine, past the default 5 s of a hook.
-  if (TEST_DATABASE_URL) await admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+  if (TEST_DATABASE_URL) await pgAdmin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
   rmSync(root, { recursive: true, force: true });
 }, 60_000);
 
@@ -62,7 +53,7 @@ function fakeFlow(answered = 2 * EVENTS): FakeShopify {
 
 describe.if(!!TEST_DATABASE_URL)('two serve instances on one PostgreSQL, one killed mid-run', () => {
   it('hands off every 202; repeats only where an `unknown` attempt records them, never more than the sends in flight', async () => {
-    await admin(`CREATE DATABASE "${database}"`);
+    await pgAdmin(`CREATE DATABASE "${database}"`);
     const url = new URL(TEST_DATABASE_URL!);
     url.pathname = `/${database}`;
     const shared = { HOOKRELAY_DATABASE_URL: url.toString(), HOOKRELAY_SECRET_KEY: 'ab'.repeat(32), [TOKEN_ENV]: 'shpat_kill_test' };
