@@ -44,7 +44,7 @@ Exit 1 when lost, unexplained repeats, 5xx, undocumented shapes or server deaths
   process.exit(0);
 }
 
-/** Sizes: --quick is what CI runs (about 2 minutes on 2 cores); the default is bounded to about 10. */
+/** Sizes: --quick is what CI runs (a few minutes on 2 cores, the uploads and database parts included); the default is bounded to about 10. */
 const SIZE = a.quick
   ? { kills: 3, terms: 1, senders: 6, fuzzCases: 300, floodEach: 250, sandboxRounds: 1, uploads: 500, uploadRounds: 1, dbFreezeMs: 8_000, dbStopRounds: 1, watchdogMs: 6 * 60_000 }
   : { kills: 20, terms: 5, senders: 8, fuzzCases: 2000, floodEach: 5000, sandboxRounds: 3, uploads: 1000, uploadRounds: 2, dbFreezeMs: 20_000, dbStopRounds: 3, watchdogMs: 15 * 60_000 };
