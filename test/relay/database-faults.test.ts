@@ -233,7 +233,9 @@ describe.skipIf(!!why)(`storage faults on a private PostgreSQL${why ? ` (skipped
     const senders = Array.from({ length: 6 }, (_, s) => sender(s));
     await Bun.sleep(800);
     await server.stop('immediate');
-    await Bun.sleep(700);
+    // Down longer than the answer and settle deadlines, so senders see the outage (on a loaded host a shorter window
+    // could pass with every sender still waiting, then answered 202 after the restart).
+    await Bun.sleep(FAST.answerMs + FAST.settleMs);
     const downStatus = await box.get('/status');
     await server.start();
     let first202 = -1;
