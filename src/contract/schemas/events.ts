@@ -1,0 +1,101 @@
+/** Events as reads show them: receipts, handoff attempts, recovery options. Never a raw body. */
+import { z } from 'zod';
+import { HandoffStateSchema } from '../platform-schemas.ts';
+import { Id, Timestamp } from './common.ts';
+
+export const EVENT_OUTCOMES = [
+  'accepted',
+  'queued',
+  'delivered',
+  'no_workflow',
+  'failed',
+  'duplicate_suppressed',
+  'rejected',
+  'held',
+  'test',
+] as const;
+export const EventOutcomeSchema = z.enum(EVENT_OUTCOMES);
+/** The outcomes a replay (single or bulk) takes, while the body is retained; every other is refused with its reason. */
+export const REPLAYABLE_OUTCOMES = ['delivered', 'failed', 'no_workflow'] as const satisfies readonly (typeof EVENT_OUTCOMES)[number][];
+export type EventOutcome = z.infer<typeof EventOutcomeSchema>;
+
+export const EventSummarySchema = z
+  .object({
+    id: Id('evt'),
+    receiptId: Id('rcpt'),
+    endpointId: z.string(),
+    outcome: EventOutcomeSchema,
+    code: z.string().nullable().describe('Stable code when the outcome is not delivered'),
+    externalEventId: z.string().nullable(),
+    eventType: z.string().nullable(),
+    isTest: z.boolean(),
+    receivedAt: Timestamp,
+    lastAttemptAt: Timestamp.nullable(),
+    attempts: z.number().int().min(0),
+    replayable: z.boolean(),
+    bodyRetention: z.enum(['retained', 'expired', 'none']),
+  })
+  .meta({ id: 'EventSummary', description: 'A receipt. Never carries the raw body.' });
+export type EventSummary = z.infer<typeof EventSummarySchema>;
+
+export const AttemptSchema = z
+  .object({
+    number: z.number().int().min(1),
+    destination: z.enum(['shopify', 'log']),
+    startedAt: Timestamp,
+    finishedAt: Timestamp.nullable().describe('null while the attempt is still sending'),
+    outcome: z
+      .enum(['sending', 'delivered', 'retry', 'failed', 'no_workflow', 'unknown'])
+      .describe('`sending`: journaled before the send, result not yet recorded. `unknown`: the worker stopped or lost its lease mid-send, so Flow may have received the trigger; a later attempt may be a repeat'),
+    httpStatus: z.number().int().nullable(),
+    code: z.string().nullable(),
+    message: z.string().nullable(),
+    retryAt: Timestamp.nullable(),
+  })
+  .meta({ id: 'HandoffAttempt' });
+
+export const RecoveryOptionSchema = z
+  .object({ action: z.string(), operationId: z.string().nullable(), available: z.boolean(), reason: z.string() })
+  .meta({ id: 'RecoveryOption' });
+
+export const EventDetailSchema = EventSummarySchema.extend({
+  configVersion: z.number().int(),
+  duplicateOf: z.string().nullable(),
+  bodyBytes: z.number().int().min(0),
+  deliveredAt: Timestamp.nullable(),
+  nextAttemptAt: Timestamp.nullable().describe('When the next attempt is due; null while a worker is handing the event off, and once handoff has ended'),
+  handoffStoppedAt: z
+    .enum(['authentication', 'validation', 'deduplication', 'capacity', 'queue', 'paused', 'platform', 'none'])
+    .describe("Where the handoff stopped; `paused` while the store's handoff waits (see handoffPause); `none` once delivered"),
+  handoffPause: HandoffStateSchema.nullable().describe("The store's paused handoff this event waits on; null unless the event is pending and the store paused"),
+  meaning: z.string().describe('What the outcome means, and what it does not'),
+  attemptsDetail: z.array(AttemptSchema),
+  recoveryOptions: z.array(RecoveryOptionSchema),
+}).meta({ id: 'EventDetail' });
+
+export const EventListSchema = z
+  .object({ events: z.array(EventSummarySchema), nextCursor: z.string().nullable() })
+  .meta({ id: 'EventList' });
+
+export const EventListQuerySchema = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(25).describe('Page size, 1 to 100'),
+  cursor: z.string().max(200).optional().describe('Opaque cursor from nextCursor'),
+  endpointId: z.string().max(100).optional(),
+  outcome: EventOutcomeSchema.optional(),
+  since: z.iso.datetime().optional().describe('Received at or after (RFC 3339)'),
+  until: z.iso.datetime().optional().describe('Received before (RFC 3339)'),
+});
+
+export const EventResultSchema = z
+  .object({
+    event: EventSummarySchema,
+    meaning: z.string(),
+    downstreamConfirmed: z.literal(false).describe('Delivered never means downstream work completed'),
+  })
+  .meta({ id: 'EventResult' });
+
+export const AgentEventResultReadSchema = z
+  .object({ result: EventResultSchema.nullable() })
+  .meta({ id: 'AgentEventResultRead', description: '`result` is null when no event is known for the store.' });
+
+export const EventDetailReadSchema = z.object({ event: EventDetailSchema }).meta({ id: 'EventDetailRead' });
