@@ -1,12 +1,11 @@
 import { defineCommand } from 'citty';
 import { AppError } from '../src/contract/errors.ts';
 import { operations } from '../src/contract/operations.ts';
+import { executesChange, modeOf } from '../src/contract/schemas.ts';
 import { ClientError, idempotencyNote } from '../src/client/errors.ts';
 import { matchOperation } from '../src/client/routes.ts';
 import { connectionArgs, idempotencyKeyArg, jsonFileArg } from './_args.ts';
 import { connect, emit, newIdempotencyKey, readJsonInput } from './_cli.ts';
-
-const modeOf = (body: unknown) => (body && typeof body === 'object' ? (body as { mode?: unknown }).mode : undefined);
 
 export default defineCommand({
   meta: {
@@ -35,7 +34,7 @@ export default defineCommand({
     const { client, log } = await connect(args, { token: op.auth === 'none' ? 'none' : 'required' });
     let idempotency: { key: string; generated: boolean } | undefined;
     if (args['idempotency-key']) idempotency = { key: args['idempotency-key'], generated: false };
-    else if (op.idempotency === 'execute' && ['execute', 'submit'].includes(String(modeOf(body)))) {
+    else if (op.idempotency === 'execute' && executesChange(body)) {
       idempotency = { key: newIdempotencyKey(), generated: true };
       log.info(`Idempotency-Key ${idempotency.key} (retry with --idempotency-key ${idempotency.key})`);
     }

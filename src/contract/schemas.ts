@@ -63,12 +63,15 @@ export {
   IntentStateSchema,
   IntentExecuteSchema,
   intentRequest,
+  modeOf,
+  executesChange,
   ConfirmationSchema,
   ChangeSchema,
   IntentPreviewSchema,
   ActionIntentSchema,
   ActionIntentReadSchema,
 } from './schemas/intents.ts';
+export type { IntentBody, IntentMode } from './schemas/intents.ts';
 export { SupportRequestInputSchema, SupportRequestBodySchema } from './schemas/support.ts';
 export { ExpansionRequestInputSchema, FeatureRequestInputSchema, NonBindingAckSchema } from './schemas/requests.ts';
 export { EffectSchema, OperationSummarySchema, AgentOperationsManifestSchema, PublicStatusSchema } from './schemas/discovery.ts';

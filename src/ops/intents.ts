@@ -10,7 +10,7 @@ import type { Write } from '../../db/runner.ts';
 import type { IntentRow } from '../../db/types.ts';
 import { AppError, refuse, type Refusal } from '../contract/errors.ts';
 import { period, type Meter } from '../contract/plans.ts';
-import type { BulkReplaySelection, INTENT_KINDS } from '../contract/schemas.ts';
+import type { BulkReplaySelection, INTENT_KINDS, IntentBody } from '../contract/schemas.ts';
 import { iso } from '../lib/clock.ts';
 import { crashPoint } from '../lib/crash-points.ts';
 import { constantTimeEqual, sha256Hex } from '../lib/crypto.ts';
@@ -90,11 +90,6 @@ export function stalePreview(what: string): AppError {
   );
 }
 
-type Body<I> =
-  | { mode: 'preview'; input: I }
-  | { mode: 'execute'; intentId: string; confirmationToken: string }
-  | { mode: 'submit'; input: I; consent: true };
-
 export function intentView(row: IntentRow, extra: { token?: string; secret?: string } = {}) {
   const result = row.result ? (JSON.parse(row.result) as IntentResult) : null;
   return {
@@ -114,7 +109,7 @@ export function intentView(row: IntentRow, extra: { token?: string; secret?: str
 
 /** The handler of an intent operation: dispatches preview / execute / submit. */
 export function intentHandler<I, R, B>(operationId: string, def: IntentKind<I, R, B>) {
-  return async (ctx: OpContext<R & Journal>, { params, body }: { params?: Record<string, string>; body: Body<I> }) => {
+  return async (ctx: OpContext<R & Journal>, { params, body }: { params?: Record<string, string>; body: IntentBody<I> }) => {
     const p = params ?? {};
     if (body.mode === 'preview') return { intent: await preview(ctx, operationId, def, body.input, p) };
     if (body.mode === 'submit') {

@@ -7,6 +7,7 @@ import { checkExpectedContext } from '../contract/context.ts';
 import { IDEMPOTENCY_KEY_MAX_LENGTH, IDEMPOTENCY_STALE_MS, IDEMPOTENCY_TTL_MS, MAX_API_BODY_BYTES } from '../contract/limits.ts';
 import { AppError, defaultRefusal, type ErrorCode } from '../contract/errors.ts';
 import type { Operation } from '../contract/operations.ts';
+import { executesChange } from '../contract/schemas.ts';
 import type { AuditLog } from '../../db/repo.ts';
 import type { Core, CoreWith } from '../core.ts';
 import { EDITION } from '../contract/scopes.ts';
@@ -67,8 +68,7 @@ export async function runOperation(
       query: op.query ? parse(op.query, Object.fromEntries(new URL(req.url).searchParams), 'query') : undefined,
       body: op.body ? parse(op.body, await readJsonBody(req), 'body') : undefined,
     };
-    const mode = (input.body as { mode?: string } | undefined)?.mode;
-    const executing = mode === 'execute' || mode === 'submit';
+    const executing = executesChange(input.body);
 
     if (op.rateLimitClass && !executing) {
       const d = await deps.limiter.take(op.rateLimitClass, grant.id, store.id);

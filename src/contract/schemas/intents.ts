@@ -23,6 +23,34 @@ export function intentRequest<T extends z.ZodType>(id: string, input: T) {
     .meta({ id });
 }
 
+/**
+ * A validated intent body, for a kind whose input is `I`: the step its `mode` names. `preview` changes nothing;
+ * `execute` makes the change a stored preview showed; `submit` previews and executes in one call (a support request,
+ * with consent: SupportRequestBodySchema). intentRequest's bodies are the first two.
+ */
+export type IntentBody<I> = { mode: 'preview'; input: I } | z.output<typeof IntentExecuteSchema> | { mode: 'submit'; input: I; consent: true };
+export type IntentMode = IntentBody<unknown>['mode'];
+
+/** Whether each step makes the change. */
+const MAKES_CHANGE: Readonly<Record<IntentMode, boolean>> = { preview: false, execute: true, submit: true };
+
+/** The intent step a request body names; undefined for a body that names none (validated or not, of any operation). */
+export function modeOf(body: unknown): IntentMode | undefined {
+  const mode = body !== null && typeof body === 'object' ? (body as { mode?: unknown }).mode : undefined;
+  return typeof mode === 'string' && Object.hasOwn(MAKES_CHANGE, mode) ? (mode as IntentMode) : undefined;
+}
+
+/**
+ * Whether a request body makes its intent's change (an execute or a submit step): the one answer the pipeline, the
+ * intent lifecycle and the CLI ask. Such a step needs an Idempotency-Key, is not rate limited, counts
+ * executed_actions (not action_previews) and answers 200 (a preview 201). A preview, or a body of an operation
+ * without intents, does not.
+ */
+export function executesChange(body: unknown): boolean {
+  const mode = modeOf(body);
+  return mode !== undefined && MAKES_CHANGE[mode];
+}
+
 export const ConfirmationSchema = z
   .object({ token: z.string(), expiresAt: Timestamp })
   .meta({ id: 'Confirmation', description: 'Single-use; send back with mode execute before it expires.' });
