@@ -4,7 +4,7 @@
  * `?` placeholders. The one difference is PostgreSQL's `lease_token` column, which a requeue clears there too.
  * Which events may be replayed, and why not, is decided above (src/ops/bulk-replay.ts); this only selects and writes.
  */
-import { clearLeaseColumns } from './intent-journal.ts';
+import type { Repo } from './repo.ts';
 import type { SqlRunner, Write } from './runner.ts';
 
 /** What selects the events of one bulk replay. Times are epoch ms. */
@@ -97,11 +97,11 @@ export class BulkReplays implements BulkReplayStore {
   /** The lease columns a requeue clears: PostgreSQL's events also carry the token each claim sets. */
   private readonly clearLease: string;
 
-  constructor(
-    private readonly sql: SqlRunner,
-    dialect: 'sqlite' | 'postgres',
-  ) {
-    this.clearLease = clearLeaseColumns(dialect);
+  private readonly sql: SqlRunner;
+
+  constructor(storage: Pick<Repo, 'sql' | 'layout'>) {
+    this.sql = storage.sql;
+    this.clearLease = storage.layout.clearLease;
   }
 
   async counts(f: BulkReplayFilter): Promise<BulkReplayCounts> {

@@ -84,7 +84,7 @@ export function deleteArchivedEndpoint(storeId: string, id: string): Write[] {
 
 /**
  * Queues one event for a new attempt now (a replay), from the outcome and attempt count the preview showed.
- * `clearLease`: the lease columns of the dialect (PostgreSQL's events also carry a lease token).
+ * `clearLease`: the storage's lease columns (StorageLayout: PostgreSQL's events also carry a lease token).
  */
 export function requeueEvent(eventId: string, from: { outcome: string; attempts: number }, at: number, clearLease: string): Write {
   return {
@@ -109,11 +109,6 @@ export function countUsage(storeId: string, meter: string, periodStart: number):
           ON CONFLICT (store_id, meter, period_start) DO UPDATE SET used = usage_counters.used + 1`,
     params: [storeId, meter, periodStart],
   };
-}
-
-/** The lease columns a requeue clears, per dialect. */
-export function clearLeaseColumns(dialect: 'sqlite' | 'postgres'): string {
-  return dialect === 'postgres' ? 'lease_until = NULL, lease_token = NULL' : 'lease_until = NULL';
 }
 
 /**

@@ -5,6 +5,7 @@
  * PostgreSQL keys it by the event id. Receipts stay: an erased event keeps its row, its counts and its outcome, and
  * says its body is no longer retained. Which events and records a request covers is decided above.
  */
+import type { Repo } from './repo.ts';
 import type { SqlRunner } from './runner.ts';
 
 /** An event that names one of the resource ids looked for, with the config of the endpoint it was received under. */
@@ -22,10 +23,13 @@ export interface ResourceEvent {
 const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
 
 export class Redaction {
-  constructor(
-    private readonly sql: SqlRunner,
-    private readonly dialect: 'sqlite' | 'postgres',
-  ) {}
+  private readonly sql: SqlRunner;
+  private readonly byInteger: boolean;
+
+  constructor(storage: Pick<Repo, 'sql' | 'layout'>) {
+    this.sql = storage.sql;
+    this.byInteger = storage.layout.bodyKey === 'integer';
+  }
 
   /** Up to `limit` ids of the store's events whose body is still kept, after `afterId` in id order (a cursor). */
   async retainedEvents(storeId: string, afterId: string, limit: number): Promise<string[]> {
@@ -43,15 +47,14 @@ export class Redaction {
   async eraseBodies(storeId: string, eventIds: string[]): Promise<number> {
     if (!eventIds.length) return 0;
     const ids = marks(eventIds.length);
-    const deleted =
-      this.dialect === 'sqlite'
+    const deleted = this.byInteger
         ? await this.sql.run(
             `DELETE FROM event_bodies WHERE key IN (SELECT body_key FROM events WHERE store_id = ? AND id IN (${ids}) AND body_key IS NOT NULL)
                AND event_id IN (${ids})`,
             [storeId, ...eventIds, ...eventIds],
           )
         : await this.sql.run(`DELETE FROM event_bodies WHERE event_id IN (SELECT id FROM events WHERE store_id = ? AND id IN (${ids}))`, [storeId, ...eventIds]);
-    const clearKey = this.dialect === 'sqlite' ? ', body_key = NULL' : '';
+    const clearKey = this.byInteger ? ', body_key = NULL' : '';
     await this.sql.run(
       `UPDATE events SET body_retention = CASE WHEN body_retention = 'retained' THEN 'expired' ELSE body_retention END${clearKey}
        WHERE store_id = ? AND id IN (${ids})`,

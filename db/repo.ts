@@ -1,6 +1,8 @@
 /**
  * The storage interfaces, split by area. Each consumer names the narrowest area it uses; `Repo`, the
- * intersection, is what a dialect implements and what db/open.ts returns. Rules (dedupe, capacity hold, lease
+ * intersection, is what db/open.ts returns. The areas that are one logic on both backends are written once
+ * (db/areas/); a dialect (db/sqlite/repo.ts, db/pg/repo.ts) implements only what differs, and says what it can do
+ * in `capabilities`, which code above db/ asks instead of naming a dialect. Rules (dedupe, capacity hold, lease
  * policy) are decided in db/receipt-rules.ts, not here: an area only stores and reads.
  */
 import type {
@@ -196,9 +198,33 @@ export interface Signals {
   listen?(fn: (channel: Signal, payload: string) => void): Promise<() => Promise<void>>;
 }
 
-/** Every area of one storage handle: what a dialect implements and what the factory returns. */
+/** What a storage handle can do, asked above db/ instead of its dialect. */
+export interface Capabilities {
+  /**
+   * Several serve instances may share this storage (PostgreSQL): limits count in the database, leases end with
+   * their holder's liveness, and a peer's interrupted executions are reopened while this one runs. False: one
+   * process owns it (SQLite: serve holds the data directory's lock), so every lease left at start is its own.
+   */
+  readonly multiInstance: boolean;
+  /** The file another connection of this process may open to write beside this handle (serve's relay thread); null when none. */
+  readonly relayFile: { path: string; synchronous: 'FULL' | 'NORMAL' } | null;
+}
+
+/** Where the two schemas differ, for the areas written once that clear a lease or find a raw body. */
+export interface StorageLayout {
+  /** The SET list that ends an event's lease (PostgreSQL's events also carry the claim's token). */
+  readonly clearLease: string;
+  /**
+   * How event_bodies is keyed: SQLite by an integer the event row holds (`events.body_key`, cleared with the body
+   * so a key used again never leads back), PostgreSQL by the event id.
+   */
+  readonly bodyKey: 'integer' | 'event-id';
+}
+
+/** Every area of one storage handle: what the factory returns. */
 export interface Repo extends IngestStore, HandoffQueue, EventReads, IntentStore, IdempotencyStore, LimitStore, AdminStore, Signals {
-  readonly dialect: 'sqlite' | 'postgres';
+  readonly capabilities: Capabilities;
+  readonly layout: StorageLayout;
   /** Each store's link to its platform: tokens, renewal, answered API version, handoff pause (db/platform-links.ts). */
   readonly links: PlatformLinkStore;
   /** The dialect's thin runner: a storage area written once for both dialects runs its plain SQL here (`?` placeholders). */

@@ -1,15 +1,21 @@
 /**
- * The thin runner of the storage areas written once for both dialects (platform links, app installs, Shopify
- * webhooks, erasure, bulk replay): plain SQL that SQLite and PostgreSQL both run as written, with `?` placeholders
- * (which the PostgreSQL runner numbers, so no `?` inside a literal). Integers, bigint included, come back as
- * numbers on both (the PostgreSQL pool parses int8); sums over PostgreSQL's numeric do not.
+ * The thin runner of the storage areas written once for both dialects (db/areas/, platform links, app installs,
+ * Shopify webhooks, erasure, bulk replay): plain SQL that SQLite and PostgreSQL both run as written, with `?`
+ * placeholders, or `?1`, `?2`… to use one parameter twice (the PostgreSQL runner turns both into `$n`, so no `?`
+ * inside a literal). Integers, bigint included, come back as numbers on both (the PostgreSQL pool parses int8);
+ * sums do not on PostgreSQL (numeric): CAST them AS BIGINT. Booleans bind as they are and read back as SQLite's
+ * 0 / 1 or PostgreSQL's booleans: a table's codec (tableRows) makes them booleans.
  */
-import { getTableColumns, type Table } from 'drizzle-orm';
+import { getTableColumns, getTableName, type Table } from 'drizzle-orm';
 
 /** What a dialect gives an area: rows of a query, the rows a statement changed, and writes in one transaction. */
 export interface SqlRunner {
   all<T>(sql: string, params: unknown[]): Promise<T[]>;
-  run(sql: string, params: unknown[]): Promise<number>;
+  /**
+   * The rows a statement changed. `relaxed`: bookkeeping whose loss to a power cut loses nothing acknowledged
+   * (an audit row, a meter): SQLite commits it without its own fsync (the next receipt's commit syncs it).
+   */
+  run(sql: string, params: unknown[], opts?: { relaxed?: boolean }): Promise<number>;
   /**
    * Runs `writes` in order in one transaction. When a write marked `mustChange` changes no row, everything rolls
    * back and its index is returned; else the rows each changed. On SQLite it runs synchronously under the write
@@ -38,6 +44,67 @@ export function* batchSteps(writes: Write[]): Generator<[sql: string, params: un
     if (w.mustChange && n === 0) return { ok: false, failed: i };
   }
   return { ok: true, changes };
+}
+
+/** The first row of a query, or null. */
+export async function first<T>(runner: SqlRunner, sql: string, params: unknown[]): Promise<T | null> {
+  return (await runner.all<T>(sql, params))[0] ?? null;
+}
+
+/** Turns `?` and `?n` placeholders into PostgreSQL's `$n`. */
+export function numberPlaceholders(sql: string): string {
+  let i = 0;
+  return sql.replace(/\?(\d+)?/g, (_, n: string | undefined) => `$${n ?? ++i}`);
+}
+
+/**
+ * A table's rows as plain SQL, from its drizzle columns (the SQLite schema's: both dialects name them alike;
+ * `omit` leaves out a dialect's own): the select list under the property names, a decoder of the driver's values,
+ * and an INSERT and a SET of a row's present fields (an absent one keeps its column's default).
+ */
+export interface TableRows<T> {
+  readonly name: string;
+  /** `col AS "key", …` */
+  readonly select: string;
+  /** A raw row read with `select` as the typed row: booleans as booleans. */
+  decode(raw: unknown): T;
+  insert(row: Partial<T>): { sql: string; params: unknown[] };
+  /** `col = ?, …` for the fields present, with their parameters. */
+  set(patch: Partial<T>): { sql: string; params: unknown[] };
+}
+
+export function tableRows<T>(table: Table, opts: { omit?: string[] } = {}): TableRows<T> {
+  const name = getTableName(table);
+  const columns = Object.fromEntries(Object.entries(getTableColumns(table)).filter(([key]) => !opts.omit?.includes(key)));
+  const nameOf = new Map(Object.entries(columns).map(([key, col]) => [key, col.name]));
+  const booleans = Object.entries(columns)
+    .filter(([, col]) => col.dataType === 'boolean')
+    .map(([key]) => key);
+  const fields = (row: object) => Object.entries(row).filter(([key, v]) => v !== undefined && nameOf.has(key)) as [string, unknown][];
+  return {
+    name,
+    select: Object.entries(columns)
+      .map(([key, col]) => `${col.name} AS "${key}"`)
+      .join(', '),
+    decode: booleans.length
+      ? (raw) => {
+          const row = raw as Record<string, unknown>;
+          for (const key of booleans) if (row[key] != null) row[key] = row[key] === true || row[key] === 1;
+          return row as T;
+        }
+      : (raw) => raw as T,
+    insert: (row) => {
+      const present = fields(row);
+      return {
+        sql: `INSERT INTO ${name} (${present.map(([key]) => nameOf.get(key)).join(', ')}) VALUES (${present.map(() => '?').join(', ')})`,
+        params: present.map(([, v]) => v),
+      };
+    },
+    set: (patch) => {
+      const present = fields(patch);
+      return { sql: present.map(([key]) => `${nameOf.get(key)} = ?`).join(', '), params: present.map(([, v]) => v) };
+    },
+  };
 }
 
 /** A table's columns as a select list, each under its property name (`token_sealed AS "tokenSealed"`). */

@@ -1,6 +1,7 @@
 /**
- * PostgreSQL storage, for several `serve` instances on one database. What SQLite gets from being one process,
- * this gets from the database: dedupe by a unique key, meters by conditional updates under a row lock, the
+ * PostgreSQL storage, for several `serve` instances on one database: what differs from SQLite (db/sqlite/repo.ts);
+ * every other area is written once for both dialects (db/areas/) and runs on this file's thin runner. What SQLite
+ * gets from being one process, this gets from the database: dedupe by a unique key, meters by conditional updates under a row lock, the
  * handoff queue claimed with FOR UPDATE SKIP LOCKED under leases that carry a token every write checks, and
  * migrations under an advisory lock.
  *
@@ -9,36 +10,26 @@
  * and it passes this file's tests (test/db/pg-*.test.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { and, asc, desc, eq, getTableColumns, gte, sql, type SQL } from 'drizzle-orm';
-import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
+import { getTableColumns } from 'drizzle-orm';
 import pg from 'pg';
+import { sharedAreas, type SharedAreas } from '../areas/index.ts';
 import { runMigrations, type Migration } from '../migrate.ts';
 import { answeredByServer, CommitUnknownError, PG_TIMEOUTS, pgClientClass, settleCommit, withoutDeadline, type PgClient, type PgClientClass, type PgTimeouts } from './client.ts';
 import { PlatformLinks } from '../platform-links.ts';
-import { batchSteps, type SqlRunner } from '../runner.ts';
+import { batchSteps, numberPlaceholders, type SqlRunner } from '../runner.ts';
 import { migrations as pgMigrations } from '../migrations/pg/index.ts';
-import { eventFilterWhere } from '../filters.ts';
 import { leaseToWorker, receiptRow } from '../receipt-rules.ts';
-import type { Instance, PendingAuthFailure, Repo, Signal } from '../repo.ts';
+import type { Capabilities, Instance, PendingAuthFailure, Repo, Signal, StorageLayout } from '../repo.ts';
 import type {
   AttemptResult,
   AttemptStart,
-  AuditRow,
   CommittedReceipt,
   DueEvent,
-  EndpointRow,
-  EventFilter,
   EventRow,
-  GrantRow,
-  IdempotencyRow,
   IngestLease,
-  IntentRow,
   PendingReceipt,
-  RecordRow,
-  StoreRow,
-  TriggerReadinessRow,
 } from '../types.ts';
-import { METRIC, PENDING_OUTCOMES, STATS_WIDTHS_MS, statsBucket, withEndpointsAndStores } from '../types.ts';
+import { METRIC, STATS_WIDTHS_MS, statsBucket, withEndpointsAndStores } from '../types.ts';
 import * as s from './schema.ts';
 
 /** Any two instances migrating at once serialise on this key (pg_advisory_xact_lock). */
@@ -144,12 +135,9 @@ export async function migratePg(pool: pg.Pool, list: Migration[] = pgMigrations,
 
 type Tx = pg.PoolClient;
 
-/** platform_links' runner: its `?` placeholders numbered for PostgreSQL (the area's SQL has no `?` in a literal). */
+/** The areas' runner (db/runner.ts): `?` placeholders numbered for PostgreSQL (the areas' SQL has no `?` in a literal). */
 function pgRunner(pool: pg.Pool): SqlRunner {
-  const numbered = (q: string) => {
-    let i = 0;
-    return q.replace(/\?/g, () => `$${++i}`);
-  };
+  const numbered = numberPlaceholders;
   return {
     all: async <T>(q: string, params: unknown[]) => (await pool.query(numbered(q), params)).rows as T[],
     run: async (q, params) => (await pool.query(numbered(q), params)).rowCount ?? 0,
@@ -172,9 +160,12 @@ function pgRunner(pool: pg.Pool): SqlRunner {
   };
 }
 
+/** The areas written once (db/areas/), assigned to each handle in the constructor. */
+export interface PgRepo extends SharedAreas {}
+
 export class PgRepo implements Repo {
-  readonly dialect = 'postgres' as const;
-  private readonly db: NodePgDatabase<typeof s>;
+  readonly capabilities: Capabilities = { multiInstance: true, relayFile: null };
+  readonly layout: StorageLayout = { clearLease: 'lease_until = NULL, lease_token = NULL', bodyKey: 'event-id' };
   /** Lease tokens of the events this process holds (claimed, or leased by its own ingest commits). */
   private readonly leases = new Map<string, string>();
   /** This process's event_stats shard: concurrent instances add to different rows. */
@@ -199,9 +190,9 @@ export class PgRepo implements Repo {
   ) {
     this.Client = pgClientClass(timeouts);
     this.clientConfig = pgClientConfig(url, schema);
-    this.db = drizzle({ client: pool, schema: s });
     this.sql = pgRunner(pool);
     this.links = new PlatformLinks(this.sql);
+    Object.assign(this, sharedAreas(this.sql));
   }
 
   readonly links: PlatformLinks;
@@ -274,78 +265,6 @@ export class PgRepo implements Repo {
     } finally {
       c.release();
     }
-  }
-
-  // stores
-  async getStore(id: string) {
-    return (await this.db.select().from(s.stores).where(eq(s.stores.id, id)))[0] ?? null;
-  }
-  async updateStore(row: StoreRow) {
-    const { plan, billingStatus, destination, adminTokenEnv, credentialMode, clientId, clientSecretEnv, uninstalledAt, updatedAt } = row;
-    await this.db
-      .update(s.stores)
-      .set({ plan, billingStatus, destination, adminTokenEnv, credentialMode, clientId, clientSecretEnv, uninstalledAt, updatedAt })
-      .where(eq(s.stores.id, row.id));
-  }
-  async getStoreByShop(shopDomain: string) {
-    return (await this.db.select().from(s.stores).where(eq(s.stores.shopDomain, shopDomain)))[0] ?? null;
-  }
-  async listStores() {
-    return this.db.select().from(s.stores).orderBy(asc(s.stores.id));
-  }
-  async insertStore(row: StoreRow) {
-    await this.db.insert(s.stores).values(row);
-  }
-
-  async getSetting(key: string) {
-    return (await this.db.select({ value: s.settings.value }).from(s.settings).where(eq(s.settings.key, key)))[0]?.value ?? null;
-  }
-  async putSetting(key: string, value: string, at: number) {
-    await this.db.insert(s.settings).values({ key, value, updatedAt: at }).onConflictDoUpdate({ target: s.settings.key, set: { value, updatedAt: at } });
-  }
-
-  // grants
-  async insertGrant(row: GrantRow) {
-    await this.db.insert(s.grants).values(row);
-  }
-  async getGrantByTokenHash(tokenHash: string) {
-    return (await this.db.select().from(s.grants).where(eq(s.grants.tokenHash, tokenHash)))[0] ?? null;
-  }
-  async listGrants(storeId?: string) {
-    const q = this.db.select().from(s.grants);
-    return (storeId ? q.where(eq(s.grants.storeId, storeId)) : q).orderBy(asc(s.grants.id));
-  }
-  async revokeGrant(id: string, at: number) {
-    const existing = (await this.db.select().from(s.grants).where(eq(s.grants.id, id)))[0];
-    if (!existing) return null;
-    if (existing.revokedAt != null) return existing;
-    return (await this.db.update(s.grants).set({ revokedAt: at }).where(eq(s.grants.id, id)).returning())[0] ?? null;
-  }
-
-  // endpoints
-  async insertEndpoint(row: EndpointRow, config: unknown) {
-    await this.db.transaction(async (tx) => {
-      await tx.insert(s.endpoints).values(row);
-      await tx.insert(s.endpointVersions).values({ endpointId: row.id, version: row.configVersion, config: JSON.stringify(config), createdAt: row.createdAt });
-    });
-  }
-  async getEndpoint(storeId: string, id: string) {
-    return (await this.db.select().from(s.endpoints).where(and(eq(s.endpoints.storeId, storeId), eq(s.endpoints.id, id))))[0] ?? null;
-  }
-  async getEndpointById(id: string) {
-    return (await this.db.select().from(s.endpoints).where(eq(s.endpoints.id, id)))[0] ?? null;
-  }
-  async listEndpoints(storeId: string) {
-    return this.db.select().from(s.endpoints).where(eq(s.endpoints.storeId, storeId)).orderBy(asc(s.endpoints.id));
-  }
-  async updateEndpoint(row: EndpointRow, config: unknown) {
-    await this.db.transaction(async (tx) => {
-      await tx.update(s.endpoints).set(row).where(eq(s.endpoints.id, row.id));
-      await tx
-        .insert(s.endpointVersions)
-        .values({ endpointId: row.id, version: row.configVersion, config: JSON.stringify(config), createdAt: row.updatedAt })
-        .onConflictDoNothing();
-    });
   }
 
   // inbound
@@ -519,29 +438,6 @@ export class PgRepo implements Repo {
     );
   }
 
-  async listAuthFailures(storeId: string, endpointId?: string, limit = 100) {
-    const where = endpointId ? and(eq(s.authFailures.storeId, storeId), eq(s.authFailures.endpointId, endpointId)) : eq(s.authFailures.storeId, storeId);
-    return this.db.select().from(s.authFailures).where(where).orderBy(desc(s.authFailures.at), desc(s.authFailures.id)).limit(limit);
-  }
-
-  // reads
-  async listEvents(f: EventFilter) {
-    const rows = await this.db.select().from(s.events).where(eventFilterWhere(f, s.events)).orderBy(desc(s.events.id)).limit(f.limit);
-    return rows.map(withoutToken);
-  }
-  async getEvent(storeId: string, id: string) {
-    const row = (await this.db.select().from(s.events).where(and(eq(s.events.storeId, storeId), eq(s.events.id, id))))[0];
-    return row ? withoutToken(row) : null;
-  }
-  async latestEvent(storeId: string, endpointId?: string) {
-    const where = endpointId ? and(eq(s.events.storeId, storeId), eq(s.events.endpointId, endpointId)) : eq(s.events.storeId, storeId);
-    const row = (await this.db.select().from(s.events).where(where).orderBy(desc(s.events.id)).limit(1))[0];
-    return row ? withoutToken(row) : null;
-  }
-  async listAttempts(eventId: string) {
-    return this.db.select().from(s.attempts).where(eq(s.attempts.eventId, eventId)).orderBy(asc(s.attempts.number));
-  }
-
   // handoff queue
   async claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]> {
     await this.alive();
@@ -652,18 +548,6 @@ export class PgRepo implements Repo {
     });
   }
 
-  /**
-   * Events under a lease are left out: a peer's claimed round keeps its past next_attempt_at while it runs, and
-   * counting it would wake this worker at once, again and again, for nothing it may claim. The worker still
-   * claims every second, which is when a lease that ended is taken.
-   */
-  async nextDueAt() {
-    const r = await this.pool.query<{ at: number | null }>(
-      'SELECT min(next_attempt_at) AS at FROM events WHERE next_attempt_at IS NOT NULL AND lease_until IS NULL',
-    );
-    return r.rows[0]?.at ?? null;
-  }
-
   async sweepExpired(now: number, keysBefore: number, limit: number) {
     const bodies = await this.pool.query(
       'DELETE FROM event_bodies WHERE event_id IN (SELECT event_id FROM event_bodies WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)',
@@ -708,58 +592,10 @@ export class PgRepo implements Repo {
     });
   }
 
-  // replay
+  /** The retained body, for replay only. */
   async getEventBody(eventId: string) {
-    const row = (await this.db.select({ body: s.eventBodies.body }).from(s.eventBodies).where(eq(s.eventBodies.eventId, eventId)))[0];
+    const row = (await this.pool.query<{ body: Buffer }>('SELECT body FROM event_bodies WHERE event_id = $1', [eventId])).rows[0];
     return row ? new Uint8Array(row.body) : null;
-  }
-
-  // audit, intents, idempotency
-  async insertAudit(row: AuditRow) {
-    await this.db.insert(s.auditLog).values(row);
-  }
-  /** The newest `limit` rows (at or after `since`), returned oldest first so they read as a log. */
-  async listAudit(f: { storeId?: string; since?: number; limit: number }) {
-    const where: SQL[] = [];
-    if (f.storeId) where.push(eq(s.auditLog.storeId, f.storeId));
-    if (f.since != null) where.push(gte(s.auditLog.at, f.since));
-    const rows = await this.db.select().from(s.auditLog).where(and(...where)).orderBy(desc(s.auditLog.at), desc(s.auditLog.id)).limit(f.limit);
-    return rows.reverse();
-  }
-  async insertIntent(row: IntentRow) {
-    await this.db.insert(s.intents).values(row);
-  }
-  async getIntent(storeId: string, id: string) {
-    return (await this.db.select().from(s.intents).where(and(eq(s.intents.storeId, storeId), eq(s.intents.id, id))))[0] ?? null;
-  }
-  async transitionIntent(id: string, fromState: string, patch: Partial<IntentRow>) {
-    const r = await this.db.update(s.intents).set(patch).where(and(eq(s.intents.id, id), eq(s.intents.state, fromState))).returning({ id: s.intents.id });
-    return r.length === 1;
-  }
-  async getIdempotency(storeId: string, key: string, since: number) {
-    return (
-      (await this.db
-        .select()
-        .from(s.idempotencyKeys)
-        .where(and(eq(s.idempotencyKeys.storeId, storeId), eq(s.idempotencyKeys.key, key), gte(s.idempotencyKeys.createdAt, since))))[0] ?? null
-    );
-  }
-  async putIdempotency(row: IdempotencyRow) {
-    await this.db.insert(s.idempotencyKeys).values(row).onConflictDoUpdate({ target: [s.idempotencyKeys.storeId, s.idempotencyKeys.key], set: row });
-  }
-
-  async claimIdempotency(row: Pick<IdempotencyRow, 'storeId' | 'key' | 'operationId' | 'requestHash' | 'createdAt' | 'owner'>, since: number, staleBefore: number) {
-    const claimed = await this.pool.query(
-      `INSERT INTO idempotency_keys (store_id, key, operation_id, request_hash, status, response, created_at, owner) VALUES ($1, $2, $3, $4, 0, '', $5, $8)
-       ON CONFLICT (store_id, key) DO UPDATE SET operation_id = $3, request_hash = $4, status = 0, response = '', created_at = $5, owner = $8
-         WHERE idempotency_keys.created_at < $6 OR (idempotency_keys.status = 0 AND idempotency_keys.created_at < $7)
-       RETURNING key`,
-      [row.storeId, row.key, row.operationId, row.requestHash, row.createdAt, since, staleBefore, row.owner],
-    );
-    return claimed.rowCount ? null : await this.getIdempotency(row.storeId, row.key, 0);
-  }
-  async releaseIdempotency(storeId: string, key: string) {
-    await this.pool.query('DELETE FROM idempotency_keys WHERE store_id = $1 AND key = $2 AND status = 0', [storeId, key]);
   }
 
   async takeRate(keys: { key: string; limit: number }[], windowStart: number) {
@@ -791,78 +627,6 @@ export class PgRepo implements Repo {
     );
     const after = new Map(r.rows.map((row) => [row.key, row.n]));
     return counts.map((c) => after.get(c.key)!);
-  }
-
-  // readiness, usage, records
-  async listTriggerReadiness(storeId: string) {
-    return this.db.select().from(s.triggerReadiness).where(eq(s.triggerReadiness.storeId, storeId));
-  }
-  async setTriggerReadiness(row: TriggerReadinessRow) {
-    await this.db
-      .insert(s.triggerReadiness)
-      .values(row)
-      .onConflictDoUpdate({ target: [s.triggerReadiness.storeId, s.triggerReadiness.handle], set: { hasEnabledFlow: row.hasEnabledFlow, updatedAt: row.updatedAt } });
-  }
-  async addUsage(storeId: string, meter: string, periodStart: number, n: number) {
-    await this.db
-      .insert(s.usageCounters)
-      .values({ storeId, meter, periodStart, used: n })
-      .onConflictDoUpdate({ target: [s.usageCounters.storeId, s.usageCounters.meter, s.usageCounters.periodStart], set: { used: sql`${s.usageCounters.used} + ${n}` } });
-  }
-  async getUsage(storeId: string, periodStart: number) {
-    const rows = await this.db.select().from(s.usageCounters).where(and(eq(s.usageCounters.storeId, storeId), eq(s.usageCounters.periodStart, periodStart)));
-    return Object.fromEntries(rows.map((r) => [r.meter, r.used]));
-  }
-  async insertRecord(row: RecordRow) {
-    await this.db.insert(s.records).values(row);
-  }
-  async getRecord(storeId: string, kind: string, id: string) {
-    return (await this.db.select().from(s.records).where(and(eq(s.records.storeId, storeId), eq(s.records.kind, kind), eq(s.records.id, id))))[0] ?? null;
-  }
-
-  async hasOutcome(storeId: string, outcome: string) {
-    const r = await this.pool.query('SELECT 1 FROM events WHERE store_id = $1 AND outcome = $2 LIMIT 1', [storeId, outcome]);
-    return (r.rowCount ?? 0) > 0;
-  }
-
-  // reliability
-  async sumStats(storeId: string, from: number) {
-    const [five, hour, day] = STATS_WIDTHS_MS;
-    const start = statsBucket(from, five);
-    const h = Math.ceil(start / hour) * hour;
-    const d = Math.ceil(h / day) * day;
-    const r = await this.pool.query<{ metric: string; n: number }>(
-      `SELECT metric, sum(n)::bigint AS n FROM event_stats WHERE store_id = $1 AND (
-         (width = $2 AND bucket >= $3 AND bucket < $4) OR (width = $5 AND bucket >= $6 AND bucket < $7) OR (width = $8 AND bucket >= $9)
-       ) GROUP BY metric`,
-      [storeId, five, start, h, hour, h, d, day, d],
-    );
-    return Object.fromEntries(r.rows.map((row) => [row.metric, row.n]));
-  }
-  async countAuthFailures(storeId: string, since: number) {
-    const r = await this.pool.query<{ endpointId: string; n: number }>(
-      'SELECT endpoint_id AS "endpointId", sum(count)::bigint AS n FROM auth_failures WHERE store_id = $1 AND at >= $2 GROUP BY endpoint_id',
-      [storeId, since],
-    );
-    return r.rows;
-  }
-  async pendingStats(storeId: string, endpointId?: string) {
-    const base = `SELECT count(*)::bigint AS backlog, min(received_at) AS oldest FROM events WHERE store_id = $1 AND outcome = ANY($2::text[])`;
-    const r = endpointId
-      ? await this.pool.query<{ backlog: number; oldest: number | null }>(`${base} AND endpoint_id = $3`, [storeId, PENDING_OUTCOMES, endpointId])
-      : await this.pool.query<{ backlog: number; oldest: number | null }>(base, [storeId, PENDING_OUTCOMES]);
-    return { backlog: r.rows[0]?.backlog ?? 0, oldestReceivedAt: r.rows[0]?.oldest ?? null };
-  }
-
-  async handoffBacklog(storeId: string) {
-    // Each pending outcome's first id on (store_id, outcome, id) is its oldest: no scan of a large backlog.
-    const r = await this.pool.query<{ backlog: number; oldest: number | null }>(
-      `SELECT (SELECT count(*) FROM events WHERE store_id = $1 AND outcome = ANY($2::text[]))::bigint AS backlog,
-              (SELECT min(at) FROM unnest($2::text[]) AS o(outcome),
-                 LATERAL (SELECT received_at AS at FROM events e WHERE e.store_id = $1 AND e.outcome = o.outcome ORDER BY e.id LIMIT 1) f) AS oldest`,
-      [storeId, PENDING_OUTCOMES],
-    );
-    return { backlog: r.rows[0]?.backlog ?? 0, oldestReceivedAt: r.rows[0]?.oldest ?? null };
   }
 
   async notify(channel: Signal, payload: string) {
@@ -973,10 +737,6 @@ function meterKey(storeId: string, c: { meter: string; periodStart: number }): s
   return `${storeId}\u0000${c.meter}\u0000${c.periodStart}`;
 }
 
-function withoutToken(row: typeof s.events.$inferSelect): EventRow {
-  const { leaseToken: _token, ...rest } = row;
-  return rest;
-}
 
 /** The array type unnest needs for a column. */
 function pgType(sqlType: string): string {

@@ -1,36 +1,30 @@
-/** SQLite implementation of Repo over bun:sqlite + drizzle. The ingest commit uses raw prepared statements. */
+/**
+ * SQLite storage, for one `serve` process (it holds the data directory's lock): what differs from PostgreSQL
+ * (db/pg/repo.ts). The group-committed ingest over raw prepared statements, the handoff queue under one write lock,
+ * rate windows in memory. Every other area is written once for both dialects (db/areas/) and runs on this file's
+ * thin runner.
+ */
 import { randomUUID } from 'node:crypto';
 import { Database, type SQLQueryBindings, type Statement } from 'bun:sqlite';
-import { and, asc, desc, eq, getTableColumns, gte, sql, type SQL } from 'drizzle-orm';
-import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
+import { getTableColumns } from 'drizzle-orm';
+import { sharedAreas, type SharedAreas } from '../areas/index.ts';
 import { runMigrations, type Migration } from '../migrate.ts';
 import { PlatformLinks } from '../platform-links.ts';
 import { batchSteps, type BatchOutcome, type SqlRunner } from '../runner.ts';
 import { migrations as sqliteMigrations } from '../migrations/sqlite/index.ts';
-import { eventFilterWhere } from '../filters.ts';
 import { leaseToWorker, receiptRow } from '../receipt-rules.ts';
-import type { Instance, PendingAuthFailure, Repo } from '../repo.ts';
+import type { Capabilities, Instance, PendingAuthFailure, Repo, StorageLayout } from '../repo.ts';
 import type {
-  AuditRow,
-  IdempotencyRow,
-  IntentRow,
-  RecordRow,
-  TriggerReadinessRow,
   AttemptResult,
   AttemptStart,
-  AuthFailureRow,
   CommittedReceipt,
   DueEvent,
-  EndpointRow,
-  EventFilter,
   EventRow,
-  GrantRow,
   IngestLease,
   PendingReceipt,
-  StoreRow,
 } from '../types.ts';
 import * as s from './schema.ts';
-import { METRIC, PENDING_OUTCOMES, STATS_WIDTHS_MS, statsBucket, withEndpointsAndStores } from '../types.ts';
+import { METRIC, STATS_WIDTHS_MS, statsBucket, withEndpointsAndStores } from '../types.ts';
 
 export interface SqliteOptions {
   /** File path, or `:memory:`. */
@@ -44,8 +38,6 @@ export interface SqliteOptions {
  * derive from it. Every column but the body's key (`body_key`), which only the ingest commit and the body read use.
  */
 const EVENT_COLUMNS = Object.entries(getTableColumns(s.events)).filter(([, col]) => col !== s.events.bodyKey);
-/** The same for drizzle's selects. */
-const EVENT_FIELDS = Object.fromEntries(EVENT_COLUMNS);
 
 /**
  * Per column, the conversion to and from the driver value, decided once from drizzle's column metadata: on
@@ -74,12 +66,6 @@ function eventValues(e: EventRow): SQLQueryBindings[] {
   }
   return out;
 }
-
-/** Outcomes of events not yet handed off for good (pendingStats, handoffBacklog). */
-const PENDING_IN = PENDING_OUTCOMES.map((o) => `'${o}'`).join(', ');
-
-/** drizzle's form of writeTransaction. */
-const IMMEDIATE = { behavior: 'immediate' } as const;
 
 /** Rows per multi-row INSERT in a commit (see RowBatch). */
 const ROWS_PER_INSERT = 16;
@@ -185,8 +171,11 @@ export async function migrateSqlite(sqlite: Database, list: Migration[] = sqlite
   );
 }
 
-/** platform_links' runner: a statement that writes takes the write lock first (see writeTransaction). */
-function sqliteRunner(sqlite: Database): SqlRunner {
+/**
+ * The areas' runner (db/runner.ts): statements through bun:sqlite's cache of prepared statements; one that writes
+ * takes the write lock first (see writeTransaction).
+ */
+function sqliteRunner(sqlite: Database, relaxed: <T>(fn: () => T) => T): SqlRunner {
   const exec = <T>(q: string, params: unknown[], rows: boolean) => {
     const st = sqlite.query(q);
     const go = () => (rows ? st.all(...(params as SQLQueryBindings[])) : st.run(...(params as SQLQueryBindings[])).changes);
@@ -195,7 +184,7 @@ function sqliteRunner(sqlite: Database): SqlRunner {
   const rollback = new Error('batch rolled back');
   return {
     all: async <T>(q: string, params: unknown[]) => exec<T[]>(q, params, true),
-    run: async (q, params) => exec<number>(q, params, false),
+    run: async (q, params, opts) => (opts?.relaxed ? relaxed(() => exec<number>(q, params, false)) : exec<number>(q, params, false)),
     batch: async (writes) => {
       let outcome!: BatchOutcome;
       try {
@@ -214,9 +203,12 @@ function sqliteRunner(sqlite: Database): SqlRunner {
   };
 }
 
+/** The areas written once (db/areas/), assigned to each handle in the constructor. */
+export interface SqliteRepo extends SharedAreas {}
+
 export class SqliteRepo implements Repo {
-  readonly dialect = 'sqlite' as const;
-  private readonly db: BunSQLiteDatabase<typeof s>;
+  readonly capabilities: Capabilities;
+  readonly layout: StorageLayout = { clearLease: 'lease_until = NULL', bodyKey: 'integer' };
   private readonly insertEvents;
   private readonly insertBodies;
   private readonly lastBodyKey;
@@ -242,10 +234,6 @@ export class SqliteRepo implements Repo {
   private readonly claimStatement;
   private readonly claimTransaction;
   private readonly commitBatch;
-  /** Reads the inbound path and the worker make per request or per round, built once (drizzle builds SQL per call). */
-  private readonly storeById;
-  private readonly endpointById;
-  private readonly readinessOfStore;
 
   /**
    * Runs worker bookkeeping (leases, attempt rows) without an fsync at commit. Losing it to a power cut means
@@ -264,22 +252,21 @@ export class SqliteRepo implements Repo {
 
   private readonly fullSync: boolean;
 
-  /** The file and durability another connection must open to write beside this one (serve's relay thread); null in memory. */
-  get file(): { path: string; synchronous: 'FULL' | 'NORMAL' } | null {
-    const path = this.sqlite.filename;
-    return path && path !== ':memory:' ? { path, synchronous: this.fullSync ? 'FULL' : 'NORMAL' } : null;
-  }
-
   readonly links: PlatformLinks;
   readonly sql: SqlRunner;
   /** The only live handle of this box as far as claims go (serve holds the data directory's lock). */
   readonly instance: Instance = ((id) => ({ id: async () => id, alive: async (other: string) => other === id }))(`local:${randomUUID()}`);
 
   constructor(readonly sqlite: Database) {
-    this.sql = sqliteRunner(sqlite);
-    this.links = new PlatformLinks(this.sql);
     this.fullSync = (sqlite.query<{ synchronous: number }, []>('PRAGMA synchronous').get()?.synchronous ?? 2) >= 2;
-    this.db = drizzle({ client: sqlite, schema: s });
+    this.sql = sqliteRunner(sqlite, (fn) => this.relaxed(fn));
+    this.links = new PlatformLinks(this.sql);
+    Object.assign(this, sharedAreas(this.sql));
+    const path = sqlite.filename;
+    this.capabilities = {
+      multiInstance: false,
+      relayFile: path && path !== ':memory:' ? { path, synchronous: this.fullSync ? 'FULL' : 'NORMAL' } : null,
+    };
     this.insertEvents = batchInserts(sqlite, 'events', [...EVENT_COLUMNS.map(([, col]) => col.name), s.events.bodyKey.name]);
     this.insertBodies = batchInserts(sqlite, 'event_bodies', ['key', 'event_id', 'expires_at', 'body']);
     this.lastBodyKey = sqlite.prepare<{ key: number | null }, []>('SELECT max(key) AS key FROM event_bodies');
@@ -372,80 +359,12 @@ export class SqliteRepo implements Repo {
     this.commitBatch = writeTransaction(sqlite, (batch: PendingReceipt[], failures: PendingAuthFailure[], lease: IngestLease | null) =>
       this.commitInTransaction(batch, failures, lease),
     );
-    const id = sql.placeholder('id');
-    this.storeById = this.db.select().from(s.stores).where(eq(s.stores.id, id)).prepare();
-    this.endpointById = this.db.select().from(s.endpoints).where(eq(s.endpoints.id, id)).prepare();
-    this.readinessOfStore = this.db.select().from(s.triggerReadiness).where(eq(s.triggerReadiness.storeId, id)).prepare();
   }
 
   static async open(opts: SqliteOptions): Promise<SqliteRepo> {
     const sqlite = openSqliteDatabase(opts);
     await migrateSqlite(sqlite);
     return new SqliteRepo(sqlite);
-  }
-
-  async getStore(id: string) {
-    return this.storeById.get({ id }) ?? null;
-  }
-  async updateStore(row: StoreRow) {
-    const { plan, billingStatus, destination, adminTokenEnv, credentialMode, clientId, clientSecretEnv, uninstalledAt, updatedAt } = row;
-    this.db
-      .update(s.stores)
-      .set({ plan, billingStatus, destination, adminTokenEnv, credentialMode, clientId, clientSecretEnv, uninstalledAt, updatedAt })
-      .where(eq(s.stores.id, row.id))
-      .run();
-  }
-  async getStoreByShop(shopDomain: string) {
-    return this.db.select().from(s.stores).where(eq(s.stores.shopDomain, shopDomain)).get() ?? null;
-  }
-  async listStores() {
-    return this.db.select().from(s.stores).orderBy(asc(s.stores.id)).all();
-  }
-  async insertStore(row: StoreRow) {
-    this.db.insert(s.stores).values(row).run();
-  }
-  async getSetting(key: string) {
-    return this.db.select({ value: s.settings.value }).from(s.settings).where(eq(s.settings.key, key)).get()?.value ?? null;
-  }
-  async putSetting(key: string, value: string, at: number) {
-    this.db.insert(s.settings).values({ key, value, updatedAt: at }).onConflictDoUpdate({ target: s.settings.key, set: { value, updatedAt: at } }).run();
-  }
-
-  async insertGrant(row: GrantRow) {
-    this.db.insert(s.grants).values(row).run();
-  }
-  async getGrantByTokenHash(tokenHash: string) {
-    return this.db.select().from(s.grants).where(eq(s.grants.tokenHash, tokenHash)).get() ?? null;
-  }
-  async listGrants(storeId?: string) {
-    const q = this.db.select().from(s.grants);
-    return (storeId ? q.where(eq(s.grants.storeId, storeId)) : q).orderBy(asc(s.grants.id)).all();
-  }
-  async revokeGrant(id: string, at: number) {
-    const existing = this.db.select().from(s.grants).where(eq(s.grants.id, id)).get();
-    if (!existing) return null;
-    if (existing.revokedAt != null) return existing;
-    return this.db.update(s.grants).set({ revokedAt: at }).where(eq(s.grants.id, id)).returning().get() ?? null;
-  }
-
-  async insertEndpoint(row: EndpointRow, config: unknown) {
-    this.db.transaction((tx) => {
-      tx.insert(s.endpoints).values(row).run();
-      tx.insert(s.endpointVersions)
-        .values({ endpointId: row.id, version: row.configVersion, config: JSON.stringify(config), createdAt: row.createdAt })
-        .run();
-    }, IMMEDIATE);
-  }
-  async getEndpoint(storeId: string, id: string) {
-    return (
-      this.db.select().from(s.endpoints).where(and(eq(s.endpoints.storeId, storeId), eq(s.endpoints.id, id))).get() ?? null
-    );
-  }
-  async getEndpointById(id: string) {
-    return this.endpointById.get({ id }) ?? null;
-  }
-  async listEndpoints(storeId: string) {
-    return this.db.select().from(s.endpoints).where(eq(s.endpoints.storeId, storeId)).orderBy(asc(s.endpoints.id)).all();
   }
 
   async commitIngest(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null = null): Promise<CommittedReceipt[]> {
@@ -527,36 +446,10 @@ export class SqliteRepo implements Repo {
     this.insertAuthFailure.run(f.id, f.storeId, f.endpointId, f.code, f.at, count);
   }
 
-  // Setup state calls the next two once per endpoint: raw SQL through bun:sqlite's statement cache, where a
-  // drizzle call would compile its statement again each time.
-  async listAuthFailures(storeId: string, endpointId?: string, limit = 100) {
-    const cols = 'id, store_id AS storeId, endpoint_id AS endpointId, code, at, count';
-    const order = 'ORDER BY at DESC, id DESC LIMIT ?';
-    return endpointId
-      ? this.sqlite.query<AuthFailureRow, [string, string, number]>(`SELECT ${cols} FROM auth_failures WHERE store_id = ? AND endpoint_id = ? ${order}`).all(storeId, endpointId, limit)
-      : this.sqlite.query<AuthFailureRow, [string, number]>(`SELECT ${cols} FROM auth_failures WHERE store_id = ? ${order}`).all(storeId, limit);
-  }
-
-  async listEvents(f: EventFilter) {
-    return this.db.select(EVENT_FIELDS).from(s.events).where(eventFilterWhere(f, s.events)).orderBy(desc(s.events.id)).limit(f.limit).all() as EventRow[];
-  }
-  async getEvent(storeId: string, id: string) {
-    return (this.db.select(EVENT_FIELDS).from(s.events).where(and(eq(s.events.storeId, storeId), eq(s.events.id, id))).get() as EventRow | undefined) ?? null;
-  }
-  async latestEvent(storeId: string, endpointId?: string) {
-    const raw = endpointId
-      ? this.sqlite.query<Record<string, unknown>, [string, string]>('SELECT * FROM events WHERE store_id = ? AND endpoint_id = ? ORDER BY id DESC LIMIT 1').get(storeId, endpointId)
-      : this.sqlite.query<Record<string, unknown>, [string]>('SELECT * FROM events WHERE store_id = ? ORDER BY id DESC LIMIT 1').get(storeId);
-    return raw ? rowToEvent(raw) : null;
-  }
-  async listAttempts(eventId: string) {
-    return this.db.select().from(s.attempts).where(eq(s.attempts.eventId, eventId)).orderBy(asc(s.attempts.number)).all();
-  }
-
   async claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]> {
     const claimed = this.relaxed(() => this.claimTransaction(leaseUntil, now, limit));
     if (!claimed.length) return [];
-    return withEndpointsAndStores(claimed, (id) => this.endpointById.get({ id }), (id) => this.storeById.get({ id }));
+    return withEndpointsAndStores(claimed, (id) => this.getEndpointById(id), (id) => this.getStore(id));
   }
 
   async journalAttempts(starts: AttemptStart[]): Promise<AttemptStart[]> {
@@ -574,32 +467,11 @@ export class SqliteRepo implements Repo {
     this.relaxed(() => this.recordBatch(results));
   }
 
-  async nextDueAt() {
-    const row = this.db
-      .select({ at: s.events.nextAttemptAt })
-      .from(s.events)
-      .where(gte(s.events.nextAttemptAt, 0))
-      .orderBy(asc(s.events.nextAttemptAt))
-      .limit(1)
-      .get();
-    return row?.at ?? null;
-  }
-
   async releaseAllLeases(now: number) {
     // A receipt leased by its own commit waits until its lease ends (next_attempt_at = lease_until): due now.
     return this.sqlite
       .prepare('UPDATE events SET lease_until = NULL, next_attempt_at = min(next_attempt_at, ?) WHERE lease_until IS NOT NULL')
       .run(now).changes;
-  }
-
-  async updateEndpoint(row: EndpointRow, config: unknown) {
-    this.db.transaction((tx) => {
-      tx.update(s.endpoints).set(row).where(eq(s.endpoints.id, row.id)).run();
-      tx.insert(s.endpointVersions)
-        .values({ endpointId: row.id, version: row.configVersion, config: JSON.stringify(config), createdAt: row.updatedAt })
-        .onConflictDoNothing()
-        .run();
-    }, IMMEDIATE);
   }
 
   async getEventBody(eventId: string) {
@@ -643,58 +515,6 @@ export class SqliteRepo implements Repo {
     return through ? this.deleteBodiesThrough.run(through).changes : 0;
   }
 
-  async insertAudit(row: AuditRow) {
-    this.relaxed(() => this.db.insert(s.auditLog).values(row).run());
-  }
-  /** The newest `limit` rows (at or after `since`), returned oldest first so they read as a log. */
-  async listAudit(f: { storeId?: string; since?: number; limit: number }) {
-    const where: SQL[] = [];
-    if (f.storeId) where.push(eq(s.auditLog.storeId, f.storeId));
-    if (f.since != null) where.push(gte(s.auditLog.at, f.since));
-    return this.db.select().from(s.auditLog).where(and(...where)).orderBy(desc(s.auditLog.at), desc(s.auditLog.id)).limit(f.limit).all().reverse();
-  }
-  async insertIntent(row: IntentRow) {
-    this.db.insert(s.intents).values(row).run();
-  }
-  async getIntent(storeId: string, id: string) {
-    return this.db.select().from(s.intents).where(and(eq(s.intents.storeId, storeId), eq(s.intents.id, id))).get() ?? null;
-  }
-  async transitionIntent(id: string, fromState: string, patch: Partial<IntentRow>) {
-    const r = this.db.update(s.intents).set(patch).where(and(eq(s.intents.id, id), eq(s.intents.state, fromState))).returning({ id: s.intents.id }).all();
-    return r.length === 1;
-  }
-  async getIdempotency(storeId: string, key: string, since: number) {
-    return (
-      this.db
-        .select()
-        .from(s.idempotencyKeys)
-        .where(and(eq(s.idempotencyKeys.storeId, storeId), eq(s.idempotencyKeys.key, key), gte(s.idempotencyKeys.createdAt, since)))
-        .get() ?? null
-    );
-  }
-  async putIdempotency(row: IdempotencyRow) {
-    this.db
-      .insert(s.idempotencyKeys)
-      .values(row)
-      .onConflictDoUpdate({ target: [s.idempotencyKeys.storeId, s.idempotencyKeys.key], set: row })
-      .run();
-  }
-
-  async claimIdempotency(row: Pick<IdempotencyRow, 'storeId' | 'key' | 'operationId' | 'requestHash' | 'createdAt' | 'owner'>, since: number, staleBefore: number) {
-    const claimed = this.sqlite
-      .query(
-        `INSERT INTO idempotency_keys (store_id, key, operation_id, request_hash, status, response, created_at, owner) VALUES (?1, ?2, ?3, ?4, 0, '', ?5, ?8)
-         ON CONFLICT (store_id, key) DO UPDATE SET operation_id = ?3, request_hash = ?4, status = 0, response = '', created_at = ?5, owner = ?8
-           WHERE created_at < ?6 OR (status = 0 AND created_at < ?7)
-         RETURNING key`,
-      )
-      .get(row.storeId, row.key, row.operationId, row.requestHash, row.createdAt, since, staleBefore, row.owner);
-    return claimed ? null : await this.getIdempotency(row.storeId, row.key, 0);
-  }
-  async releaseIdempotency(storeId: string, key: string) {
-    this.sqlite.query('DELETE FROM idempotency_keys WHERE store_id = ? AND key = ? AND status = 0').run(storeId, key);
-  }
-
   /** One process owns a SQLite file (the data directory lock): its windows live in memory. */
   private readonly windows = new Map<string, number>();
   private windowStart = -1;
@@ -721,40 +541,6 @@ export class SqliteRepo implements Repo {
       this.added.set(key, after);
       return after;
     });
-  }
-
-  async listTriggerReadiness(storeId: string) {
-    return this.readinessOfStore.all({ id: storeId });
-  }
-  async setTriggerReadiness(row: TriggerReadinessRow) {
-    this.db
-      .insert(s.triggerReadiness)
-      .values(row)
-      .onConflictDoUpdate({ target: [s.triggerReadiness.storeId, s.triggerReadiness.handle], set: { hasEnabledFlow: row.hasEnabledFlow, updatedAt: row.updatedAt } })
-      .run();
-  }
-  async addUsage(storeId: string, meter: string, periodStart: number, n: number) {
-    this.relaxed(() =>
-      this.db
-        .insert(s.usageCounters)
-        .values({ storeId, meter, periodStart, used: n })
-        .onConflictDoUpdate({ target: [s.usageCounters.storeId, s.usageCounters.meter, s.usageCounters.periodStart], set: { used: sql`${s.usageCounters.used} + ${n}` } })
-        .run(),
-    );
-  }
-  async getUsage(storeId: string, periodStart: number) {
-    const rows = this.db
-      .select()
-      .from(s.usageCounters)
-      .where(and(eq(s.usageCounters.storeId, storeId), eq(s.usageCounters.periodStart, periodStart)))
-      .all();
-    return Object.fromEntries(rows.map((r) => [r.meter, r.used]));
-  }
-  async insertRecord(row: RecordRow) {
-    this.db.insert(s.records).values(row).run();
-  }
-  async getRecord(storeId: string, kind: string, id: string) {
-    return this.db.select().from(s.records).where(and(eq(s.records.storeId, storeId), eq(s.records.kind, kind), eq(s.records.id, id))).get() ?? null;
   }
 
   /**
@@ -795,56 +581,6 @@ export class SqliteRepo implements Repo {
         for (const c of rows.values()) this.bumpStat.run(c.storeId, c.width, c.bucket, c.metric, c.n);
       },
     };
-  }
-
-  /**
-   * Sums from the 5-minute bucket holding `from` to now: 5-minute buckets up to the next hour, hourly ones up
-   * to the next day, daily ones after that. Each part is a range on the primary key.
-   */
-  async sumStats(storeId: string, from: number) {
-    const [five, hour, day] = STATS_WIDTHS_MS;
-    const start = statsBucket(from, five);
-    const h = Math.ceil(start / hour) * hour;
-    const d = Math.ceil(h / day) * day;
-    const rows = this.sqlite
-      .query<{ metric: string; n: number }, [string, number, number, number, number, number, number, number, number]>(
-        `SELECT metric, sum(n) AS n FROM (
-           SELECT metric, n FROM event_stats WHERE store_id = ?1 AND width = ?2 AND bucket >= ?3 AND bucket < ?4
-           UNION ALL SELECT metric, n FROM event_stats WHERE store_id = ?1 AND width = ?5 AND bucket >= ?6 AND bucket < ?7
-           UNION ALL SELECT metric, n FROM event_stats WHERE store_id = ?1 AND width = ?8 AND bucket >= ?9
-         ) GROUP BY metric`,
-      )
-      .all(storeId, five, start, h, hour, h, d, day, d);
-    return Object.fromEntries(rows.map((r) => [r.metric, r.n]));
-  }
-
-  async hasOutcome(storeId: string, outcome: string) {
-    return !!this.sqlite.query('SELECT 1 AS x FROM events WHERE store_id = ? AND outcome = ? LIMIT 1').get(storeId, outcome);
-  }
-  async countAuthFailures(storeId: string, since: number) {
-    return this.sqlite
-      .query<{ endpointId: string; n: number }, [string, number]>(
-        'SELECT endpoint_id AS endpointId, sum(count) AS n FROM auth_failures WHERE store_id = ? AND at >= ? GROUP BY endpoint_id',
-      )
-      .all(storeId, since);
-  }
-  async pendingStats(storeId: string, endpointId?: string) {
-    const pending = `SELECT count(*) AS backlog, min(received_at) AS oldest FROM events WHERE store_id = ? AND outcome IN (${PENDING_IN})`;
-    // `+endpoint_id`: the pending few are found on (store_id, outcome), not among every event of the endpoint.
-    const row = endpointId
-      ? this.sqlite.query<{ backlog: number; oldest: number | null }, [string, string]>(`${pending} AND +endpoint_id = ?`).get(storeId, endpointId)
-      : this.sqlite.query<{ backlog: number; oldest: number | null }, [string]>(pending).get(storeId);
-    return { backlog: row?.backlog ?? 0, oldestReceivedAt: row?.oldest ?? null };
-  }
-
-  async handoffBacklog(storeId: string) {
-    // Ids sort by receipt time: each pending outcome's first id on (store_id, outcome, id) is its oldest, found
-    // without reading the rows of a large backlog (min(received_at) reads every one of them).
-    const first = (o: string) => `SELECT (SELECT received_at FROM events WHERE store_id = ?1 AND outcome = '${o}' ORDER BY id LIMIT 1) AS at`;
-    const sql = `SELECT (SELECT count(*) FROM events WHERE store_id = ?1 AND outcome IN (${PENDING_IN})) AS backlog, min(at) AS oldest
-      FROM (${PENDING_OUTCOMES.map(first).join(' UNION ALL ')})`;
-    const row = this.sqlite.query<{ backlog: number; oldest: number | null }, [string]>(sql).get(storeId);
-    return { backlog: row?.backlog ?? 0, oldestReceivedAt: row?.oldest ?? null };
   }
 
   async close() {

@@ -16,11 +16,11 @@ import type { IntentKind, IntentPreview, IntentResult } from './intents.ts';
 import { outcomeNotReplayable, REPLAY_METER_COST } from './replay.ts';
 import { ensureCapacity } from './usage.ts';
 
-type Storage = EndpointStore & ReadinessStore & UsageStore & Signals & Pick<Repo, 'sql' | 'dialect'>;
+type Storage = EndpointStore & ReadinessStore & UsageStore & Signals & Pick<Repo, 'sql' | 'layout'>;
 
 const SAMPLE_SIZE = 10;
 
-const storage = (ctx: OpContext<Storage>) => new BulkReplays(ctx.core.repo.sql, ctx.core.repo.dialect);
+const storage = (ctx: OpContext<Storage>) => new BulkReplays(ctx.core.repo);
 
 /** The storage filter of the input: bodies count as retained while received within the body retention, as reads say. */
 function filterOf(ctx: OpContext<Storage>, f: BulkReplayInput['filter']): BulkReplayFilter {

@@ -249,7 +249,7 @@ async function shopRedact(core: Core, d: Delivery<'shop/redact'>): Promise<strin
   const store = await storeOf(core, d.row.shopDomain);
   if (!store) return 'no store for this shop on this server';
   if (await stillInstalled(core, store)) return `not applied: Shopify still accepts store ${store.id}'s token; it sends shop/redact only after an uninstall (a delivery sent again?)`;
-  const redaction = new Redaction(core.repo.sql, core.repo.dialect);
+  const redaction = new Redaction(core.repo);
   const bodies = await eraseAll(redaction, store);
   const records = await redaction.deleteRecords(store.id, FREE_TEXT_RECORDS);
   const intents = await redaction.deleteIntents(store.id, FREE_TEXT_INTENTS);
@@ -274,7 +274,7 @@ async function eraseAll(redaction: Redaction, store: StoreRow): Promise<number> 
 async function customersRedact(core: Core, d: Delivery<'customers/redact'>): Promise<string> {
   const store = await storeOf(core, d.row.shopDomain);
   if (!store) return 'no store for this shop on this server';
-  const redaction = new Redaction(core.repo.sql, core.repo.dialect);
+  const redaction = new Redaction(core.repo);
   const events = await customerEvents(redaction, store, d.payload.customerId, d.payload.ordersToRedact);
   let erased = 0;
   for (let i = 0; i < events.length; i += ERASE_CHUNK) erased += await redaction.eraseBodies(store.id, events.slice(i, i + ERASE_CHUNK).map((e) => e.id));
@@ -290,7 +290,7 @@ async function customersDataRequest(core: Core, d: Delivery<'customers/data_requ
   if (!store) return 'no store for this shop on this server';
   const id = `cdr_${sha256Hex(d.row.webhookId).slice(0, 26)}`;
   if (await core.repo.getRecord(store.id, CUSTOMER_DATA_REQUEST, id)) return `recorded already as ${id}`;
-  const redaction = new Redaction(core.repo.sql, core.repo.dialect);
+  const redaction = new Redaction(core.repo);
   const now = core.clock.now();
   const events = await customerEvents(redaction, store, d.payload.customerId, d.payload.ordersRequested);
   const retainedAfter = now - core.config.bodyRetentionMs;

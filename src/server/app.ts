@@ -78,7 +78,7 @@ export function createApp(core: Core): App {
   const storage = new StorageHealth(core.clock, core.log);
   writer.reportHealthTo(storage);
   // Instances on one PostgreSQL share the failure windows; a SQLite file has one process, which counts in memory.
-  const authFailures = new AuthFailureLimiter(core.clock, AUTH_FAILURE_LIMITS, core.repo.dialect === 'postgres' ? core.repo : null);
+  const authFailures = new AuthFailureLimiter(core.clock, AUTH_FAILURE_LIMITS, core.repo.capabilities.multiInstance ? core.repo : null);
   const trustProxy = trustsProxy(core.config.env);
   const inbound = createInboundHandler({ core, endpoints, writer, authFailures });
   const lifecycle = createLifecycleHandler(core);

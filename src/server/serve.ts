@@ -4,7 +4,6 @@ import type { Server } from 'bun';
 import { AppError } from '../contract/errors.ts';
 import type { Core } from '../core.ts';
 import { reopenDeadExecutions } from '../../db/intent-journal.ts';
-import type { SqliteRepo } from '../../db/sqlite/repo.ts';
 import { RelayThread } from '../relay/relay-host.ts';
 import { HandoffWorker, type Destinations } from '../relay/worker.ts';
 import { createApp, pathOf, type App } from './app.ts';
@@ -90,9 +89,9 @@ const SHUTTING_DOWN = new AppError('shutting_down', 'The server is stopping; not
 export async function startServer(core: Core, opts: StartOptions): Promise<RunningServer> {
   const app = createApp(core);
   const worker = new HandoffWorker(core, opts.destinations);
-  const file = opts.relayThread && core.repo.dialect === 'sqlite' ? (core.repo as SqliteRepo).file : null;
+  const file = opts.relayThread ? core.repo.capabilities.relayFile : null;
   // Leases of a previous run (this is the only serve of the file) before anyone takes receipts.
-  if (core.repo.dialect === 'sqlite') await core.repo.releaseAllLeases(core.clock.now());
+  if (!core.repo.capabilities.multiInstance) await core.repo.releaseAllLeases(core.clock.now());
   // Intents a killed run left executing changed nothing (db/intent-journal.ts): previewed again before anyone asks.
   const reopen = () => reopenDeadExecutions(core.repo.sql, core.repo.instance, core.clock.now());
   const reopened = await reopen();
@@ -192,7 +191,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
       .then((m) => m.processPendingShopifyWebhooks(core))
       .catch((err: unknown) => core.log.error(`shopify webhooks sweep: ${err instanceof Error ? err.message : 'error'}`));
     // On PostgreSQL a peer may die mid-execute while this instance runs: its intents are reopened here too.
-    if (core.repo.dialect === 'postgres') void reopen().catch(() => {});
+    if (core.repo.capabilities.multiInstance) void reopen().catch(() => {});
   }, 60_000);
   webhookSweep.unref();
 

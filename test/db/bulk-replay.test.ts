@@ -55,7 +55,7 @@ async function withRepo(open: () => Promise<Repo>, fn: (repo: Repo, bulk: BulkRe
       ],
       [],
     );
-    await fn(repo, new BulkReplays(repo.sql, repo.dialect));
+    await fn(repo, new BulkReplays(repo));
   } finally {
     await repo.close();
   }
@@ -99,7 +99,7 @@ for (const backend of backends()) {
 
     it('requeues in one statement only what the bound covers: not newer ids, not events attempted since', async () => {
       await withRepo(backend.open, async (repo, bulk) => {
-        if (repo.dialect === 'postgres') await repo.sql.run("UPDATE events SET lease_token = 'stale', lease_until = ? WHERE id = ?", [T0, 'evt_000000001']);
+        if (backend.name === 'postgres') await repo.sql.run("UPDATE events SET lease_token = 'stale', lease_until = ? WHERE id = ?", [T0, 'evt_000000001']);
         // evt 3 was attempted again after the preview (a single replay that failed again): skipped.
         await repo.sql.run('UPDATE events SET last_attempt_at = ? WHERE id = ?', [T0 + 20 * MIN, 'evt_000000003']);
         const now = T0 + 30 * MIN;
@@ -108,7 +108,7 @@ for (const backend of backends()) {
         for (const id of ['evt_000000001', 'evt_000000002']) {
           expect(await repo.getEvent(STORE, id)).toMatchObject({ outcome: 'queued', code: null, nextAttemptAt: now, leaseUntil: null, attempts: 1 });
         }
-        if (repo.dialect === 'postgres') {
+        if (backend.name === 'postgres') {
           expect(await repo.sql.all('SELECT lease_token AS "t" FROM events WHERE id = ?', ['evt_000000001'])).toEqual([{ t: null }]);
         }
         expect((await repo.getEvent(STORE, 'evt_000000008'))!.outcome).toBe('failed'); // newer than the bound

@@ -139,7 +139,7 @@ for (const backend of backends()) {
         const ev = (n: number, storeId = STORE) => withBody(eventRow({ id: `evt_00000000${n}`, storeId, receivedAt: T0 + n }));
         // Stored in this order, the bodies erased below hold the highest keys: SQLite hands them out again next.
         await repo.commitIngest([ev(4, OTHER), ev(3), ev(1), ev(2)], []);
-        const redaction = new Redaction(repo.sql, repo.dialect);
+        const redaction = new Redaction(repo);
         expect(await redaction.retainedEvents(STORE, '', 10)).toEqual(['evt_000000001', 'evt_000000002', 'evt_000000003']);
         expect(await redaction.retainedEvents(STORE, 'evt_000000001', 1)).toEqual(['evt_000000002']);
 
@@ -185,7 +185,7 @@ for (const backend of backends()) {
           ],
           [],
         );
-        const found = await new Redaction(repo.sql, repo.dialect).eventsByResource(STORE, ['207119551', '450789469']);
+        const found = await new Redaction(repo).eventsByResource(STORE, ['207119551', '450789469']);
         expect(found.map((e) => [e.id, e.endpointId, e.resourceId, e.config && JSON.parse(e.config).triggerVariant])).toEqual([
           ['evt_000000001', 'ep_customer', '207119551', 'customer'],
           ['evt_000000002', 'ep_order', '450789469', 'order'],
@@ -193,7 +193,7 @@ for (const backend of backends()) {
           ['evt_000000006', 'ep_gone', '207119551', null],
         ]);
         expect(found[0]).toMatchObject({ outcome: 'queued', bodyRetention: 'retained', receivedAt: T0 + 1 });
-        expect(await new Redaction(repo.sql, repo.dialect).eventsByResource(STORE, [])).toEqual([]);
+        expect(await new Redaction(repo).eventsByResource(STORE, [])).toEqual([]);
       });
     });
 
@@ -232,7 +232,7 @@ for (const backend of backends()) {
         await repo.insertIntent(intent('int_3', OTHER, 'replay'));
         await repo.putIdempotency({ storeId: STORE, key: 'k1', operationId: 'op', requestHash: 'h', status: 200, response: '{}', createdAt: T0, owner: null });
         await repo.putIdempotency({ storeId: OTHER, key: 'k1', operationId: 'op', requestHash: 'h', status: 200, response: '{}', createdAt: T0, owner: null });
-        const redaction = new Redaction(repo.sql, repo.dialect);
+        const redaction = new Redaction(repo);
         expect(await redaction.deleteRecords(STORE, ['support_request', 'diagnostics_share'])).toBe(2);
         expect(await redaction.deleteIntents(STORE, ['replay'])).toBe(1);
         expect(await redaction.deleteIdempotencyKeys(STORE)).toBe(1);

@@ -1,0 +1,34 @@
+/** The audit log, written once for both dialects over the thin runner (db/runner.ts). */
+import type { AuditLog } from '../repo.ts';
+import { tableRows, type SqlRunner } from '../runner.ts';
+import * as s from '../sqlite/schema.ts';
+import type { AuditRow } from '../types.ts';
+
+const audit = tableRows<AuditRow>(s.auditLog);
+
+export function auditLog(sql: SqlRunner): AuditLog {
+  return {
+    insertAudit: async (row) => {
+      const insert = audit.insert(row);
+      await sql.run(insert.sql, insert.params, { relaxed: true });
+    },
+    /** The newest `limit` rows (at or after `since`), returned oldest first so they read as a log. */
+    listAudit: async (f) => {
+      const where: string[] = [];
+      const params: unknown[] = [];
+      if (f.storeId) {
+        where.push('store_id = ?');
+        params.push(f.storeId);
+      }
+      if (f.since != null) {
+        where.push('at >= ?');
+        params.push(f.since);
+      }
+      const rows = await sql.all<AuditRow>(
+        `SELECT ${audit.select} FROM audit_log${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY at DESC, id DESC LIMIT ?`,
+        [...params, f.limit],
+      );
+      return rows.reverse();
+    },
+  };
+}

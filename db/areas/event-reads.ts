@@ -1,0 +1,118 @@
+/**
+ * What the agent API and the operator read about events, attempts, failed authentications and reliability, and
+ * the worker's next-due lookup: written once for both dialects over the thin runner (db/runner.ts). Every read is
+ * one statement on an index (test/db/query-plans.test.ts checks SQLite's plans).
+ */
+import type { EventReads, HandoffQueue } from '../repo.ts';
+import { first, tableRows, type SqlRunner } from '../runner.ts';
+import * as s from '../sqlite/schema.ts';
+import { PENDING_OUTCOMES, STATS_WIDTHS_MS, statsBucket, type AttemptRow, type AuthFailureRow, type EventFilter, type EventRow } from '../types.ts';
+
+/** Every column both dialects' events share: SQLite's body key and PostgreSQL's lease token stay their own. */
+const events = tableRows<EventRow>(s.events, { omit: ['bodyKey'] });
+const attempts = tableRows<AttemptRow>(s.attempts);
+const authFailures = tableRows<AuthFailureRow>(s.authFailures);
+
+/** Outcomes of events not yet handed off for good, as an SQL list (constants, never input). */
+const PENDING_IN = PENDING_OUTCOMES.map((o) => `'${o}'`).join(', ');
+
+/** The events list's WHERE clause and parameters. */
+function eventFilter(f: EventFilter): { where: string; params: unknown[] } {
+  const where = ['store_id = ?'];
+  const params: unknown[] = [f.storeId];
+  const add = (condition: string, value: unknown) => {
+    where.push(condition);
+    params.push(value);
+  };
+  if (f.endpointId) add('endpoint_id = ?', f.endpointId);
+  if (f.outcome) add('outcome = ?', f.outcome);
+  if (f.since != null) add('received_at >= ?', f.since);
+  if (f.until != null) add('received_at < ?', f.until);
+  if (f.beforeId) add('id < ?', f.beforeId);
+  if (f.sinceId) add('id >= ?', f.sinceId);
+  return { where: where.join(' AND '), params };
+}
+
+type Backlog = { backlog: number; oldest: number | null };
+const backlogOf = (row: Backlog | null) => ({ backlog: row?.backlog ?? 0, oldestReceivedAt: row?.oldest ?? null });
+
+export function eventReads(sql: SqlRunner): EventReads & Pick<HandoffQueue, 'nextDueAt'> {
+  const eventRows = async (q: string, params: unknown[]) => (await sql.all(q, params)).map(events.decode);
+  return {
+    listEvents: (f) => {
+      const { where, params } = eventFilter(f);
+      return eventRows(`SELECT ${events.select} FROM events WHERE ${where} ORDER BY id DESC LIMIT ?`, [...params, f.limit]);
+    },
+    getEvent: async (storeId, id) => (await eventRows(`SELECT ${events.select} FROM events WHERE store_id = ? AND id = ?`, [storeId, id]))[0] ?? null,
+    latestEvent: async (storeId, endpointId) =>
+      (endpointId
+        ? await eventRows(`SELECT ${events.select} FROM events WHERE store_id = ? AND endpoint_id = ? ORDER BY id DESC LIMIT 1`, [storeId, endpointId])
+        : await eventRows(`SELECT ${events.select} FROM events WHERE store_id = ? ORDER BY id DESC LIMIT 1`, [storeId]))[0] ?? null,
+    listAttempts: (eventId) => sql.all<AttemptRow>(`SELECT ${attempts.select} FROM attempts WHERE event_id = ? ORDER BY number`, [eventId]),
+
+    listAuthFailures: (storeId, endpointId, limit = 100) =>
+      endpointId
+        ? sql.all<AuthFailureRow>(`SELECT ${authFailures.select} FROM auth_failures WHERE store_id = ? AND endpoint_id = ? ORDER BY at DESC, id DESC LIMIT ?`, [
+            storeId,
+            endpointId,
+            limit,
+          ])
+        : sql.all<AuthFailureRow>(`SELECT ${authFailures.select} FROM auth_failures WHERE store_id = ? ORDER BY at DESC, id DESC LIMIT ?`, [storeId, limit]),
+    countAuthFailures: (storeId, since) =>
+      sql.all<{ endpointId: string; n: number }>(
+        'SELECT endpoint_id AS "endpointId", CAST(sum(count) AS BIGINT) AS n FROM auth_failures WHERE store_id = ? AND at >= ? GROUP BY endpoint_id',
+        [storeId, since],
+      ),
+    hasOutcome: async (storeId, outcome) => !!(await first(sql, 'SELECT 1 AS x FROM events WHERE store_id = ? AND outcome = ? LIMIT 1', [storeId, outcome])),
+
+    /**
+     * Sums from the 5-minute bucket holding `from` to now: 5-minute buckets up to the next hour, hourly ones up to
+     * the next day, daily ones after that. Each part is a range on the primary key.
+     */
+    sumStats: async (storeId, from) => {
+      const [five, hour, day] = STATS_WIDTHS_MS;
+      const start = statsBucket(from, five);
+      const h = Math.ceil(start / hour) * hour;
+      const d = Math.ceil(h / day) * day;
+      const rows = await sql.all<{ metric: string; n: number }>(
+        `SELECT metric, CAST(sum(n) AS BIGINT) AS n FROM (
+           SELECT metric, n FROM event_stats WHERE store_id = ?1 AND width = ?2 AND bucket >= ?3 AND bucket < ?4
+           UNION ALL SELECT metric, n FROM event_stats WHERE store_id = ?1 AND width = ?5 AND bucket >= ?6 AND bucket < ?7
+           UNION ALL SELECT metric, n FROM event_stats WHERE store_id = ?1 AND width = ?8 AND bucket >= ?9
+         ) AS parts GROUP BY metric`,
+        [storeId, five, start, h, hour, h, d, day, d],
+      );
+      return Object.fromEntries(rows.map((r) => [r.metric, r.n]));
+    },
+
+    pendingStats: async (storeId, endpointId) => {
+      const pending = `SELECT count(*) AS backlog, min(received_at) AS oldest FROM events WHERE store_id = ? AND outcome IN (${PENDING_IN})`;
+      // `endpoint_id || ''`, not indexable: the pending few are found on (store_id, outcome), not among every event of the endpoint.
+      return backlogOf(
+        endpointId ? await first<Backlog>(sql, `${pending} AND endpoint_id || '' = ?`, [storeId, endpointId]) : await first<Backlog>(sql, pending, [storeId]),
+      );
+    },
+    handoffBacklog: async (storeId) => {
+      // Ids sort by receipt time: each pending outcome's first id on (store_id, outcome, id) is its oldest, found
+      // without reading the rows of a large backlog (min(received_at) reads every one of them).
+      const firstOf = (o: string) => `SELECT (SELECT received_at FROM events WHERE store_id = ?1 AND outcome = '${o}' ORDER BY id LIMIT 1) AS at`;
+      return backlogOf(
+        await first<Backlog>(
+          sql,
+          `SELECT (SELECT count(*) FROM events WHERE store_id = ?1 AND outcome IN (${PENDING_IN})) AS backlog, min(at) AS oldest
+           FROM (${PENDING_OUTCOMES.map(firstOf).join(' UNION ALL ')}) AS firsts`,
+          [storeId],
+        ),
+      );
+    },
+
+    /**
+     * The earliest next attempt of an event not under a lease, for the worker's sleep. A leased event is left out:
+     * its holder records it, and a lease that ends unrecorded is taken by the worker's claim, which runs at least
+     * every second (a peer's round on PostgreSQL would otherwise wake this worker again and again for nothing).
+     */
+    nextDueAt: async () =>
+      (await first<{ at: number }>(sql, 'SELECT next_attempt_at AS at FROM events WHERE next_attempt_at IS NOT NULL AND lease_until IS NULL ORDER BY next_attempt_at LIMIT 1', []))
+        ?.at ?? null,
+  };
+}
