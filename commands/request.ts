@@ -1,7 +1,7 @@
 import { defineCommand } from 'citty';
 import { AppError } from '../src/contract/errors.ts';
-import { operations } from '../src/contract/operations.ts';
-import { executesChange, modeOf } from '../src/contract/schemas.ts';
+import { answerHoldsSecret } from '../src/contract/operations.ts';
+import { executesChange } from '../src/contract/schemas.ts';
 import { ClientError, idempotencyNote } from '../src/client/errors.ts';
 import { matchOperation } from '../src/client/routes.ts';
 import { connectionArgs, idempotencyKeyArg, jsonFileArg } from './_args.ts';
@@ -12,7 +12,7 @@ export default defineCommand({
     name: 'request',
     examples: ['hookrelay request GET \'/agent/v1/events?limit=5\''],
     description:
-      'Advanced: call any contract operation, e.g. request POST /agent/v1/feature-requests --json f.json. Paths outside /agent/v1 and the MCP transport are refused; the body is validated first.',
+      'Advanced: call any contract operation, e.g. request POST /agent/v1/feature-requests --json f.json. Paths outside /agent/v1, the MCP transport and calls whose answer holds a secret shown once are refused; the body is validated first.',
   },
   args: {
     method: { type: 'positional', required: true, description: 'GET or POST' },
@@ -24,11 +24,11 @@ export default defineCommand({
   async run({ args }) {
     const { op, params, query } = matchOperation(args.method, args.path);
     const body = args.json ? await readJsonInput(args.json) : undefined;
-    if (op.operationId === operations.createSecretRotationIntent.operationId && modeOf(body) === 'execute') {
-      // Its answer holds the new secret once; create-endpoint is the only command that prints a secret.
+    if (answerHoldsSecret(op, body)) {
+      // The CLI masks every secret it prints: a secret shown once would be lost. create-endpoint is the one exception.
       throw new AppError(
         'invalid_input',
-        'The CLI does not execute secret rotations: the answer holds the new secret once and the CLI prints no secret except from create-endpoint. Execute it over HTTP where you can store the secret.',
+        `The CLI does not make this call (${op.operationId}): its answer holds a secret shown once, and the CLI prints no secret except from create-endpoint. Create endpoints with create-endpoint; make other such calls over HTTP where you can store the secret.`,
       );
     }
     const { client, log } = await connect(args, { token: op.auth === 'none' ? 'none' : 'required' });

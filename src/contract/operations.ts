@@ -25,6 +25,7 @@ import {
   EventDetailReadSchema,
   EventListQuerySchema,
   EventListSchema,
+  executesChange,
   ExpansionRequestInputSchema,
   FeatureRequestInputSchema,
   intentRequest,
@@ -96,14 +97,21 @@ interface OperationSpec {
   /** false: a request may come without a body (OpenAPI's `requestBody.required`). */
   bodyRequired?: boolean;
   /**
+   * Which answers hold a secret shown this once and never readable again: `always` every success (a new endpoint's),
+   * `execute` only a step that makes the change (a rotation's new secret; its preview holds none: executesChange).
+   * A client must keep that secret as it prints the answer: the CLI masks every secret it prints, so its `request`
+   * refuses these calls (create-endpoint is the command that prints one). See answerHoldsSecret.
+   */
+  secretInAnswer?: 'execute' | 'always';
+  /**
    * Every answer, by status, of an operation that answers in formats of its own (the MCP transport): OpenAPI lists
    * exactly these. Without it the answers follow from the other fields (envelope, params, effect, body, rate limit).
    */
   responses?: Readonly<Record<number, DeclaredResponse>>;
 }
 
-export type Operation = Required<Omit<OperationSpec, 'params' | 'query' | 'body' | 'humanOnlyWrite' | 'extension' | 'responses' | 'transport'>> &
-  Pick<OperationSpec, 'params' | 'query' | 'body' | 'humanOnlyWrite' | 'extension' | 'responses' | 'transport'>;
+type OptionalField = 'params' | 'query' | 'body' | 'humanOnlyWrite' | 'extension' | 'responses' | 'transport' | 'secretInAnswer';
+export type Operation = Required<Omit<OperationSpec, OptionalField>> & Pick<OperationSpec, OptionalField>;
 
 const DEFAULTS = {
   successStatus: 200,
@@ -395,6 +403,7 @@ export const operations = {
     response: ActionIntentReadSchema,
     rateLimitClass: 'endpoint_preview',
     idempotency: 'execute',
+    secretInAnswer: 'execute',
   }),
   createEndpointTestIntent: op({
     operationId: 'createEndpointTestIntent',
@@ -430,6 +439,7 @@ export const operations = {
     successStatus: 201,
     rateLimitClass: 'endpoint_preview',
     idempotency: 'optional',
+    secretInAnswer: 'always',
   }),
   createReplayIntent: op({
     operationId: 'createReplayIntent',
@@ -545,6 +555,11 @@ export function pathMatcher(path: string): { re: RegExp; names: string[] } {
     return '([^/]+)';
   });
   return { re: new RegExp(`^${source}$`), names };
+}
+
+/** Whether the answer to this call (an operation and its request body) holds a secret shown once: see `secretInAnswer`. */
+export function answerHoldsSecret(op: Pick<Operation, 'secretInAnswer'>, body: unknown): boolean {
+  return op.secretInAnswer === 'always' || (op.secretInAnswer === 'execute' && executesChange(body));
 }
 
 /** The table as a list, in the spec's order (an extension beside the spec's operation it extends). */
