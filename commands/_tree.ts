@@ -1,5 +1,5 @@
 /** The command tree read from the citty definitions: resolve a command line, refuse unknown flags and words. */
-import type { ArgDef, CommandDef, CommandMeta } from 'citty';
+import type { ArgDef, ArgsDef, CommandDef, CommandMeta } from 'citty';
 import { EXIT } from '../src/contract/errors.ts';
 import { CommandExit } from './_exit.ts';
 
@@ -11,7 +11,7 @@ declare module 'citty' {
 }
 
 /** A command of any args, as citty types its subcommands. */
-export type Cmd = CommandDef<any>;
+export type Cmd = CommandDef<ArgsDef>;
 
 let rootCommand: Cmd | undefined;
 

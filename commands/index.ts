@@ -54,6 +54,7 @@ export const main = defineCommand({
 setRoot(main);
 
 /** citty colours names in its own messages; none of that belongs inside JSON. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: ESC is what an ANSI colour sequence starts with
 const stripAnsi = (text: string) => text.replace(/\u001B\[[0-9;]*m/g, '');
 
 /** An error document with secret shapes masked: a database URL typed where a command was expected, a driver message. */

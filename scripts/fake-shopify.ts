@@ -32,25 +32,28 @@ function integer(name: string, value: string | undefined, min: number): number |
   return n;
 }
 
-let values;
-try {
-  ({ values } = parseArgs({
-    options: {
-      'client-id': { type: 'string' },
-      'client-secret': { type: 'string' },
-      port: { type: 'string' },
-      token: { type: 'string' },
-      'bucket-max': { type: 'string' },
-      'restore-rate': { type: 'string' },
-      'token-ttl': { type: 'string' },
-      shop: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
-  }));
-} catch (err) {
-  fail(err instanceof Error ? err.message : String(err));
+/** The command line's flags; a wrong one fails with the parser's message. */
+function parseFlags() {
+  try {
+    return parseArgs({
+      options: {
+        'client-id': { type: 'string' },
+        'client-secret': { type: 'string' },
+        port: { type: 'string' },
+        token: { type: 'string' },
+        'bucket-max': { type: 'string' },
+        'restore-rate': { type: 'string' },
+        'token-ttl': { type: 'string' },
+        shop: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    }).values;
+  } catch (err) {
+    fail(err instanceof Error ? err.message : String(err));
+  }
 }
+const values = parseFlags();
 if (values.help) {
   process.stdout.write(`${USAGE}\n`);
   process.exit(0);
@@ -77,7 +80,7 @@ const opts: FakeShopifyOptions = {
 
 const fake = startFakeShopify(opts);
 process.stdout.write(`${JSON.stringify({ ready: true, url: fake.url, pid: process.pid })}\n`);
-await new Promise<void>((r) => ['SIGTERM', 'SIGINT'].forEach((s) => process.once(s, () => r())));
+await new Promise<void>((r) => process.once('SIGTERM', () => r()).once('SIGINT', () => r()));
 process.stdout.write(`${JSON.stringify({ requests: fake.requests.length, shopQueries: fake.shopQueries.length, tokenRequests: fake.tokenRequests.length })}\n`);
 await fake.stop();
 process.exit(0);

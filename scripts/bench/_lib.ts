@@ -128,7 +128,10 @@ export function postgresCpuSeconds(): number | null {
       continue;
     }
     const s = cpuSeconds(Number(pid));
-    if (s != null) (total += s), (seen = true);
+    if (s != null) {
+      total += s;
+      seen = true;
+    }
   }
   return seen ? total : null;
 }

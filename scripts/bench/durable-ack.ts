@@ -114,7 +114,7 @@ const server = Bun.serve({
 });
 
 process.stdout.write(`${JSON.stringify({ ready: true, pid: process.pid, url: `http://127.0.0.1:${server.port}`, secret })}\n`);
-await new Promise<void>((r) => ['SIGTERM', 'SIGINT'].forEach((s) => process.once(s, () => r())));
+await new Promise<void>((r) => process.once('SIGTERM', () => r()).once('SIGINT', () => r()));
 await server.stop(true);
 if (pending.length) commit();
 await Bun.sleep(0); // the last batch's handlers count their 202s

@@ -7,7 +7,7 @@ const fake = startFakeShopify();
 // The fixture answers from a script, one behaviour per call; queue a slow reply for every call expected.
 fake.script(...Array.from({ length: Number(values.calls) }, () => b.slow(Number(values['delay-ms']))));
 process.stdout.write(`${JSON.stringify({ ready: true, pid: process.pid, url: fake.url })}\n`);
-await new Promise<void>((r) => ['SIGTERM', 'SIGINT'].forEach((s) => process.once(s, () => r())));
+await new Promise<void>((r) => process.once('SIGTERM', () => r()).once('SIGINT', () => r()));
 process.stdout.write(`${JSON.stringify({ requests: fake.requests.length, rejected: fake.rejected.length })}\n`);
 await fake.stop();
 process.exit(0);

@@ -416,6 +416,7 @@ async function resources() {
 
   // `status` is the client command the issue names; until it exists, `--version` is the nearest cold start.
   const help = run([bin, '--help'], { NO_COLOR: '1' });
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: ESC is what an ANSI colour sequence starts with
   const hasStatus = /^\s+status\s/m.test((help.stdout + help.stderr).replace(/\x1b\[[0-9;]*m/g, ''));
   const port = await freePort();
   const dataDir = join(tmp, 'cold');

@@ -39,7 +39,12 @@ const query = pg.Client.prototype.query as (...args: unknown[]) => Promise<unkno
   // The pool calls with a callback (and gets no promise back); drizzle and this script await a promise.
   const last = args.length - 1;
   const cb = args[last];
-  if (typeof cb === 'function') args[last] = (...r: unknown[]) => (done(), cb(...r));
+  if (typeof cb === 'function') {
+    args[last] = (...r: unknown[]) => {
+      done();
+      return cb(...r);
+    };
+  }
   const out = query.apply(this, args) as Promise<unknown> | undefined;
   if (typeof cb !== 'function') out?.then(done, done);
   return out as Promise<unknown>;

@@ -42,7 +42,7 @@ const mode = positionals[0];
 // The relay runs as `hookrelay serve` does, with serve's JavaScriptCore options; the bare ceiling keeps Bun's own.
 if (mode === 'relay' || mode === 'drain') reexecWithJscEnv();
 const ready = (o: Record<string, unknown>) => process.stdout.write(`${JSON.stringify({ ready: true, pid: process.pid, ...o })}\n`);
-const untilSignal = () => new Promise<void>((r) => ['SIGTERM', 'SIGINT'].forEach((s) => process.once(s, () => r())));
+const untilSignal = () => new Promise<void>((r) => process.once('SIGTERM', () => r()).once('SIGINT', () => r()));
 
 /**
  * The bench measures the relay's work, not the per-minute agent quotas: limits are raised out of reach, the

@@ -34,22 +34,25 @@ import { benchCore, benchDeployment, sendEvents, type Deployment } from './_depl
 import { log, machine, round } from './_lib.ts';
 
 const USAGE = 'usage: bun run bench:tokens [--events N] [--rounds R] [--ttl SECONDS] [--delay-ms MS] [--json]\n';
-let parsed;
-try {
-  parsed = parseArgs({
-    options: {
-      events: { type: 'string', default: '3000' },
-      rounds: { type: 'string', default: '5' },
-      ttl: { type: 'string', default: '2' },
-      'delay-ms': { type: 'string', default: '15' },
-      json: { type: 'boolean', default: false },
-      help: { type: 'boolean', default: false },
-    },
-  }).values;
-} catch (err) {
-  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
-  process.exit(2);
+/** The command line's flags; a wrong one exits 2 with the usage. */
+function parseFlags() {
+  try {
+    return parseArgs({
+      options: {
+        events: { type: 'string', default: '3000' },
+        rounds: { type: 'string', default: '5' },
+        ttl: { type: 'string', default: '2' },
+        'delay-ms': { type: 'string', default: '15' },
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', default: false },
+      },
+    }).values;
+  } catch (err) {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
+    process.exit(2);
+  }
 }
+const parsed = parseFlags();
 if (parsed.help) {
   process.stdout.write(USAGE);
   process.exit(0);

@@ -117,7 +117,10 @@ async function stalledRound(box: Box, contract: Contract, hookPath: string, secr
   const body = JSON.stringify({ event_type: 'torture.uploads', external_event_id: `uploads-${baseline}-${Date.now()}`, order: { id: 1 } });
   const t0 = performance.now();
   const good = await fetch(`${box.base}${hookPath}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-hookrelay-signature': sign(secret, body) }, body }).then(
-    async (r) => (await r.arrayBuffer(), r.status),
+    async (r) => {
+      await r.arrayBuffer();
+      return r.status;
+    },
     () => 0,
   );
   const goodReceipt = { status: good, ms: Math.round(performance.now() - t0) };

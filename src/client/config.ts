@@ -125,7 +125,7 @@ export function checkProfile(name: string, input: unknown, env: Env = {}): Profi
 /** $XDG_CONFIG_HOME/hookrelay/profiles.json, or ~/.config/hookrelay/profiles.json. */
 export function profilesPath(env: Env): string {
   const xdg = env.XDG_CONFIG_HOME;
-  const base = xdg && xdg.startsWith('/') ? xdg : joinPath(env.HOME || (require('node:os') as typeof import('node:os')).homedir(), '.config');
+  const base = xdg?.startsWith('/') ? xdg : joinPath(env.HOME || (require('node:os') as typeof import('node:os')).homedir(), '.config');
   return joinPath(base, 'hookrelay', 'profiles.json');
 }
 

@@ -22,6 +22,7 @@ const PROXY_VARIABLES = ['http_proxy', 'HTTP_PROXY', 'all_proxy', 'ALL_PROXY'];
  * What fetch's Headers refuses in a value: a line break or NUL would end the header early (request smuggling); a
  * character past U+00FF is no byte.
  */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is one of the bytes a header value must not hold
 const BAD_VALUE = /[\r\n\0]|[^\u0000-\u00ff]/;
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const CRLFCRLF = Buffer.from('\r\n\r\n');

@@ -17,6 +17,7 @@ export const LOG_FORMATS: readonly LogFormat[] = ['text', 'json'];
 
 export const silentLog: Log = { info() {}, warn() {}, error() {} };
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what a log line escapes
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
 /** The same class without the global flag (no lastIndex to reset): most lines hold nothing to escape. */
 const HAS_CONTROL = new RegExp(CONTROL.source);

@@ -14,7 +14,7 @@ import type { AuditLog, TenantStore } from '../../db/repo.ts';
 import { checkExpectedContext, EXPECTED_CONTEXT } from '../contract/context.ts';
 import { AppError } from '../contract/errors.ts';
 import type { CoreWith } from '../core.ts';
-import { authenticateBearer } from '../ops/grants.ts';
+import { authenticateBearer, type Principal } from '../ops/grants.ts';
 import type { OpContext } from '../ops/context.ts';
 import { NO_CLIENT, type ClientOf } from '../lib/auth-failures.ts';
 import { codeModeAvailable } from './code-mode.ts';
@@ -55,7 +55,7 @@ export function createMcpEndpoint(deps: ServerDeps & { core: CoreWith<AuditLog &
     const requestId = requestIdOf(req);
     const misdirected = hostOriginRefusal(req.headers, core.config.publicUrl, { origins: core.config.mcp.allowedOrigins, hosts: core.config.mcp.allowedHosts });
     if (misdirected) return refused(misdirected, requestId);
-    let ctx;
+    let ctx: Principal;
     try {
       ctx = await authenticateBearer(core, req.headers.get('authorization'));
     } catch (err) {

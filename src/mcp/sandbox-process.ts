@@ -103,14 +103,20 @@ function start(memoryBytes: number): Promise<SandboxProcess | null> {
     },
   };
   return new Promise((resolve) => {
-    const timer = setTimeout(() => (handle.kill(), resolve(null)), BOOT_TIMEOUT_MS);
+    const timer = setTimeout(() => {
+      handle.kill();
+      resolve(null);
+    }, BOOT_TIMEOUT_MS);
     handle.onMessage = (m) => {
       if (m.type !== 'ready') return;
       clearTimeout(timer);
       handle.onMessage = () => {};
       resolve(handle);
     };
-    void proc.exited.then(() => (clearTimeout(timer), resolve(null)));
+    void proc.exited.then(() => {
+      clearTimeout(timer);
+      resolve(null);
+    });
     handle.send({ type: 'warm', memoryBytes });
   });
 }

@@ -464,7 +464,7 @@ function forEachChunk(path: string, fn: (chunk: Buffer) => void): void {
   const fd = openSync(path, 'r');
   try {
     const buf = Buffer.alloc(CHUNK_BYTES);
-    for (let n; (n = readSync(fd, buf, 0, buf.length, null)) > 0; ) fn(buf.subarray(0, n));
+    for (let n: number; (n = readSync(fd, buf, 0, buf.length, null)) > 0; ) fn(buf.subarray(0, n));
   } finally {
     closeSync(fd);
   }

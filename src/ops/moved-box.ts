@@ -107,7 +107,7 @@ function peekSetting(databaseFile: string): MovedTo | null {
 function parseMovedTo(text: string): MovedTo | null {
   try {
     const v = JSON.parse(text) as Partial<MovedTo> | null;
-    if (!v || v.dialect !== 'postgres' || typeof v.name !== 'string' || typeof v.host !== 'string' || typeof v.port !== 'number') return null;
+    if (v?.dialect !== 'postgres' || typeof v.name !== 'string' || typeof v.host !== 'string' || typeof v.port !== 'number') return null;
     return { dialect: 'postgres', name: v.name, host: v.host, port: v.port, movedAt: String(v.movedAt ?? '') };
   } catch {
     return null;

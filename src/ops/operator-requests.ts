@@ -111,17 +111,17 @@ export async function countRequests(core: { repo: Sql }, storeId: string): Promi
  * The stored JSON with every string through the free-text redactor once more: bodies were redacted when stored,
  * and redacting again changes nothing, except for a record kept before the redactor learnt a shape.
  */
-function parseBody(text: string): Record<string, any> {
+function parseBody(text: string): Record<string, unknown> {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
   } catch {
     doc = { text };
   }
-  return redactDocument(doc, { text: redactText, secretField: redactText }) as Record<string, any>;
+  return redactDocument(doc, { text: redactText, secretField: redactText }) as Record<string, unknown>;
 }
 
-function overview(row: Row, body: Record<string, any>): OperatorRequest {
+function overview(row: Row, body: Record<string, unknown>): OperatorRequest {
   const kind = KIND_OF_RECORD[row.kind]!;
   return {
     id: row.id,
@@ -134,7 +134,7 @@ function overview(row: Row, body: Record<string, any>): OperatorRequest {
   };
 }
 
-function summaryOf(kind: RequestKind, b: Record<string, any>): string {
+function summaryOf(kind: RequestKind, b: Record<string, unknown>): string {
   switch (kind) {
     case 'support':
       return `${b.category ?? 'other'}: ${b.summary ?? ''}`;

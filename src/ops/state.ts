@@ -98,7 +98,7 @@ export async function getSetupState(ctx: OpContext<EndpointStore & ReadinessStor
     },
     {
       item: 'api_version_supported',
-      done: !platform || platform.apiVersion.status !== 'unsupported',
+      done: platform?.apiVersion.status !== 'unsupported',
       text: platform
         ? `Shopify Admin API ${platform.apiVersion.version}, supported until ${platform.apiVersion.supportedUntil} (${platform.apiVersion.status}).`
         : 'No platform API is called with the log destination.',

@@ -2,7 +2,7 @@
  * POST /hooks/{endpointId}: size and type checks, raw bytes read once, authentication over those exact bytes,
  * validation and mapping, then a durable receipt before the 202. Does not use the agent-API pipeline.
  */
-import type { EventRow } from '../../db/types.ts';
+import type { CommittedReceipt, EventRow } from '../../db/types.ts';
 import { AppError } from '../contract/errors.ts';
 import { AUTH_FAILURE_LIMITS } from '../contract/limits.ts';
 import { TEST_EVENT_PREFIX, TRIGGERS } from '../contract/triggers.ts';
@@ -100,7 +100,7 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
   async function receive(req: Request, endpointId: string, client: ClientOf): Promise<Response> {
     if (req.method !== 'POST') return reply(405, { code: 'method_not_allowed', message: 'Use POST.' }, { Allow: 'POST' });
     const ep = await endpoints.get(endpointId);
-    if (!ep || ep.row.status !== 'active') return reply(404, { code: 'not_found', message: 'No such endpoint.' });
+    if (ep?.row.status !== 'active') return reply(404, { code: 'not_found', message: 'No such endpoint.' });
 
     if (!JSON_TYPE.test(req.headers.get('content-type') ?? '')) {
       return reply(415, { code: 'unsupported_media_type', message: 'Send Content-Type: application/json.' });
@@ -192,7 +192,7 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
     }
 
     const keep = event.outcome === 'accepted';
-    let committed;
+    let committed: CommittedReceipt;
     try {
       committed = await writer.submit({
         event,

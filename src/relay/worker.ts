@@ -289,7 +289,7 @@ export class HandoffWorker {
       // A budget that cannot be read must not stop the store: everything goes, and THROTTLED replies say the rest.
       const { granted, later } = await destination.pace(list[0]!.store, list.length).catch(() => ({ granted: list.length, later: [] as number[] }));
       queues.push(list.slice(0, granted));
-      list.slice(granted).forEach((d, k) => waiting.push(this.unsent(d.event, d.store, d.event.attempts + 1, later[k]!, [])));
+      for (const [k, d] of list.slice(granted).entries()) waiting.push(this.unsent(d.event, d.store, d.event.attempts + 1, later[k]!, []));
     }
     const send: DueEvent[] = [];
     for (let k = 0; queues.some((q) => k < q.length); k++) for (const q of queues) if (k < q.length) send.push(q[k]!);

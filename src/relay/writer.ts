@@ -149,8 +149,8 @@ export class ReceiptWriter {
         );
         metrics.commit(batch.length + failures.length, (performance.now() - started) / 1000);
         this.health?.succeeded();
-        batch.forEach((w, i) => w.resolve(committed[i]!));
-        failures.forEach((f) => f.resolve());
+        for (const [i, w] of batch.entries()) w.resolve(committed[i]!);
+        for (const f of failures) f.resolve();
         if (lease) {
           const leased = batch.flatMap((w, i) => (committed[i]!.leased ? [w.item.event] : []));
           direct!.take(leased, committed.some((c) => c.outcome === 'accepted' && !c.leased));
@@ -158,8 +158,8 @@ export class ReceiptWriter {
         if (committed.length) this.onCommitted(committed);
       } catch (err) {
         this.health?.failed(err);
-        batch.forEach((w) => w.reject(err));
-        failures.forEach((f) => f.reject(err));
+        for (const w of batch) w.reject(err);
+        for (const f of failures) f.reject(err);
         // The database stopped answering (a deadline passed): what queued behind this commit would wait as long
         // again for the same silent database. Refused now, before any of it was sent (nothing stored), so that no
         // sender waits more than one deadline; the next receipt tries the database again. They are refused with
@@ -167,8 +167,8 @@ export class ReceiptWriter {
         if (stalled(err)) {
           const cause = (err as { cause?: unknown }).cause;
           const refusal = outcomeUnknown(err) && faultCode(cause) ? cause : err;
-          this.receipts.splice(0).forEach((w) => w.reject(refusal));
-          this.failures.splice(0).forEach((f) => f.reject(refusal));
+          for (const w of this.receipts.splice(0)) w.reject(refusal);
+          for (const f of this.failures.splice(0)) f.reject(refusal);
         }
       }
     })();

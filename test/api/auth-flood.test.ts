@@ -153,7 +153,12 @@ describe('AuthFailureLimiter', () => {
   async function sharedStorage(): Promise<{ shared: SharedCounts; sent: string[][]; close: () => Promise<void> }> {
     const repo = await SqliteRepo.open({ path: ':memory:' });
     const sent: string[][] = [];
-    const shared: SharedCounts = { addRate: (counts, windowStart) => (sent.push(counts.map((c) => c.key)), repo.addRate(counts, windowStart)) };
+    const shared: SharedCounts = {
+      addRate: (counts, windowStart) => {
+        sent.push(counts.map((c) => c.key));
+        return repo.addRate(counts, windowStart);
+      },
+    };
     return { shared, sent, close: () => repo.close() };
   }
 

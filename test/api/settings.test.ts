@@ -115,7 +115,7 @@ describe('plan usage', () => {
     expect(byKey['retention.audit']).toEqual({ key: 'retention.audit', value: '3d', source: 'environment' });
     expect(byKey['retention.intents']).toEqual({ key: 'retention.intents', value: '90d', source: 'default' });
     expect(byKey['rate_limits.rich_read.grant']).toEqual({ key: 'rate_limits.rich_read.grant', value: 12, source: 'file' });
-    expect(byKey['retry_schedule']).toEqual({ key: 'retry_schedule', value: '10s,1m,1h', source: 'file' });
+    expect(byKey.retry_schedule).toEqual({ key: 'retry_schedule', value: '10s,1m,1h', source: 'file' });
     expect(byKey['retention.requests'].source).toBe('default');
   });
 });

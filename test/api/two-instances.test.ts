@@ -36,7 +36,15 @@ async function twoInstances(): Promise<[TestEnv, TestEnv, () => Promise<void>]> 
   };
   const a = await open();
   const b = await open();
-  return [a, b, async () => void (await Promise.all([a, b].map(async (e) => (await e.app.writer.close(), await e.core.repo.close()))))];
+  const close = async () => {
+    await Promise.all(
+      [a, b].map(async (e) => {
+        await e.app.writer.close();
+        await e.core.repo.close();
+      }),
+    );
+  };
+  return [a, b, close];
 }
 
 const { perClient, perEndpoint } = AUTH_FAILURE_LIMITS;

@@ -68,7 +68,10 @@ describe.if(!!TEST_DATABASE_URL)('two serve instances on one PostgreSQL, one kil
 
     // Each incarnation hands off to a fake of its own: who delivered what is known exactly.
     const start = (dir: string, port: number, fake: FakeShopify) =>
-      spawnServe(dir, port, { env: { ...shared, HOOKRELAY_SHOPIFY_ADMIN_URL: fake.url } }).then((s) => (running.push(s), s));
+      spawnServe(dir, port, { env: { ...shared, HOOKRELAY_SHOPIFY_ADMIN_URL: fake.url } }).then((s) => {
+        running.push(s);
+        return s;
+      });
     const portA = closedPort();
     const flowA1 = fakeFlow(ANSWERED_BEFORE_KILL);
     const flowB = fakeFlow();

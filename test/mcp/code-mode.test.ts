@@ -198,7 +198,14 @@ describe('execute', () => {
 
   it('has no network, timers or host: no fetch, and no way to reach the MCP path, /hooks or anything outside /agent/v1', async () => {
     let hits = 0;
-    const canary = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => (hits++, new Response('{}')) });
+    const canary = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      fetch: () => {
+        hits++;
+        return new Response('{}');
+      },
+    });
     try {
       const globals = await execute(client, `return [typeof fetch, typeof XMLHttpRequest, typeof WebSocket, typeof require, typeof process, typeof Bun, typeof setTimeout, typeof WebAssembly];`);
       expect(new Set(globals.doc.result)).toEqual(new Set(['undefined']));

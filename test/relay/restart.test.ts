@@ -181,7 +181,14 @@ describe('durability across a restart (file database)', () => {
     let sent = 0;
     const dying = new HandoffWorker(env1.core, {
       ...real,
-      shopify: { name: 'shopify', send: async (...args) => (await real.shopify.send(...args), sent++, new Promise(() => {})) },
+      shopify: {
+        name: 'shopify',
+        send: async (...args) => {
+          await real.shopify.send(...args);
+          sent++;
+          return new Promise(() => {});
+        },
+      },
     });
     void dying.runOnce();
     await until(() => sent === LANES);

@@ -154,7 +154,10 @@ describe('ReceiptWriter (group commit)', () => {
     const release = holdCommits(env);
     let submitted = 0;
     const submit = env.app.writer.submit.bind(env.app.writer);
-    env.app.writer.submit = (receipt) => (submitted++, submit(receipt));
+    env.app.writer.submit = (receipt) => {
+      submitted++;
+      return submit(receipt);
+    };
     const inflight = [sendHook(env, endpoint, secret, orderEvent('a')), sendHook(env, endpoint, secret, orderEvent('b'))];
     while (submitted < 2) await Bun.sleep(1); // both handlers reached the writer before it closes
     const closing = env.app.writer.close();

@@ -52,6 +52,7 @@ describe('an error code thrown inside MCP execute', () => {
       const line = s.env.log.lines.find((l) => l.includes('mcp execute'));
       expect(line).toBeDefined();
       expect(line).toContain('outcome=boom\\n2026-01-01T00:00:00.000Z ERROR forged line');
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: no control character may reach a log line
       expect(line).not.toMatch(/[\u0000-\u001f\u2028]/);
     } finally {
       await s.stop();

@@ -29,7 +29,7 @@ describe('redactSecretsIn', () => {
   }
 
   it('leaves ordinary text, ids and emails alone', () => {
-    const text = 'evt_01HZX order 4501 ops@example.com cfm_token Basic authentication, bearer tokens; 63 hex ' + 'a'.repeat(63);
+    const text = `evt_01HZX order 4501 ops@example.com cfm_token Basic authentication, bearer tokens; 63 hex ${'a'.repeat(63)}`;
     expect(redactSecretsIn(text)).toBe(text);
   });
 });

@@ -70,6 +70,19 @@ const payloadSchemas = async () => {
 };
 let schemas: ReturnType<typeof payloadSchemas> | undefined;
 
+/** The fields reduce reads of a validated payload, each present only on the topics whose schema has it. */
+interface ValidatedPayload {
+  id?: ShopifyId;
+  shop_id?: ShopifyId;
+  shop_domain?: string;
+  myshopify_domain?: string | null;
+  customer?: { id?: ShopifyId | null } | null;
+  orders_to_redact?: ShopifyId[] | null;
+  orders_requested?: ShopifyId[] | null;
+  data_request?: { id?: ShopifyId | null } | null;
+  app_subscription?: Record<string, unknown>;
+}
+
 const refuse = (status: 400 | 401 | 413, code: string, message: string): SignedRefusal => ({ ok: false, status, code, message });
 
 /**
@@ -108,14 +121,14 @@ export async function readWebhook(req: Request, secret: string): Promise<Webhook
   const known = topic as WebhookTopic;
   const parsed = (await (schemas ??= payloadSchemas()))[known].safeParse(json.doc);
   if (!parsed.success) return refuse(400, 'invalid_input', `The ${known} payload is missing or has malformed fields: ${malformedFields(parsed.error.issues)}.`);
-  const p = parsed.data as Record<string, any>;
+  const p: ValidatedPayload = parsed.data;
   const named = p.shop_domain ?? p.myshopify_domain;
   if (named != null && shopDomainOf(named) !== delivery.shopDomain) return refuse(400, 'invalid_input', 'The payload names another shop than X-Shopify-Shop-Domain.');
   return { ok: true, webhook: { ...delivery, topic: known, known: true, payload: reduce(known, p) } as ShopifyWebhook };
 }
 
 /** What processing keeps of a validated payload. */
-function reduce(topic: WebhookTopic, p: Record<string, any>): WebhookPayloads[WebhookTopic] {
+function reduce(topic: WebhookTopic, p: ValidatedPayload): WebhookPayloads[WebhookTopic] {
   switch (topic) {
     case 'app/uninstalled':
       return { shopId: p.id ?? null };
@@ -126,6 +139,6 @@ function reduce(topic: WebhookTopic, p: Record<string, any>): WebhookPayloads[We
     case 'customers/data_request':
       return { customerId: p.customer?.id ?? null, ordersRequested: p.orders_requested ?? [], dataRequestId: p.data_request?.id ?? null };
     case 'app_subscriptions/update':
-      return { appSubscription: p.app_subscription };
+      return { appSubscription: p.app_subscription! };
   }
 }
