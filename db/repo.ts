@@ -239,7 +239,9 @@ export interface Repo extends IngestStore, HandoffQueue, EventReads, IntentStore
  * to the newest of them (count, at) instead of inserted: a flood is a count, not a row per request. Without the two
  * fields it is inserted as it is.
  */
-export interface PendingAuthFailure extends AuthFailureRow {
+export interface PendingAuthFailure extends Omit<AuthFailureRow, 'diagnosis'> {
+  /** Signature forensics' finding (AuthFailureRow.diagnosis); none when absent. */
+  diagnosis?: string | null;
   foldSince?: number;
   keepRows?: number;
 }

@@ -698,7 +698,7 @@ export class PgRepo implements Repo {
         groups.set(key, [...(groups.get(key) ?? []), f]);
       }
     }
-    const folds: { into: string | null; count: number; at: number }[] = [];
+    const folds: { into: string | null; count: number; at: number; diagnosis: string | null }[] = [];
     for (const group of groups.values()) {
       const { endpointId, code, foldSince, keepRows } = group[0]!;
       const { rows } = await c.query<{ id: string }>(
@@ -710,17 +710,30 @@ export class PgRepo implements Repo {
       const rest = group.slice(room);
       insert.push(...fresh);
       if (rest.length) {
-        folds.push({ into: fresh.at(-1)?.id ?? rows[0]!.id, count: rest.reduce((n, f) => n + (f.count ?? 1), 0), at: Math.max(...rest.map((f) => f.at)) });
+        folds.push({
+          into: fresh.at(-1)?.id ?? rows[0]!.id,
+          count: rest.reduce((n, f) => n + (f.count ?? 1), 0),
+          at: Math.max(...rest.map((f) => f.at)),
+          diagnosis: rest.at(-1)!.diagnosis ?? null,
+        });
       }
     }
     if (insert.length) {
       await c.query(
-        `INSERT INTO auth_failures (id, store_id, endpoint_id, code, at, count)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::int[])`,
-        [insert.map((f) => f.id), insert.map((f) => f.storeId), insert.map((f) => f.endpointId), insert.map((f) => f.code), insert.map((f) => f.at), insert.map((f) => f.count ?? 1)],
+        `INSERT INTO auth_failures (id, store_id, endpoint_id, code, at, count, diagnosis)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::int[], $7::text[])`,
+        [
+          insert.map((f) => f.id),
+          insert.map((f) => f.storeId),
+          insert.map((f) => f.endpointId),
+          insert.map((f) => f.code),
+          insert.map((f) => f.at),
+          insert.map((f) => f.count ?? 1),
+          insert.map((f) => f.diagnosis ?? null),
+        ],
       );
     }
-    for (const f of folds) await c.query('UPDATE auth_failures SET count = count + $1, at = greatest(at, $2) WHERE id = $3', [f.count, f.at, f.into]);
+    for (const f of folds) await c.query('UPDATE auth_failures SET count = count + $1, at = greatest(at, $2), diagnosis = $4 WHERE id = $3', [f.count, f.at, f.into, f.diagnosis]);
   }
 
   private newToken(): string {

@@ -286,11 +286,11 @@ export class SqliteRepo implements Repo {
       `INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES (?1, ?2, ?3, ?4)
        ON CONFLICT (store_id, meter, period_start) DO UPDATE SET used = used + ?4`,
     );
-    this.insertAuthFailure = sqlite.prepare('INSERT INTO auth_failures (id, store_id, endpoint_id, code, at, count) VALUES (?, ?, ?, ?, ?, ?)');
+    this.insertAuthFailure = sqlite.prepare('INSERT INTO auth_failures (id, store_id, endpoint_id, code, diagnosis, at, count) VALUES (?, ?, ?, ?, ?, ?, ?)');
     this.recentAuthFailures = sqlite.prepare<{ id: string }, [string, number, string, number]>(
       'SELECT id FROM auth_failures WHERE endpoint_id = ? AND at >= ? AND code = ? ORDER BY at DESC, id DESC LIMIT ?',
     );
-    this.foldAuthFailure = sqlite.prepare('UPDATE auth_failures SET count = count + ?, at = max(at, ?) WHERE id = ?');
+    this.foldAuthFailure = sqlite.prepare('UPDATE auth_failures SET count = count + ?, at = max(at, ?), diagnosis = ? WHERE id = ?');
     this.journalAttempt = sqlite.prepare(
       `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome)
        VALUES (?, ?, ?, ?, ?, 'sending') ON CONFLICT DO NOTHING`,
@@ -436,14 +436,14 @@ export class SqliteRepo implements Repo {
     return out;
   }
 
-  /** Inserts the failure, or folds it into the newest row of its endpoint and code once the window holds keepRows. */
+  /** Inserts the failure, or folds it into the newest row of its endpoint and code once the window holds keepRows (its diagnosis the newest). */
   private recordAuthFailure(f: PendingAuthFailure): void {
     const count = f.count ?? 1;
     if (f.keepRows !== undefined && f.foldSince !== undefined) {
       const recent = this.recentAuthFailures.all(f.endpointId, f.foldSince, f.code, f.keepRows);
-      if (recent.length >= f.keepRows && recent[0]) return void this.foldAuthFailure.run(count, f.at, recent[0].id);
+      if (recent.length >= f.keepRows && recent[0]) return void this.foldAuthFailure.run(count, f.at, f.diagnosis ?? null, recent[0].id);
     }
-    this.insertAuthFailure.run(f.id, f.storeId, f.endpointId, f.code, f.at, count);
+    this.insertAuthFailure.run(f.id, f.storeId, f.endpointId, f.code, f.diagnosis ?? null, f.at, count);
   }
 
   async claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]> {

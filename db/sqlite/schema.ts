@@ -61,6 +61,8 @@ export const endpoints = sqliteTable(
     previousSecretExpiresAt: integer('previous_secret_expires_at'),
     sourceLabel: text('source_label').notNull(),
     eventType: text('event_type'),
+    /** Silence watch: the longest quiet time expected between receipts, ms; null when not watched. */
+    expectedEveryMs: integer('expected_every_ms'),
     configVersion: integer('config_version').notNull(),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
@@ -161,6 +163,8 @@ export const authFailures = sqliteTable(
     storeId: text('store_id').notNull(),
     endpointId: text('endpoint_id').notNull(),
     code: text('code').notNull(),
+    /** Signature forensics: the usual mistake the failure matched (a DIAGNOSES code), never the value; null when none. */
+    diagnosis: text('diagnosis'),
     at: integer('at').notNull(),
     /** Failures this row stands for: 1, or a flood's count folded into one row (at = the last one's time). */
     count: integer('count').notNull().default(1),
@@ -401,4 +405,73 @@ export const shopifyWebhooks = sqliteTable(
     payloadSealed: text('payload_sealed'),
   },
   (t) => [index('shopify_webhooks_pending_idx').on(t.receivedAt).where(sql`${t.processedAt} IS NULL`)],
+);
+
+/**
+ * Downstream confirmations (Flow's "Confirm hookrelay event" action, POST /flow/actions/confirm): one row per Flow
+ * action run, so Flow's resends of a run (same action_run_id) record nothing more. `delivered` keeps its meaning;
+ * a confirmation says a workflow started from the event reached its confirming step, and how it ended.
+ */
+export const confirmations = sqliteTable(
+  'confirmations',
+  {
+    actionRunId: text('action_run_id').primaryKey(),
+    storeId: text('store_id').notNull(),
+    eventId: text('event_id').notNull(),
+    endpointId: text('endpoint_id').notNull(),
+    /** `ok` or `error`, as the workflow's step said. */
+    outcome: text('outcome').notNull(),
+    /** The step's note, bounded; never a body or a secret. */
+    note: text('note'),
+    confirmedAt: integer('confirmed_at').notNull(),
+  },
+  (t) => [index('confirmations_event_idx').on(t.storeId, t.eventId), index('confirmations_store_idx').on(t.storeId, t.confirmedAt)],
+);
+
+/**
+ * Alerts: an endpoint silent past its expected interval, a store's handoff paused for credentials, an uninstall, a
+ * burst of failed authentications. One row per breach: raised once and recovered once. While it is open, `open_key`
+ * (endpoint or `store`, and kind) is unique per store, so instances racing to raise the same alert make one row;
+ * recovery clears it, and a new breach raises a new row. Each phase is handed to Flow as the `hookrelay-alert`
+ * trigger (alert_handoffs).
+ */
+export const alerts = sqliteTable(
+  'alerts',
+  {
+    id: text('id').primaryKey(),
+    storeId: text('store_id').notNull(),
+    /** The endpoint concerned; null for a store-wide alert (paused, uninstalled). */
+    endpointId: text('endpoint_id'),
+    kind: text('kind').notNull(),
+    /** `open` or `recovered`. */
+    state: text('state').notNull(),
+    openKey: text('open_key'),
+    /** When the condition began (the last receipt before a silence, the pause's start). */
+    since: integer('since').notNull(),
+    raisedAt: integer('raised_at').notNull(),
+    recoveredAt: integer('recovered_at'),
+    /** Facts of the breach as JSON (expected interval, failure count): never a secret, a body or a header value. */
+    detail: text('detail'),
+  },
+  (t) => [uniqueIndex('alerts_open_idx').on(t.storeId, t.openKey), index('alerts_store_idx').on(t.storeId, t.raisedAt)],
+);
+
+/** Each alert phase (`raised`, `recovered`) handed to Flow once: the row is the journal of its handoff. */
+export const alertHandoffs = sqliteTable(
+  'alert_handoffs',
+  {
+    alertId: text('alert_id').notNull(),
+    phase: text('phase').notNull(),
+    storeId: text('store_id').notNull(),
+    /** `pending`, `sending`, `delivered`, `failed` (given up) or `skipped` (no Flow destination). */
+    state: text('state').notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: integer('next_attempt_at'),
+    leaseUntil: integer('lease_until'),
+    /** The stable code of the last failed attempt. */
+    lastError: text('last_error'),
+    deliveredAt: integer('delivered_at'),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.alertId, t.phase] }), index('alert_handoffs_due_idx').on(t.nextAttemptAt).where(sql`${t.nextAttemptAt} IS NOT NULL`)],
 );

@@ -70,7 +70,7 @@ try {
   const EP = 'ep_01jz0000000000000000000000';
   await repo.insertStore({ id: STORE, platformKey: 'shopify', platformAccountId: 'a', shopDomain: 'probe.myshopify.com', installationId: 'i', plan: 'scale', billingStatus: 'active', destination: 'log', adminTokenEnv: null, credentialMode: null, clientId: null, clientSecretEnv: null, uninstalledAt: null, createdAt: T0, updatedAt: T0 });
   await repo.insertEndpoint(
-    { id: EP, storeId: STORE, name: 'n', status: 'active', triggerVariant: 'generic', resourceIdPath: null, relatedResourceIdPath: null, requiredPaths: '[]', senderProfile: null, authMode: 'hmac_sha256', headerName: 'X-Hookrelay-Signature', secretSealed: 's', secretLast4: 'abcd', previousSecretSealed: null, previousSecretExpiresAt: null, sourceLabel: 'x', eventType: null, configVersion: 1, createdAt: T0, updatedAt: T0 },
+    { id: EP, storeId: STORE, name: 'n', status: 'active', triggerVariant: 'generic', resourceIdPath: null, relatedResourceIdPath: null, requiredPaths: '[]', senderProfile: null, authMode: 'hmac_sha256', headerName: 'X-Hookrelay-Signature', secretSealed: 's', secretLast4: 'abcd', previousSecretSealed: null, previousSecretExpiresAt: null, sourceLabel: 'x', eventType: null, expectedEveryMs: null, configVersion: 1, createdAt: T0, updatedAt: T0 },
     {},
   );
   const ids = createIdGenerator(systemClock);

@@ -116,6 +116,7 @@ export async function createEndpoint(ctx: OpContext<EndpointStore>, { body: raw 
     previousSecretExpiresAt: null,
     sourceLabel: body.sourceLabel ?? body.senderProfile ?? 'custom',
     eventType: body.eventType ?? null,
+    expectedEveryMs: null,
     configVersion: 1,
     createdAt: now,
     updatedAt: now,

@@ -32,7 +32,7 @@ async function pair(): Promise<[Repo, Repo]> {
   const b = await pgBackend!.peer!();
   await a.insertStore({ id: STORE, platformKey: 'shopify', platformAccountId: 'a', shopDomain: 'demo.myshopify.com', installationId: 'i', plan: 'free', billingStatus: 'active', destination: 'log', adminTokenEnv: null, credentialMode: null, clientId: null, clientSecretEnv: null, uninstalledAt: null, createdAt: T0, updatedAt: T0 });
   await a.insertEndpoint(
-    { id: EP, storeId: STORE, name: 'n', status: 'active', triggerVariant: 'generic', resourceIdPath: null, relatedResourceIdPath: null, requiredPaths: '[]', senderProfile: null, authMode: 'hmac_sha256', headerName: 'X-Hookrelay-Signature', secretSealed: 's', secretLast4: 'abcd', previousSecretSealed: null, previousSecretExpiresAt: null, sourceLabel: 'x', eventType: null, configVersion: 1, createdAt: T0, updatedAt: T0 },
+    { id: EP, storeId: STORE, name: 'n', status: 'active', triggerVariant: 'generic', resourceIdPath: null, relatedResourceIdPath: null, requiredPaths: '[]', senderProfile: null, authMode: 'hmac_sha256', headerName: 'X-Hookrelay-Signature', secretSealed: 's', secretLast4: 'abcd', previousSecretSealed: null, previousSecretExpiresAt: null, sourceLabel: 'x', eventType: null, expectedEveryMs: null, configVersion: 1, createdAt: T0, updatedAt: T0 },
     {},
   );
   return [a, b];

@@ -93,7 +93,7 @@ for (const backend of backends()) {
       await withRepo(backend.open, async (repo) => {
         const { links } = repo;
         await repo.insertEndpoint(
-          { id: EP, storeId: STORE, name: 'n', status: 'active', triggerVariant: 'generic', resourceIdPath: null, relatedResourceIdPath: null, requiredPaths: '[]', senderProfile: null, authMode: 'hmac_sha256', headerName: 'X-Hookrelay-Signature', secretSealed: 'v1.s', secretLast4: 'abcd', previousSecretSealed: null, previousSecretExpiresAt: null, sourceLabel: 'src', eventType: null, configVersion: 1, createdAt: T0, updatedAt: T0 },
+          { id: EP, storeId: STORE, name: 'n', status: 'active', triggerVariant: 'generic', resourceIdPath: null, relatedResourceIdPath: null, requiredPaths: '[]', senderProfile: null, authMode: 'hmac_sha256', headerName: 'X-Hookrelay-Signature', secretSealed: 'v1.s', secretLast4: 'abcd', previousSecretSealed: null, previousSecretExpiresAt: null, sourceLabel: 'src', eventType: null, expectedEveryMs: null, configVersion: 1, createdAt: T0, updatedAt: T0 },
           {},
         );
         const ev = (id: string, fields: Parameters<typeof eventRow>[0]) => ({ event: eventRow({ storeId: STORE, endpointId: EP, receivedAt: T0, ...fields, id }), body: null, bodyExpiresAt: T0 + 1, dedupeSince: null });

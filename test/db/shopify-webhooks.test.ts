@@ -36,6 +36,7 @@ const endpoint = (id: string, storeId: string, triggerVariant: string): Endpoint
   previousSecretExpiresAt: null,
   sourceLabel: 'test',
   eventType: null,
+  expectedEveryMs: null,
   configVersion: 1,
   createdAt: T0,
   updatedAt: T0,

@@ -6,6 +6,7 @@ import m3 from './0003_cost_budget.sql' with { type: 'text' };
 import m4 from './0004_app_install.sql' with { type: 'text' };
 import m5 from './0005_shopify_webhooks.sql' with { type: 'text' };
 import m6 from './0006_intent_journal.sql' with { type: 'text' };
+import m7 from './0007_beyond_delivered.sql' with { type: 'text' };
 
 import type { Migration } from '../../migrate.ts';
 
@@ -17,4 +18,5 @@ export const migrations: Migration[] = [
   { tag: '0004_app_install', when: 1795643003350, sql: m4 },
   { tag: '0005_shopify_webhooks', when: 1795643560129, sql: m5 },
   { tag: '0006_intent_journal', when: 1795648588201, sql: m6 },
+  { tag: '0007_beyond_delivered', when: 1795834843783, sql: m7 },
 ];

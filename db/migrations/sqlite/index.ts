@@ -12,6 +12,7 @@ import m9 from './0009_cost_budget.sql' with { type: 'text' };
 import m10 from './0010_app_install.sql' with { type: 'text' };
 import m11 from './0011_shopify_webhooks.sql' with { type: 'text' };
 import m12 from './0012_intent_journal.sql' with { type: 'text' };
+import m13 from './0013_beyond_delivered.sql' with { type: 'text' };
 
 import type { Migration } from '../../migrate.ts';
 
@@ -29,4 +30,5 @@ export const migrations: Migration[] = [
   { tag: '0010_app_install', when: 1795643002916, sql: m10 },
   { tag: '0011_shopify_webhooks', when: 1795643559532, sql: m11 },
   { tag: '0012_intent_journal', when: 1795648586950, sql: m12 },
+  { tag: '0013_beyond_delivered', when: 1795834839856, sql: m13 },
 ];

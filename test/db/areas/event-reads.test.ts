@@ -135,8 +135,9 @@ areaSuite('EventReads', (test) => {
       code: k % 2 ? 'SVC_AUTH_FAILED' : 'SVC_AUTH_MISSING',
       at: T0 + Math.floor((k + 1) / 2) * 1000,
       count: (k % 3) + 1,
+      diagnosis: null,
     }));
-    const theirs = Array.from({ length: 5 }, (_, k) => ({ id: `af_x${k}`, storeId: OTHER_STORE, endpointId: OTHER_EP, code: 'SVC_AUTH_FAILED', at: T0 + 999_000, count: 1 }));
+    const theirs = Array.from({ length: 5 }, (_, k) => ({ id: `af_x${k}`, storeId: OTHER_STORE, endpointId: OTHER_EP, code: 'SVC_AUTH_FAILED', at: T0 + 999_000, count: 1, diagnosis: null }));
     for (const part of [shuffled(rows).slice(0, 60), [...shuffled(rows).slice(60), ...theirs]]) await repo.commitIngest([], part);
     const newest = [...rows].sort((x, y) => y.at - x.at || (x.id < y.id ? 1 : -1));
     const all = await repo.listAuthFailures(STORE);
