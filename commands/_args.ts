@@ -6,7 +6,7 @@ import { DEFAULT_PLAN, PLANS } from '../src/contract/plans.ts';
 /** The plans, for --plan's help: unlimited (nothing capped or held) is a self-hosted box's default. */
 export const PLAN_NAMES = `${Object.keys(PLANS).join(' | ')} (init's default: ${DEFAULT_PLAN}, nothing capped or held)`;
 
-export const dataDirArg = {
+const dataDirArg = {
   'data-dir': { type: 'string', description: 'Data directory (env HOOKRELAY_DATA_DIR; default $XDG_DATA_HOME/hookrelay or ~/.local/share/hookrelay)' },
 } as const;
 

@@ -50,12 +50,12 @@ export async function subsOf(cmd: Cmd): Promise<Record<string, Cmd>> {
 }
 
 /** A usage error (exit 2): the one JSON error document, naming what was wrong. */
-export function usageError(message: string, details?: Record<string, unknown>): CommandExit {
+function usageError(message: string, details?: Record<string, unknown>): CommandExit {
   return new CommandExit({ error: { code: 'usage', message, ...(details ? { details } : {}) } }, EXIT.usage);
 }
 
 /** Levenshtein distance, for "did you mean". */
-export function editDistance(a: string, b: string): number {
+function editDistance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const row = [i];
@@ -182,7 +182,7 @@ export async function resolveStrict(root: Cmd, rawArgs: string[], opts: { help?:
 }
 
 /** The names a user may type: not hidden, with aliases. */
-export async function visibleNames(subs: Record<string, Cmd>): Promise<string[]> {
+async function visibleNames(subs: Record<string, Cmd>): Promise<string[]> {
   const out: string[] = [];
   for (const [name, sub] of Object.entries(subs)) {
     const meta = await metaOf(sub);

@@ -44,7 +44,7 @@ export function locateDataDir(flag?: string, env: Record<string, string | undefi
 }
 
 /** Before the per-user default, the data directory was `./.hookrelay`: point an upgrading operator at it. */
-export function legacyDataDirHint(dir: DataDir, cwd = process.cwd()): string {
+function legacyDataDirHint(dir: DataDir, cwd = process.cwd()): string {
   const legacy = join(cwd, '.hookrelay');
   if (dir.source !== 'default' || legacy === dir.path || !existsSync(databasePath(legacy))) return '';
   return ` A database from an older version is in ${legacy} (the former default): pass --data-dir ${legacy} to keep using it.`;
@@ -55,7 +55,7 @@ export function describeDataDir(dir: DataDir): string {
   return `data directory ${dir.path} (from ${dir.source}; choose another with --data-dir or HOOKRELAY_DATA_DIR).${legacyDataDirHint(dir)}`;
 }
 
-export function resolveDataDir(flag?: string): string {
+function resolveDataDir(flag?: string): string {
   return locateDataDir(flag).path;
 }
 
@@ -77,7 +77,7 @@ export function requireDatabase(flag?: string): string {
 }
 
 /** The 32-byte key sealing endpoint secrets: HOOKRELAY_SECRET_KEY, else a 0600 key file made once in the data dir. */
-export function loadSecretKey(dataDir: string): Uint8Array {
+function loadSecretKey(dataDir: string): Uint8Array {
   const fromEnv = process.env.HOOKRELAY_SECRET_KEY;
   if (fromEnv) {
     const key = parseSecretKey(fromEnv);
@@ -129,7 +129,7 @@ export function checkPostgresUrl(url: string): void {
  * The PostgreSQL twin of requireDatabase: admin commands other than init and migrate must not create the schema
  * in whatever database a URL names. Fails unless hookrelay's migrations table is there.
  */
-export async function requirePgDatabase(url: string): Promise<void> {
+async function requirePgDatabase(url: string): Promise<void> {
   const { default: pg } = await import('pg');
   const client = new pg.Client({ connectionString: url });
   client.on('error', () => {});

@@ -69,7 +69,7 @@ export interface RetentionConfig {
 
 const DAY_MS = 86_400_000;
 
-export const DEFAULT_RETENTION: RetentionConfig = { events: 180 * DAY_MS, audit: 400 * DAY_MS, intents: 90 * DAY_MS, requests: 365 * DAY_MS, authFailures: 30 * DAY_MS };
+const DEFAULT_RETENTION: RetentionConfig = { events: 180 * DAY_MS, audit: 400 * DAY_MS, intents: 90 * DAY_MS, requests: 365 * DAY_MS, authFailures: 30 * DAY_MS };
 
 export interface Config {
   /** Base of endpoint URLs, e.g. `https://relay.example.com`. */

@@ -8,8 +8,8 @@ import type { LoadSpec } from './load.ts';
 export const ROOT = new URL('../../', import.meta.url).pathname.replace(/\/$/, '');
 
 /** `taskset` is used when present: the server on core 0, the load generator (and fakes) on core 1. */
-export const TASKSET = Bun.which('taskset');
-export const CORES = cpus().length;
+const TASKSET = Bun.which('taskset');
+const CORES = cpus().length;
 export const PINNED = TASKSET !== null && CORES >= 2;
 
 export function pinned(core: 0 | 1, cmd: string[]): string[] {
@@ -25,7 +25,7 @@ export function sign(secret: string, body: string): string {
  * A realistic 1 KiB (1024-byte) JSON event. No external_event_id: dedupe is per external id, and a load
  * generator repeats one body, so every copy would be suppressed as a duplicate instead of accepted.
  */
-export function oneKiBEvent(): string {
+function oneKiBEvent(): string {
   const head = { event_type: 'order.flagged', source: 'bench', order: { id: 4501, name: '#4501', tags: ['bench'] } };
   const shell = JSON.stringify({ ...head, note: '' });
   const note = 'x'.repeat(1024 - Buffer.byteLength(shell));
@@ -179,7 +179,7 @@ export const peakRssMiB = (pid: number) => status(pid, 'VmHWM');
 /** Current resident set size (VmRSS) of a live process, in MiB. */
 export const rssMiB = (pid: number) => status(pid, 'VmRSS');
 
-export function percentile(sorted: ArrayLike<number>, p: number): number {
+function percentile(sorted: ArrayLike<number>, p: number): number {
   if (!sorted.length) return NaN;
   const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
   return sorted[i]!;

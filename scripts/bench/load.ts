@@ -70,7 +70,7 @@ function medianOf(xs: number[]): number {
 }
 
 /** Runs the warm-up, calls `measuring()`, then the measured run. */
-export async function generate(spec: LoadSpec, measuring: () => void = () => {}): Promise<LoadResult> {
+async function generate(spec: LoadSpec, measuring: () => void = () => {}): Promise<LoadResult> {
   const warmupOk = spec.warmupS > 0 ? (await run(spec, spec.warmupS))['2xx'] : 0;
   measuring();
   let lat = new Float64Array(1 << 20);

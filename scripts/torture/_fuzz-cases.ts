@@ -64,7 +64,7 @@ function resolveRef(doc: any, schema: any): any {
 }
 
 /** A value the schema accepts, as far as a generator without a regex engine can tell. */
-export function sample(doc: any, schema: any, r: Rand, depth = 0): unknown {
+function sample(doc: any, schema: any, r: Rand, depth = 0): unknown {
   const s = resolveRef(doc, schema);
   if (!s || depth > 8) return null;
   if (s.oneOf || s.anyOf) return sample(doc, r.pick(s.oneOf ?? s.anyOf), r, depth + 1);

@@ -33,7 +33,7 @@ function typeMatches(t: string, v: unknown): boolean {
  * The first way `value` breaks `schema` (a JSON Schema of the subset OpenAPI 3.1 documents here), or null.
  * `$ref`s resolve inside `doc`.
  */
-export function validate(doc: any, schema: any, value: unknown, at = '$'): string | null {
+function validate(doc: any, schema: any, value: unknown, at = '$'): string | null {
   if (schema === true || schema === undefined || (typeof schema === 'object' && Object.keys(schema).length === 0)) return null;
   if (schema === false) return `${at}: not allowed`;
   if (schema.$ref) {

@@ -14,12 +14,12 @@ const joinPath = (...parts: string[]) => parts.join('/').replace(/\/{2,}/g, '/')
 
 export type Env = Record<string, string | undefined>;
 
-export const ENV_BASE_URL = 'HOOKRELAY_BASE_URL';
-export const ENV_TOKEN = 'HOOKRELAY_TOKEN';
+const ENV_BASE_URL = 'HOOKRELAY_BASE_URL';
+const ENV_TOKEN = 'HOOKRELAY_TOKEN';
 export const ENV_PROFILE = 'HOOKRELAY_PROFILE';
-export const DEFAULT_BASE_URL = 'http://127.0.0.1:8787';
+const DEFAULT_BASE_URL = 'http://127.0.0.1:8787';
 export const DEFAULT_PROFILE = 'default';
-export const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_TIMEOUT_MS = 30_000;
 
 /** The four expected-context values: profile field, flag, environment variable and the header they become. */
 /** Where the CLI reads each expected-context value; the header itself comes from the contract. */
@@ -86,7 +86,7 @@ export function normalizeBaseUrl(value: string, where: string): string {
 }
 
 /** Checks a variable NAME given for the token; refuses anything that looks like the token itself. */
-export function checkTokenEnvName(name: string, where: string, env: Env = {}): string {
+function checkTokenEnvName(name: string, where: string, env: Env = {}): string {
   if (looksLikeToken(name, env)) {
     throw new AppError('invalid_input', `${where} looks like a token. Give the NAME of the environment variable that holds the token (e.g. HOOKRELAY_TOKEN_PROD), never the token.`);
   }
@@ -162,11 +162,6 @@ function parseProfilesFile(file: string, read: () => string): Record<string, unk
     throw new AppError('invalid_input', `${file} must look like {"profiles": {"name": {"baseUrl": "…", "tokenEnv": "…"}}}.`);
   }
   return profiles as Record<string, unknown>;
-}
-
-/** Every profile, validated. */
-export function readProfiles(env: Env): Record<string, Profile> {
-  return Object.fromEntries(Object.entries(readProfilesFile(env)).map(([name, p]) => [name, checkProfile(name, p, env)]));
 }
 
 /** Writes the profiles file owner-only (0600 in a 0700 directory), atomically. */

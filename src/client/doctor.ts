@@ -26,7 +26,7 @@ export interface DoctorReport {
 }
 
 /** Allowed difference between the server's Date header and the local clock. */
-export const MAX_CLOCK_SKEW_SECONDS = 30;
+const MAX_CLOCK_SKEW_SECONDS = 30;
 
 const pass = (name: string, detail: string, hint?: string): Check => ({ name, ok: true, detail, ...(hint ? { hint } : {}) });
 const fail = (name: string, detail: string, hint: string): Check => ({ name, ok: false, detail, hint });

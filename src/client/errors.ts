@@ -83,7 +83,7 @@ export function exitCodeFor(status: number, code?: string): number {
  * Any other answer is final: a 409 for a spent or expired confirmation, a 422 reused key or a refusal answers the
  * same however often it is retried, so no retry hint goes with it.
  */
-export function retryMayHelp(err: ClientError): boolean {
+function retryMayHelp(err: ClientError): boolean {
   const s = err.status;
   return s === null || s === 429 || s >= 500;
 }

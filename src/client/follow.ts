@@ -25,7 +25,7 @@ export interface FollowOptions {
 const PAGE = 100;
 
 /** Resolves after `ms` or as soon as `signal` aborts. */
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve();
     const t = setTimeout(done, ms);

@@ -198,7 +198,7 @@ function chunkedComplete(body: Buffer): boolean {
 }
 
 /** The answer as a Response; a cut or malformed answer fails as a broken connection or protocol. */
-export function parseResponse(raw: Buffer): Response {
+function parseResponse(raw: Buffer): Response {
   const head = readHead(raw);
   if (!head) throw failure('ECONNRESET', 'The connection closed before a complete answer.');
   const rest = raw.subarray(head.bodyAt);

@@ -5,7 +5,7 @@
 import { METRIC } from '../../db/types.ts';
 
 /** Upper bounds (ms) of the handoff latency histogram, receipt to delivered; the last one also takes anything slower. */
-export const LATENCY_BUCKETS_MS = [10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000, 900_000, 3_600_000, 86_400_000] as const;
+const LATENCY_BUCKETS_MS = [10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000, 900_000, 3_600_000, 86_400_000] as const;
 
 /** The metrics one handoff attempt adds to. */
 export function attemptMetrics(a: { outcome: string; code: string | null; finishedAt: number }, receivedAt: number): string[] {

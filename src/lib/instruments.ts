@@ -74,7 +74,7 @@ class StoreSeries {
 }
 
 /** The series of one process. The module's `metrics` is the one the server records into. */
-export class Instruments {
+class Instruments {
   /** The box's machinery and requests no store can be named for. */
   readonly box = new Registry();
   private readonly stores = new Map<string, StoreSeries>();

@@ -122,17 +122,17 @@ export function renderText(registries: readonly Registry[]): string {
 }
 
 /** Label values escape backslash, double quote and line feed (the format's three escapes). */
-export function escapeLabelValue(v: string): string {
+function escapeLabelValue(v: string): string {
   return v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 }
 
 /** HELP text escapes backslash and line feed only. */
-export function escapeHelp(v: string): string {
+function escapeHelp(v: string): string {
   return v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
 }
 
 /** Go's float syntax as Prometheus parses it: +Inf, -Inf, NaN, else the shortest decimal. */
-export function formatValue(v: number): string {
+function formatValue(v: number): string {
   if (Number.isNaN(v)) return 'NaN';
   if (v === Infinity) return '+Inf';
   if (v === -Infinity) return '-Inf';

@@ -8,7 +8,7 @@ import { SCOPES, type Scope } from '../contract/scopes.ts';
 type OperationEffect = Exclude<Effect, 'mcp_agent_operations_access'>;
 
 /** What each effect class promises, as MCP tool hints. handoff_only performs no change by itself. */
-export const EFFECT_HINTS: Record<OperationEffect, Required<Pick<ToolAnnotations, 'readOnlyHint' | 'destructiveHint' | 'idempotentHint'>>> = {
+const EFFECT_HINTS: Record<OperationEffect, Required<Pick<ToolAnnotations, 'readOnlyHint' | 'destructiveHint' | 'idempotentHint'>>> = {
   read_only: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
   handoff_only: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
   create_resource: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
@@ -16,10 +16,10 @@ export const EFFECT_HINTS: Record<OperationEffect, Required<Pick<ToolAnnotations
 };
 
 /** The operations code mode reaches: all but the MCP transport itself. */
-export const CODE_MODE_OPERATIONS = OPERATIONS.filter((o) => o.transport === undefined);
+const CODE_MODE_OPERATIONS = OPERATIONS.filter((o) => o.transport === undefined);
 
 /** Whether a grant holding `grantScopes` may call the operation (the pipeline decides; this only predicts). */
-export const canCall = (op: { scopes: readonly string[] }, grantScopes: readonly string[]) => op.scopes.every((s) => grantScopes.includes(s));
+const canCall = (op: { scopes: readonly string[] }, grantScopes: readonly string[]) => op.scopes.every((s) => grantScopes.includes(s));
 
 const jsonSchema = (schema: z.ZodType, io: 'input' | 'output') => {
   const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' });

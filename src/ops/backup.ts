@@ -68,7 +68,7 @@ export function keyFingerprint(key: Uint8Array): string {
 }
 
 /** The key serve would use on this data directory, or null when there is none yet. */
-export function boxKey(dataDir: string, env: Record<string, string | undefined> = process.env): BoxKey | null {
+function boxKey(dataDir: string, env: Record<string, string | undefined> = process.env): BoxKey | null {
   const fromEnv = envKey(env);
   if (fromEnv) return { source: 'HOOKRELAY_SECRET_KEY', key: fromEnv };
   const file = join(dataDir, KEY_FILE);
@@ -245,7 +245,7 @@ function checkKeyOpens(key: BoxKey, sealed: string): void {
 }
 
 /** Reads and checks the header line; `offset` is where the first section starts. */
-export function readBackupHeader(file: string): { header: BackupHeader; offset: number; size: number } {
+function readBackupHeader(file: string): { header: BackupHeader; offset: number; size: number } {
   const path = resolve(file);
   let fd: number;
   try {

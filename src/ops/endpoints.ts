@@ -11,13 +11,13 @@ import { last4, newEndpointSecret } from '../lib/crypto.ts';
 import { REDACTED_WARNING, redactInput } from '../lib/redact.ts';
 import type { OpContext } from './context.ts';
 
-export const DEFAULT_HEADERS: Record<AuthMode, string> = {
+const DEFAULT_HEADERS: Record<AuthMode, string> = {
   hmac_sha256: 'X-Hookrelay-Signature',
   static_header: 'X-Hookrelay-Token',
 };
 
 /** Sender presets: no-code senders cannot digest raw bytes, so they get a static header. */
-export const PROFILE_AUTH: Record<SenderProfile, AuthMode> = {
+const PROFILE_AUTH: Record<SenderProfile, AuthMode> = {
   custom_http: 'hmac_sha256',
   zapier: 'static_header',
   make: 'static_header',
@@ -25,7 +25,7 @@ export const PROFILE_AUTH: Record<SenderProfile, AuthMode> = {
 };
 
 /** Rules 1-3 of the spec: explicit auth fields win; else the profile's preset; else HMAC-SHA256. */
-export function resolveAuth(input: { senderProfile?: SenderProfile; authMode?: AuthMode; headerName?: string }) {
+function resolveAuth(input: { senderProfile?: SenderProfile; authMode?: AuthMode; headerName?: string }) {
   const mode: AuthMode = input.authMode ?? (input.senderProfile ? PROFILE_AUTH[input.senderProfile] : 'hmac_sha256');
   const warnings: string[] = [];
   if (mode === 'hmac_sha256' && input.senderProfile && PROFILE_AUTH[input.senderProfile] === 'static_header') {

@@ -98,7 +98,7 @@ const CURSOR = /^evt_[0-9a-z]+$/;
  * `cur_` and the event id's lowercase part: nothing the redactor takes for a secret (a mixed-case run, as the base64
  * of earlier cursors was, is redacted from the CLI's output, and a redacted cursor pages nowhere).
  */
-export function encodeCursor(id: string): string {
+function encodeCursor(id: string): string {
   return `cur_${id.slice('evt_'.length)}`;
 }
 

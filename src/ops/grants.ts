@@ -50,7 +50,7 @@ export async function issueGrant(core: CoreWith<TenantStore>, input: IssueGrantI
 }
 
 /** A grant as the admin sees it: never the token or its hash. */
-export function grantView(g: GrantRow, now: number) {
+function grantView(g: GrantRow, now: number) {
   return {
     grantId: g.id,
     storeId: g.storeId,

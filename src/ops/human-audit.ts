@@ -16,7 +16,7 @@ import { createIdGenerator } from '../lib/ids.ts';
 export type AdminOperation = 'initStore' | 'issueGrant' | 'revokeGrant' | 'issueMetricsToken' | 'revokeMetricsToken' | 'setPlan' | 'setStoreSettings' | 'migrate' | 'backup' | 'restore';
 
 /** The longest `--actor`: a name or login, not a note. */
-export const ACTOR_MAX_LENGTH = 64;
+const ACTOR_MAX_LENGTH = 64;
 
 /** What a successful run adds to its row: the store it touched (null: box-wide), its target, what changed. */
 export interface AdminAuditFacts {

@@ -15,7 +15,7 @@ import { sha256Hex } from '../lib/crypto.ts';
 import { randomBase62 } from '../lib/ids.ts';
 
 /** What starts every metrics token, so the redactor and a secret scanner can tell one. */
-export const METRICS_TOKEN_PREFIX = 'hrm_';
+const METRICS_TOKEN_PREFIX = 'hrm_';
 /** The settings rows' key prefix (no `_` or `%`: it is matched with LIKE). */
 const KEY_PREFIX = 'metrics-token:';
 const LABEL_MAX_LENGTH = 100;

@@ -13,9 +13,9 @@ import { iso } from '../lib/clock.ts';
 import type { PgTarget } from '../lib/pg-target.ts';
 
 /** The settings key of the marker (a JSON MovedTo; JSON `null` once unmarked). */
-export const MOVED_SETTING = 'moved_to';
+const MOVED_SETTING = 'moved_to';
 /** The note beside the database. */
-export const MOVED_FILE = 'MOVED';
+const MOVED_FILE = 'MOVED';
 
 export interface MovedTo {
   dialect: 'postgres';

@@ -12,15 +12,15 @@ import type { Runtime } from '../core.ts';
 import { iso } from '../lib/clock.ts';
 import { requestDetail, type OperatorRequestDetail } from './operator-requests.ts';
 
-export const OPERATOR_WEBHOOK_URL_ENV = 'HOOKRELAY_OPERATOR_WEBHOOK_URL';
-export const OPERATOR_WEBHOOK_SECRET_ENV = 'HOOKRELAY_OPERATOR_WEBHOOK_SECRET';
+const OPERATOR_WEBHOOK_URL_ENV = 'HOOKRELAY_OPERATOR_WEBHOOK_URL';
+const OPERATOR_WEBHOOK_SECRET_ENV = 'HOOKRELAY_OPERATOR_WEBHOOK_SECRET';
 
 /** Delays before the 2nd, 3rd… attempt, ms: five attempts over about 13 minutes. */
-export const NOTIFY_RETRY_DELAYS_MS: readonly number[] = [5_000, 30_000, 120_000, 600_000];
+const NOTIFY_RETRY_DELAYS_MS: readonly number[] = [5_000, 30_000, 120_000, 600_000];
 /** One attempt's wait for an answer. */
-export const NOTIFY_TIMEOUT_MS = 10_000;
+const NOTIFY_TIMEOUT_MS = 10_000;
 /** Notifications waiting for an attempt at most: past it a new one is dropped (and logged) rather than held. */
-export const NOTIFY_MAX_PENDING = 1000;
+const NOTIFY_MAX_PENDING = 1000;
 
 /** Where notifications go and the key that signs them. */
 export interface OperatorWebhook {
@@ -171,7 +171,7 @@ function sleep(ms: number): Promise<void> {
 const notifiers = new WeakMap<Runtime, OperatorNotifier>();
 
 /** The notifier of this runtime (one per Core, made on first use). */
-export function operatorNotifier(core: Runtime): OperatorNotifier {
+function operatorNotifier(core: Runtime): OperatorNotifier {
   let n = notifiers.get(core);
   if (!n) notifiers.set(core, (n = new OperatorNotifier(core)));
   return n;

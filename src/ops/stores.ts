@@ -32,9 +32,9 @@ const DESTINATIONS = ['log', 'shopify'] as const;
 const SHOPIFY_TOKEN = /^shp(at|ca|pa|ss)_/i;
 
 /** The settings key of the box-wide public URL (`hookrelay store set --public-url`). */
-export const PUBLIC_URL_SETTING = 'public_url';
+const PUBLIC_URL_SETTING = 'public_url';
 /** The settings key of the Shopify app's client id for installs (`hookrelay store set --app-client-id`). */
-export const APP_CLIENT_ID_SETTING = 'shopify_app_client_id';
+const APP_CLIENT_ID_SETTING = 'shopify_app_client_id';
 
 function normalizeShop(domain: string): string {
   const shop = domain.trim().toLowerCase();
@@ -360,7 +360,7 @@ export function credentialVariableMissing(s: StoreRow, env: (name: string) => st
   return !(name && env(name));
 }
 
-export function storeView(s: StoreRow) {
+function storeView(s: StoreRow) {
   return {
     storeId: s.id,
     platformKey: s.platformKey,

@@ -58,7 +58,7 @@ function listen(opts: StartOptions, options: Parameters<typeof Bun.serve<undefin
  * An answer given outside the app (shutdown, a crash in a handler) in the shape the path documents: inbound
  * paths `{code, message}`, the Agent Operations API its error envelope.
  */
-export function edgeAnswer(path: string, err: AppError): Response {
+function edgeAnswer(path: string, err: AppError): Response {
   if (path.startsWith('/agent/')) return errorResponse(null, err);
   return Response.json({ code: err.code, message: err.message }, { status: err.status, headers: err.headers });
 }

@@ -51,7 +51,7 @@ export type GraphqlReply =
 const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
 /** Reads `extensions.cost`; null when absent or malformed. */
-export function readCost(extensions: unknown): QueryCost | null {
+function readCost(extensions: unknown): QueryCost | null {
   const cost = (extensions as { cost?: Record<string, unknown> } | null | undefined)?.cost;
   if (!cost || typeof cost !== 'object') return null;
   const t = (cost.throttleStatus ?? {}) as Record<string, unknown>;
@@ -165,7 +165,7 @@ export function refreshAccessToken(url: string, clientId: string, clientSecret: 
 }
 
 /** Retry-After as seconds or an HTTP date; undefined when absent or unreadable. */
-export function retryAfterMs(value: string | null, now = Date.now()): number | undefined {
+function retryAfterMs(value: string | null, now = Date.now()): number | undefined {
   if (!value) return undefined;
   if (/^\d+(\.\d+)?$/.test(value.trim())) return Math.round(Number(value) * 1000);
   const at = Date.parse(value);

@@ -12,9 +12,9 @@ export const APP_SECRET_ENV = ['HOOKRELAY_SHOPIFY_APP_SECRET', 'SHOPIFY_API_SECR
 /** The app's client id (Dev Dashboard → the app → Settings), for installs through /auth/install. */
 export const APP_CLIENT_ID_ENV = 'HOOKRELAY_SHOPIFY_CLIENT_ID';
 /** What the app asks a merchant for: the resources the order, customer and product triggers refer to (shopify.app.toml). */
-export const APP_SCOPES = 'read_orders,read_customers,read_products';
+const APP_SCOPES = 'read_orders,read_customers,read_products';
 /** How long the callback's signed `timestamp` may be from this box's clock (Shopify's own library allows 90 s). */
-export const CALLBACK_CLOCK_TOLERANCE_MS = 90_000;
+const CALLBACK_CLOCK_TOLERANCE_MS = 90_000;
 
 type Env = (name: string) => string | undefined;
 
@@ -70,7 +70,7 @@ export function signedQueryProblem(query: URLSearchParams, secret: string, now: 
 }
 
 /** What Shopify may POST signed with the app's client secret (webhooks, Flow's lifecycle callbacks); more is refused unread. */
-export const SIGNED_BODY_MAX = 64 * 1024;
+const SIGNED_BODY_MAX = 64 * 1024;
 
 export type SignedRefusal = { ok: false; status: 400 | 401 | 413; code: string; message: string };
 

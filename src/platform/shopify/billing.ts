@@ -25,7 +25,7 @@ export const APP_SUBSCRIPTION_CREATE = `mutation appSubscriptionCreate($name: St
 const PREFIX = 'hookrelay ';
 
 /** The subscription's name says its plan: `hookrelay growth`. */
-export const subscriptionName = (plan: string) => `${PREFIX}${plan}`;
+const subscriptionName = (plan: string) => `${PREFIX}${plan}`;
 
 export function planOfSubscription(name: string | null | undefined): string | null {
   return name?.startsWith(PREFIX) ? name.slice(PREFIX.length) : null;

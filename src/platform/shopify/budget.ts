@@ -19,7 +19,7 @@ import type { QueryCost } from './admin-api.ts';
 const FIRST_GRANT = 10;
 const LEARN_DELAY_MS = 0;
 /** A handoff's cost until a reply says (Shopify's documented cost of a mutation). */
-export const DEFAULT_COST = 10;
+const DEFAULT_COST = 10;
 /** Attempts at spending when instances keep moving the budget under each other. */
 const SPEND_TRIES = 5;
 

@@ -15,17 +15,17 @@ import { CostBudget } from './budget.ts';
 import { credentialModeOf, Credentials, type TokenResult } from './credentials.ts';
 import { SHOPIFY_ADMIN_API_VERSION } from './version.ts';
 
-export const FLOW_TRIGGER_RECEIVE = `mutation flowTriggerReceive($handle: String, $payload: JSON) {
+const FLOW_TRIGGER_RECEIVE = `mutation flowTriggerReceive($handle: String, $payload: JSON) {
   flowTriggerReceive(handle: $handle, payload: $payload) {
     userErrors { field message }
   }
 }`;
 
 /** The cheapest authenticated query (cost 1): probes and live checks. */
-export const SHOP_QUERY = 'query hookrelayCheck { shop { id } }';
+const SHOP_QUERY = 'query hookrelayCheck { shop { id } }';
 
 /** A live check of the destination is reused this long (setup state and doctor may be read in bursts). */
-export const CHECK_TTL_MS = 10_000;
+const CHECK_TTL_MS = 10_000;
 
 const clip = (s: string) => (s.length > 300 ? `${s.slice(0, 300)}…` : s);
 

@@ -7,7 +7,7 @@
 export const SHOPIFY_ADMIN_API_VERSION = '2026-10';
 
 /** Warn this long before the version's support ends (doctor, setup state, serve's start-up line). */
-export const VERSION_WARNING_DAYS = 90;
+const VERSION_WARNING_DAYS = 90;
 
 const DAY_MS = 86_400_000;
 
