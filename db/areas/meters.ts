@@ -20,8 +20,9 @@ export function meterStore(sql: SqlRunner): UsageStore & ReadinessStore & Record
         { relaxed: true },
       );
     },
+    /** The period's meters that counted anything (PostgreSQL makes a row at 0 to lock it before counting). */
     getUsage: async (storeId, periodStart) => {
-      const rows = await sql.all<{ meter: string; used: number }>('SELECT meter, used FROM usage_counters WHERE store_id = ? AND period_start = ?', [storeId, periodStart]);
+      const rows = await sql.all<{ meter: string; used: number }>('SELECT meter, used FROM usage_counters WHERE store_id = ? AND period_start = ? AND used > 0', [storeId, periodStart]);
       return Object.fromEntries(rows.map((r) => [r.meter, r.used]));
     },
 

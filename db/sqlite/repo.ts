@@ -291,9 +291,12 @@ export class SqliteRepo implements Repo {
       'SELECT id FROM auth_failures WHERE endpoint_id = ? AND at >= ? AND code = ? ORDER BY at DESC, id DESC LIMIT ?',
     );
     this.foldAuthFailure = sqlite.prepare('UPDATE auth_failures SET count = count + ?, at = max(at, ?), diagnosis = ? WHERE id = ?');
+    // Only while the event's lease holds at the start (as on PostgreSQL, where the lease also carries its holder's
+    // token): an attempt of an event never claimed, or claimed again after its lease ended, is never journaled.
     this.journalAttempt = sqlite.prepare(
       `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome)
-       VALUES (?, ?, ?, ?, ?, 'sending') ON CONFLICT DO NOTHING`,
+       SELECT ?1, ?2, ?3, ?4, ?4, 'sending' WHERE EXISTS (SELECT 1 FROM events WHERE id = ?1 AND lease_until > ?4)
+       ON CONFLICT DO NOTHING`,
     );
     this.closeAttempt = sqlite.prepare(
       `UPDATE attempts SET started_at = ?, finished_at = ?, outcome = ?, http_status = ?, code = ?, message = ?, retry_at = ?
@@ -313,7 +316,7 @@ export class SqliteRepo implements Repo {
       'UPDATE events SET attempts = max(attempts, ?), last_attempt_at = ? WHERE id = ?',
     );
     this.journalBatch = writeTransaction(sqlite, (rows: AttemptStart[]) =>
-      rows.filter((a) => this.journalAttempt.run(a.eventId, a.number, a.destination, a.startedAt, a.startedAt).changes === 1),
+      rows.filter((a) => this.journalAttempt.run(a.eventId, a.number, a.destination, a.startedAt).changes === 1),
     );
     this.bumpStat = sqlite.prepare(
       `INSERT INTO event_stats (store_id, width, bucket, metric, n) VALUES (?1, ?2, ?3, ?4, ?5)

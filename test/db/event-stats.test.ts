@@ -56,7 +56,10 @@ describe('event_stats', () => {
     ]);
     expect(db.query("SELECT n FROM event_stats WHERE store_id = 'st_a' AND width = ? AND metric = 'received:accepted'").all(DAY)).toEqual([{ n: 4 }]);
 
-    await repo.journalAttempts(at.map((_, i) => ({ eventId: `evt_${i}`, number: 1, destination: 'log', startedAt: t0 })));
+    // Leased first: an attempt is journaled only under its event's lease. (No endpoint or store rows here, so the
+    // claim hands back nothing; the leases are what counts.)
+    await repo.claimDue(t0, 100, t0 + DAY);
+    expect(await repo.journalAttempts(at.map((_, i) => ({ eventId: `evt_${i}`, number: 1, destination: 'log', startedAt: t0 })))).toHaveLength(at.length);
     const result = (i: number, outcome: 'delivered' | 'failed', metrics: string[]): AttemptResult => ({
       attempt: { eventId: `evt_${i}`, number: 1, destination: 'log', startedAt: t0, finishedAt: at[i]![1], outcome, httpStatus: null, code: null, message: null, retryAt: null },
       storeId: at[i]![0],

@@ -361,9 +361,9 @@ describe('inbound authentication failures', () => {
       expect(f.storeId).toBe(store.storeId);
       expect(f.at).toBe(env.clock.now());
     }
-    // auth_failures has no room for a body or a header value.
+    // auth_failures has no room for a body or a header value (`diagnosis` holds a code of the contract's, not a value).
     const columns = (await columnsOf(env, 'auth_failures')).sort();
-    expect(columns).toEqual(['at', 'code', 'count', 'endpoint_id', 'id', 'store_id']);
+    expect(columns).toEqual(['at', 'code', 'count', 'diagnosis', 'endpoint_id', 'id', 'store_id']);
     const dump = JSON.stringify(await rows(env, 'SELECT * FROM auth_failures'));
     expect(dump).not.toContain(MARKER);
     expect(dump).not.toContain(secret);
