@@ -239,8 +239,8 @@ function operationCase(doc: any, path: string, method: string, op: any, r: Rand,
     if (ct) headers['content-type'] = ct;
     if (ct !== 'application/json') notes.push(`ct:${ct || 'none'}`);
   }
-  if (op.operationId === 'connectMcpAgentOperations' && r.chance(0.7)) headers.accept = 'application/json, text/event-stream';
-  const surface: Surface = op.operationId === 'connectMcpAgentOperations' ? { kind: 'mcp' } : { kind: 'api', path, method: m };
+  if (op.transport === 'mcp' && r.chance(0.7)) headers.accept = 'application/json, text/event-stream';
+  const surface: Surface = op.transport === 'mcp' ? { kind: 'mcp' } : { kind: 'api', path, method: m };
   return { label: `${m} ${op.operationId} ${notes.join(' ')}`.trim(), surface, method: m, target, headers, body: bytes };
 }
 

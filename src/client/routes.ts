@@ -1,6 +1,6 @@
 /** Maps a concrete METHOD + path onto the contract table, for the CLI's advanced `request` command. */
 import { AppError } from '../contract/errors.ts';
-import { OPERATIONS, operations, pathMatcher, type Operation } from '../contract/operations.ts';
+import { OPERATIONS, pathMatcher, type Operation } from '../contract/operations.ts';
 import { API_PREFIX } from '../contract/scopes.ts';
 
 export interface MatchedOperation {
@@ -12,7 +12,6 @@ export interface MatchedOperation {
 }
 
 const PROBE = 'http://hookrelay.invalid';
-const MCP_PATH = operations.connectMcpAgentOperations.path;
 
 const PATTERNS = OPERATIONS.map((op) => ({ op, ...pathMatcher(op.path) }));
 
@@ -37,9 +36,6 @@ export function matchOperation(method: string, rawPath: string): MatchedOperatio
     throw new AppError('invalid_input', 'The path must be a plain, percent-encoded path: no dot segments or encoded dots.');
   }
   const path = url.pathname;
-  if (path === MCP_PATH) {
-    throw new AppError('invalid_input', `${MCP_PATH} is the MCP transport; connect with an MCP client instead.`);
-  }
   if (!path.startsWith(`${API_PREFIX}/`)) {
     throw new AppError('invalid_input', `request only calls contract operations under ${API_PREFIX}/; ${path} is outside it.`);
   }
@@ -47,6 +43,9 @@ export function matchOperation(method: string, rawPath: string): MatchedOperatio
   for (const { op, re, names } of PATTERNS) {
     const hit = re.exec(path);
     if (!hit) continue;
+    if (op.transport === 'mcp') {
+      throw new AppError('invalid_input', `${op.path} is the MCP transport; connect with an MCP client instead.`);
+    }
     if (op.method !== m) {
       methodMismatch = op;
       continue;

@@ -285,6 +285,14 @@ describe('request', () => {
     expect(r.json.error.message).toContain('secret');
   });
 
+  it('refuses to create an endpoint, whose answer holds its secret once (create-endpoint prints it), sending nothing', async () => {
+    const body = file('endpoint.json', { name: 'x', triggerVariant: 'order', resourceIdPath: 'order.id' });
+    const r = await run(['request', 'POST', '/agent/v1/endpoints', '--json', body], recovery, { HOOKRELAY_BASE_URL: `http://127.0.0.1:${closedPort()}` });
+    expect(r.code).toBe(2);
+    expect(r.json.error.code).toBe('invalid_input');
+    expect(r.json.error.message).toContain('create-endpoint');
+  });
+
   it('previews a secret rotation (no secret in a preview)', async () => {
     const body = file('rotate-preview.json', { mode: 'preview', input: { overlapSeconds: 60 } });
     const r = await run(['request', 'POST', `/agent/v1/endpoints/${endpointId}/secret-rotation-intents`, '--json', body], recovery);
