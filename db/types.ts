@@ -64,6 +64,8 @@ export interface EventFilter {
    * index range, where `since` alone is checked row by row.
    */
   sinceId?: string;
+  /** Only delivered events handed off before this time (ms) that no confirmation names: workflows that did not finish. */
+  unconfirmedBefore?: number;
   limit: number;
 }
 

@@ -30,6 +30,11 @@ function eventFilter(f: EventFilter): { where: string; params: unknown[] } {
   if (f.until != null) add('received_at < ?', f.until);
   if (f.beforeId) add('id < ?', f.beforeId);
   if (f.sinceId) add('id >= ?', f.sinceId);
+  if (f.unconfirmedBefore != null) {
+    // On (store_id, outcome, id) newest first, each probe on confirmations_event_idx: no scan of either table.
+    where.push("outcome = 'delivered'", 'NOT EXISTS (SELECT 1 FROM confirmations c WHERE c.store_id = events.store_id AND c.event_id = events.id)');
+    add('delivered_at < ?', f.unconfirmedBefore);
+  }
   return { where: where.join(' AND '), params };
 }
 

@@ -6,6 +6,7 @@
 import type { AdminStore, EventReads, HandoffQueue, IdempotencyStore, IntentStore } from '../repo.ts';
 import type { SqlRunner } from '../runner.ts';
 import { auditLog } from './audit.ts';
+import { confirmationStore, type ConfirmationStore } from './confirmations.ts';
 import { endpointStore } from './endpoints.ts';
 import { eventReads } from './event-reads.ts';
 import { grantStore } from './grants.ts';
@@ -14,7 +15,7 @@ import { intentStore } from './intents.ts';
 import { meterStore } from './meters.ts';
 import { tenants } from './tenants.ts';
 
-export type SharedAreas = AdminStore & EventReads & IntentStore & IdempotencyStore & Pick<HandoffQueue, 'nextDueAt'>;
+export type SharedAreas = AdminStore & EventReads & IntentStore & IdempotencyStore & Pick<HandoffQueue, 'nextDueAt'> & ConfirmationStore;
 
 export function sharedAreas(sql: SqlRunner): SharedAreas {
   return {
@@ -26,5 +27,6 @@ export function sharedAreas(sql: SqlRunner): SharedAreas {
     ...intentStore(sql),
     ...idempotencyStore(sql),
     ...eventReads(sql),
+    ...confirmationStore(sql),
   };
 }
