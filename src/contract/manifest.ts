@@ -9,7 +9,7 @@ export const SAFETY_BOUNDARIES = [
   'No read returns a raw event body.',
   'No read returns a full endpoint secret; it appears once, in the response of endpoint creation or secret-rotation execution.',
   'No platform tokens, session payloads, database URLs, HMAC values or full authentication headers are returned.',
-  "`delivered` means the trigger was handed to the store's workflow platform; downstream completion must be confirmed separately.",
+  "`delivered` means the trigger was handed to the store's workflow platform; downstream completion is confirmed separately, by a workflow's Confirm hookrelay event step (an event's `confirmation`; listEvents `unconfirmedFor` finds the delivered events without one).",
   'Changes are previewed first, then executed with a single-use confirmation token and an Idempotency-Key; every step is audited.',
   'Diagnostics shares are preview-first and redacted before sharing.',
   'Billing approval stays human-only: the API cannot create or approve a charge.',

@@ -295,7 +295,8 @@ export const operations = {
     confirmation: false,
     tag: 'Events',
     summary: 'List events',
-    description: 'Scoped receipt history, newest first, without raw bodies. Cursor-paginated.',
+    description:
+      'Scoped receipt history, newest first, without raw bodies. Cursor-paginated. `unconfirmedFor` finds delivered events whose workflow never confirmed them (the Flow action Confirm hookrelay event): runs that did not finish.',
     query: EventListQuerySchema,
     response: EventListSchema,
     rateLimitClass: 'rich_read',

@@ -44,6 +44,7 @@ export {
   EventResultSchema,
   AgentEventResultReadSchema,
   EventDetailReadSchema,
+  CONFIRMATION_OUTCOMES,
 } from './schemas/events.ts';
 export type { EventOutcome, EventSummary } from './schemas/events.ts';
 export { TierSchema, AgentGrantIntrospectionReadSchema } from './schemas/grants.ts';

@@ -1,4 +1,5 @@
 /** Event reads: receipts, attempts, where handoff stopped and recovery options. Never a raw body. */
+import type { ConfirmationStore } from '../../db/areas/confirmations.ts';
 import type { PlatformLinkStore } from '../../db/platform-links.ts';
 import type { EventReads } from '../../db/repo.ts';
 import type { AttemptRow, EventRow } from '../../db/types.ts';
@@ -7,6 +8,7 @@ import type { OperationInput } from '../contract/operations.ts';
 import { REPLAYABLE_OUTCOMES, type EventOutcome, type EventSummary } from '../contract/schemas.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
 import { idFloor } from '../lib/ids.ts';
+import { eventConfirmation } from './confirmations.ts';
 import type { OpContext } from './context.ts';
 import { handoffState } from './platform-link.ts';
 
@@ -16,7 +18,7 @@ const MEANING: Record<EventOutcome, string> = {
   accepted: 'Authenticated and durably recorded; waiting for handoff.',
   queued: 'Recorded; handoff is in progress or scheduled for a retry.',
   delivered:
-    "Handed to the store's workflow platform. This does not mean any workflow branch, app call, fulfilment change or email completed; confirm those separately.",
+    "Handed to the store's workflow platform. This does not mean any workflow branch, app call, fulfilment change or email completed; a workflow ending with the Flow action Confirm hookrelay event confirms it (see confirmation).",
   no_workflow: 'The platform reports no enabled workflow for this trigger. Enable one, then replay.',
   failed: 'Handoff stopped; see the code and attempts. Fix the cause, then replay.',
   duplicate_suppressed: 'The same external_event_id arrived on this endpoint within 24 hours; the first receipt was handed off, this one was not.',
@@ -111,6 +113,11 @@ function decodeCursor(cursor: string): string {
 
 export async function listEvents(ctx: OpContext<EventReads>, { query }: OperationInput<'listEvents'>) {
   const { core, store } = ctx;
+  if (query.unconfirmedFor !== undefined && query.outcome !== undefined && query.outcome !== 'delivered') {
+    throw new AppError('invalid_input', 'unconfirmedFor lists delivered events only: leave outcome out, or set it to delivered.', [
+      { path: 'outcome', code: 'invalid', message: 'Conflicts with unconfirmedFor' },
+    ]);
+  }
   const since = query.since ? Date.parse(query.since) : undefined;
   const rows = await core.repo.listEvents({
     storeId: store.id,
@@ -120,6 +127,7 @@ export async function listEvents(ctx: OpContext<EventReads>, { query }: Operatio
     sinceId: since === undefined ? undefined : idFloor('evt', since),
     until: query.until ? Date.parse(query.until) : undefined,
     beforeId: query.cursor ? decodeCursor(query.cursor) : undefined,
+    unconfirmedBefore: query.unconfirmedFor === undefined ? undefined : core.clock.now() - query.unconfirmedFor * 60_000,
     limit: query.limit + 1,
   });
   const page = rows.slice(0, query.limit);
@@ -130,7 +138,7 @@ export async function listEvents(ctx: OpContext<EventReads>, { query }: Operatio
   };
 }
 
-export async function getEventDetail(ctx: OpContext<EventReads & { links: PlatformLinkStore }>, { params }: OperationInput<'getEventDetail'>) {
+export async function getEventDetail(ctx: OpContext<EventReads & ConfirmationStore & { links: PlatformLinkStore }>, { params }: OperationInput<'getEventDetail'>) {
   const { core, store } = ctx;
   const e = await core.repo.getEvent(store.id, params.eventId);
   if (!e) throw new AppError('not_found', 'No such event.');
@@ -155,11 +163,12 @@ export async function getEventDetail(ctx: OpContext<EventReads & { links: Platfo
       meaning: paused ? `${MEANING[summary.outcome]} The store's handoff is paused (${pause.code}): it waits, and is handed off once a probe succeeds.` : MEANING[summary.outcome],
       attemptsDetail: attempts.map(attemptView),
       recoveryOptions: recoveryOptions(summary),
+      confirmation: await eventConfirmation(core.repo, store.id, e.id),
     },
   };
 }
 
-export async function getLatestEventResult(ctx: OpContext<EventReads>, { query }: OperationInput<'getLatestEventResult'>) {
+export async function getLatestEventResult(ctx: OpContext<EventReads & ConfirmationStore>, { query }: OperationInput<'getLatestEventResult'>) {
   const { core, store } = ctx;
   let e: EventRow | null;
   if (query.eventId) {
@@ -170,5 +179,6 @@ export async function getLatestEventResult(ctx: OpContext<EventReads>, { query }
   }
   if (!e) return { result: null };
   const event = eventSummary(e, core.clock.now(), core.config.bodyRetentionMs);
-  return { result: { event, meaning: MEANING[event.outcome], downstreamConfirmed: false as const } };
+  const confirmation = await eventConfirmation(core.repo, store.id, e.id);
+  return { result: { event, meaning: MEANING[event.outcome], downstreamConfirmed: confirmation?.outcome === 'ok', confirmation } };
 }

@@ -1,5 +1,6 @@
 /** Store-level reads: setup state, plan usage, billing handoff, reliability health. */
 import { settingsInEffect } from '../settings.ts';
+import type { ConfirmationStore } from '../../db/areas/confirmations.ts';
 import type { PlatformLinkStore } from '../../db/platform-links.ts';
 import type { EndpointStore, EventReads, ReadinessStore, UsageStore } from '../../db/repo.ts';
 import type { OperationInput } from '../contract/operations.ts';
@@ -7,10 +8,12 @@ import type { TriggerVariant } from '../contract/schemas.ts';
 import { METERS } from '../contract/limits.ts';
 import { TRIGGER_VARIANTS, WINDOW_MS, type Window } from '../contract/schemas.ts';
 import { TRIGGERS } from '../contract/triggers.ts';
+import { diagnosisFor, isDiagnosisCode } from '../contract/diagnoses.ts';
 import { APP_SECRET_ENV, appSecret } from '../platform/shopify/app.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
 import { METRIC, statsBucket } from '../../db/types.ts';
 import type { OpContext } from './context.ts';
+import { confirmedShare } from './confirmations.ts';
 import { budgetState, handoffState, platformLinkState } from './platform-link.ts';
 import { latencyQuantile } from '../lib/event-stats.ts';
 import { enforcement, limitOf, paidPlans, period, PLANS } from '../contract/plans.ts';
@@ -50,10 +53,16 @@ export async function getSetupState(ctx: OpContext<EndpointStore & ReadinessStor
     const last = await core.repo.latestEvent(store.id, ep.id);
     const failures = await core.repo.listAuthFailures(store.id, ep.id, 2);
     const recent = failures.filter((f) => f.at >= core.clock.now() - FAILURE_PAIR_WINDOW_MS).reduce((n, f) => n + f.count, 0);
+    // Signature forensics' finding on the newest failure, while no authenticated receipt has come since it.
+    const newest = failures[0];
+    const diagnosis = newest && isDiagnosisCode(newest.diagnosis) && (!last || last.receivedAt < newest.at) ? diagnosisFor(newest.diagnosis, ep.senderProfile) : null;
     if (ep.status === 'active' && failurePair(failures, last?.receivedAt ?? null)) {
+      const found = diagnosis
+        ? ` The newest failure looks like ${diagnosis.code}: ${diagnosis.fix} Fix that in the sender first; a replacement endpoint would fail the same way.`
+        : '';
       actions.push({
         action: 'create_replacement_endpoint',
-        text: `The two newest requests to ${ep.id} failed authentication within 30 minutes. If the sender cannot be fixed, create a replacement endpoint with the same mapping; ${ep.id} stays active until you delete it separately.`,
+        text: `The two newest requests to ${ep.id} failed authentication within 30 minutes.${found} If the sender cannot be fixed, create a replacement endpoint with the same mapping; ${ep.id} stays active until you delete it separately.`,
         operationId: 'createEndpoint',
         endpointId: ep.id,
       });
@@ -69,6 +78,7 @@ export async function getSetupState(ctx: OpContext<EndpointStore & ReadinessStor
       configVersion: ep.configVersion,
       lastReceipt: last ? { eventId: last.id, outcome: last.outcome as 'accepted', receivedAt: iso(last.receivedAt) } : null,
       recentAuthFailures: recent,
+      authFailureDiagnosis: diagnosis,
     });
   }
   const triggerReadiness = TRIGGER_VARIANTS.map((v) => {
@@ -208,7 +218,9 @@ async function recentAttempts(ctx: OpContext<EventReads>, to: number): Promise<{
  * What happened in the window, from the event_stats counters (5-minute buckets; `from` is the first bucket's
  * start): receipts by outcome at receipt, handoffs by result, attempt errors, and the latency histogram.
  */
-async function reliability(ctx: OpContext<EventReads & { links: PlatformLinkStore }>, subject: 'tenant' | 'destination', window: Window) {
+type ReliabilityRepo = EventReads & ConfirmationStore & Pick<EndpointStore, 'listEndpoints'> & { links: PlatformLinkStore };
+
+async function reliability(ctx: OpContext<ReliabilityRepo>, subject: 'tenant' | 'destination', window: Window) {
   const { core, store } = ctx;
   const to = core.clock.now();
   const from = statsBucket(to - WINDOW_MS[window]);
@@ -270,11 +282,12 @@ async function reliability(ctx: OpContext<EventReads & { links: PlatformLinkStor
     oldestUndeliveredAgeSeconds: pending.oldestReceivedAt == null ? null : Math.floor((to - pending.oldestReceivedAt) / 1000),
     destinationErrors: errors,
     handoff,
+    confirmations: subject === 'tenant' ? await confirmedShare(core.repo, store.id, from) : null,
     verdict: verdict as 'healthy' | 'degraded' | 'unhealthy',
     reasons,
   };
 }
 
-export const getTenantReliabilityHealth = (ctx: OpContext<EventReads & { links: PlatformLinkStore }>, { query }: OperationInput<'getTenantReliabilityHealth'>) => reliability(ctx, 'tenant', query.window);
-export const getDestinationReliabilityHealth = (ctx: OpContext<EventReads & { links: PlatformLinkStore }>, { query }: OperationInput<'getDestinationReliabilityHealth'>) =>
+export const getTenantReliabilityHealth = (ctx: OpContext<ReliabilityRepo>, { query }: OperationInput<'getTenantReliabilityHealth'>) => reliability(ctx, 'tenant', query.window);
+export const getDestinationReliabilityHealth = (ctx: OpContext<ReliabilityRepo>, { query }: OperationInput<'getDestinationReliabilityHealth'>) =>
   reliability(ctx, 'destination', query.window);

@@ -9,6 +9,7 @@ import { AUTH_FAILURE_LIMITS } from '../contract/limits.ts';
 import { iso } from '../lib/clock.ts';
 import { EndpointCache } from '../relay/endpoint-cache.ts';
 import { createInboundHandler } from '../relay/inbound.ts';
+import { CONFIRM_ACTION, createConfirmationHandler } from '../relay/confirmations.ts';
 import { createLifecycleHandler } from '../relay/lifecycle.ts';
 import { describeFault, StorageHealth } from '../relay/storage-health.ts';
 import { ReceiptWriter } from '../relay/writer.ts';
@@ -82,6 +83,7 @@ export function createApp(core: Core): App {
   const trustProxy = trustsProxy(core.config.env);
   const inbound = createInboundHandler({ core, endpoints, writer, authFailures });
   const lifecycle = createLifecycleHandler(core);
+  const confirmation = createConfirmationHandler(core);
   const metrics = createMetricsHandler(core, authFailures);
   let alsoChanged: (id: string) => void = () => {};
   const endpointChanged = (id: string) => {
@@ -105,6 +107,7 @@ export function createApp(core: Core): App {
       return Response.json({ code: 'not_found', message: 'No such endpoint.' }, { status: 404 });
     }
     if (path === '/flow/lifecycle') return lifecycle(req);
+    if (path === CONFIRM_ACTION.path) return confirmation(req);
     if (path === '/auth/install') return (await appInstall()).install(req);
     if (path === '/auth/callback') return (await appInstall()).callback(req);
     if (path === '/shopify/webhooks') return (await shopifyWebhooks()).handle(req);

@@ -54,6 +54,22 @@ export const AttemptSchema = z
   })
   .meta({ id: 'HandoffAttempt' });
 
+/** Outcomes a Confirm hookrelay event step reports. */
+export const CONFIRMATION_OUTCOMES = ['ok', 'error'] as const;
+
+export const EventConfirmationSchema = z
+  .object({
+    outcome: z.enum(CONFIRMATION_OUTCOMES).describe('How the confirming workflow ended, as its Confirm hookrelay event step said'),
+    note: z.string().optional().describe("The step's note, when it gave one: at most 500 characters, secrets and email addresses redacted"),
+    confirmedAt: Timestamp.describe('When hookrelay recorded the confirmation'),
+    runs: z.number().int().min(1).describe('How many workflow runs confirmed this event (several workflows may start from one trigger; a replay starts new runs); the others are older'),
+  })
+  .meta({
+    id: 'EventConfirmation',
+    description:
+      "The newest downstream confirmation: a workflow that started from this event reached its last step, the Flow action Confirm hookrelay event. `delivered` alone never says that.",
+  });
+
 export const RecoveryOptionSchema = z
   .object({ action: z.string(), operationId: z.string().nullable(), available: z.boolean(), reason: z.string() })
   .meta({ id: 'RecoveryOption' });
@@ -71,6 +87,7 @@ export const EventDetailSchema = EventSummarySchema.extend({
   meaning: z.string().describe('What the outcome means, and what it does not'),
   attemptsDetail: z.array(AttemptSchema),
   recoveryOptions: z.array(RecoveryOptionSchema),
+  confirmation: EventConfirmationSchema.nullable().describe('null until a workflow run confirms the event (see listEvents `unconfirmedFor`)'),
 }).meta({ id: 'EventDetail' });
 
 export const EventListSchema = z
@@ -84,13 +101,25 @@ export const EventListQuerySchema = z.object({
   outcome: EventOutcomeSchema.optional(),
   since: z.iso.datetime().optional().describe('Received at or after (RFC 3339)'),
   until: z.iso.datetime().optional().describe('Received before (RFC 3339)'),
+  unconfirmedFor: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(43_200)
+    .optional()
+    .describe(
+      'Minutes, 1 to 43200: only events delivered more than this long ago that no workflow run has confirmed (Flow action Confirm hookrelay event), i.e. workflows that did not finish. Implies outcome `delivered`',
+    ),
 });
 
 export const EventResultSchema = z
   .object({
     event: EventSummarySchema,
     meaning: z.string(),
-    downstreamConfirmed: z.literal(false).describe('Delivered never means downstream work completed'),
+    downstreamConfirmed: z
+      .boolean()
+      .describe("True when the newest confirmation (a workflow's Confirm hookrelay event step) says `ok`. Delivered alone never means downstream work completed"),
+    confirmation: EventConfirmationSchema.nullable().describe('null until a workflow run confirms the event'),
   })
   .meta({ id: 'EventResult' });
 

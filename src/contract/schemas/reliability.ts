@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { HandoffStateSchema } from '../platform-schemas.ts';
 import { Timestamp } from './common.ts';
+import { TriggerVariantSchema } from './endpoints.ts';
 
 /** Look-back windows of reliability reads and diagnostics shares. */
 export const WINDOW_MS = { '1h': 3600_000, '24h': 86400_000, '7d': 7 * 86400_000 } as const;
@@ -11,6 +12,26 @@ export type Window = z.infer<typeof WindowSchema>;
 export const ReliabilityQuerySchema = z.object({
   window: WindowSchema.default('24h').describe('Look-back window'),
 });
+
+/** Delivered events and the share of them a workflow run confirmed (Flow action Confirm hookrelay event). */
+const ConfirmedShareCounts = {
+  delivered: z.number().int().describe('Events received in the window and delivered'),
+  confirmed: z.number().int().describe('Of those, the events at least one workflow run confirmed'),
+  errored: z.number().int().describe('Of those, the events a run confirmed with outcome `error`'),
+  share: z.number().min(0).max(1).nullable().describe('confirmed / delivered; null without deliveries'),
+};
+
+const ConfirmedShareSchema = z
+  .object({
+    ...ConfirmedShareCounts,
+    byEndpoint: z.array(z.object({ endpointId: z.string(), triggerVariant: TriggerVariantSchema.nullable().describe('null once the endpoint is deleted'), ...ConfirmedShareCounts })),
+    byTrigger: z.array(z.object({ triggerVariant: TriggerVariantSchema, ...ConfirmedShareCounts })),
+  })
+  .meta({
+    id: 'ConfirmedShare',
+    description:
+      "How many of the window's delivered events a workflow confirmed at its last step (the Flow action Confirm hookrelay event), for the store, per endpoint and per trigger. Only workflows that end with that step confirm: a share below 1 is events whose workflow did not finish, or has no such step.",
+  });
 
 export const ReliabilityHealthSchema = z
   .object({
@@ -44,6 +65,7 @@ export const ReliabilityHealthSchema = z
       credentials: z.number().int().describe('Attempts the platform refused for credentials (401/403)'),
     }),
     handoff: HandoffStateSchema,
+    confirmations: ConfirmedShareSchema.nullable().describe('The tenant read only (null on the destination read)'),
     verdict: z.enum(['healthy', 'degraded', 'unhealthy']),
     reasons: z.array(z.string()),
   })
