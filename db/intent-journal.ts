@@ -26,7 +26,7 @@ export function editEndpoint(row: EndpointRow, fromVersion: number, snapshot: un
   return [
     {
       sql: `UPDATE endpoints SET name = ?, trigger_variant = ?, resource_id_path = ?, related_resource_id_path = ?, required_paths = ?,
-              source_label = ?, event_type = ?, header_name = ?, config_version = ?, updated_at = ?
+              source_label = ?, event_type = ?, header_name = ?, expected_every_ms = ?, config_version = ?, updated_at = ?
             WHERE id = ? AND store_id = ? AND config_version = ? AND status = 'active'`,
       params: [
         row.name,
@@ -37,6 +37,7 @@ export function editEndpoint(row: EndpointRow, fromVersion: number, snapshot: un
         row.sourceLabel,
         row.eventType,
         row.headerName,
+        row.expectedEveryMs,
         row.configVersion,
         row.updatedAt,
         row.id,

@@ -107,3 +107,22 @@ export const RETRY_JITTER = 0.2;
  * those would let a few stalled connections refuse every sender.
  */
 export const BODY_READ = { deadlineMs: 15_000, streamsInFlight: 64, retryAfterSeconds: 2 } as const;
+
+/** Silence watch (an endpoint's expectedEvery): the shortest and the longest quiet time an endpoint may expect. */
+export const SILENCE_WATCH = { minMs: 5 * 60_000, maxMs: 30 * 86_400_000 } as const;
+
+/**
+ * Alerts (src/relay/alerts.ts): the sweep runs every `sweepEveryMs` in serve. A burst of failed authentications is
+ * `authBurst.failures` or more on one endpoint within `authBurst.windowMs`; it recovers once the endpoint authenticates
+ * a receipt after its newest failure, or a whole window passes without one. Each phase's handoff to Flow is retried
+ * after each delay of `retrySchedule` (a send that got no answer, a 5xx), then given up (`failed`); a send is leased
+ * for `leaseMs`, after which another instance may take it (and says so: the phase may have been sent twice).
+ */
+export const ALERTS = {
+  sweepEveryMs: 60_000,
+  authBurst: { windowMs: 10 * 60_000, failures: 5 },
+  retrySchedule: [30_000, 2 * 60_000, 10 * 60_000, 3600_000, 6 * 3600_000] as readonly number[],
+  leaseMs: 60_000,
+  /** Alerts a reliability read lists as recent, at most (newest first). */
+  recentLimit: 50,
+} as const;

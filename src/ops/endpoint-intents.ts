@@ -3,12 +3,13 @@ import { archiveEndpoint, deleteArchivedEndpoint, editEndpoint, rotateSecret } f
 import type { EndpointStore, EventReads } from '../../db/repo.ts';
 import type { EndpointRow } from '../../db/types.ts';
 import { AppError, refuse } from '../contract/errors.ts';
+import { durationMs, durationText } from '../contract/schemas/endpoints.ts';
 import { last4, newEndpointSecret, sha256Hex } from '../lib/crypto.ts';
 import type { OpContext } from './context.ts';
 import { checkMapping, configSnapshot, ENDPOINT_FREE_TEXT, endpointView } from './endpoints.ts';
 import { stalePreview, type IntentKind } from './intents.ts';
 
-const EDITABLE = ['name', 'triggerVariant', 'resourceIdPath', 'relatedResourceIdPath', 'requiredPaths', 'sourceLabel', 'eventType', 'headerName'] as const;
+const EDITABLE = ['name', 'triggerVariant', 'resourceIdPath', 'relatedResourceIdPath', 'requiredPaths', 'sourceLabel', 'eventType', 'headerName', 'expectedEvery'] as const;
 type EditInput = Partial<Record<(typeof EDITABLE)[number], unknown>>;
 
 async function endpointOf(ctx: OpContext<EndpointStore>, id: string) {
@@ -27,12 +28,15 @@ function current(row: EndpointRow): Record<string, unknown> {
     sourceLabel: row.sourceLabel,
     eventType: row.eventType,
     headerName: row.headerName,
+    expectedEvery: row.expectedEveryMs == null ? null : durationText(row.expectedEveryMs),
   };
 }
 
 function diff(row: EndpointRow, input: EditInput) {
   const now = current(row);
-  return EDITABLE.filter((k) => k in input && JSON.stringify(input[k]) !== JSON.stringify(now[k])).map((k) => ({ field: k, from: now[k], to: input[k] ?? null }));
+  // A watch given in other units is the same watch (`120m` is `2h`): compared, and shown, as the read shows it.
+  const given = typeof input.expectedEvery === 'string' ? { ...input, expectedEvery: durationText(durationMs(input.expectedEvery)!) } : input;
+  return EDITABLE.filter((k) => k in given && JSON.stringify(given[k]) !== JSON.stringify(now[k])).map((k) => ({ field: k, from: now[k], to: given[k] ?? null }));
 }
 
 function mustBeActive(row: EndpointRow) {
@@ -53,6 +57,14 @@ export const endpointEditIntent: IntentKind<EditInput, EndpointStore, { configVe
     const changes = diff(row, input);
     const sideEffects = [`Creates config version ${row.configVersion + 1}; events already received keep the version they used.`];
     if (changes.some((c) => c.field === 'headerName')) sideEffects.push('Senders must send the new header name from the moment this executes.');
+    const watch = changes.find((c) => c.field === 'expectedEvery');
+    if (watch) {
+      sideEffects.push(
+        watch.to == null
+          ? 'The silence watch stops: an open silence alert of this endpoint recovers at the next alert sweep (within a minute).'
+          : `A silence alert is raised once the endpoint receives nothing for longer than ${watch.to as string} (from its last receipt, or from when the watch began).`,
+      );
+    }
     return {
       targetId: row.id,
       basis: { configVersion: row.configVersion },
@@ -83,6 +95,7 @@ export const endpointEditIntent: IntentKind<EditInput, EndpointStore, { configVe
       sourceLabel: merged.sourceLabel as string,
       eventType: (merged.eventType as string | null) ?? null,
       headerName: merged.headerName as string,
+      expectedEveryMs: merged.expectedEvery == null ? null : durationMs(merged.expectedEvery as string),
       configVersion: row.configVersion + 1,
       updatedAt: ctx.core.clock.now(),
     };

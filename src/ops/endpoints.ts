@@ -5,6 +5,7 @@ import { AppError, refuse } from '../contract/errors.ts';
 import { EDITION } from '../contract/scopes.ts';
 import type { OperationInput } from '../contract/operations.ts';
 import type { AuthMode, Endpoint, SenderProfile } from '../contract/schemas.ts';
+import { durationMs, durationText } from '../contract/schemas/endpoints.ts';
 import { TRIGGERS } from '../contract/triggers.ts';
 import { iso } from '../lib/clock.ts';
 import { last4, newEndpointSecret } from '../lib/crypto.ts';
@@ -58,6 +59,7 @@ export function endpointView(row: EndpointRow, publicUrl: string): Endpoint {
     auth: { mode: row.authMode as AuthMode, headerName: row.headerName, secretLast4: row.secretLast4 },
     sourceLabel: row.sourceLabel,
     eventType: row.eventType,
+    expectedEvery: row.expectedEveryMs == null ? null : durationText(row.expectedEveryMs),
     configVersion: row.configVersion,
     createdAt: iso(row.createdAt),
     updatedAt: iso(row.updatedAt),
@@ -116,7 +118,7 @@ export async function createEndpoint(ctx: OpContext<EndpointStore>, { body: raw 
     previousSecretExpiresAt: null,
     sourceLabel: body.sourceLabel ?? body.senderProfile ?? 'custom',
     eventType: body.eventType ?? null,
-    expectedEveryMs: null,
+    expectedEveryMs: body.expectedEvery == null ? null : durationMs(body.expectedEvery),
     configVersion: 1,
     createdAt: now,
     updatedAt: now,

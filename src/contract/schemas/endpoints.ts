@@ -1,5 +1,6 @@
 /** Endpoints: what one is, creating one, and the inputs of the intents that change one, and its test. */
 import { z } from 'zod';
+import { SILENCE_WATCH } from '../limits.ts';
 import { EDITION } from '../scopes.ts';
 import { Id, Timestamp } from './common.ts';
 
@@ -20,6 +21,32 @@ export const DotPath = z
   .max(200)
   .regex(/^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/, 'a dot path such as order.id or line_items.0.sku')
   .describe('Dot path into the JSON body, e.g. `order.id` or `line_items.0.sku`');
+
+const DURATION_UNITS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+const DURATION = /^(\d{1,6})([smhd])$/;
+
+/** A silence-watch duration (`30m`, `2h`, `1d`) in ms; null when it is not one. Bounds are the schema's. */
+export function durationMs(text: string): number | null {
+  const m = DURATION.exec(text);
+  return m ? Number(m[1]) * DURATION_UNITS[m[2] as keyof typeof DURATION_UNITS] : null;
+}
+
+/** ms as the shortest exact duration: 7_200_000 -> `2h`, 5_400_000 -> `90m`. */
+export function durationText(ms: number): string {
+  for (const [unit, size] of Object.entries(DURATION_UNITS).reverse()) if (ms % size === 0) return `${ms / size}${unit}`;
+  return `${Math.ceil(ms / 1000)}s`;
+}
+
+const { minMs, maxMs } = SILENCE_WATCH;
+export const ExpectedEverySchema = z
+  .string()
+  .regex(DURATION, { error: 'a duration such as 30m, 2h or 1d: a whole number, then s, m, h or d', abort: true })
+  .refine((v) => (durationMs(v) ?? 0) >= minMs && (durationMs(v) ?? 0) <= maxMs, {
+    error: `between ${durationText(minMs)} and ${durationText(maxMs)}`,
+  })
+  .describe(
+    `Silence watch: the longest quiet time expected between this endpoint's receipts, e.g. \`2h\` (${durationText(minMs)} to ${durationText(maxMs)}). Once the endpoint has received nothing for longer (since its last receipt, or since the watch began), a \`silence\` alert is raised once: in the reliability reads, on /metrics and to Flow as the \`hookrelay-alert\` trigger; a new receipt recovers it`,
+  );
 
 export const EndpointAuthSchema = z
   .object({
@@ -43,6 +70,10 @@ export const EndpointSchema = z
     auth: EndpointAuthSchema,
     sourceLabel: z.string(),
     eventType: z.string().nullable().describe('Default event type, used when an event carries no event_type'),
+    expectedEvery: z
+      .string()
+      .nullable()
+      .describe('Silence watch: the longest quiet time expected between receipts (`30m`, `2h`, `1d`); null when the endpoint is not watched'),
     configVersion: z.number().int().min(1),
     createdAt: Timestamp,
     updatedAt: Timestamp,
@@ -71,6 +102,7 @@ export const CreateEndpointInputSchema = z
     headerName: HeaderName.optional().describe('Header carrying the signature or static token'),
     sourceLabel: z.string().min(1).max(100).optional(),
     eventType: z.string().min(1).max(100).optional(),
+    expectedEvery: ExpectedEverySchema.optional(),
     platformKey: z
       .string()
       .min(1)
@@ -103,6 +135,7 @@ export const EndpointEditInputSchema = z
     sourceLabel: z.string().min(1).max(100).optional(),
     eventType: z.string().min(1).max(100).nullable().optional(),
     headerName: HeaderName.optional(),
+    expectedEvery: ExpectedEverySchema.nullable().optional().describe(`${ExpectedEverySchema.description}. null switches the watch off`),
   })
   .strict()
   .refine((v) => Object.keys(v).length > 0, { message: 'name at least one field to change' })
