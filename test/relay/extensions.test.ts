@@ -6,6 +6,7 @@ import type { TriggerVariant } from '../../src/contract/schemas.ts';
 import { COMMON_FIELDS, TRIGGERS } from '../../src/contract/triggers.ts';
 import { apiVersionStatus, SHOPIFY_ADMIN_API_VERSION } from '../../src/platform/shopify/version.ts';
 import { APP_TOPICS, COMPLIANCE_TOPICS, WEBHOOK_PATH } from '../../src/platform/shopify/webhooks.ts';
+import { CONFIRM_ACTION } from '../../src/relay/confirmations.ts';
 import { buildFlowPayload } from '../../src/relay/flow.ts';
 import { BASE, createTestEnv, eventRow } from '../helpers.ts';
 
@@ -42,6 +43,7 @@ function mappedEvent(variant: TriggerVariant): EventRow {
 
 const VARIANTS = Object.keys(TRIGGERS) as TriggerVariant[];
 const LIFECYCLE_DIR = 'lifecycle-callback';
+const CONFIRM_DIR = 'confirm-action';
 
 /**
  * The fields Shopify documents for each extension type, copied here so the test needs no network:
@@ -52,12 +54,25 @@ const LIFECYCLE_DIR = 'lifecycle-callback';
  * - flow_trigger_lifecycle_callback: shopify.dev/docs/apps/build/flow/track-lifecycle-events and the Shopify
  *   CLI's extension specification (name, handle, type, url; uid is added by the CLI). The url is an absolute
  *   HTTPS URL, or since 2025 a path relative to the app's application_url (never protocol-relative `//`).
+ * - flow_action: shopify.dev/docs/apps/build/flow/actions/reference ("Action extension fields": name, type, handle,
+ *   runtime_url required; description, validation_url, config_page_url, config_page_preview_url, schema and
+ *   return_type_ref optional) and the Shopify CLI's flow_action specification (runtime_url an absolute HTTPS URL;
+ *   [[settings.fields]] with type, key, name, description, required: key and name required except for reference
+ *   types; field types boolean, email, multi_line_text_field, number_integer, number_decimal,
+ *   single_line_text_field, url, or a reference).
  */
-const DOCUMENTED: Record<string, { required: string[]; optional: string[]; sections: string[] }> = {
+const DOCUMENTED: Record<string, { required: string[]; optional: string[]; sections: string[]; fieldKeys?: string[] }> = {
   flow_trigger: { required: ['name', 'type', 'handle'], optional: ['description'], sections: ['extensions', 'settings'] },
   flow_trigger_lifecycle_callback: { required: ['name', 'type', 'handle', 'url'], optional: ['uid'], sections: ['extensions'] },
+  flow_action: {
+    required: ['name', 'type', 'handle', 'runtime_url'],
+    optional: ['description', 'validation_url', 'config_page_url', 'config_page_preview_url', 'schema', 'return_type_ref'],
+    sections: ['extensions', 'settings'],
+    fieldKeys: ['type', 'key', 'name', 'description', 'required'],
+  },
 };
 const DOCUMENTED_FIELD_KEYS = ['type', 'key', 'description'];
+const ACTION_FIELD_TYPES = ['boolean', 'email', 'multi_line_text_field', 'number_integer', 'number_decimal', 'single_line_text_field', 'url'];
 
 /** Every shopify.extension.toml under shopify/extensions, parsed. */
 function allExtensionFiles(): { dir: string; toml: Record<string, any> }[] {
@@ -67,10 +82,10 @@ function allExtensionFiles(): { dir: string; toml: Record<string, any> }[] {
 }
 
 describe('Flow trigger extensions', () => {
-  it('ships one extension folder per trigger variant and the lifecycle callback', () => {
+  it('ships one extension folder per trigger variant, the lifecycle callback and the confirm action', () => {
     const dirs = readdirSync(EXT_DIR, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
-    expect(dirs.sort()).toEqual([...VARIANTS, LIFECYCLE_DIR].sort());
-    expect(dirs).toHaveLength(9);
+    expect(dirs.sort()).toEqual([...VARIANTS, LIFECYCLE_DIR, CONFIRM_DIR].sort());
+    expect(dirs).toHaveLength(10);
   });
 
   it('every extension file uses only the fields Shopify documents for its type, with the required ones present', () => {
@@ -89,7 +104,7 @@ describe('Flow trigger extensions', () => {
       expect(handle, dir).toMatch(/^[A-Za-z0-9-]+$/);
       handles.push(handle);
       for (const f of (toml.settings?.fields ?? []) as Record<string, unknown>[]) {
-        for (const k of Object.keys(f)) expect(DOCUMENTED_FIELD_KEYS, `${dir}: field ${k}`).toContain(k);
+        for (const k of Object.keys(f)) expect(doc!.fieldKeys ?? DOCUMENTED_FIELD_KEYS, `${dir}: field ${k}`).toContain(k);
         expect(typeof f.type, dir).toBe('string');
         if (!(f.type as string).endsWith('_reference')) expect(typeof f.key, `${dir}: ${f.type} needs a key`).toBe('string');
       }
@@ -108,6 +123,36 @@ describe('Flow trigger extensions', () => {
     expect(url.origin).toBe(new URL(app.application_url).origin);
     expect(url.pathname).toBe('/flow/lifecycle');
     // The route is real: an unsigned callback gets the lifecycle handler's own answer, not the router's 404.
+    const env = await createTestEnv({ env: (name) => (name === 'HOOKRELAY_SHOPIFY_APP_SECRET' ? 'app-secret' : undefined) });
+    const res = await env.app.fetch(new Request(`${BASE}${url.pathname}`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } }));
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { code: string }).code).toBe('SVC_AUTH_HEADER_MISSING');
+  });
+
+  it('ships the confirm action: a flow_action whose runtime_url is the /flow/actions/confirm route this server answers, on the app URL', async () => {
+    const { toml } = allExtensionFiles().find((f) => f.dir === CONFIRM_DIR)!;
+    const ext = toml.extensions[0];
+    expect(ext).toMatchObject({ type: 'flow_action', handle: CONFIRM_ACTION.handle, name: 'Confirm hookrelay event' });
+    const app = Bun.TOML.parse(readFileSync(join(ROOT, 'shopify.app.toml'), 'utf8')) as { application_url: string };
+    // Shopify CLI takes only an absolute HTTPS runtime_url (not a path, unlike the lifecycle callback's url).
+    const url = new URL(ext.runtime_url);
+    expect(ext.runtime_url).toBe(url.href);
+    expect(url.protocol).toBe('https:');
+    expect(url.origin).toBe(new URL(app.application_url).origin);
+    expect(url.pathname).toBe(CONFIRM_ACTION.path);
+    // Its fields are the keys the handler reads: the event id required, outcome and note optional, each named.
+    const fields = toml.settings.fields as { type: string; key: string; name: string; description: string; required: boolean }[];
+    expect(fields.map((f) => [f.key, f.required])).toEqual([
+      [CONFIRM_ACTION.fields.eventId, true],
+      [CONFIRM_ACTION.fields.outcome, false],
+      [CONFIRM_ACTION.fields.note, false],
+    ]);
+    for (const f of fields) {
+      expect(ACTION_FIELD_TYPES, f.key).toContain(f.type);
+      expect(f.name.length, f.key).toBeGreaterThan(0);
+      expect(f.description.length, f.key).toBeGreaterThan(0);
+    }
+    // The route is real: an unsigned run gets the confirmation handler's own answer, not the router's 404.
     const env = await createTestEnv({ env: (name) => (name === 'HOOKRELAY_SHOPIFY_APP_SECRET' ? 'app-secret' : undefined) });
     const res = await env.app.fetch(new Request(`${BASE}${url.pathname}`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } }));
     expect(res.status).toBe(401);
