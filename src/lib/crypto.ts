@@ -70,6 +70,16 @@ export function verifyHmacHex(secret: string, body: Uint8Array | string, headerV
   return timingSafeEqual(expected, Buffer.from(given, 'hex'));
 }
 
+/** The raw 32-byte HMAC-SHA256 of the exact bytes (or text), for comparisons in any encoding (signature forensics). */
+export function hmacDigest(secret: string, body: Uint8Array | string): Buffer {
+  return new Bun.CryptoHasher('sha256', secret).update(body).digest() as Buffer;
+}
+
+/** Constant-time equality of two digests; false when their lengths differ. */
+export function sameDigest(a: Uint8Array, b: Uint8Array): boolean {
+  return a.byteLength === b.byteLength && timingSafeEqual(a, b);
+}
+
 /** Constant-time equality of two strings of any length (compares their SHA-256 digests). */
 export function constantTimeEqual(a: string, b: string): boolean {
   const ha = createHash('sha256').update(a).digest();

@@ -17,6 +17,8 @@ import { metrics } from '../lib/instruments.ts';
 import { describeFault, outcomeUnknown, STORAGE_RETRY_AFTER_SECONDS, storageFault } from './storage-health.ts';
 import { WriterClosedError, type ReceiptWriter } from './writer.ts';
 import { NO_CLIENT, type AuthFailureLimiter, type ClientOf } from '../lib/auth-failures.ts';
+import { diagnosisFor } from '../contract/diagnoses.ts';
+import { diagnoseFailure } from './signature-forensics.ts';
 
 
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
@@ -128,8 +130,8 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
     if (!headerValue) return authFailure(ep, 'SVC_AUTH_HEADER_MISSING', now, client);
     // Repeated header lines reach us joined with ", " (standard header names, proxies, Bun 1.4+); no signature or
     // secret holds a comma. Refused outright: a proxy reading the first value would see another one than we do.
-    if (headerValue.includes(',')) return authFailure(ep, 'SVC_AUTH_FAILED', now, client, SEVERAL_VALUES);
-    if (!authenticate(ep, body, headerValue, now)) return authFailure(ep, 'SVC_AUTH_FAILED', now, client);
+    if (headerValue.includes(',')) return authFailure(ep, 'SVC_AUTH_FAILED', now, client, SEVERAL_VALUES, { body, headerValue });
+    if (!authenticate(ep, body, headerValue, now)) return authFailure(ep, 'SVC_AUTH_FAILED', now, client, MESSAGES.SVC_AUTH_FAILED, { body, headerValue });
 
     return accept(ep, body, now);
   }
@@ -141,14 +143,25 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
   /**
    * Records the failure (folded into a count under a flood) and answers 401, or 429 once the client address or the
    * endpoint is over its failure limit. Only failures reach here: a correctly signed event is never refused by it.
+   * With `evidence` (the header value and body of a failed check), a 401 is examined for the sender's usual mistakes
+   * (signature-forensics.ts): the answer carries the diagnosis and its fix, the record its code only. A 429 is not
+   * examined: past the limits a failure costs no HMAC beyond its check.
    */
-  async function authFailure(ep: LiveEndpoint, code: 'SVC_AUTH_HEADER_MISSING' | 'SVC_AUTH_FAILED', at: number, client: ClientOf, message: string = MESSAGES[code]) {
+  async function authFailure(
+    ep: LiveEndpoint,
+    code: 'SVC_AUTH_HEADER_MISSING' | 'SVC_AUTH_FAILED',
+    at: number,
+    client: ClientOf,
+    message: string = MESSAGES[code],
+    evidence?: { body: Uint8Array; headerValue: string },
+  ) {
     const { windowMs, rowsPerEndpoint } = AUTH_FAILURE_LIMITS;
     const d = await authFailures.fail(client(), ep.row.id);
     const foldSince = Math.floor(at / windowMs) * windowMs;
-    await writer.recordAuthFailure({ id: ids.next('af'), storeId: ep.row.storeId, endpointId: ep.row.id, code, at, count: 1, foldSince, keepRows: rowsPerEndpoint });
+    const diagnosis = evidence && !d.limited ? diagnoseFailure(ep, evidence.body, evidence.headerValue, at) : null;
+    await writer.recordAuthFailure({ id: ids.next('af'), storeId: ep.row.storeId, endpointId: ep.row.id, code, at, count: 1, foldSince, keepRows: rowsPerEndpoint, diagnosis });
     metrics.inboundAuthFailure(ep.row.storeId, code);
-    if (!d.limited) return reply(401, { code, message });
+    if (!d.limited) return reply(401, diagnosis ? { code, message, diagnosis: diagnosisFor(diagnosis, ep.row.senderProfile) } : { code, message });
     const whose = d.scope === 'client' ? 'from this address' : 'for this endpoint';
     return reply(
       429,

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { METERS } from '../limits.ts';
 import { HandoffStateSchema, PlatformLinkStateSchema } from '../platform-schemas.ts';
+import { SignatureDiagnosisSchema } from '../diagnoses.ts';
 import { Timestamp } from './common.ts';
 import { AuthModeSchema, TriggerVariantSchema } from './endpoints.ts';
 import { EventOutcomeSchema } from './events.ts';
@@ -27,6 +28,9 @@ export const SetupStateSchema = z
         configVersion: z.number().int(),
         lastReceipt: z.object({ eventId: z.string(), outcome: EventOutcomeSchema, receivedAt: Timestamp }).nullable(),
         recentAuthFailures: z.number().int(),
+        authFailureDiagnosis: SignatureDiagnosisSchema.nullable().describe(
+          "What signature forensics recognised in this endpoint's newest failed authentication (the code and the fix, never the value received), while no authenticated receipt has come since; null when nothing was recognised",
+        ),
       }),
     ),
     triggerReadiness: z.array(
