@@ -36,7 +36,7 @@ interface Diagnosis {
 /** Where the usual senders re-serialise: shared by the three body codes. */
 const RAW_BODY: Record<Preset, string> = {
   zapier:
-    "In Zapier, sign in a Code by Zapier step and send that exact string as the Data of a Webhooks by Zapier Custom Request: the POST action (Payload Type json) builds its own JSON.",
+    'In Zapier, sign in a Code by Zapier step and send that exact string as the Data of a Webhooks by Zapier Custom Request: the POST action (Payload Type json) builds its own JSON.',
   make: "In Make's HTTP module, set Body type Raw, Content type JSON and Request content to exactly the string you signed, not a rebuilt data structure.",
   n8n: 'In n8n, send the string you signed as a Raw body (HTTP Request node, Body Content Type Raw, application/json); JSON body parameters are serialised again by the node.',
 };

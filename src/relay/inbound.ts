@@ -20,7 +20,6 @@ import { NO_CLIENT, type AuthFailureLimiter, type ClientOf } from '../lib/auth-f
 import { diagnosisFor } from '../contract/diagnoses.ts';
 import { diagnoseFailure } from './signature-forensics.ts';
 
-
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
 /** Stateless without `stream`, so one instance serves every request. */
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
@@ -45,7 +44,7 @@ const MESSAGES = {
   SVC_AUTH_FAILED: 'Authentication failed: the signature or static token did not verify. Fix the sender and send a fresh event.',
   SVC_INVALID_JSON: 'The body is not valid UTF-8 JSON.',
   SVC_REQUIRED_PATH_MISSING: 'A path this endpoint requires is missing from the event.',
-  SVC_RESOURCE_ID_UNMAPPABLE: "The mapped resource id is missing or is not a numeric id or GID.",
+  SVC_RESOURCE_ID_UNMAPPABLE: 'The mapped resource id is missing or is not a numeric id or GID.',
   SVC_PAYLOAD_TOO_LARGE: 'The event is larger than this endpoint accepts.',
 } as const;
 
@@ -71,11 +70,19 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
    */
   function unavailable(err: unknown): Response {
     if (err instanceof WriterClosedError) {
-      return reply(503, { code: 'shutting_down', message: 'The server is stopping; nothing was recorded. Retry shortly.' }, { 'Retry-After': '5', Connection: 'close' });
+      return reply(
+        503,
+        { code: 'shutting_down', message: 'The server is stopping; nothing was recorded. Retry shortly.' },
+        { 'Retry-After': '5', Connection: 'close' },
+      );
     }
     const fault = storageFault(err);
     if (!fault) throw err;
-    return reply(503, { code: 'storage_unavailable', message: `The receipt could not be recorded: ${describeFault(fault)}. Retry later.` }, { 'Retry-After': String(STORAGE_RETRY_AFTER_SECONDS) });
+    return reply(
+      503,
+      { code: 'storage_unavailable', message: `The receipt could not be recorded: ${describeFault(fault)}. Retry later.` },
+      { 'Retry-After': String(STORAGE_RETRY_AFTER_SECONDS) },
+    );
   }
 
   /**
@@ -159,13 +166,27 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
     const d = await authFailures.fail(client(), ep.row.id);
     const foldSince = Math.floor(at / windowMs) * windowMs;
     const diagnosis = evidence && !d.limited ? diagnoseFailure(ep, evidence.body, evidence.headerValue, at) : null;
-    await writer.recordAuthFailure({ id: ids.next('af'), storeId: ep.row.storeId, endpointId: ep.row.id, code, at, count: 1, foldSince, keepRows: rowsPerEndpoint, diagnosis });
+    await writer.recordAuthFailure({
+      id: ids.next('af'),
+      storeId: ep.row.storeId,
+      endpointId: ep.row.id,
+      code,
+      at,
+      count: 1,
+      foldSince,
+      keepRows: rowsPerEndpoint,
+      diagnosis,
+    });
     metrics.inboundAuthFailure(ep.row.storeId, code);
     if (!d.limited) return reply(401, diagnosis ? { code, message, diagnosis: diagnosisFor(diagnosis, ep.row.senderProfile) } : { code, message });
     const whose = d.scope === 'client' ? 'from this address' : 'for this endpoint';
     return reply(
       429,
-      { code: 'rate_limited', message: `Too many failed authentications ${whose}; fix the sender's secret or signature and retry after ${d.retryAfterSeconds} s.`, retryAfterSeconds: d.retryAfterSeconds },
+      {
+        code: 'rate_limited',
+        message: `Too many failed authentications ${whose}; fix the sender's secret or signature and retry after ${d.retryAfterSeconds} s.`,
+        retryAfterSeconds: d.retryAfterSeconds,
+      },
       { 'Retry-After': String(d.retryAfterSeconds) },
     );
   }

@@ -60,7 +60,11 @@ const HMAC_FORMS: Form[] = [
   { name: 'a v1, prefix and base64 (Standard Webhooks style)', code: 'prefix_v1', send: (s) => ({ body: BODY, value: `v1,${hmacBase64(s, BODY)}` }) },
   { name: 'compact JSON signed, indented JSON sent', code: 'body_reserialized_compact', send: (s) => ({ body: PRETTY, value: hmacHex(s, BODY) }) },
   { name: '2-space JSON signed, compact sent', code: 'body_reserialized_pretty', send: (s) => ({ body: BODY, value: hmacHex(s, PRETTY) }) },
-  { name: '4-space JSON signed, compact sent', code: 'body_reserialized_pretty', send: (s) => ({ body: BODY, value: hmacHex(s, JSON.stringify(DOC, null, 4)) }) },
+  {
+    name: '4-space JSON signed, compact sent',
+    code: 'body_reserialized_pretty',
+    send: (s) => ({ body: BODY, value: hmacHex(s, JSON.stringify(DOC, null, 4)) }),
+  },
   { name: 'signed with a trailing newline, sent without', code: 'body_trailing_newline', send: (s) => ({ body: BODY, value: hmacHex(s, `${BODY}\n`) }) },
   { name: 'signed without the trailing newline sent', code: 'body_trailing_newline', send: (s) => ({ body: `${BODY}\n`, value: hmacHex(s, BODY) }) },
   { name: 'the secret itself instead of a signature', code: 'secret_not_signature', send: (s) => ({ body: BODY, value: s }) },
@@ -226,10 +230,15 @@ describe('over a real socket', () => {
     const running = await startServer(env.core, { port: 0, host: '127.0.0.1', worker: false, logRequests: false });
     try {
       const url = `http://127.0.0.1:${running.server.port}/hooks/${endpoint.id}`;
-      const send = (value: string) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', [endpoint.auth.headerName]: value }, body: BODY });
+      const send = (value: string) =>
+        fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', [endpoint.auth.headerName]: value }, body: BODY });
       const r = await send(`v1,${hmacHex(secret, BODY)}`);
       expect(r.status).toBe(401);
-      expect(await r.json()).toEqual({ code: 'SVC_AUTH_FAILED', message: expect.stringContaining('several values'), diagnosis: { code: 'prefix_v1', fix: DIAGNOSES.prefix_v1.fix } });
+      expect(await r.json()).toEqual({
+        code: 'SVC_AUTH_FAILED',
+        message: expect.stringContaining('several values'),
+        diagnosis: { code: 'prefix_v1', fix: DIAGNOSES.prefix_v1.fix },
+      });
       expect((await send(hmacHex(secret, BODY))).status).toBe(202);
     } finally {
       await running.stop();
@@ -276,7 +285,12 @@ describe('canary: no value received is stored, logged or answered', () => {
 
 describe('setup state names the diagnosis', () => {
   test('the endpoint summary carries the newest diagnosis and the replacement guidance names it and its fix', async () => {
-    const { env, token, endpoint, secret } = await setup({ triggerVariant: 'order', resourceIdPath: 'order.id', senderProfile: 'n8n', authMode: 'hmac_sha256' });
+    const { env, token, endpoint, secret } = await setup({
+      triggerVariant: 'order',
+      resourceIdPath: 'order.id',
+      senderProfile: 'n8n',
+      authMode: 'hmac_sha256',
+    });
     expect((await post(env, endpoint, BODY, hmacBase64(secret, BODY))).status).toBe(401);
     env.clock.advance(60_000);
     expect((await post(env, endpoint, BODY, hmacBase64(secret, BODY))).status).toBe(401);
@@ -285,7 +299,9 @@ describe('setup state names the diagnosis', () => {
     const summary = state.endpoints.find((e: { id: string }) => e.id === endpoint.id);
     const expected = diagnosisFor('base64_not_hex', 'n8n');
     expect(summary.authFailureDiagnosis).toEqual(expected);
-    const action = state.nextRecommendedActions.find((a: { action: string; endpointId: string }) => a.action === 'create_replacement_endpoint' && a.endpointId === endpoint.id);
+    const action = state.nextRecommendedActions.find(
+      (a: { action: string; endpointId: string }) => a.action === 'create_replacement_endpoint' && a.endpointId === endpoint.id,
+    );
     expect(action.text).toContain('base64_not_hex');
     expect(action.text).toContain(expected.fix);
 
