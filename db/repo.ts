@@ -25,6 +25,7 @@ import type {
   PendingReceipt,
   StoreRow,
 } from './types.ts';
+import type { AlertStore } from './areas/alerts.ts';
 import type { ConfirmationStore } from './areas/confirmations.ts';
 import type { PlatformLinkStore } from './platform-links.ts';
 import type { SqlRunner } from './runner.ts';
@@ -223,7 +224,7 @@ export interface StorageLayout {
 }
 
 /** Every area of one storage handle: what the factory returns. */
-export interface Repo extends IngestStore, HandoffQueue, EventReads, IntentStore, IdempotencyStore, LimitStore, AdminStore, Signals, ConfirmationStore {
+export interface Repo extends IngestStore, HandoffQueue, EventReads, IntentStore, IdempotencyStore, LimitStore, AdminStore, Signals, ConfirmationStore, AlertStore {
   readonly capabilities: Capabilities;
   readonly layout: StorageLayout;
   /** Each store's link to its platform: tokens, renewal, answered API version, handoff pause (db/platform-links.ts). */

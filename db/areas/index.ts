@@ -5,6 +5,7 @@
  */
 import type { AdminStore, EventReads, HandoffQueue, IdempotencyStore, IntentStore } from '../repo.ts';
 import type { SqlRunner } from '../runner.ts';
+import { alertStore, type AlertStore } from './alerts.ts';
 import { auditLog } from './audit.ts';
 import { confirmationStore, type ConfirmationStore } from './confirmations.ts';
 import { endpointStore } from './endpoints.ts';
@@ -15,7 +16,7 @@ import { intentStore } from './intents.ts';
 import { meterStore } from './meters.ts';
 import { tenants } from './tenants.ts';
 
-export type SharedAreas = AdminStore & EventReads & IntentStore & IdempotencyStore & Pick<HandoffQueue, 'nextDueAt'> & ConfirmationStore;
+export type SharedAreas = AdminStore & EventReads & IntentStore & IdempotencyStore & Pick<HandoffQueue, 'nextDueAt'> & ConfirmationStore & AlertStore;
 
 export function sharedAreas(sql: SqlRunner): SharedAreas {
   return {
@@ -28,5 +29,6 @@ export function sharedAreas(sql: SqlRunner): SharedAreas {
     ...idempotencyStore(sql),
     ...eventReads(sql),
     ...confirmationStore(sql),
+    ...alertStore(sql),
   };
 }
