@@ -10,6 +10,7 @@ import { hmacBase64, hmacHex, newEndpointSecret } from '../../src/lib/crypto.ts'
 import { startServer } from '../../src/server/serve.ts';
 import { addGrant, addStore, BASE, call, count, createEndpoint, createTestEnv, executeIntent, orderEvent, rows, type TestEnv } from '../helpers.ts';
 import { dumpDatabase } from '../security/dump.ts';
+import { execute, startMcpServer, tool } from '../mcp/harness.ts';
 
 interface Ep {
   id: string;
@@ -322,5 +323,43 @@ describe('setup state names the diagnosis', () => {
     expect(state.endpoints[0].authFailureDiagnosis).toBeNull();
     const action = state.nextRecommendedActions.find((a: { action: string }) => a.action === 'create_replacement_endpoint');
     expect(action.text).not.toContain('looks like');
+  });
+});
+
+describe('the contract shows it: OpenAPI and the MCP catalogue', () => {
+  test('docs/openapi.json: SetupState endpoints carry authFailureDiagnosis, a SignatureDiagnosis whose code enum is the table', async () => {
+    const doc = JSON.parse(await Bun.file(new URL('../../docs/openapi.json', import.meta.url)).text());
+    const schemas = doc.components.schemas;
+    const field = schemas.SetupState.properties.endpoints.items.properties.authFailureDiagnosis;
+    expect(field.anyOf).toEqual([{ $ref: '#/components/schemas/SignatureDiagnosis' }, { type: 'null' }]);
+    expect(field.description).toContain('never the value received');
+    expect(schemas.SignatureDiagnosis.properties.code.enum).toEqual([...DIAGNOSIS_CODES]);
+    expect(schemas.SignatureDiagnosis.required).toEqual(['code', 'fix']);
+  });
+
+  test("over MCP (SDK client): search shows the field in getSetupState's output; execute reads the diagnosis after a failure", async () => {
+    const mcp = await startMcpServer();
+    try {
+      const { token } = await mcp.grant('admin_assistant');
+      const { endpoint, secret } = await createEndpoint(mcp.env, token);
+      const client = await mcp.connect(token);
+      const found = (await tool(client, 'search', { query: 'setup' })).doc.operations.find((o: { operationId: string }) => o.operationId === 'getSetupState');
+      const output = JSON.stringify(found.output);
+      expect(output).toContain('authFailureDiagnosis');
+      for (const code of DIAGNOSIS_CODES) expect(output).toContain(`"${code}"`);
+
+      const sent = await fetch(`${mcp.url}/hooks/${endpoint.id}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', [endpoint.auth.headerName]: `sha256=${hmacHex(secret, BODY)}` },
+        body: BODY,
+      });
+      expect(sent.status).toBe(401);
+      const run = await execute(client, "const s = await api.call('getSetupState', {}); return s.data.endpoints.map((e) => e.authFailureDiagnosis);");
+      expect(run.isError).toBe(false);
+      expect(run.text).toContain('prefix_sha256');
+      expect(run.text).toContain(DIAGNOSES.prefix_sha256.fix.slice(0, 30));
+    } finally {
+      await mcp.stop();
+    }
   });
 });
