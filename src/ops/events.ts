@@ -115,7 +115,7 @@ export async function listEvents(ctx: OpContext<EventReads>, { query }: Operatio
   const { core, store } = ctx;
   if (query.unconfirmedFor !== undefined && query.outcome !== undefined && query.outcome !== 'delivered') {
     throw new AppError('invalid_input', 'unconfirmedFor lists delivered events only: leave outcome out, or set it to delivered.', [
-      { path: 'outcome', code: 'invalid', message: 'Conflicts with unconfirmedFor' },
+      { path: 'query.outcome', code: 'invalid', message: 'Conflicts with unconfirmedFor' },
     ]);
   }
   const since = query.since ? Date.parse(query.since) : undefined;
