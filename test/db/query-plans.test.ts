@@ -114,6 +114,30 @@ describe.if(sqliteOnly)('read query plans', () => {
   it('listEvents with every filter and a cursor', async () => {
     expectIndexed(await sqlOf(() => repo.listEvents({ storeId, endpointId, outcome: 'delivered', since: 0, until: Date.now(), beforeId: eventId, limit: 26 })));
   });
+  it('listEvents of unconfirmed deliveries: delivered events newest first on the outcome index, each probed on confirmations_event_idx', async () => {
+    const sqls = await sqlOf(() => repo.listEvents({ storeId, unconfirmedBefore: Date.now(), limit: 26 }));
+    expectIndexed(sqls);
+    const detail = plan(repo.sqlite, sqls[0]!);
+    if (PRINT) process.stderr.write(`${detail.join('\n')}\n`);
+    expect(detail.some((d) => /^SEARCH "?events"? USING INDEX events_store_outcome_idx \(store_id=\? AND outcome=\?\)/.test(d))).toBe(true);
+    expect(detail.some((d) => /SEARCH c USING (COVERING )?INDEX confirmations_event_idx \(store_id=\? AND event_id=\?\)/.test(d))).toBe(true);
+    expect(detail.filter((d) => /^SCAN|TEMP B-TREE/.test(d))).toEqual([]);
+  });
+  it("confirmations: a run by its key, an event's newest, and the confirmed share of a window's deliveries", async () => {
+    const sqls = [
+      ...(await sqlOf(() => repo.getConfirmationRun('run-1'), 'confirmations')),
+      ...(await sqlOf(() => repo.eventConfirmation(storeId, eventId), 'confirmations')),
+      ...(await sqlOf(() => repo.confirmedShare(storeId, 0, 'evt_0000000000'), 'confirmations')),
+    ];
+    expect(sqls).toHaveLength(3);
+    for (const sql of sqls) {
+      const detail = plan(repo.sqlite, sql);
+      if (PRINT) process.stderr.write(`${sql.replace(/\s+/g, ' ')}\n    ${detail.join('\n    ')}\n`);
+      expect({ sql, scans: detail.filter((d) => /^SCAN/.test(d)) }).toEqual({ sql, scans: [] });
+    }
+    // The share ranges over the window's delivered events only: (store_id, outcome, id) from the window's id floor.
+    expect(plan(repo.sqlite, sqls[2]!).some((d) => /^SEARCH e USING INDEX events_store_outcome_idx \(store_id=\? AND outcome=\? AND id>\?\)/.test(d))).toBe(true);
+  });
   it('getEvent', async () => {
     expectIndexed(await sqlOf(() => repo.getEvent(storeId, eventId)));
   });
