@@ -17,7 +17,7 @@ import { metrics } from '../lib/instruments.ts';
 import { describeFault, outcomeUnknown, STORAGE_RETRY_AFTER_SECONDS, storageFault } from './storage-health.ts';
 import { WriterClosedError, type ReceiptWriter } from './writer.ts';
 import { NO_CLIENT, type AuthFailureLimiter, type ClientOf } from '../lib/auth-failures.ts';
-import { diagnosisFor } from '../contract/diagnoses.ts';
+import { diagnosisFor, type DiagnosisCode } from '../contract/diagnoses.ts';
 import { diagnoseFailure } from './signature-forensics.ts';
 
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
@@ -53,6 +53,12 @@ const SEVERAL_VALUES = 'Authentication failed: the authentication header carries
 
 export function createInboundHandler({ core, endpoints, writer, authFailures }: InboundDeps) {
   const { clock, ids, config } = core;
+  /**
+   * Per endpoint, the diagnosis of its last examined failure and the fold window it fell in. A failure past the limits
+   * is not examined but folds into that window's newest row, which keeps the newest failure's diagnosis: it carries
+   * this one, so a flood of one mistake (a busy sender after its secret's overlap ended) does not hide it.
+   */
+  const examined = new Map<string, { window: number; diagnosis: DiagnosisCode | null }>();
 
   /** `client`: the caller's address key (see clientKey), null when unknown. */
   return async function handleInbound(req: Request, endpointId: string, client: ClientOf = NO_CLIENT): Promise<Response> {
@@ -152,7 +158,8 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
    * endpoint is over its failure limit. Only failures reach here: a correctly signed event is never refused by it.
    * With `evidence` (the header value and body of a failed check), a 401 is examined for the sender's usual mistakes
    * (signature-forensics.ts): the answer carries the diagnosis and its fix, the record its code only. A 429 is not
-   * examined: past the limits a failure costs no HMAC beyond its check.
+   * examined (past the limits a failure costs no HMAC beyond its check) and carries no diagnosis; its record takes the
+   * endpoint's last examined one of the same window (see `examined`).
    */
   async function authFailure(
     ep: LiveEndpoint,
@@ -165,7 +172,15 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
     const { windowMs, rowsPerEndpoint } = AUTH_FAILURE_LIMITS;
     const d = await authFailures.fail(client(), ep.row.id);
     const foldSince = Math.floor(at / windowMs) * windowMs;
-    const diagnosis = evidence && !d.limited ? diagnoseFailure(ep, evidence.body, evidence.headerValue, at) : null;
+    let diagnosis: DiagnosisCode | null = null;
+    if (evidence && !d.limited) {
+      diagnosis = diagnoseFailure(ep, evidence.body, evidence.headerValue, at);
+      if (examined.size >= AUTH_FAILURE_LIMITS.maxTracked) examined.clear();
+      examined.set(ep.row.id, { window: foldSince, diagnosis });
+    } else if (evidence) {
+      const last = examined.get(ep.row.id);
+      if (last?.window === foldSince) diagnosis = last.diagnosis;
+    }
     await writer.recordAuthFailure({
       id: ids.next('af'),
       storeId: ep.row.storeId,

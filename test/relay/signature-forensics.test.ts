@@ -19,10 +19,10 @@ interface Ep {
 
 async function setup(input: Record<string, unknown> = { triggerVariant: 'order', resourceIdPath: 'order.id' }) {
   const env = await createTestEnv();
-  await addStore(env);
+  const store = await addStore(env);
   const token = await addGrant(env, 'admin_assistant');
   const { endpoint, secret } = await createEndpoint(env, token, input);
-  return { env, token, endpoint: endpoint as Ep, secret };
+  return { env, token, storeId: store.storeId, endpoint: endpoint as Ep, secret };
 }
 
 /** Posts `body` to the endpoint with `value` as its auth header (none when null); the answer's status and JSON. */
@@ -210,17 +210,26 @@ describe('bounded work', () => {
     expect([base64.status, base64.json.diagnosis?.code]).toEqual([401, 'base64_not_hex']);
   });
 
-  test('past the failure limit the answer stays 429 and nothing is examined; a correct signature still passes', async () => {
-    const { env, endpoint, secret } = await setup();
+  test('past the failure limit the answer stays 429 and nothing is examined; the record keeps the last examined code', async () => {
+    const { env, token, storeId, endpoint, secret } = await setup();
     const value = hmacHex(secret, BODY).toUpperCase();
     for (let i = 0; i < AUTH_FAILURE_LIMITS.perEndpoint; i++) {
       const r = await post(env, endpoint, BODY, value);
       expect([r.status, r.json.diagnosis?.code]).toEqual([401, 'hex_uppercase']);
     }
-    const limited = await post(env, endpoint, BODY, value);
-    expect(limited.status).toBe(429);
-    expect(limited.json.code).toBe('rate_limited');
-    expect(limited.json.diagnosis).toBeUndefined();
+    // Another mistake past the limit: not examined (it would read base64_not_hex), answered 429 without a diagnosis.
+    for (const late of [value, hmacBase64(secret, BODY)]) {
+      const limited = await post(env, endpoint, BODY, late);
+      expect(limited.status).toBe(429);
+      expect(limited.json.code).toBe('rate_limited');
+      expect(limited.json.diagnosis).toBeUndefined();
+    }
+    // The window's newest row holds every failure past the first rowsPerEndpoint - 1, the limited two included.
+    const [newest] = await env.repo.listAuthFailures(storeId, endpoint.id, 1);
+    expect([newest!.count, newest!.diagnosis]).toEqual([AUTH_FAILURE_LIMITS.perEndpoint + 2 - (AUTH_FAILURE_LIMITS.rowsPerEndpoint - 1), 'hex_uppercase']);
+    const state = (await call(env, 'GET', '/agent/v1/setup-state', { token })).json.data;
+    expect(state.endpoints[0].authFailureDiagnosis?.code).toBe('hex_uppercase');
+    // A correct signature still passes.
     expect((await post(env, endpoint, BODY, hmacHex(secret, BODY))).status).toBe(202);
   });
 });
