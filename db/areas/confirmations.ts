@@ -38,6 +38,8 @@ export interface ConfirmationStore {
    * now `delivered`, per endpoint, with how many of them a confirmation names.
    */
   confirmedShare(storeId: string, since: number, sinceId: string): Promise<ConfirmedShareRow[]>;
+  /** Erases the store's notes (free text a merchant wrote; shop/redact), keeping the confirmations; how many. */
+  eraseConfirmationNotes(storeId: string): Promise<number>;
 }
 
 const confirmations = tableRows<ConfirmationRow>(s.confirmations);
@@ -74,5 +76,6 @@ export function confirmationStore(sql: SqlRunner): ConfirmationStore {
           [storeId, sinceId, since],
         )
       ).map((r) => ({ endpointId: r.endpointId, delivered: Number(r.delivered), confirmed: Number(r.confirmed), errored: Number(r.errored) })),
+    eraseConfirmationNotes: (storeId) => sql.run('UPDATE confirmations SET note = NULL WHERE store_id = ? AND note IS NOT NULL', [storeId]),
   };
 }

@@ -254,9 +254,10 @@ async function shopRedact(core: Core, d: Delivery<'shop/redact'>): Promise<strin
   const records = await redaction.deleteRecords(store.id, FREE_TEXT_RECORDS);
   const intents = await redaction.deleteIntents(store.id, FREE_TEXT_INTENTS);
   await redaction.deleteIdempotencyKeys(store.id);
+  const notes = await core.repo.eraseConfirmationNotes(store.id);
   await core.repo.links.clearToken(store.id, core.clock.now());
   shopifyPlatform(core).forget(store.id);
-  return `store ${store.id}: ${bodies} event bodies erased (events and counts kept), ${records} records and ${intents} intents deleted, tokens cleared`;
+  return `store ${store.id}: ${bodies} event bodies erased (events and counts kept), ${records} records and ${intents} intents deleted, tokens cleared, ${notes} confirmation notes erased`;
 }
 
 async function eraseAll(redaction: Redaction, store: StoreRow): Promise<number> {

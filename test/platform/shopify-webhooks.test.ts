@@ -339,6 +339,11 @@ describe('shop/redact', () => {
       headers: { 'Idempotency-Key': 'sup-2' },
       body: { mode: 'submit', consent: true, input: { category: 'delivery', urgency: 'low', summary: 'private-support-B' } },
     });
+    // Notes of Flow's Confirm hookrelay event step: free text the merchant's workflow wrote.
+    const note = (storeId: string, eventId: string, text: string) =>
+      e.repo.insertConfirmation({ actionRunId: `run-${storeId}`, storeId, eventId, endpointId: 'ep_x', outcome: 'ok', note: text, confirmedAt: e.clock.now() });
+    await note(store.id, events.customer, 'private-note-A');
+    await note(other.storeId, otherEvent, 'private-note-B');
     const eventsBefore = await count(e, 'events', 'store_id = ?', store.id);
     const bodiesOf = (storeId: string) => count(e, 'event_bodies', 'event_id IN (SELECT id FROM events WHERE store_id = ?)', storeId);
     expect(await bodiesOf(store.id)).toBe(5);
@@ -362,14 +367,16 @@ describe('shop/redact', () => {
     expect(await count(e, 'intents', "store_id = ? AND kind = 'support_request'", store.id)).toBe(0);
     expect(await row<Record<string, unknown>>(e, 'SELECT token_sealed, refresh_sealed FROM platform_links WHERE store_id = ?', store.id)).toEqual({ token_sealed: null, refresh_sealed: null });
     const dump = JSON.stringify(await dumpDatabase(e));
-    for (const gone of ['private-c1', 'private-o1', 'private-p1', 'private-support-text']) expect(dump).not.toContain(gone);
+    for (const gone of ['private-c1', 'private-o1', 'private-p1', 'private-support-text', 'private-note-A']) expect(dump).not.toContain(gone);
+    expect(await count(e, 'confirmations', 'store_id = ? AND note IS NULL', store.id)).toBe(1); // the confirmation stays, its note gone
 
     // The other store keeps everything.
     expect(await bodiesOf(other.storeId)).toBe(1);
     expect(await bodyOf(e, otherEvent)).toContain('private-B');
     expect(dump).toContain('private-support-B');
+    expect(dump).toContain('private-note-B');
     expect((await call(e, 'GET', `/agent/v1/events/${otherEvent}`, { token: otherGrant })).json.data.event.bodyRetention).toBe('retained');
-    expect((await webhookRow(e, r.webhookId))!.result).toMatch(/5 event bodies erased \(events and counts kept\), 1 records and 1 intents deleted, tokens cleared/);
+    expect((await webhookRow(e, r.webhookId))!.result).toMatch(/5 event bodies erased \(events and counts kept\), 1 records and 1 intents deleted, tokens cleared, 1 confirmation notes erased/);
     expect(e.log.lines.join('\n')).not.toMatch(/private-|webhooks-app-secret/);
   });
 });

@@ -42,6 +42,19 @@ areaSuite('ConfirmationStore', (test) => {
     expect(await repo.eventConfirmation(STORE, e!.id)).toEqual({ latest: first, runs: 1 });
   });
 
+  test("eraseConfirmationNotes clears the store's notes only, keeping every confirmation", async (repo) => {
+    const [a, b] = await seed(repo, [{}, { storeId: OTHER_STORE, endpointId: OTHER_EP }], { 0: T0 + 10 * MIN, 1: T0 + 10 * MIN });
+    const mine = confirmation(a!, { actionRunId: 'run-a', note: 'packed by Jane' });
+    const bare = confirmation(a!, { actionRunId: 'run-bare' });
+    const theirs = confirmation(b!, { actionRunId: 'run-b', note: 'their note' });
+    for (const c of [mine, bare, theirs]) await repo.insertConfirmation(c);
+    expect(await repo.eraseConfirmationNotes(STORE)).toBe(1);
+    expect(await repo.getConfirmationRun('run-a')).toEqual({ ...mine, note: null });
+    expect(await repo.getConfirmationRun('run-bare')).toEqual(bare);
+    expect(await repo.getConfirmationRun('run-b')).toEqual(theirs);
+    expect(await repo.eraseConfirmationNotes(STORE)).toBe(0);
+  });
+
   test("eventConfirmation: null without one, else the newest with the count of runs, within the event's store only", async (repo) => {
     const [a, b] = await seed(repo, [{}, {}], { 0: T0 + 10 * MIN, 1: T0 + 11 * MIN });
     expect(await repo.eventConfirmation(STORE, a!.id)).toBeNull();
