@@ -53,7 +53,8 @@ export function confirmationStore(sql: SqlRunner): ConfirmationStore {
       const { sql: insert, params } = confirmations.insert(row);
       return (await sql.run(`${insert} ON CONFLICT (action_run_id) DO NOTHING`, params)) === 1;
     },
-    getConfirmationRun: (actionRunId) => first<ConfirmationRow>(sql, `SELECT ${confirmations.select} FROM confirmations WHERE action_run_id = ?`, [actionRunId]),
+    getConfirmationRun: (actionRunId) =>
+      first<ConfirmationRow>(sql, `SELECT ${confirmations.select} FROM confirmations WHERE action_run_id = ?`, [actionRunId]),
     eventConfirmation: async (storeId, eventId) => {
       const rows = await sql.all<ConfirmationRow & { runs: number }>(
         `SELECT ${confirmations.select}, (SELECT count(*) FROM confirmations WHERE store_id = ?1 AND event_id = ?2) AS runs

@@ -18,7 +18,12 @@ export async function eventConfirmation(repo: ConfirmationStore, storeId: string
 
 type Counts = Omit<ConfirmedShareRow, 'endpointId'>;
 
-const withShare = (c: Counts) => ({ delivered: c.delivered, confirmed: c.confirmed, errored: c.errored, share: c.delivered > 0 ? c.confirmed / c.delivered : null });
+const withShare = (c: Counts) => ({
+  delivered: c.delivered,
+  confirmed: c.confirmed,
+  errored: c.errored,
+  share: c.delivered > 0 ? c.confirmed / c.delivered : null,
+});
 
 function add(into: Counts, c: Counts): void {
   into.delivered += c.delivered;
@@ -47,6 +52,8 @@ export async function confirmedShare(repo: ConfirmationStore & Pick<EndpointStor
     byEndpoint: [...rows]
       .sort((a, b) => b.delivered - a.delivered || a.endpointId.localeCompare(b.endpointId))
       .map((r) => ({ endpointId: r.endpointId, triggerVariant: variants.get(r.endpointId) ?? null, ...withShare(r) })),
-    byTrigger: [...byTrigger].map(([triggerVariant, c]) => ({ triggerVariant, ...withShare(c) })).sort((a, b) => a.triggerVariant.localeCompare(b.triggerVariant)),
+    byTrigger: [...byTrigger]
+      .map(([triggerVariant, c]) => ({ triggerVariant, ...withShare(c) }))
+      .sort((a, b) => a.triggerVariant.localeCompare(b.triggerVariant)),
   };
 }

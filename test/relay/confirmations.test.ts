@@ -29,7 +29,11 @@ afterEach(async () => {
 /** A store handing off to the fake Shopify, a grant, an order endpoint, and the real server on a loopback port. */
 async function setup(appSecret: string | null = APP_SECRET) {
   const vars: Record<string, string | undefined> = { HOOKRELAY_SHOPIFY_APP_SECRET: appSecret ?? undefined, SHOP_TOKEN: ADMIN_TOKEN };
-  const env = await createTestEnv({ shopifyAdminUrl: fake.url, env: (n) => vars[n], handoff: { timeoutMs: 500, baseDelayMs: 10, maxDelayMs: 100, maxAttempts: 2 } });
+  const env = await createTestEnv({
+    shopifyAdminUrl: fake.url,
+    env: (n) => vars[n],
+    handoff: { timeoutMs: 500, baseDelayMs: 10, maxDelayMs: 100, maxAttempts: 2 },
+  });
   await addStore(env, { destination: 'shopify', adminTokenEnv: 'SHOP_TOKEN' });
   const token = await addGrant(env);
   const ep = await createEndpoint(env, token);
@@ -52,7 +56,8 @@ function confirm(url: string, properties: Record<string, unknown>, opts: Partial
 }
 
 const detailOf = async (env: TestEnv, token: string, eventId: string) => (await call(env, 'GET', `/agent/v1/events/${eventId}`, { token })).json.data.event;
-const resultOf = async (env: TestEnv, token: string, eventId: string) => (await call(env, 'GET', `/agent/v1/event-result?eventId=${eventId}`, { token })).json.data.result;
+const resultOf = async (env: TestEnv, token: string, eventId: string) =>
+  (await call(env, 'GET', `/agent/v1/event-result?eventId=${eventId}`, { token })).json.data.result;
 const answer = (r: { status: number; body: string }) => ({ status: r.status, json: JSON.parse(r.body) });
 
 describe('POST /flow/actions/confirm', () => {
@@ -75,7 +80,9 @@ describe('POST /flow/actions/confirm', () => {
     const { confirmation: _b, ...restBefore } = before;
     expect(rest).toEqual(restBefore);
     expect(await resultOf(env, token, eventId)).toMatchObject({ event: { id: eventId, outcome: 'delivered' }, downstreamConfirmed: true, confirmation });
-    expect(await rows(env, 'SELECT action_run_id, event_id, outcome FROM confirmations')).toEqual([{ action_run_id: r.actionRunId, event_id: eventId, outcome: 'ok' }]);
+    expect(await rows(env, 'SELECT action_run_id, event_id, outcome FROM confirmations')).toEqual([
+      { action_run_id: r.actionRunId, event_id: eventId, outcome: 'ok' },
+    ]);
     expect(env.log.lines.join('\n')).toContain(`flow confirmation: ${SHOP} ${eventId} outcome=ok`);
   });
 
@@ -120,8 +127,18 @@ describe('POST /flow/actions/confirm', () => {
     // The signatures that were sent (the body as the fake Flow signed it), and both secrets, are in no log line,
     // stored row or answer.
     const signedBody = (actionRunId: string, properties: Record<string, unknown>) =>
-      JSON.stringify({ shop_id: fake.shop.id, shopify_domain: SHOP, action_run_id: actionRunId, handle: CONFIRM_ACTION.handle, action_definition_id: CONFIRM_ACTION.handle, properties });
-    const signatures = [hmacBase64('shpss_not_the_app_secret', signedBody(wrong.actionRunId, props)), hmacBase64(APP_SECRET, signedBody(altered.actionRunId, { ...props, outcome: 'error' }))];
+      JSON.stringify({
+        shop_id: fake.shop.id,
+        shopify_domain: SHOP,
+        action_run_id: actionRunId,
+        handle: CONFIRM_ACTION.handle,
+        action_definition_id: CONFIRM_ACTION.handle,
+        properties,
+      });
+    const signatures = [
+      hmacBase64('shpss_not_the_app_secret', signedBody(wrong.actionRunId, props)),
+      hmacBase64(APP_SECRET, signedBody(altered.actionRunId, { ...props, outcome: 'error' })),
+    ];
     const everything = [
       env.log.lines.join('\n'),
       JSON.stringify(await rows(env, 'SELECT * FROM audit_log')),
@@ -186,7 +203,11 @@ describe('POST /flow/actions/confirm', () => {
 
     // Not JSON, not an object, too large, not a POST: each its own code.
     const signed = async (body: string, method = 'POST') =>
-      fetch(url, { method, headers: { 'content-type': 'application/json', 'x-shopify-hmac-sha256': hmacBase64(APP_SECRET, body) }, body: method === 'POST' ? body : undefined });
+      fetch(url, {
+        method,
+        headers: { 'content-type': 'application/json', 'x-shopify-hmac-sha256': hmacBase64(APP_SECRET, body) },
+        body: method === 'POST' ? body : undefined,
+      });
     expect((await signed('{"action_run_id":')).status).toBe(400);
     expect((await signed('[1,2]')).status).toBe(400);
     expect((await signed(JSON.stringify({ pad: 'x'.repeat(70 * 1024) }))).status).toBe(413);

@@ -57,7 +57,7 @@ export const AttemptSchema = z
 /** Outcomes a Confirm hookrelay event step reports. */
 export const CONFIRMATION_OUTCOMES = ['ok', 'error'] as const;
 
-export const EventConfirmationSchema = z
+const EventConfirmationSchema = z
   .object({
     outcome: z.enum(CONFIRMATION_OUTCOMES).describe('How the confirming workflow ended, as its Confirm hookrelay event step said'),
     note: z.string().optional().describe("The step's note, when it gave one: at most 500 characters, secrets and email addresses redacted"),

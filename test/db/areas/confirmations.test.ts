@@ -16,7 +16,12 @@ const start = (eventId: string, at: number) => ({ eventId, number: 1, destinatio
  */
 async function seed(repo: Repo, receipts: Parameters<typeof receipt>[0][], deliverAt: Record<number, number>): Promise<EventRow[]> {
   await withEndpoints(repo);
-  const events = (await commit(repo, receipts.map((r, i) => receipt({ at: T0 + (i + 1) * MIN, ...r })))).map((r) => r.event);
+  const events = (
+    await commit(
+      repo,
+      receipts.map((r, i) => receipt({ at: T0 + (i + 1) * MIN, ...r })),
+    )
+  ).map((r) => r.event);
   const delivered = Object.keys(deliverAt).map(Number);
   await repo.claimDue(T0 + 1000 * MIN, 100, T0 + 2000 * MIN);
   await repo.journalAttempts(delivered.map((i) => start(events[i]!.id, deliverAt[i]!)));
@@ -96,15 +101,19 @@ areaSuite('ConfirmationStore', (test) => {
 
   test('confirmedShare: per endpoint, the delivered events received since the time and how many a run confirmed (errors apart)', async (repo) => {
     // EP: 0, 1, 2, 3 delivered; EP2: 4, 5 delivered, 6 accepted; 7 the other store's.
-    const events = await seed(repo, [{}, {}, {}, {}, { endpointId: EP2 }, { endpointId: EP2 }, { endpointId: EP2 }, { storeId: OTHER_STORE, endpointId: OTHER_EP }], {
-      0: T0 + 20 * MIN,
-      1: T0 + 20 * MIN,
-      2: T0 + 20 * MIN,
-      3: T0 + 20 * MIN,
-      4: T0 + 20 * MIN,
-      5: T0 + 20 * MIN,
-      7: T0 + 20 * MIN,
-    });
+    const events = await seed(
+      repo,
+      [{}, {}, {}, {}, { endpointId: EP2 }, { endpointId: EP2 }, { endpointId: EP2 }, { storeId: OTHER_STORE, endpointId: OTHER_EP }],
+      {
+        0: T0 + 20 * MIN,
+        1: T0 + 20 * MIN,
+        2: T0 + 20 * MIN,
+        3: T0 + 20 * MIN,
+        4: T0 + 20 * MIN,
+        5: T0 + 20 * MIN,
+        7: T0 + 20 * MIN,
+      },
+    );
     await repo.insertConfirmation(confirmation(events[1]!, { actionRunId: 'a' }));
     // Two runs of one event count it once; an error among them counts it as errored.
     await repo.insertConfirmation(confirmation(events[2]!, { actionRunId: 'b' }));
