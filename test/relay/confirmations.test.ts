@@ -100,10 +100,16 @@ describe('POST /flow/actions/confirm', () => {
     expect((await detailOf(env, token, eventId)).confirmation).toEqual(recorded);
     expect(await resultOf(env, token, eventId)).toMatchObject({ downstreamConfirmed: false, confirmation: { outcome: 'error', runs: 1 } });
 
-    // Another workflow's run of the same event is a second confirmation; the newest is shown.
+    // Two copies of one run arriving at once (Flow resending while the first is in flight): one row, both 200.
+    const racing = await Promise.all([1, 2].map(() => confirm(url, { event_id: eventId, outcome: 'ok' }, { actionRunId: 'run-racing' })));
+    expect(racing.map((r) => r.status)).toEqual([200, 200]);
+    expect(racing.map((r) => JSON.parse(r.body).status).sort()).toEqual(['duplicate', 'recorded']);
+    expect(await count(env, 'confirmations', 'action_run_id = ?', 'run-racing')).toBe(1);
+
+    // Another workflow's run of the same event is one more confirmation; the newest is shown.
     env.clock.advance(MIN);
     expect(answer(await confirm(url, { event_id: eventId, outcome: 'OK ' }))).toEqual({ status: 200, json: { status: 'recorded' } });
-    expect((await detailOf(env, token, eventId)).confirmation).toEqual({ outcome: 'ok', confirmedAt: iso(env.clock.now()), runs: 2 });
+    expect((await detailOf(env, token, eventId)).confirmation).toEqual({ outcome: 'ok', confirmedAt: iso(env.clock.now()), runs: 3 });
     expect((await resultOf(env, token, eventId)).downstreamConfirmed).toBe(true);
   });
 
