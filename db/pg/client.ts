@@ -64,6 +64,7 @@ export function pgClientClass(timeouts: PgTimeouts | null): PgClientClass {
     }
 
     // Every form this codebase and its libraries use: (text, values?), (config), and pg-pool's (text, values, callback).
+    // biome-ignore lint/suspicious/noExplicitAny: it overrides pg.Client's overloaded query, whose every overload must stay assignable
     override query(...args: unknown[]): any {
       const call = () => (pg.Client.prototype.query as (...a: unknown[]) => unknown).apply(this, args);
       const ms = this.answerMs;

@@ -160,7 +160,11 @@ function pgRunner(pool: pg.Pool): SqlRunner {
   };
 }
 
-/** The areas written once (db/areas/), assigned to each handle in the constructor. */
+/**
+ * The areas written once (db/areas/), assigned to each handle in the constructor (Object.assign of sharedAreas),
+ * which TypeScript cannot see: hence a merged declaration, not a checked one.
+ */
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the constructor assigns every member (sharedAreas)
 export interface PgRepo extends SharedAreas {}
 
 export class PgRepo implements Repo {
@@ -427,7 +431,7 @@ export class PgRepo implements Repo {
     const arrays = cols.map(() => [] as unknown[]);
     const tokens: (string | null)[] = [];
     for (const r of rows) {
-      EVENT_COLUMNS.forEach(([key], i) => arrays[i]!.push((r as Record<string, unknown>)[key] ?? null));
+      for (const [i, [key]] of EVENT_COLUMNS.entries()) arrays[i]!.push((r as Record<string, unknown>)[key] ?? null);
       tokens.push(leased.has(r.id) ? token : null);
     }
     const casts = cols.map((col, i) => `$${i + 1}::${pgType(col.getSQLType())}[]`);

@@ -203,7 +203,11 @@ function sqliteRunner(sqlite: Database, relaxed: <T>(fn: () => T) => T): SqlRunn
   };
 }
 
-/** The areas written once (db/areas/), assigned to each handle in the constructor. */
+/**
+ * The areas written once (db/areas/), assigned to each handle in the constructor (Object.assign of sharedAreas),
+ * which TypeScript cannot see: hence a merged declaration, not a checked one.
+ */
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the constructor assigns every member (sharedAreas)
 export interface SqliteRepo extends SharedAreas {}
 
 export class SqliteRepo implements Repo {

@@ -1,5 +1,5 @@
 /** Plans, their 30-day periods and meter limits: pure math shared by the agent API (ops) and the hot path (relay). */
-import { METERS } from './limits.ts';
+import type { METERS } from './limits.ts';
 
 export type Meter = (typeof METERS)[number];
 
