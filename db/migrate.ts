@@ -12,7 +12,7 @@ export interface MigrationTarget {
   apply(m: Migration, statements: string[]): void | Promise<void>;
 }
 
-export function splitStatements(sql: string): string[] {
+function splitStatements(sql: string): string[] {
   return sql
     .split('--> statement-breakpoint')
     .map((s) => s.trim())

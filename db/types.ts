@@ -104,7 +104,7 @@ export async function withEndpointsAndStores(
  * most 12 + 23 + 7 buckets per metric however long it is.
  */
 export const STATS_WIDTHS_MS = [5 * 60_000, 3600_000, 86400_000] as const;
-export const STATS_BUCKET_MS = STATS_WIDTHS_MS[0];
+const STATS_BUCKET_MS = STATS_WIDTHS_MS[0];
 export const statsBucket = (ms: number, width: number = STATS_BUCKET_MS) => ms - (ms % width);
 
 /** The names of event_stats metrics, in one place for the ingest commit, the worker and the reads. */

@@ -42,22 +42,6 @@ export const ERROR_CODES = {
 } as const satisfies Record<string, { status: number; exitCode: number }>;
 export type ErrorCode = keyof typeof ERROR_CODES;
 
-/** Stable receipt and inbound codes, shared by reads, diagnostics and support. */
-export const RECEIPT_CODES = [
-  'SVC_AUTH_HEADER_MISSING',
-  'SVC_AUTH_FAILED',
-  'SVC_INVALID_JSON',
-  'SVC_REQUIRED_PATH_MISSING',
-  'SVC_RESOURCE_ID_UNMAPPABLE',
-  'SVC_PAYLOAD_TOO_LARGE',
-  'SVC_NO_WORKFLOW',
-  'SVC_HANDOFF_REJECTED',
-  'SVC_HANDOFF_RETRY_EXHAUSTED',
-  'SVC_RETENTION_EXPIRED',
-  'SVC_OVER_CAPACITY',
-] as const;
-export type ReceiptCode = (typeof RECEIPT_CODES)[number];
-
 export interface Refusal {
   category: RefusalCategory;
   code: string;

@@ -5,7 +5,7 @@ import { OPERATIONS } from './operations.ts';
 import { API_PREFIX, EDITION, OPENAPI_PATH, SCHEMA_VERSION, TIERS } from './scopes.ts';
 
 
-export const SAFETY_BOUNDARIES = [
+const SAFETY_BOUNDARIES = [
   'No read returns a raw event body.',
   'No read returns a full endpoint secret; it appears once, in the response of endpoint creation or secret-rotation execution.',
   'No platform tokens, session payloads, database URLs, HMAC values or full authentication headers are returned.',

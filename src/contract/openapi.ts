@@ -4,7 +4,7 @@ import { ERROR_CODES } from './errors.ts';
 import { EXPECTED_CONTEXT_HEADERS } from './context.ts';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from './limits.ts';
 import { OPERATIONS, type Operation } from './operations.ts';
-import { ActorSchema, EditionSchema, EnvelopeScopeSchema, McpUnavailableSchema, RateLimitedResponseSchema, ErrorEnvelopeSchema } from './schemas.ts';
+import { ActorSchema, EditionSchema, EnvelopeScopeSchema, McpUnavailableSchema, PublicStatusSchema, RateLimitedResponseSchema, ErrorEnvelopeSchema } from './schemas.ts';
 import { OPENAPI_VERSION, SCHEMA_VERSION } from './scopes.ts';
 
 type Json = Record<string, unknown>;
@@ -163,8 +163,8 @@ export function buildOpenApi(serverUrl = 'http://127.0.0.1:8787'): Json {
       tags: ['Discovery'],
       security: [],
       responses: {
-        '200': { description: 'Aggregate status', content: { 'application/json': { schema: ref('PublicStatus') } } },
-        '503': { description: 'The service is degraded', content: { 'application/json': { schema: ref('PublicStatus') } } },
+        '200': { description: 'Aggregate status', content: { 'application/json': { schema: ref(idOf(PublicStatusSchema)!) } } },
+        '503': { description: 'The service is degraded', content: { 'application/json': { schema: ref(idOf(PublicStatusSchema)!) } } },
       },
     },
   };

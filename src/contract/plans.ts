@@ -40,7 +40,7 @@ export const DEFAULT_PLAN = 'unlimited';
 
 export const PERIOD_MS = 30 * 86400_000;
 
-export function planOf(store: PlanHolder): PlanDef {
+function planOf(store: PlanHolder): PlanDef {
   return PLANS[store.plan] ?? PLANS.free!;
 }
 
@@ -59,7 +59,7 @@ export function limitOf(store: PlanHolder, meter: Meter): number | null {
 }
 
 /** Where a meter is exhausted: the limit, plus the plan's grace for accepted events. */
-export function hardLimitOf(store: PlanHolder, meter: Meter): number | null {
+function hardLimitOf(store: PlanHolder, meter: Meter): number | null {
   const limit = limitOf(store, meter);
   if (limit == null) return null;
   return meter === 'accepted_events' ? Math.floor(limit * (1 + planOf(store).eventGrace)) : limit;

@@ -21,7 +21,7 @@ import type { OpContext } from './context.ts';
 /** What the lifecycle itself uses of storage: intents, the runner its batches go through, and this instance. */
 type Journal = IntentStore & Pick<Repo, 'sql' | 'instance'>;
 
-export const CONFIRMATION_TTL_MS = 15 * 60_000;
+const CONFIRMATION_TTL_MS = 15 * 60_000;
 
 export interface IntentPreview {
   summary: string;
@@ -90,7 +90,7 @@ export function stalePreview(what: string): AppError {
   );
 }
 
-export function intentView(row: IntentRow, extra: { token?: string; secret?: string } = {}) {
+function intentView(row: IntentRow, extra: { token?: string; secret?: string } = {}) {
   const result = row.result ? (JSON.parse(row.result) as IntentResult) : null;
   return {
     id: row.id,

@@ -349,7 +349,7 @@ function parse<S extends z.ZodType>(schema: S, value: unknown, where: string): z
  * The request body as JSON: `{}` when empty, 415 for another type, 413 past 1 MiB (declared, or found while
  * reading a body sent without a length: never buffered whole), 400 when malformed.
  */
-export async function readJsonBody(req: Request): Promise<unknown> {
+async function readJsonBody(req: Request): Promise<unknown> {
   const bytes = await readCapped(req, MAX_API_BODY_BYTES);
   if (!bytes) throw new AppError('payload_too_large', 'Request bodies are limited to 1 MiB.');
   const text = UTF8.decode(bytes);

@@ -6,7 +6,7 @@ import { EditionSchema } from './envelope.ts';
 
 export const EffectSchema = z.enum(['read_only', 'handoff_only', 'preview_or_execute', 'create_resource', 'mcp_agent_operations_access']);
 
-export const OperationSummarySchema = z
+const OperationSummarySchema = z
   .object({
     operationId: z.string(),
     method: z.enum(['GET', 'POST']),

@@ -24,7 +24,7 @@ export const RefusalSchema = z
   })
   .meta({ id: 'Refusal', description: 'Why an action is outside authority or unsafe, and what to do instead.' });
 
-export const ErrorDetailSchema = z
+const ErrorDetailSchema = z
   .object({
     code: z.string().describe('Stable error code'),
     message: z.string(),

@@ -38,7 +38,7 @@ export const EventSummarySchema = z
   .meta({ id: 'EventSummary', description: 'A receipt. Never carries the raw body.' });
 export type EventSummary = z.infer<typeof EventSummarySchema>;
 
-export const AttemptSchema = z
+const AttemptSchema = z
   .object({
     number: z.number().int().min(1),
     destination: z.enum(['shopify', 'log']),
@@ -70,11 +70,11 @@ const EventConfirmationSchema = z
       "The newest downstream confirmation: a workflow that started from this event reached its last step, the Flow action Confirm hookrelay event. `delivered` alone never says that.",
   });
 
-export const RecoveryOptionSchema = z
+const RecoveryOptionSchema = z
   .object({ action: z.string(), operationId: z.string().nullable(), available: z.boolean(), reason: z.string() })
   .meta({ id: 'RecoveryOption' });
 
-export const EventDetailSchema = EventSummarySchema.extend({
+const EventDetailSchema = EventSummarySchema.extend({
   configVersion: z.number().int(),
   duplicateOf: z.string().nullable(),
   bodyBytes: z.number().int().min(0),
@@ -112,7 +112,7 @@ export const EventListQuerySchema = z.object({
     ),
 });
 
-export const EventResultSchema = z
+const EventResultSchema = z
   .object({
     event: EventSummarySchema,
     meaning: z.string(),

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { TIER_NAMES } from '../scopes.ts';
 import { Id, ScopeSchema, Timestamp } from './common.ts';
 
-export const TierSchema = z.enum(TIER_NAMES as [string, ...string[]]);
+const TierSchema = z.enum(TIER_NAMES as [string, ...string[]]);
 
 export const AgentGrantIntrospectionReadSchema = z
   .object({

@@ -5,7 +5,7 @@ import { RefusalSchema } from './envelope.ts';
 import { BulkReplaySelectionSchema } from './recovery.ts';
 
 export const INTENT_KINDS = ['endpoint_edit', 'endpoint_delete', 'secret_rotation', 'replay', 'bulk_replay', 'diagnostics_share', 'support_request'] as const;
-export const IntentStateSchema = z.enum(['previewed', 'executing', 'executed', 'refused', 'expired', 'failed']);
+const IntentStateSchema = z.enum(['previewed', 'executing', 'executed', 'refused', 'expired', 'failed']);
 
 export const IntentExecuteSchema = z
   .object({
@@ -35,7 +35,7 @@ export type IntentMode = IntentBody<unknown>['mode'];
 const MAKES_CHANGE: Readonly<Record<IntentMode, boolean>> = { preview: false, execute: true, submit: true };
 
 /** The intent step a request body names; undefined for a body that names none (validated or not, of any operation). */
-export function modeOf(body: unknown): IntentMode | undefined {
+function modeOf(body: unknown): IntentMode | undefined {
   const mode = body !== null && typeof body === 'object' ? (body as { mode?: unknown }).mode : undefined;
   return typeof mode === 'string' && Object.hasOwn(MAKES_CHANGE, mode) ? (mode as IntentMode) : undefined;
 }
@@ -51,15 +51,15 @@ export function executesChange(body: unknown): boolean {
   return mode !== undefined && MAKES_CHANGE[mode];
 }
 
-export const ConfirmationSchema = z
+const ConfirmationSchema = z
   .object({ token: z.string(), expiresAt: Timestamp })
   .meta({ id: 'Confirmation', description: 'Single-use; send back with mode execute before it expires.' });
 
-export const ChangeSchema = z
+const ChangeSchema = z
   .object({ field: z.string(), from: z.unknown(), to: z.unknown() })
   .meta({ id: 'Change' });
 
-export const IntentPreviewSchema = z
+const IntentPreviewSchema = z
   .object({
     summary: z.string(),
     changes: z.array(ChangeSchema),
@@ -70,7 +70,7 @@ export const IntentPreviewSchema = z
   })
   .meta({ id: 'IntentPreview', description: 'What execution would change. Redacted: no secrets, bodies or headers.' });
 
-export const ActionIntentSchema = z
+const ActionIntentSchema = z
   .object({
     id: Id('int'),
     kind: z.enum(INTENT_KINDS),

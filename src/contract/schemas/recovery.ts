@@ -9,7 +9,7 @@ export const ReplayInputSchema = z
   .strict()
   .meta({ id: 'ReplayInput' });
 
-export const BulkReplayFilterSchema = z
+const BulkReplayFilterSchema = z
   .object({
     outcome: EventOutcomeSchema.default('failed').describe(
       `Events that ended this way (default failed). ${REPLAYABLE_OUTCOMES.join(', ')} can be replayed; any other outcome is refused as a single replay refuses it`,

@@ -7,7 +7,7 @@ import { Timestamp } from './common.ts';
 import { AuthModeSchema, TriggerVariantSchema } from './endpoints.ts';
 import { EventOutcomeSchema } from './events.ts';
 
-export const RecommendedActionSchema = z
+const RecommendedActionSchema = z
   .object({ action: z.string(), text: z.string(), operationId: z.string().nullable(), endpointId: z.string().nullable() })
   .meta({ id: 'RecommendedAction' });
 
@@ -47,7 +47,7 @@ export const SetupStateSchema = z
   .meta({ id: 'SetupState' });
 
 
-export const MeterSchema = z
+const MeterSchema = z
   .object({
     meter: z.enum(METERS),
     used: z.number().int(),

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { IntentExecuteSchema } from './intents.ts';
 
-export const SupportRequestInputSchema = z
+const SupportRequestInputSchema = z
   .object({
     category: z.enum(['delivery', 'authentication', 'setup', 'billing', 'data', 'other']),
     urgency: z.enum(['low', 'normal', 'high', 'critical']),
