@@ -18,7 +18,7 @@ export default defineCommand({
     ...jsonFileArg,
     'expected-every': {
       type: 'string',
-      description: 'Silence watch: alert when the endpoint receives nothing for longer than this (30m, 2h, 1d; 5m to 30d); sets the body\'s expectedEvery',
+      description: "Silence watch: alert when the endpoint receives nothing for longer than this (30m, 2h, 1d; 5m to 30d); sets the body's expectedEvery",
     },
     ...idempotencyKeyArg,
   },

@@ -149,7 +149,11 @@ export function alertStore(sql: SqlRunner): AlertStore {
         const handoff = { ...h, state: 'sending', attempts: h.attempts + 1, leaseUntil };
         if (alert) out.push({ handoff, alert, takenOver: h.state === 'sending' });
         // A phase whose alert is gone (pruned) has nothing to say: it ends.
-        else await sql.run("UPDATE alert_handoffs SET state = 'skipped', next_attempt_at = NULL, lease_until = NULL WHERE alert_id = ? AND phase = ?", [h.alertId, h.phase]);
+        else
+          await sql.run("UPDATE alert_handoffs SET state = 'skipped', next_attempt_at = NULL, lease_until = NULL WHERE alert_id = ? AND phase = ?", [
+            h.alertId,
+            h.phase,
+          ]);
       }
       return out;
     },
@@ -172,7 +176,10 @@ export function alertStore(sql: SqlRunner): AlertStore {
       sql.all(`SELECT version, config, created_at AS "createdAt" FROM endpoint_versions WHERE endpoint_id = ? ORDER BY version DESC`, [endpointId]),
 
     pruneAlerts: async (before, limit) => {
-      const old = await sql.all<{ id: string }>("SELECT id FROM alerts WHERE state = 'recovered' AND raised_at < ? ORDER BY raised_at LIMIT ?", [before, limit]);
+      const old = await sql.all<{ id: string }>("SELECT id FROM alerts WHERE state = 'recovered' AND raised_at < ? ORDER BY raised_at LIMIT ?", [
+        before,
+        limit,
+      ]);
       if (!old.length) return 0;
       const ids = old.map((a) => a.id);
       const list = ids.map(() => '?').join(', ');

@@ -93,3 +93,17 @@ export const FLOW_PAYLOAD_MAX_BYTES = 50_000;
 
 /** Inbound events whose external_event_id carries this prefix are test receipts (createEndpointTestIntent): authenticated, never handed off. */
 export const TEST_EVENT_PREFIX = 'hookrelay_test_';
+
+/**
+ * The alert trigger (shopify/extensions/alert): hookrelay's own alerts handed to Flow, raised and recovered, so a
+ * merchant routes them with Flow's Slack, email or task actions. Not an endpoint trigger variant: no endpoint can
+ * select it, and no sender's event is ever handed off with it.
+ */
+export const ALERT_TRIGGER = {
+  handle: 'hookrelay-alert',
+  name: 'Relay alert',
+  description:
+    'hookrelay raised or recovered an alert: an endpoint fell silent, handoff paused for credentials, the app was uninstalled, or authentication failed repeatedly.',
+  /** Every one is sent on every alert handoff, as text (empty when it does not apply). */
+  textFields: ['alert id', 'kind', 'phase', 'endpoint id', 'endpoint name', 'since', 'summary', 'recommended action'],
+} as const;

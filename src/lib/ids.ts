@@ -4,7 +4,7 @@ import { systemClock } from './clock.ts';
 
 const B32 = '0123456789abcdefghjkmnpqrstvwxyz';
 
-export type IdPrefix = 'st' | 'ep' | 'evt' | 'rcpt' | 'int' | 'gr' | 'diag' | 'sup' | 'af' | 'exp' | 'feat' | 'aud';
+export type IdPrefix = 'st' | 'ep' | 'evt' | 'rcpt' | 'int' | 'gr' | 'diag' | 'sup' | 'af' | 'exp' | 'feat' | 'aud' | 'alr';
 
 export interface IdGenerator {
   next(prefix: IdPrefix): string;

@@ -42,6 +42,7 @@ class StoreSeries {
   readonly authFailures: Family<Counter>;
   readonly handoffs: Family<Counter>;
   readonly agentCalls: Family<Counter>;
+  readonly alertHandoffs: Family<Counter>;
 
   constructor() {
     const r = this.registry;
@@ -65,6 +66,11 @@ class StoreSeries {
       'hookrelay_agent_calls_total',
       `Agent Operations API calls by this grant's store's grants, by operation and outcome (ok, invalid, refused, rate_limited, server_error). ${PER_PROCESS}`,
       ['operation', 'outcome'],
+    );
+    this.alertHandoffs = r.counter(
+      'hookrelay_alert_handoffs_total',
+      `Alert phases (raised, recovered) of this grant's store handed to Flow as the hookrelay-alert trigger, by phase and result (delivered, pending: to be tried again, failed: given up, skipped: no Flow destination or workflow). ${PER_PROCESS}`,
+      ['phase', 'result'],
     );
   }
 
@@ -134,6 +140,11 @@ class Instruments {
 
   handoff(storeId: string, result: string, n = 1): void {
     this.store(storeId).handoffs.labels(result).inc(n);
+  }
+
+  /** A send of an alert phase (src/relay/alerts.ts), by what came of it. */
+  alertHandoff(storeId: string, phase: string, result: string): void {
+    this.store(storeId).alertHandoffs.labels(phase, result).inc();
   }
 
   /** An agent call as audited: its store when the grant authenticated, else box-wide as unattributed. */

@@ -14,6 +14,8 @@ import { iso, isoOrNull } from '../lib/clock.ts';
 import { METRIC, statsBucket } from '../../db/types.ts';
 import type { OpContext } from './context.ts';
 import { confirmedShare } from './confirmations.ts';
+import { alertsSince } from './alerts.ts';
+import type { AlertStore } from '../../db/areas/alerts.ts';
 import { budgetState, handoffState, platformLinkState } from './platform-link.ts';
 import { latencyQuantile } from '../lib/event-stats.ts';
 import { enforcement, limitOf, paidPlans, period, PLANS } from '../contract/plans.ts';
@@ -218,7 +220,7 @@ async function recentAttempts(ctx: OpContext<EventReads>, to: number): Promise<{
  * What happened in the window, from the event_stats counters (5-minute buckets; `from` is the first bucket's
  * start): receipts by outcome at receipt, handoffs by result, attempt errors, and the latency histogram.
  */
-type ReliabilityRepo = EventReads & ConfirmationStore & Pick<EndpointStore, 'listEndpoints'> & { links: PlatformLinkStore };
+type ReliabilityRepo = EventReads & ConfirmationStore & AlertStore & Pick<EndpointStore, 'listEndpoints'> & { links: PlatformLinkStore };
 
 async function reliability(ctx: OpContext<ReliabilityRepo>, subject: 'tenant' | 'destination', window: Window) {
   const { core, store } = ctx;
@@ -261,6 +263,8 @@ async function reliability(ctx: OpContext<ReliabilityRepo>, subject: 'tenant' | 
   if (errors.throttled > 0) reasons.push(`The platform throttled ${errors.throttled} attempts.`);
   if (subject === 'tenant' && authFailures.some((a) => a.count > 0)) reasons.push('Inbound authentication failures were seen; check senders.');
   if (c('no_workflow') > 0) reasons.push(`${c('no_workflow')} events had no enabled workflow.`);
+  const alerts = await alertsSince(ctx, from);
+  for (const a of alerts.open) reasons.push(`Open alert (${a.kind}): ${a.summary}`);
   const verdict = reasons.length === 0 ? 'healthy' : handedOff > 0 && c('failed') / handedOff > 0.25 ? 'unhealthy' : 'degraded';
   return {
     subject,
@@ -283,6 +287,7 @@ async function reliability(ctx: OpContext<ReliabilityRepo>, subject: 'tenant' | 
     destinationErrors: errors,
     handoff,
     confirmations: subject === 'tenant' ? await confirmedShare(core.repo, store.id, from) : null,
+    alerts,
     verdict: verdict as 'healthy' | 'degraded' | 'unhealthy',
     reasons,
   };

@@ -6,13 +6,18 @@
 import type { EndpointRow, EventRow, StoreRow } from '../../db/types.ts';
 import type { LinkCheckResult, PauseCode, PauseReason } from '../contract/platform.ts';
 
-export interface HandoffRequest {
+/** One trigger to start on the platform: the store, the trigger's handle and its fields. */
+export interface TriggerRequest {
   store: StoreRow;
+  handle: string;
+  /** The trigger's fields, built by the relay (src/relay/flow.ts, src/relay/alerts.ts). */
+  payload: Record<string, string | number>;
+}
+
+/** An event's handoff: its trigger, with the event and the endpoint it came through. */
+export interface HandoffRequest extends TriggerRequest {
   endpoint: EndpointRow;
   event: EventRow;
-  handle: string;
-  /** The trigger's fields, built by the relay (src/relay/flow.ts). */
-  payload: Record<string, string | number>;
 }
 
 /** Error classes, recorded on attempts and counted by reliability reads. */

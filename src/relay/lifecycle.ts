@@ -4,12 +4,13 @@
  * What it records is trigger readiness: setup state shows it, and the handoff worker ends events for a trigger
  * without a workflow as `no_workflow` instead of handing them off.
  */
-import { TRIGGERS } from '../contract/triggers.ts';
+import { ALERT_TRIGGER, TRIGGERS } from '../contract/triggers.ts';
 import type { ReadinessStore, TenantStore } from '../../db/repo.ts';
 import type { CoreWith } from '../core.ts';
 import { APP_SECRET_ENV, appSecret, malformedFields, readSignedBody, signedJson } from '../platform/shopify/app.ts';
 
-const HANDLES: ReadonlySet<string> = new Set(Object.values(TRIGGERS).map((t) => t.handle));
+/** The app's triggers: one per endpoint variant, and the alert trigger (whose readiness decides whether alerts are sent). */
+const HANDLES: ReadonlySet<string> = new Set([...Object.values(TRIGGERS).map((t) => t.handle), ALERT_TRIGGER.handle]);
 
 /** Built with the first callback: a serve that never gets one does not load zod for it. */
 const lifecycleSchema = async () => {

@@ -5,6 +5,7 @@
 import { storageFault, storageUnavailable } from '../relay/storage-health.ts';
 import { checkExpectedContext } from '../contract/context.ts';
 import { AppError } from '../contract/errors.ts';
+import { ALERT_KINDS } from '../contract/schemas/alerts.ts';
 import { METRICS_SCOPES } from '../contract/scopes.ts';
 import type { Core } from '../core.ts';
 import { NO_CLIENT, type AuthFailureLimiter, type ClientOf } from '../lib/auth-failures.ts';
@@ -78,11 +79,12 @@ export function createMetricsHandler(core: Core, authFailures: AuthFailureLimite
   }
 
   async function scrape(storeId: string): Promise<Response> {
-    const [pending, stores, link, requests] = await Promise.all([
+    const [pending, stores, link, requests, alerts] = await Promise.all([
       core.repo.handoffBacklog(storeId),
       core.repo.listStores(),
       core.repo.links.get(storeId),
       countRequests(core, storeId),
+      core.repo.listOpenAlerts(storeId),
     ]);
     const db = new Registry();
     // One series per pause reason and code, 1 while paused, so an alert can fire on `hookrelay_handoff_paused == 1`.
@@ -101,6 +103,13 @@ export function createMetricsHandler(core: Core, authFailures: AuthFailureLimite
     // A count of stored rows, not a counter: shop/redact (and retention) remove requests, so it can go down.
     const filed = db.gauge('hookrelay_requests', `Support, feature and expansion requests and diagnostics shares this grant's store holds, by kind (hookrelay requests lists them). ${FROM_DATABASE}`, ['kind']);
     for (const [kind, n] of Object.entries(requests)) filed.labels(kind).set(n);
+    // Every kind, 0 when none is open, so a rule can fire on `hookrelay_alerts_open > 0`.
+    const open = db.gauge(
+      'hookrelay_alerts_open',
+      `Alerts open now for this grant's store, by kind (silence, handoff_paused, uninstalled, auth_failures); the reliability reads list them. ${FROM_DATABASE}`,
+      ['kind'],
+    );
+    for (const kind of ALERT_KINDS) open.labels(kind).set(alerts.filter((a) => a.kind === kind).length);
     // Group commits mix every store's receipts: on a box with several stores they would tell one store about the others.
     const box = stores.length === 1 ? [metrics.box, metrics.commits] : [metrics.box];
     const text = renderText([metrics.store(storeId).registry, db, ...box, processRegistry(VERSION)]);

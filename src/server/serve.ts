@@ -6,6 +6,8 @@ import type { Core } from '../core.ts';
 import { reopenDeadExecutions } from '../../db/intent-journal.ts';
 import { RelayThread } from '../relay/relay-host.ts';
 import { HandoffWorker, type Destinations } from '../relay/worker.ts';
+import { AlertWatch } from '../relay/alerts.ts';
+import { ALERTS } from '../contract/limits.ts';
 import { createApp, pathOf, type App } from './app.ts';
 import { errorResponse, supportCodeOf } from './http.ts';
 import { clientAddress, trustsProxy } from '../lib/auth-failures.ts';
@@ -195,6 +197,19 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
   }, 60_000);
   webhookSweep.unref();
 
+  // Alerts (silence watch, credentials pause, uninstall, failed-authentication bursts) evaluated and handed to Flow once
+  // a minute, with the handoff worker. On PostgreSQL every instance sweeps: the storage raises and sends each once.
+  const alerts = (opts.worker ?? true) ? new AlertWatch(core) : null;
+  const alertSweep = setInterval(() => {
+    void alerts?.sweep().catch((err: unknown) => {
+      // A driver's message may echo a query's parameters after `params:`: its first line up to there only.
+      const fault = storageFault(err);
+      const what = err instanceof Error ? `${err.name}: ${(err.message.split('\n')[0] ?? '').split(/params:/i)[0]!.slice(0, 200)}` : 'error';
+      core.log.error(`alert sweep: ${fault ? `storage unavailable (${fault})` : what}`);
+    });
+  }, ALERTS.sweepEveryMs);
+  alertSweep.unref();
+
   const stores = await core.repo.listStores();
   if (stores.length === 0) {
     core.log.warn('No store yet. Create one with: hookrelay init --shop your-store.myshopify.com, then hookrelay grant issue --shop your-store.myshopify.com --tier operator --ttl 8h');
@@ -227,6 +242,8 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
         await relay?.stop();
         await worker.stop();
         clearInterval(webhookSweep);
+        clearInterval(alertSweep);
+        await alerts?.idle();
         await unlisten?.();
         await core.repo.close();
       })();

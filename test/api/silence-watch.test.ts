@@ -91,7 +91,10 @@ describe('expectedEvery through the endpoint edit intent', () => {
     expect(await read(env, token, endpoint.id)).toMatchObject({ expectedEvery: null, configVersion: 4 });
     expect((await row(env, 'SELECT expected_every_ms AS ms FROM endpoints WHERE id = ?', endpoint.id))!.ms).toBeNull();
     // Each config version records the watch it had.
-    const versions = await env.repo.sql.all<{ version: number; config: string }>('SELECT version, config FROM endpoint_versions WHERE endpoint_id = ? ORDER BY version', [endpoint.id]);
+    const versions = await env.repo.sql.all<{ version: number; config: string }>(
+      'SELECT version, config FROM endpoint_versions WHERE endpoint_id = ? ORDER BY version',
+      [endpoint.id],
+    );
     expect(versions.map((v) => JSON.parse(v.config).expectedEvery)).toEqual([null, '30m', '1d', null]);
   });
 
@@ -107,7 +110,10 @@ describe('expectedEvery through the endpoint edit intent', () => {
   it('refuses a bad duration in the preview with 400 invalid_input, previewing nothing', async () => {
     const { env, token } = await setup();
     const { endpoint } = await createEndpoint(env, token, { triggerVariant: 'generic' });
-    const r = await call(env, 'POST', `/agent/v1/endpoints/${endpoint.id}/edit-intents`, { token, body: { mode: 'preview', input: { expectedEvery: '2 hours' } } });
+    const r = await call(env, 'POST', `/agent/v1/endpoints/${endpoint.id}/edit-intents`, {
+      token,
+      body: { mode: 'preview', input: { expectedEvery: '2 hours' } },
+    });
     expect(r.status).toBe(400);
     expect(r.json.error.code).toBe('invalid_input');
     expect(r.json.error.message).toContain('expectedEvery');

@@ -44,6 +44,8 @@ function mappedEvent(variant: TriggerVariant): EventRow {
 const VARIANTS = Object.keys(TRIGGERS) as TriggerVariant[];
 const LIFECYCLE_DIR = 'lifecycle-callback';
 const CONFIRM_DIR = 'confirm-action';
+/** The alert trigger (test/relay/alerts.test.ts checks it against ALERT_TRIGGER and the payload sent). */
+const ALERT_DIR = 'alert';
 
 /**
  * The fields Shopify documents for each extension type, copied here so the test needs no network:
@@ -82,10 +84,10 @@ function allExtensionFiles(): { dir: string; toml: Record<string, any> }[] {
 }
 
 describe('Flow trigger extensions', () => {
-  it('ships one extension folder per trigger variant, the lifecycle callback and the confirm action', () => {
+  it('ships one extension folder per trigger variant, the alert trigger, the lifecycle callback and the confirm action', () => {
     const dirs = readdirSync(EXT_DIR, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
-    expect(dirs.sort()).toEqual([...VARIANTS, LIFECYCLE_DIR, CONFIRM_DIR].sort());
-    expect(dirs).toHaveLength(10);
+    expect(dirs.sort()).toEqual([...VARIANTS, ALERT_DIR, LIFECYCLE_DIR, CONFIRM_DIR].sort());
+    expect(dirs).toHaveLength(11);
   });
 
   it('every extension file uses only the fields Shopify documents for its type, with the required ones present', () => {

@@ -1,6 +1,7 @@
 /** Reliability reads over a look-back window (the window diagnostics shares use too). */
 import { z } from 'zod';
 import { HandoffStateSchema } from '../platform-schemas.ts';
+import { AlertSchema } from './alerts.ts';
 import { Timestamp } from './common.ts';
 import { TriggerVariantSchema } from './endpoints.ts';
 
@@ -66,6 +67,14 @@ export const ReliabilityHealthSchema = z
     }),
     handoff: HandoffStateSchema,
     confirmations: ConfirmedShareSchema.nullable().describe('The tenant read only (null on the destination read)'),
+    alerts: z
+      .object({
+        open: z.array(AlertSchema).describe('Every alert open now, oldest first; each is also a reason'),
+        recent: z.array(AlertSchema).describe('Alerts open now or raised or recovered in the window, newest first, at most 50'),
+      })
+      .describe(
+        'Alerts hookrelay raised (silence watch, handoff paused for credentials, uninstall, failed-authentication bursts), each also handed to Flow as the hookrelay-alert trigger',
+      ),
     verdict: z.enum(['healthy', 'degraded', 'unhealthy']),
     reasons: z.array(z.string()),
   })

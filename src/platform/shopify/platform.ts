@@ -8,7 +8,7 @@ import type { PlatformLinkStore } from '../../../db/platform-links.ts';
 import type { StoreRow } from '../../../db/types.ts';
 import { PAUSE_CODES } from '../../contract/platform.ts';
 import type { CoreWith } from '../../core.ts';
-import type { Destination, HandoffOutcome, HandoffRequest, LinkCheck, PauseRequest } from '../types.ts';
+import type { Destination, HandoffOutcome, LinkCheck, PauseRequest, TriggerRequest } from '../types.ts';
 import { adminGraphql, graphqlUrl, isThrottled, type GraphqlReply } from './admin-api.ts';
 import { APP_SUBSCRIPTION_CREATE, subscriptionVariables } from './billing.ts';
 import { CostBudget } from './budget.ts';
@@ -57,7 +57,8 @@ export class ShopifyPlatform implements Destination {
     return this.budget.pace(store.id, wanted);
   }
 
-  async send(req: HandoffRequest, timeoutMs: number): Promise<HandoffOutcome> {
+  /** Starts a trigger: an event's handoff, or any other trigger of the app (an alert); only the store, handle and fields are read. */
+  async send(req: TriggerRequest, timeoutMs: number): Promise<HandoffOutcome> {
     const { store } = req;
     const variables = { handle: req.handle, payload: req.payload };
     const first = await this.credentials.token(store);

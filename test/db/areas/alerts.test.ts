@@ -8,7 +8,13 @@ import type { AlertRow } from '../../../db/areas/alerts.ts';
 import type { PendingAuthFailure, Repo } from '../../../db/repo.ts';
 import { areaSuite, endpoint, EP, EP2, MIN, OTHER_EP, OTHER_STORE, STORE, T0, withStores } from '../../fixtures/storage-rows.ts';
 
-const authFailure = (f: Partial<PendingAuthFailure> & { id: string; at: number }): PendingAuthFailure => ({ storeId: STORE, endpointId: EP, code: 'SVC_AUTH_FAILED', count: 1, ...f });
+const authFailure = (f: Partial<PendingAuthFailure> & { id: string; at: number }): PendingAuthFailure => ({
+  storeId: STORE,
+  endpointId: EP,
+  code: 'SVC_AUTH_FAILED',
+  count: 1,
+  ...f,
+});
 
 const alert = (fields: Partial<AlertRow> & { id: string }): AlertRow => ({
   storeId: STORE,
@@ -32,12 +38,25 @@ areaSuite('AlertStore', (test) => {
     expect(await repo.raiseAlert(alert({ id: 'alr_2' }), { phase: 'raised', at: T0 + 1 })).toBe(false);
     // Another key, or the same key in another store, is another alert.
     expect(await repo.raiseAlert(alert({ id: 'alr_3', endpointId: EP2 }), { phase: 'raised', at: T0 })).toBe(true);
-    expect(await repo.raiseAlert(alert({ id: 'alr_4', storeId: OTHER_STORE, endpointId: OTHER_EP, openKey: `${EP}:silence` }), { phase: 'raised', at: T0 })).toBe(true);
+    expect(
+      await repo.raiseAlert(alert({ id: 'alr_4', storeId: OTHER_STORE, endpointId: OTHER_EP, openKey: `${EP}:silence` }), { phase: 'raised', at: T0 }),
+    ).toBe(true);
     expect((await repo.listOpenAlerts(STORE)).map((a) => a.id)).toEqual(['alr_1', 'alr_3']);
     expect((await repo.listOpenAlerts()).map((a) => a.id).sort()).toEqual(['alr_1', 'alr_3', 'alr_4']);
     expect(await repo.listAlertHandoffs(['alr_2'])).toEqual([]);
     expect(await repo.listAlertHandoffs(['alr_1'])).toEqual([
-      { alertId: 'alr_1', phase: 'raised', storeId: STORE, state: 'pending', attempts: 0, nextAttemptAt: T0, leaseUntil: null, lastError: null, deliveredAt: null, createdAt: T0 },
+      {
+        alertId: 'alr_1',
+        phase: 'raised',
+        storeId: STORE,
+        state: 'pending',
+        attempts: 0,
+        nextAttemptAt: T0,
+        leaseUntil: null,
+        lastError: null,
+        deliveredAt: null,
+        createdAt: T0,
+      },
     ]);
     expect((await repo.listOpenAlerts(STORE))[0]).toEqual(alert({ id: 'alr_1' }));
   });
@@ -47,7 +66,9 @@ areaSuite('AlertStore', (test) => {
     const peers = backend.peer ? await Promise.all([backend.peer(), backend.peer()]) : [];
     try {
       const handles = [repo, ...peers];
-      const results = await Promise.all(Array.from({ length: 12 }, (_, i) => handles[i % handles.length]!.raiseAlert(alert({ id: `alr_${i}` }), { phase: 'raised', at: T0 })));
+      const results = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => handles[i % handles.length]!.raiseAlert(alert({ id: `alr_${i}` }), { phase: 'raised', at: T0 })),
+      );
       expect(results.filter(Boolean)).toHaveLength(1);
       const open = await repo.listOpenAlerts(STORE);
       expect(open).toHaveLength(1);
@@ -95,11 +116,17 @@ areaSuite('AlertStore', (test) => {
 
     const first = await repo.leaseAlertHandoffs(T0, T0 + MIN, 10, [OTHER_STORE]);
     expect(first.map((l) => `${l.alert.id}:${l.handoff.phase}`)).toEqual(['alr_1:raised']);
-    expect(first[0]).toMatchObject({ takenOver: false, handoff: { state: 'sending', attempts: 1, leaseUntil: T0 + MIN }, alert: { id: 'alr_1', kind: 'silence' } });
+    expect(first[0]).toMatchObject({
+      takenOver: false,
+      handoff: { state: 'sending', attempts: 1, leaseUntil: T0 + MIN },
+      alert: { id: 'alr_1', kind: 'silence' },
+    });
     // Leased: nobody else takes it, and the recovered phase still waits for it.
     expect(await repo.leaseAlertHandoffs(T0 + 1, T0 + MIN, 10, [OTHER_STORE])).toEqual([]);
 
-    expect(await repo.finishAlertHandoff(first[0]!.handoff, { state: 'delivered', attempts: 1, nextAttemptAt: null, lastError: null, deliveredAt: T0 + 2 })).toBe(true);
+    expect(
+      await repo.finishAlertHandoff(first[0]!.handoff, { state: 'delivered', attempts: 1, nextAttemptAt: null, lastError: null, deliveredAt: T0 + 2 }),
+    ).toBe(true);
     const next = await repo.leaseAlertHandoffs(T0 + 3, T0 + 10 * MIN, 10, [OTHER_STORE]);
     expect(next.map((l) => `${l.alert.id}:${l.handoff.phase}`)).toEqual(['alr_1:recovered']);
     // Not due yet, then due; the paused store's phase only once it is no longer skipped.
@@ -114,14 +141,20 @@ areaSuite('AlertStore', (test) => {
     expect(await repo.leaseAlertHandoffs(T0 + MIN - 1, T0 + 2 * MIN, 10, [])).toEqual([]);
     const [fresh] = await repo.leaseAlertHandoffs(T0 + MIN, T0 + 2 * MIN, 10, []);
     expect(fresh).toMatchObject({ takenOver: true, handoff: { attempts: 2, leaseUntil: T0 + 2 * MIN } });
-    expect(await repo.finishAlertHandoff(stale!.handoff, { state: 'delivered', attempts: 1, nextAttemptAt: null, lastError: null, deliveredAt: T0 })).toBe(false);
+    expect(await repo.finishAlertHandoff(stale!.handoff, { state: 'delivered', attempts: 1, nextAttemptAt: null, lastError: null, deliveredAt: T0 })).toBe(
+      false,
+    );
     // Nothing was sent by the new holder (deferred): the attempt is given back, the phase due again.
-    expect(await repo.finishAlertHandoff(fresh!.handoff, { state: 'pending', attempts: 1, nextAttemptAt: T0 + 5 * MIN, lastError: null, deliveredAt: null })).toBe(true);
+    expect(
+      await repo.finishAlertHandoff(fresh!.handoff, { state: 'pending', attempts: 1, nextAttemptAt: T0 + 5 * MIN, lastError: null, deliveredAt: null }),
+    ).toBe(true);
     expect((await repo.listAlertHandoffs(['alr_1']))[0]).toMatchObject({ state: 'pending', attempts: 1, nextAttemptAt: T0 + 5 * MIN, leaseUntil: null });
     expect(await repo.leaseAlertHandoffs(T0 + 5 * MIN - 1, T0 + 6 * MIN, 10, [])).toEqual([]);
     const [again] = await repo.leaseAlertHandoffs(T0 + 5 * MIN, T0 + 6 * MIN, 10, []);
     expect(again).toMatchObject({ takenOver: false, handoff: { attempts: 2 } });
-    expect(await repo.finishAlertHandoff(again!.handoff, { state: 'failed', attempts: 2, nextAttemptAt: null, lastError: 'user_errors', deliveredAt: null })).toBe(true);
+    expect(
+      await repo.finishAlertHandoff(again!.handoff, { state: 'failed', attempts: 2, nextAttemptAt: null, lastError: 'user_errors', deliveredAt: null }),
+    ).toBe(true);
     expect((await repo.listAlertHandoffs(['alr_1']))[0]).toMatchObject({ state: 'failed', attempts: 2, nextAttemptAt: null, lastError: 'user_errors' });
     // A final phase is never leased again.
     expect(await repo.leaseAlertHandoffs(T0 + 86400_000, T0 + 86400_000 + MIN, 10, [])).toEqual([]);
