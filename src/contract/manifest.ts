@@ -44,6 +44,7 @@ export function buildManifest(publicUrl: string, available: ReadonlySet<string>,
       'Create an endpoint with POST /agent/v1/endpoints; store the secret it returns once.',
       'Prepare a test with POST /agent/v1/endpoints/{endpointId}/test-intents; the sender sends it.',
       'Check GET /agent/v1/event-result and GET /agent/v1/events for receipts.',
+      'To hear when a sender falls silent, give its endpoint expectedEvery (e.g. "2h") at creation or through an edit intent; alerts show in GET /agent/v1/reliability/tenant and reach Flow as the hookrelay-alert trigger.',
       'Ask the merchant to revoke the grant when the work is finished.',
     ],
     authentication: {
