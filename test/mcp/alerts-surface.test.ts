@@ -93,6 +93,22 @@ describe('hookrelay create-endpoint --expected-every', () => {
       expect(bad.json.error.code).toBe('invalid_input');
       expect(bad.json.error.message).toContain('body.expectedEvery');
       expect((await api.env.repo.listEndpoints((await api.env.repo.listStores())[0]!.id)).length).toBe(1);
+
+      // The README's edit intent through `request`: preview, then execute with the confirmation token.
+      const ep = ok.json.data.endpoint.id as string;
+      const body = (name: string, doc: unknown) => {
+        const f = join(home.dir, name);
+        writeFileSync(f, JSON.stringify(doc));
+        return f;
+      };
+      const path = `/agent/v1/endpoints/${ep}/edit-intents`;
+      const preview = await run(['request', 'POST', path, '--json', body('watch.json', { mode: 'preview', input: { expectedEvery: null } })]);
+      expect(preview.code).toBe(0);
+      const intent = preview.json.data.intent;
+      expect(intent.preview.changes).toEqual([{ field: 'expectedEvery', from: '2h', to: null }]);
+      const go = body('go.json', { mode: 'execute', intentId: intent.id, confirmationToken: intent.confirmation.token });
+      expect((await run(['request', 'POST', path, '--json', go, '--idempotency-key', 'watch-1'])).code).toBe(0);
+      expect((await run(['request', 'GET', `/agent/v1/endpoints/${ep}`])).json.data.endpoint.expectedEvery).toBeNull();
     } finally {
       await api.stop();
       home.cleanup();
