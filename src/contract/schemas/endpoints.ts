@@ -8,14 +8,14 @@ export const TRIGGER_VARIANTS = ['generic', 'order', 'customer', 'product', 'inv
 export const TriggerVariantSchema = z.enum(TRIGGER_VARIANTS).describe('Flow trigger variant; each is backed by one shipped trigger extension');
 export type TriggerVariant = z.infer<typeof TriggerVariantSchema>;
 
-export const SENDER_PROFILES = ['custom_http', 'zapier', 'make', 'n8n'] as const;
+const SENDER_PROFILES = ['custom_http', 'zapier', 'make', 'n8n'] as const;
 export const SenderProfileSchema = z.enum(SENDER_PROFILES);
 export type SenderProfile = z.infer<typeof SenderProfileSchema>;
 
 export const AuthModeSchema = z.enum(['hmac_sha256', 'static_header']);
 export type AuthMode = z.infer<typeof AuthModeSchema>;
 
-export const DotPath = z
+const DotPath = z
   .string()
   .min(1)
   .max(200)
@@ -38,7 +38,7 @@ export function durationText(ms: number): string {
 }
 
 const { minMs, maxMs } = SILENCE_WATCH;
-export const ExpectedEverySchema = z
+const ExpectedEverySchema = z
   .string()
   .regex(DURATION, { error: 'a duration such as 30m, 2h or 1d: a whole number, then s, m, h or d', abort: true })
   .refine((v) => (durationMs(v) ?? 0) >= minMs && (durationMs(v) ?? 0) <= maxMs, {
@@ -48,7 +48,7 @@ export const ExpectedEverySchema = z
     `Silence watch: the longest quiet time expected between this endpoint's receipts, e.g. \`2h\` (${durationText(minMs)} to ${durationText(maxMs)}). Once the endpoint has received nothing for longer (since its last receipt, or since the watch began), a \`silence\` alert is raised once: in the reliability reads, on /metrics and to Flow as the \`hookrelay-alert\` trigger; a new receipt recovers it`,
   );
 
-export const EndpointAuthSchema = z
+const EndpointAuthSchema = z
   .object({
     mode: AuthModeSchema,
     headerName: z.string(),
@@ -81,7 +81,7 @@ export const EndpointSchema = z
   .meta({ id: 'Endpoint', description: 'A per-store receiving URL for inbound events.' });
 export type Endpoint = z.infer<typeof EndpointSchema>;
 
-export const HeaderName = z
+const HeaderName = z
   .string()
   .min(1)
   .max(64)
@@ -112,7 +112,6 @@ export const CreateEndpointInputSchema = z
   })
   .strict()
   .meta({ id: 'CreateEndpointInput' });
-export type CreateEndpointInput = z.infer<typeof CreateEndpointInputSchema>;
 
 export const CreateEndpointResultSchema = z
   .object({
