@@ -41,6 +41,8 @@ export interface StartOptions {
    * destinations and reads tokens from process.env. Default false (serve: HOOKRELAY_RELAY_THREAD=on).
    */
   relayThread?: boolean;
+  /** How often the alert sweep runs, ms (default ALERTS.sweepEveryMs, a minute; tests shorten it). */
+  alertSweepMs?: number;
 }
 
 /** Bun.serve, with a busy port answered as a `conflict` that names it (the CLI exits non-zero with it). */
@@ -207,7 +209,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
       const what = err instanceof Error ? `${err.name}: ${(err.message.split('\n')[0] ?? '').split(/params:/i)[0]!.slice(0, 200)}` : 'error';
       core.log.error(`alert sweep: ${fault ? `storage unavailable (${fault})` : what}`);
     });
-  }, ALERTS.sweepEveryMs);
+  }, opts.alertSweepMs ?? ALERTS.sweepEveryMs);
   alertSweep.unref();
 
   const stores = await core.repo.listStores();
