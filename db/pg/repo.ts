@@ -164,9 +164,9 @@ function pgRunner(pool: pg.Pool): SqlRunner {
  * The areas written once (db/areas/), assigned to each handle in the constructor (Object.assign of sharedAreas),
  * which TypeScript cannot see: hence a merged declaration, not a checked one.
  */
-// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the constructor assigns every member (sharedAreas)
 export interface PgRepo extends SharedAreas {}
 
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the constructor assigns every member of the merged interface (sharedAreas)
 export class PgRepo implements Repo {
   readonly capabilities: Capabilities = { multiInstance: true, relayFile: null };
   readonly layout: StorageLayout = { clearLease: 'lease_until = NULL, lease_token = NULL', bodyKey: 'event-id' };

@@ -207,9 +207,9 @@ function sqliteRunner(sqlite: Database, relaxed: <T>(fn: () => T) => T): SqlRunn
  * The areas written once (db/areas/), assigned to each handle in the constructor (Object.assign of sharedAreas),
  * which TypeScript cannot see: hence a merged declaration, not a checked one.
  */
-// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the constructor assigns every member (sharedAreas)
 export interface SqliteRepo extends SharedAreas {}
 
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the constructor assigns every member of the merged interface (sharedAreas)
 export class SqliteRepo implements Repo {
   readonly capabilities: Capabilities;
   readonly layout: StorageLayout = { clearLease: 'lease_until = NULL', bodyKey: 'integer' };
