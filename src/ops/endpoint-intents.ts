@@ -205,8 +205,9 @@ export const secretRotationIntent: IntentKind<RotationInput, EndpointStore, Secr
       ...row,
       secretSealed: ctx.core.box.seal(secret),
       secretLast4: last4(secret),
-      previousSecretSealed: overlapMs > 0 ? row.secretSealed : null,
-      previousSecretExpiresAt: overlapMs > 0 ? now + overlapMs : null,
+      // Kept sealed after its overlap too (even one of 0): signature forensics names a sender still using it.
+      previousSecretSealed: row.secretSealed,
+      previousSecretExpiresAt: now + overlapMs,
       updatedAt: now,
     };
     return {

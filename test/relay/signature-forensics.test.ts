@@ -154,6 +154,14 @@ describe('secrets across a rotation', () => {
     expect(await storedDiagnoses(env)).toEqual(['hex_uppercase', 'previous_secret', 'previous_secret', 'previous_secret', 'previous_secret']);
   });
 
+  test('HMAC with no overlap: the previous secret never passes again, and is named previous_secret at once', async () => {
+    const { env, token, endpoint, secret: old } = await setup();
+    const fresh = await rotate(env, token, endpoint.id, 0);
+    const late = await post(env, endpoint, BODY, hmacHex(old, BODY));
+    expect([late.status, late.json.diagnosis?.code]).toEqual([401, 'previous_secret']);
+    expect((await post(env, endpoint, BODY, hmacHex(fresh, BODY))).status).toBe(202);
+  });
+
   test('static token: the expired previous token is previous_secret; within the overlap it passes', async () => {
     const { env, token, endpoint, secret: old } = await setup({ triggerVariant: 'order', resourceIdPath: 'order.id', authMode: 'static_header' });
     const fresh = await rotate(env, token, endpoint.id, 60);
