@@ -28,7 +28,10 @@ export const actorArg = {
 export const credentialArgs = {
   auth: { type: 'string', description: 'client-credentials (an app of your organization: tokens requested and renewed) | static (a token in a variable)' },
   'client-id': { type: 'string', description: "The app's client id (Dev Dashboard → the app → Settings), for --auth client-credentials" },
-  'client-secret-env': { type: 'string', description: "NAME of the env variable holding the app's client secret (never the secret), for --auth client-credentials" },
+  'client-secret-env': {
+    type: 'string',
+    description: "NAME of the env variable holding the app's client secret (never the secret), for --auth client-credentials",
+  },
   'admin-token-env': { type: 'string', description: 'NAME of the env variable holding a static Admin API token (never the token), for --auth static' },
 } as const;
 

@@ -26,13 +26,22 @@ export async function commandNodes(root: Cmd, path: string[] = []): Promise<Node
   const flags = Object.entries(args)
     .filter(([, d]) => d.type !== 'positional')
     .map(([name, d]) => ({ name, description: d.description ?? '', takesValue: d.type !== 'boolean' }));
-  const node: Node = { path, description: meta.description ?? '', subcommands: visible.map(([n]) => n), flags: [...flags, { name: 'help', description: 'Show help', takesValue: false }] };
+  const node: Node = {
+    path,
+    description: meta.description ?? '',
+    subcommands: visible.map(([n]) => n),
+    flags: [...flags, { name: 'help', description: 'Show help', takesValue: false }],
+  };
   const children = await Promise.all(visible.map(([n, sub]) => commandNodes(sub, [...path, n])));
   return [node, ...children.flat()];
 }
 
 const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-const firstSentence = (s: string) => s.split(/[.;:(]/)[0]!.trim().slice(0, 80);
+const firstSentence = (s: string) =>
+  s
+    .split(/[.;:(]/)[0]!
+    .trim()
+    .slice(0, 80);
 
 /** The completion script for `shell`, for the program `prog`. */
 export function completionScript(shell: Shell, prog: string, nodes: Node[]): string {
@@ -43,9 +52,7 @@ export function completionScript(shell: Shell, prog: string, nodes: Node[]): str
 
 function bash(prog: string, nodes: Node[]): string {
   const fn = `_${prog.replace(/\W/g, '_')}_complete`;
-  const cases = nodes
-    .map((n) => `    ${q(n.path.join(' '))}) words=${q([...n.subcommands, ...n.flags.map((f) => `--${f.name}`)].join(' '))} ;;`)
-    .join('\n');
+  const cases = nodes.map((n) => `    ${q(n.path.join(' '))}) words=${q([...n.subcommands, ...n.flags.map((f) => `--${f.name}`)].join(' '))} ;;`).join('\n');
   return `# bash completion for ${prog}: eval "$(${prog} completion bash)" (generated from the command definitions)
 ${fn}() {
   local cur=\${COMP_WORDS[COMP_CWORD]} cmdpath='' w i words=''
@@ -104,7 +111,10 @@ if [[ "\${funcstack[1]}" == ${fn} ]]; then ${fn} "$@"; else compdef ${fn} ${prog
 }
 
 function fish(prog: string, nodes: Node[]): string {
-  const lines = [`# fish completion for ${prog}: ${prog} completion fish > ~/.config/fish/completions/${prog}.fish (generated from the command definitions)`, `complete -c ${prog} -f`];
+  const lines = [
+    `# fish completion for ${prog}: ${prog} completion fish > ~/.config/fish/completions/${prog}.fish (generated from the command definitions)`,
+    `complete -c ${prog} -f`,
+  ];
   for (const n of nodes) {
     const cond =
       n.path.length === 0

@@ -36,7 +36,10 @@ export async function renderHelp(cmd: Cmd, path: string[], color: boolean): Prom
 
   const out = [`${heading(name)}${meta.version ? ` ${meta.version}` : ''} — ${meta.description ?? ''}`, '', heading('Usage'), `  ${usage}`];
   if (visible.length) out.push('', heading('Commands'), ...pad(visible));
-  const argRows: [string, string][] = args.map(([n, d]) => [flagLabel(n, d), `${d.description ?? ''}${d.required && d.type !== 'positional' ? ' (required)' : ''}`]);
+  const argRows: [string, string][] = args.map(([n, d]) => [
+    flagLabel(n, d),
+    `${d.description ?? ''}${d.required && d.type !== 'positional' ? ' (required)' : ''}`,
+  ]);
   if (argRows.length) out.push('', heading(positionals.length ? 'Arguments and options' : 'Options'), ...pad(argRows));
   if (meta.examples?.length) out.push('', heading(meta.examples.length === 1 ? 'Example' : 'Examples'), ...meta.examples.map((e) => `  ${e}`));
   if (visible.length) out.push('', `Run \`${path[0]} help ${path.slice(1).concat('<command>').join(' ')}\` for a command's options and an example.`);

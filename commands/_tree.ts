@@ -171,9 +171,12 @@ export async function resolveStrict(root: Cmd, rawArgs: string[], opts: { help?:
   const declared = Object.values(args).filter((a) => a.type === 'positional').length;
   if (positionals.length > declared) {
     const extra = positionals.slice(declared);
-    throw usageError(`Unexpected ${extra.length === 1 ? 'argument' : 'arguments'} for \`${path.join(' ')}\`: ${extra.join(' ')}. See \`${path.join(' ')} --help\`.`, {
-      unexpectedArguments: extra,
-    });
+    throw usageError(
+      `Unexpected ${extra.length === 1 ? 'argument' : 'arguments'} for \`${path.join(' ')}\`: ${extra.join(' ')}. See \`${path.join(' ')} --help\`.`,
+      {
+        unexpectedArguments: extra,
+      },
+    );
   }
   if (!opts.help && Object.keys(subs).length && !cmd.run && positionals.length === 0) {
     throw usageError(`\`${path.join(' ')}\` needs a command: ${(await visibleNames(await subsOf(cmd))).join(', ')}.`);

@@ -12,16 +12,14 @@ export default defineCommand({
     name: 'backup',
     description:
       'A consistent copy of this SQLite box in one file, taken while serve keeps running (SQLite VACUUM INTO; checksummed). The key only with --include-key; else the answer names where it is. On PostgreSQL: pg_dump and the key (README, "Backups")',
-    examples: [
-      'hookrelay backup --to /var/backups/hookrelay/$(date +%F).hrbk --data-dir /var/lib/hookrelay',
-      'hookrelay backup --to box.hrbk --include-key',
-    ],
+    examples: ['hookrelay backup --to /var/backups/hookrelay/$(date +%F).hrbk --data-dir /var/lib/hookrelay', 'hookrelay backup --to box.hrbk --include-key'],
   },
   args: {
     to: { type: 'string', required: true, description: 'The backup file to write (0600); refused when it exists, unless --force' },
     'include-key': {
       type: 'boolean',
-      description: "Put the box key (secret.key) in the file: whoever holds it can open the endpoint secrets. Without it, keep the key apart and give it to restore with --key-file",
+      description:
+        'Put the box key (secret.key) in the file: whoever holds it can open the endpoint secrets. Without it, keep the key apart and give it to restore with --key-file',
     },
     force: { type: 'boolean', description: 'Replace an existing --to file' },
     ...actorArg,
@@ -32,12 +30,14 @@ export default defineCommand({
     const db = locateDatabaseUrl(args['database-url']);
     if (db) {
       checkPostgresUrl(db.url);
-      const hint = 'pg_dump --format=custom --file hookrelay.dump "$HOOKRELAY_DATABASE_URL", and keep HOOKRELAY_SECRET_KEY apart from the dump (README, "Backups")';
+      const hint =
+        'pg_dump --format=custom --file hookrelay.dump "$HOOKRELAY_DATABASE_URL", and keep HOOKRELAY_SECRET_KEY apart from the dump (README, "Backups")';
       throw refuse(
         {
           category: 'product_boundary',
           code: 'backup_postgres',
-          reason: 'hookrelay backup copies a SQLite box; this one is on PostgreSQL: back it up with pg_dump, and keep HOOKRELAY_SECRET_KEY too (without it no endpoint secret in the dump opens).',
+          reason:
+            'hookrelay backup copies a SQLite box; this one is on PostgreSQL: back it up with pg_dump, and keep HOOKRELAY_SECRET_KEY too (without it no endpoint secret in the dump opens).',
           recommendedAction: hint,
         },
         { hint },
@@ -78,7 +78,10 @@ export default defineCommand({
         ...(header.key.included || !key ? {} : key.source === 'file' ? { file: key.file } : { env: 'HOOKRELAY_SECRET_KEY' }),
       },
       ...(result.warnings.length ? { warnings: result.warnings } : {}),
-      next: [...(keyNote ? [keyNote] : []), `hookrelay restore --from ${result.file} --data-dir DIR${header.key.included ? '' : ' --key-file KEY'} (with serve stopped on DIR)`],
+      next: [
+        ...(keyNote ? [keyNote] : []),
+        `hookrelay restore --from ${result.file} --data-dir DIR${header.key.included ? '' : ' --key-file KEY'} (with serve stopped on DIR)`,
+      ],
     });
   },
 });

@@ -13,7 +13,8 @@ export default defineCommand({
   },
   args: { shell: { type: 'positional', required: true, description: SHELLS.join(' | ') } },
   async run({ args }) {
-    if (!(SHELLS as readonly string[]).includes(args.shell)) throw new AppError('invalid_input', `completion takes ${SHELLS.join(', ')}; got ${JSON.stringify(args.shell)}.`);
+    if (!(SHELLS as readonly string[]).includes(args.shell))
+      throw new AppError('invalid_input', `completion takes ${SHELLS.join(', ')}; got ${JSON.stringify(args.shell)}.`);
     await writeOut(completionScript(args.shell as Shell, 'hookrelay', await commandNodes(root())));
   },
 });

@@ -4,7 +4,11 @@ import { connectionArgs } from './_args.ts';
 import { connect, emit } from './_cli.ts';
 
 export default defineCommand({
-  meta: { name: 'docs', description: 'Discovery pointers from the public manifest: human docs, OpenAPI, MCP URL, status', examples: ['hookrelay docs --base-url https://relay.example.com'] },
+  meta: {
+    name: 'docs',
+    description: 'Discovery pointers from the public manifest: human docs, OpenAPI, MCP URL, status',
+    examples: ['hookrelay docs --base-url https://relay.example.com'],
+  },
   args: { ...connectionArgs },
   async run({ args }) {
     const { client } = await connect(args, { token: 'none' });

@@ -60,7 +60,8 @@ export default defineCommand({
   async run({ args }) {
     if (args.follow) {
       const refused = (['limit', 'cursor', 'outcome', 'until'] as const).filter((k) => args[k] !== undefined);
-      if (refused.length) throw new AppError('invalid_input', `--follow prints every new receipt; it does not take ${refused.map((k) => `--${k}`).join(', ')}.`);
+      if (refused.length)
+        throw new AppError('invalid_input', `--follow prints every new receipt; it does not take ${refused.map((k) => `--${k}`).join(', ')}.`);
       return follow(args, await connect(args, { token: 'required' }));
     }
     if (args.interval !== undefined) throw new AppError('invalid_input', '--interval goes with --follow.');
@@ -68,7 +69,14 @@ export default defineCommand({
     const now = Date.now();
     const at = (text: string | undefined, flag: string) => (text === undefined ? undefined : new Date(parseSince(text, now, flag)).toISOString());
     const { body } = await conn.client.call('listEvents', {
-      query: { limit: args.limit, cursor: args.cursor, endpointId: args.endpoint, outcome: args.outcome, since: at(args.since, '--since'), until: at(args.until, '--until') },
+      query: {
+        limit: args.limit,
+        cursor: args.cursor,
+        endpointId: args.endpoint,
+        outcome: args.outcome,
+        since: at(args.since, '--since'),
+        until: at(args.until, '--until'),
+      },
     });
     emit(body);
   },

@@ -8,7 +8,11 @@ import { actorArg, storageArgs } from './_args.ts';
 import { withCore } from './_box.ts';
 
 const issue = defineCommand({
-  meta: { name: 'issue', description: 'Mint an agent grant; prints its token once', examples: ['hookrelay grant issue --shop your-store.myshopify.com --tier operator --ttl 8h --label ci'] },
+  meta: {
+    name: 'issue',
+    description: 'Mint an agent grant; prints its token once',
+    examples: ['hookrelay grant issue --shop your-store.myshopify.com --tier operator --ttl 8h --label ci'],
+  },
   args: {
     shop: { type: 'string', required: true, description: 'Shop domain of the store' },
     tier: { type: 'string', required: true, description: TIER_NAMES.join(' | ') },
@@ -33,12 +37,19 @@ const issue = defineCommand({
           issueGrant(core, {
             shopDomain: args.shop,
             tier: args.tier as Tier,
-            scopes: args.scopes?.split(',').map((s) => s.trim()).filter(Boolean),
+            scopes: args.scopes
+              ?.split(',')
+              .map((s) => s.trim())
+              .filter(Boolean),
             ttlMs,
             label: args.label,
           }),
         // The token is in the answer only: the row names the grant, its tier, scopes and lifetime.
-        async (g) => ({ storeId: await storeIdOf(core, args.shop), targetId: g.grantId, transition: `issued ${g.tier} (${g.scopes.join(', ')}) for ${ttlMs / 1000} s` }),
+        async (g) => ({
+          storeId: await storeIdOf(core, args.shop),
+          targetId: g.grantId,
+          transition: `issued ${g.tier} (${g.scopes.join(', ')}) for ${ttlMs / 1000} s`,
+        }),
         () => storeIdOf(core, args.shop),
       ),
     );
@@ -57,7 +68,13 @@ const revoke = defineCommand({
   run: ({ args }) => {
     const actor = humanActor(args.actor);
     return withCore(args, (core) =>
-      auditAdmin(core, actor, 'revokeGrant', () => revokeGrant(core, args.grantId), (g) => ({ storeId: g.storeId, targetId: g.grantId, transition: 'revoked' })),
+      auditAdmin(
+        core,
+        actor,
+        'revokeGrant',
+        () => revokeGrant(core, args.grantId),
+        (g) => ({ storeId: g.storeId, targetId: g.grantId, transition: 'revoked' }),
+      ),
     );
   },
 });

@@ -10,6 +10,9 @@ export default defineCommand({
     subcommand: { type: 'positional', required: false, description: 'A subcommand, e.g. issue (for grant issue)' },
   },
   async run({ args }) {
-    await printHelp(root(), [args.command, args.subcommand].filter((w): w is string => Boolean(w)));
+    await printHelp(
+      root(),
+      [args.command, args.subcommand].filter((w): w is string => Boolean(w)),
+    );
   },
 });

@@ -81,7 +81,10 @@ export async function run(rawArgs: string[]): Promise<number> {
   }
   try {
     if (wantsHelp(rawArgs)) {
-      await printHelp(main, rawArgs.filter((a) => !HELP_FLAGS.has(a)));
+      await printHelp(
+        main,
+        rawArgs.filter((a) => !HELP_FLAGS.has(a)),
+      );
       return rawArgs.length === 0 ? EXIT.usage : EXIT.ok;
     }
     await resolveStrict(main, rawArgs);

@@ -12,7 +12,7 @@ import { drained } from './_output.ts';
 export default defineCommand({
   meta: {
     name: 'mcp',
-    examples: ['hookrelay mcp --profile prod  # in a desktop client\'s MCP server command'],
+    examples: ["hookrelay mcp --profile prod  # in a desktop client's MCP server command"],
     description:
       "Stdio MCP server for desktop clients: forwards to the remote MCP endpoint (POST /agent/v1/mcp) with the configured base URL and grant token. stdout carries MCP frames only; logs and start-up errors go to stderr (a start-up error also answers the client's initialize).",
   },

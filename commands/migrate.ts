@@ -31,7 +31,10 @@ export default defineCommand({
       type: 'string',
       description: 'sqlite:PATH — a SQLite box (its hookrelay.db or data directory) to copy into the PostgreSQL database; the box is then marked moved',
     },
-    'unmark-moved': { type: 'boolean', description: 'Take the moved marker off the SQLite box in --data-dir: serve runs on it and admin commands change it again' },
+    'unmark-moved': {
+      type: 'boolean',
+      description: 'Take the moved marker off the SQLite box in --data-dir: serve runs on it and admin commands change it again',
+    },
     ...actorArg,
   },
   async run({ args }) {
@@ -39,7 +42,10 @@ export default defineCommand({
     const log = stderrLog();
     const db = locateDatabaseUrl(args['database-url']);
     if (args['unmark-moved'] && (args.from || db)) {
-      throw new AppError('invalid_input', '--unmark-moved takes the moved marker off the SQLite box in --data-dir; it goes without --from and without a PostgreSQL database.');
+      throw new AppError(
+        'invalid_input',
+        '--unmark-moved takes the moved marker off the SQLite box in --data-dir; it goes without --from and without a PostgreSQL database.',
+      );
     }
     if (args.from) return copyFrom(args.from, db?.url, log, actor);
     log.info(describeStorage(locateDataDir(args['data-dir']), args['database-url']));
@@ -103,7 +109,8 @@ async function migratePostgres(url: string, log: Log, actor: string): Promise<vo
  * transaction. The key is never printed: the report says where it is and how to export it.
  */
 async function copyFrom(from: string, url: string | undefined, log: Log, actor: string): Promise<void> {
-  if (!url) throw new AppError('invalid_input', 'migrate --from copies a SQLite box into PostgreSQL: give --database-url postgres://… or set HOOKRELAY_DATABASE_URL.');
+  if (!url)
+    throw new AppError('invalid_input', 'migrate --from copies a SQLite box into PostgreSQL: give --database-url postgres://… or set HOOKRELAY_DATABASE_URL.');
   checkPostgresUrl(url);
   const path = sourcePath(from);
   const dataDir = dirname(path);
@@ -140,7 +147,8 @@ async function copyFrom(from: string, url: string | undefined, log: Log, actor: 
       (r) => ({ storeId: null, transition: `${appliedSummary(applied)}; copied a SQLite box (${Object.values(r.tables).reduce((a, b) => a + b, 0)} rows)` }),
     );
     const marked = await markBox(path, dataDir, url, log);
-    const exportKey = key?.source === 'file' ? [`export HOOKRELAY_SECRET_KEY="$(cat ${key.file})" on every instance (the key that seals this box's endpoint secrets)`] : [];
+    const exportKey =
+      key?.source === 'file' ? [`export HOOKRELAY_SECRET_KEY="$(cat ${key.file})" on every instance (the key that seals this box's endpoint secrets)`] : [];
     const stop = marked
       ? `the SQLite box is marked moved (${movedFile(dataDir)}): serve refuses to run on it and admin commands to change it`
       : 'stop using the SQLite box (it could not be marked moved)';
@@ -173,7 +181,9 @@ async function markBox(path: string, dataDir: string, url: string, log: Log): Pr
       src.close();
     }
   } catch (err) {
-    log.warn(`the copy is done, but the SQLite box could not be marked moved (${err instanceof Error ? err.message : 'error'}): stop its serve for good yourself.`);
+    log.warn(
+      `the copy is done, but the SQLite box could not be marked moved (${err instanceof Error ? err.message : 'error'}): stop its serve for good yourself.`,
+    );
     return null;
   }
 }

@@ -7,7 +7,11 @@ import { actorArg, PLAN_NAMES, storageArgs } from './_args.ts';
 import { printJson } from './_output.ts';
 
 const set = defineCommand({
-  meta: { name: 'set', description: "Change the store's plan on this box (local admin only; held events flow again when the new plan has room)", examples: ['hookrelay plan set --shop your-store.myshopify.com --plan growth'] },
+  meta: {
+    name: 'set',
+    description: "Change the store's plan on this box (local admin only; held events flow again when the new plan has room)",
+    examples: ['hookrelay plan set --shop your-store.myshopify.com --plan growth'],
+  },
   args: {
     shop: { type: 'string', required: true, description: 'Shop domain, e.g. your-store.myshopify.com' },
     plan: { type: 'string', required: true, description: PLAN_NAMES },

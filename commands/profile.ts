@@ -29,7 +29,11 @@ function checked(name: string, raw: unknown) {
 }
 
 const add = defineCommand({
-  meta: { name: 'add', description: 'Save a profile: base URL, the NAME of the token variable, optional expected context (never a token)', examples: ['hookrelay profile add prod --base-url https://relay.example.com --token-env PROD_TOKEN'] },
+  meta: {
+    name: 'add',
+    description: 'Save a profile: base URL, the NAME of the token variable, optional expected context (never a token)',
+    examples: ['hookrelay profile add prod --base-url https://relay.example.com --token-env PROD_TOKEN'],
+  },
   args: {
     name: { type: 'positional', required: true, description: 'Profile name' },
     'base-url': { type: 'string', required: true, description: 'Server base URL' },
@@ -66,7 +70,11 @@ const list = defineCommand({
 });
 
 const show = defineCommand({
-  meta: { name: 'show', description: 'Show one profile (the token variable name and whether it is set, never the token)', examples: ['hookrelay profile show prod'] },
+  meta: {
+    name: 'show',
+    description: 'Show one profile (the token variable name and whether it is set, never the token)',
+    examples: ['hookrelay profile show prod'],
+  },
   args: { name: { type: 'positional', required: true, description: 'Profile name' } },
   run({ args }) {
     const profiles = readProfilesFile(env());

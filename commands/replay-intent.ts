@@ -26,7 +26,11 @@ function previewBody(file: unknown, args: Args, bulk: boolean): unknown {
   if (typeof args.reason === 'string') input.reason = args.reason;
   if (bulk) {
     const filter = bulkFilter(args, input.filter);
-    if (!filter) throw new AppError('invalid_input', 'Give an event id to replay one event, or a filter to replay many (--failed, --outcome, --code, --endpoint, --since, --until).');
+    if (!filter)
+      throw new AppError(
+        'invalid_input',
+        'Give an event id to replay one event, or a filter to replay many (--failed, --outcome, --code, --endpoint, --since, --until).',
+      );
     input.filter = filter;
   }
   return { ...(whole ? obj : {}), mode: 'preview', input };
@@ -36,7 +40,8 @@ function previewBody(file: unknown, args: Args, bulk: boolean): unknown {
 function bulkFilter(args: Args, fromFile: unknown): Record<string, unknown> | undefined {
   const given = FILTER_FLAGS.some((f) => args[f] !== undefined);
   if (!given) return fromFile && typeof fromFile === 'object' ? (fromFile as Record<string, unknown>) : undefined;
-  if (args.failed && args.outcome !== undefined && args.outcome !== 'failed') throw new AppError('invalid_input', `--failed is --outcome failed; it does not go with --outcome ${args.outcome}.`);
+  if (args.failed && args.outcome !== undefined && args.outcome !== 'failed')
+    throw new AppError('invalid_input', `--failed is --outcome failed; it does not go with --outcome ${args.outcome}.`);
   const now = Date.now();
   const at = (text: string | boolean | undefined, flag: string) => (typeof text === 'string' ? new Date(parseSince(text, now, flag)).toISOString() : undefined);
   const flags = {
@@ -81,7 +86,10 @@ export default defineCommand({
     const eventId = args.eventId || undefined;
     const filterFlags = FILTER_FLAGS.filter((f) => args[f] !== undefined);
     if (eventId && filterFlags.length) {
-      throw new AppError('invalid_input', `${filterFlags.map((f) => `--${f}`).join(', ')} select events for a bulk replay; leave out the event id ${eventId}, or the filter.`);
+      throw new AppError(
+        'invalid_input',
+        `${filterFlags.map((f) => `--${f}`).join(', ')} select events for a bulk replay; leave out the event id ${eventId}, or the filter.`,
+      );
     }
     // An intent is executed through the operation that previewed it: with an event id, a single replay's.
     const operation = eventId ? 'createReplayIntent' : 'createBulkReplayIntent';
@@ -93,12 +101,17 @@ export default defineCommand({
       const body = previewBody(args.json ? await readJsonInput(args.json) : undefined, args, !eventId);
       const { client, log } = await connect(args, { token: 'required' });
       const { body: res } = await client.call(operation, { ...params, body });
-      log.info(`Previewed; nothing changed. Execute with: hookrelay replay-intent ${eventId ? `${eventId} ` : ''}--execute --intent <data.intent.id> --confirm <data.intent.confirmation.token>.`);
+      log.info(
+        `Previewed; nothing changed. Execute with: hookrelay replay-intent ${eventId ? `${eventId} ` : ''}--execute --intent <data.intent.id> --confirm <data.intent.confirmation.token>.`,
+      );
       emit(res);
       return;
     }
     if (args.json || args.reason !== undefined || filterFlags.length) {
-      throw new AppError('invalid_input', '--json, --reason and the filter flags are for the preview; an execute step sends only the intent and its confirmation.');
+      throw new AppError(
+        'invalid_input',
+        '--json, --reason and the filter flags are for the preview; an execute step sends only the intent and its confirmation.',
+      );
     }
     if (!args.intent || !args.confirm) throw new AppError('invalid_input', '--execute needs --intent <id> and --confirm <token> from the preview.');
     const body = { mode: 'execute', intentId: args.intent, confirmationToken: args.confirm };
@@ -111,7 +124,8 @@ export default defineCommand({
       const res = await client.call(operation, { ...params, body, idempotencyKey: key });
       emit({ idempotency: { ...idempotency, replayed: res.headers.get('idempotent-replayed') === 'true' }, ...res.body });
     } catch (err) {
-      if (err instanceof ClientError) err.annotate({ idempotency: idempotencyNote(err, key, generated, `Retry with --idempotency-key ${key}; the server will not replay twice.`) });
+      if (err instanceof ClientError)
+        err.annotate({ idempotency: idempotencyNote(err, key, generated, `Retry with --idempotency-key ${key}; the server will not replay twice.`) });
       throw err;
     }
   },

@@ -10,7 +10,7 @@ import { connect, emit, newIdempotencyKey, readJsonInput } from './_cli.ts';
 export default defineCommand({
   meta: {
     name: 'request',
-    examples: ['hookrelay request GET \'/agent/v1/events?limit=5\''],
+    examples: ["hookrelay request GET '/agent/v1/events?limit=5'"],
     description:
       'Advanced: call any contract operation, e.g. request POST /agent/v1/feature-requests --json f.json. Paths outside /agent/v1, the MCP transport and calls whose answer holds a secret shown once are refused; the body is validated first.',
   },

@@ -28,17 +28,21 @@ const list = defineCommand({
     }
     const limit = Number(args.limit ?? REQUESTS_LIST_DEFAULT);
     if (!Number.isInteger(limit) || limit < 1 || limit > REQUESTS_LIST_MAX) throw new AppError('invalid_input', `--limit must be 1 to ${REQUESTS_LIST_MAX}.`);
-    await withCore(args, async (core) => {
-      const since = args.since === undefined ? undefined : parseSince(args.since, core.clock.now());
-      let storeId: string | undefined;
-      if (args.shop) {
-        const store = await core.repo.getStoreByShop(args.shop.trim().toLowerCase());
-        if (!store) throw new AppError('not_found', `No store ${args.shop}.`);
-        storeId = store.id;
-      }
-      const requests = await listRequests(core, { storeId, kinds: kinds as RequestKind[], since, limit });
-      return { since: since === undefined ? null : iso(since), requests };
-    }, false);
+    await withCore(
+      args,
+      async (core) => {
+        const since = args.since === undefined ? undefined : parseSince(args.since, core.clock.now());
+        let storeId: string | undefined;
+        if (args.shop) {
+          const store = await core.repo.getStoreByShop(args.shop.trim().toLowerCase());
+          if (!store) throw new AppError('not_found', `No store ${args.shop}.`);
+          storeId = store.id;
+        }
+        const requests = await listRequests(core, { storeId, kinds: kinds as RequestKind[], since, limit });
+        return { since: since === undefined ? null : iso(since), requests };
+      },
+      false,
+    );
   },
 });
 

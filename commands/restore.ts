@@ -22,7 +22,10 @@ export default defineCommand({
   },
   args: {
     from: { type: 'string', required: true, description: 'The backup file (hookrelay backup --to FILE)' },
-    'key-file': { type: 'string', description: "The box key kept apart (its secret.key), for a backup taken without --include-key; checked against the backup's fingerprint" },
+    'key-file': {
+      type: 'string',
+      description: "The box key kept apart (its secret.key), for a backup taken without --include-key; checked against the backup's fingerprint",
+    },
     force: { type: 'boolean', description: 'Replace the box the data directory holds (its database, and its key when the backup brings another)' },
     ...actorArg,
     ...storageArgs,
@@ -33,8 +36,10 @@ export default defineCommand({
       throw refuse({
         category: 'product_boundary',
         code: 'restore_postgres',
-        reason: 'hookrelay restore restores a SQLite box; a PostgreSQL database is restored with pg_restore (README, "Backups"). Unset HOOKRELAY_DATABASE_URL to restore into a data directory.',
-        recommendedAction: 'pg_restore --clean --if-exists --dbname "$HOOKRELAY_DATABASE_URL" hookrelay.dump, with every serve stopped, and HOOKRELAY_SECRET_KEY as it was.',
+        reason:
+          'hookrelay restore restores a SQLite box; a PostgreSQL database is restored with pg_restore (README, "Backups"). Unset HOOKRELAY_DATABASE_URL to restore into a data directory.',
+        recommendedAction:
+          'pg_restore --clean --if-exists --dbname "$HOOKRELAY_DATABASE_URL" hookrelay.dump, with every serve stopped, and HOOKRELAY_SECRET_KEY as it was.',
       });
     }
     const log = stderrLog();
@@ -50,7 +55,11 @@ export default defineCommand({
           lockDataDir(dataDir);
         } catch (err) {
           if (!(err instanceof AppError)) throw err;
-          throw new AppError('conflict', `${err.message.replace(/ Stop it first.*$/, '')} Restore replaces its database: stop serve first (systemctl stop hookrelay), then restore.`, err.details);
+          throw new AppError(
+            'conflict',
+            `${err.message.replace(/ Stop it first.*$/, '')} Restore replaces its database: stop serve first (systemctl stop hookrelay), then restore.`,
+            err.details,
+          );
         }
         const restored = restoreBackup({ from: args.from, dataDir, force: !!args.force, keyFile: args['key-file'] });
         // To this binary's schema, as serve would at start (the audit row below goes into a current table).

@@ -22,7 +22,8 @@ export default defineCommand({
     host: { type: 'string', description: 'Interface (default 127.0.0.1, env HOOKRELAY_HOST); 0.0.0.0 or :: listens on every one and needs --public-url' },
     'public-url': {
       type: 'string',
-      description: 'Base of endpoint URLs (env HOOKRELAY_PUBLIC_URL; else hookrelay store set --public-url; else http://host:port, 127.0.0.1 for a wildcard host)',
+      description:
+        'Base of endpoint URLs (env HOOKRELAY_PUBLIC_URL; else hookrelay store set --public-url; else http://host:port, 127.0.0.1 for a wildcard host)',
     },
     'force-moved': { type: 'boolean', description: 'Serve a SQLite box that hookrelay migrate --from marked moved (its MOVED file says where it went)' },
     config: { type: 'string', description: `Settings file (default: ${SETTINGS_FILE} in the data directory, when there is one; env HOOKRELAY_CONFIG)` },
@@ -68,7 +69,9 @@ export default defineCommand({
     log.info(describeSettings(settings));
     if (settings.sources.retry_schedule) {
       const schedule = core.config.handoff.retrySchedule;
-      log.info(`handoff retries: ${schedule.length} over up to ${Math.round(schedule.reduce((a, b) => a + b, 0) / 60_000)} min (${settings.sources.retry_schedule})`);
+      log.info(
+        `handoff retries: ${schedule.length} over up to ${Math.round(schedule.reduce((a, b) => a + b, 0) / 60_000)} min (${settings.sources.retry_schedule})`,
+      );
     }
     const fromSetting = explicitUrl ? null : await storedPublicUrl(core);
     if (fromSetting) core.config.publicUrl = fromSetting;
@@ -78,7 +81,9 @@ export default defineCommand({
     if (stores.some((s) => s.destination === 'shopify')) {
       const v = apiVersionStatus(Date.now());
       if (v.status !== 'supported') {
-        log.warn(`Shopify Admin API ${v.version} ${v.status === 'unsupported' ? 'is past' : 'nears'} its end of support (${v.supportedUntil}): upgrade hookrelay.`);
+        log.warn(
+          `Shopify Admin API ${v.version} ${v.status === 'unsupported' ? 'is past' : 'nears'} its end of support (${v.supportedUntil}): upgrade hookrelay.`,
+        );
       }
     }
     if (stores.some((s) => s.destination === 'shopify') && !appSecret(core.config.env)) {

@@ -12,7 +12,8 @@ import { printJson } from './_output.ts';
 const show = defineCommand({
   meta: {
     name: 'show',
-    description: "Show the stores' settings (destination, credentials: mode, variable NAMES, token expiry; plan), each store's handoff (active or paused) and the public URL",
+    description:
+      "Show the stores' settings (destination, credentials: mode, variable NAMES, token expiry; plan), each store's handoff (active or paused) and the public URL",
     examples: ['hookrelay store show --shop your-store.myshopify.com'],
   },
   args: { shop: { type: 'string', description: 'Only this store' }, ...storageArgs },
@@ -43,8 +44,14 @@ const set = defineCommand({
     destination: { type: 'string', description: 'log | shopify (shopify needs credentials, given now or before)' },
     ...credentialArgs,
     plan: { type: 'string', description: PLAN_NAMES },
-    'public-url': { type: 'string', description: "Box-wide base of endpoint URLs, e.g. https://relay.example.com ('' clears it; env HOOKRELAY_PUBLIC_URL wins)" },
-    'app-client-id': { type: 'string', description: "Box-wide: the Shopify app's client id, for merchants' installs at /auth/install (env HOOKRELAY_SHOPIFY_CLIENT_ID wins)" },
+    'public-url': {
+      type: 'string',
+      description: "Box-wide base of endpoint URLs, e.g. https://relay.example.com ('' clears it; env HOOKRELAY_PUBLIC_URL wins)",
+    },
+    'app-client-id': {
+      type: 'string',
+      description: "Box-wide: the Shopify app's client id, for merchants' installs at /auth/install (env HOOKRELAY_SHOPIFY_CLIENT_ID wins)",
+    },
     ...actorArg,
     ...storageArgs,
   },

@@ -21,7 +21,11 @@ function consentError(): AppError {
 }
 
 const preview = defineCommand({
-  meta: { name: 'preview', description: 'Preview a support request: what would be shared, redacted; nothing is sent to support', examples: ['hookrelay support-request preview --json support.json'] },
+  meta: {
+    name: 'preview',
+    description: 'Preview a support request: what would be shared, redacted; nothing is sent to support',
+    examples: ['hookrelay support-request preview --json support.json'],
+  },
   args: { ...jsonFileArg, ...connectionArgs },
   async run({ args }) {
     const body = bodyFor('preview', await readJsonInput(args.json), false);
@@ -31,7 +35,11 @@ const preview = defineCommand({
 });
 
 const submit = defineCommand({
-  meta: { name: 'submit', description: 'Submit a support request with consent (not bound to a stored preview)', examples: ['hookrelay support-request submit --json support.json --consent'] },
+  meta: {
+    name: 'submit',
+    description: 'Submit a support request with consent (not bound to a stored preview)',
+    examples: ['hookrelay support-request submit --json support.json --consent'],
+  },
   args: {
     ...jsonFileArg,
     consent: { type: 'boolean', description: 'Agree to share the redacted request and safe support context' },

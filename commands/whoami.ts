@@ -5,7 +5,11 @@ import { connectionArgs } from './_args.ts';
 import { connect, emit } from './_cli.ts';
 
 export default defineCommand({
-  meta: { name: 'whoami', description: 'The grant in use (tier, scopes, expiry, store) and where the configuration came from', examples: ['HOOKRELAY_TOKEN=hrg_… hookrelay whoami'] },
+  meta: {
+    name: 'whoami',
+    description: 'The grant in use (tier, scopes, expiry, store) and where the configuration came from',
+    examples: ['HOOKRELAY_TOKEN=hrg_… hookrelay whoami'],
+  },
   args: { ...connectionArgs },
   async run({ args }) {
     const { client, config } = await connect(args, { token: 'required' });

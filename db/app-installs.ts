@@ -11,20 +11,32 @@ export class AppInstalls {
   /** Records a state made for `shopDomain`, valid until `expiresAt`; drops states that ended a day ago. */
   async createState(stateHash: string, shopDomain: string, now: number, expiresAt: number): Promise<void> {
     await this.sql.run('DELETE FROM oauth_states WHERE expires_at < ?', [now - 86_400_000]);
-    await this.sql.run('INSERT INTO oauth_states (state_hash, shop_domain, created_at, expires_at) VALUES (?, ?, ?, ?)', [stateHash, shopDomain, now, expiresAt]);
+    await this.sql.run('INSERT INTO oauth_states (state_hash, shop_domain, created_at, expires_at) VALUES (?, ?, ?, ?)', [
+      stateHash,
+      shopDomain,
+      now,
+      expiresAt,
+    ]);
   }
 
   /** Uses the state once: true only for an unused, unexpired state made for this very shop. */
   async takeState(stateHash: string, shopDomain: string, now: number): Promise<boolean> {
-    const changed = await this.sql.run(
-      'UPDATE oauth_states SET used_at = ? WHERE state_hash = ? AND shop_domain = ? AND used_at IS NULL AND expires_at > ?',
-      [now, stateHash, shopDomain, now],
-    );
+    const changed = await this.sql.run('UPDATE oauth_states SET used_at = ? WHERE state_hash = ? AND shop_domain = ? AND used_at IS NULL AND expires_at > ?', [
+      now,
+      stateHash,
+      shopDomain,
+      now,
+    ]);
     return changed === 1;
   }
 
   /** The platform account and installation ids Shopify reported for the store (its GraphQL identity). */
   async setStoreIdentity(storeId: string, platformAccountId: string, installationId: string, now: number): Promise<void> {
-    await this.sql.run('UPDATE stores SET platform_account_id = ?, installation_id = ?, updated_at = ? WHERE id = ?', [platformAccountId, installationId, now, storeId]);
+    await this.sql.run('UPDATE stores SET platform_account_id = ?, installation_id = ?, updated_at = ? WHERE id = ?', [
+      platformAccountId,
+      installationId,
+      now,
+      storeId,
+    ]);
   }
 }

@@ -53,7 +53,10 @@ export async function copySqliteToPostgres(sqlitePath: string, pool: pg.Pool, de
       let batch: Record<string, unknown>[] = [];
       const flush = async () => {
         if (!batch.length) return;
-        await client.query(insert, cols.map((c) => batch.map((r) => toPg(r[c.name], c.getSQLType()))));
+        await client.query(
+          insert,
+          cols.map((c) => batch.map((r) => toPg(r[c.name], c.getSQLType()))),
+        );
         n += batch.length;
         batch = [];
       };

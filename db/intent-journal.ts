@@ -116,7 +116,12 @@ export function countUsage(storeId: string, meter: string, periodStart: number):
  * Claims an intent for execution: `previewed`, or `executing` by `from` (an executor no longer alive, whose change
  * never committed). The confirmation hash stays until the intent ends, so a reopened intent can still be executed.
  */
-export async function claimIntent(sql: SqlRunner, id: string, from: { state: 'previewed' } | { state: 'executing'; executor: string }, to: { executor: string; key: string | null; at: number }): Promise<boolean> {
+export async function claimIntent(
+  sql: SqlRunner,
+  id: string,
+  from: { state: 'previewed' } | { state: 'executing'; executor: string },
+  to: { executor: string; key: string | null; at: number },
+): Promise<boolean> {
   const fence = from.state === 'executing' ? ' AND executor = ?' : '';
   return (
     (await sql.run(`UPDATE intents SET state = 'executing', executor = ?, execute_key = ?, updated_at = ? WHERE id = ? AND state = ?${fence}`, [
@@ -131,26 +136,29 @@ export async function claimIntent(sql: SqlRunner, id: string, from: { state: 'pr
 }
 
 /** Ends an execution that changed nothing: `refused` or `failed`, with its refusal. */
-export async function endIntent(sql: SqlRunner, id: string, executor: string, state: 'refused' | 'failed', refusal: string | null, at: number): Promise<boolean> {
+export async function endIntent(
+  sql: SqlRunner,
+  id: string,
+  executor: string,
+  state: 'refused' | 'failed',
+  refusal: string | null,
+  at: number,
+): Promise<boolean> {
   return (
-    (await sql.run("UPDATE intents SET state = ?, refusal = ?, updated_at = ?, confirmation_hash = NULL WHERE id = ? AND state = 'executing' AND executor = ?", [
-      state,
-      refusal,
-      at,
-      id,
-      executor,
-    ])) > 0
+    (await sql.run(
+      "UPDATE intents SET state = ?, refusal = ?, updated_at = ?, confirmation_hash = NULL WHERE id = ? AND state = 'executing' AND executor = ?",
+      [state, refusal, at, id, executor],
+    )) > 0
   );
 }
 
 /** Puts an execution that changed nothing back to `previewed` (its storage failed): the confirmation works again. */
 export async function reopenIntent(sql: SqlRunner, id: string, executor: string, at: number): Promise<boolean> {
   return (
-    (await sql.run("UPDATE intents SET state = 'previewed', executor = NULL, execute_key = NULL, updated_at = ? WHERE id = ? AND state = 'executing' AND executor = ?", [
-      at,
-      id,
-      executor,
-    ])) > 0
+    (await sql.run(
+      "UPDATE intents SET state = 'previewed', executor = NULL, execute_key = NULL, updated_at = ? WHERE id = ? AND state = 'executing' AND executor = ?",
+      [at, id, executor],
+    )) > 0
   );
 }
 
@@ -174,7 +182,7 @@ export async function reopenDeadExecutions(sql: SqlRunner, instance: Instance, a
 /** Takes over a pending Idempotency-Key claim whose holder is gone (`from`), for `to`. */
 export async function takeOverKey(sql: SqlRunner, storeId: string, key: string, from: string | null, to: string, at: number): Promise<boolean> {
   return (
-    (await sql.run('UPDATE idempotency_keys SET owner = ?, created_at = ? WHERE store_id = ? AND key = ? AND status = 0 AND COALESCE(owner, \'\') = ?', [
+    (await sql.run("UPDATE idempotency_keys SET owner = ?, created_at = ? WHERE store_id = ? AND key = ? AND status = 0 AND COALESCE(owner, '') = ?", [
       to,
       at,
       storeId,

@@ -85,7 +85,17 @@ const COLUMNS = selectList(platformLinks);
 const TOKEN_SET = `token_sealed = ?, token_expires_at = ?, token_obtained_at = ?, token_scope = ?, token_client_id = ?,
   refresh_sealed = ?, refresh_expires_at = ?, token_generation = token_generation + 1, renewal_lease_until = NULL,
   renewal_owner = NULL, last_renewal_at = ?, last_renewal_error = NULL, updated_at = ?`;
-const tokenParams = (t: ObtainedToken, now: number) => [t.sealed, t.expiresAt, t.obtainedAt, t.scope, t.clientId, t.refreshSealed ?? null, t.refreshExpiresAt ?? null, now, now];
+const tokenParams = (t: ObtainedToken, now: number) => [
+  t.sealed,
+  t.expiresAt,
+  t.obtainedAt,
+  t.scope,
+  t.clientId,
+  t.refreshSealed ?? null,
+  t.refreshExpiresAt ?? null,
+  now,
+  now,
+];
 
 export class PlatformLinks implements PlatformLinkStore {
   constructor(private readonly sql: SqlRunner) {}
@@ -140,10 +150,10 @@ export class PlatformLinks implements PlatformLinkStore {
 
   async installToken(storeId: string, t: ObtainedToken, now: number) {
     await this.ensure(storeId, now);
-    const rows = await this.sql.all<{ generation: number }>(`UPDATE platform_links SET ${TOKEN_SET} WHERE store_id = ? RETURNING token_generation AS "generation"`, [
-      ...tokenParams(t, now),
-      storeId,
-    ]);
+    const rows = await this.sql.all<{ generation: number }>(
+      `UPDATE platform_links SET ${TOKEN_SET} WHERE store_id = ? RETURNING token_generation AS "generation"`,
+      [...tokenParams(t, now), storeId],
+    );
     return rows[0]!.generation;
   }
 

@@ -33,10 +33,11 @@ export class Redaction {
 
   /** Up to `limit` ids of the store's events whose body is still kept, after `afterId` in id order (a cursor). */
   async retainedEvents(storeId: string, afterId: string, limit: number): Promise<string[]> {
-    const rows = await this.sql.all<{ id: string }>(
-      "SELECT id FROM events WHERE store_id = ? AND id > ? AND body_retention = 'retained' ORDER BY id LIMIT ?",
-      [storeId, afterId, limit],
-    );
+    const rows = await this.sql.all<{ id: string }>("SELECT id FROM events WHERE store_id = ? AND id > ? AND body_retention = 'retained' ORDER BY id LIMIT ?", [
+      storeId,
+      afterId,
+      limit,
+    ]);
     return rows.map((r) => r.id);
   }
 
@@ -48,12 +49,12 @@ export class Redaction {
     if (!eventIds.length) return 0;
     const ids = marks(eventIds.length);
     const deleted = this.byInteger
-        ? await this.sql.run(
-            `DELETE FROM event_bodies WHERE key IN (SELECT body_key FROM events WHERE store_id = ? AND id IN (${ids}) AND body_key IS NOT NULL)
+      ? await this.sql.run(
+          `DELETE FROM event_bodies WHERE key IN (SELECT body_key FROM events WHERE store_id = ? AND id IN (${ids}) AND body_key IS NOT NULL)
                AND event_id IN (${ids})`,
-            [storeId, ...eventIds, ...eventIds],
-          )
-        : await this.sql.run(`DELETE FROM event_bodies WHERE event_id IN (SELECT id FROM events WHERE store_id = ? AND id IN (${ids}))`, [storeId, ...eventIds]);
+          [storeId, ...eventIds, ...eventIds],
+        )
+      : await this.sql.run(`DELETE FROM event_bodies WHERE event_id IN (SELECT id FROM events WHERE store_id = ? AND id IN (${ids}))`, [storeId, ...eventIds]);
     const clearKey = this.byInteger ? ', body_key = NULL' : '';
     await this.sql.run(
       `UPDATE events SET body_retention = CASE WHEN body_retention = 'retained' THEN 'expired' ELSE body_retention END${clearKey}

@@ -111,7 +111,11 @@ export interface IdempotencyStore {
    * it. A row older than `since` (expired) or pending since before `staleBefore` (its instance died) is taken
    * over. Returns null when claimed, else the row that holds the key (pending: in flight elsewhere).
    */
-  claimIdempotency(row: Pick<IdempotencyRow, 'storeId' | 'key' | 'operationId' | 'requestHash' | 'createdAt' | 'owner'>, since: number, staleBefore: number): Promise<IdempotencyRow | null>;
+  claimIdempotency(
+    row: Pick<IdempotencyRow, 'storeId' | 'key' | 'operationId' | 'requestHash' | 'createdAt' | 'owner'>,
+    since: number,
+    staleBefore: number,
+  ): Promise<IdempotencyRow | null>;
   /** Drops a pending claim whose request failed, so a retry may run. */
   releaseIdempotency(storeId: string, key: string): Promise<void>;
 }
@@ -224,7 +228,17 @@ export interface StorageLayout {
 }
 
 /** Every area of one storage handle: what the factory returns. */
-export interface Repo extends IngestStore, HandoffQueue, EventReads, IntentStore, IdempotencyStore, LimitStore, AdminStore, Signals, ConfirmationStore, AlertStore {
+export interface Repo
+  extends IngestStore,
+    HandoffQueue,
+    EventReads,
+    IntentStore,
+    IdempotencyStore,
+    LimitStore,
+    AdminStore,
+    Signals,
+    ConfirmationStore,
+    AlertStore {
   readonly capabilities: Capabilities;
   readonly layout: StorageLayout;
   /** Each store's link to its platform: tokens, renewal, answered API version, handoff pause (db/platform-links.ts). */

@@ -50,7 +50,13 @@ export async function sweepRetention(sql: SqlRunner, cut: RetentionCut): Promise
   }
 
   swept.audit = await deleteOldest(sql, 'audit_log', 'id < ?', [cut.auditBeforeId], cut.limit);
-  swept.intents = await deleteOldest(sql, 'intents', "id < ? AND state <> 'executing' AND updated_at < ?", [cut.intentsBeforeId, cut.intentsEndedBefore], cut.limit);
+  swept.intents = await deleteOldest(
+    sql,
+    'intents',
+    "id < ? AND state <> 'executing' AND updated_at < ?",
+    [cut.intentsBeforeId, cut.intentsEndedBefore],
+    cut.limit,
+  );
   swept.requests = await deleteOldest(
     sql,
     'records',

@@ -105,7 +105,10 @@ export function prepareDataDir(flag?: string): string {
 }
 
 /** Where the database URL came from: flag > HOOKRELAY_DATABASE_URL > none (SQLite in the data directory). */
-export function locateDatabaseUrl(flag?: string, env: Record<string, string | undefined> = process.env): { url: string; source: '--database-url' | 'HOOKRELAY_DATABASE_URL' } | null {
+export function locateDatabaseUrl(
+  flag?: string,
+  env: Record<string, string | undefined> = process.env,
+): { url: string; source: '--database-url' | 'HOOKRELAY_DATABASE_URL' } | null {
   if (flag) return { url: flag, source: '--database-url' };
   if (env.HOOKRELAY_DATABASE_URL) return { url: env.HOOKRELAY_DATABASE_URL, source: 'HOOKRELAY_DATABASE_URL' };
   return null;

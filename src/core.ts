@@ -69,7 +69,13 @@ export interface RetentionConfig {
 
 const DAY_MS = 86_400_000;
 
-const DEFAULT_RETENTION: RetentionConfig = { events: 180 * DAY_MS, audit: 400 * DAY_MS, intents: 90 * DAY_MS, requests: 365 * DAY_MS, authFailures: 30 * DAY_MS };
+const DEFAULT_RETENTION: RetentionConfig = {
+  events: 180 * DAY_MS,
+  audit: 400 * DAY_MS,
+  intents: 90 * DAY_MS,
+  requests: 365 * DAY_MS,
+  authFailures: 30 * DAY_MS,
+};
 
 export interface Config {
   /** Base of endpoint URLs, e.g. `https://relay.example.com`. */
@@ -140,7 +146,11 @@ export const DEFAULT_MCP: McpConfig = {
 
 /** MCP settings from the environment (`hookrelay serve`): HOOKRELAY_MCP_CODE_MODE=off, HOOKRELAY_MCP_ALLOWED_ORIGINS and _HOSTS. */
 export function mcpConfigFromEnv(env: Record<string, string | undefined>): McpConfig {
-  const list = (v: string | undefined) => (v ?? '').split(',').map((o) => o.trim()).filter(Boolean);
+  const list = (v: string | undefined) =>
+    (v ?? '')
+      .split(',')
+      .map((o) => o.trim())
+      .filter(Boolean);
   return {
     ...DEFAULT_MCP,
     codeMode: !/^(off|false|0|no)$/i.test(env.HOOKRELAY_MCP_CODE_MODE?.trim() ?? ''),
@@ -159,4 +169,3 @@ export function createCore(parts: Pick<Core, 'repo' | 'box'> & Partial<Core>): C
     ...parts,
   };
 }
-

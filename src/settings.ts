@@ -170,7 +170,8 @@ export function loadSettings(opts: { file?: string | null; dataDir?: string | nu
 
 /** A setting's value as plan usage shows it: durations as `90d` / `30s`, lists joined. */
 function shown(setting: Setting, value: unknown): string | number {
-  const one = (ms: number) => (ms % DAY === 0 ? `${ms / DAY}d` : ms % 3_600_000 === 0 ? `${ms / 3_600_000}h` : ms % 60_000 === 0 ? `${ms / 60_000}m` : `${ms / 1000}s`);
+  const one = (ms: number) =>
+    ms % DAY === 0 ? `${ms / DAY}d` : ms % 3_600_000 === 0 ? `${ms / 3_600_000}h` : ms % 60_000 === 0 ? `${ms / 60_000}m` : `${ms / 1000}s`;
   if (setting.kind.type === 'duration') return one(value as number);
   if (setting.kind.type === 'durations') return (value as number[]).map(one).join(',');
   return value as string | number;
@@ -195,7 +196,9 @@ export function describeSettings(loaded: Pick<LoadedSettings, 'file' | 'sources'
 /** `[a.b] c = 1` as [['a.b.c', 1]]; arrays are values. */
 function flatten(doc: unknown, prefix = ''): [string, unknown][] {
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return [[prefix, doc]];
-  return Object.entries(doc).flatMap(([k, v]) => (v !== null && typeof v === 'object' && !Array.isArray(v) ? flatten(v, `${prefix}${k}.`) : [[`${prefix}${k}`, v] as [string, unknown]]));
+  return Object.entries(doc).flatMap(([k, v]) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v) ? flatten(v, `${prefix}${k}.`) : [[`${prefix}${k}`, v] as [string, unknown]],
+  );
 }
 
 function nearest(key: string): string {

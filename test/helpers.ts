@@ -43,7 +43,11 @@ async function testRepo(): Promise<Repo> {
     // Most tests never close their deployment; on PostgreSQL each holds connections (its pool, and the lease
     // liveness lock's own), and a run opens hundreds. Only the newest few stay open, within max_connections (100).
     openPgRepos.push(repo);
-    while (openPgRepos.length > KEEP_PG_REPOS_OPEN) void openPgRepos.shift()!.close().catch(() => {});
+    while (openPgRepos.length > KEEP_PG_REPOS_OPEN)
+      void openPgRepos
+        .shift()!
+        .close()
+        .catch(() => {});
     return repo;
   }
   const sqlite = openSqliteDatabase({ path: ':memory:' });
@@ -98,12 +102,17 @@ export function sqliteRepo(env: TestEnv): SqliteRepo {
 export async function rows<T = Record<string, any>>(env: TestEnv, query: string, ...params: unknown[]): Promise<T[]> {
   if (env.repo instanceof PgRepo) {
     let i = 0;
-    const r = await env.repo.pool.query(query.replace(/\?/g, () => `$${++i}`), params);
+    const r = await env.repo.pool.query(
+      query.replace(/\?/g, () => `$${++i}`),
+      params,
+    );
     const numeric = r.fields.filter((f) => f.dataTypeID === 1700).map((f) => f.name);
     for (const row of r.rows) for (const name of numeric) if (row[name] !== null) row[name] = Number(row[name]);
     return r.rows as T[];
   }
-  return sqliteRepo(env).sqlite.query(query).all(...(params as never[])) as T[];
+  return sqliteRepo(env)
+    .sqlite.query(query)
+    .all(...(params as never[])) as T[];
 }
 
 /** The first row of `rows`, or null. */
@@ -161,7 +170,11 @@ export async function call(env: TestEnv, method: string, path: string, opts: { t
 
 /** Executes a previewed intent: its confirmation token, under an Idempotency-Key. */
 export function executeIntent(env: TestEnv, token: string, path: string, intent: { id: string; confirmation: { token: string } }, key: string) {
-  return call(env, 'POST', path, { token, headers: { 'Idempotency-Key': key }, body: { mode: 'execute', intentId: intent.id, confirmationToken: intent.confirmation.token } });
+  return call(env, 'POST', path, {
+    token,
+    headers: { 'Idempotency-Key': key },
+    body: { mode: 'execute', intentId: intent.id, confirmationToken: intent.confirmation.token },
+  });
 }
 
 /** Creates an endpoint through the API; returns the endpoint view and its secret. */

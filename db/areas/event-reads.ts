@@ -117,7 +117,12 @@ export function eventReads(sql: SqlRunner): EventReads & Pick<HandoffQueue, 'nex
      * every second (a peer's round on PostgreSQL would otherwise wake this worker again and again for nothing).
      */
     nextDueAt: async () =>
-      (await first<{ at: number }>(sql, 'SELECT next_attempt_at AS at FROM events WHERE next_attempt_at IS NOT NULL AND lease_until IS NULL ORDER BY next_attempt_at LIMIT 1', []))
-        ?.at ?? null,
+      (
+        await first<{ at: number }>(
+          sql,
+          'SELECT next_attempt_at AS at FROM events WHERE next_attempt_at IS NOT NULL AND lease_until IS NULL ORDER BY next_attempt_at LIMIT 1',
+          [],
+        )
+      )?.at ?? null,
   };
 }

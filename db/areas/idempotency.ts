@@ -15,7 +15,9 @@ export function idempotencyStore(sql: SqlRunner): IdempotencyStore {
     putIdempotency: async (row) => {
       await sql.run(
         `INSERT INTO idempotency_keys (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})
-         ON CONFLICT (store_id, key) DO UPDATE SET ${COLUMNS.slice(2).map((c) => `${c} = excluded.${c}`).join(', ')}`,
+         ON CONFLICT (store_id, key) DO UPDATE SET ${COLUMNS.slice(2)
+           .map((c) => `${c} = excluded.${c}`)
+           .join(', ')}`,
         [row.storeId, row.key, row.operationId, row.requestHash, row.status, row.response, row.createdAt, row.owner ?? null],
       );
     },

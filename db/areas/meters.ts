@@ -22,7 +22,10 @@ export function meterStore(sql: SqlRunner): UsageStore & ReadinessStore & Record
     },
     /** The period's meters that counted anything (PostgreSQL makes a row at 0 to lock it before counting). */
     getUsage: async (storeId, periodStart) => {
-      const rows = await sql.all<{ meter: string; used: number }>('SELECT meter, used FROM usage_counters WHERE store_id = ? AND period_start = ? AND used > 0', [storeId, periodStart]);
+      const rows = await sql.all<{ meter: string; used: number }>(
+        'SELECT meter, used FROM usage_counters WHERE store_id = ? AND period_start = ? AND used > 0',
+        [storeId, periodStart],
+      );
       return Object.fromEntries(rows.map((r) => [r.meter, r.used]));
     },
 
@@ -40,6 +43,7 @@ export function meterStore(sql: SqlRunner): UsageStore & ReadinessStore & Record
       const insert = records.insert(row);
       await sql.run(insert.sql, insert.params);
     },
-    getRecord: (storeId, kind, id) => first<RecordRow>(sql, `SELECT ${records.select} FROM records WHERE store_id = ? AND kind = ? AND id = ?`, [storeId, kind, id]),
+    getRecord: (storeId, kind, id) =>
+      first<RecordRow>(sql, `SELECT ${records.select} FROM records WHERE store_id = ? AND kind = ? AND id = ?`, [storeId, kind, id]),
   };
 }

@@ -25,11 +25,10 @@ export function tenants(sql: SqlRunner): Tenants {
     },
     getSetting: async (key) => (await first<{ value: string }>(sql, 'SELECT value FROM settings WHERE key = ?', [key]))?.value ?? null,
     putSetting: async (key, value, at) => {
-      await sql.run('INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at', [
-        key,
-        value,
-        at,
-      ]);
+      await sql.run(
+        'INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at',
+        [key, value, at],
+      );
     },
   };
 }

@@ -14,21 +14,23 @@ import { getTableColumns } from 'drizzle-orm';
 import pg from 'pg';
 import { sharedAreas, type SharedAreas } from '../areas/index.ts';
 import { runMigrations, type Migration } from '../migrate.ts';
-import { answeredByServer, CommitUnknownError, PG_TIMEOUTS, pgClientClass, settleCommit, withoutDeadline, type PgClient, type PgClientClass, type PgTimeouts } from './client.ts';
+import {
+  answeredByServer,
+  CommitUnknownError,
+  PG_TIMEOUTS,
+  pgClientClass,
+  settleCommit,
+  withoutDeadline,
+  type PgClient,
+  type PgClientClass,
+  type PgTimeouts,
+} from './client.ts';
 import { PlatformLinks } from '../platform-links.ts';
 import { batchSteps, numberPlaceholders, type SqlRunner } from '../runner.ts';
 import { migrations as pgMigrations } from '../migrations/pg/index.ts';
 import { leaseToWorker, receiptRow } from '../receipt-rules.ts';
 import type { Capabilities, Instance, PendingAuthFailure, Repo, Signal, StorageLayout } from '../repo.ts';
-import type {
-  AttemptResult,
-  AttemptStart,
-  CommittedReceipt,
-  DueEvent,
-  EventRow,
-  IngestLease,
-  PendingReceipt,
-} from '../types.ts';
+import type { AttemptResult, AttemptStart, CommittedReceipt, DueEvent, EventRow, IngestLease, PendingReceipt } from '../types.ts';
 import { METRIC, STATS_WIDTHS_MS, statsBucket, withEndpointsAndStores } from '../types.ts';
 import * as s from './schema.ts';
 
@@ -208,7 +210,12 @@ export class PgRepo implements Repo {
       return String(this.owner);
     },
     alive: async (id: string) =>
-      (await this.pool.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = ${LIVENESS_LOCK} AND objsubid = 2 AND granted AND objid::text = $1`, [id])).rowCount! > 0,
+      (
+        await this.pool.query(
+          `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = ${LIVENESS_LOCK} AND objsubid = 2 AND granted AND objid::text = $1`,
+          [id],
+        )
+      ).rowCount! > 0,
   };
   readonly sql: SqlRunner;
 
@@ -373,7 +380,13 @@ export class PgRepo implements Repo {
          SET event_id = excluded.event_id, received_at = excluded.received_at
          WHERE dedupe_keys.received_at < $5
        RETURNING event_id`,
-      [cands.map((p) => p.event.endpointId), cands.map((p) => p.event.externalEventId), cands.map((p) => p.event.id), cands.map((p) => p.event.receivedAt), since],
+      [
+        cands.map((p) => p.event.endpointId),
+        cands.map((p) => p.event.externalEventId),
+        cands.map((p) => p.event.id),
+        cands.map((p) => p.event.receivedAt),
+        since,
+      ],
     );
     const winners = new Set(won.rows.map((r) => r.event_id));
     const losers = cands.filter((p) => !winners.has(p.event.id));
@@ -409,10 +422,11 @@ export class PgRepo implements Repo {
     }
     const granted = new Map<string, number>();
     for (const [key, w] of want) {
-      await c.query(
-        'INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES ($1, $2, $3, 0) ON CONFLICT DO NOTHING',
-        [w.storeId, w.meter, w.periodStart],
-      );
+      await c.query('INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES ($1, $2, $3, 0) ON CONFLICT DO NOTHING', [
+        w.storeId,
+        w.meter,
+        w.periodStart,
+      ]);
       const r = await c.query<{ granted: number }>(
         `UPDATE usage_counters u SET used = GREATEST(o.used, LEAST($4::int, o.used + $5::int))
          FROM (SELECT used FROM usage_counters WHERE store_id = $1 AND meter = $2 AND period_start = $3 FOR UPDATE) o
@@ -478,7 +492,11 @@ export class PgRepo implements Repo {
     this.seenOwners = owners;
     for (const e of claimed) this.leases.set(e.id, token);
     if (!claimed.length) return [];
-    return withEndpointsAndStores(claimed, (id) => this.getEndpointById(id), (id) => this.getStore(id));
+    return withEndpointsAndStores(
+      claimed,
+      (id) => this.getEndpointById(id),
+      (id) => this.getStore(id),
+    );
   }
 
   /**
@@ -511,7 +529,13 @@ export class PgRepo implements Repo {
        FROM unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::text[]) AS k(event_id, number, destination, started_at, token)
        JOIN events e ON e.id = k.event_id AND e.lease_token = k.token AND e.lease_until > k.started_at
        ON CONFLICT DO NOTHING RETURNING event_id`,
-      [starts.map((a) => a.eventId), starts.map((a) => a.number), starts.map((a) => a.destination), starts.map((a) => a.startedAt), starts.map((a) => this.leases.get(a.eventId) ?? '')],
+      [
+        starts.map((a) => a.eventId),
+        starts.map((a) => a.number),
+        starts.map((a) => a.destination),
+        starts.map((a) => a.startedAt),
+        starts.map((a) => this.leases.get(a.eventId) ?? ''),
+      ],
     );
     const ok = new Set(r.rows.map((row) => row.event_id));
     return starts.filter((a) => ok.has(a.eventId));
@@ -582,7 +606,14 @@ export class PgRepo implements Repo {
         capacity.meter,
         capacity.periodStart,
       ]);
-      const used = (await c.query<{ used: number }>('SELECT used FROM usage_counters WHERE store_id = $1 AND meter = $2 AND period_start = $3 FOR UPDATE', [storeId, capacity.meter, capacity.periodStart])).rows[0]?.used ?? 0;
+      const used =
+        (
+          await c.query<{ used: number }>('SELECT used FROM usage_counters WHERE store_id = $1 AND meter = $2 AND period_start = $3 FOR UPDATE', [
+            storeId,
+            capacity.meter,
+            capacity.periodStart,
+          ])
+        ).rows[0]?.used ?? 0;
       const room = capacity.hardLimit - used;
       if (room <= 0) return 0;
       const r = await c.query(
@@ -591,7 +622,13 @@ export class PgRepo implements Repo {
         [now, storeId, room],
       );
       const n = r.rowCount ?? 0;
-      if (n) await c.query('UPDATE usage_counters SET used = used + $4 WHERE store_id = $1 AND meter = $2 AND period_start = $3', [storeId, capacity.meter, capacity.periodStart, n]);
+      if (n)
+        await c.query('UPDATE usage_counters SET used = used + $4 WHERE store_id = $1 AND meter = $2 AND period_start = $3', [
+          storeId,
+          capacity.meter,
+          capacity.periodStart,
+          n,
+        ]);
       return n;
     });
   }
@@ -605,10 +642,10 @@ export class PgRepo implements Repo {
   async takeRate(keys: { key: string; limit: number }[], windowStart: number) {
     const sorted = keys.map((k) => k.key).sort();
     return this.tx(async (c) => {
-      await c.query(
-        'INSERT INTO rate_counters (key, window_start, n) SELECT k, $2, 0 FROM unnest($1::text[]) AS k ON CONFLICT DO NOTHING',
-        [sorted, windowStart],
-      );
+      await c.query('INSERT INTO rate_counters (key, window_start, n) SELECT k, $2, 0 FROM unnest($1::text[]) AS k ON CONFLICT DO NOTHING', [
+        sorted,
+        windowStart,
+      ]);
       // Locked in key order: two instances taking the same keys never deadlock.
       const r = await c.query<{ key: string; n: number }>(
         'SELECT key, n FROM rate_counters WHERE window_start = $2 AND key = ANY($1::text[]) ORDER BY key FOR UPDATE',
@@ -737,7 +774,8 @@ export class PgRepo implements Repo {
         ],
       );
     }
-    for (const f of folds) await c.query('UPDATE auth_failures SET count = count + $1, at = greatest(at, $2), diagnosis = $4 WHERE id = $3', [f.count, f.at, f.into, f.diagnosis]);
+    for (const f of folds)
+      await c.query('UPDATE auth_failures SET count = count + $1, at = greatest(at, $2), diagnosis = $4 WHERE id = $3', [f.count, f.at, f.into, f.diagnosis]);
   }
 
   private newToken(): string {
@@ -753,7 +791,6 @@ function randomOwner(): number {
 function meterKey(storeId: string, c: { meter: string; periodStart: number }): string {
   return `${storeId}\u0000${c.meter}\u0000${c.periodStart}`;
 }
-
 
 /** The array type unnest needs for a column. */
 function pgType(sqlType: string): string {

@@ -35,7 +35,9 @@ export const grants = pgTable(
   'grants',
   {
     id: text('id').primaryKey(),
-    storeId: text('store_id').notNull().references(() => stores.id),
+    storeId: text('store_id')
+      .notNull()
+      .references(() => stores.id),
     tier: text('tier').notNull(),
     scopes: text('scopes').notNull(),
     label: text('label').notNull(),
@@ -52,7 +54,9 @@ export const endpoints = pgTable(
   'endpoints',
   {
     id: text('id').primaryKey(),
-    storeId: text('store_id').notNull().references(() => stores.id),
+    storeId: text('store_id')
+      .notNull()
+      .references(() => stores.id),
     name: text('name').notNull(),
     status: text('status').notNull(),
     triggerVariant: text('trigger_variant').notNull(),
@@ -80,7 +84,9 @@ export const endpoints = pgTable(
 export const endpointVersions = pgTable(
   'endpoint_versions',
   {
-    endpointId: text('endpoint_id').notNull().references(() => endpoints.id),
+    endpointId: text('endpoint_id')
+      .notNull()
+      .references(() => endpoints.id),
     version: integer('version').notNull(),
     config: text('config').notNull(),
     createdAt: ms('created_at').notNull(),

@@ -14,15 +14,7 @@ import { batchSteps, type BatchOutcome, type SqlRunner } from '../runner.ts';
 import { migrations as sqliteMigrations } from '../migrations/sqlite/index.ts';
 import { leaseToWorker, receiptRow } from '../receipt-rules.ts';
 import type { Capabilities, Instance, PendingAuthFailure, Repo, StorageLayout } from '../repo.ts';
-import type {
-  AttemptResult,
-  AttemptStart,
-  CommittedReceipt,
-  DueEvent,
-  EventRow,
-  IngestLease,
-  PendingReceipt,
-} from '../types.ts';
+import type { AttemptResult, AttemptStart, CommittedReceipt, DueEvent, EventRow, IngestLease, PendingReceipt } from '../types.ts';
 import * as s from './schema.ts';
 import { METRIC, STATS_WIDTHS_MS, statsBucket, withEndpointsAndStores } from '../types.ts';
 
@@ -160,7 +152,11 @@ export async function migrateSqlite(sqlite: Database, list: Migration[] = sqlite
   return runMigrations(
     {
       exec: (q) => void sqlite.exec(q),
-      appliedTags: () => sqlite.query<{ tag: string }, []>('SELECT tag FROM __hookrelay_migrations').all().map((r) => r.tag),
+      appliedTags: () =>
+        sqlite
+          .query<{ tag: string }, []>('SELECT tag FROM __hookrelay_migrations')
+          .all()
+          .map((r) => r.tag),
       apply: (m, statements) =>
         writeTransaction(sqlite, () => {
           for (const st of statements) sqlite.exec(st);
@@ -277,7 +273,9 @@ export class SqliteRepo implements Repo {
     this.bodyOfEvent = sqlite.prepare<{ body: Uint8Array }, [string]>(
       'SELECT b.body FROM events e JOIN event_bodies b ON b.key = e.body_key WHERE e.id = ? AND b.event_id = e.id',
     );
-    this.bodiesHead = sqlite.prepare<{ key: number; expiresAt: number }, [number]>('SELECT key, expires_at AS expiresAt FROM event_bodies ORDER BY key LIMIT ?');
+    this.bodiesHead = sqlite.prepare<{ key: number; expiresAt: number }, [number]>(
+      'SELECT key, expires_at AS expiresAt FROM event_bodies ORDER BY key LIMIT ?',
+    );
     this.deleteBodiesThrough = sqlite.prepare('DELETE FROM event_bodies WHERE key <= ?');
     this.findFirstByExternalId = sqlite.prepare<{ id: string }, [string, string, number]>(
       `SELECT id FROM events WHERE endpoint_id = ? AND external_event_id = ? AND received_at >= ?
@@ -316,9 +314,7 @@ export class SqliteRepo implements Repo {
       `UPDATE attempts SET outcome = 'unknown', finished_at = ?, code = 'unknown', message = ?
        WHERE event_id = ? AND outcome = 'sending' RETURNING number`,
     );
-    this.countUnknown = sqlite.prepare<unknown, [number, number, string]>(
-      'UPDATE events SET attempts = max(attempts, ?), last_attempt_at = ? WHERE id = ?',
-    );
+    this.countUnknown = sqlite.prepare<unknown, [number, number, string]>('UPDATE events SET attempts = max(attempts, ?), last_attempt_at = ? WHERE id = ?');
     this.journalBatch = writeTransaction(sqlite, (rows: AttemptStart[]) =>
       rows.filter((a) => this.journalAttempt.run(a.eventId, a.number, a.destination, a.startedAt).changes === 1),
     );
@@ -456,7 +452,11 @@ export class SqliteRepo implements Repo {
   async claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]> {
     const claimed = this.relaxed(() => this.claimTransaction(leaseUntil, now, limit));
     if (!claimed.length) return [];
-    return withEndpointsAndStores(claimed, (id) => this.getEndpointById(id), (id) => this.getStore(id));
+    return withEndpointsAndStores(
+      claimed,
+      (id) => this.getEndpointById(id),
+      (id) => this.getStore(id),
+    );
   }
 
   async journalAttempts(starts: AttemptStart[]): Promise<AttemptStart[]> {
@@ -476,9 +476,8 @@ export class SqliteRepo implements Repo {
 
   async releaseAllLeases(now: number) {
     // A receipt leased by its own commit waits until its lease ends (next_attempt_at = lease_until): due now.
-    return this.sqlite
-      .prepare('UPDATE events SET lease_until = NULL, next_attempt_at = min(next_attempt_at, ?) WHERE lease_until IS NOT NULL')
-      .run(now).changes;
+    return this.sqlite.prepare('UPDATE events SET lease_until = NULL, next_attempt_at = min(next_attempt_at, ?) WHERE lease_until IS NOT NULL').run(now)
+      .changes;
   }
 
   async getEventBody(eventId: string) {

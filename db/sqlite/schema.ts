@@ -28,7 +28,9 @@ export const grants = sqliteTable(
   'grants',
   {
     id: text('id').primaryKey(),
-    storeId: text('store_id').notNull().references(() => stores.id),
+    storeId: text('store_id')
+      .notNull()
+      .references(() => stores.id),
     tier: text('tier').notNull(),
     scopes: text('scopes').notNull(),
     label: text('label').notNull(),
@@ -45,7 +47,9 @@ export const endpoints = sqliteTable(
   'endpoints',
   {
     id: text('id').primaryKey(),
-    storeId: text('store_id').notNull().references(() => stores.id),
+    storeId: text('store_id')
+      .notNull()
+      .references(() => stores.id),
     name: text('name').notNull(),
     status: text('status').notNull(),
     triggerVariant: text('trigger_variant').notNull(),
@@ -73,7 +77,9 @@ export const endpoints = sqliteTable(
 export const endpointVersions = sqliteTable(
   'endpoint_versions',
   {
-    endpointId: text('endpoint_id').notNull().references(() => endpoints.id),
+    endpointId: text('endpoint_id')
+      .notNull()
+      .references(() => endpoints.id),
     version: integer('version').notNull(),
     config: text('config').notNull(),
     createdAt: integer('created_at').notNull(),
@@ -112,9 +118,7 @@ export const events = sqliteTable(
     index('events_store_idx').on(t.storeId, t.id),
     index('events_store_endpoint_idx').on(t.storeId, t.endpointId, t.id),
     index('events_store_outcome_idx').on(t.storeId, t.outcome, t.id),
-    index('events_dedupe_idx')
-      .on(t.endpointId, t.externalEventId, t.receivedAt)
-      .where(sql`${t.externalEventId} IS NOT NULL`),
+    index('events_dedupe_idx').on(t.endpointId, t.externalEventId, t.receivedAt).where(sql`${t.externalEventId} IS NOT NULL`),
     index('events_due_idx').on(t.nextAttemptAt).where(sql`${t.nextAttemptAt} IS NOT NULL`),
   ],
 );

@@ -24,7 +24,13 @@ const SETUP_CONCURRENCY = 64;
 
 /** A core on `repo` pointed at the fake Shopify at `adminUrl`; `env` answers variable names (tokens, secrets). */
 export function benchCore(repo: Repo, box: SecretBox, adminUrl: string, env: Record<string, string>, log: Log, config: Partial<Config> = {}): Core {
-  return createCore({ repo, box, clock: systemClock, log, config: defaultConfig({ publicUrl: 'http://local', shopifyAdminUrl: adminUrl, env: (name) => env[name], ...config }) });
+  return createCore({
+    repo,
+    box,
+    clock: systemClock,
+    log,
+    config: defaultConfig({ publicUrl: 'http://local', shopifyAdminUrl: adminUrl, env: (name) => env[name], ...config }),
+  });
 }
 
 /** Creates the store (unless it exists), a grant and one order endpoint through the app. */
@@ -53,7 +59,11 @@ export async function sendEvents(d: Deployment, events: number, prefix = 'bench'
       const body = JSON.stringify({ event_type: 'order.flagged', external_event_id: `${prefix}-${n}`, order: { id: 4501 + n } });
       const value = d.endpoint.auth.mode === 'hmac_sha256' ? hmacHex(d.secret, body) : d.secret;
       const res = await d.app.fetch(
-        new Request(`http://local/hooks/${d.endpoint.id}`, { method: 'POST', headers: { 'content-type': 'application/json', [d.endpoint.auth.headerName]: value }, body }),
+        new Request(`http://local/hooks/${d.endpoint.id}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', [d.endpoint.auth.headerName]: value },
+          body,
+        }),
       );
       if (res.status !== 202) throw new Error(`inbound event ${n}: HTTP ${res.status} ${(await res.text()).slice(0, 300)}`);
       await res.arrayBuffer().catch(() => undefined);

@@ -47,7 +47,11 @@ export interface Child {
  * Spawns a child pinned to `core`, waits for its first stdout line (a JSON object) and returns it.
  * `stderrTo` is a file path (request logs) or 'ignore'.
  */
-export async function spawnReady(core: 0 | 1, cmd: string[], opts: { stderrTo?: string; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<Child> {
+export async function spawnReady(
+  core: 0 | 1,
+  cmd: string[],
+  opts: { stderrTo?: string; env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<Child> {
   const stderr = opts.stderrTo && opts.stderrTo !== 'ignore' ? Bun.file(opts.stderrTo) : 'ignore';
   const proc = Bun.spawn(pinned(core, cmd), {
     cwd: ROOT,
@@ -140,7 +144,11 @@ export function postgresCpuSeconds(): number | null {
 export async function commitCounters(base: string, token: string): Promise<{ commits: number; receipts: number; seconds: number }> {
   const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text();
   const read = (name: string) => Number(new RegExp(`^${name}(?:\\{\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-  return { commits: read('hookrelay_commit_batch_size_count'), receipts: read('hookrelay_commit_batch_size_sum'), seconds: read('hookrelay_commit_seconds_sum') };
+  return {
+    commits: read('hookrelay_commit_batch_size_count'),
+    receipts: read('hookrelay_commit_batch_size_sum'),
+    seconds: read('hookrelay_commit_seconds_sum'),
+  };
 }
 
 /** /proc/stat's cpu line: [busy, steal] CPU seconds (busy: every field but idle and iowait, steal included). */
@@ -190,8 +198,7 @@ export function median(xs: number[]): number {
   return percentile(s, 50);
 }
 
-export const round = (n: number | null | undefined, digits = 1) =>
-  n == null || !Number.isFinite(n) ? null : Math.round(n * 10 ** digits) / 10 ** digits;
+export const round = (n: number | null | undefined, digits = 1) => (n == null || !Number.isFinite(n) ? null : Math.round(n * 10 ** digits) / 10 ** digits);
 
 export async function freePort(): Promise<number> {
   const s = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } });

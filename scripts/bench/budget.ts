@@ -124,7 +124,9 @@ async function onPostgres(): Promise<Result> {
   url.pathname = `/${name}`;
   const repos = [await PgRepo.open({ url: url.toString() }), await PgRepo.open({ url: url.toString() })];
   try {
-    return await drain('postgres', repos, async () => Number((await repos[0]!.pool.query("SELECT count(*) AS n FROM events WHERE outcome = 'delivered'")).rows[0].n));
+    return await drain('postgres', repos, async () =>
+      Number((await repos[0]!.pool.query("SELECT count(*) AS n FROM events WHERE outcome = 'delivered'")).rows[0].n),
+    );
   } finally {
     await Promise.all(repos.map((r) => r.close()));
     await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
@@ -146,7 +148,10 @@ else {
     '',
     '| setup | instances | delivered | drain s | ÷ ideal (≤ 1.15) | calls | THROTTLED | share (≤ 3%) |',
     '|---|---|---|---|---|---|---|---|',
-    ...results.map((r) => `| ${r.setup} | ${r.instances} | ${r.delivered}/${r.events} | ${r.seconds} | ${r.ratio} | ${r.calls} | ${r.throttled} | ${round(r.throttledShare * 100, 2)}% |`),
+    ...results.map(
+      (r) =>
+        `| ${r.setup} | ${r.instances} | ${r.delivered}/${r.events} | ${r.seconds} | ${r.ratio} | ${r.calls} | ${r.throttled} | ${round(r.throttledShare * 100, 2)}% |`,
+    ),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
 }

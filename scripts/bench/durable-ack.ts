@@ -98,7 +98,8 @@ const server = Bun.serve({
   development: false, // as serve runs
   async fetch(req) {
     if (req.method !== 'POST' || !req.url.includes('/hooks/')) return json(404, { code: 'not_found', message: 'No such endpoint.' });
-    if (!JSON_TYPE.test(req.headers.get('content-type') ?? '')) return json(415, { code: 'unsupported_media_type', message: 'Send Content-Type: application/json.' });
+    if (!JSON_TYPE.test(req.headers.get('content-type') ?? ''))
+      return json(415, { code: 'unsupported_media_type', message: 'Send Content-Type: application/json.' });
     const body = new Uint8Array(await req.arrayBuffer());
     if (body.byteLength > MAX_BODY) return json(413, { code: 'SVC_PAYLOAD_TOO_LARGE', message: 'Body too large.' });
     if (!verify(body, req.headers.get(HEADER))) return json(401, { code: 'SVC_AUTH_FAILED', message: 'Authentication failed.' });

@@ -14,8 +14,29 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  api, commitCounters, cpuSeconds, createHookEndpoint, freePort, HOOK_BODY, hookHeaders, hookLoad, log, machine, machineBusySeconds, machineStealSeconds, median, peakRssMiB, PINNED, pinned, ROOT, round,
-  pgStatement, postgresCpuSeconds, rssMiB, spawnReady, stop,
+  api,
+  commitCounters,
+  cpuSeconds,
+  createHookEndpoint,
+  freePort,
+  HOOK_BODY,
+  hookHeaders,
+  hookLoad,
+  log,
+  machine,
+  machineBusySeconds,
+  machineStealSeconds,
+  median,
+  peakRssMiB,
+  PINNED,
+  pinned,
+  ROOT,
+  round,
+  pgStatement,
+  postgresCpuSeconds,
+  rssMiB,
+  spawnReady,
+  stop,
   type Child,
 } from './_lib.ts';
 import type { LoadResult, LoadSpec } from './load.ts';
@@ -86,7 +107,8 @@ async function load(spec: LoadSpec, serverPid: number): Promise<Measured> {
   const r = JSON.parse(line) as LoadResult;
   const serverCpuPct = cpu0 != null && cpu1 != null ? ((cpu1 - cpu0) / wall) * 100 : null;
   // What the rest of the machine used meanwhile (other engineers' tests, daemons): noise in the figures.
-  const othersCpuPct = busy0 != null && busy1 != null && serverCpuPct != null ? Math.max(0, ((busy1 - busy0) / wall) * 100 - serverCpuPct - r.loaderCpuPct) : null;
+  const othersCpuPct =
+    busy0 != null && busy1 != null && serverCpuPct != null ? Math.max(0, ((busy1 - busy0) / wall) * 100 - serverCpuPct - r.loaderCpuPct) : null;
   const stealPct = steal0 != null && steal1 != null ? ((steal1 - steal0) / wall) * 100 : null;
   return { ...r, serverCpuPct, othersCpuPct, stealPct };
 }
@@ -178,7 +200,16 @@ async function limit(label: string) {
   db.close();
   const acknowledged = r.warmupOk + r.ok + 1;
   const rowsPerCommit = commits ? round(stored / commits, 1) : null;
-  return { ...brief(r), idleRssMiB: round(idleRss, 1), peakRssMiB: round(rss, 1), rowsPerCommit, acknowledged, answered, stored, storedEqualsAnswered: stored === answered && stored >= acknowledged };
+  return {
+    ...brief(r),
+    idleRssMiB: round(idleRss, 1),
+    peakRssMiB: round(rss, 1),
+    rowsPerCommit,
+    acknowledged,
+    answered,
+    stored,
+    storedEqualsAnswered: stored === answered && stored >= acknowledged,
+  };
 }
 
 interface IngestOptions {
@@ -193,7 +224,22 @@ async function ingest(label: string, o: IngestOptions) {
   const dataDir = join(tmp, label);
   const server = await child(
     0,
-    ['bun', ...RUNTIME_FLAGS, SERVER, 'relay', '--data-dir', dataDir, '--sync', o.sync, '--worker', o.worker ? '1' : '0', '--request-log', o.requestLog ? '1' : '0', '--relay-thread', RELAY_THREAD],
+    [
+      'bun',
+      ...RUNTIME_FLAGS,
+      SERVER,
+      'relay',
+      '--data-dir',
+      dataDir,
+      '--sync',
+      o.sync,
+      '--worker',
+      o.worker ? '1' : '0',
+      '--request-log',
+      o.requestLog ? '1' : '0',
+      '--relay-thread',
+      RELAY_THREAD,
+    ],
     { stderrTo: join(tmp, `${label}.log`) },
   );
   let r: Measured;
@@ -351,7 +397,10 @@ async function reads() {
     const cursor = Buffer.from(s.deepId).toString('base64url');
     const list: { name: string; paths: string[] }[] = [
       { name: 'events, first page (limit=25)', paths: ['/agent/v1/events?limit=25'] },
-      { name: `events, deep cursor page (${Math.floor(READ_EVENTS * 0.9).toLocaleString('en')} newer events)`, paths: [`/agent/v1/events?limit=25&cursor=${cursor}`] },
+      {
+        name: `events, deep cursor page (${Math.floor(READ_EVENTS * 0.9).toLocaleString('en')} newer events)`,
+        paths: [`/agent/v1/events?limit=25&cursor=${cursor}`],
+      },
       { name: 'events, endpoint filter, first page', paths: [`/agent/v1/events?limit=25&endpointId=${s.endpointIds[3]}`] },
       { name: 'event detail (2,000 ids in turn)', paths: s.sampleIds.map((id) => `/agent/v1/events/${id}`) },
       { name: 'event result (latest)', paths: ['/agent/v1/event-result'] },
@@ -569,7 +618,10 @@ function verdictsIngest(r: any, out: Verdict[]) {
     target: `ingest (synchronous FULL) >= ${TARGET.ceilingPct}% of the bare Bun.serve ceiling`,
     measured: `${ratioPct.toFixed(1)}% (${n(r.ingest.rps)} of ${n(r.ceiling.rps)} req/s)`,
     met: ratioPct >= TARGET.ceilingPct,
-    note: ratioPct >= TARGET.ceilingPct ? undefined : `short by ${(TARGET.ceilingPct - ratioPct).toFixed(1)} points (${n(Math.round((r.ceiling.rps * TARGET.ceilingPct) / 100 - r.ingest.rps))} req/s)`,
+    note:
+      ratioPct >= TARGET.ceilingPct
+        ? undefined
+        : `short by ${(TARGET.ceilingPct - ratioPct).toFixed(1)} points (${n(Math.round((r.ceiling.rps * TARGET.ceilingPct) / 100 - r.ingest.rps))} req/s)`,
   });
   out.push({
     target: `ingest p99 <= ${TARGET.p99Ms} ms at 64 connections`,
@@ -579,12 +631,21 @@ function verdictsIngest(r: any, out: Verdict[]) {
   });
   if (r.ingestPostgres) {
     const p = r.ingestPostgres;
-    out.push({ target: 'ingest on PostgreSQL: every 202 a stored receipt', measured: `${p.stored.toLocaleString('en')} stored of ${p.acknowledged.toLocaleString('en')} acknowledged (best run)`, met: p.allAcknowledgedStored });
+    out.push({
+      target: 'ingest on PostgreSQL: every 202 a stored receipt',
+      measured: `${p.stored.toLocaleString('en')} stored of ${p.acknowledged.toLocaleString('en')} acknowledged (best run)`,
+      met: p.allAcknowledgedStored,
+    });
   }
   if (r.ingest.peakRssMiB != null) {
     const mib = r.ingest.peakRssMiB;
     const max = TARGET.peakRssMiB;
-    out.push({ target: `peak RSS of serve under ingest load <= ${max} MiB`, measured: `${mib} MiB (the highest of the runs)`, met: mib <= max, note: mib <= max ? undefined : `over by ${(mib - max).toFixed(1)} MiB` });
+    out.push({
+      target: `peak RSS of serve under ingest load <= ${max} MiB`,
+      measured: `${mib} MiB (the highest of the runs)`,
+      met: mib <= max,
+      note: mib <= max ? undefined : `over by ${(mib - max).toFixed(1)} MiB`,
+    });
   }
 }
 
@@ -607,13 +668,23 @@ function verdictsRest(r: any, out: Verdict[]) {
         note: p99 <= 10 ? undefined : `over by ${(p99 - 10).toFixed(1)} ms`,
       });
     }
-    for (const n of r.reads.notServed) out.push({ target: `read p99 <= 10 ms at ${r.reads.events.toLocaleString('en')} events: ${n.name}`, measured: `not yet served (HTTP ${n.status})`, met: null });
+    for (const n of r.reads.notServed)
+      out.push({
+        target: `read p99 <= 10 ms at ${r.reads.events.toLocaleString('en')} events: ${n.name}`,
+        measured: `not yet served (HTTP ${n.status})`,
+        met: null,
+      });
   }
   const shipped = r.resources?.compiledIngest;
   if (shipped?.peakRssMiB != null) {
     const mib = shipped.peakRssMiB;
     const max = TARGET.peakRssMiB;
-    out.push({ target: `peak RSS of the compiled serve (as shipped) under ingest load <= ${max} MiB`, measured: `${mib} MiB`, met: mib <= max, note: mib <= max ? undefined : `over by ${(mib - max).toFixed(1)} MiB` });
+    out.push({
+      target: `peak RSS of the compiled serve (as shipped) under ingest load <= ${max} MiB`,
+      measured: `${mib} MiB`,
+      met: mib <= max,
+      note: mib <= max ? undefined : `over by ${(mib - max).toFixed(1)} MiB`,
+    });
   }
   const cold = r.resources?.clientColdStart;
   if (cold) {
@@ -621,7 +692,11 @@ function verdictsRest(r: any, out: Verdict[]) {
       target: `\`status\` cold start <= ${TARGET.statusMs} ms`,
       measured: `${cold.medianMs} ms median, ${cold.firstMs} ms first (${cold.command})`,
       met: cold.statusCommandExists ? cold.medianMs <= TARGET.statusMs : null,
-      note: !cold.statusCommandExists ? '`status` not built yet; --version measured instead' : cold.medianMs > TARGET.statusMs ? `over by ${(cold.medianMs - TARGET.statusMs).toFixed(1)} ms` : undefined,
+      note: !cold.statusCommandExists
+        ? '`status` not built yet; --version measured instead'
+        : cold.medianMs > TARGET.statusMs
+          ? `over by ${(cold.medianMs - TARGET.statusMs).toFixed(1)} ms`
+          : undefined,
     });
   }
 }
@@ -642,10 +717,23 @@ function table(r: any): string {
 type Row = (a: string, b: string, c: string) => void;
 
 function tableIngest(r: any, row: Row, lat: (x: any) => string) {
-  row('ceiling', 'bare Bun.serve 202', `${r.ceiling.rps.toLocaleString('en')} req/s (${lat(r.ceiling)}); CPU: server ${r.ceiling.serverCpuPct}%, loader ${r.ceiling.loaderCpuPct}%, others ${r.ceiling.othersCpuPct}% (hypervisor steal ${r.ceiling.stealPct}%)`);
+  row(
+    'ceiling',
+    'bare Bun.serve 202',
+    `${r.ceiling.rps.toLocaleString('en')} req/s (${lat(r.ceiling)}); CPU: server ${r.ceiling.serverCpuPct}%, loader ${r.ceiling.loaderCpuPct}%, others ${r.ceiling.othersCpuPct}% (hypervisor steal ${r.ceiling.stealPct}%)`,
+  );
   const l = r.limit;
-  if (l) row('limit', 'durable-ack reference: Bun.serve + HMAC + group commit of one row per event, synchronous FULL', `${l.rps.toLocaleString('en')} req/s (${lat(l)}); CPU: server ${l.serverCpuPct}%, loader ${l.loaderCpuPct}%, others ${l.othersCpuPct}% (hypervisor steal ${l.stealPct}%); ${l.rowsPerCommit} rows per commit`);
-  row('ingest', 'serve, synchronous FULL, worker + log destination + request log', `${r.ingest.rps.toLocaleString('en')} req/s (${lat(r.ingest)}); CPU: server ${r.ingest.serverCpuPct}%, loader ${r.ingest.loaderCpuPct}%, others ${r.ingest.othersCpuPct}% (hypervisor steal ${r.ingest.stealPct}%)`);
+  if (l)
+    row(
+      'limit',
+      'durable-ack reference: Bun.serve + HMAC + group commit of one row per event, synchronous FULL',
+      `${l.rps.toLocaleString('en')} req/s (${lat(l)}); CPU: server ${l.serverCpuPct}%, loader ${l.loaderCpuPct}%, others ${l.othersCpuPct}% (hypervisor steal ${l.stealPct}%); ${l.rowsPerCommit} rows per commit`,
+    );
+  row(
+    'ingest',
+    'serve, synchronous FULL, worker + log destination + request log',
+    `${r.ingest.rps.toLocaleString('en')} req/s (${lat(r.ingest)}); CPU: server ${r.ingest.serverCpuPct}%, loader ${r.ingest.loaderCpuPct}%, others ${r.ingest.othersCpuPct}% (hypervisor steal ${r.ingest.stealPct}%)`,
+  );
   if (l) row('ingest', 'ratio ingest / durable-ack limit', r.limitRatio.toFixed(2));
   row('ingest', 'ratio ingest / ceiling', `${(r.ratio * 100).toFixed(1)}%`);
   row(
@@ -655,8 +743,16 @@ function tableIngest(r: any, row: Row, lat: (x: any) => string) {
   );
   const p = r.ingestPostgres;
   if (p) {
-    row('ingest', 'serve on PostgreSQL (synchronous_commit on), worker + log destination + request log', `${p.rps.toLocaleString('en')} req/s (${lat(p)}); CPU: server ${p.serverCpuPct}%, postgres ${p.postgresCpuPct}%, loader ${p.loaderCpuPct}%, others ${p.othersCpuPct}%`);
-    row('ingest', 'PostgreSQL group commits', `${p.commitsPerSecond.toLocaleString('en')}/s, ${p.receiptsPerCommit} receipts each, ${p.meanCommitMs} ms each until durable; WAL ${p.walSyncsPerSecond.toLocaleString('en')} fsyncs/s, ${p.walBytesPerReceipt.toLocaleString('en')} bytes per receipt`);
+    row(
+      'ingest',
+      'serve on PostgreSQL (synchronous_commit on), worker + log destination + request log',
+      `${p.rps.toLocaleString('en')} req/s (${lat(p)}); CPU: server ${p.serverCpuPct}%, postgres ${p.postgresCpuPct}%, loader ${p.loaderCpuPct}%, others ${p.othersCpuPct}%`,
+    );
+    row(
+      'ingest',
+      'PostgreSQL group commits',
+      `${p.commitsPerSecond.toLocaleString('en')}/s, ${p.receiptsPerCommit} receipts each, ${p.meanCommitMs} ms each until durable; WAL ${p.walSyncsPerSecond.toLocaleString('en')} fsyncs/s, ${p.walBytesPerReceipt.toLocaleString('en')} bytes per receipt`,
+    );
   }
   if (r.ingest.peakRssMiB != null) {
     const floor = l?.peakRssMiB != null ? `; the durable-ack limit's: ${l.peakRssMiB} MiB` : '';
@@ -672,13 +768,25 @@ function tableIngest(r: any, row: Row, lat: (x: any) => string) {
 
 function tableRest(r: any, row: Row, lat: (x: any) => string) {
   if (r.handoff) {
-    row('handoff', `drain ${r.handoff.events.toLocaleString('en')} events, Flow latency ${r.handoff.flowLatencyMs} ms, concurrency ${r.handoff.concurrency}`, `${r.handoff.eventsPerSecond.toLocaleString('en')} events/s (bound ${r.handoff.boundEventsPerSecond.toLocaleString('en')})`);
+    row(
+      'handoff',
+      `drain ${r.handoff.events.toLocaleString('en')} events, Flow latency ${r.handoff.flowLatencyMs} ms, concurrency ${r.handoff.concurrency}`,
+      `${r.handoff.eventsPerSecond.toLocaleString('en')} events/s (bound ${r.handoff.boundEventsPerSecond.toLocaleString('en')})`,
+    );
   }
   for (const b of r.budget?.results ?? []) {
-    row('budget', `drain ${b.events.toLocaleString('en')} events within a cost budget, ${b.setup}, ${b.instances} instance(s)`, `${b.seconds} s (ideal ${b.idealSeconds} s, ${b.ratio}x); THROTTLED ${b.throttled} of ${b.calls} calls`);
+    row(
+      'budget',
+      `drain ${b.events.toLocaleString('en')} events within a cost budget, ${b.setup}, ${b.instances} instance(s)`,
+      `${b.seconds} s (ideal ${b.idealSeconds} s, ${b.ratio}x); THROTTLED ${b.throttled} of ${b.calls} calls`,
+    );
   }
   if (r.reads) {
-    row('reads', `seed ${r.reads.events.toLocaleString('en')} events`, `${r.reads.seedSeconds} s, DB ${r.reads.dbMiB} MiB; bench server ready ${r.reads.serverStartMs} ms after spawn on it`);
+    row(
+      'reads',
+      `seed ${r.reads.events.toLocaleString('en')} events`,
+      `${r.reads.seedSeconds} s, DB ${r.reads.dbMiB} MiB; bench server ready ${r.reads.serverStartMs} ms after spawn on it`,
+    );
     for (const x of r.reads.results) {
       row('reads', x.name, `1 conn: ${lat(x.c1)}; 8 conns: ${lat(x.c8)}, ${x.c8.rps.toLocaleString('en')} req/s`);
     }
@@ -687,15 +795,32 @@ function tableRest(r: any, row: Row, lat: (x: any) => string) {
   if (r.resources?.buildError) row('resources', 'build', `failed: ${r.resources.buildError.replaceAll('\n', ' ')}`);
   if (r.resources?.binaryMiB != null) {
     const floor = r.resources.emptyBinary;
-    row('resources', 'size of the compiled hookrelay', `${r.resources.binaryMiB} MiB${floor ? ` (an empty compiled Bun program: ${floor.binaryMiB} MiB)` : ''}`);
+    row(
+      'resources',
+      'size of the compiled hookrelay',
+      `${r.resources.binaryMiB} MiB${floor ? ` (an empty compiled Bun program: ${floor.binaryMiB} MiB)` : ''}`,
+    );
     const c = r.resources.clientColdStart;
-    row('resources', `cold start of \`${c.command}\`${c.statusCommandExists ? '' : ' (status not built yet)'}`, `${c.medianMs} ms median (first ${c.firstMs} ms)`);
-    if (c.statusCommandExists) row('resources', 'cold start of `hookrelay --version`', `${r.resources.versionColdStart.medianMs} ms median (first ${r.resources.versionColdStart.firstMs} ms)`);
+    row(
+      'resources',
+      `cold start of \`${c.command}\`${c.statusCommandExists ? '' : ' (status not built yet)'}`,
+      `${c.medianMs} ms median (first ${c.firstMs} ms)`,
+    );
+    if (c.statusCommandExists)
+      row(
+        'resources',
+        'cold start of `hookrelay --version`',
+        `${r.resources.versionColdStart.medianMs} ms median (first ${r.resources.versionColdStart.firstMs} ms)`,
+      );
     if (floor) row('resources', 'cold start of an empty compiled Bun program (floor)', `${floor.medianMs} ms median`);
     row('resources', 'serve: spawn to first accepted request', `${r.resources.serveToFirstAccepted.medianMs} ms median`);
     const shipped = r.resources.compiledIngest;
     if (shipped) {
-      row('resources', 'the compiled serve (as shipped) under the ingest load: peak RSS (VmHWM)', `${shipped.peakRssMiB} MiB (${shipped.idleRssMiB} MiB before the load); ${shipped.rps.toLocaleString('en')} req/s (${lat(shipped)}), ${shipped.serverCpuUsPerRequest} µs server CPU per request${shipped.non2xx || shipped.errors ? `; ${shipped.non2xx} non-2xx, ${shipped.errors} errors` : ''}`);
+      row(
+        'resources',
+        'the compiled serve (as shipped) under the ingest load: peak RSS (VmHWM)',
+        `${shipped.peakRssMiB} MiB (${shipped.idleRssMiB} MiB before the load); ${shipped.rps.toLocaleString('en')} req/s (${lat(shipped)}), ${shipped.serverCpuUsPerRequest} µs server CPU per request${shipped.non2xx || shipped.errors ? `; ${shipped.non2xx} non-2xx, ${shipped.errors} errors` : ''}`,
+      );
     }
   }
 }
@@ -707,7 +832,16 @@ async function main() {
     startedAt: new Date().toISOString(),
     command: `bun run bench${quick ? ' --quick' : ''}`,
     machine: machine(),
-    loader: { tool: 'autocannon', runtime: `bun ${Bun.version}`, connections: CONNECTIONS, warmupS: WARMUP_S, durationS: INGEST_S, rounds: ROUNDS, bodyBytes: 1024, pinned: PINNED },
+    loader: {
+      tool: 'autocannon',
+      runtime: `bun ${Bun.version}`,
+      connections: CONNECTIONS,
+      warmupS: WARMUP_S,
+      durationS: INGEST_S,
+      rounds: ROUNDS,
+      bodyBytes: 1024,
+      pinned: PINNED,
+    },
   };
   if (!PINNED) log('taskset not found or fewer than 2 cores: server and load generator are not pinned');
 
@@ -726,7 +860,12 @@ async function main() {
     results.ceiling = { ...best(ceilings), runs: ceilings.map((c) => c.rps) };
     results.ingest = { ...best(serves), peakRssMiB: Math.max(...serves.map((x) => x.peakRssMiB ?? 0)), runs: serves.map((x) => x.rps) };
     results.ratio = round(results.ingest.rps / results.ceiling.rps, 4);
-    results.limit = { ...best(limits), peakRssMiB: Math.max(...limits.map((x) => x.peakRssMiB ?? 0)), runs: limits.map((x) => x.rps), everyRunStoredEqualsAnswered: limits.every((x) => x.storedEqualsAnswered) };
+    results.limit = {
+      ...best(limits),
+      peakRssMiB: Math.max(...limits.map((x) => x.peakRssMiB ?? 0)),
+      runs: limits.map((x) => x.rps),
+      everyRunStoredEqualsAnswered: limits.every((x) => x.storedEqualsAnswered),
+    };
     results.limitRatio = round(results.ingest.rps / results.limit.rps, 4);
   }
   const full = results.ingest;

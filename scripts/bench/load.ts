@@ -42,9 +42,7 @@ export interface LoadResult {
 function run(spec: LoadSpec, durationS: number, onResponse?: (status: number, ms: number) => void): Promise<autocannon.Result> {
   let i = 0;
   const paths = spec.paths;
-  const requests = paths?.length
-    ? [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, path: paths[i++ % paths.length] }) }]
-    : undefined;
+  const requests = paths?.length ? [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, path: paths[i++ % paths.length] }) }] : undefined;
   return new Promise((resolve, reject) => {
     const instance = autocannon(
       {

@@ -31,7 +31,9 @@ const { values: a } = parseArgs({
   },
 });
 if (!a.b && a['a-bun'] === a['b-bun']) {
-  process.stderr.write('usage: bun run bench:pair --b <checkout> [--a <checkout>] [--runs 3] [--a-env K=V] [--b-env K=V] [--a-bun PATH] [--b-bun PATH] [--serial]\n');
+  process.stderr.write(
+    'usage: bun run bench:pair --b <checkout> [--a <checkout>] [--runs 3] [--a-env K=V] [--b-env K=V] [--a-bun PATH] [--b-bun PATH] [--serial]\n',
+  );
   process.exit(2);
 }
 a.b ??= a.a;
@@ -39,7 +41,9 @@ const envOf = (pairs: string[]) => Object.fromEntries(pairs.map((kv) => [kv.slic
 
 /** Bytes the process wrote through system calls (WAL, database, sockets, logs). */
 function writtenBytes(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/io`, 'utf8').split('\n').find((l) => l.startsWith('wchar:'));
+  const line = readFileSync(`/proc/${pid}/io`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('wchar:'));
   return Number(line?.split(':')[1] ?? 0);
 }
 
@@ -139,7 +143,9 @@ async function serial(i: number) {
 const runs = [];
 for (let i = 0; i < Number(a.runs); i++) {
   const r = a.serial ? await serial(i) : await once();
-  log(`run ${i + 1}: A ${round(r.a.cpuUs)} µs, B ${round(r.b.cpuUs)} µs per receipt (B/A ${round(r.cpuRatio, 3)}); req/s B/A ${round(r.rpsRatio, 3)}; bytes written ${round(r.a.bytes, 0)} / ${round(r.b.bytes, 0)}`);
+  log(
+    `run ${i + 1}: A ${round(r.a.cpuUs)} µs, B ${round(r.b.cpuUs)} µs per receipt (B/A ${round(r.cpuRatio, 3)}); req/s B/A ${round(r.rpsRatio, 3)}; bytes written ${round(r.a.bytes, 0)} / ${round(r.b.bytes, 0)}`,
+  );
   runs.push(r);
 }
 const summary = {

@@ -54,9 +54,27 @@ const query = pg.Client.prototype.query as (...args: unknown[]) => Promise<unkno
 function receivedEvent(id: string, storeId: string, endpointId: string, bodyBytes: number): EventRow {
   const at = Date.now();
   return {
-    id, receiptId: id.replace(/^evt_/, 'rcpt_'), storeId, endpointId, configVersion: 1, outcome: 'accepted', code: null, externalEventId: null,
-    eventType: 'bench', isTest: false, duplicateOf: null, resourceId: null, relatedResourceId: null, bodyBytes, bodyRetention: 'retained',
-    receivedAt: at, attempts: 0, lastAttemptAt: null, nextAttemptAt: at, leaseUntil: null, deliveredAt: null,
+    id,
+    receiptId: id.replace(/^evt_/, 'rcpt_'),
+    storeId,
+    endpointId,
+    configVersion: 1,
+    outcome: 'accepted',
+    code: null,
+    externalEventId: null,
+    eventType: 'bench',
+    isTest: false,
+    duplicateOf: null,
+    resourceId: null,
+    relatedResourceId: null,
+    bodyBytes,
+    bodyRetention: 'retained',
+    receivedAt: at,
+    attempts: 0,
+    lastAttemptAt: null,
+    nextAttemptAt: at,
+    leaseUntil: null,
+    deliveredAt: null,
   };
 }
 
@@ -68,9 +86,47 @@ try {
   const T0 = Date.now();
   const STORE = 'st_01jz0000000000000000000000';
   const EP = 'ep_01jz0000000000000000000000';
-  await repo.insertStore({ id: STORE, platformKey: 'shopify', platformAccountId: 'a', shopDomain: 'probe.myshopify.com', installationId: 'i', plan: 'scale', billingStatus: 'active', destination: 'log', adminTokenEnv: null, credentialMode: null, clientId: null, clientSecretEnv: null, uninstalledAt: null, createdAt: T0, updatedAt: T0 });
+  await repo.insertStore({
+    id: STORE,
+    platformKey: 'shopify',
+    platformAccountId: 'a',
+    shopDomain: 'probe.myshopify.com',
+    installationId: 'i',
+    plan: 'scale',
+    billingStatus: 'active',
+    destination: 'log',
+    adminTokenEnv: null,
+    credentialMode: null,
+    clientId: null,
+    clientSecretEnv: null,
+    uninstalledAt: null,
+    createdAt: T0,
+    updatedAt: T0,
+  });
   await repo.insertEndpoint(
-    { id: EP, storeId: STORE, name: 'n', status: 'active', triggerVariant: 'generic', resourceIdPath: null, relatedResourceIdPath: null, requiredPaths: '[]', senderProfile: null, authMode: 'hmac_sha256', headerName: 'X-Hookrelay-Signature', secretSealed: 's', secretLast4: 'abcd', previousSecretSealed: null, previousSecretExpiresAt: null, sourceLabel: 'x', eventType: null, expectedEveryMs: null, configVersion: 1, createdAt: T0, updatedAt: T0 },
+    {
+      id: EP,
+      storeId: STORE,
+      name: 'n',
+      status: 'active',
+      triggerVariant: 'generic',
+      resourceIdPath: null,
+      relatedResourceIdPath: null,
+      requiredPaths: '[]',
+      senderProfile: null,
+      authMode: 'hmac_sha256',
+      headerName: 'X-Hookrelay-Signature',
+      secretSealed: 's',
+      secretLast4: 'abcd',
+      previousSecretSealed: null,
+      previousSecretExpiresAt: null,
+      sourceLabel: 'x',
+      eventType: null,
+      expectedEveryMs: null,
+      configVersion: 1,
+      createdAt: T0,
+      updatedAt: T0,
+    },
     {},
   );
   const ids = createIdGenerator(systemClock);
@@ -88,7 +144,9 @@ try {
   const t0 = performance.now();
   for (let i = 0; i < COMMITS; i++) await repo.commitIngest(batch(), [], { until: Date.now() + 600_000, max: 2 * BATCH });
   const commitMs = (performance.now() - t0) / COMMITS;
-  const statements = [...spent].map(([sql, s]) => ({ sql, perCommitMs: round(s.ms / COMMITS, 3), calls: s.n })).sort((a, b) => (b.perCommitMs ?? 0) - (a.perCommitMs ?? 0));
+  const statements = [...spent]
+    .map(([sql, s]) => ({ sql, perCommitMs: round(s.ms / COMMITS, 3), calls: s.n }))
+    .sort((a, b) => (b.perCommitMs ?? 0) - (a.perCommitMs ?? 0));
   // The floor: one durable commit of one tiny row (a round trip and a WAL fsync).
   const c = new pg.Client({ connectionString: url.toString() });
   await c.connect();
@@ -99,7 +157,9 @@ try {
   const floorMs = (performance.now() - f0) / COMMITS;
   await c.end();
   await repo.close();
-  process.stdout.write(`${JSON.stringify({ batch: BATCH, commits: COMMITS, commitMs: round(commitMs, 2), receiptsPerSecondOneAtATime: round((BATCH * 1000) / commitMs, 0), durableTinyCommitMs: round(floorMs, 2), statements }, null, 1)}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ batch: BATCH, commits: COMMITS, commitMs: round(commitMs, 2), receiptsPerSecondOneAtATime: round((BATCH * 1000) / commitMs, 0), durableTinyCommitMs: round(floorMs, 2), statements }, null, 1)}\n`,
+  );
 } finally {
   await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
 }

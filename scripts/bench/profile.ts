@@ -16,7 +16,11 @@ const flags = a['no-smol'] ? RUNTIME_FLAGS.filter((f) => f !== '--smol') : [...R
 const out = join(ROOT, 'bench/profile');
 const dir = mkdtempSync(join(tmpdir(), 'hookrelay-profile-'));
 try {
-  const server = await spawnReady(0, ['bun', ...flags, '--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${out}`, 'scripts/bench/server.ts', 'relay', '--data-dir', dir], { stderrTo: join(dir, 'log') });
+  const server = await spawnReady(
+    0,
+    ['bun', ...flags, '--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${out}`, 'scripts/bench/server.ts', 'relay', '--data-dir', dir],
+    { stderrTo: join(dir, 'log') },
+  );
   const { url, secret } = await createHookEndpoint(server.ready.url, server.ready.token, 'profile');
   const spec = join(dir, 'spec.json');
   writeFileSync(spec, JSON.stringify(hookLoad(url, secret, { connections: 64, warmupS: 2, durationS: Number(a.seconds) })));

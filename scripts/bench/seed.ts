@@ -9,14 +9,30 @@ import { attemptMetrics } from '../../src/lib/event-stats.ts';
 
 /** Column order of the events table (db/sqlite/schema.ts), the same order as the repo's ingest insert. */
 const EVENT_COLUMNS = [
-  'id', 'receipt_id', 'store_id', 'endpoint_id', 'config_version', 'outcome', 'code', 'external_event_id',
-  'event_type', 'is_test', 'duplicate_of', 'resource_id', 'related_resource_id', 'body_bytes', 'body_retention',
-  'received_at', 'attempts', 'last_attempt_at', 'next_attempt_at', 'lease_until', 'delivered_at',
+  'id',
+  'receipt_id',
+  'store_id',
+  'endpoint_id',
+  'config_version',
+  'outcome',
+  'code',
+  'external_event_id',
+  'event_type',
+  'is_test',
+  'duplicate_of',
+  'resource_id',
+  'related_resource_id',
+  'body_bytes',
+  'body_retention',
+  'received_at',
+  'attempts',
+  'last_attempt_at',
+  'next_attempt_at',
+  'lease_until',
+  'delivered_at',
 ] as const;
 
-const ATTEMPT_COLUMNS = [
-  'event_id', 'number', 'destination', 'started_at', 'finished_at', 'outcome', 'http_status', 'code', 'message', 'retry_at',
-] as const;
+const ATTEMPT_COLUMNS = ['event_id', 'number', 'destination', 'started_at', 'finished_at', 'outcome', 'http_status', 'code', 'message', 'retry_at'] as const;
 
 export interface SeedOptions {
   storeId: string;
@@ -53,12 +69,8 @@ export function seedEvents(sqlite: Database, o: SeedOptions): number {
   const ids = createIdGenerator({ now: () => clockMs });
   const rand = mulberry32(42);
   const step = (o.toMs - o.fromMs) / o.count;
-  const insertEvent = sqlite.prepare(
-    `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')})`,
-  );
-  const insertAttempt = sqlite.prepare(
-    `INSERT INTO attempts (${ATTEMPT_COLUMNS.join(', ')}) VALUES (${ATTEMPT_COLUMNS.map(() => '?').join(', ')})`,
-  );
+  const insertEvent = sqlite.prepare(`INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')})`);
+  const insertAttempt = sqlite.prepare(`INSERT INTO attempts (${ATTEMPT_COLUMNS.join(', ')}) VALUES (${ATTEMPT_COLUMNS.map(() => '?').join(', ')})`);
   const batch = o.batch ?? 50_000;
   let firstOfKind: string | null = null;
   // The counters reliability reads sum, kept as the ingest commit and the worker keep them.
@@ -89,7 +101,29 @@ export function seedEvents(sqlite: Database, o: SeedOptions): number {
       const endpointId = o.endpointIds[n % o.endpointIds.length]!;
       const at = clockMs;
       if (o.kind === 'due') {
-        insertEvent.run(id, receiptId, o.storeId, endpointId, 1, 'accepted', null, null, 'order.flagged', 0, null, null, null, 1024, 'retained', at, 0, null, at, null, null);
+        insertEvent.run(
+          id,
+          receiptId,
+          o.storeId,
+          endpointId,
+          1,
+          'accepted',
+          null,
+          null,
+          'order.flagged',
+          0,
+          null,
+          null,
+          null,
+          1024,
+          'retained',
+          at,
+          0,
+          null,
+          at,
+          null,
+          null,
+        );
         count(at, METRIC.received('accepted'));
         continue;
       }
@@ -108,18 +142,43 @@ export function seedEvents(sqlite: Database, o: SeedOptions): number {
       const attempts = handedOff ? 1 : 0;
       const finished = at + 40 + Math.floor(rand() * 200);
       insertEvent.run(
-        id, receiptId, o.storeId, endpointId, 1, outcome, code, ext, 'order.flagged', 0, duplicateOf, '4501', null, 1024,
-        outcome === 'rejected' || outcome === 'duplicate_suppressed' ? 'none' : 'retained', at, attempts,
-        handedOff ? finished : null, null, null, outcome === 'delivered' ? finished : null,
+        id,
+        receiptId,
+        o.storeId,
+        endpointId,
+        1,
+        outcome,
+        code,
+        ext,
+        'order.flagged',
+        0,
+        duplicateOf,
+        '4501',
+        null,
+        1024,
+        outcome === 'rejected' || outcome === 'duplicate_suppressed' ? 'none' : 'retained',
+        at,
+        attempts,
+        handedOff ? finished : null,
+        null,
+        null,
+        outcome === 'delivered' ? finished : null,
       );
       count(at, METRIC.received(handedOff ? 'accepted' : outcome));
       if (handedOff) {
         const attempt = { outcome: outcome === 'failed' ? 'failed' : outcome, code: outcome === 'failed' ? 'http_error' : null, finishedAt: finished };
         for (const metric of attemptMetrics(attempt, at)) count(finished, metric);
         insertAttempt.run(
-          id, 1, 'shopify', at + 5, finished,
-          outcome === 'failed' ? 'failed' : outcome, outcome === 'failed' ? 400 : 200,
-          outcome === 'failed' ? 'http_error' : null, outcome === 'failed' ? 'Platform answered HTTP 400.' : null, null,
+          id,
+          1,
+          'shopify',
+          at + 5,
+          finished,
+          outcome === 'failed' ? 'failed' : outcome,
+          outcome === 'failed' ? 400 : 200,
+          outcome === 'failed' ? 'http_error' : null,
+          outcome === 'failed' ? 'Platform answered HTTP 400.' : null,
+          null,
         );
       }
       firstOfKind ??= id;

@@ -127,7 +127,10 @@ if (mode === 'bare') {
   sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)');
   const sample = sqlite.query<{ id: string }, [number]>('SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?');
   const deepId = sample.get(Math.floor(count * 0.9))?.id ?? null;
-  const ids = sqlite.query<{ id: string }, []>('SELECT id FROM events WHERE rowid % 997 = 0 LIMIT 2000').all().map((r) => r.id);
+  const ids = sqlite
+    .query<{ id: string }, []>('SELECT id FROM events WHERE rowid % 997 = 0 LIMIT 2000')
+    .all()
+    .map((r) => r.id);
   await seeding.repo.close();
   ready({ storeId, endpointIds, seconds, deepId, sampleIds: ids, dbBytes: Bun.file(join(a['data-dir']!, 'hookrelay.db')).size });
 } else if (mode === 'drain') {
@@ -154,7 +157,15 @@ if (mode === 'bare') {
   const seconds = (performance.now() - started) / 1000;
   const attempts = sqlite.query<{ outcome: string; n: number }, []>('SELECT outcome, count(*) AS n FROM attempts GROUP BY outcome').all();
   await running.stop();
-  ready({ events: count, delivered: done, seconds, rate: done / seconds, attempts, concurrency: core.config.handoff.concurrency, batchSize: core.config.handoff.batchSize });
+  ready({
+    events: count,
+    delivered: done,
+    seconds,
+    rate: done / seconds,
+    attempts,
+    concurrency: core.config.handoff.concurrency,
+    batchSize: core.config.handoff.batchSize,
+  });
   process.exit(0);
 } else {
   process.stderr.write('usage: bun scripts/bench/server.ts bare|relay|seed|drain [options]\n');

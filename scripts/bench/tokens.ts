@@ -142,7 +142,12 @@ async function measure(fake: FakeShopify, mode: Mode, events: number, roundNo: n
     const seconds = (performance.now() - t0) / 1000;
     await worker.stop();
     const sqlite = (d.core.repo as SqliteRepo).sqlite;
-    const by = Object.fromEntries(sqlite.query<{ outcome: string; n: number }, []>('SELECT outcome, count(*) AS n FROM events GROUP BY outcome').all().map((r) => [r.outcome, r.n]));
+    const by = Object.fromEntries(
+      sqlite
+        .query<{ outcome: string; n: number }, []>('SELECT outcome, count(*) AS n FROM events GROUP BY outcome')
+        .all()
+        .map((r) => [r.outcome, r.n]),
+    );
     const delivered = by.delivered ?? 0;
     const failed = by.failed ?? 0;
     const issued = fake.tokenRequests.filter((t) => t.outcome === 'issued').length;
@@ -264,7 +269,10 @@ if (parsed.json) {
     '',
     verdict,
   ];
-  if (fewRenewals) lines.push(`note: ${fewRenewals} of ${bRuns.length} B drains held fewer than ${MIN_RENEWALS} renewals: raise --events or lower --ttl for a ratio that says something about renewal.`);
+  if (fewRenewals)
+    lines.push(
+      `note: ${fewRenewals} of ${bRuns.length} B drains held fewer than ${MIN_RENEWALS} renewals: raise --events or lower --ttl for a ratio that says something about renewal.`,
+    );
   if (broken) lines.push(`NOT CLEAN: ${failed} events failed, ${pending} undelivered, ${unauthorized} flowTriggerReceive calls answered 401 in B.`);
   process.stdout.write(`${lines.join('\n')}\n`);
 }

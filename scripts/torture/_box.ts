@@ -142,13 +142,15 @@ export class Box {
 
   /** Everything every `serve` of this box wrote on stderr. */
   serverLog(): string {
-    return this.logWrites.map((p) => {
-      try {
-        return readFileSync(p, 'utf8');
-      } catch {
-        return '';
-      }
-    }).join('');
+    return this.logWrites
+      .map((p) => {
+        try {
+          return readFileSync(p, 'utf8');
+        } catch {
+          return '';
+        }
+      })
+      .join('');
   }
 
   /** Opens the database read-only (safe next to a running server: WAL readers never block the writer). */

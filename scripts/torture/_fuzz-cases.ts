@@ -41,25 +41,110 @@ const enc = (s: string) => new TextEncoder().encode(s);
 const MiB = 1024 * 1024;
 
 const HOSTILE_STRINGS = [
-  '', ' ', '\u0000', '\ud800', '\u202egnp.exe', '日本語のテキスト', '🙂'.repeat(500), '../../../etc/passwd', '<script>alert(1)</script>',
+  '',
+  ' ',
+  '\u0000',
+  '\ud800',
+  '\u202egnp.exe',
+  '日本語のテキスト',
+  '🙂'.repeat(500),
+  '../../../etc/passwd',
+  '<script>alert(1)</script>',
   "' OR 1=1 --",
   // biome-ignore lint/suspicious/noTemplateCurlyInString: a template-injection probe, sent as it is
-  '${7*7}', '%00', 'NaN', '-1', '1e309', '0x10', 'null', 'true', 'evt_zzzzzzzzzzzzzzzzzzzzzzzzzz', 'a\r\nX-Injected: 1',
-  '\u001b[31mred\u001b[0m', 'x'.repeat(10_000),
+  '${7*7}',
+  '%00',
+  'NaN',
+  '-1',
+  '1e309',
+  '0x10',
+  'null',
+  'true',
+  'evt_zzzzzzzzzzzzzzzzzzzzzzzzzz',
+  'a\r\nX-Injected: 1',
+  '\u001b[31mred\u001b[0m',
+  'x'.repeat(10_000),
 ];
 const HOSTILE_VALUES: unknown[] = [
-  null, true, false, 0, -1, 1.5, 1e308, -1e308, 2 ** 53 + 1, [], {}, [[[]]], { __proto__: { polluted: 1 } }, { constructor: { prototype: { polluted: 1 } } },
+  null,
+  true,
+  false,
+  0,
+  -1,
+  1.5,
+  1e308,
+  -1e308,
+  2 ** 53 + 1,
+  [],
+  {},
+  [[[]]],
+  { __proto__: { polluted: 1 } },
+  { constructor: { prototype: { polluted: 1 } } },
   ...HOSTILE_STRINGS,
 ];
 /** Path segments: malformed escapes, traversal, control bytes, huge. */
-const HOSTILE_SEGMENTS = ['%ZZ', '%', '..%2f..%2fetc', '%00', '%F0%9F%92%A9', encodeURIComponent('日本'), `ep_${'a'.repeat(5000)}`, '.', '..', ' ', '%20', 'null', '-1', '%E0%A4%A'];
-const CONTENT_TYPES = ['text/plain', 'application/json; charset=utf-16', 'multipart/form-data; boundary=x', 'application/x-www-form-urlencoded', 'application/json, text/html', 'APPLICATION/JSON', 'application/jsonx', 'application/merge-patch+json', ''];
-const BAD_JSON = ['{', '{"a":}', '{"a":1}garbage', '\ufeff{}', "{'a':1}", 'NaN', '[1,]', '{"a":1,"a":2}', '"unterminated', '{"a":"\\x41"}', '\u0000', '[]]', '{"mode":"preview","input":{}', '1 2'];
-const BAD_AUTH = ['', 'Bearer', 'Bearer ', 'Basic dXNlcjpwYXNz', 'Bearer hrg_notarealtokenatall', `Bearer hrg_${'A'.repeat(5000)}`, 'bearer  ', 'Token abc', 'Bearer hrg_\u00e9\u00e8'];
+const HOSTILE_SEGMENTS = [
+  '%ZZ',
+  '%',
+  '..%2f..%2fetc',
+  '%00',
+  '%F0%9F%92%A9',
+  encodeURIComponent('日本'),
+  `ep_${'a'.repeat(5000)}`,
+  '.',
+  '..',
+  ' ',
+  '%20',
+  'null',
+  '-1',
+  '%E0%A4%A',
+];
+const CONTENT_TYPES = [
+  'text/plain',
+  'application/json; charset=utf-16',
+  'multipart/form-data; boundary=x',
+  'application/x-www-form-urlencoded',
+  'application/json, text/html',
+  'APPLICATION/JSON',
+  'application/jsonx',
+  'application/merge-patch+json',
+  '',
+];
+const BAD_JSON = [
+  '{',
+  '{"a":}',
+  '{"a":1}garbage',
+  '\ufeff{}',
+  "{'a':1}",
+  'NaN',
+  '[1,]',
+  '{"a":1,"a":2}',
+  '"unterminated',
+  '{"a":"\\x41"}',
+  '\u0000',
+  '[]]',
+  '{"mode":"preview","input":{}',
+  '1 2',
+];
+const BAD_AUTH = [
+  '',
+  'Bearer',
+  'Bearer ',
+  'Basic dXNlcjpwYXNz',
+  'Bearer hrg_notarealtokenatall',
+  `Bearer hrg_${'A'.repeat(5000)}`,
+  'bearer  ',
+  'Token abc',
+  'Bearer hrg_\u00e9\u00e8',
+];
 
 function resolveRef(doc: any, schema: any): any {
   let s = schema;
-  for (let i = 0; s?.$ref && i < 20; i++) s = String(s.$ref).replace(/^#\//, '').split('/').reduce((o: any, k: string) => o?.[k], doc);
+  for (let i = 0; s?.$ref && i < 20; i++)
+    s = String(s.$ref)
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce((o: any, k: string) => o?.[k], doc);
   return s;
 }
 
@@ -107,7 +192,24 @@ function nest(depth: number): string {
 /** A body for an operation: valid, mutated, malformed or oversized. Returns the bytes and what was done. */
 function body(doc: any, schema: any, r: Rand, w: FuzzWorld, store: number): [Uint8Array, string] {
   const valid = () => sample(doc, schema, r) as any;
-  const kind = r.pick(['valid', 'valid', 'drop-required', 'wrong-type', 'extra-prop', 'huge-string', 'deep-nesting', 'bad-json', 'non-object', 'empty', 'unicode', 'proto', 'invalid-utf8', 'over-1MiB', 'real-execute', 'array-bomb'] as const);
+  const kind = r.pick([
+    'valid',
+    'valid',
+    'drop-required',
+    'wrong-type',
+    'extra-prop',
+    'huge-string',
+    'deep-nesting',
+    'bad-json',
+    'non-object',
+    'empty',
+    'unicode',
+    'proto',
+    'invalid-utf8',
+    'over-1MiB',
+    'real-execute',
+    'array-bomb',
+  ] as const);
   const json = (v: unknown): [Uint8Array, string] => [enc(JSON.stringify(v)), kind];
   switch (kind) {
     case 'valid':
@@ -169,7 +271,8 @@ function escapeAny(s: string): string {
 function hostileQueryValue(schema: any, r: Rand): string {
   const s = schema ?? {};
   if (s.type === 'integer') return r.pick(['abc', '-1', '0', '101', '1e3', '1.5', '', '9'.repeat(400), '%00', '0x10', ' 5']);
-  if (s.format === 'date-time') return r.pick(['2026-13-45T99:99:99Z', 'yesterday', '0', '1h', '2026-01-01', `2026-01-01T00:00:00Z${'0'.repeat(500)}`, '+275760-09-13T00:00:00.000Z']);
+  if (s.format === 'date-time')
+    return r.pick(['2026-13-45T99:99:99Z', 'yesterday', '0', '1h', '2026-01-01', `2026-01-01T00:00:00Z${'0'.repeat(500)}`, '+275760-09-13T00:00:00.000Z']);
   return r.pick([...HOSTILE_STRINGS.map(escapeAny), '%ZZ', '%', 'a&b=c', 'x'.repeat(300)]);
 }
 
@@ -218,7 +321,12 @@ function operationCase(doc: any, path: string, method: string, op: any, r: Rand,
   if (query.length) target += `?${query.join('&')}`;
 
   if (r.chance(0.1)) {
-    const h = r.pick(['X-Service-Expected-Platform-Key', 'X-Service-Expected-Platform-Account-Id', 'X-Service-Expected-Shop-Domain', 'X-Service-Expected-Installation-Id']);
+    const h = r.pick([
+      'X-Service-Expected-Platform-Key',
+      'X-Service-Expected-Platform-Account-Id',
+      'X-Service-Expected-Shop-Domain',
+      'X-Service-Expected-Installation-Id',
+    ]);
     headers[h] = r.pick(['other', '', 'FUZZ-A.MYSHOPIFY.COM', 'x'.repeat(4000), 'shopify', ' ']);
     notes.push('expected-context');
   }
@@ -249,12 +357,29 @@ function hookCase(r: Rand, w: FuzzWorld): FuzzCase {
   const st = r.pick(w.stores);
   const roll = r.next();
   const id = roll < 0.8 ? st.endpointId : roll < 0.9 ? `ep_${r.chars(26)}` : r.pick(HOSTILE_SEGMENTS);
-  const kind = r.pick(['signed', 'signed-hostile', 'signed-deep', 'signed-huge-number', 'signed-invalid-utf8', 'signed-over-1MiB', 'no-signature', 'bad-signature', 'upper-hex', 'prefixed', 'wrong-ct', 'empty', 'method'] as const);
+  const kind = r.pick([
+    'signed',
+    'signed-hostile',
+    'signed-deep',
+    'signed-huge-number',
+    'signed-invalid-utf8',
+    'signed-over-1MiB',
+    'no-signature',
+    'bad-signature',
+    'upper-hex',
+    'prefixed',
+    'wrong-ct',
+    'empty',
+    'method',
+  ] as const);
   const doc = { event_type: 'torture.fuzz', external_event_id: `fuzz-${r.chars(12)}`, order: { id: r.int(1, 1e6) } };
   let body: Uint8Array = enc(JSON.stringify(doc));
   let method = 'POST';
   const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (kind === 'signed-hostile') body = enc(JSON.stringify({ ...doc, event_type: r.pick(HOSTILE_STRINGS), external_event_id: r.pick(HOSTILE_STRINGS), order: { id: r.pick(HOSTILE_VALUES) } }));
+  if (kind === 'signed-hostile')
+    body = enc(
+      JSON.stringify({ ...doc, event_type: r.pick(HOSTILE_STRINGS), external_event_id: r.pick(HOSTILE_STRINGS), order: { id: r.pick(HOSTILE_VALUES) } }),
+    );
   if (kind === 'signed-deep') body = enc(`{"event_type":"x","order":{"id":1},"deep":${nest(r.pick([1000, 100_000]))}}`);
   if (kind === 'signed-huge-number') body = enc(`{"event_type":"x","order":{"id":1${'9'.repeat(5000)}}}`);
   if (kind === 'signed-invalid-utf8') body = new Uint8Array([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]);
@@ -268,13 +393,38 @@ function hookCase(r: Rand, w: FuzzWorld): FuzzCase {
   if (kind === 'prefixed') headers['x-hookrelay-signature'] = `sha256=${sig}`;
   if (kind === 'wrong-ct') headers['content-type'] = r.pick(CONTENT_TYPES);
   if (kind === 'method') method = r.pick(['GET', 'PUT', 'DELETE', 'PATCH']);
-  return { label: `${method} /hooks ${kind}${id === st.endpointId ? '' : ' unknown-endpoint'}`, surface: { kind: 'hooks' }, method, target: `/hooks/${id}`, headers, body: method === 'GET' ? undefined : body };
+  return {
+    label: `${method} /hooks ${kind}${id === st.endpointId ? '' : ' unknown-endpoint'}`,
+    surface: { kind: 'hooks' },
+    method,
+    target: `/hooks/${id}`,
+    headers,
+    body: method === 'GET' ? undefined : body,
+  };
 }
 
 function unknownPathCase(r: Rand, w: FuzzWorld): FuzzCase {
-  const target = r.pick(['/agent/v1/nope', '/agent/v1/', '/agent/v1', '/agent/v1/events/x/y/z', '/agent/v1/grant/extra', '/agent/v2/events', '/agent/v1/events%2f..%2fgrant', '/agent/v1/openapi.json/x', '/hooks', '/hooks/', '/agent/v1/endpoints/ep_x/unknown-intents']);
+  const target = r.pick([
+    '/agent/v1/nope',
+    '/agent/v1/',
+    '/agent/v1',
+    '/agent/v1/events/x/y/z',
+    '/agent/v1/grant/extra',
+    '/agent/v2/events',
+    '/agent/v1/events%2f..%2fgrant',
+    '/agent/v1/openapi.json/x',
+    '/hooks',
+    '/hooks/',
+    '/agent/v1/endpoints/ep_x/unknown-intents',
+  ]);
   const method = r.pick(['GET', 'POST', 'DELETE']);
-  return { label: `${method} ${target}`, surface: { kind: 'unknown_path' }, method, target, headers: { authorization: `Bearer ${r.pick(w.stores[0]!.tokens)}` } };
+  return {
+    label: `${method} ${target}`,
+    surface: { kind: 'unknown_path' },
+    method,
+    target,
+    headers: { authorization: `Bearer ${r.pick(w.stores[0]!.tokens)}` },
+  };
 }
 
 /** Edges only a raw socket can send. */
@@ -284,26 +434,78 @@ export function rawCases(w: FuzzWorld): FuzzCase[] {
   const hookBody = JSON.stringify({ event_type: 'torture.raw', order: { id: 1 } });
   const sig = sign(st.secret, hookBody);
   const hook = `/hooks/${st.endpointId}`;
-  const post = (path: string, extra: string[], len: number) => [`POST ${path} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: close', 'Content-Type: application/json', `Content-Length: ${len}`, ...extra].join('\r\n');
+  const post = (path: string, extra: string[], len: number) =>
+    [`POST ${path} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: close', 'Content-Type: application/json', `Content-Length: ${len}`, ...extra].join('\r\n');
   const get = (path: string, extra: string[]) => [`GET ${path} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: close', ...extra].join('\r\n');
   const big = `X-Big: ${'b'.repeat(64 * 1024)}`;
   const apiBody = JSON.stringify({ triggerVariant: 'generic', name: 'raw' });
   const cases: [string, Surface, string, string, { hangUpAfter?: number; parser?: boolean }?][] = [
-    ['raw duplicate Authorization (valid, bad)', { kind: 'api', path: '/agent/v1/grant', method: 'GET' }, get('/agent/v1/grant', [`Authorization: Bearer ${token}`, 'Authorization: Bearer hrg_bad']), ''],
-    ['raw duplicate Authorization (bad, valid)', { kind: 'api', path: '/agent/v1/grant', method: 'GET' }, get('/agent/v1/grant', ['Authorization: Bearer hrg_bad', `Authorization: Bearer ${token}`]), ''],
-    ['raw duplicate signature (valid, bad)', { kind: 'hooks' }, post(hook, [`X-Hookrelay-Signature: ${sig}`, `X-Hookrelay-Signature: ${'0'.repeat(64)}`], hookBody.length), hookBody],
-    ['raw duplicate signature (bad, valid)', { kind: 'hooks' }, post(hook, [`X-Hookrelay-Signature: ${'0'.repeat(64)}`, `X-Hookrelay-Signature: ${sig}`], hookBody.length), hookBody],
+    [
+      'raw duplicate Authorization (valid, bad)',
+      { kind: 'api', path: '/agent/v1/grant', method: 'GET' },
+      get('/agent/v1/grant', [`Authorization: Bearer ${token}`, 'Authorization: Bearer hrg_bad']),
+      '',
+    ],
+    [
+      'raw duplicate Authorization (bad, valid)',
+      { kind: 'api', path: '/agent/v1/grant', method: 'GET' },
+      get('/agent/v1/grant', ['Authorization: Bearer hrg_bad', `Authorization: Bearer ${token}`]),
+      '',
+    ],
+    [
+      'raw duplicate signature (valid, bad)',
+      { kind: 'hooks' },
+      post(hook, [`X-Hookrelay-Signature: ${sig}`, `X-Hookrelay-Signature: ${'0'.repeat(64)}`], hookBody.length),
+      hookBody,
+    ],
+    [
+      'raw duplicate signature (bad, valid)',
+      { kind: 'hooks' },
+      post(hook, [`X-Hookrelay-Signature: ${'0'.repeat(64)}`, `X-Hookrelay-Signature: ${sig}`], hookBody.length),
+      hookBody,
+    ],
     ['raw 64 KB header on /status', { kind: 'api', path: '/status', method: 'GET' }, get('/status', [big]), '', { parser: true }],
     ['raw 64 KB header on /hooks', { kind: 'hooks' }, post(hook, [big, `X-Hookrelay-Signature: ${sig}`], hookBody.length), hookBody, { parser: true }],
-    ['raw 64 KB header on the API', { kind: 'api', path: '/agent/v1/grant', method: 'GET' }, get('/agent/v1/grant', [big, `Authorization: Bearer ${token}`]), '', { parser: true }],
+    [
+      'raw 64 KB header on the API',
+      { kind: 'api', path: '/agent/v1/grant', method: 'GET' },
+      get('/agent/v1/grant', [big, `Authorization: Bearer ${token}`]),
+      '',
+      { parser: true },
+    ],
     ['raw body over 2 MiB on /hooks', { kind: 'hooks' }, post(hook, [`X-Hookrelay-Signature: ${sig}`], 3 * MiB), 'x'.repeat(3 * MiB)],
-    ['raw body over 2 MiB on the API', { kind: 'api', path: '/agent/v1/endpoints', method: 'POST' }, post('/agent/v1/endpoints', [`Authorization: Bearer ${token}`], 3 * MiB), 'x'.repeat(3 * MiB)],
-    ['raw bad chunked encoding', { kind: 'hooks' }, [`POST ${hook} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: close', 'Content-Type: application/json', 'Transfer-Encoding: chunked'].join('\r\n'), 'zz\r\nnot a chunk\r\n', { parser: true }],
+    [
+      'raw body over 2 MiB on the API',
+      { kind: 'api', path: '/agent/v1/endpoints', method: 'POST' },
+      post('/agent/v1/endpoints', [`Authorization: Bearer ${token}`], 3 * MiB),
+      'x'.repeat(3 * MiB),
+    ],
+    [
+      'raw bad chunked encoding',
+      { kind: 'hooks' },
+      [`POST ${hook} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: close', 'Content-Type: application/json', 'Transfer-Encoding: chunked'].join('\r\n'),
+      'zz\r\nnot a chunk\r\n',
+      { parser: true },
+    ],
     ['raw unknown method', { kind: 'unknown_path' }, get('/agent/v1/grant', [`Authorization: Bearer ${token}`]).replace(/^GET/, 'BREW'), '', { parser: true }],
     ['raw hang-up mid-body on /hooks', { kind: 'hooks' }, post(hook, [`X-Hookrelay-Signature: ${sig}`], 5000), 'x'.repeat(5000), { hangUpAfter: 100 }],
-    ['raw hang-up mid-body on the API', { kind: 'api', path: '/agent/v1/endpoints', method: 'POST' }, post('/agent/v1/endpoints', [`Authorization: Bearer ${token}`], 5000), apiBody.padEnd(5000), { hangUpAfter: 20 }],
+    [
+      'raw hang-up mid-body on the API',
+      { kind: 'api', path: '/agent/v1/endpoints', method: 'POST' },
+      post('/agent/v1/endpoints', [`Authorization: Bearer ${token}`], 5000),
+      apiBody.padEnd(5000),
+      { hangUpAfter: 20 },
+    ],
   ];
-  return cases.map(([label, surface, head, b, opts]) => ({ label, surface, method: head.split(' ')[0]!, target: '', headers: {}, body: enc(b), raw: { head, ...opts } }));
+  return cases.map(([label, surface, head, b, opts]) => ({
+    label,
+    surface,
+    method: head.split(' ')[0]!,
+    target: '',
+    headers: {},
+    body: enc(b),
+    raw: { head, ...opts },
+  }));
 }
 
 /** `count` cases: operations round-robin (every one is covered), with inbound and unknown paths mixed in. */

@@ -47,7 +47,12 @@ export function parseResponse(raw: Buffer): Answer | null {
  * until the server closes or `timeoutMs`. With `hangUpAfter`, only that many body bytes are sent before the
  * socket is closed, and no answer is awaited.
  */
-export async function rawRequest(port: number, head: string, body: Uint8Array | string = '', opts: { hangUpAfter?: number; timeoutMs?: number } = {}): Promise<Answer | null> {
+export async function rawRequest(
+  port: number,
+  head: string,
+  body: Uint8Array | string = '',
+  opts: { hangUpAfter?: number; timeoutMs?: number } = {},
+): Promise<Answer | null> {
   const bytes = typeof body === 'string' ? Buffer.from(body) : Buffer.from(body);
   const chunks: Buffer[] = [];
   let closed = false;
@@ -88,10 +93,13 @@ export async function rawRequest(port: number, head: string, body: Uint8Array | 
     socket.end();
     return null;
   }
-  const t = setTimeout(() => {
-    socket.end();
-    finish();
-  }, Math.max(1, deadline - Date.now()));
+  const t = setTimeout(
+    () => {
+      socket.end();
+      finish();
+    },
+    Math.max(1, deadline - Date.now()),
+  );
   await ended;
   clearTimeout(t);
   return parseResponse(Buffer.concat(chunks));

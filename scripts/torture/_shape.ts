@@ -37,14 +37,18 @@ function validate(doc: any, schema: any, value: unknown, at = '$'): string | nul
   if (schema === true || schema === undefined || (typeof schema === 'object' && Object.keys(schema).length === 0)) return null;
   if (schema === false) return `${at}: not allowed`;
   if (schema.$ref) {
-    const target = String(schema.$ref).replace(/^#\//, '').split('/').reduce((o: any, k: string) => o?.[k], doc);
+    const target = String(schema.$ref)
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce((o: any, k: string) => o?.[k], doc);
     if (!target) return `${at}: unresolvable $ref ${schema.$ref}`;
     return validate(doc, target, value, at);
   }
-  if (schema.allOf) for (const s of schema.allOf) {
-    const e = validate(doc, s, value, at);
-    if (e) return e;
-  }
+  if (schema.allOf)
+    for (const s of schema.allOf) {
+      const e = validate(doc, s, value, at);
+      if (e) return e;
+    }
   if (schema.anyOf && !schema.anyOf.some((s: any) => validate(doc, s, value, at) === null)) {
     return `${at}: matches none of anyOf (${validate(doc, schema.anyOf[0], value, at)})`;
   }
@@ -70,10 +74,11 @@ function validate(doc: any, schema: any, value: unknown, at = '$'): string | nul
   if (Array.isArray(value)) {
     if (schema.maxItems !== undefined && value.length > schema.maxItems) return `${at}: more than ${schema.maxItems} items`;
     if (schema.minItems !== undefined && value.length < schema.minItems) return `${at}: fewer than ${schema.minItems} items`;
-    if (schema.items) for (let i = 0; i < value.length; i++) {
-      const e = validate(doc, schema.items, value[i], `${at}[${i}]`);
-      if (e) return e;
-    }
+    if (schema.items)
+      for (let i = 0; i < value.length; i++) {
+        const e = validate(doc, schema.items, value[i], `${at}[${i}]`);
+        if (e) return e;
+      }
   }
   if (typeOf(value) === 'object') {
     const obj = value as Record<string, unknown>;
@@ -130,7 +135,9 @@ function judgeError(c: Contract, a: Answer, body: any, surface: Surface): string
   }
   if (typeof body.message === 'string' && 'code' in body) {
     // An inbound 429 also says when to retry (README: `{code: "rate_limited", message, retryAfterSeconds}`).
-    const extra = Object.keys(body).filter((k) => k !== 'code' && k !== 'message' && !INBOUND_EXTRA_KEYS.has(k) && !(a.status === 429 && k === 'retryAfterSeconds'));
+    const extra = Object.keys(body).filter(
+      (k) => k !== 'code' && k !== 'message' && !INBOUND_EXTRA_KEYS.has(k) && !(a.status === 429 && k === 'retryAfterSeconds'),
+    );
     if (extra.length) return `HTTP ${a.status}: {code, message} with undocumented ${extra.join(', ')}`;
     if (typeof body.code === 'string' && /^SVC_[A-Z_]+$/.test(body.code)) return null;
     return codeOk(body.code, 'code');

@@ -145,7 +145,15 @@ export async function crashPart(o: CrashOptions): Promise<CrashFigures> {
     }
 
     await box.term();
-    const stored = box.db((d) => new Map(d.query<{ id: string; outcome: string }, []>('SELECT id, outcome FROM events').all().map((r) => [r.id, r.outcome])));
+    const stored = box.db(
+      (d) =>
+        new Map(
+          d
+            .query<{ id: string; outcome: string }, []>('SELECT id, outcome FROM events')
+            .all()
+            .map((r) => [r.id, r.outcome]),
+        ),
+    );
     const lostIds = [...acked].filter((id) => !stored.has(id));
     const deliveredWithoutHandoff = [...stored].filter(([id, outcome]) => outcome === 'delivered' && !deliveries.has(id)).length;
     return {
@@ -167,7 +175,10 @@ export async function crashPart(o: CrashOptions): Promise<CrashFigures> {
       deliveredWithoutHandoff,
       pendingAtEnd,
       answers,
-      serverErrorLines: box.serverLog().split('\n').filter((l) => /\bERROR\b/.test(l)).length,
+      serverErrorLines: box
+        .serverLog()
+        .split('\n')
+        .filter((l) => /\bERROR\b/.test(l)).length,
     };
   } finally {
     await box.dispose(o.keep);

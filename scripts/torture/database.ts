@@ -191,7 +191,10 @@ export async function databasePart(o: DatabaseOptions): Promise<DatabaseFigures>
         const entry: (typeof apiAnswers)[number] = { start, status: 'none' };
         apiAnswers.push(entry);
         try {
-          const res = await fetch(`${b.base}/agent/v1/setup-state`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(ANSWER_BOUND_MS) });
+          const res = await fetch(`${b.base}/agent/v1/setup-state`, {
+            headers: { authorization: `Bearer ${token}` },
+            signal: AbortSignal.timeout(ANSWER_BOUND_MS),
+          });
           await res.arrayBuffer();
           entry.status = res.status;
         } catch (err) {
@@ -337,7 +340,14 @@ export async function databasePart(o: DatabaseOptions): Promise<DatabaseFigures>
     // Judged when the answer was given: an `operational` written while the database could not answer is a lie.
     const inAway = (t: number) => away.some(([from, to]) => t >= from + STATUS_GRACE_MS && t < to);
     const samples = new Set<string>();
-    for (const l of lines) if (/\b(ERROR|WARN)\b/.test(l) && samples.size < 8) samples.add(l.replace(/^\S+ /, '').replace(/\b(request|support)=\S+/g, '').slice(0, 200));
+    for (const l of lines)
+      if (/\b(ERROR|WARN)\b/.test(l) && samples.size < 8)
+        samples.add(
+          l
+            .replace(/^\S+ /, '')
+            .replace(/\b(request|support)=\S+/g, '')
+            .slice(0, 200),
+        );
 
     return {
       postgres: version,
@@ -377,10 +387,33 @@ export async function databasePart(o: DatabaseOptions): Promise<DatabaseFigures>
 
 function emptyFigures(): DatabaseFigures {
   return {
-    rounds: [], hooks: {}, api: {}, status: {}, unexpected: 0, serverErrors: 0, unanswered: 0, slowestHookMs: 0, slowestStatusMs: 0,
-    refused: 0, refusedMaybe: 0, refusedMaybeStored: 0, refusedButStored: 0, storedAfterCutConnection: 0, acknowledged: 0, lost: 0,
-    secondEvents: 0, retriesDeduplicated: 0, statusSlow: 0, statusDishonest: 0, notRecovered: 0, statusSilent: 0, serverDeaths: 0, stackTraceLines: 0,
-    unhandledErrors: 0, errorLines: 0, errorSamples: [],
+    rounds: [],
+    hooks: {},
+    api: {},
+    status: {},
+    unexpected: 0,
+    serverErrors: 0,
+    unanswered: 0,
+    slowestHookMs: 0,
+    slowestStatusMs: 0,
+    refused: 0,
+    refusedMaybe: 0,
+    refusedMaybeStored: 0,
+    refusedButStored: 0,
+    storedAfterCutConnection: 0,
+    acknowledged: 0,
+    lost: 0,
+    secondEvents: 0,
+    retriesDeduplicated: 0,
+    statusSlow: 0,
+    statusDishonest: 0,
+    notRecovered: 0,
+    statusSilent: 0,
+    serverDeaths: 0,
+    stackTraceLines: 0,
+    unhandledErrors: 0,
+    errorLines: 0,
+    errorSamples: [],
   };
 }
 

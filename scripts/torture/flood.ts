@@ -75,7 +75,9 @@ export async function floodPart(o: FloodOptions): Promise<FloodFigures> {
 
     // Distinct tokens and signatures, as an attacker guessing would send; the suite's seed makes them repeatable.
     const tokens = Array.from({ length: o.requests }, () => `hrg_${o.rand.chars(50, BASE62)}`);
-    const badTokens = await flood(o.requests, o.concurrency, (i) => fetch(`${box.base}/agent/v1/setup-state`, { headers: { authorization: `Bearer ${tokens[i]}` } }));
+    const badTokens = await flood(o.requests, o.concurrency, (i) =>
+      fetch(`${box.base}/agent/v1/setup-state`, { headers: { authorization: `Bearer ${tokens[i]}` } }),
+    );
     const body = JSON.stringify({ event_type: 'torture.flood', order: { id: 1 } });
     const sigs = Array.from({ length: o.requests }, () => o.rand.chars(64, '0123456789abcdef'));
     const badSignatures = await flood(o.requests, o.concurrency, (i) =>
@@ -84,10 +86,19 @@ export async function floodPart(o: FloodOptions): Promise<FloodFigures> {
 
     const goodGrantAfter = (await fetch(`${box.base}/agent/v1/grant`, { headers: { authorization: `Bearer ${token}` } })).status;
     const good = JSON.stringify({ event_type: 'torture.flood', external_event_id: 'after-flood', order: { id: 2 } });
-    const goodHookAfter = (await fetch(hookUrl, { method: 'POST', headers: { 'content-type': 'application/json', 'x-hookrelay-signature': sign(created.data.secret, good) }, body: good })).status;
+    const goodHookAfter = (
+      await fetch(hookUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-hookrelay-signature': sign(created.data.secret, good) },
+        body: good,
+      })
+    ).status;
     await Bun.sleep(500); // the group commit's last batch
     const after = box.dbFigures();
-    const fivexx = (s: FloodSide) => Object.entries(s.statuses).filter(([k]) => /^5\d\d$/.test(k)).reduce((t, [, v]) => t + v, 0);
+    const fivexx = (s: FloodSide) =>
+      Object.entries(s.statuses)
+        .filter(([k]) => /^5\d\d$/.test(k))
+        .reduce((t, [, v]) => t + v, 0);
     return { badTokens, badSignatures, before, after, serverErrors: fivexx(badTokens) + fivexx(badSignatures), goodGrantAfter, goodHookAfter };
   } finally {
     await box.dispose(o.keep);

@@ -62,7 +62,11 @@ async function world(box: Box): Promise<FuzzWorld> {
     const endpointId: string = created.data.endpoint.id;
     const secret: string = created.data.secret;
     const body = JSON.stringify({ event_type: 'torture.seed', external_event_id: 'seed-1', order: { id: 1 } });
-    const res = await fetch(`${box.base}/hooks/${endpointId}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-hookrelay-signature': sign(secret, body) }, body });
+    const res = await fetch(`${box.base}/hooks/${endpointId}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-hookrelay-signature': sign(secret, body) },
+      body,
+    });
     const eventId: string = ((await res.json()) as any).eventId;
     // A replay is offered once the event has settled: a preview the moment after its 202 may find it still in flight.
     await settled(box.base, tokens[0]!, eventId);
@@ -143,7 +147,12 @@ export async function fuzzPart(o: FuzzOptions): Promise<FuzzFigures> {
         if (c.raw?.hangUpAfter !== undefined) continue;
         const key = a === null ? 'none' : a === 'timeout' ? 'timeout' : String(a.status);
         statuses[key] = (statuses[key] ?? 0) + 1;
-        const why = a === null ? 'the connection closed without an answer' : a === 'timeout' ? `no answer within ${REQUEST_TIMEOUT_MS / 1000} s` : judge(contract, c.surface, a);
+        const why =
+          a === null
+            ? 'the connection closed without an answer'
+            : a === 'timeout'
+              ? `no answer within ${REQUEST_TIMEOUT_MS / 1000} s`
+              : judge(contract, c.surface, a);
         if (a && a !== 'timeout' && a.status >= 500) answered5xx++;
         if (c.label.startsWith('raw duplicate') && a && a !== 'timeout' && a.status < 300) duplicateAuthAccepted++;
         if (c.raw?.parser) {
@@ -157,8 +166,23 @@ export async function fuzzPart(o: FuzzOptions): Promise<FuzzFigures> {
     await Promise.all(Array.from({ length: o.concurrency }, worker));
     await Bun.sleep(200); // the hang-up requests' log lines
     const survived = box.alive() && (await box.statusOk());
-    const logged5xx = box.serverLog().split('\n').filter((l) => /^\S+ [A-Z]+ \S+ 5\d\d [\d.]+ms$/.test(l.trim())).length;
-    return { cases: cases.length, operations, statuses, answered5xx, logged5xx, serverErrors: Math.max(answered5xx, logged5xx), undocumented, offenders, parserLevel, duplicateAuthAccepted, survived };
+    const logged5xx = box
+      .serverLog()
+      .split('\n')
+      .filter((l) => /^\S+ [A-Z]+ \S+ 5\d\d [\d.]+ms$/.test(l.trim())).length;
+    return {
+      cases: cases.length,
+      operations,
+      statuses,
+      answered5xx,
+      logged5xx,
+      serverErrors: Math.max(answered5xx, logged5xx),
+      undocumented,
+      offenders,
+      parserLevel,
+      duplicateAuthAccepted,
+      survived,
+    };
   } finally {
     await box.dispose(o.keep);
   }

@@ -46,8 +46,32 @@ Exit 1 when lost, unexplained repeats, 5xx, undocumented shapes or server deaths
 
 /** Sizes: --quick is what CI runs (a few minutes on 2 cores, the uploads and database parts included); the default is bounded to about 10. */
 const SIZE = a.quick
-  ? { kills: 3, terms: 1, senders: 6, fuzzCases: 300, floodEach: 250, sandboxRounds: 1, uploads: 500, uploadRounds: 1, dbFreezeMs: 8_000, dbStopRounds: 1, watchdogMs: 6 * 60_000 }
-  : { kills: 20, terms: 5, senders: 8, fuzzCases: 2000, floodEach: 5000, sandboxRounds: 3, uploads: 1000, uploadRounds: 2, dbFreezeMs: 20_000, dbStopRounds: 3, watchdogMs: 15 * 60_000 };
+  ? {
+      kills: 3,
+      terms: 1,
+      senders: 6,
+      fuzzCases: 300,
+      floodEach: 250,
+      sandboxRounds: 1,
+      uploads: 500,
+      uploadRounds: 1,
+      dbFreezeMs: 8_000,
+      dbStopRounds: 1,
+      watchdogMs: 6 * 60_000,
+    }
+  : {
+      kills: 20,
+      terms: 5,
+      senders: 8,
+      fuzzCases: 2000,
+      floodEach: 5000,
+      sandboxRounds: 3,
+      uploads: 1000,
+      uploadRounds: 2,
+      dbFreezeMs: 20_000,
+      dbStopRounds: 3,
+      watchdogMs: 15 * 60_000,
+    };
 
 const seed = Number(a.seed);
 if (!Number.isInteger(seed)) throw new Error('--seed must be an integer');
@@ -108,13 +132,19 @@ const attempt = async <T>(part: Part, run: () => Promise<T>): Promise<T | { erro
     seconds[part] = Math.round((Date.now() - t0) / 1000);
   }
 };
-if (only.has('crash')) results.crash = await attempt('crash', () => crashPart({ bin, rand: rand('crash'), kills: SIZE.kills, terms: SIZE.terms, senders: SIZE.senders, keep: a.keep }));
+if (only.has('crash'))
+  results.crash = await attempt('crash', () =>
+    crashPart({ bin, rand: rand('crash'), kills: SIZE.kills, terms: SIZE.terms, senders: SIZE.senders, keep: a.keep }),
+  );
 if (only.has('fuzz')) results.fuzz = await attempt('fuzz', () => fuzzPart({ bin, rand: rand('fuzz'), cases: SIZE.fuzzCases, concurrency: 4, keep: a.keep }));
-if (only.has('flood')) results.flood = await attempt('flood', () => floodPart({ bin, rand: rand('flood'), requests: SIZE.floodEach, concurrency: 8, keep: a.keep }));
+if (only.has('flood'))
+  results.flood = await attempt('flood', () => floodPart({ bin, rand: rand('flood'), requests: SIZE.floodEach, concurrency: 8, keep: a.keep }));
 if (only.has('sandbox')) results.sandbox = await attempt('sandbox', () => sandboxPart({ bin, rounds: SIZE.sandboxRounds, keep: a.keep }));
 if (only.has('uploads')) results.uploads = await attempt('uploads', () => uploadsPart({ bin, uploads: SIZE.uploads, rounds: SIZE.uploadRounds, keep: a.keep }));
 if (only.has('database')) {
-  results.database = await attempt('database', () => databasePart({ bin, rand: rand('database'), freezeMs: SIZE.dbFreezeMs, stopRounds: SIZE.dbStopRounds, senders: 4, keep: a.keep }));
+  results.database = await attempt('database', () =>
+    databasePart({ bin, rand: rand('database'), freezeMs: SIZE.dbFreezeMs, stopRounds: SIZE.dbStopRounds, senders: 4, keep: a.keep }),
+  );
 }
 clearTimeout(watchdog);
 
@@ -135,7 +165,10 @@ const errored = (part: string, r: object | undefined): r is { error: string } =>
   }
   return false;
 };
-const statusList = (s: Record<string, number>) => Object.entries(s).map(([k, v]) => `${k}×${v}`).join(' ');
+const statusList = (s: Record<string, number>) =>
+  Object.entries(s)
+    .map(([k, v]) => `${k}×${v}`)
+    .join(' ');
 
 const c = results.crash;
 if (c && !errored('crash', c)) {
@@ -214,7 +247,11 @@ if (d && !errored('database', d)) {
   else {
     info('database', `PostgreSQL ${d.postgres}: down / degraded after / 202 again / operational again (ms)`, '');
     for (const r of d.rounds) {
-      info('database', `  ${r.fault} (receipts in flight: ${statusList(r.answers)})`, `${r.downMs} / ${r.degradedAfterMs ?? '-'} / ${r.accepting202AfterMs ?? '-'} / ${r.operationalAfterMs ?? '-'}`);
+      info(
+        'database',
+        `  ${r.fault} (receipts in flight: ${statusList(r.answers)})`,
+        `${r.downMs} / ${r.degradedAfterMs ?? '-'} / ${r.accepting202AfterMs ?? '-'} / ${r.operationalAfterMs ?? '-'}`,
+      );
     }
     info('database', 'receipt / API / /status answers', `${statusList(d.hooks)} / ${statusList(d.api)} / ${statusList(d.status)}`);
     mustBeZero('database', 'answers but 202 or 503 (API 200, 429, 503; /status 200, 503)', d.unexpected);
@@ -253,9 +290,12 @@ if (a.json) {
 } else {
   // Numbers line up on the right; a long value (a list of statuses) runs on past the column.
   const w = [8, Math.max(...rows.map((r) => r[1].length)), 14];
-  const line = (r: (string | number)[]) => `${String(r[0]).padEnd(w[0]!)}  ${String(r[1]).padEnd(w[1]!)}  ${String(r[3]).padEnd(4)}  ${String(r[2]).padStart(w[2]!)}`.trimEnd();
+  const line = (r: (string | number)[]) =>
+    `${String(r[0]).padEnd(w[0]!)}  ${String(r[1]).padEnd(w[1]!)}  ${String(r[3]).padEnd(4)}  ${String(r[2]).padStart(w[2]!)}`.trimEnd();
   const out = [
-    `hookrelay torture: ${meta.mode}, seed ${seed}, commit ${meta.commit}, ${meta.date}, ${meta.durationS} s (${Object.entries(seconds).map(([p, n]) => `${p} ${n} s`).join(', ')})`,
+    `hookrelay torture: ${meta.mode}, seed ${seed}, commit ${meta.commit}, ${meta.date}, ${meta.durationS} s (${Object.entries(seconds)
+      .map(([p, n]) => `${p} ${n} s`)
+      .join(', ')})`,
     '',
     line(['part', 'figure', 'value', 'check']),
     ...rows.map(line),

@@ -32,7 +32,10 @@ export interface SandboxFigures {
 /** The abuse set of issue 13: each must end as a stable tool error while the server stays up. */
 const ABUSE: [name: string, code: string][] = [
   ['memory growth after an await', 'await null; const a = []; for (;;) a.push(new Array(1e6).fill(1.5));'],
-  ['an api.call, then a 20 MiB body', "await api.call('getSetupState', {}); const big = 'x'.repeat(20 * 1024 * 1024); await api.call('createFeatureRequest', { body: { capability: 'torture', problem: big } }); return 'sent';"],
+  [
+    'an api.call, then a 20 MiB body',
+    "await api.call('getSetupState', {}); const big = 'x'.repeat(20 * 1024 * 1024); await api.call('createFeatureRequest', { body: { capability: 'torture', problem: big } }); return 'sent';",
+  ],
   ['memory growth, synchronous', 'const a = []; for (;;) a.push(new Array(1e6).fill(1.5));'],
   ['string doubling', "let s = 'x'; for (;;) s += s;"],
   ['infinite loop', 'for (;;) {}'],

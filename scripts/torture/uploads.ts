@@ -116,7 +116,11 @@ async function stalledRound(box: Box, contract: Contract, hookPath: string, secr
   await Bun.sleep(1_000);
   const body = JSON.stringify({ event_type: 'torture.uploads', external_event_id: `uploads-${baseline}-${Date.now()}`, order: { id: 1 } });
   const t0 = performance.now();
-  const good = await fetch(`${box.base}${hookPath}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-hookrelay-signature': sign(secret, body) }, body }).then(
+  const good = await fetch(`${box.base}${hookPath}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-hookrelay-signature': sign(secret, body) },
+    body,
+  }).then(
     async (r) => {
       await r.arrayBuffer();
       return r.status;
@@ -159,7 +163,8 @@ async function closeCheck(port: number, route: string, ask: string, request: str
   while (performance.now() < until && c.closedAt === null && (c.answeredAt === null || performance.now() - c.answeredAt < CLOSE_WITHIN_MS)) await Bun.sleep(50);
   c.socket.destroy();
   const a = parseResponse(Buffer.concat(c.raw));
-  const closedAfterMs = c.answeredAt !== null && c.closedAt !== null && c.closedAt - c.answeredAt <= CLOSE_WITHIN_MS ? Math.round(c.closedAt - c.answeredAt) : null;
+  const closedAfterMs =
+    c.answeredAt !== null && c.closedAt !== null && c.closedAt - c.answeredAt <= CLOSE_WITHIN_MS ? Math.round(c.closedAt - c.answeredAt) : null;
   return { route, ask, status: a?.status ?? null, closedAfterMs };
 }
 
@@ -202,7 +207,10 @@ export async function uploadsPart(o: UploadsOptions): Promise<UploadsFigures> {
     const survived = box.alive() && (await box.statusOk());
     const offenders = [
       ...rounds.flatMap((r, i) => (r.leftOpen ? [`round ${i + 1}: ${r.leftOpen} uploads not closed by the server`] : [])),
-      ...failed.map((c) => `${c.ask} on ${c.route}: answered ${c.status ?? 'nothing'}, ${c.closedAfterMs === null ? `not closed within ${CLOSE_WITHIN_MS / 1000} s` : 'closed'}`),
+      ...failed.map(
+        (c) =>
+          `${c.ask} on ${c.route}: answered ${c.status ?? 'nothing'}, ${c.closedAfterMs === null ? `not closed within ${CLOSE_WITHIN_MS / 1000} s` : 'closed'}`,
+      ),
     ];
     return {
       rounds,
@@ -212,7 +220,10 @@ export async function uploadsPart(o: UploadsOptions): Promise<UploadsFigures> {
       closes,
       closesFailed: failed.length,
       http10WithHost: checks.filter((c) => c.ask === 'HTTP/1.0 with Host'),
-      serverErrorLines: box.serverLog().split('\n').filter((l) => /\bERROR\b/.test(l)).length,
+      serverErrorLines: box
+        .serverLog()
+        .split('\n')
+        .filter((l) => /\bERROR\b/.test(l)).length,
       survived,
       offenders,
     };

@@ -88,7 +88,10 @@ export function normalizeBaseUrl(value: string, where: string): string {
 /** Checks a variable NAME given for the token; refuses anything that looks like the token itself. */
 function checkTokenEnvName(name: string, where: string, env: Env = {}): string {
   if (looksLikeToken(name, env)) {
-    throw new AppError('invalid_input', `${where} looks like a token. Give the NAME of the environment variable that holds the token (e.g. HOOKRELAY_TOKEN_PROD), never the token.`);
+    throw new AppError(
+      'invalid_input',
+      `${where} looks like a token. Give the NAME of the environment variable that holds the token (e.g. HOOKRELAY_TOKEN_PROD), never the token.`,
+    );
   }
   if (!ENV_NAME.test(name)) throw new AppError('invalid_input', `${where} must be an environment variable name (letters, digits, underscores).`);
   return name;
@@ -102,7 +105,10 @@ export function checkProfile(name: string, input: unknown, env: Env = {}): Profi
     if (typeof tokenEnv === 'string') checkTokenEnvName(tokenEnv, `Profile ${name} tokenEnv`, env);
     const keys = Object.keys(input);
     if (keys.some((k) => /token$|secret|password|authorization/i.test(k) && k !== 'tokenEnv')) {
-      throw new AppError('invalid_input', `Profile ${name} holds a credential field; profiles name the variable holding the token (tokenEnv), never the token. Remove it from the profiles file.`);
+      throw new AppError(
+        'invalid_input',
+        `Profile ${name} holds a credential field; profiles name the variable holding the token (tokenEnv), never the token. Remove it from the profiles file.`,
+      );
     }
     for (const v of Object.values(input)) {
       if (typeof v === 'string' && /^(hrg_|whsec_|bearer\s)/i.test(v.trim())) {
@@ -111,7 +117,10 @@ export function checkProfile(name: string, input: unknown, env: Env = {}): Profi
     }
   }
   const p = profileShape(name, input);
-  const out: Profile = { baseUrl: normalizeBaseUrl(p.baseUrl, `Profile ${name} baseUrl`), tokenEnv: checkTokenEnvName(p.tokenEnv, `Profile ${name} tokenEnv`, env) };
+  const out: Profile = {
+    baseUrl: normalizeBaseUrl(p.baseUrl, `Profile ${name} baseUrl`),
+    tokenEnv: checkTokenEnvName(p.tokenEnv, `Profile ${name} tokenEnv`, env),
+  };
   for (const f of EXPECTED_FIELDS) {
     const v = p[f.profileKey];
     if (v !== undefined) {

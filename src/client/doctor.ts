@@ -65,10 +65,16 @@ export async function runDoctor(client: HookrelayClient, config: ResolvedConfig)
     checks.push(
       statusAnswer.status === 200
         ? pass('base_url_reachable', `${base} answered /status: ${body?.status ?? 'ok'} (base URL from ${config.baseUrl.from}).`)
-        : fail('base_url_reachable', `${base}/status answered HTTP ${statusAnswer.status}${body?.status ? ` (${body.status})` : ''}.`, 'The server is up but not healthy; check its stderr log.'),
+        : fail(
+            'base_url_reachable',
+            `${base}/status answered HTTP ${statusAnswer.status}${body?.status ? ` (${body.status})` : ''}.`,
+            'The server is up but not healthy; check its stderr log.',
+          ),
     );
   } catch (err) {
-    checks.push(fail('base_url_reachable', `${base}: ${describeError(err)}`, `Start the server (hookrelay serve) or fix the base URL (from ${config.baseUrl.from}).`));
+    checks.push(
+      fail('base_url_reachable', `${base}: ${describeError(err)}`, `Start the server (hookrelay serve) or fix the base URL (from ${config.baseUrl.from}).`),
+    );
   }
   const reachable = statusAnswer !== null;
 
@@ -81,8 +87,14 @@ export async function runDoctor(client: HookrelayClient, config: ResolvedConfig)
     try {
       const res = await client.getPublic(`${API_PREFIX}/manifest`);
       const parsed = AgentOperationsManifestSchema.safeParse(jsonOf(res.body));
-      if (res.status !== 200) checks.push(fail('manifest_readable', `${API_PREFIX}/manifest answered HTTP ${res.status}.`, 'Is this a hookrelay server, and is the base URL its root?'));
-      else if (!parsed.success) checks.push(fail('manifest_readable', 'The manifest does not match the contract schema.', 'Server and CLI versions may differ; upgrade the older one.'));
+      if (res.status !== 200)
+        checks.push(
+          fail('manifest_readable', `${API_PREFIX}/manifest answered HTTP ${res.status}.`, 'Is this a hookrelay server, and is the base URL its root?'),
+        );
+      else if (!parsed.success)
+        checks.push(
+          fail('manifest_readable', 'The manifest does not match the contract schema.', 'Server and CLI versions may differ; upgrade the older one.'),
+        );
       else {
         manifest = parsed.data;
         const served = manifest.operations.filter((o) => o.available).length;
@@ -91,7 +103,9 @@ export async function runDoctor(client: HookrelayClient, config: ResolvedConfig)
           pass(
             'manifest_readable',
             `${served} of ${manifest.operations.length} operations served.`,
-            elsewhere ? `The manifest advertises ${manifest.docs.manifest.replace(/\/agent\/v1\/manifest$/, '')} as its public URL (HOOKRELAY_PUBLIC_URL); this CLI uses ${base}.` : undefined,
+            elsewhere
+              ? `The manifest advertises ${manifest.docs.manifest.replace(/\/agent\/v1\/manifest$/, '')} as its public URL (HOOKRELAY_PUBLIC_URL); this CLI uses ${base}.`
+              : undefined,
           ),
         );
       }
@@ -121,7 +135,10 @@ export async function runDoctor(client: HookrelayClient, config: ResolvedConfig)
     try {
       const res = await client.getPublic(OPENAPI_PATH);
       const doc = jsonOf(res.body) as { openapi?: string; info?: { version?: string } } | null;
-      if (res.status !== 200 || !doc) checks.push(fail('openapi_reachable', `${OPENAPI_PATH} answered HTTP ${res.status}.`, 'The server should publish its OpenAPI description; check its version.'));
+      if (res.status !== 200 || !doc)
+        checks.push(
+          fail('openapi_reachable', `${OPENAPI_PATH} answered HTTP ${res.status}.`, 'The server should publish its OpenAPI description; check its version.'),
+        );
       else if (doc.openapi !== OPENAPI_VERSION || doc.info?.version !== SCHEMA_VERSION) {
         checks.push(
           fail(
@@ -144,7 +161,11 @@ export async function runDoctor(client: HookrelayClient, config: ResolvedConfig)
       checks.push(
         res.status === 200 && res.contentType.includes('text/html')
           ? pass('docs_reachable', `${base}/docs answered.`)
-          : fail('docs_reachable', `/docs answered HTTP ${res.status} (${res.contentType || 'no content type'}).`, 'The server should serve its human docs at /docs.'),
+          : fail(
+              'docs_reachable',
+              `/docs answered HTTP ${res.status} (${res.contentType || 'no content type'}).`,
+              'The server should serve its human docs at /docs.',
+            ),
       );
     } catch (err) {
       checks.push(fail('docs_reachable', describeError(err), 'Check the server is reachable and healthy.'));
@@ -184,7 +205,9 @@ export async function runDoctor(client: HookrelayClient, config: ResolvedConfig)
       }
     } catch (err) {
       if (err instanceof ClientError && err.exitCode !== EXIT.auth) grantExit = err.exitCode;
-      checks.push(fail('grant_valid', describeError(err), `Token from ${config.token.from}. Ask the merchant for a valid, unexpired grant (hookrelay grant issue).`));
+      checks.push(
+        fail('grant_valid', describeError(err), `Token from ${config.token.from}. Ask the merchant for a valid, unexpired grant (hookrelay grant issue).`),
+      );
     }
   }
 
@@ -204,7 +227,9 @@ export async function runDoctor(client: HookrelayClient, config: ResolvedConfig)
       checks.push(
         fail(
           'expected_context',
-          mismatches.map((f) => `${f.header}: expected ${config.expected[f.key]!.value} (from ${config.expected[f.key]!.from}), the grant has ${store![f.key]}`).join('; '),
+          mismatches
+            .map((f) => `${f.header}: expected ${config.expected[f.key]!.value} (from ${config.expected[f.key]!.from}), the grant has ${store![f.key]}`)
+            .join('; '),
           'The token belongs to another platform, account, store or installation: use the right token or fix the expected values.',
         ),
       );
@@ -245,7 +270,10 @@ export async function runDoctor(client: HookrelayClient, config: ResolvedConfig)
       const item = setup.checklist.find((c) => c.item === 'lifecycle_callback_verifiable');
       checks.push(
         !item || item.done
-          ? pass('lifecycle_callback', item ? 'The server can verify Flow lifecycle callbacks (or the store hands off to log).' : 'The server does not report it.')
+          ? pass(
+              'lifecycle_callback',
+              item ? 'The server can verify Flow lifecycle callbacks (or the store hands off to log).' : 'The server does not report it.',
+            )
           : fail('lifecycle_callback', item.text, 'Set HOOKRELAY_SHOPIFY_APP_SECRET to the app client secret where hookrelay serve runs, then restart it.'),
       );
       checks.push(destinationCheck(setup), apiVersionCheck(setup));
@@ -270,7 +298,8 @@ export async function runDoctor(client: HookrelayClient, config: ResolvedConfig)
 
   const failed = checks.filter((c) => !c.ok);
   const byName = (n: string) => failed.some((c) => c.name === n && !c.skipped);
-  const exitCode = failed.length === 0 ? EXIT.ok : !reachable ? EXIT.unreachable : byName('grant_valid') ? grantExit : byName('expected_context') ? EXIT.auth : EXIT.error;
+  const exitCode =
+    failed.length === 0 ? EXIT.ok : !reachable ? EXIT.unreachable : byName('grant_valid') ? grantExit : byName('expected_context') ? EXIT.auth : EXIT.error;
   return { ok: failed.length === 0, summary: `${checks.length - failed.length} of ${checks.length} checks passed.`, checks, exitCode };
 }
 
@@ -290,7 +319,11 @@ function destinationCheck(setup: SetupState): Check {
     );
   }
   if (p.check.result === 'ok') return pass('shopify_destination', `Shopify accepted the store's credentials (${creds.mode}${token}). ${p.check.message}`);
-  return fail('shopify_destination', `Shopify check: ${p.check.result}${p.check.httpStatus ? ` (HTTP ${p.check.httpStatus})` : ''}. ${p.check.message}`, linkCheckAdvice(p.check.result) ?? 'See hookrelay store show.');
+  return fail(
+    'shopify_destination',
+    `Shopify check: ${p.check.result}${p.check.httpStatus ? ` (HTTP ${p.check.httpStatus})` : ''}. ${p.check.message}`,
+    linkCheckAdvice(p.check.result) ?? 'See hookrelay store show.',
+  );
 }
 
 /** The Admin API version asked for: warns within 90 days of its end of support, fails after; warns on a fall-forward. */
@@ -299,8 +332,14 @@ function apiVersionCheck(setup: SetupState): Check {
   if (!p) return pass('shopify_api_version', 'No Shopify API is called with the log destination.');
   const v = p.apiVersion;
   const detail = `Admin API ${v.version}, supported until ${v.supportedUntil} (${v.daysLeft} days).`;
-  if (v.status === 'unsupported') return fail('shopify_api_version', `${detail} Past its end of support: Shopify answers with another version.`, 'Upgrade hookrelay to a release that speaks a supported Admin API version.');
-  const fellForward = p.answeredApiVersion && p.answeredApiVersion !== v.version ? ` Shopify answered with ${p.answeredApiVersion}: it no longer serves ${v.version}.` : '';
+  if (v.status === 'unsupported')
+    return fail(
+      'shopify_api_version',
+      `${detail} Past its end of support: Shopify answers with another version.`,
+      'Upgrade hookrelay to a release that speaks a supported Admin API version.',
+    );
+  const fellForward =
+    p.answeredApiVersion && p.answeredApiVersion !== v.version ? ` Shopify answered with ${p.answeredApiVersion}: it no longer serves ${v.version}.` : '';
   const hint = v.status === 'ending_soon' || fellForward ? `Upgrade hookrelay before ${v.supportedUntil}.${fellForward}` : undefined;
   return pass('shopify_api_version', `${detail}${p.answeredApiVersion ? ` Shopify last answered with ${p.answeredApiVersion}.` : ''}`, hint);
 }

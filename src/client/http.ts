@@ -54,7 +54,11 @@ export interface SendInput {
 }
 
 type Data<K extends OperationId> = OperationOutput<K>;
-type Body<K extends OperationId> = K extends keyof typeof operations ? ((typeof operations)[K] extends { envelope: false } ? Data<K> : Envelope<Data<K>>) : never;
+type Body<K extends OperationId> = K extends keyof typeof operations
+  ? (typeof operations)[K] extends { envelope: false }
+    ? Data<K>
+    : Envelope<Data<K>>
+  : never;
 
 const IDEMPOTENCY_KEY = new RegExp(`^[\\x21-\\x7e]{1,${IDEMPOTENCY_KEY_MAX_LENGTH}}$`);
 
@@ -85,7 +89,11 @@ export class HookrelayClient {
    */
   async send(op: Operation, input: SendInput = {}): Promise<ApiResponse<unknown>> {
     check(op.params, input.params ?? {}, 'path');
-    const query = Object.fromEntries(Object.entries(input.query ?? {}).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)]));
+    const query = Object.fromEntries(
+      Object.entries(input.query ?? {})
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => [k, String(v)]),
+    );
     if (op.query) check(op.query, query, 'query');
     else if (Object.keys(query).length) throw new AppError('invalid_input', `${op.operationId} takes no query parameters.`);
     if (input.body !== undefined) {
@@ -160,9 +168,14 @@ export class HookrelayClient {
     const date = parseDate(response.headers.get('date'));
     if (response.status >= 200 && response.status < 300) {
       if (!parsed) {
-        throw new ClientError('invalid_response', `The server answered ${response.status} without a JSON body; is ${this.baseUrl} a hookrelay server?`, EXIT.error, {
-          status: response.status,
-        });
+        throw new ClientError(
+          'invalid_response',
+          `The server answered ${response.status} without a JSON body; is ${this.baseUrl} a hookrelay server?`,
+          EXIT.error,
+          {
+            status: response.status,
+          },
+        );
       }
       return { status: response.status, headers: response.headers, body: json, date, localMidpoint: res.localMidpoint };
     }

@@ -1,14 +1,6 @@
 /** The one error table: every stable code with its HTTP status and CLI exit code (HTTP, MCP and CLI read it). */
 
-export const REFUSAL_CATEGORIES = [
-  'scope',
-  'usage',
-  'target_state',
-  'safety',
-  'product_boundary',
-  'human_only',
-  'edition',
-] as const;
+export const REFUSAL_CATEGORIES = ['scope', 'usage', 'target_state', 'safety', 'product_boundary', 'human_only', 'edition'] as const;
 export type RefusalCategory = (typeof REFUSAL_CATEGORIES)[number];
 
 /** CLI exit codes (documented in the README and `--help`). */
@@ -58,8 +50,7 @@ const DEFAULT_REFUSALS: Partial<Record<ErrorCode, Omit<Refusal, 'reason'>>> = {
   agent_context_mismatch: {
     category: 'scope',
     code: 'expected_context_mismatch',
-    recommendedAction:
-      "Use the grant of the store you meant, or fix the X-Service-Expected-* header (GET /agent/v1/grant shows this grant's store).",
+    recommendedAction: "Use the grant of the store you meant, or fix the X-Service-Expected-* header (GET /agent/v1/grant shows this grant's store).",
   },
   conflict: {
     category: 'target_state',
@@ -69,8 +60,7 @@ const DEFAULT_REFUSALS: Partial<Record<ErrorCode, Omit<Refusal, 'reason'>>> = {
   idempotency_key_reused: {
     category: 'safety',
     code: 'idempotency_key_reused',
-    recommendedAction:
-      'Send a new Idempotency-Key for a different request; resend the identical request to get the stored response.',
+    recommendedAction: 'Send a new Idempotency-Key for a different request; resend the identical request to get the stored response.',
   },
   rate_limited: {
     category: 'usage',
@@ -109,11 +99,6 @@ export class AppError extends Error {
 
 /** A refusal: an action outside the grant's authority or unsafe. Status follows the category. */
 export function refuse(refusal: Refusal, details?: unknown): AppError {
-  const code: ErrorCode =
-    refusal.category === 'scope'
-      ? 'insufficient_scope'
-      : refusal.category === 'usage'
-        ? 'plan_capacity_exhausted'
-        : 'action_refused';
+  const code: ErrorCode = refusal.category === 'scope' ? 'insufficient_scope' : refusal.category === 'usage' ? 'plan_capacity_exhausted' : 'action_refused';
   return new AppError(code, refusal.reason, details, refusal);
 }

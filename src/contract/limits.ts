@@ -92,7 +92,17 @@ export const METERS = [
  * changes it without rebuilding: HOOKRELAY_RETRY_SCHEDULE=5s,30s,2m,… (serve).
  */
 export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = [
-  5_000, 30_000, 2 * 60_000, 10 * 60_000, 30 * 60_000, 3600_000, 2 * 3600_000, 4 * 3600_000, 8 * 3600_000, 8 * 3600_000, 8 * 3600_000,
+  5_000,
+  30_000,
+  2 * 60_000,
+  10 * 60_000,
+  30 * 60_000,
+  3600_000,
+  2 * 3600_000,
+  4 * 3600_000,
+  8 * 3600_000,
+  8 * 3600_000,
+  8 * 3600_000,
 ];
 
 /** The share of a retry delay jitter may take off (0.2: a delay d waits between 0.8 d and d). */

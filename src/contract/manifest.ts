@@ -4,7 +4,6 @@ import { REFUSAL_CATEGORIES } from './errors.ts';
 import { OPERATIONS } from './operations.ts';
 import { API_PREFIX, EDITION, OPENAPI_PATH, SCHEMA_VERSION, TIERS } from './scopes.ts';
 
-
 const SAFETY_BOUNDARIES = [
   'No read returns a raw event body.',
   'No read returns a full endpoint secret; it appears once, in the response of endpoint creation or secret-rotation execution.',
@@ -68,6 +67,7 @@ export function buildManifest(publicUrl: string, available: ReadonlySet<string>,
       summary: o.summary,
     })),
     platform: { platformKey: 'shopify' as const, adminApiVersion: platform.adminApiVersion },
-    rereadGuidance: 'Reread this manifest before reusing cached capability URLs or operation names; operations marked available:false are declared but not served yet.',
+    rereadGuidance:
+      'Reread this manifest before reusing cached capability URLs or operation names; operations marked available:false are declared but not served yet.',
   };
 }

@@ -4,7 +4,15 @@ import { ERROR_CODES } from './errors.ts';
 import { EXPECTED_CONTEXT_HEADERS } from './context.ts';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from './limits.ts';
 import { OPERATIONS, type Operation } from './operations.ts';
-import { ActorSchema, EditionSchema, EnvelopeScopeSchema, McpUnavailableSchema, PublicStatusSchema, RateLimitedResponseSchema, ErrorEnvelopeSchema } from './schemas.ts';
+import {
+  ActorSchema,
+  EditionSchema,
+  EnvelopeScopeSchema,
+  McpUnavailableSchema,
+  PublicStatusSchema,
+  RateLimitedResponseSchema,
+  ErrorEnvelopeSchema,
+} from './schemas.ts';
 import { OPENAPI_VERSION, SCHEMA_VERSION } from './scopes.ts';
 
 type Json = Record<string, unknown>;
@@ -49,7 +57,10 @@ function idOf(schema: z.ZodType): string | undefined {
 
 function parameters(op: Operation): Json[] {
   const list: Json[] = [];
-  for (const [where, obj] of [['path', op.params], ['query', op.query]] as const) {
+  for (const [where, obj] of [
+    ['path', op.params],
+    ['query', op.query],
+  ] as const) {
     if (!obj) continue;
     for (const [name, schema] of Object.entries(obj.shape as Record<string, z.ZodType>)) {
       const js = strip(z.toJSONSchema(schema, { io: 'input' }) as Json);
@@ -73,7 +84,10 @@ function errorResponses(op: Operation): Record<string, Json> {
   const r: Record<string, Json> = {};
   if (op.params || op.query || op.body) r['400'] = err('Invalid input (`invalid_input`; details list the issues)');
   if (op.auth === 'grant') {
-    r['401'] = { ...err('Missing, malformed, unknown, expired or revoked grant (`unauthorized`)'), headers: { 'WWW-Authenticate': { schema: { type: 'string' } } } };
+    r['401'] = {
+      ...err('Missing, malformed, unknown, expired or revoked grant (`unauthorized`)'),
+      headers: { 'WWW-Authenticate': { schema: { type: 'string' } } },
+    };
     r['403'] = err('`insufficient_scope`, `agent_context_mismatch` or `action_refused`; `refusal` says why');
   }
   if (op.params || op.effect === 'preview_or_execute') r['404'] = err('Unknown id, or an id of another store (`not_found`)');

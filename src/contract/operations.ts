@@ -196,12 +196,16 @@ export const operations = {
           '`agent_context_mismatch`; or `action_refused`, category safety, for a Host or browser Origin the endpoint does not answer (`host_not_allowed`, `origin_not_allowed`: DNS-rebinding protection)',
         body: ErrorEnvelopeSchema,
       },
-      404: { description: 'An Mcp-Session-Id this server did not issue (another key), or a session of another grant (-32001): initialize again', body: McpJsonRpcErrorSchema },
+      404: {
+        description: 'An Mcp-Session-Id this server did not issue (another key), or a session of another grant (-32001): initialize again',
+        body: McpJsonRpcErrorSchema,
+      },
       406: { description: 'Accept does not list both application/json and text/event-stream (-32000)', body: McpJsonRpcErrorSchema },
       413: { description: 'Body over 1 MiB (`payload_too_large`)', body: ErrorEnvelopeSchema },
       415: { description: 'A body that is not application/json (-32000)', body: McpJsonRpcErrorSchema },
       429: {
-        description: 'Too many failed authentications from this client: wait Retry-After seconds (`rate_limited`, rateLimitClass auth_failure); a valid token still passes',
+        description:
+          'Too many failed authentications from this client: wait Retry-After seconds (`rate_limited`, rateLimitClass auth_failure); a valid token still passes',
         body: RateLimitedResponseSchema,
         headers: { 'Retry-After': { description: 'Seconds to wait (integer, at least 1)', schema: { type: 'integer', minimum: 1 } } },
       },
@@ -231,7 +235,8 @@ export const operations = {
     confirmation: false,
     tag: 'Setup',
     summary: 'Read plan usage',
-    description: 'Plan, billing status, usage meters, enforcement state and retry guidance. Read before loops, polling or repeated previews. Cannot approve or create charges.',
+    description:
+      'Plan, billing status, usage meters, enforcement state and retry guidance. Read before loops, polling or repeated previews. Cannot approve or create charges.',
     response: PlanUsageStateSchema,
     rateLimitClass: 'simple_read',
   }),
@@ -451,7 +456,8 @@ export const operations = {
     confirmation: true,
     tag: 'Recovery',
     summary: 'Preview or execute a replay',
-    description: 'Hands a retained event off again as a new attempt, bypassing duplicate suppression. Refused for auth failures, expired bodies and rejected events.',
+    description:
+      'Hands a retained event off again as a new attempt, bypassing duplicate suppression. Refused for auth failures, expired bodies and rejected events.',
     params: EventParams,
     body: intentRequest('ReplayIntentRequest', ReplayInputSchema),
     response: ActionIntentReadSchema,
@@ -483,7 +489,8 @@ export const operations = {
     confirmation: true,
     tag: 'Recovery',
     summary: 'Preview or execute a diagnostics share',
-    description: 'A frozen, redacted package of receipt facts, endpoint state, codes and recovery guidance. Never bodies, secrets, headers, tokens or customer data.',
+    description:
+      'A frozen, redacted package of receipt facts, endpoint state, codes and recovery guidance. Never bodies, secrets, headers, tokens or customer data.',
     body: intentRequest('DiagnosticsShareIntentRequest', DiagnosticsShareInputSchema),
     response: ActionIntentReadSchema,
     rateLimitClass: 'recovery_preview',
@@ -543,7 +550,10 @@ export type OperationId = keyof Operations;
 export type PublicOperationId = { [K in OperationId]: Operations[K] extends { auth: 'none' } ? K : never }[OperationId];
 
 /** The operations the pipeline runs with a handler: all but the public ones and the MCP transport. */
-export type HandledOperationId = Exclude<OperationId, PublicOperationId | { [K in OperationId]: Operations[K] extends { transport: 'mcp' } ? K : never }[OperationId]>;
+export type HandledOperationId = Exclude<
+  OperationId,
+  PublicOperationId | { [K in OperationId]: Operations[K] extends { transport: 'mcp' } ? K : never }[OperationId]
+>;
 
 /**
  * An operation's path template as a matcher: each `{name}` segment captured, in order. The server's routes and the

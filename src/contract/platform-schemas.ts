@@ -9,7 +9,9 @@ export const HandoffStateSchema = z
   .object({
     state: z.enum(['active', 'paused']),
     reason: z.enum(PAUSE_REASONS).nullable().describe('Why the handoff is paused; null while active'),
-    code: PauseCodeSchema.nullable().describe('Stable code of the pause (`SVC_CREDENTIALS_MISSING` is this box’s configuration, the others what the platform answered)'),
+    code: PauseCodeSchema.nullable().describe(
+      'Stable code of the pause (`SVC_CREDENTIALS_MISSING` is this box’s configuration, the others what the platform answered)',
+    ),
     message: z.string().nullable(),
     since: Timestamp.nullable(),
     nextProbeAt: Timestamp.nullable().describe('When one probe next asks the platform again; events wait until it succeeds'),
@@ -35,7 +37,10 @@ export const ApiVersionSchema = z
 export const PlatformLinkStateSchema = z
   .object({
     apiVersion: ApiVersionSchema,
-    answeredApiVersion: z.string().nullable().describe('The version the platform last answered with (X-Shopify-API-Version); another than `apiVersion.version` means it fell forward'),
+    answeredApiVersion: z
+      .string()
+      .nullable()
+      .describe('The version the platform last answered with (X-Shopify-API-Version); another than `apiVersion.version` means it fell forward'),
     answeredApiVersionAt: Timestamp.nullable(),
     credentials: z.object({
       mode: z.enum(CREDENTIAL_MODES).nullable(),

@@ -4,9 +4,27 @@
  * become OpenAPI components.
  */
 export { EditionSchema, EnvelopeScopeSchema, ActorSchema, ErrorEnvelopeSchema, RateLimitedResponseSchema } from './schemas/envelope.ts';
-export { TRIGGER_VARIANTS, CreateEndpointInputSchema, CreateEndpointResultSchema, EndpointDetailSchema, EndpointEditInputSchema, EndpointDeleteInputSchema, SecretRotationInputSchema, EndpointTestIntentInputSchema, EndpointTestIntentReadSchema } from './schemas/endpoints.ts';
+export {
+  TRIGGER_VARIANTS,
+  CreateEndpointInputSchema,
+  CreateEndpointResultSchema,
+  EndpointDetailSchema,
+  EndpointEditInputSchema,
+  EndpointDeleteInputSchema,
+  SecretRotationInputSchema,
+  EndpointTestIntentInputSchema,
+  EndpointTestIntentReadSchema,
+} from './schemas/endpoints.ts';
 export type { TriggerVariant, SenderProfile, AuthMode, Endpoint } from './schemas/endpoints.ts';
-export { EVENT_OUTCOMES, REPLAYABLE_OUTCOMES, EventListSchema, EventListQuerySchema, AgentEventResultReadSchema, EventDetailReadSchema, CONFIRMATION_OUTCOMES } from './schemas/events.ts';
+export {
+  EVENT_OUTCOMES,
+  REPLAYABLE_OUTCOMES,
+  EventListSchema,
+  EventListQuerySchema,
+  AgentEventResultReadSchema,
+  EventDetailReadSchema,
+  CONFIRMATION_OUTCOMES,
+} from './schemas/events.ts';
 export type { EventOutcome, EventSummary } from './schemas/events.ts';
 export { AgentGrantIntrospectionReadSchema } from './schemas/grants.ts';
 export { SetupStateSchema, PlanUsageStateSchema, BillingHandoffReadSchema } from './schemas/setup.ts';

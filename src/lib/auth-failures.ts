@@ -196,7 +196,11 @@ class SharedWindows {
           if (known) w.done(known.scope);
           else batch.push(w);
         }
-        for (const windowStart of new Set(batch.map((w) => w.windowStart))) await this.send(windowStart, batch.filter((w) => w.windowStart === windowStart));
+        for (const windowStart of new Set(batch.map((w) => w.windowStart)))
+          await this.send(
+            windowStart,
+            batch.filter((w) => w.windowStart === windowStart),
+          );
       }
     } finally {
       this.flushing = false;
@@ -208,7 +212,10 @@ class SharedWindows {
     for (const w of batch) for (const k of w.keys) adds.set(k.key, (adds.get(k.key) ?? 0) + 1);
     let after: number[];
     try {
-      after = await this.store.addRate([...adds].map(([key, n]) => ({ key, n })), windowStart);
+      after = await this.store.addRate(
+        [...adds].map(([key, n]) => ({ key, n })),
+        windowStart,
+      );
     } catch {
       for (const w of batch) w.done(undefined);
       return;
@@ -246,7 +253,10 @@ export function clientKey(address: string | null | undefined): string | null {
   const right = tail ? tail.split(':') : [];
   const groups = tail === undefined ? left : [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
   if (groups.length !== 8 || groups.some((g) => !/^[0-9a-f]{1,4}$/i.test(g))) return a;
-  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
 }
 
 /** A request's client key, worked out only when asked (a failed authentication): never on the receipt path. */

@@ -34,9 +34,15 @@ export function setBodyLimits(next: BodyLimits): BodyLimits {
 }
 
 function timedOut(): AppError {
-  return new AppError('request_timeout', `The request body did not arrive within ${limits.deadlineMs / 1000} s; nothing was done. Send it again.`, undefined, undefined, {
-    Connection: 'close',
-  });
+  return new AppError(
+    'request_timeout',
+    `The request body did not arrive within ${limits.deadlineMs / 1000} s; nothing was done. Send it again.`,
+    undefined,
+    undefined,
+    {
+      Connection: 'close',
+    },
+  );
 }
 
 function busy(): AppError {

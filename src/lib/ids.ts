@@ -63,7 +63,11 @@ function encodeRandom(bytes: Uint8Array): string {
 
 /** Five bytes as eight 5-bit digits, by shifts and masks (float division per digit cost more than the rest). */
 function encode40(b: Uint8Array, at: number): string {
-  const b0 = b[at]!, b1 = b[at + 1]!, b2 = b[at + 2]!, b3 = b[at + 3]!, b4 = b[at + 4]!;
+  const b0 = b[at]!,
+    b1 = b[at + 1]!,
+    b2 = b[at + 2]!,
+    b3 = b[at + 3]!,
+    b4 = b[at + 4]!;
   return (
     B32[b0 >> 3]! +
     B32[((b0 & 7) << 2) | (b1 >> 6)]! +

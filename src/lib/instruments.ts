@@ -163,8 +163,12 @@ export function processRegistry(version: string): Registry {
   const r = new Registry();
   const cpu = process.cpuUsage();
   r.gauge('process_resident_memory_bytes', 'Resident memory of this process, bytes.').labels().set(process.memoryUsage().rss);
-  r.counter('process_cpu_seconds_total', 'User and system CPU time of this process, seconds.').labels().inc((cpu.user + cpu.system) / 1e6);
-  r.gauge('process_start_time_seconds', 'Start of this process, seconds since the Unix epoch.').labels().set(Math.floor(performance.timeOrigin) / 1000);
+  r.counter('process_cpu_seconds_total', 'User and system CPU time of this process, seconds.')
+    .labels()
+    .inc((cpu.user + cpu.system) / 1e6);
+  r.gauge('process_start_time_seconds', 'Start of this process, seconds since the Unix epoch.')
+    .labels()
+    .set(Math.floor(performance.timeOrigin) / 1000);
   const fds = openFds();
   if (fds != null) r.gauge('process_open_fds', 'Open file descriptors of this process.').labels().set(fds);
   r.gauge('hookrelay_build_info', 'The version of hookrelay this process runs; always 1.', ['version']).labels(version).set(1);

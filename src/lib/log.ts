@@ -33,7 +33,6 @@ export function escapeLogLine(message: string): string {
   return message.replace(CONTROL, (c) => NAMED[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
-
 /** One line of `format`, ending in a newline, with nothing a terminal interprets (see escapeLogLine). */
 export function formatLogLine(format: LogFormat, at: number, level: 'info' | 'warn' | 'error', message: string, fields?: LogFields): string {
   if (format === 'json') {

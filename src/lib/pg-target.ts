@@ -50,5 +50,8 @@ export function pgOpenError(err: unknown, url: string): AppError {
   const server = typeof (err as { severity?: unknown })?.severity === 'string' && !code.startsWith('28') && !code.startsWith('08');
   if (server) return new AppError('storage_unavailable', `The ${where} answered: ${(err as Error).message} (SQLSTATE ${code}).`);
   const reason = UNREACHABLE[code] ?? (code.startsWith('28') ? 'the server refused the credentials' : code ? `error ${code}` : 'no connection');
-  return new AppError('storage_unavailable', `Cannot reach the database (${where}): ${reason}. Check HOOKRELAY_DATABASE_URL / --database-url and that PostgreSQL is up.`);
+  return new AppError(
+    'storage_unavailable',
+    `Cannot reach the database (${where}): ${reason}. Check HOOKRELAY_DATABASE_URL / --database-url and that PostgreSQL is up.`,
+  );
 }

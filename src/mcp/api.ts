@@ -24,7 +24,12 @@ const SandboxRequestSchema = z.discriminatedUnion('kind', [
     kind: z.literal('call'),
     operationId: z.string().max(100),
     input: z
-      .object({ params: z.record(z.string(), z.string()).optional(), query: Query.optional(), body: z.unknown().optional(), idempotencyKey: z.string().optional() })
+      .object({
+        params: z.record(z.string(), z.string()).optional(),
+        query: Query.optional(),
+        body: z.unknown().optional(),
+        idempotencyKey: z.string().optional(),
+      })
       .strict(),
   }),
   z.object({
@@ -62,14 +67,18 @@ export function apiHost(appFetch: (req: Request) => Promise<Response>, caller: C
 function resolve(raw: unknown): { op: Operation; input: SendInput } {
   const parsed = SandboxRequestSchema.safeParse(raw);
   if (!parsed.success) {
-    throw new AppError('invalid_input', 'Use api.call(operationId, { params, query, body, idempotencyKey }) or api.request(method, path, body, { idempotencyKey }).');
+    throw new AppError(
+      'invalid_input',
+      'Use api.call(operationId, { params, query, body, idempotencyKey }) or api.request(method, path, body, { idempotencyKey }).',
+    );
   }
   const r = parsed.data;
   if (r.kind === 'request') {
     const { op, params, query } = matchOperation(r.method, r.path);
     return { op, input: { params, query, body: r.body, idempotencyKey: r.options.idempotencyKey } };
   }
-  if (!Object.hasOwn(operations, r.operationId)) throw new AppError('invalid_input', `No operation ${r.operationId}; use the search tool to find operationIds.`);
+  if (!Object.hasOwn(operations, r.operationId))
+    throw new AppError('invalid_input', `No operation ${r.operationId}; use the search tool to find operationIds.`);
   const op = operations[r.operationId as OperationId] as Operation;
   if (op.transport) throw new AppError('invalid_input', `${op.operationId} is the MCP transport itself; code mode cannot call it.`);
   const { params, query, body, idempotencyKey } = r.input;

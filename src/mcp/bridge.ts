@@ -109,7 +109,11 @@ export async function runStdioBridge(opts: BridgeOptions): Promise<number> {
         if (!isJSONRPCRequest(message)) return;
         const failure = describeFailure(err, opts.url);
         if (isInitializeRequest(message)) startFailed = failure.exitCode;
-        toLocal({ jsonrpc: '2.0', id: message.id, error: { code: -32000, message: failure.message, ...(failure.status ? { data: { status: failure.status } } : {}) } });
+        toLocal({
+          jsonrpc: '2.0',
+          id: message.id,
+          error: { code: -32000, message: failure.message, ...(failure.status ? { data: { status: failure.status } } : {}) },
+        });
       })
       .finally(() => inflight.delete(sent));
     inflight.add(sent);

@@ -53,7 +53,11 @@ function describeOperation(op: Operation) {
 let entries: ReturnType<typeof describeOperation>[] | null = null;
 
 export const SearchInputShape = {
-  query: z.string().max(200).optional().describe('Words that must all appear in the operationId, summary, description or path, e.g. "replay" or "endpoint secret"'),
+  query: z
+    .string()
+    .max(200)
+    .optional()
+    .describe('Words that must all appear in the operationId, summary, description or path, e.g. "replay" or "endpoint secret"'),
   effect: EffectSchema.exclude(['mcp_agent_operations_access']).optional().describe('Only operations of this effect class'),
   scope: z.enum(SCOPES).optional().describe('Only operations that require this scope, e.g. "replay:execute"'),
   callableOnly: z.boolean().optional().describe('Only operations this grant may call'),

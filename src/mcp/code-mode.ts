@@ -44,7 +44,13 @@ export async function runCode(code: string, limits: SandboxLimits, host: Host, s
 function busy(scope: 'store' | 'server'): SandboxError {
   const { perStore, perServer, retryAfterSeconds } = EXECUTE_CONCURRENCY;
   const cap = scope === 'store' ? `${perStore} execute runs are in progress for this store` : `${perServer} execute runs are in progress on this server`;
-  return { code: 'sandbox_busy', message: `${cap}; retry in ${retryAfterSeconds} s.`, scope, limit: scope === 'store' ? perStore : perServer, retryAfterSeconds };
+  return {
+    code: 'sandbox_busy',
+    message: `${cap}; retry in ${retryAfterSeconds} s.`,
+    scope,
+    limit: scope === 'store' ? perStore : perServer,
+    retryAfterSeconds,
+  };
 }
 
 async function inProcess(code: string, limits: SandboxLimits, host: Host): Promise<SandboxOutcome> {
@@ -75,7 +81,12 @@ async function inProcess(code: string, limits: SandboxLimits, host: Host): Promi
     const arm = () => {
       since = performance.now();
       timer = setTimeout(
-        () => stop({ code: 'sandbox_cpu_time_limit', message: `The code ran past the CPU time limit of ${limits.cpuMs} ms and was stopped.`, limitMs: limits.cpuMs }),
+        () =>
+          stop({
+            code: 'sandbox_cpu_time_limit',
+            message: `The code ran past the CPU time limit of ${limits.cpuMs} ms and was stopped.`,
+            limitMs: limits.cpuMs,
+          }),
         Math.max(0, limits.cpuMs + GRACE_MS - busyMs),
       );
     };
@@ -86,7 +97,11 @@ async function inProcess(code: string, limits: SandboxLimits, host: Host): Promi
     const watch = setInterval(() => {
       const rss = proc.residentBytes();
       if (rss !== null && rss > SANDBOX_PROCESS.residentBytes) {
-        stop({ code: 'sandbox_memory_limit', message: `The sandbox process passed its memory bound of ${SANDBOX_PROCESS.residentBytes / 1024 / 1024} MiB and was stopped.`, limitBytes: limits.memoryBytes });
+        stop({
+          code: 'sandbox_memory_limit',
+          message: `The sandbox process passed its memory bound of ${SANDBOX_PROCESS.residentBytes / 1024 / 1024} MiB and was stopped.`,
+          limitBytes: limits.memoryBytes,
+        });
       }
     }, MEMORY_WATCH_MS);
 
@@ -109,7 +124,9 @@ async function inProcess(code: string, limits: SandboxLimits, host: Host): Promi
         if (--inflight === 0) arm();
       }
     };
-    void proc.exited.then(() => finish(ending ?? { code: 'sandbox_failed', message: 'The sandbox process stopped unexpectedly; the run was lost. Retry; a new sandbox is used.' }));
+    void proc.exited.then(() =>
+      finish(ending ?? { code: 'sandbox_failed', message: 'The sandbox process stopped unexpectedly; the run was lost. Retry; a new sandbox is used.' }),
+    );
     proc.send({ type: 'run', code, limits });
   });
 }

@@ -70,7 +70,13 @@ export function createMcpEndpoint(deps: ServerDeps & { core: CoreWith<AuditLog &
       throw err;
     }
     if (!(await codeModeAvailable(core.config.mcp))) {
-      return Response.json({ code: 'mcp_code_mode_unavailable', message: 'Code mode (the sandbox behind search and execute) is unavailable on this server; the HTTP API and CLI keep working.' }, { status: 503 });
+      return Response.json(
+        {
+          code: 'mcp_code_mode_unavailable',
+          message: 'Code mode (the sandbox behind search and execute) is unavailable on this server; the HTTP API and CLI keep working.',
+        },
+        { status: 503 },
+      );
     }
     if (req.method !== 'POST') return methodNotAllowed(req.method);
     // The body is optional: without one there is no frame for the transport, and the endpoint describes itself.

@@ -32,15 +32,14 @@ const isAddress = (hostname: string) => IPV4.test(hostname) || hostname.startsWi
 const isLoopback = (hostname: string) => LOOPBACK_NAMES.has(hostname) || (IPV4.test(hostname) && hostname.startsWith('127.'));
 
 /** Why the request may not reach the MCP endpoint (403 `action_refused`, category safety), or null when it may. */
-export function hostOriginRefusal(
-  headers: Headers,
-  publicUrl: string,
-  allowed: { origins: readonly string[]; hosts: readonly string[] },
-): AppError | null {
+export function hostOriginRefusal(headers: Headers, publicUrl: string, allowed: { origins: readonly string[]; hosts: readonly string[] }): AppError | null {
   const own = new URL(publicUrl);
   const hostHeader = headers.get('host');
   const host = hostHeader === null ? null : parseHost(hostHeader);
-  if (hostHeader !== null && (!host || !(host.hostname === own.hostname || isLoopback(host.hostname) || isAddress(host.hostname) || allowed.hosts.includes(host.hostname)))) {
+  if (
+    hostHeader !== null &&
+    (!host || !(host.hostname === own.hostname || isLoopback(host.hostname) || isAddress(host.hostname) || allowed.hosts.includes(host.hostname)))
+  ) {
     return refuse({
       category: 'safety',
       code: 'host_not_allowed',

@@ -10,7 +10,10 @@ import { SANDBOX_MAX_CALL_BYTES } from '../contract/limits.ts';
 import type { SandboxLimits } from '../core.ts';
 import { loadQuickJs, runSandboxed, type SandboxOutcome } from './sandbox.ts';
 
-export type ToChild = { type: 'warm'; memoryBytes: number } | { type: 'run'; code: string; limits: SandboxLimits } | { type: 'answer'; id: number; text: string };
+export type ToChild =
+  | { type: 'warm'; memoryBytes: number }
+  | { type: 'run'; code: string; limits: SandboxLimits }
+  | { type: 'answer'; id: number; text: string };
 export type FromChild = { type: 'ready' } | { type: 'started' } | { type: 'call'; id: number; request: string } | { type: 'done'; outcome: SandboxOutcome };
 
 const tooLarge = (bytes: number) =>

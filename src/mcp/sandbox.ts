@@ -145,7 +145,10 @@ export async function runSandboxed(
         if (state.type === 'fulfilled') return outcome(...result(vm, state.value, limits));
         if (state.type === 'rejected') return outcome(failure(vm, state.error, limits));
         if (inflight.size === 0) {
-          return outcome({ code: 'sandbox_unsettled', message: 'The code awaited something that can never settle (there are no timers or events in the sandbox).' });
+          return outcome({
+            code: 'sandbox_unsettled',
+            message: 'The code awaited something that can never settle (there are no timers or events in the sandbox).',
+          });
         }
         await Promise.race(inflight);
       }
@@ -166,7 +169,14 @@ function result(vm: QuickJSContext, handle: QuickJSHandle, limits: SandboxLimits
   const text = handle.consume((h) => vm.getString(h));
   const bytes = Buffer.byteLength(text);
   if (bytes > limits.maxResultBytes) {
-    return [{ code: 'sandbox_result_too_large', message: `The result is ${bytes} bytes of JSON; the limit is ${limits.maxResultBytes}. Return less (select fields, page).`, bytes, limit: limits.maxResultBytes }];
+    return [
+      {
+        code: 'sandbox_result_too_large',
+        message: `The result is ${bytes} bytes of JSON; the limit is ${limits.maxResultBytes}. Return less (select fields, page).`,
+        bytes,
+        limit: limits.maxResultBytes,
+      },
+    ];
   }
   return [null, JSON.parse(text)];
 }
@@ -178,7 +188,11 @@ function failure(vm: QuickJSContext, handle: QuickJSHandle, limits: SandboxLimit
   const name = typeof err?.name === 'string' ? err.name : 'Error';
   const message = typeof err?.message === 'string' ? err.message : String(err);
   if (name === 'InternalError' && message === 'out of memory') {
-    return { code: 'sandbox_memory_limit', message: `The code ran out of its ${limits.memoryBytes / 1024 / 1024} MiB of sandbox memory and was stopped.`, limitBytes: limits.memoryBytes };
+    return {
+      code: 'sandbox_memory_limit',
+      message: `The code ran out of its ${limits.memoryBytes / 1024 / 1024} MiB of sandbox memory and was stopped.`,
+      limitBytes: limits.memoryBytes,
+    };
   }
   if (name === 'ApiError' && err && typeof err === 'object') {
     const { name: _name, stack: _stack, ...facts } = err as Record<string, unknown>;

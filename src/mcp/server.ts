@@ -94,7 +94,10 @@ const result = (doc: Record<string, unknown>, isError = false): CallToolResult =
 function ownSdkToolErrors(server: McpServer): void {
   const internals = server as unknown as { createToolError(message: string): CallToolResult };
   internals.createToolError = (message) =>
-    result({ error: /^MCP error -32602\b/.test(message) ? { code: 'invalid_input', message } : { code: 'internal_error', message: 'The call failed on our side.' } }, true);
+    result(
+      { error: /^MCP error -32602\b/.test(message) ? { code: 'invalid_input', message } : { code: 'internal_error', message: 'The call failed on our side.' } },
+      true,
+    );
 }
 
 /** The caller of a tool call: the token and expected context of the HTTP request that carried it. */
@@ -111,7 +114,8 @@ export function createMcpServer(deps: ServerDeps, grant: SessionGrant): McpServe
     'search',
     {
       title: 'Search the operation catalogue',
-      description: 'Find Agent Operations by words, effect class or scope. Each result has operationId, method, path, scopes, effect, confirmation, input/output JSON Schema and whether this grant may call it.',
+      description:
+        'Find Agent Operations by words, effect class or scope. Each result has operationId, method, path, scopes, effect, confirmation, input/output JSON Schema and whether this grant may call it.',
       inputSchema: SearchInputShape,
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
@@ -133,7 +137,9 @@ export function createMcpServer(deps: ServerDeps, grant: SessionGrant): McpServe
       const run = await runCode(code, deps.core.config.mcp.limits, apiHost(deps.appFetch, caller), grant.storeId);
       const ms = (performance.now() - started).toFixed(0);
       deps.core.log.info(`mcp execute grant=${grant.grantId} calls=${run.calls} outcome=${run.ok ? 'ok' : run.error.code} ${ms}ms`);
-      await auditRun(deps.core, grant, run).catch((err: unknown) => deps.core.log.warn(`mcp execute audit failed: ${err instanceof Error ? err.message : 'error'}`));
+      await auditRun(deps.core, grant, run).catch((err: unknown) =>
+        deps.core.log.warn(`mcp execute audit failed: ${err instanceof Error ? err.message : 'error'}`),
+      );
       const logs = run.logs.length ? { logs: run.logs } : {};
       return run.ok ? result({ result: run.result, ...logs, calls: run.calls }) : result({ error: run.error, ...logs, calls: run.calls }, true);
     },

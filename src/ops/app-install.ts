@@ -74,7 +74,12 @@ export function createAppInstall(core: Core) {
     const clear = { 'Set-Cookie': `${COOKIE}=; Path=/auth/callback; Max-Age=0; HttpOnly; SameSite=Lax` };
     const refuse = (why: string) => {
       core.log.warn(`app install refused${shop ? ` for ${shop}` : ''}: ${why}`);
-      return page(401, 'This install link is not valid', [`${esc(why)} Start again from your store: <code>/auth/install?shop=your-store.myshopify.com</code>.`], clear);
+      return page(
+        401,
+        'This install link is not valid',
+        [`${esc(why)} Start again from your store: <code>/auth/install?shop=your-store.myshopify.com</code>.`],
+        clear,
+      );
     };
     if (q.get('error')) return page(400, 'The app was not installed', [`Shopify says: ${esc(q.get('error')!.slice(0, 100))}. Nothing was changed.`], clear);
     const problem = signedQueryProblem(q, secret, core.clock.now());
@@ -90,12 +95,20 @@ export function createAppInstall(core: Core) {
     const asked = core.clock.now(); // the token's life counts from the request: its answer may arrive late
     const reply = await exchangeAuthorizationCode(tokenUrl(shop, core.config.shopifyAdminUrl), clientId, secret, code, timeout);
     if (reply.kind !== 'issued') {
-      core.log.warn(`app install for ${shop}: Shopify issued no token (${reply.kind === 'refused' ? `HTTP ${reply.status}${reply.error ? `, ${reply.error}` : ''}` : reply.why})`);
-      return page(502, 'The install did not complete', ['Shopify did not issue an access token. Start the install again; if it keeps failing, the operator checks the app\'s client id and secret.'], clear);
+      core.log.warn(
+        `app install for ${shop}: Shopify issued no token (${reply.kind === 'refused' ? `HTTP ${reply.status}${reply.error ? `, ${reply.error}` : ''}` : reply.why})`,
+      );
+      return page(
+        502,
+        'The install did not complete',
+        ["Shopify did not issue an access token. Start the install again; if it keeps failing, the operator checks the app's client id and secret."],
+        clear,
+      );
     }
     const identity = await adminGraphql(graphqlUrl(shop, core.config.shopifyAdminUrl), reply.accessToken, IDENTITY_QUERY, undefined, timeout);
     const shopGid = identity.kind === 'answered' ? ((identity.data?.shop as { id?: unknown } | undefined)?.id as string | undefined) : undefined;
-    const installGid = identity.kind === 'answered' ? ((identity.data?.currentAppInstallation as { id?: unknown } | undefined)?.id as string | undefined) : undefined;
+    const installGid =
+      identity.kind === 'answered' ? ((identity.data?.currentAppInstallation as { id?: unknown } | undefined)?.id as string | undefined) : undefined;
     if (typeof shopGid !== 'string' || typeof installGid !== 'string') {
       core.log.warn(`app install for ${shop}: the shop's identity could not be read`);
       return page(502, 'The install did not complete', ['Shopify did not tell us which store this is. Start the install again.'], clear);
@@ -112,7 +125,7 @@ export function createAppInstall(core: Core) {
       200,
       `hookrelay is installed on ${shop}`,
       [
-        'Events sent to this store\'s hookrelay endpoints are now handed to Shopify Flow.',
+        "Events sent to this store's hookrelay endpoints are now handed to Shopify Flow.",
         `Next, for an AI agent to set it up: the operator of this hookrelay issues it a grant, e.g. <code>hookrelay grant issue --shop ${esc(shop)} --tier operator --ttl 8h --label "setup agent"</code>, and the agent creates an endpoint per sender.`,
         'In Shopify Flow, create a workflow that starts from one of hookrelay\'s triggers ("Relay order event received" and the others) and turn it on.',
         ...choices(core, shop),

@@ -147,7 +147,14 @@ export interface BackupResult {
  * that does not open the box's endpoint secrets is refused: a backup naming or holding the wrong key would
  * restore a box whose every signature check fails.
  */
-export function createBackup(opts: { dataDir: string; to: string; includeKey: boolean; force: boolean; now: number; env?: Record<string, string | undefined> }): BackupResult {
+export function createBackup(opts: {
+  dataDir: string;
+  to: string;
+  includeKey: boolean;
+  force: boolean;
+  now: number;
+  env?: Record<string, string | undefined>;
+}): BackupResult {
   const to = resolve(opts.to);
   if (existsSync(to) && !opts.force) throw new AppError('conflict', `${to} exists: give another --to, or --force to replace it.`, { file: to });
   if (!existsSync(dirname(to))) throw new AppError('invalid_input', `The directory of --to does not exist: ${dirname(to)}.`);
@@ -191,7 +198,12 @@ export function createBackup(opts: { dataDir: string; to: string; includeKey: bo
     }
     renameSync(partial, to);
     syncDir(dirname(to));
-    const warnings = !key && facts.sealed ? [`No key found (no ${join(opts.dataDir, KEY_FILE)}, no HOOKRELAY_SECRET_KEY) though the box holds sealed endpoint secrets: keep the key serve runs with beside this backup, or its endpoints will not verify after a restore.`] : [];
+    const warnings =
+      !key && facts.sealed
+        ? [
+            `No key found (no ${join(opts.dataDir, KEY_FILE)}, no HOOKRELAY_SECRET_KEY) though the box holds sealed endpoint secrets: keep the key serve runs with beside this backup, or its endpoints will not verify after a restore.`,
+          ]
+        : [];
     return { file: to, bytes: statSync(to).size, header, key, warnings };
   } finally {
     rmSync(snapshot, { force: true });
@@ -221,12 +233,20 @@ interface SnapshotFacts {
 function describeSnapshot(path: string): SnapshotFacts {
   const db = new Database(path, { readonly: true });
   try {
-    const tables = new Set(db.query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table'").all().map((r) => r.name));
+    const tables = new Set(
+      db
+        .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .all()
+        .map((r) => r.name),
+    );
     if (!tables.has('__hookrelay_migrations')) throw new AppError('invalid_input', 'This database is not a hookrelay box (no migrations table).');
     const count = (t: string) => (tables.has(t) ? (db.query<{ n: number }, []>(`SELECT count(*) AS n FROM ${t}`).get()?.n ?? 0) : 0);
     const sealed = tables.has('endpoints') ? (db.query<{ s: string }, []>('SELECT secret_sealed AS s FROM endpoints LIMIT 1').get()?.s ?? null) : null;
     return {
-      migrations: db.query<{ tag: string }, []>('SELECT tag FROM __hookrelay_migrations ORDER BY tag').all().map((r) => r.tag),
+      migrations: db
+        .query<{ tag: string }, []>('SELECT tag FROM __hookrelay_migrations ORDER BY tag')
+        .all()
+        .map((r) => r.tag),
       counts: { stores: count('stores'), endpoints: count('endpoints'), events: count('events') },
       sealed,
     };
@@ -240,7 +260,10 @@ function checkKeyOpens(key: BoxKey, sealed: string): void {
     new SecretBox(key.key).open(sealed);
   } catch {
     const name = key.source === 'file' ? key.file : 'HOOKRELAY_SECRET_KEY';
-    throw new AppError('invalid_input', `${name} does not open this box's endpoint secrets: run backup with the key serve runs with (HOOKRELAY_SECRET_KEY as serve has it, or unset to use the data directory's ${KEY_FILE}).`);
+    throw new AppError(
+      'invalid_input',
+      `${name} does not open this box's endpoint secrets: run backup with the key serve runs with (HOOKRELAY_SECRET_KEY as serve has it, or unset to use the data directory's ${KEY_FILE}).`,
+    );
   }
 }
 
@@ -268,15 +291,31 @@ function readBackupHeader(file: string): { header: BackupHeader; offset: number;
     }
     if (header?.format !== BACKUP_FORMAT) throw notOurs();
     if (header.version !== BACKUP_VERSION) {
-      throw new AppError('invalid_input', `${path} is a hookrelay backup of format version ${String(header.version)}; this hookrelay reads version ${BACKUP_VERSION}. Restore it with the hookrelay that made it (${String(header.hookrelayVersion)}) or newer.`);
+      throw new AppError(
+        'invalid_input',
+        `${path} is a hookrelay backup of format version ${String(header.version)}; this hookrelay reads version ${BACKUP_VERSION}. Restore it with the hookrelay that made it (${String(header.hookrelayVersion)}) or newer.`,
+      );
     }
     const sections = Array.isArray(header.sections) ? header.sections : [];
-    const valid = (s: BackupSection) => ['hookrelay.db', 'secret.key', 'hookrelay.toml'].includes(s.name) && Number.isSafeInteger(s.bytes) && s.bytes >= 0 && /^[0-9a-f]{64}$/.test(s.sha256);
-    if (header.dialect !== 'sqlite' || sections[0]?.name !== 'hookrelay.db' || !sections.every(valid) || !Array.isArray(header.migrations) || typeof header.key !== 'object' || header.key === null) throw notOurs();
+    const valid = (s: BackupSection) =>
+      ['hookrelay.db', 'secret.key', 'hookrelay.toml'].includes(s.name) && Number.isSafeInteger(s.bytes) && s.bytes >= 0 && /^[0-9a-f]{64}$/.test(s.sha256);
+    if (
+      header.dialect !== 'sqlite' ||
+      sections[0]?.name !== 'hookrelay.db' ||
+      !sections.every(valid) ||
+      !Array.isArray(header.migrations) ||
+      typeof header.key !== 'object' ||
+      header.key === null
+    )
+      throw notOurs();
     if (new Set(sections.map((s) => s.name)).size !== sections.length || header.key.included !== sections.some((s) => s.name === 'secret.key')) throw notOurs();
     const expected = end + 1 + sections.reduce((n, s) => n + s.bytes, 0);
     if (expected !== size) {
-      throw new AppError('invalid_input', `${path} is damaged: ${size} bytes where its header announces ${expected} (truncated or appended to). Nothing was restored.`, { file: path });
+      throw new AppError(
+        'invalid_input',
+        `${path} is damaged: ${size} bytes where its header announces ${expected} (truncated or appended to). Nothing was restored.`,
+        { file: path },
+      );
     }
     return { header, offset: end + 1, size };
   } finally {
@@ -298,14 +337,23 @@ export interface RestoreResult {
  * start, meanwhile). Everything is checked before anything is replaced: the header, the box's migrations
  * against this binary's, the key, every section's size and SHA-256, the snapshot's integrity.
  */
-export function restoreBackup(opts: { from: string; dataDir: string; force: boolean; keyFile?: string; env?: Record<string, string | undefined> }): RestoreResult {
+export function restoreBackup(opts: {
+  from: string;
+  dataDir: string;
+  force: boolean;
+  keyFile?: string;
+  env?: Record<string, string | undefined>;
+}): RestoreResult {
   const env = opts.env ?? process.env;
   const from = resolve(opts.from);
   const { header, offset } = readBackupHeader(from);
   const known = new Set(sqliteMigrations.map((m) => m.tag));
   const newer = header.migrations.filter((t) => !known.has(t));
   if (newer.length > 0) {
-    throw new AppError('invalid_input', `This backup was taken by a newer hookrelay (${header.hookrelayVersion}; migrations ${newer.join(', ')} unknown here): restore it with that version or newer.`);
+    throw new AppError(
+      'invalid_input',
+      `This backup was taken by a newer hookrelay (${header.hookrelayVersion}; migrations ${newer.join(', ')} unknown here): restore it with that version or newer.`,
+    );
   }
 
   const dbFile = databasePath(opts.dataDir);
@@ -316,7 +364,11 @@ export function restoreBackup(opts: { from: string; dataDir: string; force: bool
   const sameKeyFile = () => header.key.fingerprint !== null && keyFingerprint(readKeyFile(keyPath)) === header.key.fingerprint;
   const replaced = present.filter((f) => f !== KEY_FILE || !sameKeyFile());
   if (replaced.length > 0 && !opts.force) {
-    throw new AppError('conflict', `The data directory ${opts.dataDir} already holds a box (${replaced.join(', ')}): restore into an empty directory, or give --force to replace it.`, { dataDir: opts.dataDir, present: replaced });
+    throw new AppError(
+      'conflict',
+      `The data directory ${opts.dataDir} already holds a box (${replaced.join(', ')}): restore into an empty directory, or give --force to replace it.`,
+      { dataDir: opts.dataDir, present: replaced },
+    );
   }
 
   const plan = keyPlan(header, opts.keyFile, env, existsSync(keyPath) ? keyPath : null);
@@ -372,7 +424,10 @@ function keyPlan(
   const want = header.key.fingerprint;
   const fromEnv = envKey(env);
   const mismatch = (what: string, key: Uint8Array) =>
-    new AppError('invalid_input', `${what} is not the key of this backup (fingerprint ${keyFingerprint(key)}; the backup's is ${want}): its endpoint secrets would not open. Nothing was restored.`);
+    new AppError(
+      'invalid_input',
+      `${what} is not the key of this backup (fingerprint ${keyFingerprint(key)}; the backup's is ${want}): its endpoint secrets would not open. Nothing was restored.`,
+    );
   if (fromEnv && want && keyFingerprint(fromEnv) !== want) throw mismatch('HOOKRELAY_SECRET_KEY (which serve would use)', fromEnv);
   if (header.key.included) {
     if (keyFile) throw new AppError('invalid_input', 'This backup holds its key: --key-file is for a backup taken without --include-key.');
@@ -397,7 +452,10 @@ function keyPlan(
 }
 
 const damaged = (file: string, section: string) =>
-  new AppError('invalid_input', `${file} is damaged: its ${section} section does not match the checksum in its header. Nothing was restored.`, { file, section });
+  new AppError('invalid_input', `${file} is damaged: its ${section} section does not match the checksum in its header. Nothing was restored.`, {
+    file,
+    section,
+  });
 
 /** Copies one section to `out` (0600), checking its SHA-256 on the way. */
 function extractTo(fd: number, at: number, s: BackupSection, out: string, from: string): void {
@@ -439,7 +497,8 @@ function checkIntegrity(path: string, from: string): void {
   } catch {
     ok = false;
   }
-  if (!ok) throw new AppError('invalid_input', `${from} holds no sound hookrelay database (SQLite's quick_check failed). Nothing was restored.`, { file: from });
+  if (!ok)
+    throw new AppError('invalid_input', `${from} holds no sound hookrelay database (SQLite's quick_check failed). Nothing was restored.`, { file: from });
 }
 
 function sha256(bytes: Uint8Array): string {

@@ -34,7 +34,9 @@ export function createBilling(core: Core) {
     const secret = appSecret(core.config.env);
     const shop = shopDomainOf(q.get('shop'));
     if (!secret || !shop || signedQueryProblem(q, secret, core.clock.now())) {
-      return page(401, 'Open hookrelay from your Shopify admin', ['This page shows your plan when you open the app from your store\'s admin (Apps → hookrelay).']);
+      return page(401, 'Open hookrelay from your Shopify admin', [
+        "This page shows your plan when you open the app from your store's admin (Apps → hookrelay).",
+      ]);
     }
     const store = await core.repo.getStoreByShop(shop);
     // Opened from Shopify (the App Store, an install link) on a store it is not installed on: install it, as Shopify expects.
@@ -61,7 +63,8 @@ export function createBilling(core: Core) {
       return page(401, 'This link is not valid', ['Open hookrelay from your Shopify admin again and choose the plan there.']);
     }
     const store = await core.repo.getStoreByShop(shop);
-    if (!store || store.uninstalledAt != null) return page(404, 'hookrelay is not installed on this store', [`Install it: <code>/auth/install?shop=${esc(shop)}</code>.`]);
+    if (!store || store.uninstalledAt != null)
+      return page(404, 'hookrelay is not installed on this store', [`Install it: <code>/auth/install?shop=${esc(shop)}</code>.`]);
     const returnUrl = publicLink(core.config.publicUrl, `/billing/return?shop=${encodeURIComponent(shop)}`);
     const made = await shopifyPlatform(core).subscribe(store, plan, price, returnUrl, mode === 'shopify-test');
     if (!made.ok) {

@@ -75,13 +75,16 @@ export const bulkReplayIntent: IntentKind<BulkReplayInput, Storage> = {
     const f = filterOf(ctx, filter);
     const counts = await bulk.counts(f);
     if (counts.count === 0) {
-      const expired = counts.bodyNotRetained ? ` (${plural(counts.bodyNotRetained, 'matching event')} no longer ${counts.bodyNotRetained === 1 ? 'has its' : 'have their'} raw body)` : '';
+      const expired = counts.bodyNotRetained
+        ? ` (${plural(counts.bodyNotRetained, 'matching event')} no longer ${counts.bodyNotRetained === 1 ? 'has its' : 'have their'} raw body)`
+        : '';
       throw refuse(
         {
           category: 'target_state',
           code: 'nothing_to_replay',
           reason: `No ${filter.outcome} event of this store with a retained body matches the filter${expired}.`,
-          recommendedAction: 'Read GET /agent/v1/events with the same outcome and window to see what there is, then widen the filter; events whose body expired must be sent again by the sender.',
+          recommendedAction:
+            'Read GET /agent/v1/events with the same outcome and window to see what there is, then widen the filter; events whose body expired must be sent again by the sender.',
         },
         { bodyNotRetained: counts.bodyNotRetained },
       );
@@ -102,7 +105,10 @@ export const bulkReplayIntent: IntentKind<BulkReplayInput, Storage> = {
     await ensureCapacity(ctx.core, ctx.store, 'replay_executions');
     const [sample, endpointIds] = await Promise.all([bulk.sample(f, SAMPLE_SIZE), bulk.endpointIds(f)]);
     const warnings = await endpointWarnings(ctx, endpointIds);
-    if (counts.bodyNotRetained) warnings.push(`${plural(counts.bodyNotRetained, 'matching event')} no longer ${counts.bodyNotRetained === 1 ? 'has its' : 'have their'} raw body and ${counts.bodyNotRetained === 1 ? 'is' : 'are'} left out.`);
+    if (counts.bodyNotRetained)
+      warnings.push(
+        `${plural(counts.bodyNotRetained, 'matching event')} no longer ${counts.bodyNotRetained === 1 ? 'has its' : 'have their'} raw body and ${counts.bodyNotRetained === 1 ? 'is' : 'are'} left out.`,
+      );
     if (input.reason === undefined) warnings.push('No reason given; the audit trail records the replay without one.');
     const selection: BulkReplaySelection = {
       filter: { outcome: filter.outcome, code: filter.code, endpointId: filter.endpointId, since: filter.since, until: filter.until },
@@ -124,7 +130,7 @@ export const bulkReplayIntent: IntentKind<BulkReplayInput, Storage> = {
         sideEffects: [
           'Workflows that start from these triggers run again, once per event; downstream actions (emails, tags, fulfilment changes) may repeat.',
           'Duplicate suppression is bypassed for these replays.',
-          'The events queue at once and are handed off as the store\'s handoff allows, paced like any other.',
+          "The events queue at once and are handed off as the store's handoff allows, paced like any other.",
           'Execute leaves out events received after this preview, and events attempted again since (replayed singly, retried).',
         ],
         meterCost: REPLAY_METER_COST,
@@ -136,7 +142,11 @@ export const bulkReplayIntent: IntentKind<BulkReplayInput, Storage> = {
   async plan(ctx, intent, input) {
     const { selection } = JSON.parse(intent.preview) as IntentPreview;
     await ensureCapacity(ctx.core, ctx.store, 'replay_executions');
-    const requeue = storage(ctx).requeueWrite(filterOf(ctx, input.filter), { throughId: selection!.throughEventId, lastAttemptAtMost: Date.parse(selection!.asOf) }, ctx.core.clock.now());
+    const requeue = storage(ctx).requeueWrite(
+      filterOf(ctx, input.filter),
+      { throughId: selection!.throughEventId, lastAttemptAtMost: Date.parse(selection!.asOf) },
+      ctx.core.clock.now(),
+    );
     return {
       writes: [{ ...requeue, mustChange: true }],
       meters: ['replay_executions'],

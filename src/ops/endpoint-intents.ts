@@ -9,7 +9,17 @@ import type { OpContext } from './context.ts';
 import { checkMapping, configSnapshot, ENDPOINT_FREE_TEXT, endpointView } from './endpoints.ts';
 import { stalePreview, type IntentKind } from './intents.ts';
 
-const EDITABLE = ['name', 'triggerVariant', 'resourceIdPath', 'relatedResourceIdPath', 'requiredPaths', 'sourceLabel', 'eventType', 'headerName', 'expectedEvery'] as const;
+const EDITABLE = [
+  'name',
+  'triggerVariant',
+  'resourceIdPath',
+  'relatedResourceIdPath',
+  'requiredPaths',
+  'sourceLabel',
+  'eventType',
+  'headerName',
+  'expectedEvery',
+] as const;
 type EditInput = Partial<Record<(typeof EDITABLE)[number], unknown>>;
 
 async function endpointOf(ctx: OpContext<EndpointStore>, id: string) {
@@ -36,12 +46,21 @@ function diff(row: EndpointRow, input: EditInput) {
   const now = current(row);
   // A watch given in other units is the same watch (`120m` is `2h`): compared, and shown, as the read shows it.
   const given = typeof input.expectedEvery === 'string' ? { ...input, expectedEvery: durationText(durationMs(input.expectedEvery)!) } : input;
-  return EDITABLE.filter((k) => k in given && JSON.stringify(given[k]) !== JSON.stringify(now[k])).map((k) => ({ field: k, from: now[k], to: given[k] ?? null }));
+  return EDITABLE.filter((k) => k in given && JSON.stringify(given[k]) !== JSON.stringify(now[k])).map((k) => ({
+    field: k,
+    from: now[k],
+    to: given[k] ?? null,
+  }));
 }
 
 function mustBeActive(row: EndpointRow) {
   if (row.status !== 'active') {
-    throw refuse({ category: 'target_state', code: 'endpoint_archived', reason: 'The endpoint is archived.', recommendedAction: 'Create a new endpoint, or delete this one permanently.' });
+    throw refuse({
+      category: 'target_state',
+      code: 'endpoint_archived',
+      reason: 'The endpoint is archived.',
+      recommendedAction: 'Create a new endpoint, or delete this one permanently.',
+    });
   }
 }
 
@@ -119,9 +138,13 @@ export const endpointDeleteIntent: IntentKind<DeleteInput, EndpointStore & Event
       targetId: row.id,
       basis: { status: row.status },
       preview: {
-        summary: stage === 'archive' ? `Archive ${row.id}: it stops taking events; history stays.` : `Delete archived ${row.id} permanently; receipts stay readable.`,
+        summary:
+          stage === 'archive' ? `Archive ${row.id}: it stops taking events; history stays.` : `Delete archived ${row.id} permanently; receipts stay readable.`,
         changes: [{ field: 'status', from: row.status, to: stage === 'archive' ? 'archived' : 'deleted' }],
-        sideEffects: stage === 'archive' ? ['Senders posting to this URL get 404 from then on.'] : ['The endpoint configuration and its versions are removed; this cannot be undone.'],
+        sideEffects:
+          stage === 'archive'
+            ? ['Senders posting to this URL get 404 from then on.']
+            : ['The endpoint configuration and its versions are removed; this cannot be undone.'],
         meterCost: [{ meter: 'executed_actions', units: 1 }],
         warnings: [],
       },
@@ -143,7 +166,12 @@ export const endpointDeleteIntent: IntentKind<DeleteInput, EndpointStore & Event
 async function checkStage(ctx: OpContext<EventReads>, row: EndpointRow, stage: 'archive' | 'permanent') {
   if (stage === 'archive') return mustBeActive(row);
   if (row.status !== 'archived') {
-    throw refuse({ category: 'target_state', code: 'endpoint_not_archived', reason: 'Only an archived endpoint can be deleted permanently.', recommendedAction: 'Archive it first (stage archive).' });
+    throw refuse({
+      category: 'target_state',
+      code: 'endpoint_not_archived',
+      reason: 'Only an archived endpoint can be deleted permanently.',
+      recommendedAction: 'Archive it first (stage archive).',
+    });
   }
   // Its configuration is what hands its events off: deleting it would strand every acknowledged event still
   // waiting (accepted, queued for a handoff or retry, held for capacity).
@@ -157,7 +185,12 @@ async function checkStage(ctx: OpContext<EventReads>, row: EndpointRow, stage: '
     });
   }
   if (ctx.grant.tier !== 'admin_assistant') {
-    throw refuse({ category: 'scope', code: 'admin_assistant_only', reason: 'Permanent delete is for Admin Assistant grants only.', recommendedAction: 'Ask the merchant to do it, or for an admin_assistant grant.' });
+    throw refuse({
+      category: 'scope',
+      code: 'admin_assistant_only',
+      reason: 'Permanent delete is for Admin Assistant grants only.',
+      recommendedAction: 'Ask the merchant to do it, or for an admin_assistant grant.',
+    });
   }
 }
 
@@ -170,7 +203,8 @@ const generationOf = (row: EndpointRow): SecretGeneration => ({ secret: sha256He
 
 export const secretRotationIntent: IntentKind<RotationInput, EndpointStore, SecretGeneration> = {
   kind: 'secret_rotation',
-  recoveredNote: 'Its answer was lost before it reached you, so the new secret was shown to no one: rotate again to get one (the previous secret works as this summary says).',
+  recoveredNote:
+    'Its answer was lost before it reached you, so the new secret was shown to no one: rotate again to get one (the previous secret works as this summary says).',
   async preview(ctx, input, params) {
     const row = await endpointOf(ctx, params.endpointId!);
     mustBeActive(row);

@@ -107,7 +107,8 @@ function encodeCursor(id: string): string {
 function decodeCursor(cursor: string): string {
   // Cursors issued before `cur_` were the id in base64url; they still page.
   const id = cursor.startsWith('cur_') ? `evt_${cursor.slice(4)}` : Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!CURSOR.test(id)) throw new AppError('invalid_input', 'The cursor is not one this API issued.', [{ path: 'cursor', code: 'invalid', message: 'Unknown cursor' }]);
+  if (!CURSOR.test(id))
+    throw new AppError('invalid_input', 'The cursor is not one this API issued.', [{ path: 'cursor', code: 'invalid', message: 'Unknown cursor' }]);
   return id;
 }
 
@@ -138,7 +139,10 @@ export async function listEvents(ctx: OpContext<EventReads>, { query }: Operatio
   };
 }
 
-export async function getEventDetail(ctx: OpContext<EventReads & ConfirmationStore & { links: PlatformLinkStore }>, { params }: OperationInput<'getEventDetail'>) {
+export async function getEventDetail(
+  ctx: OpContext<EventReads & ConfirmationStore & { links: PlatformLinkStore }>,
+  { params }: OperationInput<'getEventDetail'>,
+) {
   const { core, store } = ctx;
   const e = await core.repo.getEvent(store.id, params.eventId);
   if (!e) throw new AppError('not_found', 'No such event.');
@@ -160,7 +164,9 @@ export async function getEventDetail(ctx: OpContext<EventReads & ConfirmationSto
       nextAttemptAt: held ? null : isoOrNull(e.nextAttemptAt),
       handoffStoppedAt: paused ? ('paused' as const) : (STOPPED_AT[summary.outcome] as 'none'),
       handoffPause: paused ? pause : null,
-      meaning: paused ? `${MEANING[summary.outcome]} The store's handoff is paused (${pause.code}): it waits, and is handed off once a probe succeeds.` : MEANING[summary.outcome],
+      meaning: paused
+        ? `${MEANING[summary.outcome]} The store's handoff is paused (${pause.code}): it waits, and is handed off once a probe succeeds.`
+        : MEANING[summary.outcome],
       attemptsDetail: attempts.map(attemptView),
       recoveryOptions: recoveryOptions(summary),
       confirmation: await eventConfirmation(core.repo, store.id, e.id),

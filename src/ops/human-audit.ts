@@ -13,7 +13,17 @@ import { systemClock } from '../lib/clock.ts';
 import { createIdGenerator } from '../lib/ids.ts';
 
 /** What an admin command is recorded as: the ops function it runs, as agent rows name their operationId. */
-export type AdminOperation = 'initStore' | 'issueGrant' | 'revokeGrant' | 'issueMetricsToken' | 'revokeMetricsToken' | 'setPlan' | 'setStoreSettings' | 'migrate' | 'backup' | 'restore';
+export type AdminOperation =
+  | 'initStore'
+  | 'issueGrant'
+  | 'revokeGrant'
+  | 'issueMetricsToken'
+  | 'revokeMetricsToken'
+  | 'setPlan'
+  | 'setStoreSettings'
+  | 'migrate'
+  | 'backup'
+  | 'restore';
 
 /** The longest `--actor`: a name or login, not a note. */
 const ACTOR_MAX_LENGTH = 64;
@@ -47,7 +57,10 @@ export function humanActor(flag: string | undefined): string {
   }
   // Word by word: a name with spaces may be long and mixed-case; one long mixed-case word is a token's shape.
   if (actor.split(/\s+/).some((w) => looksLikeToken(w) || /^shp(at|ca|pa|ss)_/i.test(w)) || /:\/\/[^/\s]*@/.test(actor)) {
-    throw new AppError('invalid_input', '--actor looks like a credential; name the person who runs the command (e.g. jane@ops-laptop), never a token or a URL.');
+    throw new AppError(
+      'invalid_input',
+      '--actor looks like a credential; name the person who runs the command (e.g. jane@ops-laptop), never a token or a URL.',
+    );
   }
   return actor;
 }
@@ -68,7 +81,9 @@ function osUser(): string | null {
   const uid = process.getuid?.();
   if (uid === undefined) return null;
   try {
-    const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.split(':')[2] === String(uid));
+    const line = readFileSync('/etc/passwd', 'utf8')
+      .split('\n')
+      .find((l) => l.split(':')[2] === String(uid));
     return line?.split(':')[0] || null;
   } catch {
     return null;

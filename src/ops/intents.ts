@@ -98,8 +98,7 @@ function intentView(row: IntentRow, extra: { token?: string; secret?: string } =
     state: row.state as 'previewed',
     targetId: row.targetId,
     preview: JSON.parse(row.preview) as IntentPreview,
-    confirmation:
-      extra.token && row.confirmationExpiresAt != null ? { token: extra.token, expiresAt: iso(row.confirmationExpiresAt) } : null,
+    confirmation: extra.token && row.confirmationExpiresAt != null ? { token: extra.token, expiresAt: iso(row.confirmationExpiresAt) } : null,
     result: result ? { ...result, ...(extra.secret ? { secret: extra.secret } : {}) } : null,
     refusal: row.refusal ? (JSON.parse(row.refusal) as Refusal) : null,
     createdAt: iso(row.createdAt),
@@ -169,7 +168,14 @@ const executing = new Set<string>();
  * taken over at once (it changed nothing: see IntentPlan). A refusal never advises a step that would repeat a
  * change already made.
  */
-async function execute<I, R, B>(ctx: OpContext<R & Journal>, operationId: string, def: IntentKind<I, R, B>, intentId: string, token: string, params: Record<string, string>) {
+async function execute<I, R, B>(
+  ctx: OpContext<R & Journal>,
+  operationId: string,
+  def: IntentKind<I, R, B>,
+  intentId: string,
+  token: string,
+  params: Record<string, string>,
+) {
   const { core } = ctx;
   const { repo } = core;
   const row = await repo.getIntent(ctx.store.id, intentId);
@@ -192,7 +198,12 @@ async function execute<I, R, B>(ctx: OpContext<R & Journal>, operationId: string
   if (row.state === 'executing') {
     const mine = row.executor === me;
     if (row.executor !== null && (mine ? executing.has(row.id) : await repo.instance.alive(row.executor))) {
-      throw conflict('intent_executing', 'This intent is being executed.', { state: row.state }, 'Wait a second, then retry with the same Idempotency-Key to get its result.');
+      throw conflict(
+        'intent_executing',
+        'This intent is being executed.',
+        { state: row.state },
+        'Wait a second, then retry with the same Idempotency-Key to get its result.',
+      );
     }
     // Its executor is gone: it committed nothing (an executed change completes the intent in the same transaction).
     from = { state: 'executing', executor: row.executor ?? '' };
@@ -208,7 +219,12 @@ async function execute<I, R, B>(ctx: OpContext<R & Journal>, operationId: string
     throw conflict('confirmation_expired', 'The confirmation expired. Preview again.', { state: 'expired' });
   }
   if (!(await claimIntent(repo.sql, row.id, from, { executor: me, key, at: now }))) {
-    throw conflict('intent_executing', 'This intent is being executed.', undefined, 'Wait a second, then retry with the same Idempotency-Key to get its result.');
+    throw conflict(
+      'intent_executing',
+      'This intent is being executed.',
+      undefined,
+      'Wait a second, then retry with the same Idempotency-Key to get its result.',
+    );
   }
   executing.add(row.id);
   crashPoint('intent-claimed');
@@ -231,7 +247,10 @@ async function execute<I, R, B>(ctx: OpContext<R & Journal>, operationId: string
     crashPoint('committed');
     await Promise.resolve(plan.after?.()).catch(() => {});
     const result = plan.result(out.changes);
-    return intentView({ ...row, state: 'executed', result: JSON.stringify(result), confirmationHash: null, executor: me, executeKey: key, updatedAt: at }, { secret: plan.secret });
+    return intentView(
+      { ...row, state: 'executed', result: JSON.stringify(result), confirmationHash: null, executor: me, executeKey: key, updatedAt: at },
+      { secret: plan.secret },
+    );
   } catch (err) {
     const refusal = err instanceof AppError ? err.refusal : undefined;
     if (refusal && refusal.code !== 'intent_executing') {
@@ -247,7 +266,6 @@ async function execute<I, R, B>(ctx: OpContext<R & Journal>, operationId: string
     executing.delete(row.id);
   }
 }
-
 
 /** The outcome of an execute retried with its Idempotency-Key after its answer was lost. */
 function recovered(row: IntentRow, note: string | undefined) {

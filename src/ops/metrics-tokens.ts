@@ -112,7 +112,9 @@ export async function revokeMetricsToken(core: Core, tokenId: string) {
 
 /** The rows, oldest first. The key (the hash) stays here: only revoke writes back under it. */
 async function storedTokens(core: Core): Promise<{ key: string; row: StoredMetricsToken }[]> {
-  const rows = await core.repo.sql.all<{ key: string; value: string }>('SELECT key AS "key", value AS "value" FROM settings WHERE key LIKE ?', [`${KEY_PREFIX}%`]);
+  const rows = await core.repo.sql.all<{ key: string; value: string }>('SELECT key AS "key", value AS "value" FROM settings WHERE key LIKE ?', [
+    `${KEY_PREFIX}%`,
+  ]);
   return rows
     .map((r) => ({ key: r.key, row: JSON.parse(r.value) as StoredMetricsToken }))
     .sort((a, b) => a.row.createdAt - b.row.createdAt || a.row.id.localeCompare(b.row.id));

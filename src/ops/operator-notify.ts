@@ -49,10 +49,12 @@ export function operatorWebhookFromEnv(env: (name: string) => string | undefined
   } catch {
     throw new AppError('invalid_input', `${OPERATOR_WEBHOOK_URL_ENV} must be an http:// or https:// URL.`);
   }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new AppError('invalid_input', `${OPERATOR_WEBHOOK_URL_ENV} must be an http:// or https:// URL.`);
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')
+    throw new AppError('invalid_input', `${OPERATOR_WEBHOOK_URL_ENV} must be an http:// or https:// URL.`);
   const secret = env(OPERATOR_WEBHOOK_SECRET_ENV)?.trim();
   const rule = `${OPERATOR_WEBHOOK_SECRET_ENV} must be whsec_ followed by the base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32)`;
-  if (!secret) throw new AppError('invalid_input', `${OPERATOR_WEBHOOK_URL_ENV} is set without ${OPERATOR_WEBHOOK_SECRET_ENV}: notifications are always signed. ${rule}.`);
+  if (!secret)
+    throw new AppError('invalid_input', `${OPERATOR_WEBHOOK_URL_ENV} is set without ${OPERATOR_WEBHOOK_SECRET_ENV}: notifications are always signed. ${rule}.`);
   const b64 = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret;
   const key = /^[A-Za-z0-9+/]+={0,2}$/.test(b64) && b64.length % 4 === 0 ? Buffer.from(b64, 'base64') : Buffer.alloc(0);
   if (key.length < 24 || key.length > 64) throw new AppError('invalid_input', `${rule}.`);
@@ -104,7 +106,9 @@ export class OperatorNotifier {
     const { webhook } = this.current();
     if (!webhook) return;
     if (this.inFlight.size >= NOTIFY_MAX_PENDING) {
-      this.core.log.warn(`operator notification for ${row.id} dropped: ${NOTIFY_MAX_PENDING} are already waiting (read it with hookrelay requests show ${row.id})`);
+      this.core.log.warn(
+        `operator notification for ${row.id} dropped: ${NOTIFY_MAX_PENDING} are already waiting (read it with hookrelay requests show ${row.id})`,
+      );
       return;
     }
     const detail = requestDetail(row, shop);
@@ -156,7 +160,9 @@ export class OperatorNotifier {
       const more = attempt < this.delaysMs.length;
       this.core.log.warn(`operator notification for ${id}: attempt ${attempt + 1} ${last}${more ? `; again in ${this.delaysMs[attempt]! / 1000} s` : ''}`);
     }
-    this.core.log.error(`operator notification for ${id} given up after ${this.delaysMs.length + 1} attempts (${last}); read it with hookrelay requests show ${id}`);
+    this.core.log.error(
+      `operator notification for ${id} given up after ${this.delaysMs.length + 1} attempts (${last}); read it with hookrelay requests show ${id}`,
+    );
   }
 }
 

@@ -17,7 +17,8 @@ import { apiVersionStatus } from '../platform/shopify/version.ts';
 
 /** The store's handoff: `active`, or `paused` with its stable code, since when, the next probe and the action that clears it. */
 export function handoffState(link: PlatformLinkRow | null): HandoffState {
-  if (!link?.pauseReason) return { state: 'active', reason: null, code: null, message: null, since: null, nextProbeAt: null, probes: 0, recommendedAction: null };
+  if (!link?.pauseReason)
+    return { state: 'active', reason: null, code: null, message: null, since: null, nextProbeAt: null, probes: 0, recommendedAction: null };
   const code = (Object.hasOwn(PAUSE_CODES, link.pauseCode ?? '') ? link.pauseCode : null) as PauseCode | null;
   return {
     state: 'paused',

@@ -37,9 +37,22 @@ async function replayable(ctx: OpContext<EventReads>, eventId: string) {
 type NotReplayable = [code: string, reason: string, action: string, category?: 'product_boundary'];
 
 const NOT_REPLAYABLE: Record<string, NotReplayable> = {
-  rejected: ['event_rejected', 'The event was authenticated but is not deliverable; replaying it would fail the same way.', 'Fix the sender (see the code) and send a fresh event.'],
-  test: ['test_event', 'Test events prove authentication; hookrelay never hands them to the workflow platform.', 'Have the sender send a real event.', 'product_boundary'],
-  duplicate_suppressed: ['duplicate_event', 'This receipt was suppressed as a duplicate; its first receipt carries the body.', 'Replay the first receipt instead (see duplicateOf).'],
+  rejected: [
+    'event_rejected',
+    'The event was authenticated but is not deliverable; replaying it would fail the same way.',
+    'Fix the sender (see the code) and send a fresh event.',
+  ],
+  test: [
+    'test_event',
+    'Test events prove authentication; hookrelay never hands them to the workflow platform.',
+    'Have the sender send a real event.',
+    'product_boundary',
+  ],
+  duplicate_suppressed: [
+    'duplicate_event',
+    'This receipt was suppressed as a duplicate; its first receipt carries the body.',
+    'Replay the first receipt instead (see duplicateOf).',
+  ],
   accepted: ['handoff_in_progress', 'The event is still waiting for its handoff.', 'Wait for the handoff to finish, then read the event again.'],
   queued: ['handoff_in_progress', 'The event is being handed off or waits for a retry.', 'Wait for the handoff to finish, then read the event again.'],
   held: ['held_for_capacity', 'The event is held for plan capacity and will be handed off when capacity returns.', 'Read GET /agent/v1/plan-usage.'],
@@ -69,7 +82,11 @@ const RETENTION_EXPIRED = {
 /** The event's state a replay was previewed on. */
 type EventState = { outcome: string; attempts: number };
 
-export const replayIntent: IntentKind<ReplayInput, EventReads & EndpointStore & ReadinessStore & UsageStore & HandoffQueue & Signals & Pick<Repo, 'layout'>, EventState> = {
+export const replayIntent: IntentKind<
+  ReplayInput,
+  EventReads & EndpointStore & ReadinessStore & UsageStore & HandoffQueue & Signals & Pick<Repo, 'layout'>,
+  EventState
+> = {
   kind: 'replay',
   freeText: ['reason'],
   async preview(ctx, input, params) {
@@ -79,10 +96,14 @@ export const replayIntent: IntentKind<ReplayInput, EventReads & EndpointStore & 
     const warnings: string[] = [];
     if (!endpoint) warnings.push('The endpoint was deleted; the replay uses the mapping recorded with the event.');
     else if (endpoint.configVersion !== event.configVersion) {
-      warnings.push(`The endpoint is at config version ${endpoint.configVersion}; the event was received under version ${event.configVersion}. The replay sends the mapping recorded with the event.`);
+      warnings.push(
+        `The endpoint is at config version ${endpoint.configVersion}; the event was received under version ${event.configVersion}. The replay sends the mapping recorded with the event.`,
+      );
     }
     if (endpoint?.status === 'archived') warnings.push('The endpoint is archived; the replay still hands the event off.');
-    const readiness = endpoint ? (await ctx.core.repo.listTriggerReadiness(ctx.store.id)).find((r) => r.handle === TRIGGERS[endpoint.triggerVariant as keyof typeof TRIGGERS]?.handle) : undefined;
+    const readiness = endpoint
+      ? (await ctx.core.repo.listTriggerReadiness(ctx.store.id)).find((r) => r.handle === TRIGGERS[endpoint.triggerVariant as keyof typeof TRIGGERS]?.handle)
+      : undefined;
     if (readiness && !readiness.hasEnabledFlow) warnings.push('Flow reports no enabled workflow for this trigger; the replay would end no_workflow.');
     if (input.reason === undefined) warnings.push('No reason given; the audit trail records the replay without one.');
     return {
@@ -106,7 +127,9 @@ export const replayIntent: IntentKind<ReplayInput, EventReads & EndpointStore & 
   async plan(ctx, intent, _input, basis) {
     const event = await replayable(ctx, intent.targetId!);
     if (event.outcome !== basis?.outcome || event.attempts !== basis.attempts) {
-      throw stalePreview(`the event is ${event.outcome} after ${event.attempts} attempt(s); the preview showed it ${basis ? `${basis.outcome} after ${basis.attempts}` : 'in another state'}`);
+      throw stalePreview(
+        `the event is ${event.outcome} after ${event.attempts} attempt(s); the preview showed it ${basis ? `${basis.outcome} after ${basis.attempts}` : 'in another state'}`,
+      );
     }
     await ensureCapacity(ctx.core, ctx.store, 'replay_executions');
     if (!(await ctx.core.repo.getEventBody(event.id))) {

@@ -20,7 +20,12 @@ export async function createEndpointTestIntent(ctx: OpContext<EndpointStore>, { 
   if (!ep) throw new AppError('not_found', 'No such endpoint.');
   if (ep.status !== 'active') {
     const reason = 'The endpoint is archived; it takes no events.';
-    throw new AppError('conflict', reason, undefined, { category: 'target_state', code: 'endpoint_archived', reason, recommendedAction: 'Test an active endpoint, or create a new one.' });
+    throw new AppError('conflict', reason, undefined, {
+      category: 'target_state',
+      code: 'endpoint_archived',
+      reason,
+      recommendedAction: 'Test an active endpoint, or create a new one.',
+    });
   }
   const payload = { event_type: body.eventType ?? 'hookrelay.test', external_event_id: `${TEST_EVENT_PREFIX}${randomBase62(12)}` };
   const bodyText = JSON.stringify(payload);
@@ -57,7 +62,17 @@ async function diagnosticsPackage(ctx: OpContext<EventReads & EndpointStore>, in
     if (!e) throw new AppError('not_found', `No such event ${id}.`);
     const s = eventSummary(e, now, core.config.bodyRetentionMs);
     const attempts = (await core.repo.listAttempts(e.id)).map((a) => ({ number: a.number, outcome: a.outcome, httpStatus: a.httpStatus, code: a.code }));
-    events.push({ id: s.id, endpointId: s.endpointId, outcome: s.outcome, code: s.code, eventType: s.eventType, receivedAt: s.receivedAt, bodyRetention: s.bodyRetention, replayable: s.replayable, attempts });
+    events.push({
+      id: s.id,
+      endpointId: s.endpointId,
+      outcome: s.outcome,
+      code: s.code,
+      eventType: s.eventType,
+      receivedAt: s.receivedAt,
+      bodyRetention: s.bodyRetention,
+      replayable: s.replayable,
+      attempts,
+    });
   }
   const endpointIds = input.endpointIds ?? [...new Set(events.map((e) => e.endpointId))];
   const endpoints = [];
@@ -65,7 +80,15 @@ async function diagnosticsPackage(ctx: OpContext<EventReads & EndpointStore>, in
     const ep = await core.repo.getEndpoint(store.id, id);
     if (!ep) throw new AppError('not_found', `No such endpoint ${id}.`);
     const failures = await core.repo.listAuthFailures(store.id, id, 20);
-    endpoints.push({ id: ep.id, status: ep.status, triggerVariant: ep.triggerVariant, authMode: ep.authMode, headerName: ep.headerName, configVersion: ep.configVersion, recentAuthFailureCodes: failures.map((f) => f.code) });
+    endpoints.push({
+      id: ep.id,
+      status: ep.status,
+      triggerVariant: ep.triggerVariant,
+      authMode: ep.authMode,
+      headerName: ep.headerName,
+      configVersion: ep.configVersion,
+      recentAuthFailureCodes: failures.map((f) => f.code),
+    });
   }
   const window = input.window ?? '24h';
   const since = now - WINDOW_MS[window];
@@ -101,8 +124,21 @@ export const diagnosticsShareIntent: IntentKind<DiagInput, EventReads & Endpoint
       basis: { package: pkg },
       preview: {
         summary: `Share a redacted diagnostics package: ${pkg.events.length} events, ${pkg.endpoints.length} endpoints, window ${pkg.window}.`,
-        changes: [{ field: 'diagnosticsShare', from: null, to: { events: pkg.events.map((e) => e.id), endpoints: pkg.endpoints.map((e) => e.id), note: input.note ?? null, expiresInHours: input.expiresInHours ?? 72 } }],
-        sideEffects: ['The package shown by this preview is what is shared, as it was at the preview, readable by the operator of this hookrelay server (hookrelay requests show) until it expires.'],
+        changes: [
+          {
+            field: 'diagnosticsShare',
+            from: null,
+            to: {
+              events: pkg.events.map((e) => e.id),
+              endpoints: pkg.endpoints.map((e) => e.id),
+              note: input.note ?? null,
+              expiresInHours: input.expiresInHours ?? 72,
+            },
+          },
+        ],
+        sideEffects: [
+          'The package shown by this preview is what is shared, as it was at the preview, readable by the operator of this hookrelay server (hookrelay requests show) until it expires.',
+        ],
         meterCost: [
           { meter: 'diagnostics_shares', units: 1 },
           { meter: 'executed_actions', units: 1 },
@@ -133,7 +169,8 @@ export const supportRequestIntent: IntentKind<SupportInput, EventReads & Endpoin
   freeText: ['summary'],
   async preview(ctx, input) {
     for (const id of input.eventIds ?? []) if (!(await ctx.core.repo.getEvent(ctx.store.id, id))) throw new AppError('not_found', `No such event ${id}.`);
-    for (const id of input.endpointIds ?? []) if (!(await ctx.core.repo.getEndpoint(ctx.store.id, id))) throw new AppError('not_found', `No such endpoint ${id}.`);
+    for (const id of input.endpointIds ?? [])
+      if (!(await ctx.core.repo.getEndpoint(ctx.store.id, id))) throw new AppError('not_found', `No such endpoint ${id}.`);
     if (input.diagnosticsShareId && !(await ctx.core.repo.getRecord(ctx.store.id, 'diagnostics_share', input.diagnosticsShareId))) {
       throw new AppError('not_found', 'No such diagnostics share.');
     }
@@ -141,7 +178,20 @@ export const supportRequestIntent: IntentKind<SupportInput, EventReads & Endpoin
       targetId: null,
       preview: {
         summary: `Send a ${input.urgency} ${input.category} support request.`,
-        changes: [{ field: 'supportRequest', from: null, to: { category: input.category, urgency: input.urgency, summary: input.summary, eventIds: input.eventIds ?? [], endpointIds: input.endpointIds ?? [], diagnosticsShareId: input.diagnosticsShareId ?? null } }],
+        changes: [
+          {
+            field: 'supportRequest',
+            from: null,
+            to: {
+              category: input.category,
+              urgency: input.urgency,
+              summary: input.summary,
+              eventIds: input.eventIds ?? [],
+              endpointIds: input.endpointIds ?? [],
+              diagnosticsShareId: input.diagnosticsShareId ?? null,
+            },
+          },
+        ],
         sideEffects: [operatorSees(ctx.core, 'the redacted summary, the linked ids and the shop domain')],
         meterCost: [{ meter: 'executed_actions', units: 1 }],
         warnings: [],
@@ -163,13 +213,20 @@ export const supportRequestIntent: IntentKind<SupportInput, EventReads & Endpoin
       writes: [insertRecord({ id, storeId: ctx.store.id, kind: 'support_request', body: JSON.stringify(body), createdAt: now, expiresAt: null })],
       result: () => ({ summary: `Support request ${id} submitted.`, resourceId: id }),
       // Once committed: the operator's notification, in the background (src/ops/operator-notify.ts).
-      after: () => notifyOperator(ctx.core, ctx.store.shopDomain, { id, storeId: ctx.store.id, kind: 'support_request', body: JSON.stringify(body), createdAt: now, expiresAt: null }),
+      after: () =>
+        notifyOperator(ctx.core, ctx.store.shopDomain, {
+          id,
+          storeId: ctx.store.id,
+          kind: 'support_request',
+          body: JSON.stringify(body),
+          createdAt: now,
+          expiresAt: null,
+        }),
     };
   },
 };
 
-const ACK =
-  'Received. This is a non-binding signal: it implies no commitment, priority or timeline.';
+const ACK = 'Received. This is a non-binding signal: it implies no commitment, priority or timeline.';
 
 export async function createExpansionRequest(ctx: OpContext<RecordStore>, { body }: OperationInput<'createExpansionRequest'>) {
   return nonBinding(ctx, 'expansion', body);

@@ -146,7 +146,10 @@ function createShopifyWebhooks(core: Core): ShopifyWebhookHandler {
 }
 
 /** The row as recorded, for the run the recording began (no need to read back what was just written). */
-function rowOf(w: { webhookId: string; topic: string; shopDomain: string; apiVersion: string | null; eventId: string | null; triggeredAt: number | null }, now: number): ShopifyWebhookRow {
+function rowOf(
+  w: { webhookId: string; topic: string; shopDomain: string; apiVersion: string | null; eventId: string | null; triggeredAt: number | null },
+  now: number,
+): ShopifyWebhookRow {
   return { ...w, receivedAt: now, processedAt: null, attempts: 1, leaseUntil: now + RUN_LEASE_MS, lastError: null, result: null, payloadSealed: null };
 }
 
@@ -248,7 +251,8 @@ async function appUninstalled(core: Core, d: Delivery<'app/uninstalled'>): Promi
 async function shopRedact(core: Core, d: Delivery<'shop/redact'>): Promise<string> {
   const store = await storeOf(core, d.row.shopDomain);
   if (!store) return 'no store for this shop on this server';
-  if (await stillInstalled(core, store)) return `not applied: Shopify still accepts store ${store.id}'s token; it sends shop/redact only after an uninstall (a delivery sent again?)`;
+  if (await stillInstalled(core, store))
+    return `not applied: Shopify still accepts store ${store.id}'s token; it sends shop/redact only after an uninstall (a delivery sent again?)`;
   const redaction = new Redaction(core.repo);
   const bodies = await eraseAll(redaction, store);
   const records = await redaction.deleteRecords(store.id, FREE_TEXT_RECORDS);
@@ -278,7 +282,11 @@ async function customersRedact(core: Core, d: Delivery<'customers/redact'>): Pro
   const redaction = new Redaction(core.repo);
   const events = await customerEvents(redaction, store, d.payload.customerId, d.payload.ordersToRedact);
   let erased = 0;
-  for (let i = 0; i < events.length; i += ERASE_CHUNK) erased += await redaction.eraseBodies(store.id, events.slice(i, i + ERASE_CHUNK).map((e) => e.id));
+  for (let i = 0; i < events.length; i += ERASE_CHUNK)
+    erased += await redaction.eraseBodies(
+      store.id,
+      events.slice(i, i + ERASE_CHUNK).map((e) => e.id),
+    );
   return `store ${store.id}: ${events.length} events of the customer, ${erased} bodies erased (events kept)`;
 }
 
@@ -316,7 +324,7 @@ async function customersDataRequest(core: Core, d: Delivery<'customers/data_requ
     events: held.slice(0, DATA_REQUEST_MAX_EVENTS),
     eventsTruncated: held.length > DATA_REQUEST_MAX_EVENTS,
     holds:
-      'hookrelay holds, per event: its receipt (ids, times, outcome, the resource id it names) and, until its retention ends, the raw body the sender sent, which may hold the customer\'s personal data. It keeps no customer email or phone outside those bodies.',
+      "hookrelay holds, per event: its receipt (ids, times, outcome, the resource id it names) and, until its retention ends, the raw body the sender sent, which may hold the customer's personal data. It keeps no customer email or phone outside those bodies.",
   };
   await core.repo.insertRecord({ id, storeId: store.id, kind: CUSTOMER_DATA_REQUEST, body: JSON.stringify(body), createdAt: now, expiresAt: null });
   return `recorded for the operator as ${CUSTOMER_DATA_REQUEST} ${id}: ${held.length} events, ${retained} bodies retained`;

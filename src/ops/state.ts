@@ -57,7 +57,8 @@ export async function getSetupState(ctx: OpContext<EndpointStore & ReadinessStor
     const recent = failures.filter((f) => f.at >= core.clock.now() - FAILURE_PAIR_WINDOW_MS).reduce((n, f) => n + f.count, 0);
     // Signature forensics' finding on the newest failure, while no authenticated receipt has come since it.
     const newest = failures[0];
-    const diagnosis = newest && isDiagnosisCode(newest.diagnosis) && (!last || last.receivedAt < newest.at) ? diagnosisFor(newest.diagnosis, ep.senderProfile) : null;
+    const diagnosis =
+      newest && isDiagnosisCode(newest.diagnosis) && (!last || last.receivedAt < newest.at) ? diagnosisFor(newest.diagnosis, ep.senderProfile) : null;
     if (ep.status === 'active' && failurePair(failures, last?.receivedAt ?? null)) {
       const found = diagnosis
         ? ` The newest failure looks like ${diagnosis.code}: ${diagnosis.fix} Fix that in the sender first; a replacement endpoint would fail the same way.`
@@ -94,7 +95,10 @@ export async function getSetupState(ctx: OpContext<EndpointStore & ReadinessStor
     {
       item: 'store_installed',
       done: store.uninstalledAt == null,
-      text: store.uninstalledAt == null ? `Store ${store.shopDomain} is installed.` : `The app was uninstalled from ${store.shopDomain}; events wait for an install again.`,
+      text:
+        store.uninstalledAt == null
+          ? `Store ${store.shopDomain} is installed.`
+          : `The app was uninstalled from ${store.shopDomain}; events wait for an install again.`,
     },
     {
       item: 'destination_configured',
@@ -133,9 +137,19 @@ export async function getSetupState(ctx: OpContext<EndpointStore & ReadinessStor
   const next = (item: string, action: string, text: string, operationId: string | null) =>
     checklist.find((c) => c.item === item && !c.done) && actions.push({ action, text, operationId, endpointId: null });
   if (handoff.state === 'paused') {
-    actions.unshift({ action: 'resume_handoff', text: `${handoff.message ?? ''} ${handoff.recommendedAction ?? ''}`.trim(), operationId: null, endpointId: null });
+    actions.unshift({
+      action: 'resume_handoff',
+      text: `${handoff.message ?? ''} ${handoff.recommendedAction ?? ''}`.trim(),
+      operationId: null,
+      endpointId: null,
+    });
   } else if (platform && platform.check.result !== 'ok') {
-    actions.unshift({ action: 'check_destination', text: `The destination check found ${platform.check.result}: ${platform.check.message}`, operationId: null, endpointId: null });
+    actions.unshift({
+      action: 'check_destination',
+      text: `The destination check found ${platform.check.result}: ${platform.check.message}`,
+      operationId: null,
+      endpointId: null,
+    });
   }
   next('endpoint_created', 'create_endpoint', 'Create an endpoint for the sender.', 'createEndpoint');
   next('test_receipt_seen', 'prepare_endpoint_test', 'Prepare a test event and have the sender send it.', 'createEndpointTestIntent');
@@ -246,9 +260,12 @@ async function reliability(ctx: OpContext<ReliabilityRepo>, subject: 'tenant' | 
   const reasons: string[] = [];
   // Events waiting for the budget are no fault: said when the wait is long (the backlog beyond a minute of budget).
   if (budget?.pacedUntil && Date.parse(budget.pacedUntil) - to > 60_000) {
-    reasons.push(`Handoffs are paced by the store's Shopify budget (${budget.restoreRate} points a second): the last waiting event is due at ${budget.pacedUntil}.`);
+    reasons.push(
+      `Handoffs are paced by the store's Shopify budget (${budget.restoreRate} points a second): the last waiting event is due at ${budget.pacedUntil}.`,
+    );
   }
-  if (handoff.state === 'paused') reasons.push(`Handoff is paused since ${handoff.since} (${handoff.code}); events wait. ${handoff.recommendedAction ?? ''}`.trim());
+  if (handoff.state === 'paused')
+    reasons.push(`Handoff is paused since ${handoff.since} (${handoff.code}); events wait. ${handoff.recommendedAction ?? ''}`.trim());
   else {
     // Failing now, before any event runs out of retries (they last a day) or the store pauses: the last minutes' attempts.
     const recent = await recentAttempts(ctx, to);
@@ -293,6 +310,7 @@ async function reliability(ctx: OpContext<ReliabilityRepo>, subject: 'tenant' | 
   };
 }
 
-export const getTenantReliabilityHealth = (ctx: OpContext<ReliabilityRepo>, { query }: OperationInput<'getTenantReliabilityHealth'>) => reliability(ctx, 'tenant', query.window);
+export const getTenantReliabilityHealth = (ctx: OpContext<ReliabilityRepo>, { query }: OperationInput<'getTenantReliabilityHealth'>) =>
+  reliability(ctx, 'tenant', query.window);
 export const getDestinationReliabilityHealth = (ctx: OpContext<ReliabilityRepo>, { query }: OperationInput<'getDestinationReliabilityHealth'>) =>
   reliability(ctx, 'destination', query.window);

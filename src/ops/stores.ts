@@ -53,7 +53,10 @@ function checkDestination(destination: string): asserts destination is StoreRow[
 /** A variable NAME (the Admin API token's, the client secret's); anything shaped like a secret is refused without echoing it. */
 function checkVariableName(name: string, what: string, example: string): void {
   if (SHOPIFY_TOKEN.test(name) || looksLikeToken(name)) {
-    throw new AppError('invalid_input', `The ${what} variable looks like a secret. Give the NAME of the environment variable that holds it (e.g. ${example}), never the value.`);
+    throw new AppError(
+      'invalid_input',
+      `The ${what} variable looks like a secret. Give the NAME of the environment variable that holds it (e.g. ${example}), never the value.`,
+    );
   }
   if (!ENV_NAME.test(name)) {
     throw new AppError('invalid_input', `The ${what} variable must be an environment variable NAME in capitals (e.g. ${example}), never the value.`);
@@ -65,19 +68,31 @@ const checkClientSecretEnv = (name: string) => checkVariableName(name, 'client s
 
 /** A Shopify app's client id (Dev Dashboard → Settings): letters, digits, `_` and `-`; never a secret. */
 function checkClientId(id: string): void {
-  if (SHOPIFY_TOKEN.test(id)) throw new AppError('invalid_input', "That looks like a secret, not a client id. Give the app's client id (Dev Dashboard → the app → Settings); the secret goes in a variable.");
+  if (SHOPIFY_TOKEN.test(id))
+    throw new AppError(
+      'invalid_input',
+      "That looks like a secret, not a client id. Give the app's client id (Dev Dashboard → the app → Settings); the secret goes in a variable.",
+    );
   if (!/^[A-Za-z0-9_-]{8,100}$/.test(id)) throw new AppError('invalid_input', "The client id must be the app's client id (8 to 100 letters, digits, _ or -).");
 }
 
 function checkAuth(auth: string): asserts auth is CredentialMode {
   if (!(CREDENTIAL_MODES as readonly string[]).includes(auth)) throw new AppError('invalid_input', `--auth must be one of ${CREDENTIAL_MODES.join(', ')}.`);
   if (auth === 'oauth') {
-    throw new AppError('invalid_input', "--auth oauth is set by installing the app on the store: the merchant opens {public URL}/auth/install?shop=<shop> (README, Hosting for many stores). For an app of your own organization use client-credentials, or static.");
+    throw new AppError(
+      'invalid_input',
+      '--auth oauth is set by installing the app on the store: the merchant opens {public URL}/auth/install?shop=<shop> (README, Hosting for many stores). For an app of your own organization use client-credentials, or static.',
+    );
   }
 }
 
 /** The mode the flags ask for: `--auth`, else the one their credentials imply. */
-function impliedAuth(input: { auth?: string; adminTokenEnv?: string | null; clientId?: string | null; clientSecretEnv?: string | null }): CredentialMode | undefined {
+function impliedAuth(input: {
+  auth?: string;
+  adminTokenEnv?: string | null;
+  clientId?: string | null;
+  clientSecretEnv?: string | null;
+}): CredentialMode | undefined {
   if (input.auth) return input.auth as CredentialMode;
   if (input.clientId || input.clientSecretEnv) return 'client-credentials';
   if (input.adminTokenEnv) return 'static';
@@ -90,7 +105,10 @@ function checkDestinationNeeds(row: Pick<StoreRow, 'destination' | 'credentialMo
   const mode = credentialModeOf(row);
   if (mode === 'client-credentials') {
     if (!row.clientId || !row.clientSecretEnv) {
-      throw new AppError('invalid_input', "--auth client-credentials needs --client-id (the app's client id) and --client-secret-env (the NAME of the variable holding its secret).");
+      throw new AppError(
+        'invalid_input',
+        "--auth client-credentials needs --client-id (the app's client id) and --client-secret-env (the NAME of the variable holding its secret).",
+      );
     }
     return;
   }
@@ -136,7 +154,8 @@ export async function initStore(core: CoreWith<TenantStore>, input: InitStoreInp
 export function newStoreRow(
   core: CoreWith<unknown>,
   shop: string,
-  fields: Pick<StoreRow, 'plan' | 'destination' | 'adminTokenEnv' | 'credentialMode' | 'clientId' | 'clientSecretEnv'> & Partial<Pick<StoreRow, 'platformAccountId' | 'installationId'>>,
+  fields: Pick<StoreRow, 'plan' | 'destination' | 'adminTokenEnv' | 'credentialMode' | 'clientId' | 'clientSecretEnv'> &
+    Partial<Pick<StoreRow, 'platformAccountId' | 'installationId'>>,
 ): StoreRow {
   const now = core.clock.now();
   const handle = shop.replace('.myshopify.com', '');
@@ -155,7 +174,14 @@ export function newStoreRow(
 }
 
 /** Shapes of the flags init and store set share, before anything is read or written. */
-function checkCredentialFlags(input: { plan?: string; destination?: string; adminTokenEnv?: string; auth?: string; clientId?: string; clientSecretEnv?: string }): void {
+function checkCredentialFlags(input: {
+  plan?: string;
+  destination?: string;
+  adminTokenEnv?: string;
+  auth?: string;
+  clientId?: string;
+  clientSecretEnv?: string;
+}): void {
   if (input.plan !== undefined) checkPlan(input.plan);
   if (input.destination !== undefined) checkDestination(input.destination);
   if (input.adminTokenEnv !== undefined) checkAdminTokenEnv(input.adminTokenEnv);
@@ -265,7 +291,10 @@ const CREDENTIAL_FIELDS: readonly string[] = ['destination', 'credentialMode', '
 export async function setStoreSettings(core: CoreWith<TenantStore & { links: PlatformLinkStore }>, shopDomain: string | undefined, input: StoreSettingsInput) {
   const given = STORE_FIELDS.filter((f) => input[f] !== undefined);
   if (given.length === 0 && input.publicUrl === undefined && input.appClientId === undefined) {
-    throw new AppError('invalid_input', 'Nothing to set: give --destination, --auth, --admin-token-env, --client-id, --client-secret-env, --plan, --public-url or --app-client-id.');
+    throw new AppError(
+      'invalid_input',
+      'Nothing to set: give --destination, --auth, --admin-token-env, --client-id, --client-secret-env, --plan, --public-url or --app-client-id.',
+    );
   }
   if (given.length && !shopDomain) throw new AppError('invalid_input', '--shop is required to change a store setting.');
   checkCredentialFlags(input);
@@ -316,7 +345,7 @@ function settingsNote(changed: string[], publicUrlCleared = false): string {
   const notes = [];
   if (changed.some((f) => f !== 'publicUrl' && f !== 'appClientId')) {
     notes.push(
-      'A running hookrelay serve applies store settings to new handoffs within 5 seconds, no restart needed; a variable named here is read from serve\'s environment, so export it where serve runs (and restart serve if it was not set when serve started).',
+      "A running hookrelay serve applies store settings to new handoffs within 5 seconds, no restart needed; a variable named here is read from serve's environment, so export it where serve runs (and restart serve if it was not set when serve started).",
     );
   }
   if (changed.includes('publicUrl')) {
@@ -326,7 +355,8 @@ function settingsNote(changed: string[], publicUrlCleared = false): string {
         : 'The public URL applies when serve is restarted (HOOKRELAY_PUBLIC_URL or --public-url still win over it).',
     );
   }
-  if (changed.includes('appClientId')) notes.push('The app client id applies to installs when serve is restarted (HOOKRELAY_SHOPIFY_CLIENT_ID still wins over it).');
+  if (changed.includes('appClientId'))
+    notes.push('The app client id applies to installs when serve is restarted (HOOKRELAY_SHOPIFY_CLIENT_ID still wins over it).');
   return notes.join(' ');
 }
 

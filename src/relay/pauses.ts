@@ -80,7 +80,9 @@ export class HandoffPauses {
     const probes = link && link.resumedAt != null && now - link.resumedAt < CONTINUE_BACKOFF_MS ? link.probes : 0;
     const row = await links.pause(store.id, p, now, probes, now + this.delay(probes));
     if (!this.book.has(store.id)) {
-      this.core.log.warn(`handoff paused for ${store.shopDomain}: ${p.code} — ${p.message} Events wait; next probe ${new Date(row.nextProbeAt!).toISOString()}.`);
+      this.core.log.warn(
+        `handoff paused for ${store.shopDomain}: ${p.code} — ${p.message} Events wait; next probe ${new Date(row.nextProbeAt!).toISOString()}.`,
+      );
     }
     this.book.set(store.id, row);
     return row.nextProbeAt!;
@@ -132,7 +134,14 @@ export class HandoffPauses {
       const pause: PauseRequest = check.pause ?? { reason: taken.pauseReason as PauseReason, code: taken.pauseCode as PauseCode, message: check.message };
       const next = at + this.delay(taken.probes + 1);
       await this.core.repo.links.probeFailed(storeId, pause, at, next);
-      this.book.set(storeId, { ...taken, probes: taken.probes + 1, nextProbeAt: next, pauseCode: pause.code, pauseMessage: pause.message, probeLeaseUntil: null });
+      this.book.set(storeId, {
+        ...taken,
+        probes: taken.probes + 1,
+        nextProbeAt: next,
+        pauseCode: pause.code,
+        pauseMessage: pause.message,
+        probeLeaseUntil: null,
+      });
     }
     if (resumed) {
       await this.core.repo.notify?.('due', '').catch(() => undefined);

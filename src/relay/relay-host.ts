@@ -59,7 +59,14 @@ export class RelayThread implements IngestTarget {
         else host.receive(e.data);
       };
       thread.onerror = (e) => reject(new Error(`relay thread failed to start: ${e.message}`));
-      host.send({ t: 'init', sqlitePath: opts.sqlitePath, synchronous: opts.synchronous, config: config as ThreadConfig, worker: opts.worker, secretKey: core.box.key() });
+      host.send({
+        t: 'init',
+        sqlitePath: opts.sqlitePath,
+        synchronous: opts.synchronous,
+        config: config as ThreadConfig,
+        worker: opts.worker,
+        secretKey: core.box.key(),
+      });
     })
       .catch(async (err: unknown) => {
         clearInterval(host.keepAlive);

@@ -50,9 +50,27 @@ export function fromThreadError(e: ThreadError): Error & { code?: string } {
  * 1.1 µs per receipt serialised, measured with bun:jsc's serialize), paid on both threads for every receipt.
  */
 const EVENT_KEYS = [
-  'id', 'receiptId', 'storeId', 'endpointId', 'configVersion', 'outcome', 'code', 'externalEventId', 'eventType', 'isTest',
-  'duplicateOf', 'resourceId', 'relatedResourceId', 'bodyBytes', 'bodyRetention', 'receivedAt', 'attempts', 'lastAttemptAt',
-  'nextAttemptAt', 'leaseUntil', 'deliveredAt',
+  'id',
+  'receiptId',
+  'storeId',
+  'endpointId',
+  'configVersion',
+  'outcome',
+  'code',
+  'externalEventId',
+  'eventType',
+  'isTest',
+  'duplicateOf',
+  'resourceId',
+  'relatedResourceId',
+  'bodyBytes',
+  'bodyRetention',
+  'receivedAt',
+  'attempts',
+  'lastAttemptAt',
+  'nextAttemptAt',
+  'leaseUntil',
+  'deliveredAt',
 ] as const satisfies readonly (keyof EventRow)[];
 
 /** A key of EventRow missing from EVENT_KEYS fails to compile here. */

@@ -18,7 +18,10 @@ const FAULTS: [RegExp, StorageFault][] = [
   // the socket errors of a database that cannot be reached.
   [/^53100$/, 'full'],
   [/^(53\d{3}|58030)$/, 'io'],
-  [/^(08\d{3}|57P0[1-3]|ECONNREFUSED|ECONNRESET|ECONNABORTED|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|PG_CONNECTION_LOST|PG_COMMIT_UNKNOWN)$/, 'unreachable'],
+  [
+    /^(08\d{3}|57P0[1-3]|ECONNREFUSED|ECONNRESET|ECONNABORTED|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|PG_CONNECTION_LOST|PG_COMMIT_UNKNOWN)$/,
+    'unreachable',
+  ],
   [/^25006$/, 'read_only'],
   // statement_timeout (57014): the server is there but did not finish; the driver's deadlines: no answer at all.
   [/^57014$/, 'busy'],
@@ -32,7 +35,10 @@ const FAULTS: [RegExp, StorageFault][] = [
 const DRIVER_MESSAGES: [RegExp, string][] = [
   [/^(timeout exceeded when trying to connect|Connection terminated due to connection timeout|timeout expired)$/, 'PG_CONNECT_TIMEOUT'],
   [/^Query read timeout$/, 'PG_QUERY_TIMEOUT'],
-  [/^(Connection terminated( unexpectedly)?|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|Cannot use a pool after calling end on the pool)$/, 'PG_CONNECTION_LOST'],
+  [
+    /^(Connection terminated( unexpectedly)?|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|Cannot use a pool after calling end on the pool)$/,
+    'PG_CONNECTION_LOST',
+  ],
 ];
 
 /**

@@ -46,7 +46,12 @@ export function defaultDestinations(core: CoreWith<{ links: PlatformLinkStore }>
 }
 
 /** What the worker reads and writes: the queue, trigger readiness, stores, and the platform links (pauses). */
-type WorkerCore = CoreWith<HandoffQueue & Pick<ReadinessStore, 'listTriggerReadiness'> & Pick<TenantStore, 'listStores' | 'getStore'> & Signals & { links: PlatformLinkStore; sql: SqlRunner }>;
+type WorkerCore = CoreWith<
+  HandoffQueue &
+    Pick<ReadinessStore, 'listTriggerReadiness'> &
+    Pick<TenantStore, 'listStores' | 'getStore'> &
+    Signals & { links: PlatformLinkStore; sql: SqlRunner }
+>;
 
 export class HandoffWorker {
   private running = false;
@@ -76,10 +81,14 @@ export class HandoffWorker {
     private readonly destinations: Destinations = defaultDestinations(core),
   ) {
     this.recorder = new AttemptRecorder((results) => core.repo.recordAttempts(results));
-    this.pauses = new HandoffPauses(core, (store) => this.destinationOf(store), () => {
-      this.claimNow = true;
-      this.wake();
-    });
+    this.pauses = new HandoffPauses(
+      core,
+      (store) => this.destinationOf(store),
+      () => {
+        this.claimNow = true;
+        this.wake();
+      },
+    );
   }
 
   start(): void {
@@ -240,7 +249,9 @@ export class HandoffWorker {
       if (r.unsent) continue;
       this.recordHandoff(r.storeId, r.attempt.outcome);
       if (r.attempt.outcome !== 'delivered') {
-        this.core.log.warn(`handoff ${r.attempt.eventId} attempt ${r.attempt.number}: ${r.attempt.outcome} (${r.attempt.code}${r.attempt.httpStatus ? ` HTTP ${r.attempt.httpStatus}` : ''})`);
+        this.core.log.warn(
+          `handoff ${r.attempt.eventId} attempt ${r.attempt.number}: ${r.attempt.outcome} (${r.attempt.code}${r.attempt.httpStatus ? ` HTTP ${r.attempt.httpStatus}` : ''})`,
+        );
       }
     }
     return handled;
@@ -257,7 +268,12 @@ export class HandoffWorker {
     // the claim that follows the lease, never started (another worker could take the event mid-send).
     const endsBy = startedAt + this.core.config.handoff.timeoutMs;
     const sendable = due.filter(({ event }) => event.leaseUntil == null || event.leaseUntil >= endsBy);
-    const starts = sendable.map(({ event, store }) => ({ eventId: event.id, number: event.attempts + 1, destination: this.destinationOf(store).name, startedAt }));
+    const starts = sendable.map(({ event, store }) => ({
+      eventId: event.id,
+      number: event.attempts + 1,
+      destination: this.destinationOf(store).name,
+      startedAt,
+    }));
     const written = await this.core.repo.journalAttempts(starts);
     if (written.length === due.length) return;
     const journaled = new Set(written.map((a) => a.eventId));
@@ -336,11 +352,14 @@ export class HandoffWorker {
   private reportFailure(err: unknown): void {
     const fault = storageFault(err);
     if (fault) {
-      if (this.failingWith !== fault) this.core.log.error(`handoff worker: storage unavailable (${fault}); events wait and are handed off once it answers`, { code: faultCode(err) });
+      if (this.failingWith !== fault)
+        this.core.log.error(`handoff worker: storage unavailable (${fault}); events wait and are handed off once it answers`, { code: faultCode(err) });
       this.failingWith = fault;
       return;
     }
-    this.core.log.error(`handoff worker: ${err instanceof Error ? err.name : 'error'}: ${err instanceof Error ? (err.message.split('\n')[0] ?? '').split(/params:/i)[0]!.slice(0, 200) : ''}`);
+    this.core.log.error(
+      `handoff worker: ${err instanceof Error ? err.name : 'error'}: ${err instanceof Error ? (err.message.split('\n')[0] ?? '').split(/params:/i)[0]!.slice(0, 200) : ''}`,
+    );
   }
 
   /**
@@ -425,7 +444,8 @@ export class HandoffWorker {
     const probeAt = outcome.kind === 'paused' ? Math.max(await this.pauses.pause(store, outcome.pause), startedAt + 1000) : null;
     if (outcome.kind !== 'paused' && destination.probe) {
       // A platform that keeps not answering pauses the store too: this event retries on its schedule, the rest wait.
-      const transient = outcome.kind === 'retry' && (outcome.errorClass === 'network' || outcome.errorClass === 'timeout' || outcome.errorClass === 'server_error');
+      const transient =
+        outcome.kind === 'retry' && (outcome.errorClass === 'network' || outcome.errorClass === 'timeout' || outcome.errorClass === 'server_error');
       await this.pauses.observe(store, transient, outcome.kind === 'retry' ? outcome.message : '');
     }
     if (outcome.kind === 'paused' && !outcome.sent) return this.unsent(event, store, number, probeAt!);
@@ -492,7 +512,18 @@ export class HandoffWorker {
     const at = this.core.clock.now();
     return {
       unsent: true,
-      attempt: { eventId: event.id, number, destination: this.destinationOf(store).name, startedAt: at, finishedAt: at, outcome: 'retry', httpStatus: null, code: null, message: null, retryAt: until },
+      attempt: {
+        eventId: event.id,
+        number,
+        destination: this.destinationOf(store).name,
+        startedAt: at,
+        finishedAt: at,
+        outcome: 'retry',
+        httpStatus: null,
+        code: null,
+        message: null,
+        retryAt: until,
+      },
       storeId: store.id,
       metrics,
       event: { outcome: 'queued', code: null, nextAttemptAt: until, leaseUntil: null, deliveredAt: null },

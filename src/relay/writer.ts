@@ -153,7 +153,10 @@ export class ReceiptWriter {
         for (const f of failures) f.resolve();
         if (lease) {
           const leased = batch.flatMap((w, i) => (committed[i]!.leased ? [w.item.event] : []));
-          direct!.take(leased, committed.some((c) => c.outcome === 'accepted' && !c.leased));
+          direct!.take(
+            leased,
+            committed.some((c) => c.outcome === 'accepted' && !c.leased),
+          );
         }
         if (committed.length) this.onCommitted(committed);
       } catch (err) {

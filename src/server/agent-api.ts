@@ -64,7 +64,9 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
   };
   const mcpEndpoint = () =>
     (mcp ??= import('../mcp/endpoint.ts').then((m) => m.createMcpEndpoint({ core, version: VERSION, appFetch, pipeline: mcpPipeline })));
-  const available = new Set(routes.filter((r) => r.handler || r.op.auth === 'none' || (r.op.transport === 'mcp' && core.config.mcp.codeMode)).map((r) => r.op.operationId));
+  const available = new Set(
+    routes.filter((r) => r.handler || r.op.auth === 'none' || (r.op.transport === 'mcp' && core.config.mcp.codeMode)).map((r) => r.op.operationId),
+  );
   /** The public operations, answered here without the pipeline (no bearer, no audit). */
   const PUBLIC: Record<PublicOperationId, () => Response> = {
     getAgentOperationsManifest: () => Response.json(buildManifest(core.config.publicUrl, available, { adminApiVersion: apiVersionStatus(core.clock.now()) })),
@@ -100,7 +102,12 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
       return runOperation(deps, r.op, r.handler!, req, params, requestId(), client);
     }
     if (methodMismatch) {
-      return errorResponse(null, new AppError('method_not_allowed', `Use ${methodMismatch.method} for ${methodMismatch.operationId}.`, undefined, undefined, { Allow: methodMismatch.method }));
+      return errorResponse(
+        null,
+        new AppError('method_not_allowed', `Use ${methodMismatch.method} for ${methodMismatch.operationId}.`, undefined, undefined, {
+          Allow: methodMismatch.method,
+        }),
+      );
     }
     return errorResponse(null, new AppError('not_found', 'No such route. GET /agent/v1/manifest lists the operations.'));
   }

@@ -19,7 +19,6 @@ import { createMetricsHandler } from './metrics.ts';
 import { VERSION } from '../version.ts';
 import { AuthFailureLimiter, lazyClient, trustsProxy } from '../lib/auth-failures.ts';
 
-
 /** How long GET /status waits for its read of the database. */
 const STATUS_PROBE_MS = 2_000;
 
@@ -96,7 +95,8 @@ export function createApp(core: Core): App {
   const billingPages = lazy(() => import('../ops/billing.ts').then((m) => m.createBilling(core)));
   const shopifyWebhooks = lazy(() => import('../ops/shopify-webhooks.ts').then((m) => m.shopifyWebhooks(core)));
   let agent: Promise<AgentApi> | null = null;
-  const agentApi = () => (agent ??= import('./agent-api.ts').then((m) => m.createAgentApi({ core, endpointChanged, authFailures, storage }, (req) => fetch(req))));
+  const agentApi = () =>
+    (agent ??= import('./agent-api.ts').then((m) => m.createAgentApi({ core, endpointChanged, authFailures, storage }, (req) => fetch(req))));
 
   async function fetch(req: Request, peer: string | null | (() => string | null) = null): Promise<Response> {
     const path = pathOf(req.url);
@@ -119,7 +119,8 @@ export function createApp(core: Core): App {
     }
     if (path === '/metrics') return metrics(req, client);
     if (req.method === 'GET' && path === '/status') return status();
-    if (path.startsWith(`${API_PREFIX}/`) || (req.method === 'GET' && (path === '/docs' || path === '/'))) return (await agentApi()).fetch(req, path, client, safeDecode);
+    if (path.startsWith(`${API_PREFIX}/`) || (req.method === 'GET' && (path === '/docs' || path === '/')))
+      return (await agentApi()).fetch(req, path, client, safeDecode);
     return errorResponse(null, new AppError('not_found', 'No such route. GET /agent/v1/manifest lists the operations.'));
   }
 
@@ -210,4 +211,3 @@ function lazy<T>(load: () => Promise<T>): () => Promise<T> {
   let p: Promise<T> | null = null;
   return () => (p ??= load());
 }
-

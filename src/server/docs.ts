@@ -2,7 +2,6 @@
 import { OPERATIONS } from '../contract/operations.ts';
 import { escapeHtml as esc, publicLink } from '../lib/web.ts';
 
-
 export function docsPage(publicUrl: string): string {
   const base = esc(publicLink(publicUrl, ''));
   const rows = OPERATIONS.map(

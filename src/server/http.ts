@@ -35,7 +35,13 @@ export function errorResponse(ctx: Scoped, err: AppError, supportCode = newSuppo
     scope: scopeOf(ctx),
     actor: ctx?.actor ?? null,
     refusal: err.refusal ?? null,
-    error: { code: err.code, message: err.message, supportCode, ...(requestId ? { requestId } : {}), ...(err.details !== undefined ? { details: err.details } : {}) },
+    error: {
+      code: err.code,
+      message: err.message,
+      supportCode,
+      ...(requestId ? { requestId } : {}),
+      ...(err.details !== undefined ? { details: err.details } : {}),
+    },
   };
   return withSupportCode(Response.json(body, { status: ERROR_CODES[err.code].status, headers: err.headers }), supportCode);
 }

@@ -88,7 +88,11 @@ export function createMetricsHandler(core: Core, authFailures: AuthFailureLimite
     ]);
     const db = new Registry();
     // One series per pause reason and code, 1 while paused, so an alert can fire on `hookrelay_handoff_paused == 1`.
-    const paused = db.gauge('hookrelay_handoff_paused', `1 while this grant's store's handoff is paused (events wait, none fail), by reason and stable code; 0 while active. ${FROM_DATABASE}`, ['reason', 'code']);
+    const paused = db.gauge(
+      'hookrelay_handoff_paused',
+      `1 while this grant's store's handoff is paused (events wait, none fail), by reason and stable code; 0 while active. ${FROM_DATABASE}`,
+      ['reason', 'code'],
+    );
     if (link?.pauseReason) paused.labels(link.pauseReason, link.pauseCode ?? 'unknown').set(1);
     else paused.labels('none', 'none').set(0);
     db.gauge('hookrelay_handoff_paused_seconds', `How long the handoff has been paused, seconds; 0 while active. ${FROM_DATABASE}`)
@@ -101,7 +105,11 @@ export function createMetricsHandler(core: Core, authFailures: AuthFailureLimite
       .labels()
       .set(pending.oldestReceivedAt == null ? 0 : Math.max(0, (core.clock.now() - pending.oldestReceivedAt) / 1000));
     // A count of stored rows, not a counter: shop/redact (and retention) remove requests, so it can go down.
-    const filed = db.gauge('hookrelay_requests', `Support, feature and expansion requests and diagnostics shares this grant's store holds, by kind (hookrelay requests lists them). ${FROM_DATABASE}`, ['kind']);
+    const filed = db.gauge(
+      'hookrelay_requests',
+      `Support, feature and expansion requests and diagnostics shares this grant's store holds, by kind (hookrelay requests lists them). ${FROM_DATABASE}`,
+      ['kind'],
+    );
     for (const [kind, n] of Object.entries(requests)) filed.labels(kind).set(n);
     // Every kind, 0 when none is open, so a rule can fire on `hookrelay_alerts_open > 0`.
     const open = db.gauge(

@@ -181,7 +181,8 @@ export async function runOperation(
     let supportCode: string | undefined;
     const fault = err instanceof AppError ? null : (deps.storage?.failed(err) ?? storageFault(err));
     if (err instanceof AppError) appErr = err;
-    else if (req.signal.aborted) throw err; // the client hung up: nobody to answer, and not our failure (serve logs it)
+    else if (req.signal.aborted)
+      throw err; // the client hung up: nobody to answer, and not our failure (serve logs it)
     else if (fault) appErr = storageUnavailable(fault);
     else {
       supportCode = newSupportCode();
@@ -253,7 +254,9 @@ export async function failedAuthentication(
   params: Record<string, string> = {},
 ): Promise<Response> {
   const d = await deps.authFailures.fail(client());
-  const res = d.limited ? rateLimited(null, 'auth_failure', 'client', d.retryAfterSeconds, d.resetAt, requestId) : errorResponse(null, err, undefined, requestId);
+  const res = d.limited
+    ? rateLimited(null, 'auth_failure', 'client', d.retryAfterSeconds, d.resetAt, requestId)
+    : errorResponse(null, err, undefined, requestId);
   if (d.audit) {
     const recorded = d.limited ? new AppError('rate_limited', 'Too many failed authentications from this client.') : err;
     await audit(deps.core, op, null, params, res.status, null, recorded, requestId, false, surface).catch(() => {});
@@ -263,7 +266,16 @@ export async function failedAuthentication(
   }
   for (const f of deps.authFailures.takeFolded()) {
     const transition = `folded: ${f.count} further failed authentications from ${iso(f.from)} to ${iso(f.to)}`;
-    await auditSummary(deps.core, { ...f, storeId: null, grantId: null, actorKind: 'anonymous', actorLabel: 'unauthenticated', status: 401, errorCode: 'unauthorized', transition }).catch(() => {});
+    await auditSummary(deps.core, {
+      ...f,
+      storeId: null,
+      grantId: null,
+      actorKind: 'anonymous',
+      actorLabel: 'unauthenticated',
+      status: 401,
+      errorCode: 'unauthorized',
+      transition,
+    }).catch(() => {});
   }
   return res;
 }
@@ -274,7 +286,17 @@ export async function failedAuthentication(
  */
 async function auditSummary(
   core: CoreWith<AuditLog>,
-  f: { storeId: string | null; grantId: string | null; actorKind: 'agent' | 'anonymous'; actorLabel: string; operationId: string; lastAt: number; status: number; errorCode: ErrorCode; transition: string },
+  f: {
+    storeId: string | null;
+    grantId: string | null;
+    actorKind: 'agent' | 'anonymous';
+    actorLabel: string;
+    operationId: string;
+    lastAt: number;
+    status: number;
+    errorCode: ErrorCode;
+    transition: string;
+  },
 ): Promise<void> {
   const refusal = defaultRefusal(f.errorCode, '');
   await core.repo.insertAudit({

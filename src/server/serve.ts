@@ -214,7 +214,9 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
 
   const stores = await core.repo.listStores();
   if (stores.length === 0) {
-    core.log.warn('No store yet. Create one with: hookrelay init --shop your-store.myshopify.com, then hookrelay grant issue --shop your-store.myshopify.com --tier operator --ttl 8h');
+    core.log.warn(
+      'No store yet. Create one with: hookrelay init --shop your-store.myshopify.com, then hookrelay grant issue --shop your-store.myshopify.com --tier operator --ttl 8h',
+    );
   }
 
   let stopping: Promise<void> | null = null;

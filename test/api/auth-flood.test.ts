@@ -33,7 +33,12 @@ async function get(env: TestEnv, token: string, peer: string | null, path = '/ag
 
 /** An MCP initialize with `token` from `peer`. */
 async function mcpInitialize(env: TestEnv, token: string, peer: string) {
-  const body = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
+  const body = {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+  };
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
   const res = await env.app.fetch(new Request(`${BASE}/agent/v1/mcp`, { method: 'POST', headers, body: JSON.stringify(body) }), peer);
   return { status: res.status, headers: res.headers, json: (await res.json()) as any };
@@ -66,7 +71,13 @@ describe('failed bearer authentication', () => {
     const retryAfter = Number(limited.headers.get('retry-after'));
     expect(Number.isInteger(retryAfter) && retryAfter >= 1).toBe(true);
     const body = RateLimitedResponseSchema.parse(limited.json);
-    expect(body).toMatchObject({ actor: null, rateLimitClass: 'auth_failure', scope: 'client', retryAfterSeconds: retryAfter, error: { code: 'rate_limited' } });
+    expect(body).toMatchObject({
+      actor: null,
+      rateLimitClass: 'auth_failure',
+      scope: 'client',
+      retryAfterSeconds: retryAfter,
+      error: { code: 'rate_limited' },
+    });
     expect(JSON.stringify(limited.json)).not.toContain(bad);
 
     // A malformed header and a garbage token count the same.
@@ -115,7 +126,9 @@ describe('failed bearer authentication', () => {
     await get(env, bad, '10.200.0.1');
     const after = await anonymousAudit(env);
     const summaries = after.filter((r) => r.transition?.startsWith('folded:'));
-    expect(summaries).toEqual([{ operationId: 'getPlanUsage', status: 401, errorCode: 'unauthorized', transition: expect.stringMatching(/^folded: \d+ further failed/) }]);
+    expect(summaries).toEqual([
+      { operationId: 'getPlanUsage', status: 401, errorCode: 'unauthorized', transition: expect.stringMatching(/^folded: \d+ further failed/) },
+    ]);
     expect(after.length).toBe(auditedPerWindow + 2);
     expect(after.reduce((n, r) => n + failuresOf(r), 0)).toBe(2_001);
     expect(after.some((r) => JSON.stringify(r).includes(bad))).toBe(false);

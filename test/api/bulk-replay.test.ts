@@ -6,7 +6,20 @@ import { beforeEach, describe, expect, it } from 'bun:test';
 import { BULK_REPLAY_MAX_EVENTS } from '../../src/contract/limits.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { b, fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
-import { addGrant, addStore, call, count, createEndpoint, createTestEnv, eventRow, execSql, executeIntent, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import {
+  addGrant,
+  addStore,
+  call,
+  count,
+  createEndpoint,
+  createTestEnv,
+  eventRow,
+  execSql,
+  executeIntent,
+  orderEvent,
+  sendHook,
+  type TestEnv,
+} from '../helpers.ts';
 
 const SHOP_TOKEN = 'shpat_bulk_replay_test';
 const fake = fakeShopifyForFile({ token: SHOP_TOKEN });
@@ -41,7 +54,8 @@ const preview = (input: unknown, tk = token) => call(env, 'POST', PATH, { token:
 const event = async (id: string) => (await call(env, 'GET', `/agent/v1/events/${id}`, { token })).json.data.event;
 const replayMeter = async () =>
   (await call(env, 'GET', '/agent/v1/plan-usage', { token })).json.data.meters.find((m: { meter: string }) => m.meter === 'replay_executions').used as number;
-const executions = async () => (await env.repo.listAudit({ limit: 500 })).filter((a) => a.operationId === 'createBulkReplayIntent' && a.transition === 'executed');
+const executions = async () =>
+  (await env.repo.listAudit({ limit: 500 })).filter((a) => a.operationId === 'createBulkReplayIntent' && a.transition === 'executed');
 
 describe('createBulkReplayIntent', () => {
   it('previews the count, a sample, the window and the cost, changing nothing; execute queues them all as one replay', async () => {
@@ -67,7 +81,13 @@ describe('createBulkReplayIntent', () => {
       asOf: new Date(env.clock.now()).toISOString(),
     });
     expect(selection.sample.map((e: { id: string }) => e.id)).toEqual(ids);
-    expect(selection.sample[0]).toEqual({ id: ids[0], endpointId: endpoint.id, outcome: 'failed', code: 'SVC_HANDOFF_REJECTED', receivedAt: expect.any(String) });
+    expect(selection.sample[0]).toEqual({
+      id: ids[0],
+      endpointId: endpoint.id,
+      outcome: 'failed',
+      code: 'SVC_HANDOFF_REJECTED',
+      receivedAt: expect.any(String),
+    });
     expect(selection.window.oldestReceivedAt <= selection.window.newestReceivedAt).toBe(true);
     expect(intent.preview.meterCost).toEqual([
       { meter: 'replay_executions', units: 1 },
@@ -101,7 +121,10 @@ describe('createBulkReplayIntent', () => {
     env.clock.advance(1000);
     const later = (await failedEvents(1))[0]!; // received and failed after the preview
     // a: replayed singly and failed again; b: replayed singly, still waiting for its handoff.
-    for (const [id, key] of [[a!, 'single-a'], [bb!, 'single-b']] as const) {
+    for (const [id, key] of [
+      [a!, 'single-a'],
+      [bb!, 'single-b'],
+    ] as const) {
       const single = (await call(env, 'POST', `/agent/v1/events/${id}/replay-intents`, { token, body: { mode: 'preview', input: {} } })).json.data.intent;
       expect((await executeIntent(env, token, `/agent/v1/events/${id}/replay-intents`, single, key)).status).toBe(200);
       if (id === a) {
@@ -152,7 +175,12 @@ describe('createBulkReplayIntent', () => {
     const test = await preview({ filter: { outcome: 'test' } });
     expect(test.status).toBe(403);
     expect(test.json.refusal).toMatchObject({ category: 'product_boundary', code: 'test_event' });
-    for (const [outcome, code] of [['duplicate_suppressed', 'duplicate_event'], ['held', 'held_for_capacity'], ['accepted', 'handoff_in_progress'], ['queued', 'handoff_in_progress']]) {
+    for (const [outcome, code] of [
+      ['duplicate_suppressed', 'duplicate_event'],
+      ['held', 'held_for_capacity'],
+      ['accepted', 'handoff_in_progress'],
+      ['queued', 'handoff_in_progress'],
+    ]) {
       expect((await preview({ filter: { outcome } })).json.refusal.code).toBe(code);
     }
     expect(await count(env, 'intents')).toBe(0);

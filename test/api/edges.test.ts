@@ -66,7 +66,12 @@ describe('bodies over the limits', () => {
     const body = () => (mode === 'chunked' ? chunked(THREE_MIB) : THREE_MIB);
 
     it(`inbound, 3 MiB ${mode}: 413 {code: SVC_PAYLOAD_TOO_LARGE, message}`, async () => {
-      const res = await fetch(hook, { method: 'POST', keepalive: false, headers: { 'content-type': 'application/json', 'x-hookrelay-signature': hmacHex(secret, THREE_MIB) }, body: body() });
+      const res = await fetch(hook, {
+        method: 'POST',
+        keepalive: false,
+        headers: { 'content-type': 'application/json', 'x-hookrelay-signature': hmacHex(secret, THREE_MIB) },
+        body: body(),
+      });
       expect(res.status).toBe(413);
       const json = (await res.json()) as any;
       expect(json.code).toBe('SVC_PAYLOAD_TOO_LARGE');
@@ -91,7 +96,11 @@ describe('bodies over the limits', () => {
 
   it('a body just under the limit is still taken', async () => {
     const event = orderEvent('edge-ok');
-    const res = await fetch(hook, { method: 'POST', headers: { 'content-type': 'application/json', 'x-hookrelay-signature': hmacHex(secret, event) }, body: chunked(event) });
+    const res = await fetch(hook, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-hookrelay-signature': hmacHex(secret, event) },
+      body: chunked(event),
+    });
     expect(res.status).toBe(202);
   });
 });

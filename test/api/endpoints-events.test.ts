@@ -53,7 +53,12 @@ describe('createEndpoint', () => {
   });
 
   it('requires the mapping each variant needs', async () => {
-    for (const [variant, field] of [['order', 'resourceIdPath'], ['customer', 'resourceIdPath'], ['inventory', 'relatedResourceIdPath'], ['company', 'relatedResourceIdPath']]) {
+    for (const [variant, field] of [
+      ['order', 'resourceIdPath'],
+      ['customer', 'resourceIdPath'],
+      ['inventory', 'relatedResourceIdPath'],
+      ['company', 'relatedResourceIdPath'],
+    ]) {
       const r = await call(env, 'POST', '/agent/v1/endpoints', { token, body: { triggerVariant: variant } });
       expect(r.status, variant).toBe(400);
       expect(r.json.error.details[0].path).toBe(field!);

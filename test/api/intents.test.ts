@@ -62,7 +62,11 @@ describe('createReplayIntent', () => {
     expect(again.status).toBe(first.status);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.json.data).toEqual(first.json.data);
-    const other = await call(env, 'POST', replayPath(eventId), { token, headers: { 'Idempotency-Key': 'same' }, body: { ...body, confirmationToken: 'cfm_other' } });
+    const other = await call(env, 'POST', replayPath(eventId), {
+      token,
+      headers: { 'Idempotency-Key': 'same' },
+      body: { ...body, confirmationToken: 'cfm_other' },
+    });
     expect(other.status).toBe(422);
     expect(other.json.error.code).toBe('idempotency_key_reused');
     const requeued = await count(env, 'attempts');
@@ -102,7 +106,11 @@ describe('createReplayIntent', () => {
     await new HandoffWorker(env.core).drain();
     const b = await preview();
     env.clock.advance(15 * 60_000 + 1);
-    const expired = await call(env, 'POST', replayPath(eventId), { token, headers: { 'Idempotency-Key': 'b1' }, body: { mode: 'execute', intentId: b.id, confirmationToken: b.confirmation.token } });
+    const expired = await call(env, 'POST', replayPath(eventId), {
+      token,
+      headers: { 'Idempotency-Key': 'b1' },
+      body: { mode: 'execute', intentId: b.id, confirmationToken: b.confirmation.token },
+    });
     expect(expired.status).toBe(409);
     expect(expired.json.error.details.state).toBe('expired');
     expect((await env.repo.getIntent(expired.json.scope.storeId, b.id))?.state).toBe('expired');
@@ -111,7 +119,11 @@ describe('createReplayIntent', () => {
   it('refuses a wrong confirmation token, replay of rejected events and of auth failures', async () => {
     const { endpoint, secret, eventId } = await deliveredEvent();
     const a = (await call(env, 'POST', replayPath(eventId), { token, body: { mode: 'preview', input: {} } })).json.data.intent;
-    const wrong = await call(env, 'POST', replayPath(eventId), { token, headers: { 'Idempotency-Key': 'w' }, body: { mode: 'execute', intentId: a.id, confirmationToken: 'cfm_nope' } });
+    const wrong = await call(env, 'POST', replayPath(eventId), {
+      token,
+      headers: { 'Idempotency-Key': 'w' },
+      body: { mode: 'execute', intentId: a.id, confirmationToken: 'cfm_nope' },
+    });
     expect(wrong.status).toBe(409);
 
     const rejected = await sendHook(env, endpoint, secret, '{"order":{"id":"x"}}');
@@ -172,7 +184,9 @@ describe('rate limits', () => {
     for (let i = 0; i < 30; i++) await call(env, 'GET', '/agent/v1/events', { token: a });
     for (let i = 0; i < 21; i++) expect((await call(env, 'GET', '/agent/v1/events', { token: a })).status).toBe(429);
     const limited = async () => (await env.repo.listAudit({ limit: 1000 })).filter((r) => r.status === 429);
-    expect(await limited()).toMatchObject([{ operationId: 'listEvents', outcome: 'refused', errorCode: 'rate_limited', refusalCategory: 'usage', actorKind: 'agent' }]);
+    expect(await limited()).toMatchObject([
+      { operationId: 'listEvents', outcome: 'refused', errorCode: 'rate_limited', refusalCategory: 'usage', actorKind: 'agent' },
+    ]);
     expect((await limited())[0]!.grantId).toBeString();
     env.clock.advance(60_000);
     expect((await call(env, 'GET', '/agent/v1/events', { token: a })).status).toBe(200);
@@ -237,7 +251,8 @@ describe('endpoint intents', () => {
 
 describe('a preview binds what it showed, and the grant it was shown to', () => {
   const exec = (path: string, intent: { id: string; confirmation: { token: string } }, key: string, tk = token) => executeIntent(env, tk, path, intent, key);
-  const previewOf = async (path: string, input: unknown, tk = token) => (await call(env, 'POST', path, { token: tk, body: { mode: 'preview', input } })).json.data.intent;
+  const previewOf = async (path: string, input: unknown, tk = token) =>
+    (await call(env, 'POST', path, { token: tk, body: { mode: 'preview', input } })).json.data.intent;
 
   /** The refusal of a stale preview: 409, target_state stale_preview, preview again. */
   const expectStale = (res: { status: number; json: any }) => {

@@ -64,7 +64,7 @@ describe('GET /metrics with a metrics token', () => {
     expect(maskSecretsIn(issued.token)).toBe(`****${issued.token.slice(-4)}`);
   });
 
-  it("scrapes exactly the series a grant of its store sees, and never expires with grants", async () => {
+  it('scrapes exactly the series a grant of its store sees, and never expires with grants', async () => {
     const withToken = await families(await scrape(env, issued.token));
     const withGrant = await families(await scrape(env, grant));
     expect(seriesOf(withToken)).toEqual(seriesOf(withGrant));

@@ -77,7 +77,7 @@ function checkHistogram(families: MetricFamily[], name: string): number {
 }
 
 describe('GET /metrics', () => {
-  it('counts inbound outcomes, auth failures, handoffs, agent calls and the backlog of the grant\'s store', async () => {
+  it("counts inbound outcomes, auth failures, handoffs, agent calls and the backlog of the grant's store", async () => {
     const before = (await scrape()).families;
     const body = orderEvent('ext-1');
     expect(((await (await hook(body, hmacHex(secret, body))).json()) as any).status).toBe('accepted');
@@ -166,7 +166,7 @@ describe('GET /metrics', () => {
     expect(await count()).toBe(before + 2);
   });
 
-  it('answers 403 with the scope refusal for a grant without setup:read, and for another store\'s expected context', async () => {
+  it("answers 403 with the scope refusal for a grant without setup:read, and for another store's expected context", async () => {
     const res = await api('/metrics', eventReader);
     expect(res.status).toBe(403);
     const body = (await res.json()) as any;
@@ -205,7 +205,12 @@ describe('the text rendering', () => {
     r.histogram('x_seconds', 'h', [0.5, 1]).labels().observe(0.7);
     const [counter, histogram] = parse(renderText([r]));
     expect(counter).toEqual({ name: 'x_total', help: 'help with \\ and\nnewline', type: 'COUNTER', metrics: [{ labels: { v: awkward }, value: '3' }] });
-    expect(histogram).toEqual({ name: 'x_seconds', help: 'h', type: 'HISTOGRAM', metrics: [{ buckets: { '0.5': '0', '1': '1', '+Inf': '1' }, sum: '0.7', count: '1' }] });
+    expect(histogram).toEqual({
+      name: 'x_seconds',
+      help: 'h',
+      type: 'HISTOGRAM',
+      metrics: [{ buckets: { '0.5': '0', '1': '1', '+Inf': '1' }, sum: '0.7', count: '1' }],
+    });
   });
 
   it('refuses names the format cannot carry', () => {

@@ -67,7 +67,11 @@ const configured = () => ({ HOOKRELAY_OPERATOR_WEBHOOK_URL: rx.url, HOOKRELAY_OP
 
 const SUPPORT = '/agent/v1/support-request-intents';
 const submitSupport = (summary: string, key = 's-1') =>
-  call(env, 'POST', SUPPORT, { token, headers: { 'Idempotency-Key': key }, body: { mode: 'submit', consent: true, input: { category: 'delivery', urgency: 'high', summary } } });
+  call(env, 'POST', SUPPORT, {
+    token,
+    headers: { 'Idempotency-Key': key },
+    body: { mode: 'submit', consent: true, input: { category: 'delivery', urgency: 'high', summary } },
+  });
 
 /** Recomputes the Standard Webhooks signature from the raw secret bytes with node:crypto. */
 function expectedSignature(r: Received): string {
@@ -108,7 +112,14 @@ describe('operator notification', () => {
     const doc = JSON.parse(msg.body);
     expect(doc).toMatchObject({
       type: 'request.created',
-      data: { id, kind: 'support', shop: 'demo.myshopify.com', urgency: 'high', show: `hookrelay requests show ${id}`, body: { category: 'delivery', urgency: 'high' } },
+      data: {
+        id,
+        kind: 'support',
+        shop: 'demo.myshopify.com',
+        urgency: 'high',
+        show: `hookrelay requests show ${id}`,
+        body: { category: 'delivery', urgency: 'high' },
+      },
     });
     expect(doc.data.createdAt).toBe(new Date(env.clock.now()).toISOString());
     expect(doc.data.body.summary).toContain('[redacted');
@@ -121,7 +132,9 @@ describe('operator notification', () => {
     await notifier.idle();
     const msg = rx.got[0]!;
     const signed = `${msg.headers['webhook-id']}.${msg.headers['webhook-timestamp']}.${msg.body}`;
-    const p = Bun.spawnSync(['openssl', 'dgst', '-sha256', '-mac', 'HMAC', '-macopt', `hexkey:${SECRET_BYTES.toString('hex')}`, '-binary'], { stdin: Buffer.from(signed) });
+    const p = Bun.spawnSync(['openssl', 'dgst', '-sha256', '-mac', 'HMAC', '-macopt', `hexkey:${SECRET_BYTES.toString('hex')}`, '-binary'], {
+      stdin: Buffer.from(signed),
+    });
     expect(p.exitCode).toBe(0);
     expect(msg.headers['webhook-signature']).toBe(`v1,${Buffer.from(p.stdout).toString('base64')}`);
   });
@@ -173,7 +186,11 @@ describe('operator notification', () => {
       body: { capability: 'CSV export', problem: 'monthly audit; mail ops@example.com' },
     });
     expect(again.json.data.request.id).toBe(feat.json.data.request.id);
-    const exp = await call(env, 'POST', '/agent/v1/expansion-requests', { token, headers: { 'Idempotency-Key': 'x-1' }, body: { kind: 'multi_store', summary: 'three stores' } });
+    const exp = await call(env, 'POST', '/agent/v1/expansion-requests', {
+      token,
+      headers: { 'Idempotency-Key': 'x-1' },
+      body: { kind: 'multi_store', summary: 'three stores' },
+    });
     expect(exp.status).toBe(201);
     const { endpoint } = await createEndpoint(env, token);
     const path = '/agent/v1/diagnostics-share-intents';

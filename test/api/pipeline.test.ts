@@ -161,7 +161,9 @@ describe('routing', () => {
   });
 
   it('answers malformed percent-escapes with 404 or 400, never a 500', async () => {
-    const hook = await env.app.fetch(new Request('http://local/hooks/%E0%A4%A', { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } }));
+    const hook = await env.app.fetch(
+      new Request('http://local/hooks/%E0%A4%A', { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } }),
+    );
     expect(hook.status).toBe(404);
     const read = await call(env, 'GET', '/agent/v1/events/%E0%A4%A', { token: admin });
     expect(read.status).toBe(400);
@@ -182,7 +184,15 @@ describe('routing', () => {
     }
     const available = manifest.operations.filter((o: { available: boolean }) => o.available).map((o: { operationId: string }) => o.operationId);
     expect(available).toEqual(
-      expect.arrayContaining(['getAgentOperationsManifest', 'getCurrentAgentGrant', 'createEndpoint', 'getEndpointDetail', 'listEvents', 'getEventDetail', 'getLatestEventResult']),
+      expect.arrayContaining([
+        'getAgentOperationsManifest',
+        'getCurrentAgentGrant',
+        'createEndpoint',
+        'getEndpointDetail',
+        'listEvents',
+        'getEventDetail',
+        'getLatestEventResult',
+      ]),
     );
   });
 });

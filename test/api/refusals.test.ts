@@ -172,9 +172,15 @@ describe('every refusal an agent can act on carries its refusal object', () => {
 
     const support = '/agent/v1/support-request-intents';
     const supportPreview = async () =>
-      (await call(env, 'POST', support, { token: admin, body: { mode: 'preview', input: { category: 'other', urgency: 'low', summary: 'hello' } } })).json.data.intent;
+      (await call(env, 'POST', support, { token: admin, body: { mode: 'preview', input: { category: 'other', urgency: 'low', summary: 'hello' } } })).json.data
+        .intent;
     const fresh = await supportPreview();
-    await expectRefusal(await executeIntent(env, admin, support, { ...fresh, confirmation: { token: 'cfm_wrong' } }, 'c-3'), 409, 'target_state', 'confirmation_mismatch');
+    await expectRefusal(
+      await executeIntent(env, admin, support, { ...fresh, confirmation: { token: 'cfm_wrong' } }, 'c-3'),
+      409,
+      'target_state',
+      'confirmation_mismatch',
+    );
     const late = await supportPreview();
     env.clock.advance(15 * 60_000);
     await expectRefusal(await executeIntent(env, admin, support, late, 'c-4'), 409, 'target_state', 'confirmation_expired');

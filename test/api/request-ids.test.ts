@@ -24,7 +24,13 @@ describe('request ids', () => {
   it('differ for MCP requests too (audited refusals of two app instances)', async () => {
     const env = await createTestEnv();
     const refusedOrigin = (app: ReturnType<typeof createApp>) =>
-      app.fetch(new Request(`${BASE}/agent/v1/mcp`, { method: 'POST', headers: { origin: 'https://elsewhere.example', 'content-type': 'application/json' }, body: '{}' }));
+      app.fetch(
+        new Request(`${BASE}/agent/v1/mcp`, {
+          method: 'POST',
+          headers: { origin: 'https://elsewhere.example', 'content-type': 'application/json' },
+          body: '{}',
+        }),
+      );
     expect((await refusedOrigin(env.app)).status).toBe(403);
     expect((await refusedOrigin(createApp(env.core))).status).toBe(403);
     const ids = (await rows<{ id: string }>(env, 'SELECT request_id AS id FROM audit_log ORDER BY id')).map((r) => r.id);

@@ -30,7 +30,9 @@ describe('hookrelay_requests', () => {
       });
       expect(r.status).toBe(200);
     }
-    expect((await call(env, 'POST', '/agent/v1/feature-requests', { token, headers: { 'Idempotency-Key': 'f-1' }, body: { capability: 'x', problem: 'y' } })).status).toBe(201);
+    expect(
+      (await call(env, 'POST', '/agent/v1/feature-requests', { token, headers: { 'Idempotency-Key': 'f-1' }, body: { capability: 'x', problem: 'y' } })).status,
+    ).toBe(201);
     const { endpoint } = await createEndpoint(env, token);
     const path = '/agent/v1/diagnostics-share-intents';
     const p = await call(env, 'POST', path, { token, body: { mode: 'preview', input: { endpointIds: [endpoint.id] } } });
@@ -40,7 +42,13 @@ describe('hookrelay_requests', () => {
     await addStore(env, { shopDomain: 'other.myshopify.com' });
     const other = await addGrant(env, 'observer', { shop: 'other.myshopify.com' });
     expect(await scrape(env, other)).toEqual({ support: 0, feature: 0, expansion: 0, diagnostics: 0 });
-    expect(await call(env, 'POST', '/agent/v1/expansion-requests', { token: await addGrant(env, 'operator', { shop: 'other.myshopify.com' }), headers: { 'Idempotency-Key': 'x-1' }, body: { kind: 'multi_store', summary: 'two' } }).then((r) => r.status)).toBe(201);
+    expect(
+      await call(env, 'POST', '/agent/v1/expansion-requests', {
+        token: await addGrant(env, 'operator', { shop: 'other.myshopify.com' }),
+        headers: { 'Idempotency-Key': 'x-1' },
+        body: { kind: 'multi_store', summary: 'two' },
+      }).then((r) => r.status),
+    ).toBe(201);
     expect(await scrape(env, other)).toEqual({ support: 0, feature: 0, expansion: 1, diagnostics: 0 });
     expect(await scrape(env, observer)).toEqual({ support: 2, feature: 1, expansion: 0, diagnostics: 1 });
   });

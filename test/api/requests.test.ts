@@ -62,7 +62,11 @@ describe('createSupportRequestIntent', () => {
     const r = await call(env, 'POST', '/agent/v1/support-request-intents', {
       token,
       headers: { 'Idempotency-Key': 's-1' },
-      body: { mode: 'submit', consent: true, input: { category: 'delivery', urgency: 'high', summary: 'Events stuck; secret whsec_abc123 and buyer@example.com' } },
+      body: {
+        mode: 'submit',
+        consent: true,
+        input: { category: 'delivery', urgency: 'high', summary: 'Events stuck; secret whsec_abc123 and buyer@example.com' },
+      },
     });
     expect(r.status).toBe(200);
     expect(r.json.data.intent.state).toBe('executed');
@@ -73,9 +77,15 @@ describe('createSupportRequestIntent', () => {
   });
 
   it('refuses submit without consent and previews with redaction warnings', async () => {
-    const no = await call(env, 'POST', '/agent/v1/support-request-intents', { token, body: { mode: 'submit', input: { category: 'other', urgency: 'low', summary: 'x' } } });
+    const no = await call(env, 'POST', '/agent/v1/support-request-intents', {
+      token,
+      body: { mode: 'submit', input: { category: 'other', urgency: 'low', summary: 'x' } },
+    });
     expect(no.status).toBe(400);
-    const p = await call(env, 'POST', '/agent/v1/support-request-intents', { token, body: { mode: 'preview', input: { category: 'other', urgency: 'low', summary: 'token hrg_abc' } } });
+    const p = await call(env, 'POST', '/agent/v1/support-request-intents', {
+      token,
+      body: { mode: 'preview', input: { category: 'other', urgency: 'low', summary: 'token hrg_abc' } },
+    });
     expect(p.status).toBe(201);
     expect(p.json.data.intent.preview.warnings[0]).toContain('redacted');
     expect(p.text).not.toContain('hrg_abc');
@@ -92,7 +102,10 @@ describe('expansion and feature requests', () => {
     expect(a.json.data.acknowledgement).toContain('no commitment, priority or timeline');
     expect(b.json.data.request.id).toBe(a.json.data.request.id);
     expect(b.headers.get('idempotent-replayed')).toBe('true');
-    const f = await call(env, 'POST', '/agent/v1/feature-requests', { token, body: { capability: 'CSV export', problem: 'We need receipts in a spreadsheet' } });
+    const f = await call(env, 'POST', '/agent/v1/feature-requests', {
+      token,
+      body: { capability: 'CSV export', problem: 'We need receipts in a spreadsheet' },
+    });
     expect(f.status).toBe(201);
     expect(f.json.data.request.kind).toBe('feature');
     expect(await count(env, 'records', "kind LIKE '%_request'")).toBe(2);

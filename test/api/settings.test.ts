@@ -86,13 +86,21 @@ describe('loadSettings', () => {
     const unknown = fail(() => loadSettings({ dataDir: withFile('[retention]\nevent = "30d"\n'), env: {} }));
     expect(unknown.code).toBe('invalid_input');
     expect(unknown.message).toContain(`${SETTINGS_FILE}: unknown setting retention.event (did you mean retention.events?)`);
-    expect(fail(() => loadSettings({ dataDir: withFile('[retention]\nevents = "1d"\n'), env: {} })).message).toContain('retention.events must be a duration like 90d, from 2d to 3650d');
-    expect(fail(() => loadSettings({ dataDir: withFile('[sandbox]\ncpu_ms = 5\n'), env: {} })).message).toContain('sandbox.cpu_ms must be a whole number from 100 to 60000');
+    expect(fail(() => loadSettings({ dataDir: withFile('[retention]\nevents = "1d"\n'), env: {} })).message).toContain(
+      'retention.events must be a duration like 90d, from 2d to 3650d',
+    );
+    expect(fail(() => loadSettings({ dataDir: withFile('[sandbox]\ncpu_ms = 5\n'), env: {} })).message).toContain(
+      'sandbox.cpu_ms must be a whole number from 100 to 60000',
+    );
     expect(fail(() => loadSettings({ dataDir: withFile('public_url = "ftp://x"\n'), env: {} })).message).toContain('public_url must be an http(s) URL');
-    expect(fail(() => loadSettings({ dataDir: withFile('retry_schedule = "5s,never"\n'), env: {} })).message).toContain('retry_schedule must be 1 to 30 delays');
+    expect(fail(() => loadSettings({ dataDir: withFile('retry_schedule = "5s,never"\n'), env: {} })).message).toContain(
+      'retry_schedule must be 1 to 30 delays',
+    );
     expect(fail(() => loadSettings({ dataDir: withFile('[retention]\nevents = = "30d"\n'), env: {} })).message).toContain('not valid TOML');
     expect(fail(() => loadSettings({ file: join(dir, 'nope.toml'), env: {} })).message).toContain('nope.toml: no such file');
-    expect(fail(() => loadSettings({ env: { HOOKRELAY_RETENTION_AUDIT: 'soon' } })).message).toContain('HOOKRELAY_RETENTION_AUDIT: retention.audit must be a duration');
+    expect(fail(() => loadSettings({ env: { HOOKRELAY_RETENTION_AUDIT: 'soon' } })).message).toContain(
+      'HOOKRELAY_RETENTION_AUDIT: retention.audit must be a duration',
+    );
   });
 
   it('reads nothing when there is no file and no variable', () => {

@@ -65,7 +65,10 @@ it('refuses new connections at once, serves nothing more on idle keep-alive conn
   // refused below); Bun 1.3's keeps it open, and a request on it is answered 503 shutting_down. Never served.
   if (afterIdle !== '') expect(JSON.parse(afterIdle!.split('\r\n\r\n')[1]!)).toEqual({ code: 'shutting_down', message: expect.any(String) });
 
-  const fresh = await fetch(`http://127.0.0.1:${port}/status`).then((r) => r.status, () => 'refused');
+  const fresh = await fetch(`http://127.0.0.1:${port}/status`).then(
+    (r) => r.status,
+    () => 'refused',
+  );
   expect(fresh).toBe('refused');
   await stopped;
   for (const sock of [idle, inbound, api]) sock.destroy();

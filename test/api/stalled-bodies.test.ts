@@ -38,7 +38,11 @@ const stalledChunked = (path: string, headers = '') =>
   open(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${headers}Transfer-Encoding: chunked\r\n\r\n5\r\n{"a":\r\n`);
 const signedEvent = async (ext: string) => {
   const body = orderEvent(ext);
-  const res = await fetch(`${running.url}${hookPath}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-hookrelay-signature': hmacHex(secret, body) }, body });
+  const res = await fetch(`${running.url}${hookPath}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-hookrelay-signature': hmacHex(secret, body) },
+    body,
+  });
   return { status: res.status, json: (await res.json()) as any };
 };
 const healthy = async () => {
@@ -64,7 +68,9 @@ describe('a body that stalls', () => {
 
   it.concurrent('is cut with a Content-Length too, and the API answers its error envelope', async () => {
     const body = '{"triggerVariant":';
-    const c = open(`POST /agent/v1/endpoints HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n${body}`);
+    const c = open(
+      `POST /agent/v1/endpoints HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n${body}`,
+    );
     const a = await c.answer();
     expect(a?.status).toBe(408);
     expect(a?.json.error.code).toBe('request_timeout');

@@ -13,7 +13,8 @@ beforeEach(async () => {
   token = await addGrant(env, 'operator', { ttlMs: 86400_000 });
 });
 
-const actionsOf = async () => (await call(env, 'GET', '/agent/v1/setup-state', { token })).json.data.nextRecommendedActions.map((a: { action: string }) => a.action);
+const actionsOf = async () =>
+  (await call(env, 'GET', '/agent/v1/setup-state', { token })).json.data.nextRecommendedActions.map((a: { action: string }) => a.action);
 
 describe('getSetupState', () => {
   it('guides a fresh store to its first endpoint', async () => {
@@ -33,7 +34,12 @@ describe('getSetupState', () => {
     await new HandoffWorker(env.core).drain();
     let r = await call(env, 'GET', '/agent/v1/setup-state', { token });
     expect(r.text).not.toContain(secret);
-    expect(r.json.data.endpoints[0]).toMatchObject({ id: endpoint.id, authMode: 'hmac_sha256', secretLast4: secret.slice(-4), lastReceipt: { outcome: 'delivered' } });
+    expect(r.json.data.endpoints[0]).toMatchObject({
+      id: endpoint.id,
+      authMode: 'hmac_sha256',
+      secretLast4: secret.slice(-4),
+      lastReceipt: { outcome: 'delivered' },
+    });
     expect(r.json.data.checklist.find((c: { item: string }) => c.item === 'first_delivered_event').done).toBe(true);
 
     env.clock.advance(60_000);
@@ -88,7 +94,13 @@ describe('getPlanUsage and getBillingHandoff', () => {
     const d = r.json.data;
     expect(d.plan).toBe('free');
     expect(d.meters.map((m: { meter: string }) => m.meter)).toEqual([
-      'accepted_events', 'diagnostics_shares', 'replay_executions', 'simple_reads', 'rich_reads', 'action_previews', 'executed_actions',
+      'accepted_events',
+      'diagnostics_shares',
+      'replay_executions',
+      'simple_reads',
+      'rich_reads',
+      'action_previews',
+      'executed_actions',
     ]);
     const m = Object.fromEntries(d.meters.map((x: { meter: string }) => [x.meter, x]));
     expect(m.accepted_events).toMatchObject({ used: 3, limit: 500, remaining: 497, enforcement: 'ok' });

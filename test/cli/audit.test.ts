@@ -23,7 +23,13 @@ describe('hookrelay audit', () => {
     const app = createApp(core);
     const auth = { authorization: `Bearer ${token}` };
     await app.fetch(new Request('http://x/agent/v1/grant', { headers: auth }));
-    await app.fetch(new Request('http://x/agent/v1/endpoints', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"triggerVariant":"generic"}' }));
+    await app.fetch(
+      new Request('http://x/agent/v1/endpoints', {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: '{"triggerVariant":"generic"}',
+      }),
+    );
     await app.fetch(new Request('http://x/agent/v1/grant', { headers: { authorization: 'Bearer hrg_wrong' } }));
     await core.repo.close();
 

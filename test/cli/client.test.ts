@@ -94,7 +94,10 @@ describe('resolveConfig', () => {
     expect(profileOnly.token).toMatchObject({ value: 'from-profile-var', source: 'profile', variable: 'P_TOKEN' });
     expect(profileOnly.expected.shopDomain).toMatchObject({ value: 'p.myshopify.com', source: 'profile' });
 
-    const withEnv = resolveConfig({ profile: 'p' }, { ...env, HOOKRELAY_BASE_URL: 'http://env.test:2', HOOKRELAY_TOKEN: 'from-env', HOOKRELAY_EXPECTED_SHOP_DOMAIN: 'e.myshopify.com' });
+    const withEnv = resolveConfig(
+      { profile: 'p' },
+      { ...env, HOOKRELAY_BASE_URL: 'http://env.test:2', HOOKRELAY_TOKEN: 'from-env', HOOKRELAY_EXPECTED_SHOP_DOMAIN: 'e.myshopify.com' },
+    );
     expect(withEnv.baseUrl.source).toBe('env');
     expect(withEnv.token).toMatchObject({ value: 'from-env', source: 'env' });
     expect(withEnv.expected.shopDomain).toMatchObject({ value: 'e.myshopify.com', source: 'env' });
@@ -171,7 +174,12 @@ describe('HookrelayClient', () => {
 
   it('sends the bearer token, expected-context headers and idempotency key to the base URL only', async () => {
     const stub = stubFetch(() => envelope({ ok: true }));
-    const client = new HookrelayClient({ baseUrl: 'http://api.test/prefix/', token: TOKEN, expected: { shopDomain: 's.myshopify.com', platformKey: 'shopify' }, fetch: stub.fn });
+    const client = new HookrelayClient({
+      baseUrl: 'http://api.test/prefix/',
+      token: TOKEN,
+      expected: { shopDomain: 's.myshopify.com', platformKey: 'shopify' },
+      fetch: stub.fn,
+    });
     await client.call('createReplayIntent', { params: { eventId: 'evt_a/b' }, body: { mode: 'preview', input: {} }, idempotencyKey: 'k-1' });
     const req = stub.seen[0]!;
     expect(req.url).toBe('http://api.test/prefix/agent/v1/events/evt_a%2Fb/replay-intents');
@@ -201,7 +209,9 @@ describe('HookrelayClient', () => {
     expect(await failure(client.call('listEvents', { query: { limit: 1000 } }))).toBeInstanceOf(AppError);
     expect(await failure(client.call('getEventDetail', { params: { eventId: '' } }))).toBeInstanceOf(AppError);
     expect(await failure(client.call('getPlanUsage', { body: {} }))).toBeInstanceOf(AppError);
-    expect(await failure(client.call('createReplayIntent', { params: { eventId: 'evt_1' }, body: { mode: 'preview', input: {} }, idempotencyKey: 'has space' }))).toBeInstanceOf(AppError);
+    expect(
+      await failure(client.call('createReplayIntent', { params: { eventId: 'evt_1' }, body: { mode: 'preview', input: {} }, idempotencyKey: 'has space' })),
+    ).toBeInstanceOf(AppError);
     expect(stub.seen).toHaveLength(0);
   });
 
@@ -209,7 +219,11 @@ describe('HookrelayClient', () => {
     const cases: [number, Record<string, unknown>, number][] = [
       [401, { error: { code: 'unauthorized', message: 'no' } }, EXIT.auth],
       [403, { error: { code: 'agent_context_mismatch', message: 'other store' } }, EXIT.auth],
-      [403, { error: { code: 'action_refused', message: 'unsafe' }, refusal: { category: 'safety', code: 'x', reason: 'r', recommendedAction: 'a' } }, EXIT.refused],
+      [
+        403,
+        { error: { code: 'action_refused', message: 'unsafe' }, refusal: { category: 'safety', code: 'x', reason: 'r', recommendedAction: 'a' } },
+        EXIT.refused,
+      ],
       [402, { error: { code: 'plan_capacity_exhausted', message: 'full' } }, EXIT.refused],
       [404, { error: { code: 'not_found', message: 'gone', supportCode: 'sup-1' } }, EXIT.notFound],
       [409, { error: { code: 'conflict', message: 'used' } }, EXIT.refused],
@@ -231,7 +245,11 @@ describe('HookrelayClient', () => {
   });
 
   it('maps a status without a contract body by status, and a non-JSON success to invalid_response', async () => {
-    const html = new HookrelayClient({ baseUrl: 'http://api.test', token: TOKEN, fetch: stubFetch(() => new Response('<h1>Bad gateway</h1>', { status: 502 })).fn });
+    const html = new HookrelayClient({
+      baseUrl: 'http://api.test',
+      token: TOKEN,
+      fetch: stubFetch(() => new Response('<h1>Bad gateway</h1>', { status: 502 })).fn,
+    });
     const e1 = (await failure(html.call('getSetupState'))) as ClientError;
     expect(e1.code).toBe('http_502');
     expect(e1.exitCode).toBe(EXIT.error);
@@ -250,7 +268,11 @@ describe('HookrelayClient', () => {
   });
 
   it('turns Retry-After into retryAfterSeconds when the 429 body lacks it', async () => {
-    const client = new HookrelayClient({ baseUrl: 'http://api.test', token: TOKEN, fetch: stubFetch(() => new Response('slow down', { status: 429, headers: { 'Retry-After': '9' } })).fn });
+    const client = new HookrelayClient({
+      baseUrl: 'http://api.test',
+      token: TOKEN,
+      fetch: stubFetch(() => new Response('slow down', { status: 429, headers: { 'Retry-After': '9' } })).fn,
+    });
     const err = (await failure(client.call('getPlanUsage'))) as ClientError;
     expect(err.exitCode).toBe(EXIT.rateLimited);
     expect(err.toJSON()).toMatchObject({ retryAfterSeconds: 9 });

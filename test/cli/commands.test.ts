@@ -128,7 +128,11 @@ describe('create-endpoint', () => {
   });
 
   it('reads the body from stdin with --json -', async () => {
-    const r = await run(['create-endpoint', '--json', '-'], { HOOKRELAY_TOKEN: operator }, JSON.stringify({ triggerVariant: 'generic', senderProfile: 'zapier' }));
+    const r = await run(
+      ['create-endpoint', '--json', '-'],
+      { HOOKRELAY_TOKEN: operator },
+      JSON.stringify({ triggerVariant: 'generic', senderProfile: 'zapier' }),
+    );
     expect(r.code).toBe(0);
     expect(r.json.data.endpoint.auth.mode).toBe('static_header');
   });
@@ -194,7 +198,9 @@ describe('events and event', () => {
     const reader = await api.grant('observer');
     const duration = await run(['events', '--since', '24h'], { HOOKRELAY_TOKEN: reader });
     expect(duration.code).toBe(0);
-    const window = await run(['events', '--endpoint', endpointId, '--since', '2026-06-17T11:00:00Z', '--until', '2026-06-17T13:00:00Z'], { HOOKRELAY_TOKEN: reader });
+    const window = await run(['events', '--endpoint', endpointId, '--since', '2026-06-17T11:00:00Z', '--until', '2026-06-17T13:00:00Z'], {
+      HOOKRELAY_TOKEN: reader,
+    });
     expect(window.json.data.events).toHaveLength(3);
     const bad = await run(['events', '--since', 'soon'], { HOOKRELAY_TOKEN: reader });
     expect(bad.code).toBe(2);

@@ -39,7 +39,13 @@ async function shopifyStore(appSecret: string | null) {
   core.config.shopifyAdminUrl = fake.url;
   core.config.env = (name) =>
     name === 'DOCTOR_CLIENT_SECRET' ? CLIENT.clientSecret : name === 'HOOKRELAY_SHOPIFY_APP_SECRET' && appSecret ? appSecret : envBefore(name);
-  await core.repo.updateStore({ ...store, destination: 'shopify', credentialMode: 'client-credentials', clientId: CLIENT.clientId, clientSecretEnv: 'DOCTOR_CLIENT_SECRET' });
+  await core.repo.updateStore({
+    ...store,
+    destination: 'shopify',
+    credentialMode: 'client-credentials',
+    clientId: CLIENT.clientId,
+    clientSecretEnv: 'DOCTOR_CLIENT_SECRET',
+  });
   return async () => {
     core.config.env = envBefore;
     core.config.shopifyAdminUrl = null;
@@ -239,7 +245,14 @@ describe('dist/hookrelay doctor against dist/hookrelay serve', () => {
     exe.server = Bun.spawn([exe.bin, 'serve', '--port', String(port), '--data-dir', 'data'], { cwd: exe.dir, env, stdout: 'ignore', stderr: 'ignore' });
     const base = `http://127.0.0.1:${port}`;
     const until = Date.now() + 10_000;
-    while (Date.now() < until && !(await fetch(`${base}/status`).then((r) => r.ok, () => false))) await Bun.sleep(50);
+    while (
+      Date.now() < until &&
+      !(await fetch(`${base}/status`).then(
+        (r) => r.ok,
+        () => false,
+      ))
+    )
+      await Bun.sleep(50);
 
     const profile = await exec(['profile', 'add', 'local', '--base-url', base, '--token-env', 'BIN_TOKEN', '--expect-shop-domain', 'bin.myshopify.com']);
     expect(profile.code).toBe(0);

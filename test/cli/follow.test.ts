@@ -71,7 +71,10 @@ describe('events --follow', () => {
 
   it('tail is the same stream; --follow refuses page flags (exit 2)', async () => {
     const token = await api.grant('observer');
-    const proc = spawnCli(['tail', '--endpoint', endpoint.endpoint.id, '--interval', '0.3'], { home: home.dir, env: { HOOKRELAY_BASE_URL: api.url, HOOKRELAY_TOKEN: token } });
+    const proc = spawnCli(['tail', '--endpoint', endpoint.endpoint.id, '--interval', '0.3'], {
+      home: home.dir,
+      env: { HOOKRELAY_BASE_URL: api.url, HOOKRELAY_TOKEN: token },
+    });
     const out = lines(proc.stdout);
     await lines(proc.stderr).until((t) => t.includes('Following new receipts'));
     const id = await send('t-1');
@@ -120,7 +123,11 @@ describe('followEvents', () => {
       port: 0,
       hostname: '127.0.0.1',
       fetch: (req) => {
-        if (++calls === 2) return Response.json({ error: { code: 'rate_limited', message: 'slow down' }, retryAfterSeconds: 1 }, { status: 429, headers: { 'retry-after': '1' } });
+        if (++calls === 2)
+          return Response.json(
+            { error: { code: 'rate_limited', message: 'slow down' }, retryAfterSeconds: 1 },
+            { status: 429, headers: { 'retry-after': '1' } },
+          );
         const url = new URL(req.url);
         return fetch(`${api.url}${url.pathname}${url.search}`, { headers: req.headers });
       },

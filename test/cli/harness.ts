@@ -78,7 +78,12 @@ export async function cliText(args: string[], opts: { home: string; env?: Record
 
 /** The CLI as a child process with piped stdout and stderr, for runs read while they go (`events --follow`). */
 export function spawnCli(args: string[], opts: { home: string; env?: Record<string, string | undefined>; stdin?: string | Uint8Array }) {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: opts.home, XDG_CONFIG_HOME: join(opts.home, '.config'), NO_COLOR: '1' };
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: opts.home,
+    XDG_CONFIG_HOME: join(opts.home, '.config'),
+    NO_COLOR: '1',
+  };
   for (const [k, v] of Object.entries(opts.env ?? {})) {
     if (v === undefined) delete env[k];
     else env[k] = v;

@@ -25,7 +25,16 @@ beforeAll(() => {
       if (url.pathname === '/stream') {
         // No length known in advance: Bun sends it chunked.
         const parts = ['{"a":', '"', 'x'.repeat(70_000), '"}'];
-        return new Response(new ReadableStream({ pull(c) { const p = parts.shift(); if (p === undefined) c.close(); else c.enqueue(new TextEncoder().encode(p)); } }), { headers: { 'content-type': 'application/json' } });
+        return new Response(
+          new ReadableStream({
+            pull(c) {
+              const p = parts.shift();
+              if (p === undefined) c.close();
+              else c.enqueue(new TextEncoder().encode(p));
+            },
+          }),
+          { headers: { 'content-type': 'application/json' } },
+        );
       }
       return Response.json({ ok: true, utf8: 'héllo ✓' }, { status: url.pathname === '/missing' ? 404 : 200, headers: { 'x-two': 'a' } });
     },
@@ -61,13 +70,22 @@ describe('http1Fetch', () => {
   it('sends the method, path, query, headers and body as given, with Host and Content-Length', async () => {
     seen.length = 0;
     const body = JSON.stringify({ note: 'ünïcode ✓' });
-    const res = await http1Fetch(`${base}/agent/v1/x?a=1&b=%20`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'k1' }, body });
+    const res = await http1Fetch(`${base}/agent/v1/x?a=1&b=%20`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': 'k1' },
+      body,
+    });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ ok: true, utf8: 'héllo ✓' });
     expect(res.headers.get('x-two')).toBe('a');
     const req = seen[0]!;
     expect(req).toMatchObject({ method: 'POST', url: '/agent/v1/x?a=1&b=%20', body });
-    expect(req.headers).toMatchObject({ host: `127.0.0.1:${server.port}`, 'content-type': 'application/json', 'idempotency-key': 'k1', 'content-length': String(Buffer.byteLength(body)) });
+    expect(req.headers).toMatchObject({
+      host: `127.0.0.1:${server.port}`,
+      'content-type': 'application/json',
+      'idempotency-key': 'k1',
+      'content-length': String(Buffer.byteLength(body)),
+    });
   });
 
   it('answers non-2xx, bodiless and redirect statuses as they are (no redirect followed)', async () => {

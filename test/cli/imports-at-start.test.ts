@@ -15,12 +15,29 @@ const fromRoot = (p: string) => relative(ROOT, resolve(p));
 
 /** The commands that only talk to a server over HTTP (or to nothing), and the entry itself. */
 const CLIENT_COMMANDS = [
-  'index', 'status', 'whoami', 'doctor', 'docs', 'plan-usage', 'create-endpoint', 'events', 'event', 'tail', 'replay-intent',
-  'expansion-request', 'support-request', 'request', 'profile', 'sign', 'completion', 'help',
+  'index',
+  'status',
+  'whoami',
+  'doctor',
+  'docs',
+  'plan-usage',
+  'create-endpoint',
+  'events',
+  'event',
+  'tail',
+  'replay-intent',
+  'expansion-request',
+  'support-request',
+  'request',
+  'profile',
+  'sign',
+  'completion',
+  'help',
 ];
 
 /** Reachable from no client command at start: the server, the database and its drivers, MCP, the sandbox. */
-const FORBIDDEN = /^(db\/|src\/(server|relay|mcp|ops)\/|node_modules\/(drizzle-orm|pg|pg-[a-z0-9-]+|@modelcontextprotocol\/[^/]+|quickjs-emscripten-core|@jitl\/[^/]+)\/)/;
+const FORBIDDEN =
+  /^(db\/|src\/(server|relay|mcp|ops)\/|node_modules\/(drizzle-orm|pg|pg-[a-z0-9-]+|@modelcontextprotocol\/[^/]+|quickjs-emscripten-core|@jitl\/[^/]+)\/)/;
 const FORBIDDEN_BUILTINS = new Set(['bun:sqlite', 'pg-native']);
 /** `status` and `--version` (the cold starts measured) also load neither zod's contract table nor consola. */
 const HEAVY = /^(src\/contract\/(operations|schemas|openapi|manifest)\.ts|node_modules\/(zod|consola)\/)/;
@@ -96,7 +113,8 @@ describe('the client commands at start', () => {
 });
 
 /** Loaded by serve with the first request that needs it: the agent API and its zod contract, MCP and code mode. */
-const SERVE_LATER = /^(node_modules\/(zod|@modelcontextprotocol\/[^/]+|quickjs-emscripten-core|@jitl\/[^/]+)\/|src\/contract\/(schemas|operations|openapi|manifest)\.ts|src\/server\/(agent-api|pipeline|handlers|docs)\.ts|src\/mcp\/)/;
+const SERVE_LATER =
+  /^(node_modules\/(zod|@modelcontextprotocol\/[^/]+|quickjs-emscripten-core|@jitl\/[^/]+)\/|src\/contract\/(schemas|operations|openapi|manifest)\.ts|src\/server\/(agent-api|pipeline|handlers|docs)\.ts|src\/mcp\/)/;
 
 describe('serve at start', () => {
   it('loads the relay, not the agent API, its zod contract, MCP or the code-mode sandbox', () => {

@@ -224,7 +224,10 @@ describe('expansion-request', () => {
 
 describe('request', () => {
   it('makes a feature request (there is no shortcut command for it)', async () => {
-    const r = await run(['request', 'POST', '/agent/v1/feature-requests', '--json', file('feat.json', { capability: 'CSV export', problem: 'Monthly audit' })], operator);
+    const r = await run(
+      ['request', 'POST', '/agent/v1/feature-requests', '--json', file('feat.json', { capability: 'CSV export', problem: 'Monthly audit' })],
+      operator,
+    );
     expect(r.code).toBe(0);
     expect(r.json.data.request.kind).toBe('feature');
     expect(r.json.idempotency).toBeUndefined();

@@ -28,7 +28,16 @@ afterAll(async () => {
 const SHOP = 'mt.myshopify.com';
 
 type Target = { flags: string[]; env: Record<string, string> };
-type Entry = { operationId: string; actorKind: string; actorLabel: string; storeId: string | null; targetId: string | null; outcome: string; errorCode: string | null; transition: string | null };
+type Entry = {
+  operationId: string;
+  actorKind: string;
+  actorLabel: string;
+  storeId: string | null;
+  targetId: string | null;
+  outcome: string;
+  errorCode: string | null;
+  transition: string | null;
+};
 
 /** The same checks on either backend: `target` names the database, `withCore` opens it in this process. */
 function checks(target: () => Target, withCore: <T>(fn: (core: Core) => Promise<T>) => Promise<T>) {
@@ -48,63 +57,89 @@ function checks(target: () => Target, withCore: <T>(fn: (core: Core) => Promise<
     });
   let issued: { tokenId: string; token: string; storeId: string };
 
-  it('issue prints the token once (hrm_…), for the only store; it scrapes /metrics; list shows it without the token', async () => {
-    expect(run('init', '--shop', SHOP).code).toBe(0);
-    const r = run('metrics-token', 'issue', '--label', 'prometheus', '--actor', 'Jane Ops');
-    expect(r.code).toBe(0);
-    issued = r.json;
-    expect(r.json).toMatchObject({ shopDomain: SHOP, label: 'prometheus', state: 'active' });
-    expect(issued.token).toMatch(/^hrm_[0-9A-Za-z]{43}$/);
-    expect(r.json.note).toContain('shown this once');
+  it(
+    'issue prints the token once (hrm_…), for the only store; it scrapes /metrics; list shows it without the token',
+    async () => {
+      expect(run('init', '--shop', SHOP).code).toBe(0);
+      const r = run('metrics-token', 'issue', '--label', 'prometheus', '--actor', 'Jane Ops');
+      expect(r.code).toBe(0);
+      issued = r.json;
+      expect(r.json).toMatchObject({ shopDomain: SHOP, label: 'prometheus', state: 'active' });
+      expect(issued.token).toMatch(/^hrm_[0-9A-Za-z]{43}$/);
+      expect(r.json.note).toContain('shown this once');
 
-    const ok = await scrape(issued.token);
-    expect(ok.status).toBe(200);
-    expect(parse(ok.text).some((f) => f.name === 'hookrelay_handoff_backlog')).toBe(true);
+      const ok = await scrape(issued.token);
+      expect(ok.status).toBe(200);
+      expect(parse(ok.text).some((f) => f.name === 'hookrelay_handoff_backlog')).toBe(true);
 
-    const list = run('metrics-token', 'list');
-    expect(list.code).toBe(0);
-    expect(list.json.metricsTokens).toEqual([{ tokenId: issued.tokenId, storeId: issued.storeId, shopDomain: SHOP, label: 'prometheus', createdAt: expect.any(String), revokedAt: null, state: 'active' }]);
-    expect(JSON.stringify(list.json)).not.toContain(issued.token);
-  }, SPAWN_TIMEOUT_MS);
+      const list = run('metrics-token', 'list');
+      expect(list.code).toBe(0);
+      expect(list.json.metricsTokens).toEqual([
+        {
+          tokenId: issued.tokenId,
+          storeId: issued.storeId,
+          shopDomain: SHOP,
+          label: 'prometheus',
+          createdAt: expect.any(String),
+          revokedAt: null,
+          state: 'active',
+        },
+      ]);
+      expect(JSON.stringify(list.json)).not.toContain(issued.token);
+    },
+    SPAWN_TIMEOUT_MS,
+  );
 
-  it('refuses a token as the id to revoke and a label shaped like one, unechoed (exit 2)', () => {
-    const asId = run('metrics-token', 'revoke', issued.token);
-    expect(asId.code).toBe(2);
-    expect(asId.json.error.code).toBe('invalid_input');
-    const label = run('metrics-token', 'issue', '--label', issued.token);
-    expect(label.code).toBe(2);
-    expect(run('metrics-token', 'revoke', 'mtk_0000000000000000').code).toBe(6);
-  }, SPAWN_TIMEOUT_MS);
+  it(
+    'refuses a token as the id to revoke and a label shaped like one, unechoed (exit 2)',
+    () => {
+      const asId = run('metrics-token', 'revoke', issued.token);
+      expect(asId.code).toBe(2);
+      expect(asId.json.error.code).toBe('invalid_input');
+      const label = run('metrics-token', 'issue', '--label', issued.token);
+      expect(label.code).toBe(2);
+      expect(run('metrics-token', 'revoke', 'mtk_0000000000000000').code).toBe(6);
+    },
+    SPAWN_TIMEOUT_MS,
+  );
 
-  it('revoke makes the next scrape 401; issue and revoke are audited with a human actor, never the token', async () => {
-    const r = run('metrics-token', 'revoke', issued.tokenId);
-    expect(r.code).toBe(0);
-    expect(r.json).toMatchObject({ tokenId: issued.tokenId, state: 'revoked', alreadyRevoked: false });
-    expect((await scrape(issued.token)).status).toBe(401);
+  it(
+    'revoke makes the next scrape 401; issue and revoke are audited with a human actor, never the token',
+    async () => {
+      const r = run('metrics-token', 'revoke', issued.tokenId);
+      expect(r.code).toBe(0);
+      expect(r.json).toMatchObject({ tokenId: issued.tokenId, state: 'revoked', alreadyRevoked: false });
+      expect((await scrape(issued.token)).status).toBe(401);
 
-    const audit = run('audit', '--since', '1h');
-    const rows = (audit.json.entries as Entry[]).filter((e) => e.operationId.endsWith('MetricsToken'));
-    const me = rows.find((e) => e.actorLabel !== 'Jane Ops')!.actorLabel;
-    expect(rows.map((e) => [e.operationId, e.actorKind, e.actorLabel, e.outcome, e.errorCode, e.targetId, e.transition])).toEqual([
-      ['issueMetricsToken', 'human', 'Jane Ops', 'ok', null, issued.tokenId, 'issued'],
-      ['revokeMetricsToken', 'human', me, 'error', 'invalid_input', null, null],
-      ['issueMetricsToken', 'human', me, 'error', 'invalid_input', null, null],
-      ['revokeMetricsToken', 'human', me, 'error', 'not_found', null, null],
-      ['revokeMetricsToken', 'human', me, 'ok', null, issued.tokenId, 'revoked'],
-    ]);
-    expect(rows.filter((e) => e.outcome === 'ok').every((e) => e.storeId === issued.storeId)).toBe(true);
-    // Every output after issue's: lists, refusals, revoke, audit.
-    for (const out of printed.slice(4)) expect(out).not.toContain(issued.token);
-  }, SPAWN_TIMEOUT_MS);
+      const audit = run('audit', '--since', '1h');
+      const rows = (audit.json.entries as Entry[]).filter((e) => e.operationId.endsWith('MetricsToken'));
+      const me = rows.find((e) => e.actorLabel !== 'Jane Ops')!.actorLabel;
+      expect(rows.map((e) => [e.operationId, e.actorKind, e.actorLabel, e.outcome, e.errorCode, e.targetId, e.transition])).toEqual([
+        ['issueMetricsToken', 'human', 'Jane Ops', 'ok', null, issued.tokenId, 'issued'],
+        ['revokeMetricsToken', 'human', me, 'error', 'invalid_input', null, null],
+        ['issueMetricsToken', 'human', me, 'error', 'invalid_input', null, null],
+        ['revokeMetricsToken', 'human', me, 'error', 'not_found', null, null],
+        ['revokeMetricsToken', 'human', me, 'ok', null, issued.tokenId, 'revoked'],
+      ]);
+      expect(rows.filter((e) => e.outcome === 'ok').every((e) => e.storeId === issued.storeId)).toBe(true);
+      // Every output after issue's: lists, refusals, revoke, audit.
+      for (const out of printed.slice(4)) expect(out).not.toContain(issued.token);
+    },
+    SPAWN_TIMEOUT_MS,
+  );
 
-  it('needs --shop on a box with several stores (exit 2, naming them)', () => {
-    expect(run('init', '--shop', 'second.myshopify.com').code).toBe(0);
-    const r = run('metrics-token', 'issue');
-    expect(r.code).toBe(2);
-    expect(r.json.error.message).toContain('second.myshopify.com');
-    expect(run('metrics-token', 'issue', '--shop', 'second.myshopify.com').code).toBe(0);
-    expect((run('metrics-token', 'list', '--shop', SHOP).json.metricsTokens as unknown[]).length).toBe(1);
-  }, SPAWN_TIMEOUT_MS);
+  it(
+    'needs --shop on a box with several stores (exit 2, naming them)',
+    () => {
+      expect(run('init', '--shop', 'second.myshopify.com').code).toBe(0);
+      const r = run('metrics-token', 'issue');
+      expect(r.code).toBe(2);
+      expect(r.json.error.message).toContain('second.myshopify.com');
+      expect(run('metrics-token', 'issue', '--shop', 'second.myshopify.com').code).toBe(0);
+      expect((run('metrics-token', 'list', '--shop', SHOP).json.metricsTokens as unknown[]).length).toBe(1);
+    },
+    SPAWN_TIMEOUT_MS,
+  );
 
   return () => issued;
 }
@@ -161,7 +196,10 @@ describe.if(!!TEST_DATABASE_URL)('hookrelay metrics-token on PostgreSQL', () => 
   it('no table holds the token', async () => {
     const { token } = issued();
     await withCore(async (core) => {
-      const tables = await core.repo.sql.all<{ name: string }>("SELECT table_name AS \"name\" FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'", []);
+      const tables = await core.repo.sql.all<{ name: string }>(
+        'SELECT table_name AS "name" FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = \'BASE TABLE\'',
+        [],
+      );
       expect(tables.length).toBeGreaterThan(5);
       for (const { name } of tables) expect(JSON.stringify(await core.repo.sql.all(`SELECT * FROM "${name}"`, []))).not.toContain(token.slice(4, 24));
     });

@@ -60,7 +60,29 @@ function rng(seed: number) {
   };
 }
 
-const HOSTILE = ['--', '-', '---', '--=', '--=x', '-=', '--__proto__', '--__proto__=1', '--constructor', '-h', '--no-', '--x=', '=', '--a=b=c', '-0', '-é', '--ünï', ' ', '', '-\u0000', '--\u0000=1'];
+const HOSTILE = [
+  '--',
+  '-',
+  '---',
+  '--=',
+  '--=x',
+  '-=',
+  '--__proto__',
+  '--__proto__=1',
+  '--constructor',
+  '-h',
+  '--no-',
+  '--x=',
+  '=',
+  '--a=b=c',
+  '-0',
+  '-é',
+  '--ünï',
+  ' ',
+  '',
+  '-\u0000',
+  '--\u0000=1',
+];
 
 describe('the parseArgs the binary gives citty', () => {
   it('answers as node:util on every command, for each flag in every spelling', async () => {
@@ -70,7 +92,16 @@ describe('the parseArgs the binary gives citty', () => {
     for (const { path, options } of commands) {
       const lines: string[][] = [[], ['word'], ['word', 'other', '--', '--after']];
       for (const [name, o] of Object.entries(options)) {
-        lines.push([`--${name}`], [`--${name}`, 'value'], [`--${name}=value`], [`--${name}=`], [`--no-${name}`], [`--${name}`, '--quiet'], [`--${name}`, '-'], ['--', `--${name}`, 'v']);
+        lines.push(
+          [`--${name}`],
+          [`--${name}`, 'value'],
+          [`--${name}=value`],
+          [`--${name}=`],
+          [`--no-${name}`],
+          [`--${name}`, '--quiet'],
+          [`--${name}`, '-'],
+          ['--', `--${name}`, 'v'],
+        );
         if (o.short) lines.push([`-${o.short}`], [`-${o.short}`, 'v'], [`-${o.short}v`], [`-q${o.short}`, 'v'], [`-${o.short}q`]);
       }
       for (const args of lines) {
@@ -84,7 +115,12 @@ describe('the parseArgs the binary gives citty', () => {
 
   it('answers as node:util on random and hostile command lines', async () => {
     // The commands declare no one-letter aliases today: a declaration with short flags covers groups such as -qf.
-    const shorts: Options = { quiet: { type: 'boolean', short: 'q' }, all: { type: 'boolean', short: 'a' }, file: { type: 'string', short: 'f' }, n: { type: 'string', short: 'n', default: '1' } };
+    const shorts: Options = {
+      quiet: { type: 'boolean', short: 'q' },
+      all: { type: 'boolean', short: 'a' },
+      file: { type: 'string', short: 'f' },
+      n: { type: 'string', short: 'n', default: '1' },
+    };
     const commands = [...(await everyCommand()), { path: '(one-letter flags)', options: shorts }, { path: '(one-letter flags)', options: shorts }];
     const next = rng(20261123);
     const pick = <T>(xs: T[]) => xs[Math.floor(next() * xs.length)]!;
@@ -125,6 +161,8 @@ describe('the parseArgs the binary gives citty', () => {
     expect(() => parseArgs({ args: [], strict: true, allowPositionals: true })).toThrow(TypeError);
     expect(() => parseArgs({ args: [], strict: false })).toThrow(TypeError);
     // Repeated values (`multiple`) are not served: refused, so the comparison above would fail if citty asked for them.
-    expect(() => parseArgs({ args: [], strict: false, allowPositionals: true, options: { a: { type: 'string', multiple: true } as never } })).toThrow(TypeError);
+    expect(() => parseArgs({ args: [], strict: false, allowPositionals: true, options: { a: { type: 'string', multiple: true } as never } })).toThrow(
+      TypeError,
+    );
   });
 });

@@ -35,7 +35,12 @@ const WHERE = new Set(['dataDir', 'database', 'dialect', 'message', 'details']);
 /** A document with ids, tokens and times blanked: what must be equal between the backends. */
 function shape(doc: unknown): unknown {
   if (Array.isArray(doc)) return doc.map(shape);
-  if (doc && typeof doc === 'object') return Object.fromEntries(Object.entries(doc).filter(([k]) => !WHERE.has(k)).map(([k, v]) => [k, shape(v)]));
+  if (doc && typeof doc === 'object')
+    return Object.fromEntries(
+      Object.entries(doc)
+        .filter(([k]) => !WHERE.has(k))
+        .map(([k, v]) => [k, shape(v)]),
+    );
   if (typeof doc === 'string' && /^(gr|st|aud|ep)_|^hrg_|^\d{4}-\d\d-\d\dT/.test(doc)) return '<id>';
   return doc;
 }
@@ -85,82 +90,99 @@ function sequence(target: { flag: string[]; env: Record<string, string> }) {
 }
 
 describe.if(!!TEST_DATABASE_URL)('admin commands on PostgreSQL', () => {
-  it('run as on SQLite, create nothing before init, and name the database without its URL', async () => {
-    const sqliteDir = join(box.root, 'sqlite-data');
-    const onSqlite = sequence({ flag: ['--data-dir', sqliteDir], env: {} });
-    expect(onSqlite.migrated.json.dialect).toBe('sqlite');
+  it(
+    'run as on SQLite, create nothing before init, and name the database without its URL',
+    async () => {
+      const sqliteDir = join(box.root, 'sqlite-data');
+      const onSqlite = sequence({ flag: ['--data-dir', sqliteDir], env: {} });
+      expect(onSqlite.migrated.json.dialect).toBe('sqlite');
 
-    const db = await freshDatabase();
-    const pgDataDir = join(box.root, 'pg-data');
-    // --database-url for some, HOOKRELAY_DATABASE_URL for others: both paths are used by the sequence's steps.
-    const onPg = sequence({ flag: ['--database-url', db.url, '--data-dir', pgDataDir], env: { HOOKRELAY_SECRET_KEY: KEY } });
-    expect(onPg.steps).toEqual(onSqlite.steps);
-    expect(onPg.migrated.json.dialect).toBe('postgres');
-    expect(onPg.init.json.database).toEqual({ dialect: 'postgres', name: db.name, host: '127.0.0.1', port: Number(new URL(TEST_DATABASE_URL!).port || 5432) });
-    expect(onPg.init.stderr).toContain(`PostgreSQL database ${db.name} on 127.0.0.1:`);
-    expect(onPg.init.stderr).toContain('(from --database-url); the data directory is not used');
-    expect(existsSync(pgDataDir)).toBe(false);
+      const db = await freshDatabase();
+      const pgDataDir = join(box.root, 'pg-data');
+      // --database-url for some, HOOKRELAY_DATABASE_URL for others: both paths are used by the sequence's steps.
+      const onPg = sequence({ flag: ['--database-url', db.url, '--data-dir', pgDataDir], env: { HOOKRELAY_SECRET_KEY: KEY } });
+      expect(onPg.steps).toEqual(onSqlite.steps);
+      expect(onPg.migrated.json.dialect).toBe('postgres');
+      expect(onPg.init.json.database).toEqual({
+        dialect: 'postgres',
+        name: db.name,
+        host: '127.0.0.1',
+        port: Number(new URL(TEST_DATABASE_URL!).port || 5432),
+      });
+      expect(onPg.init.stderr).toContain(`PostgreSQL database ${db.name} on 127.0.0.1:`);
+      expect(onPg.init.stderr).toContain('(from --database-url); the data directory is not used');
+      expect(existsSync(pgDataDir)).toBe(false);
 
-    const viaEnv = run(['grant', 'list'], { HOOKRELAY_SECRET_KEY: KEY, HOOKRELAY_DATABASE_URL: db.url });
-    expect(viaEnv.code).toBe(0);
-    expect(viaEnv.json.grants).toHaveLength(1);
-    const stores = await query<{ plan: string }>(db.url, 'SELECT plan FROM stores');
-    expect(stores).toEqual([{ plan: 'growth' }]);
-    expect(seen.join('\n')).not.toContain(CANARY);
-  }, SPAWN_TIMEOUT_MS * 2);
+      const viaEnv = run(['grant', 'list'], { HOOKRELAY_SECRET_KEY: KEY, HOOKRELAY_DATABASE_URL: db.url });
+      expect(viaEnv.code).toBe(0);
+      expect(viaEnv.json.grants).toHaveLength(1);
+      const stores = await query<{ plan: string }>(db.url, 'SELECT plan FROM stores');
+      expect(stores).toEqual([{ plan: 'growth' }]);
+      expect(seen.join('\n')).not.toContain(CANARY);
+    },
+    SPAWN_TIMEOUT_MS * 2,
+  );
 
-  it('leaves an uninitialised database untouched: admin commands other than init and migrate refuse it', async () => {
-    const db = await freshDatabase();
-    const env = { HOOKRELAY_SECRET_KEY: KEY, HOOKRELAY_DATABASE_URL: db.url };
-    for (const args of [['grant', 'list'], ['audit'], ['store', 'show'], ['plan', 'set', '--shop', SHOP, '--plan', 'growth']]) {
-      const r = run(args, env);
-      expect(r.code).toBe(6);
-      expect(r.json.error.message).toContain(`No hookrelay database in the PostgreSQL database ${db.name} on 127.0.0.1:`);
-    }
-    expect(await query(db.url, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")).toEqual([]);
-    expect(seen.join('\n')).not.toContain(CANARY);
-  }, SPAWN_TIMEOUT_MS);
-
-  it('answers an unreachable or misnamed database with a stable error that holds no URL', async () => {
-    const port = closedPort();
-    const refused = canaryUrl('hr_nowhere', `127.0.0.1:${port}`);
-    const noHost = canaryUrl('hr_nowhere', 'no-such-host.invalid:5432');
-    const env = { HOOKRELAY_SECRET_KEY: KEY };
-    for (const url of [refused, noHost]) {
-      for (const args of [['grant', 'list'], ['init', '--shop', SHOP], ['migrate'], ['serve', '--port', '0'], ['audit']]) {
-        const r = run([...args, '--database-url', url], env);
-        expect(r.code).toBe(1);
-        expect(r.json.error.code).toBe('storage_unavailable');
-        expect(r.json.error.message).toStartWith('Cannot reach the database (PostgreSQL database hr_nowhere on ');
-        expect(r.json.error.message).toContain(url === refused ? 'connection refused' : 'host not found');
+  it(
+    'leaves an uninitialised database untouched: admin commands other than init and migrate refuse it',
+    async () => {
+      const db = await freshDatabase();
+      const env = { HOOKRELAY_SECRET_KEY: KEY, HOOKRELAY_DATABASE_URL: db.url };
+      for (const args of [['grant', 'list'], ['audit'], ['store', 'show'], ['plan', 'set', '--shop', SHOP, '--plan', 'growth']]) {
+        const r = run(args, env);
+        expect(r.code).toBe(6);
+        expect(r.json.error.message).toContain(`No hookrelay database in the PostgreSQL database ${db.name} on 127.0.0.1:`);
       }
-    }
-    const missing = run(['grant', 'list', '--database-url', canaryUrl('hr_no_such_database_x')], env);
-    expect(missing.code).toBe(6);
-    expect(missing.json.error.message).toContain('PostgreSQL database hr_no_such_database_x on 127.0.0.1');
+      expect(await query(db.url, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")).toEqual([]);
+      expect(seen.join('\n')).not.toContain(CANARY);
+    },
+    SPAWN_TIMEOUT_MS,
+  );
 
-    // A server-side refusal (no right to create the schema) keeps the server's words, still without the URL.
-    const db = await freshDatabase();
-    const role = await limitedRole();
-    const limited = new URL(db.url);
-    limited.username = role;
-    const refusedSetup = run(['init', '--shop', SHOP, '--database-url', limited.toString()], env);
-    expect(refusedSetup.code).toBe(1);
-    expect(refusedSetup.json.error.message).toContain(`The PostgreSQL database ${db.name} on 127.0.0.1:`);
-    expect(refusedSetup.json.error.message).toContain('permission denied');
+  it(
+    'answers an unreachable or misnamed database with a stable error that holds no URL',
+    async () => {
+      const port = closedPort();
+      const refused = canaryUrl('hr_nowhere', `127.0.0.1:${port}`);
+      const noHost = canaryUrl('hr_nowhere', 'no-such-host.invalid:5432');
+      const env = { HOOKRELAY_SECRET_KEY: KEY };
+      for (const url of [refused, noHost]) {
+        for (const args of [['grant', 'list'], ['init', '--shop', SHOP], ['migrate'], ['serve', '--port', '0'], ['audit']]) {
+          const r = run([...args, '--database-url', url], env);
+          expect(r.code).toBe(1);
+          expect(r.json.error.code).toBe('storage_unavailable');
+          expect(r.json.error.message).toStartWith('Cannot reach the database (PostgreSQL database hr_nowhere on ');
+          expect(r.json.error.message).toContain(url === refused ? 'connection refused' : 'host not found');
+        }
+      }
+      const missing = run(['grant', 'list', '--database-url', canaryUrl('hr_no_such_database_x')], env);
+      expect(missing.code).toBe(6);
+      expect(missing.json.error.message).toContain('PostgreSQL database hr_no_such_database_x on 127.0.0.1');
 
-    const malformed = run(['grant', 'list', '--database-url', `postgres://u:${CANARY}@[bad/x`], env);
-    expect(malformed.json.error.code).toBe('invalid_input');
-    const noKey = run(['init', '--shop', SHOP, '--database-url', refused]);
-    expect(noKey.json.error.message).toContain('set HOOKRELAY_SECRET_KEY');
-    // A URL typed where the group expects a command is masked too.
-    const misplaced = run(['grant', '--database-url', refused, 'list'], env);
-    expect(misplaced.code).toBe(2);
-    const wrongScheme = run(['grant', 'list', '--database-url', `mysql://u:${CANARY}@h/x`], env);
-    expect(wrongScheme.json.error.code).toBe('invalid_input');
+      // A server-side refusal (no right to create the schema) keeps the server's words, still without the URL.
+      const db = await freshDatabase();
+      const role = await limitedRole();
+      const limited = new URL(db.url);
+      limited.username = role;
+      const refusedSetup = run(['init', '--shop', SHOP, '--database-url', limited.toString()], env);
+      expect(refusedSetup.code).toBe(1);
+      expect(refusedSetup.json.error.message).toContain(`The PostgreSQL database ${db.name} on 127.0.0.1:`);
+      expect(refusedSetup.json.error.message).toContain('permission denied');
 
-    const all = seen.join('\n');
-    expect(all).not.toContain(CANARY);
-    expect(all.match(/.{0,80}postgres(ql)?:\/\/\w.{0,80}/)?.[0] ?? null).toBeNull();
-  }, SPAWN_TIMEOUT_MS * 3);
+      const malformed = run(['grant', 'list', '--database-url', `postgres://u:${CANARY}@[bad/x`], env);
+      expect(malformed.json.error.code).toBe('invalid_input');
+      const noKey = run(['init', '--shop', SHOP, '--database-url', refused]);
+      expect(noKey.json.error.message).toContain('set HOOKRELAY_SECRET_KEY');
+      // A URL typed where the group expects a command is masked too.
+      const misplaced = run(['grant', '--database-url', refused, 'list'], env);
+      expect(misplaced.code).toBe(2);
+      const wrongScheme = run(['grant', 'list', '--database-url', `mysql://u:${CANARY}@h/x`], env);
+      expect(wrongScheme.json.error.code).toBe('invalid_input');
+
+      const all = seen.join('\n');
+      expect(all).not.toContain(CANARY);
+      expect(all.match(/.{0,80}postgres(ql)?:\/\/\w.{0,80}/)?.[0] ?? null).toBeNull();
+    },
+    SPAWN_TIMEOUT_MS * 3,
+  );
 });

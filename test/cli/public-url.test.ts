@@ -42,45 +42,53 @@ async function serve(dataDir: string, args: string[]) {
 const manifestOf = async (port: number) => JSON.stringify(await (await fetch(`http://127.0.0.1:${port}/agent/v1/manifest`)).json());
 
 describe('the advertised public URL', () => {
-  it("store set --public-url '' clears the box-wide public URL, and serve advertises its own address again", async () => {
-    const dataDir = join(box.root, 'data-clear');
-    const run = (...args: string[]) => admin(box, cwd, [...args, '--data-dir', dataDir]);
-    expect(run('init', '--shop', SHOP).code).toBe(0);
-    expect(run('store', 'set', '--public-url', 'https://relay.example.com').json.settings.publicUrl).toBe('https://relay.example.com');
+  it(
+    "store set --public-url '' clears the box-wide public URL, and serve advertises its own address again",
+    async () => {
+      const dataDir = join(box.root, 'data-clear');
+      const run = (...args: string[]) => admin(box, cwd, [...args, '--data-dir', dataDir]);
+      expect(run('init', '--shop', SHOP).code).toBe(0);
+      expect(run('store', 'set', '--public-url', 'https://relay.example.com').json.settings.publicUrl).toBe('https://relay.example.com');
 
-    const cleared = run('store', 'set', '--public-url', '');
-    expect(cleared.code).toBe(0);
-    expect(cleared.json).toMatchObject({ settings: { publicUrl: null }, changed: ['publicUrl'] });
-    expect(cleared.json.note).toContain('cleared');
-    expect(run('store', 'show').json.settings.publicUrl).toBeNull();
-    // Clearing what is not set changes nothing.
-    expect(run('store', 'set', '--public-url', '').json.changed).toEqual([]);
+      const cleared = run('store', 'set', '--public-url', '');
+      expect(cleared.code).toBe(0);
+      expect(cleared.json).toMatchObject({ settings: { publicUrl: null }, changed: ['publicUrl'] });
+      expect(cleared.json.note).toContain('cleared');
+      expect(run('store', 'show').json.settings.publicUrl).toBeNull();
+      // Clearing what is not set changes nothing.
+      expect(run('store', 'set', '--public-url', '').json.changed).toEqual([]);
 
-    const { port, log } = await serve(dataDir, []);
-    expect(log).toContain(`public URL http://127.0.0.1:${port})`);
-    const manifest = await manifestOf(port);
-    expect(manifest).toContain(`http://127.0.0.1:${port}/agent/v1`);
-    expect(manifest).not.toContain('relay.example.com');
-  }, SPAWN_TIMEOUT_MS);
+      const { port, log } = await serve(dataDir, []);
+      expect(log).toContain(`public URL http://127.0.0.1:${port})`);
+      const manifest = await manifestOf(port);
+      expect(manifest).toContain(`http://127.0.0.1:${port}/agent/v1`);
+      expect(manifest).not.toContain('relay.example.com');
+    },
+    SPAWN_TIMEOUT_MS,
+  );
 
-  it('serve --host 0.0.0.0 without a public URL warns in one line and advertises 127.0.0.1, never 0.0.0.0', async () => {
-    const dataDir = join(box.root, 'data-wild');
-    expect(admin(box, cwd, ['init', '--shop', SHOP, '--data-dir', dataDir]).code).toBe(0);
-    const { port, log } = await serve(dataDir, ['--host', '0.0.0.0']);
-    const warnings = log.split('\n').filter((l) => l.includes('every interface'));
-    expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toContain('--public-url');
-    expect(warnings[0]).toContain(`http://127.0.0.1:${port}`);
-    expect(log).toContain(`public URL http://127.0.0.1:${port})`);
-    const manifest = await manifestOf(port);
-    expect(manifest).toContain(`http://127.0.0.1:${port}/agent/v1`);
-    expect(manifest).not.toContain('0.0.0.0');
+  it(
+    'serve --host 0.0.0.0 without a public URL warns in one line and advertises 127.0.0.1, never 0.0.0.0',
+    async () => {
+      const dataDir = join(box.root, 'data-wild');
+      expect(admin(box, cwd, ['init', '--shop', SHOP, '--data-dir', dataDir]).code).toBe(0);
+      const { port, log } = await serve(dataDir, ['--host', '0.0.0.0']);
+      const warnings = log.split('\n').filter((l) => l.includes('every interface'));
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toContain('--public-url');
+      expect(warnings[0]).toContain(`http://127.0.0.1:${port}`);
+      expect(log).toContain(`public URL http://127.0.0.1:${port})`);
+      const manifest = await manifestOf(port);
+      expect(manifest).toContain(`http://127.0.0.1:${port}/agent/v1`);
+      expect(manifest).not.toContain('0.0.0.0');
 
-    // Given a public URL, the same host advertises it without a word.
-    const other = join(box.root, 'data-wild-url');
-    expect(admin(box, cwd, ['init', '--shop', SHOP, '--data-dir', other]).code).toBe(0);
-    const withUrl = await serve(other, ['--host', '0.0.0.0', '--public-url', 'https://relay.example.com']);
-    expect(withUrl.log).not.toContain('every interface');
-    expect(await manifestOf(withUrl.port)).toContain('https://relay.example.com/agent/v1');
-  }, SPAWN_TIMEOUT_MS);
+      // Given a public URL, the same host advertises it without a word.
+      const other = join(box.root, 'data-wild-url');
+      expect(admin(box, cwd, ['init', '--shop', SHOP, '--data-dir', other]).code).toBe(0);
+      const withUrl = await serve(other, ['--host', '0.0.0.0', '--public-url', 'https://relay.example.com']);
+      expect(withUrl.log).not.toContain('every interface');
+      expect(await manifestOf(withUrl.port)).toContain('https://relay.example.com/agent/v1');
+    },
+    SPAWN_TIMEOUT_MS,
+  );
 });

@@ -43,7 +43,11 @@ async function fileRequests(core: Core): Promise<Filed> {
   const app = createApp(core);
   const post = async (t: string, path: string, body: unknown, key: string) => {
     const res = await app.fetch(
-      new Request(`http://x${path}`, { method: 'POST', headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json', 'Idempotency-Key': key }, body: JSON.stringify(body) }),
+      new Request(`http://x${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json', 'Idempotency-Key': key },
+        body: JSON.stringify(body),
+      }),
     );
     const json = (await res.json()) as any;
     if (res.status >= 300) throw new Error(`${path}: ${res.status} ${JSON.stringify(json)}`);
@@ -56,8 +60,18 @@ async function fileRequests(core: Core): Promise<Filed> {
   const feature = await post(token, '/agent/v1/feature-requests', { capability: 'CSV export', problem: 'monthly audit' }, 'f1');
   const expansion = await post(token, '/agent/v1/expansion-requests', { kind: 'multi_store', summary: 'three stores' }, 'x1');
   const endpoint = await post(token, '/agent/v1/endpoints', { triggerVariant: 'order', resourceIdPath: 'order.id' }, 'e1');
-  const diagPreview = await post(token, '/agent/v1/diagnostics-share-intents', { mode: 'preview', input: { endpointIds: [endpoint.endpoint.id], note: 'see this' } }, 'd0');
-  const diag = await post(token, '/agent/v1/diagnostics-share-intents', { mode: 'execute', intentId: diagPreview.intent.id, confirmationToken: diagPreview.intent.confirmation.token }, 'd1');
+  const diagPreview = await post(
+    token,
+    '/agent/v1/diagnostics-share-intents',
+    { mode: 'preview', input: { endpointIds: [endpoint.endpoint.id], note: 'see this' } },
+    'd0',
+  );
+  const diag = await post(
+    token,
+    '/agent/v1/diagnostics-share-intents',
+    { mode: 'execute', intentId: diagPreview.intent.id, confirmationToken: diagPreview.intent.confirmation.token },
+    'd1',
+  );
   const sup = await support(token, `Events stuck\nsince noon; key ${PLANTED} and ops@example.com`, 's1');
   const otherSup = await support(other.token, 'the other store', 's2');
   await app.writer.close();
@@ -94,73 +108,99 @@ function checks(target: () => { flags: string[]; env: Record<string, string> }, 
     return r;
   };
 
-  it('lists every request newest first, one line each, redacted', () => {
-    const r = run('requests', 'list');
-    expect(r.code).toBe(0);
-    const list = r.json.requests as { id: string; kind: string; shop: string; summary: string; urgency: string | null; createdAt: string }[];
-    const { ids } = filed();
-    expect(list.map((x) => x.id)).toEqual([ids.otherStore, ids.support, ids.diagnostics, ids.expansion, ids.feature, ids.old]);
-    expect(r.json.since).toBeNull();
-    const sup = list.find((x) => x.id === ids.support)!;
-    expect(sup).toMatchObject({ kind: 'support', shop: 'a.myshopify.com', urgency: 'critical' });
-    expect(sup.summary).toStartWith('delivery: Events stuck since noon; key [redacted secret] and [redacted email]');
-    expect(list.find((x) => x.id === ids.diagnostics)!.summary).toBe('0 events, 1 endpoints, window 24h: see this');
-    expect(list.find((x) => x.id === ids.old)!.summary).toBe('old one: token [redacted platform token]');
-    expect(list.find((x) => x.id === ids.feature)).toMatchObject({ kind: 'feature', urgency: null, summary: 'CSV export: monthly audit' });
-  }, SPAWN_TIMEOUT_MS);
-
-  it('filters by --shop, --kind (one or several), --since and --limit', () => {
-    const { ids } = filed();
-    const idsOf = (...args: string[]) => {
-      const r = run('requests', 'list', ...args);
+  it(
+    'lists every request newest first, one line each, redacted',
+    () => {
+      const r = run('requests', 'list');
       expect(r.code).toBe(0);
-      return (r.json.requests as { id: string }[]).map((x) => x.id);
-    };
-    expect(idsOf('--shop', 'b.myshopify.com')).toEqual([ids.otherStore]);
-    expect(idsOf('--shop', 'a.myshopify.com', '--kind', 'support')).toEqual([ids.support]);
-    expect(idsOf('--kind', 'feature,expansion')).toEqual([ids.expansion, ids.feature, ids.old]);
-    expect(idsOf('--kind', 'feature', '--since', '24h')).toEqual([ids.feature]);
-    expect(idsOf('--limit', '2')).toEqual([ids.otherStore, ids.support]);
-    expect(run('requests', 'list', '--since', '1h').json.since).toMatch(/^\d{4}-\d\d-\d\dT/);
-  }, SPAWN_TIMEOUT_MS);
+      const list = r.json.requests as { id: string; kind: string; shop: string; summary: string; urgency: string | null; createdAt: string }[];
+      const { ids } = filed();
+      expect(list.map((x) => x.id)).toEqual([ids.otherStore, ids.support, ids.diagnostics, ids.expansion, ids.feature, ids.old]);
+      expect(r.json.since).toBeNull();
+      const sup = list.find((x) => x.id === ids.support)!;
+      expect(sup).toMatchObject({ kind: 'support', shop: 'a.myshopify.com', urgency: 'critical' });
+      expect(sup.summary).toStartWith('delivery: Events stuck since noon; key [redacted secret] and [redacted email]');
+      expect(list.find((x) => x.id === ids.diagnostics)!.summary).toBe('0 events, 1 endpoints, window 24h: see this');
+      expect(list.find((x) => x.id === ids.old)!.summary).toBe('old one: token [redacted platform token]');
+      expect(list.find((x) => x.id === ids.feature)).toMatchObject({ kind: 'feature', urgency: null, summary: 'CSV export: monthly audit' });
+    },
+    SPAWN_TIMEOUT_MS,
+  );
 
-  it('refuses a bad --kind, --limit or --since (exit 2) and an unknown --shop (exit 6)', () => {
-    for (const args of [['--kind', 'bug'], ['--kind', ''], ['--limit', '0'], ['--limit', '1001'], ['--since', 'soon']]) {
-      const r = run('requests', 'list', ...args);
-      expect(r.code, args.join(' ')).toBe(2);
-      expect(r.json.error.code).toBe('invalid_input');
-    }
-    expect(run('requests', 'list', '--shop', 'nobody.myshopify.com').code).toBe(6);
-  }, SPAWN_TIMEOUT_MS);
+  it(
+    'filters by --shop, --kind (one or several), --since and --limit',
+    () => {
+      const { ids } = filed();
+      const idsOf = (...args: string[]) => {
+        const r = run('requests', 'list', ...args);
+        expect(r.code).toBe(0);
+        return (r.json.requests as { id: string }[]).map((x) => x.id);
+      };
+      expect(idsOf('--shop', 'b.myshopify.com')).toEqual([ids.otherStore]);
+      expect(idsOf('--shop', 'a.myshopify.com', '--kind', 'support')).toEqual([ids.support]);
+      expect(idsOf('--kind', 'feature,expansion')).toEqual([ids.expansion, ids.feature, ids.old]);
+      expect(idsOf('--kind', 'feature', '--since', '24h')).toEqual([ids.feature]);
+      expect(idsOf('--limit', '2')).toEqual([ids.otherStore, ids.support]);
+      expect(run('requests', 'list', '--since', '1h').json.since).toMatch(/^\d{4}-\d\d-\d\dT/);
+    },
+    SPAWN_TIMEOUT_MS,
+  );
 
-  it('shows one request with its whole redacted body; an unknown id exits 6', () => {
-    const { ids } = filed();
-    const sup = run('requests', 'show', ids.support);
-    expect(sup.code).toBe(0);
-    expect(sup.json.request).toMatchObject({
-      id: ids.support,
-      kind: 'support',
-      shop: 'a.myshopify.com',
-      expiresAt: null,
-      body: { category: 'delivery', urgency: 'critical', consent: true, links: { eventIds: [], endpointIds: [], diagnosticsShareId: null } },
-    });
-    expect(sup.json.request.body.summary).toBe('Events stuck\nsince noon; key [redacted secret] and [redacted email]');
-    const diag = run('requests', 'show', ids.diagnostics);
-    expect(diag.json.request.kind).toBe('diagnostics');
-    expect(diag.json.request.expiresAt).toMatch(/^\d{4}-/);
-    expect(diag.json.request.body.endpoints).toHaveLength(1);
-    expect(run('requests', 'show', ids.old).json.request.body.problem).toBe('token [redacted platform token]');
-    const none = run('requests', 'show', 'sup_nope');
-    expect(none.code).toBe(6);
-    expect(none.json.error.code).toBe('not_found');
-  }, SPAWN_TIMEOUT_MS);
+  it(
+    'refuses a bad --kind, --limit or --since (exit 2) and an unknown --shop (exit 6)',
+    () => {
+      for (const args of [
+        ['--kind', 'bug'],
+        ['--kind', ''],
+        ['--limit', '0'],
+        ['--limit', '1001'],
+        ['--since', 'soon'],
+      ]) {
+        const r = run('requests', 'list', ...args);
+        expect(r.code, args.join(' ')).toBe(2);
+        expect(r.json.error.code).toBe('invalid_input');
+      }
+      expect(run('requests', 'list', '--shop', 'nobody.myshopify.com').code).toBe(6);
+    },
+    SPAWN_TIMEOUT_MS,
+  );
 
-  it('writes no audit row: reading changes nothing', async () => {
-    const before = await auditRows();
-    run('requests', 'list');
-    run('requests', 'show', filed().ids.support);
-    expect(await auditRows()).toBe(before);
-  }, SPAWN_TIMEOUT_MS);
+  it(
+    'shows one request with its whole redacted body; an unknown id exits 6',
+    () => {
+      const { ids } = filed();
+      const sup = run('requests', 'show', ids.support);
+      expect(sup.code).toBe(0);
+      expect(sup.json.request).toMatchObject({
+        id: ids.support,
+        kind: 'support',
+        shop: 'a.myshopify.com',
+        expiresAt: null,
+        body: { category: 'delivery', urgency: 'critical', consent: true, links: { eventIds: [], endpointIds: [], diagnosticsShareId: null } },
+      });
+      expect(sup.json.request.body.summary).toBe('Events stuck\nsince noon; key [redacted secret] and [redacted email]');
+      const diag = run('requests', 'show', ids.diagnostics);
+      expect(diag.json.request.kind).toBe('diagnostics');
+      expect(diag.json.request.expiresAt).toMatch(/^\d{4}-/);
+      expect(diag.json.request.body.endpoints).toHaveLength(1);
+      expect(run('requests', 'show', ids.old).json.request.body.problem).toBe('token [redacted platform token]');
+      const none = run('requests', 'show', 'sup_nope');
+      expect(none.code).toBe(6);
+      expect(none.json.error.code).toBe('not_found');
+    },
+    SPAWN_TIMEOUT_MS,
+  );
+
+  it(
+    'writes no audit row: reading changes nothing',
+    async () => {
+      const before = await auditRows();
+      run('requests', 'list');
+      run('requests', 'show', filed().ids.support);
+      expect(await auditRows()).toBe(before);
+    },
+    SPAWN_TIMEOUT_MS,
+  );
 }
 
 describe('hookrelay requests on SQLite', () => {
@@ -182,13 +222,21 @@ describe('hookrelay requests on SQLite', () => {
       await core.repo.close();
     }
   };
-  checks(() => ({ flags: ['--data-dir', dir], env: {} }), () => filed, count);
+  checks(
+    () => ({ flags: ['--data-dir', dir], env: {} }),
+    () => filed,
+    count,
+  );
 
-  it('exits 6 where there is no database, saying where it looked', () => {
-    const r = admin(box, cwd, ['requests', 'list', '--data-dir', join(box.root, 'empty')]);
-    expect(r.code).toBe(6);
-    expect(r.json.error.message).toContain('No hookrelay database');
-  }, SPAWN_TIMEOUT_MS);
+  it(
+    'exits 6 where there is no database, saying where it looked',
+    () => {
+      const r = admin(box, cwd, ['requests', 'list', '--data-dir', join(box.root, 'empty')]);
+      expect(r.code).toBe(6);
+      expect(r.json.error.message).toContain('No hookrelay database');
+    },
+    SPAWN_TIMEOUT_MS,
+  );
 });
 
 describe.if(!!TEST_DATABASE_URL)('hookrelay requests on PostgreSQL', () => {
@@ -215,5 +263,9 @@ describe.if(!!TEST_DATABASE_URL)('hookrelay requests on PostgreSQL', () => {
     filed = await withPg(fileRequests);
   }, SPAWN_TIMEOUT_MS);
   const count = () => withPg(async (core) => (await core.repo.sql.all<{ n: number }>('SELECT COUNT(*) AS "n" FROM audit_log', []))[0]!.n);
-  checks(() => ({ flags: [], env: { HOOKRELAY_DATABASE_URL: url, HOOKRELAY_SECRET_KEY: key } }), () => filed, count);
+  checks(
+    () => ({ flags: [], env: { HOOKRELAY_DATABASE_URL: url, HOOKRELAY_SECRET_KEY: key } }),
+    () => filed,
+    count,
+  );
 });

@@ -46,49 +46,61 @@ function setUp(dataDir: string, ...initArgs: string[]): string {
 }
 
 describe('serve --port 0', () => {
-  it('advertises the bound port in the manifest and in a created endpoint URL, and logs data dir and destination', async () => {
-    const dataDir = join(box.root, 'data-a');
-    const token = setUp(dataDir);
-    const { url, port, log } = await serve(dataDir);
-    expect(port).toBeGreaterThan(0);
-    expect(log).toContain(`data directory ${dataDir} (from --data-dir`);
-    expect(log).toContain(`store ${SHOP}: destination log`);
-    expect(log).toContain(`public URL ${url})`);
-    expect(log).not.toContain('HOOKRELAY_SHOPIFY_APP_SECRET');
+  it(
+    'advertises the bound port in the manifest and in a created endpoint URL, and logs data dir and destination',
+    async () => {
+      const dataDir = join(box.root, 'data-a');
+      const token = setUp(dataDir);
+      const { url, port, log } = await serve(dataDir);
+      expect(port).toBeGreaterThan(0);
+      expect(log).toContain(`data directory ${dataDir} (from --data-dir`);
+      expect(log).toContain(`store ${SHOP}: destination log`);
+      expect(log).toContain(`public URL ${url})`);
+      expect(log).not.toContain('HOOKRELAY_SHOPIFY_APP_SECRET');
 
-    const manifest = (await (await fetch(`${url}/agent/v1/manifest`)).json()) as Record<string, unknown>;
-    const text = JSON.stringify(manifest);
-    expect(text).toContain(`${url}/agent/v1`);
-    expect(text).not.toContain('127.0.0.1:0');
+      const manifest = (await (await fetch(`${url}/agent/v1/manifest`)).json()) as Record<string, unknown>;
+      const text = JSON.stringify(manifest);
+      expect(text).toContain(`${url}/agent/v1`);
+      expect(text).not.toContain('127.0.0.1:0');
 
-    const res = await fetch(`${url}/agent/v1/endpoints`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ triggerVariant: 'order', resourceIdPath: 'order.id' }),
-    });
-    expect(res.status).toBe(201);
-    const body = (await res.json()) as { data: { endpoint: { id: string; url: string } } };
-    expect(body.data.endpoint.url).toBe(`${url}/hooks/${body.data.endpoint.id}`);
-  }, SPAWN_TIMEOUT_MS);
+      const res = await fetch(`${url}/agent/v1/endpoints`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ triggerVariant: 'order', resourceIdPath: 'order.id' }),
+      });
+      expect(res.status).toBe(201);
+      const body = (await res.json()) as { data: { endpoint: { id: string; url: string } } };
+      expect(body.data.endpoint.url).toBe(`${url}/hooks/${body.data.endpoint.id}`);
+    },
+    SPAWN_TIMEOUT_MS,
+  );
 
-  it('uses the public URL set with store set, and warns when a Shopify store has no app secret for the lifecycle callback', async () => {
-    const dataDir = join(box.root, 'data-b');
-    setUp(dataDir, '--destination', 'shopify', '--admin-token-env', 'SHOPIFY_ADMIN_TOKEN');
-    expect(admin(box, cwd, ['store', 'set', '--public-url', 'https://relay.example.com', '--data-dir', dataDir]).code).toBe(0);
-    const { url, log } = await serve(dataDir);
-    expect(log).toContain('public URL https://relay.example.com)');
-    expect(log).toContain(`store ${SHOP}: destination shopify (Admin API token from $SHOPIFY_ADMIN_TOKEN, NOT set)`);
-    expect(log).toContain('HOOKRELAY_SHOPIFY_APP_SECRET is not set');
-    const manifest = JSON.stringify(await (await fetch(`${url}/agent/v1/manifest`)).json());
-    expect(manifest).toContain('https://relay.example.com/agent/v1');
-  }, SPAWN_TIMEOUT_MS);
+  it(
+    'uses the public URL set with store set, and warns when a Shopify store has no app secret for the lifecycle callback',
+    async () => {
+      const dataDir = join(box.root, 'data-b');
+      setUp(dataDir, '--destination', 'shopify', '--admin-token-env', 'SHOPIFY_ADMIN_TOKEN');
+      expect(admin(box, cwd, ['store', 'set', '--public-url', 'https://relay.example.com', '--data-dir', dataDir]).code).toBe(0);
+      const { url, log } = await serve(dataDir);
+      expect(log).toContain('public URL https://relay.example.com)');
+      expect(log).toContain(`store ${SHOP}: destination shopify (Admin API token from $SHOPIFY_ADMIN_TOKEN, NOT set)`);
+      expect(log).toContain('HOOKRELAY_SHOPIFY_APP_SECRET is not set');
+      const manifest = JSON.stringify(await (await fetch(`${url}/agent/v1/manifest`)).json());
+      expect(manifest).toContain('https://relay.example.com/agent/v1');
+    },
+    SPAWN_TIMEOUT_MS,
+  );
 
-  it('does not warn once the app secret is set', async () => {
-    const dataDir = join(box.root, 'data-c');
-    setUp(dataDir, '--destination', 'shopify', '--admin-token-env', 'SHOPIFY_ADMIN_TOKEN');
-    const { log } = await serve(dataDir, { HOOKRELAY_SHOPIFY_APP_SECRET: 'app-secret-for-test', SHOPIFY_ADMIN_TOKEN: 'x' });
-    expect(log).toContain('(Admin API token from $SHOPIFY_ADMIN_TOKEN, set)');
-    expect(log).not.toContain('HOOKRELAY_SHOPIFY_APP_SECRET is not set');
-    expect(log).not.toContain('app-secret-for-test');
-  }, SPAWN_TIMEOUT_MS);
+  it(
+    'does not warn once the app secret is set',
+    async () => {
+      const dataDir = join(box.root, 'data-c');
+      setUp(dataDir, '--destination', 'shopify', '--admin-token-env', 'SHOPIFY_ADMIN_TOKEN');
+      const { log } = await serve(dataDir, { HOOKRELAY_SHOPIFY_APP_SECRET: 'app-secret-for-test', SHOPIFY_ADMIN_TOKEN: 'x' });
+      expect(log).toContain('(Admin API token from $SHOPIFY_ADMIN_TOKEN, set)');
+      expect(log).not.toContain('HOOKRELAY_SHOPIFY_APP_SECRET is not set');
+      expect(log).not.toContain('app-secret-for-test');
+    },
+    SPAWN_TIMEOUT_MS,
+  );
 });

@@ -16,7 +16,10 @@ async function specTable() {
   const text = await Bun.file(SPEC).text();
   const rows = text.split('\n').filter((l) => /^\| (GET|POST) \| \/agent\/v1/.test(l));
   return rows.map((l) => {
-    const [method, path, operationId, scopes, effect, confirmation] = l.split('|').slice(1, 7).map((c) => c.trim());
+    const [method, path, operationId, scopes, effect, confirmation] = l
+      .split('|')
+      .slice(1, 7)
+      .map((c) => c.trim());
     return {
       method,
       path,
@@ -30,10 +33,24 @@ async function specTable() {
 
 /** Operations beyond the spec's table, each decided in DESIGN.md: the contract declares these and no others. */
 const EXTENSIONS = [
-  { method: 'POST', path: '/agent/v1/replay-intents', operationId: 'createBulkReplayIntent', scopes: ['event:read', 'replay:execute'], effect: 'preview_or_execute', confirmation: true },
+  {
+    method: 'POST',
+    path: '/agent/v1/replay-intents',
+    operationId: 'createBulkReplayIntent',
+    scopes: ['event:read', 'replay:execute'],
+    effect: 'preview_or_execute',
+    confirmation: true,
+  },
 ];
 
-const facts = (o: (typeof OPERATIONS)[number]) => ({ method: o.method, path: o.path, operationId: o.operationId, scopes: [...o.scopes], effect: o.effect, confirmation: o.confirmation });
+const facts = (o: (typeof OPERATIONS)[number]) => ({
+  method: o.method,
+  path: o.path,
+  operationId: o.operationId,
+  scopes: [...o.scopes],
+  effect: o.effect,
+  confirmation: o.confirmation,
+});
 
 describe('contract table', () => {
   it('declares exactly the 22 operations of the spec, with their method, path, scopes, effect and confirmation, in its order', async () => {
@@ -105,7 +122,10 @@ describe('OpenAPI', () => {
   });
 
   it('passes redocly lint', () => {
-    const r = Bun.spawnSync([`${ROOT}node_modules/.bin/redocly`, 'lint', '--format=stylish', SNAPSHOT_PATH], { cwd: ROOT, env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' } });
+    const r = Bun.spawnSync([`${ROOT}node_modules/.bin/redocly`, 'lint', '--format=stylish', SNAPSHOT_PATH], {
+      cwd: ROOT,
+      env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+    });
     const out = `${r.stdout.toString()}${r.stderr.toString()}`;
     expect(out).toContain('valid');
     expect(r.exitCode, out).toBe(0);
@@ -114,7 +134,9 @@ describe('OpenAPI', () => {
 
 describe('manifest', () => {
   it('lists every operation with its contract facts and absolute discovery URLs', () => {
-    const m = buildManifest('https://relay.example', new Set(['getAgentOperationsManifest']), { adminApiVersion: apiVersionStatus(Date.parse('2026-11-25T00:00:00Z')) });
+    const m = buildManifest('https://relay.example', new Set(['getAgentOperationsManifest']), {
+      adminApiVersion: apiVersionStatus(Date.parse('2026-11-25T00:00:00Z')),
+    });
     expect(m.platform).toEqual({
       platformKey: 'shopify',
       adminApiVersion: { version: '2026-10', releasedOn: '2026-10-01', supportedUntil: '2027-10-01', daysLeft: 310, status: 'supported' },

@@ -25,7 +25,11 @@ describe('Idempotency-Key length', () => {
     expect(refused.json.error.message).toContain(String(IDEMPOTENCY_KEY_MAX_LENGTH));
 
     // The client, talking to the same in-process server, draws the line at the same place.
-    const client = new HookrelayClient({ baseUrl: BASE, token, fetch: ((url: string, init: RequestInit) => env.app.fetch(new Request(url, init))) as typeof fetch });
+    const client = new HookrelayClient({
+      baseUrl: BASE,
+      token,
+      fetch: ((url: string, init: RequestInit) => env.app.fetch(new Request(url, init))) as typeof fetch,
+    });
     const ok = await client.call('createExpansionRequest', { body, idempotencyKey: longest });
     expect(ok.status).toBe(201);
     const err = await client.call('createExpansionRequest', { body, idempotencyKey: tooLong }).catch((e: unknown) => e);

@@ -11,7 +11,17 @@ const EP = 'ep_01jz0000000000000000000000';
 const T0 = Date.parse('2026-06-17T12:00:00Z');
 
 function failure(n: number, at: number, fields: Partial<PendingAuthFailure> = {}): PendingAuthFailure {
-  return { id: `af_${String(n).padStart(6, '0')}`, storeId: STORE, endpointId: EP, code: 'SVC_AUTH_FAILED', at, count: 1, foldSince: T0, keepRows: 3, ...fields };
+  return {
+    id: `af_${String(n).padStart(6, '0')}`,
+    storeId: STORE,
+    endpointId: EP,
+    code: 'SVC_AUTH_FAILED',
+    at,
+    count: 1,
+    foldSince: T0,
+    keepRows: 3,
+    ...fields,
+  };
 }
 
 for (const backend of backends()) {
@@ -20,7 +30,10 @@ for (const backend of backends()) {
       const repo = await backend.open();
       try {
         // One commit holding a flood, and single-failure commits after it, as the writer sends them.
-        await repo.commitIngest([], Array.from({ length: 50 }, (_, i) => failure(i, T0 + i)));
+        await repo.commitIngest(
+          [],
+          Array.from({ length: 50 }, (_, i) => failure(i, T0 + i)),
+        );
         for (let i = 50; i < 60; i++) await repo.commitIngest([], [failure(i, T0 + i)]);
         await repo.commitIngest([], [failure(60, T0 + 60, { code: 'SVC_AUTH_HEADER_MISSING' })]);
         const rows = await repo.listAuthFailures(STORE, EP, 100);
@@ -33,7 +46,10 @@ for (const backend of backends()) {
         expect(await repo.countAuthFailures(STORE, T0)).toEqual([{ endpointId: EP, n: 61 }]);
 
         const next = T0 + 60_000;
-        await repo.commitIngest([], Array.from({ length: 5 }, (_, i) => failure(100 + i, next + i, { foldSince: next })));
+        await repo.commitIngest(
+          [],
+          Array.from({ length: 5 }, (_, i) => failure(100 + i, next + i, { foldSince: next })),
+        );
         expect((await repo.listAuthFailures(STORE, EP, 100)).length).toBe(4 + 3);
         expect(await repo.countAuthFailures(STORE, T0)).toEqual([{ endpointId: EP, n: 66 }]);
         // Without fold fields a failure is inserted as it is.

@@ -80,7 +80,10 @@ describe('event bodies keyed in storage order (migration 0007)', () => {
     await migrateSqlite(db);
     const repo = new SqliteRepo(db);
     // Expiries 100, 200, ..., 1000 in key order.
-    await repo.commitIngest(Array.from({ length: 10 }, (_, i) => receipt(`evt_${i}`, i, `b${i}`, (i + 1) * 100)), []);
+    await repo.commitIngest(
+      Array.from({ length: 10 }, (_, i) => receipt(`evt_${i}`, i, `b${i}`, (i + 1) * 100)),
+      [],
+    );
     expect((await repo.sweepExpired(50, 0, 100)).bodies).toBe(0);
     expect((await repo.sweepExpired(300, 0, 100)).bodies).toBe(3); // expiries 100, 200, 300
     expect(bodies(db).map((b: any) => b.eventId)[0]).toBe('evt_3');

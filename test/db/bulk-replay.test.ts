@@ -17,7 +17,8 @@ const EP2 = 'ep_01jz0000000000000000000002';
 const T0 = Date.parse('2026-11-25T12:00:00Z');
 const MIN = 60_000;
 
-const store = (id: string, shopDomain: string) => storeRow({ id, shopDomain, platformAccountId: 'a', installationId: 'i', credentialMode: 'static', createdAt: T0, updatedAt: T0 });
+const store = (id: string, shopDomain: string) =>
+  storeRow({ id, shopDomain, platformAccountId: 'a', installationId: 'i', credentialMode: 'static', createdAt: T0, updatedAt: T0 });
 
 /** Finished events, one a minute from T0: failed unless said otherwise, last attempted a second after receipt. */
 const ev = (n: number, fields: Partial<EventRow> = {}) => {
@@ -80,7 +81,13 @@ for (const backend of backends()) {
         expect(window).toMatchObject({ count: 2, bodyNotRetained: 1, oldestReceivedAt: T0 + 2 * MIN, newestReceivedAt: T0 + 3 * MIN });
         // Received before the retention cut-off: the body is gone although the row says retained.
         expect(await bulk.counts(failed({ retainedAfter: T0 + 2 * MIN }))).toMatchObject({ count: 2, bodyNotRetained: 3, oldestReceivedAt: T0 + 3 * MIN });
-        expect(await bulk.counts(failed({ outcome: 'no_workflow' }))).toEqual({ count: 0, bodyNotRetained: 0, oldestReceivedAt: null, newestReceivedAt: null, throughId: null });
+        expect(await bulk.counts(failed({ outcome: 'no_workflow' }))).toEqual({
+          count: 0,
+          bodyNotRetained: 0,
+          oldestReceivedAt: null,
+          newestReceivedAt: null,
+          throughId: null,
+        });
       });
     });
 

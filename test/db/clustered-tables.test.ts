@@ -46,7 +46,9 @@ describe('clustered tables (migration 0005)', () => {
     expect(db.query('SELECT used FROM usage_counters').all()).toEqual([{ used: 42 }]);
     expect(db.query('SELECT width, metric, n FROM event_stats').all()).toEqual([{ width: 300000, metric: 'received:accepted', n: 7 }]);
     // The event's attempts are read through the primary key, in number order, with no sort.
-    const plan = (db.query('EXPLAIN QUERY PLAN SELECT * FROM attempts WHERE event_id = ? ORDER BY number').all('evt_a') as { detail: string }[]).map((r) => r.detail);
+    const plan = (db.query('EXPLAIN QUERY PLAN SELECT * FROM attempts WHERE event_id = ? ORDER BY number').all('evt_a') as { detail: string }[]).map(
+      (r) => r.detail,
+    );
     expect(plan).toEqual(['SEARCH attempts USING PRIMARY KEY (event_id=?)']);
   });
 
@@ -57,7 +59,18 @@ describe('clustered tables (migration 0005)', () => {
     const queued = eventRow({ id: 'evt_1', storeId: 'st_1', receivedAt: 1_000, nextAttemptAt: 9_000, leaseUntil: 9_000 });
     await repo.commitIngest([{ event: queued, body: null, bodyExpiresAt: 0, dedupeSince: null }], []);
     const result = (outcome: 'delivered' | 'failed', startedAt: number): AttemptResult => ({
-      attempt: { eventId: 'evt_1', number: 1, destination: 'log', startedAt, finishedAt: startedAt + 5, outcome, httpStatus: null, code: null, message: null, retryAt: null },
+      attempt: {
+        eventId: 'evt_1',
+        number: 1,
+        destination: 'log',
+        startedAt,
+        finishedAt: startedAt + 5,
+        outcome,
+        httpStatus: null,
+        code: null,
+        message: null,
+        retryAt: null,
+      },
       storeId: 'st_1',
       metrics: [`handoff:${outcome}`],
       event: { outcome, code: null, nextAttemptAt: null, deliveredAt: outcome === 'delivered' ? startedAt + 5 : null, leaseUntil: null },
@@ -70,6 +83,8 @@ describe('clustered tables (migration 0005)', () => {
     expect((await repo.listAttempts('evt_1')).map((a) => [a.number, a.outcome, a.startedAt])).toEqual([[1, 'delivered', 2_000]]);
     const event = await repo.getEvent('st_1', 'evt_1');
     expect([event?.outcome, event?.attempts, event?.lastAttemptAt, event?.deliveredAt]).toEqual(['delivered', 1, 2_005, 2_005]);
-    expect(db.query("SELECT metric, n FROM event_stats WHERE width = 300000 AND metric LIKE 'handoff:%'").all()).toEqual([{ metric: 'handoff:delivered', n: 1 }]);
+    expect(db.query("SELECT metric, n FROM event_stats WHERE width = 300000 AND metric LIKE 'handoff:%'").all()).toEqual([
+      { metric: 'handoff:delivered', n: 1 },
+    ]);
   });
 });

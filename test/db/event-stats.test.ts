@@ -26,7 +26,12 @@ describe('event_stats', () => {
 
     const bruteForce = (from: number) =>
       Object.fromEntries(
-        (db.query('SELECT metric, sum(n) AS n FROM event_stats WHERE width = ? AND bucket >= ? GROUP BY metric').all(FIVE, from - (from % FIVE)) as { metric: string; n: number }[]).map((r) => [r.metric, r.n]),
+        (
+          db.query('SELECT metric, sum(n) AS n FROM event_stats WHERE width = ? AND bucket >= ? GROUP BY metric').all(FIVE, from - (from % FIVE)) as {
+            metric: string;
+            n: number;
+          }[]
+        ).map((r) => [r.metric, r.n]),
       );
     // Windows that start on and off hour and day boundaries.
     for (const from of [end - 3600_000, end - DAY, end - 7 * DAY, end - 7 * DAY - 17 * 60_000, Date.UTC(2026, 10, 15), Date.UTC(2026, 10, 15, 9)]) {
@@ -41,9 +46,21 @@ describe('event_stats', () => {
     const t0 = 10 * DAY; // a bucket start at every width
     // Store a, b, a in the next bucket, then a in the first bucket again: a cache that ignored the store or the
     // bucket would count some of these under another row.
-    const at: [string, number][] = [['st_a', t0], ['st_b', t0 + 1], ['st_a', t0 + FIVE], ['st_a', t0 + 2], ['st_b', t0 + FIVE + 1], ['st_a', t0 + 3]];
+    const at: [string, number][] = [
+      ['st_a', t0],
+      ['st_b', t0 + 1],
+      ['st_a', t0 + FIVE],
+      ['st_a', t0 + 2],
+      ['st_b', t0 + FIVE + 1],
+      ['st_a', t0 + 3],
+    ];
     await repo.commitIngest(
-      at.map(([storeId, receivedAt], i) => ({ event: eventRow({ id: `evt_${i}`, storeId, receivedAt, outcome: 'accepted', nextAttemptAt: 1, leaseUntil: null }), body: null, bodyExpiresAt: 0, dedupeSince: null })),
+      at.map(([storeId, receivedAt], i) => ({
+        event: eventRow({ id: `evt_${i}`, storeId, receivedAt, outcome: 'accepted', nextAttemptAt: 1, leaseUntil: null }),
+        body: null,
+        bodyExpiresAt: 0,
+        dedupeSince: null,
+      })),
       [],
     );
     const five = (metric: string) =>
@@ -61,7 +78,18 @@ describe('event_stats', () => {
     await repo.claimDue(t0, 100, t0 + DAY);
     expect(await repo.journalAttempts(at.map((_, i) => ({ eventId: `evt_${i}`, number: 1, destination: 'log', startedAt: t0 })))).toHaveLength(at.length);
     const result = (i: number, outcome: 'delivered' | 'failed', metrics: string[]): AttemptResult => ({
-      attempt: { eventId: `evt_${i}`, number: 1, destination: 'log', startedAt: t0, finishedAt: at[i]![1], outcome, httpStatus: null, code: null, message: null, retryAt: null },
+      attempt: {
+        eventId: `evt_${i}`,
+        number: 1,
+        destination: 'log',
+        startedAt: t0,
+        finishedAt: at[i]![1],
+        outcome,
+        httpStatus: null,
+        code: null,
+        message: null,
+        retryAt: null,
+      },
       storeId: at[i]![0],
       metrics,
       event: { outcome, code: null, nextAttemptAt: null, deliveredAt: outcome === 'delivered' ? at[i]![1] : null, leaseUntil: null },

@@ -36,7 +36,10 @@ describe('ingest commit, several rows per statement', () => {
       const { db, repo } = await freshRepo();
       const committed = await repo.commitIngest(receipts(n), []);
       expect(committed.map((c) => c.outcome)).toEqual(Array(n).fill('accepted'));
-      const ids = db.query<{ id: string }, []>('SELECT id FROM events ORDER BY rowid').all().map((r) => r.id);
+      const ids = db
+        .query<{ id: string }, []>('SELECT id FROM events ORDER BY rowid')
+        .all()
+        .map((r) => r.id);
       expect(ids).toEqual(receipts(n).map((r) => r.event.id));
       const bodies = db.query<{ event_id: string; body: Uint8Array }, []>('SELECT event_id, body FROM event_bodies ORDER BY rowid').all();
       expect(bodies.map((b) => [b.event_id, new TextDecoder().decode(b.body)])).toEqual(receipts(n).map((r, i) => [r.event.id, `{"n":${i}}`]));

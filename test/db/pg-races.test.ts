@@ -30,9 +30,47 @@ function receipt(ext: string | null, capacity: PendingReceipt['capacity'] = null
 async function pair(): Promise<[Repo, Repo]> {
   const a = await pgBackend!.open();
   const b = await pgBackend!.peer!();
-  await a.insertStore({ id: STORE, platformKey: 'shopify', platformAccountId: 'a', shopDomain: 'demo.myshopify.com', installationId: 'i', plan: 'free', billingStatus: 'active', destination: 'log', adminTokenEnv: null, credentialMode: null, clientId: null, clientSecretEnv: null, uninstalledAt: null, createdAt: T0, updatedAt: T0 });
+  await a.insertStore({
+    id: STORE,
+    platformKey: 'shopify',
+    platformAccountId: 'a',
+    shopDomain: 'demo.myshopify.com',
+    installationId: 'i',
+    plan: 'free',
+    billingStatus: 'active',
+    destination: 'log',
+    adminTokenEnv: null,
+    credentialMode: null,
+    clientId: null,
+    clientSecretEnv: null,
+    uninstalledAt: null,
+    createdAt: T0,
+    updatedAt: T0,
+  });
   await a.insertEndpoint(
-    { id: EP, storeId: STORE, name: 'n', status: 'active', triggerVariant: 'generic', resourceIdPath: null, relatedResourceIdPath: null, requiredPaths: '[]', senderProfile: null, authMode: 'hmac_sha256', headerName: 'X-Hookrelay-Signature', secretSealed: 's', secretLast4: 'abcd', previousSecretSealed: null, previousSecretExpiresAt: null, sourceLabel: 'x', eventType: null, expectedEveryMs: null, configVersion: 1, createdAt: T0, updatedAt: T0 },
+    {
+      id: EP,
+      storeId: STORE,
+      name: 'n',
+      status: 'active',
+      triggerVariant: 'generic',
+      resourceIdPath: null,
+      relatedResourceIdPath: null,
+      requiredPaths: '[]',
+      senderProfile: null,
+      authMode: 'hmac_sha256',
+      headerName: 'X-Hookrelay-Signature',
+      secretSealed: 's',
+      secretLast4: 'abcd',
+      previousSecretSealed: null,
+      previousSecretExpiresAt: null,
+      sourceLabel: 'x',
+      eventType: null,
+      expectedEveryMs: null,
+      configVersion: 1,
+      createdAt: T0,
+      updatedAt: T0,
+    },
     {},
   );
   return [a, b];
@@ -54,7 +92,11 @@ describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL', () => {
   it('concurrent claims never hand one event to both', async () => {
     const [a, b] = await pair();
     try {
-      for (let i = 0; i < 4; i++) await a.commitIngest(Array.from({ length: 50 }, () => receipt(null)), []);
+      for (let i = 0; i < 4; i++)
+        await a.commitIngest(
+          Array.from({ length: 50 }, () => receipt(null)),
+          [],
+        );
       const got: string[][] = [[], []];
       await Promise.all(
         [a, b].map(async (repo, k) => {
@@ -100,7 +142,12 @@ describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL', () => {
     try {
       const capacity = { meter: 'accepted_events', periodStart: T0, hardLimit: 50 };
       const results = await Promise.all(
-        Array.from({ length: 16 }, (_, i) => (i % 2 ? a : b).commitIngest(Array.from({ length: 5 }, () => receipt(null, capacity)), [])),
+        Array.from({ length: 16 }, (_, i) =>
+          (i % 2 ? a : b).commitIngest(
+            Array.from({ length: 5 }, () => receipt(null, capacity)),
+            [],
+          ),
+        ),
       );
       const outcomes = results.flat().map((o) => o.outcome);
       expect(outcomes.filter((o) => o === 'accepted')).toHaveLength(50);
@@ -126,7 +173,18 @@ describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL', () => {
       // a's late record and a new journal entry under its old lease are both refused.
       await a.recordAttempts([
         {
-          attempt: { eventId: r!.event.id, number: 1, destination: 'log', startedAt: T0 + 10, finishedAt: T0 + 20, outcome: 'delivered', httpStatus: 200, code: null, message: null, retryAt: null },
+          attempt: {
+            eventId: r!.event.id,
+            number: 1,
+            destination: 'log',
+            startedAt: T0 + 10,
+            finishedAt: T0 + 20,
+            outcome: 'delivered',
+            httpStatus: 200,
+            code: null,
+            message: null,
+            retryAt: null,
+          },
           storeId: STORE,
           metrics: [],
           event: { outcome: 'delivered', code: null, nextAttemptAt: null, deliveredAt: T0 + 20, leaseUntil: null },
@@ -213,7 +271,10 @@ describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL', () => {
       const row = { storeId: STORE, key: 'same-key', operationId: 'op', requestHash: 'h', createdAt: T0, owner: null };
       const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).claimIdempotency(row, T0 - 86400_000, T0 - 60_000)));
       expect(claims.filter((c) => c === null)).toHaveLength(1);
-      const keys = [{ key: 'rich|g|gr_1', limit: 10 }, { key: 'rich|s|st_1', limit: 50 }];
+      const keys = [
+        { key: 'rich|g|gr_1', limit: 10 },
+        { key: 'rich|s|st_1', limit: 50 },
+      ];
       const taken = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).takeRate(keys, T0)));
       expect(taken.filter((t) => t === -1)).toHaveLength(10);
       expect(taken.filter((t) => t === 0)).toHaveLength(30);

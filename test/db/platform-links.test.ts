@@ -51,9 +51,20 @@ for (const backend of backends()) {
         expect(await links.takeRenewal(STORE, 'a', T0, T0 + 60_000)).toBe(true);
         expect(await links.takeRenewal(STORE, 'b', T0 + 1, T0 + 60_001)).toBe(false);
         expect(await links.takeRenewal(STORE, 'a', T0 + 2, T0 + 60_002)).toBe(true); // its own, again
-        expect(await links.saveToken(STORE, 'b', { sealed: 'v1.x', expiresAt: T0 + 86_400_000, obtainedAt: T0, scope: null, clientId: 'client-1' }, T0)).toBeNull();
-        expect(await links.saveToken(STORE, 'a', { sealed: 'v1.a', expiresAt: T0 + 86_400_000, obtainedAt: T0, scope: 'read_orders', clientId: 'client-1' }, T0)).toBe(1);
-        expect(await links.get(STORE)).toMatchObject({ tokenSealed: 'v1.a', tokenGeneration: 1, renewalOwner: null, renewalLeaseUntil: null, lastRenewalAt: T0, tokenClientId: 'client-1' });
+        expect(
+          await links.saveToken(STORE, 'b', { sealed: 'v1.x', expiresAt: T0 + 86_400_000, obtainedAt: T0, scope: null, clientId: 'client-1' }, T0),
+        ).toBeNull();
+        expect(
+          await links.saveToken(STORE, 'a', { sealed: 'v1.a', expiresAt: T0 + 86_400_000, obtainedAt: T0, scope: 'read_orders', clientId: 'client-1' }, T0),
+        ).toBe(1);
+        expect(await links.get(STORE)).toMatchObject({
+          tokenSealed: 'v1.a',
+          tokenGeneration: 1,
+          renewalOwner: null,
+          renewalLeaseUntil: null,
+          lastRenewalAt: T0,
+          tokenClientId: 'client-1',
+        });
         // A lease that ran out is taken over; a failed renewal records its code and frees the lease.
         expect(await links.takeRenewal(STORE, 'b', T0 + 10, T0 + 20)).toBe(true);
         expect(await links.takeRenewal(STORE, 'a', T0 + 21, T0 + 90)).toBe(true);
@@ -93,10 +104,37 @@ for (const backend of backends()) {
       await withRepo(backend.open, async (repo) => {
         const { links } = repo;
         await repo.insertEndpoint(
-          { id: EP, storeId: STORE, name: 'n', status: 'active', triggerVariant: 'generic', resourceIdPath: null, relatedResourceIdPath: null, requiredPaths: '[]', senderProfile: null, authMode: 'hmac_sha256', headerName: 'X-Hookrelay-Signature', secretSealed: 'v1.s', secretLast4: 'abcd', previousSecretSealed: null, previousSecretExpiresAt: null, sourceLabel: 'src', eventType: null, expectedEveryMs: null, configVersion: 1, createdAt: T0, updatedAt: T0 },
+          {
+            id: EP,
+            storeId: STORE,
+            name: 'n',
+            status: 'active',
+            triggerVariant: 'generic',
+            resourceIdPath: null,
+            relatedResourceIdPath: null,
+            requiredPaths: '[]',
+            senderProfile: null,
+            authMode: 'hmac_sha256',
+            headerName: 'X-Hookrelay-Signature',
+            secretSealed: 'v1.s',
+            secretLast4: 'abcd',
+            previousSecretSealed: null,
+            previousSecretExpiresAt: null,
+            sourceLabel: 'src',
+            eventType: null,
+            expectedEveryMs: null,
+            configVersion: 1,
+            createdAt: T0,
+            updatedAt: T0,
+          },
           {},
         );
-        const ev = (id: string, fields: Parameters<typeof eventRow>[0]) => ({ event: eventRow({ storeId: STORE, endpointId: EP, receivedAt: T0, ...fields, id }), body: null, bodyExpiresAt: T0 + 1, dedupeSince: null });
+        const ev = (id: string, fields: Parameters<typeof eventRow>[0]) => ({
+          event: eventRow({ storeId: STORE, endpointId: EP, receivedAt: T0, ...fields, id }),
+          body: null,
+          bodyExpiresAt: T0 + 1,
+          dedupeSince: null,
+        });
         await repo.commitIngest(
           [
             ev('evt_00000001', { id: 'evt_00000001', outcome: 'accepted', nextAttemptAt: T0 + 300_000 }),
@@ -112,7 +150,18 @@ for (const backend of backends()) {
         await repo.recordAttempts([
           {
             unsent: true,
-            attempt: { eventId: 'evt_00000001', number: 1, destination: 'shopify', startedAt: T0 + 300_000, finishedAt: T0 + 300_000, outcome: 'retry', httpStatus: null, code: null, message: null, retryAt: T0 + 900_000 },
+            attempt: {
+              eventId: 'evt_00000001',
+              number: 1,
+              destination: 'shopify',
+              startedAt: T0 + 300_000,
+              finishedAt: T0 + 300_000,
+              outcome: 'retry',
+              httpStatus: null,
+              code: null,
+              message: null,
+              retryAt: T0 + 900_000,
+            },
             storeId: STORE,
             metrics: [],
             event: { outcome: 'queued', code: null, nextAttemptAt: T0 + 900_000, leaseUntil: null, deliveredAt: null },

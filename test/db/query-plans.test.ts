@@ -136,7 +136,9 @@ describe.if(sqliteOnly)('read query plans', () => {
       expect({ sql, scans: detail.filter((d) => /^SCAN/.test(d)) }).toEqual({ sql, scans: [] });
     }
     // The share ranges over the window's delivered events only: (store_id, outcome, id) from the window's id floor.
-    expect(plan(repo.sqlite, sqls[2]!).some((d) => /^SEARCH e USING INDEX events_store_outcome_idx \(store_id=\? AND outcome=\? AND id>\?\)/.test(d))).toBe(true);
+    expect(plan(repo.sqlite, sqls[2]!).some((d) => /^SEARCH e USING INDEX events_store_outcome_idx \(store_id=\? AND outcome=\? AND id>\?\)/.test(d))).toBe(
+      true,
+    );
   });
   it('getEvent', async () => {
     expectIndexed(await sqlOf(() => repo.getEvent(storeId, eventId)));
@@ -173,11 +175,13 @@ describe.if(sqliteOnly)('read query plans', () => {
     expect(detail.filter((d) => /SEARCH "?events"? USING INDEX events_store_outcome_idx \(store_id=\? AND outcome=\?\)/.test(d))).toHaveLength(3);
     expect(detail.filter((d) => /TEMP B-TREE/.test(d))).toEqual([]);
   });
-  it('reliability sums only the window\'s stats buckets, on the primary key', async () => {
+  it("reliability sums only the window's stats buckets, on the primary key", async () => {
     const [sql] = await sqlOf(() => repo.sumStats(storeId, 0), 'event_stats');
     const detail = plan(repo.sqlite, sql!);
     // One bounded range per width (5 minutes, hour, day), never a scan of the store's history.
-    const ranges = detail.filter((d) => /SEARCH "?event_stats"? USING (PRIMARY KEY|INDEX sqlite_autoindex_event_stats_1) \(store_id=\? AND width=\? AND bucket>\?( AND bucket<\?)?\)/.test(d));
+    const ranges = detail.filter((d) =>
+      /SEARCH "?event_stats"? USING (PRIMARY KEY|INDEX sqlite_autoindex_event_stats_1) \(store_id=\? AND width=\? AND bucket>\?( AND bucket<\?)?\)/.test(d),
+    );
     expect(ranges).toHaveLength(3);
     expect(detail.filter((d) => /^SCAN "?event_stats"?/.test(d))).toEqual([]);
   });

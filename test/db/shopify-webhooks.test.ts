@@ -119,7 +119,14 @@ for (const backend of backends()) {
         expect((await hooks.claim('wh-1', T0 + 90_000, T0 + 150_000))!.attempts).toBe(3);
         expect(await hooks.done('wh-1', '3 bodies erased', T0 + 91_000)).toBe(true);
         expect(await hooks.done('wh-1', 'again', T0 + 92_000)).toBe(false);
-        expect(await hooks.get('wh-1')).toMatchObject({ processedAt: T0 + 91_000, result: '3 bodies erased', payloadSealed: null, leaseUntil: null, lastError: null, attempts: 3 });
+        expect(await hooks.get('wh-1')).toMatchObject({
+          processedAt: T0 + 91_000,
+          result: '3 bodies erased',
+          payloadSealed: null,
+          leaseUntil: null,
+          lastError: null,
+          attempts: 3,
+        });
         // A late failure of a stale run does not undo it; a processed delivery is never due or taken again.
         await hooks.failed('wh-1', 'late', T0 + 200_000);
         expect(await hooks.get('wh-1')).toMatchObject({ lastError: null, processedAt: T0 + 91_000 });
@@ -135,7 +142,7 @@ for (const backend of backends()) {
   });
 
   describe(`erasure storage (${backend.name})`, () => {
-    it("erases the bodies of the events named, of that store only, and keeps every row; a second erase changes nothing", async () => {
+    it('erases the bodies of the events named, of that store only, and keeps every row; a second erase changes nothing', async () => {
       await withRepo(backend.open, async (repo) => {
         const ev = (n: number, storeId = STORE) => withBody(eventRow({ id: `evt_00000000${n}`, storeId, receivedAt: T0 + n }));
         // Stored in this order, the bodies erased below hold the highest keys: SQLite hands them out again next.
@@ -174,7 +181,9 @@ for (const backend of backends()) {
         // The customer endpoint became a product endpoint at version 2: its later events are about products.
         await repo.updateEndpoint({ ...customer, triggerVariant: 'product', configVersion: 2 }, { triggerVariant: 'product' });
         const ev = (n: number, endpointId: string, resourceId: string, fields: Partial<EventRow> = {}) =>
-          withBody(eventRow({ id: `evt_00000000${n}`, storeId: endpointId === 'ep_other' ? OTHER : STORE, endpointId, resourceId, receivedAt: T0 + n, ...fields }));
+          withBody(
+            eventRow({ id: `evt_00000000${n}`, storeId: endpointId === 'ep_other' ? OTHER : STORE, endpointId, resourceId, receivedAt: T0 + n, ...fields }),
+          );
         await repo.commitIngest(
           [
             ev(1, 'ep_customer', '207119551'),

@@ -21,7 +21,15 @@ function receipt(fields: { ext?: string | null; at?: number; outcome?: string; c
   const at = fields.at ?? T0;
   const outcome = fields.outcome ?? 'accepted';
   return {
-    event: eventRow({ id, storeId: STORE, endpointId: EP, outcome, externalEventId: fields.ext ?? null, receivedAt: at, nextAttemptAt: outcome === 'accepted' ? at : null }),
+    event: eventRow({
+      id,
+      storeId: STORE,
+      endpointId: EP,
+      outcome,
+      externalEventId: fields.ext ?? null,
+      receivedAt: at,
+      nextAttemptAt: outcome === 'accepted' ? at : null,
+    }),
     body: outcome === 'accepted' ? new TextEncoder().encode(`{"id":"${id}"}`) : null,
     bodyExpiresAt: at + 30 * 86400_000,
     dedupeSince: outcome === 'accepted' ? at - 86400_000 : null,
@@ -43,7 +51,11 @@ for (const backend of backends()) {
         const b = receipt({ ext: 'x-1', at: T0 + 10 });
         const c = receipt({ ext: 'x-2' });
         const first = await repo.commitIngest([a, b, c], []);
-        expect(first.map((r) => [r.outcome, r.duplicateOf])).toEqual([['accepted', null], ['duplicate_suppressed', a.event.id], ['accepted', null]]);
+        expect(first.map((r) => [r.outcome, r.duplicateOf])).toEqual([
+          ['accepted', null],
+          ['duplicate_suppressed', a.event.id],
+          ['accepted', null],
+        ]);
         // A later commit: still a duplicate of the first, whose body is kept and never the duplicate's.
         const d = receipt({ ext: 'x-1', at: T0 + 3600_000 });
         expect((await repo.commitIngest([d], []))[0]).toMatchObject({ outcome: 'duplicate_suppressed', duplicateOf: a.event.id });
@@ -57,7 +69,12 @@ for (const backend of backends()) {
         const f = receipt({ ext: 'x-3', at: T0 + 20 });
         expect((await repo.commitIngest([r, f], [])).map((x) => x.outcome)).toEqual(['rejected', 'accepted']);
         const listed = await repo.listEvents({ storeId: STORE, limit: 100 });
-        expect(listed.map((x) => x.id)).toEqual([a, b, c, d, e, r, f].map((x) => x.event.id).sort().reverse());
+        expect(listed.map((x) => x.id)).toEqual(
+          [a, b, c, d, e, r, f]
+            .map((x) => x.event.id)
+            .sort()
+            .reverse(),
+        );
         expect((await repo.getEvent(STORE, b.event.id))?.duplicateOf).toBe(a.event.id);
         expect((await repo.latestEvent(STORE))?.id).toBe(f.event.id);
       } finally {
@@ -70,7 +87,10 @@ for (const backend of backends()) {
       try {
         await withStore(repo);
         const capacity = { meter: 'accepted_events', periodStart: T0, hardLimit: 3 };
-        const out = await repo.commitIngest([receipt({ capacity }), receipt({ capacity }), receipt({ ext: 'dup', capacity }), receipt({ ext: 'dup', capacity }), receipt({ capacity })], []);
+        const out = await repo.commitIngest(
+          [receipt({ capacity }), receipt({ capacity }), receipt({ ext: 'dup', capacity }), receipt({ ext: 'dup', capacity }), receipt({ capacity })],
+          [],
+        );
         expect(out.map((r) => r.outcome)).toEqual(['accepted', 'accepted', 'accepted', 'duplicate_suppressed', 'held']);
         expect((await repo.getUsage(STORE, T0)).accepted_events).toBe(3);
         expect((await repo.commitIngest([receipt({ capacity })], []))[0]!.outcome).toBe('held');
@@ -88,7 +108,10 @@ for (const backend of backends()) {
     it('counts rate windows per key and refuses, counting nothing, once any key is full', async () => {
       const repo = await backend.open();
       try {
-        const keys = [{ key: 'simple|g|gr_1', limit: 2 }, { key: 'simple|s|st_1', limit: 3 }];
+        const keys = [
+          { key: 'simple|g|gr_1', limit: 2 },
+          { key: 'simple|s|st_1', limit: 3 },
+        ];
         expect(await repo.takeRate(keys, T0)).toBe(-1);
         expect(await repo.takeRate(keys, T0)).toBe(-1);
         expect(await repo.takeRate(keys, T0)).toBe(0); // the grant's window is full
@@ -103,14 +126,40 @@ for (const backend of backends()) {
     it('adds to rate windows per key and returns the counts after, in the order given, never refusing', async () => {
       const repo = await backend.open();
       try {
-        expect(await repo.addRate([{ key: 'auth|e|ep_1', n: 1 }, { key: 'auth|c|10.0.0.1', n: 3 }], T0)).toEqual([1, 3]);
-        expect(await repo.addRate([{ key: 'auth|c|10.0.0.1', n: 2 }, { key: 'auth|c|10.0.0.2', n: 1 }], T0)).toEqual([5, 1]);
+        expect(
+          await repo.addRate(
+            [
+              { key: 'auth|e|ep_1', n: 1 },
+              { key: 'auth|c|10.0.0.1', n: 3 },
+            ],
+            T0,
+          ),
+        ).toEqual([1, 3]);
+        expect(
+          await repo.addRate(
+            [
+              { key: 'auth|c|10.0.0.1', n: 2 },
+              { key: 'auth|c|10.0.0.2', n: 1 },
+            ],
+            T0,
+          ),
+        ).toEqual([5, 1]);
         expect(await repo.addRate([{ key: 'auth|c|10.0.0.1', n: 1 }], T0 + 60_000)).toEqual([1]); // a new window
         if (backend.peer) {
           // Another instance on the same database adds to the same counts; concurrent adds are all counted.
           const peer = await backend.peer();
           try {
-            const adds = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? peer : repo).addRate([{ key: 'auth|e|ep_1', n: 1 }, { key: 'auth|c|10.0.0.9', n: 1 }], T0)));
+            const adds = await Promise.all(
+              Array.from({ length: 20 }, (_, i) =>
+                (i % 2 ? peer : repo).addRate(
+                  [
+                    { key: 'auth|e|ep_1', n: 1 },
+                    { key: 'auth|c|10.0.0.9', n: 1 },
+                  ],
+                  T0,
+                ),
+              ),
+            );
             expect(adds.map((a) => a[0]).sort((x, y) => x! - y!)).toEqual(Array.from({ length: 20 }, (_, i) => i + 2));
             expect(await peer.addRate([{ key: 'auth|c|10.0.0.1', n: 0 }], T0)).toEqual([5]);
           } finally {

@@ -47,7 +47,10 @@ async function undeclaredFlags(commandLine: string): Promise<string[]> {
   const command = (await subsOf(main))[words[1]!];
   expect(command, `hookrelay ${words[1]} is a command`).toBeDefined();
   const declared = new Set(Object.keys(await argsOf(command!)));
-  return words.filter((w) => w.startsWith('--')).map((w) => w.slice(2).split('=')[0]!).filter((f) => !declared.has(f));
+  return words
+    .filter((w) => w.startsWith('--'))
+    .map((w) => w.slice(2).split('=')[0]!)
+    .filter((f) => !declared.has(f));
 }
 
 describe('the systemd units', () => {
@@ -85,7 +88,8 @@ describe('the systemd units', () => {
   });
 
   it('the README names the files, the binary, the data directory and the user', () => {
-    for (const text of [...UNITS, BINARY, DATA_DIR, 'useradd --system', 'systemd-analyze verify']) expect({ text, inReadme: README.includes(text) }).toEqual({ text, inReadme: true });
+    for (const text of [...UNITS, BINARY, DATA_DIR, 'useradd --system', 'systemd-analyze verify'])
+      expect({ text, inReadme: README.includes(text) }).toEqual({ text, inReadme: true });
   });
 
   const analyze = Bun.which('systemd-analyze');
@@ -114,9 +118,14 @@ describe('the systemd units', () => {
 describe('the Containerfile', () => {
   const text = read('deploy/Containerfile');
   const lines = text.split('\n').filter((l) => l.trim() && !l.startsWith('#'));
-  const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string>; packageManager: string; engines: { bun: string }; devDependencies: Record<string, string> };
+  const pkg = JSON.parse(read('package.json')) as {
+    scripts: Record<string, string>;
+    packageManager: string;
+    engines: { bun: string };
+    devDependencies: Record<string, string>;
+  };
 
-  it('builds with package.json\'s build script and ships the file it writes', () => {
+  it("builds with package.json's build script and ships the file it writes", () => {
     expect(pkg.scripts.build).toBe('bun scripts/build.ts');
     expect(lines).toContain('RUN bun run build');
     expect(lines).toContain('RUN bun install --frozen-lockfile');
@@ -147,7 +156,9 @@ const r = await Bun.build({ ...BUNDLE, entrypoints: [...BUNDLE.entrypoints], plu
 console.log(JSON.stringify(Object.keys(r.metafile?.inputs ?? {})));`;
     const r = Bun.spawnSync(['bun', '-e', script], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' });
     expect(r.exitCode).toBe(0);
-    const inputs = (JSON.parse(r.stdout.toString()) as string[]).filter((p) => !p.startsWith('node_modules/') && !p.startsWith('bun:') && !p.startsWith('node:'));
+    const inputs = (JSON.parse(r.stdout.toString()) as string[]).filter(
+      (p) => !p.startsWith('node_modules/') && !p.startsWith('bun:') && !p.startsWith('node:'),
+    );
     expect(inputs.length).toBeGreaterThan(50);
     const top = [...new Set(inputs.map((p) => p.split('/')[0]!))].sort();
     expect(top.filter((t) => !copied.includes(t))).toEqual([]);

@@ -87,9 +87,16 @@ it('a backup taken mid-stream holds every event acknowledged before it began; th
   expect(restored.json.key.source).toBe('backup');
 
   const db = new Database(join(restoredDir, 'hookrelay.db'), { readonly: true });
-  const stored = new Set(db.query<{ id: string }, []>('SELECT id FROM events').all().map((r) => r.id));
+  const stored = new Set(
+    db
+      .query<{ id: string }, []>('SELECT id FROM events')
+      .all()
+      .map((r) => r.id),
+  );
   const integrity = db.query<{ integrity_check: string }, []>('PRAGMA integrity_check').get()?.integrity_check;
-  const rows = db.query<{ op: string; outcome: string }, []>("SELECT operation_id AS op, outcome FROM audit_log WHERE actor_kind = 'human' ORDER BY at, id").all();
+  const rows = db
+    .query<{ op: string; outcome: string }, []>("SELECT operation_id AS op, outcome FROM audit_log WHERE actor_kind = 'human' ORDER BY at, id")
+    .all();
   db.close();
   expect(integrity).toBe('ok');
   expect(ackedBefore.filter((id) => !stored.has(id))).toEqual([]);
@@ -99,7 +106,11 @@ it('a backup taken mid-stream holds every event acknowledged before it began; th
   expect(rows.map((r) => r.op)).toEqual(['initStore', 'issueGrant', 'restore']);
 
   const live = new Database(join(dataDir, 'hookrelay.db'), { readonly: true });
-  const liveRows = live.query<{ op: string; outcome: string; label: string }, []>("SELECT operation_id AS op, outcome, actor_label AS label FROM audit_log WHERE operation_id IN ('backup', 'restore') ORDER BY at, id").all();
+  const liveRows = live
+    .query<{ op: string; outcome: string; label: string }, []>(
+      "SELECT operation_id AS op, outcome, actor_label AS label FROM audit_log WHERE operation_id IN ('backup', 'restore') ORDER BY at, id",
+    )
+    .all();
   live.close();
   expect(liveRows).toEqual([
     { op: 'backup', outcome: 'ok', label: 'load test' },
@@ -112,7 +123,11 @@ it('a backup taken mid-stream holds every event acknowledged before it began; th
   const url = endpoint.url.replace(/^http:\/\/[^/]+/, again.url);
   const res = await send(url, secret, 1_000_000);
   expect(res.status).toBe(202);
-  const bad = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-hookrelay-signature': hmacHex('whsec_not_the_secret', '{}') }, body: '{}' });
+  const bad = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-hookrelay-signature': hmacHex('whsec_not_the_secret', '{}') },
+    body: '{}',
+  });
   expect(bad.status).toBe(401);
   const events = await fetch(`${again.url}/agent/v1/events?limit=1`, { headers: { authorization: `Bearer ${grant.json.token}` } });
   expect(events.status).toBe(200);

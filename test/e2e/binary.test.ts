@@ -45,9 +45,16 @@ describe('dist/hookrelay', () => {
       stderr: 'pipe',
     });
     const base = `http://127.0.0.1:${port}`;
-    await until(() => fetch(`${base}/status`).then((r) => r.ok, () => false));
+    await until(() =>
+      fetch(`${base}/status`).then(
+        (r) => r.ok,
+        () => false,
+      ),
+    );
     // serve re-executed itself with its JavaScriptCore options, keeping the pid (src/server/runtime-env.ts).
-    expect(readFileSync(`/proc/${exe.server.pid}/environ`, 'utf8').split('\0')).toEqual(expect.arrayContaining(Object.entries(SERVE_JSC_ENV).map(([k, v]) => `${k}=${v}`)));
+    expect(readFileSync(`/proc/${exe.server.pid}/environ`, 'utf8').split('\0')).toEqual(
+      expect.arrayContaining(Object.entries(SERVE_JSC_ENV).map(([k, v]) => `${k}=${v}`)),
+    );
 
     const created = await fetch(`${base}/agent/v1/endpoints`, {
       method: 'POST',
@@ -66,7 +73,11 @@ curl -s -w '\\n%{http_code}' -X POST -H 'Content-Type: application/json' -H "X-H
     const receipt = JSON.parse(reply!);
     expect(receipt.status).toBe('accepted');
 
-    const wrong = Bun.spawnSync(['bash', '-c', `curl -s -w '\\n%{http_code}' -X POST -H 'Content-Type: application/json' -H 'X-Hookrelay-Signature: ${'0'.repeat(64)}' --data-binary '{}' ${endpoint.url}`]);
+    const wrong = Bun.spawnSync([
+      'bash',
+      '-c',
+      `curl -s -w '\\n%{http_code}' -X POST -H 'Content-Type: application/json' -H 'X-Hookrelay-Signature: ${'0'.repeat(64)}' --data-binary '{}' ${endpoint.url}`,
+    ]);
     expect(wrong.stdout.toString()).toContain('SVC_AUTH_FAILED');
     expect(wrong.stdout.toString().trim().endsWith('401')).toBe(true);
 
@@ -87,7 +98,9 @@ curl -s -w '\\n%{http_code}' -X POST -H 'Content-Type: application/json' -H "X-H
     expect(stderr).toContain(`POST /hooks/${endpoint.id} 202`);
     expect(stderr).toContain('stopped');
     for (const secretish of [secret, grant.token, 'E2E_BODY_MARKER']) expect(stderr).not.toContain(secretish);
-    const dbBytes = readFileSync(join(exe.dir, 'data', 'hookrelay.db')).toString('latin1') + readFileSync(join(exe.dir, 'data', 'hookrelay.db-wal'), { flag: 'a+' }).toString('latin1');
+    const dbBytes =
+      readFileSync(join(exe.dir, 'data', 'hookrelay.db')).toString('latin1') +
+      readFileSync(join(exe.dir, 'data', 'hookrelay.db-wal'), { flag: 'a+' }).toString('latin1');
     expect(dbBytes).not.toContain(secret);
     expect(dbBytes).not.toContain(grant.token);
   }, 60_000);

@@ -35,15 +35,44 @@ describe('going live on the fake Shopify, as the README says', () => {
     };
     try {
       expect(run(['init', '--shop', SHOP, '--data-dir', 'data']).code).toBe(0);
-      const set = run(['store', 'set', '--shop', SHOP, '--destination', 'shopify', '--auth', 'client-credentials', '--client-id', CLIENT_ID, '--client-secret-env', 'SHOPIFY_CLIENT_SECRET', '--data-dir', 'data']);
+      const set = run([
+        'store',
+        'set',
+        '--shop',
+        SHOP,
+        '--destination',
+        'shopify',
+        '--auth',
+        'client-credentials',
+        '--client-id',
+        CLIENT_ID,
+        '--client-secret-env',
+        'SHOPIFY_CLIENT_SECRET',
+        '--data-dir',
+        'data',
+      ]);
       expect(set.code).toBe(0);
-      expect(run(['store', 'show', '--data-dir', 'data']).json.stores[0]).toMatchObject({ plan: 'unlimited', credentials: { mode: 'client-credentials', clientSecretEnv: 'SHOPIFY_CLIENT_SECRET' }, handoff: { state: 'active' } });
+      expect(run(['store', 'show', '--data-dir', 'data']).json.stores[0]).toMatchObject({
+        plan: 'unlimited',
+        credentials: { mode: 'client-credentials', clientSecretEnv: 'SHOPIFY_CLIENT_SECRET' },
+        handoff: { state: 'active' },
+      });
 
       const port = closedPort();
       const secrets = { SHOPIFY_CLIENT_SECRET: CLIENT_SECRET, HOOKRELAY_SHOPIFY_APP_SECRET: CLIENT_SECRET, HOOKRELAY_SHOPIFY_ADMIN_URL: ready.url };
-      exe.server = Bun.spawn([exe.bin, 'serve', '--port', String(port), '--data-dir', 'data'], { cwd: exe.dir, env: { ...env, ...secrets }, stdout: 'ignore', stderr: 'pipe' });
+      exe.server = Bun.spawn([exe.bin, 'serve', '--port', String(port), '--data-dir', 'data'], {
+        cwd: exe.dir,
+        env: { ...env, ...secrets },
+        stdout: 'ignore',
+        stderr: 'pipe',
+      });
       const base = `http://127.0.0.1:${port}`;
-      await until(() => fetch(`${base}/status`).then((r) => r.ok, () => false));
+      await until(() =>
+        fetch(`${base}/status`).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      );
 
       const token = run(['grant', 'issue', '--shop', SHOP, '--tier', 'operator', '--ttl', '8h', '--data-dir', 'data']).json.token as string;
       const doctor = run(['doctor'], { HOOKRELAY_BASE_URL: base, HOOKRELAY_TOKEN: token });
@@ -64,7 +93,9 @@ curl -s -X POST "$URL" -H 'Content-Type: application/json' -H "X-Hookrelay-Signa
       const curl = Bun.spawnSync(['bash', '-c', script], { env: { ...process.env, BODY: body, SECRET: created.data.secret, URL: created.data.endpoint.url } });
       expect(JSON.parse(curl.stdout.toString()).status).toBe('accepted');
       const auth = { authorization: `Bearer ${token}` };
-      await until(async () => ((await fetch(`${base}/agent/v1/events`, { headers: auth }).then((r) => r.json())) as any).data.events[0]?.outcome === 'delivered');
+      await until(
+        async () => ((await fetch(`${base}/agent/v1/events`, { headers: auth }).then((r) => r.json())) as any).data.events[0]?.outcome === 'delivered',
+      );
 
       exe.server.kill('SIGTERM');
       expect(await exe.server.exited).toBe(0);
@@ -73,14 +104,22 @@ curl -s -X POST "$URL" -H 'Content-Type: application/json' -H "X-Hookrelay-Signa
       expect(serveLog).toContain(`store ${SHOP}: destination shopify (client credentials: client id ${CLIENT_ID}, secret from $SHOPIFY_CLIENT_SECRET, set;`);
       expect(serveLog).toContain(`shopify: ${SHOP} obtained an Admin API token`);
       expect(serveLog).not.toContain(CLIENT_SECRET);
-      const db = readFileSync(join(exe.dir, 'data', 'hookrelay.db')).toString('latin1') + readFileSync(join(exe.dir, 'data', 'hookrelay.db-wal'), { flag: 'a+' }).toString('latin1');
+      const db =
+        readFileSync(join(exe.dir, 'data', 'hookrelay.db')).toString('latin1') +
+        readFileSync(join(exe.dir, 'data', 'hookrelay.db-wal'), { flag: 'a+' }).toString('latin1');
       expect(db).not.toContain(CLIENT_SECRET);
       expect(db).not.toMatch(/shpat_[0-9a-f]{8}/);
     } finally {
       fake.kill('SIGTERM');
       await fake.exited;
     }
-    const counts = JSON.parse(new TextDecoder().decode((await lines.read()).value).trim().split('\n').pop()!) as { requests: number; tokenRequests: number };
+    const counts = JSON.parse(
+      new TextDecoder()
+        .decode((await lines.read()).value)
+        .trim()
+        .split('\n')
+        .pop()!,
+    ) as { requests: number; tokenRequests: number };
     expect(counts.requests).toBe(1);
     expect(counts.tokenRequests).toBe(1);
     const fakeLog = await new Response(fake.stderr as ReadableStream).text();

@@ -25,7 +25,6 @@ const database = `hr_crash_${process.pid}_${Math.random().toString(36).slice(2, 
 const running = new Set<ServeProcess>();
 let databaseUrl: string | null = null;
 
-
 afterAll(async () => {
   for (const s of running) s.proc.kill('SIGKILL');
   await Promise.all([...running].map((s) => s.proc.exited));
@@ -99,7 +98,11 @@ for (const backend of backendList) {
       let eventId = '';
       if (kind === 'replay') {
         const body = JSON.stringify({ event_type: 'order.flagged', external_event_id: `crash-${point}`, order: { id: 7 } });
-        const sent = await fetch(endpoint.url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-hookrelay-signature': hmacHex(secret, body) }, body });
+        const sent = await fetch(endpoint.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-hookrelay-signature': hmacHex(secret, body) },
+          body,
+        });
         expect(sent.status).toBe(202);
         eventId = ((await sent.json()) as any).eventId;
         await until(async () => (await eventState(backend, dataDir, eventId)).outcome === 'delivered', 20_000);
@@ -126,7 +129,11 @@ for (const backend of backendList) {
       try {
         // As a client does: a 409 with Retry-After (the dead process's claim not yet seen gone) is retried.
         let retried = await call(second.url, token, 'POST', path, execute, 'crash-key');
-        for (let i = 0; i < 10 && retried.status === 409 && retried.json.error?.code === 'conflict' && retried.json.refusal?.code !== 'intent_not_previewed'; i++) {
+        for (
+          let i = 0;
+          i < 10 && retried.status === 409 && retried.json.error?.code === 'conflict' && retried.json.refusal?.code !== 'intent_not_previewed';
+          i++
+        ) {
           await Bun.sleep(1000);
           retried = await call(second.url, token, 'POST', path, execute, 'crash-key');
         }

@@ -74,7 +74,12 @@ it('json: one object per line; the error envelope and the audit row carry the re
     .map((l) => JSON.parse(l) as Record<string, unknown>);
   for (const d of docs) expect(Object.keys(d).slice(0, 3)).toEqual(['time', 'level', 'msg']);
   const line = docs.find((d) => d.request === id)!;
-  expect(line).toMatchObject({ level: 'info', msg: expect.stringContaining('POST /agent/v1/endpoints 400'), client: '127.0.0.1', support: body.error.supportCode });
+  expect(line).toMatchObject({
+    level: 'info',
+    msg: expect.stringContaining('POST /agent/v1/endpoints 400'),
+    client: '127.0.0.1',
+    support: body.error.supportCode,
+  });
 
   const db = new Database(join(dataDir, 'hookrelay.db'), { readonly: true });
   const audited = db.query<{ request_id: string }, []>("SELECT request_id FROM audit_log WHERE operation_id = 'createEndpoint'").all();

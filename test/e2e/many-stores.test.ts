@@ -113,7 +113,17 @@ async function twoInstalled(e: TestEnv): Promise<Record<'a' | 'b', Tenant>> {
       secret,
       sent: [],
       async send(note = 'private') {
-        const r = await sendHook(e, endpoint, secret, JSON.stringify({ event_type: 'order.flagged', external_event_id: `${shop}-${t.sent.length}`, order: { id: orderBase + t.sent.length }, note: `${note}-${shop}` }));
+        const r = await sendHook(
+          e,
+          endpoint,
+          secret,
+          JSON.stringify({
+            event_type: 'order.flagged',
+            external_event_id: `${shop}-${t.sent.length}`,
+            order: { id: orderBase + t.sent.length },
+            note: `${note}-${shop}`,
+          }),
+        );
         expect(r.status).toBe(202);
         t.sent.push(r.json.eventId);
         return r.json.eventId as string;
@@ -164,7 +174,7 @@ describe('two merchants install the app on one deployment', () => {
     for (const id of [a.storeId, bb.storeId]) expect((await e.repo.links.get(id))!.pauseReason).toBeNull();
   });
 
-  it('no read, replay or audit row crosses: the other store\'s ids are 404 as unknown ids are; lists, bulk replay and audit hold one store', async () => {
+  it("no read, replay or audit row crosses: the other store's ids are 404 as unknown ids are; lists, bulk replay and audit hold one store", async () => {
     const { e, worker } = await deployment();
     const { a, b: bb } = await twoInstalled(e);
     await a.send();
@@ -200,7 +210,8 @@ describe('two merchants install the app on one deployment', () => {
     const listed = (await as('GET', '/agent/v1/events?limit=100')).json.data.events as { id: string }[];
     expect(listed.map((ev) => ev.id).sort()).toEqual([...a.sent].sort());
     const since = new Date(e.clock.now() - 3600_000).toISOString();
-    const bulk = (token: string) => call(e, 'POST', '/agent/v1/replay-intents', { token, body: { mode: 'preview', input: { reason: 'Flow fixed', filter: { since } } } });
+    const bulk = (token: string) =>
+      call(e, 'POST', '/agent/v1/replay-intents', { token, body: { mode: 'preview', input: { reason: 'Flow fixed', filter: { since } } } });
     const bulkA = await bulk(a.grant);
     expect([bulkA.status, bulkA.json.refusal?.code]).toEqual([403, 'nothing_to_replay']);
     expect(bulkA.text).not.toContain(bFailed);
@@ -210,7 +221,10 @@ describe('two merchants install the app on one deployment', () => {
     expect((await as('GET', '/agent/v1/reliability/tenant')).text).not.toContain(B);
 
     // B replays its own failed event: handed to B's shop, never A's.
-    const preview = await call(e, 'POST', `/agent/v1/events/${bFailed}/replay-intents`, { token: bb.grant, body: { mode: 'preview', input: { reason: 'Flow fixed' } } });
+    const preview = await call(e, 'POST', `/agent/v1/events/${bFailed}/replay-intents`, {
+      token: bb.grant,
+      body: { mode: 'preview', input: { reason: 'Flow fixed' } },
+    });
     expect(preview.status).toBe(201);
     expect((await executeIntent(e, bb.grant, `/agent/v1/events/${bFailed}/replay-intents`, preview.json.data.intent, 'replay-b-1')).status).toBe(200);
     await worker.drain();
@@ -219,7 +233,10 @@ describe('two merchants install the app on one deployment', () => {
 
     // The audit: every row of A's grant is A's store (its 404s included); B's store holds none of them.
     const audit = await e.repo.listAudit({ limit: 1000 });
-    const [aGrantId, bGrantId] = [(await as('GET', '/agent/v1/grant')).json.data.grant.id, (await call(e, 'GET', '/agent/v1/grant', { token: bb.grant })).json.data.grant.id];
+    const [aGrantId, bGrantId] = [
+      (await as('GET', '/agent/v1/grant')).json.data.grant.id,
+      (await call(e, 'GET', '/agent/v1/grant', { token: bb.grant })).json.data.grant.id,
+    ];
     const byA = audit.filter((r) => r.grantId === aGrantId);
     expect(byA.length).toBeGreaterThanOrEqual(9);
     expect(byA.every((r) => r.storeId === a.storeId)).toBe(true);
@@ -228,7 +245,9 @@ describe('two merchants install the app on one deployment', () => {
     expect(ofB.length).toBeGreaterThan(0);
     expect(ofB.every((r) => r.storeId === bb.storeId && r.grantId !== aGrantId)).toBe(true);
     expect(ofB.some((r) => r.grantId === bGrantId && r.operationId === 'createReplayIntent' && r.transition === 'executed')).toBe(true);
-    expect((await e.repo.listAudit({ storeId: a.storeId, limit: 1000 })).some((r) => r.operationId === 'createReplayIntent' && r.transition === 'executed')).toBe(false);
+    expect(
+      (await e.repo.listAudit({ storeId: a.storeId, limit: 1000 })).some((r) => r.operationId === 'createReplayIntent' && r.transition === 'executed'),
+    ).toBe(false);
   });
 
   it("one merchant's uninstall, reinstall and shop/redact leave the other's relay running and its data whole; forged webhooks 401, a replayed one processed once", async () => {
@@ -239,7 +258,11 @@ describe('two merchants install the app on one deployment', () => {
     await worker.drain();
 
     // A forged app/uninstalled for A (signed with another secret): 401, recorded nowhere, A untouched.
-    const forged = await fakes[A]!.deliverWebhook(webhooks, { topic: 'app/uninstalled', payload: webhookPayloads.appUninstalled(fakes[A]!.shop), signWith: 'not-the-app-secret' });
+    const forged = await fakes[A]!.deliverWebhook(webhooks, {
+      topic: 'app/uninstalled',
+      payload: webhookPayloads.appUninstalled(fakes[A]!.shop),
+      signWith: 'not-the-app-secret',
+    });
     expect(forged.status).toBe(401);
     expect(await count(e, 'shopify_webhooks')).toBe(0);
     expect((await e.repo.getStoreByShop(A))!.uninstalledAt).toBeNull();
@@ -264,7 +287,12 @@ describe('two merchants install the app on one deployment', () => {
     expect((await stateOf(bb)).state).toBe('active');
     // What the operator's `hookrelay store show` prints for each.
     const shown = Object.fromEntries((await showStores(e.core)).stores.map((st) => [st.shopDomain, st]));
-    expect(shown[A]).toMatchObject({ installed: false, uninstalledAt: expect.any(String), credentials: { mode: 'oauth', token: { expiresAt: null } }, handoff: { state: 'paused', code: 'SVC_APP_UNINSTALLED' } });
+    expect(shown[A]).toMatchObject({
+      installed: false,
+      uninstalledAt: expect.any(String),
+      credentials: { mode: 'oauth', token: { expiresAt: null } },
+      handoff: { state: 'paused', code: 'SVC_APP_UNINSTALLED' },
+    });
     expect(shown[B]).toMatchObject({ installed: true, uninstalledAt: null, credentials: { mode: 'oauth' }, handoff: { state: 'active' } });
     expect(Date.parse(shown[B]!.credentials.token!.expiresAt!)).toBeGreaterThan(e.clock.now());
 
@@ -274,7 +302,11 @@ describe('two merchants install the app on one deployment', () => {
     await worker.drain();
     expect(await outcomes(e, a, 'delivered')).toBe(4);
     expect(received(A).sort()).toEqual([...a.sent].sort());
-    const again = await fakes[A]!.deliverWebhook(webhooks, { topic: 'app/uninstalled', payload: webhookPayloads.appUninstalled(fakes[A]!.shop), webhookId: uninstalled.webhookId });
+    const again = await fakes[A]!.deliverWebhook(webhooks, {
+      topic: 'app/uninstalled',
+      payload: webhookPayloads.appUninstalled(fakes[A]!.shop),
+      webhookId: uninstalled.webhookId,
+    });
     expect(again.status).toBe(200);
     await shopifyWebhooks(e.core).idle();
     expect(await count(e, 'shopify_webhooks', 'webhook_id = ?', uninstalled.webhookId)).toBe(1);

@@ -33,7 +33,6 @@ const database = `hr_kill_${process.pid}_${Math.random().toString(36).slice(2, 8
 const running: ServeProcess[] = [];
 const fakes: FakeShopify[] = [];
 
-
 afterAll(async () => {
   for (const s of running) s.proc.kill('SIGKILL');
   await Promise.all(running.map((s) => s.proc.exited));
@@ -61,7 +60,12 @@ describe.if(!!TEST_DATABASE_URL)('two serve instances on one PostgreSQL, one kil
     const dirB = join(root, 'b');
     for (const d of [dirA, dirB]) mkdirSync(d);
 
-    const init = await runToExit(['init', '--shop', SHOP, '--plan', 'scale', '--destination', 'shopify', '--admin-token-env', TOKEN_ENV, '--data-dir', dirA], root, 30_000, shared);
+    const init = await runToExit(
+      ['init', '--shop', SHOP, '--plan', 'scale', '--destination', 'shopify', '--admin-token-env', TOKEN_ENV, '--data-dir', dirA],
+      root,
+      30_000,
+      shared,
+    );
     expect(init.code).toBe(0);
     const grant = await runToExit(['grant', 'issue', '--shop', SHOP, '--tier', 'operator', '--ttl', '1h', '--data-dir', dirB], root, 30_000, shared);
     expect(grant.code).toBe(0);
@@ -127,14 +131,20 @@ describe.if(!!TEST_DATABASE_URL)('two serve instances on one PostgreSQL, one kil
     try {
       const delivered = () => new Set(fakes.flatMap((f) => f.requests.map((r) => String(r.payload['external event id']))));
       await until(async () => {
-        const open = await db.query("SELECT 1 FROM attempts WHERE outcome = 'sending' UNION ALL SELECT 1 FROM events WHERE outcome IN ('accepted', 'queued') LIMIT 1");
+        const open = await db.query(
+          "SELECT 1 FROM attempts WHERE outcome = 'sending' UNION ALL SELECT 1 FROM events WHERE outcome IN ('accepted', 'queued') LIMIT 1",
+        );
         return delivered().size >= acked.size && open.rowCount === 0;
       }, 60_000);
       expect([...acked].filter((ext) => !delivered().has(ext))).toEqual([]);
 
       // Per event: deliveries by each incarnation; attempts as stored.
       const by = new Map<string, { ext: string; n: number; senders: Set<string> }>();
-      for (const [name, fake] of [['a1', flowA1], ['b', flowB], ['a2', flowA2]] as const) {
+      for (const [name, fake] of [
+        ['a1', flowA1],
+        ['b', flowB],
+        ['a2', flowA2],
+      ] as const) {
         for (const r of fake.requests) {
           const id = String(r.payload['hookrelay event id']);
           const hit = by.get(id) ?? { ext: String(r.payload['external event id']), n: 0, senders: new Set<string>() };
@@ -143,7 +153,9 @@ describe.if(!!TEST_DATABASE_URL)('two serve instances on one PostgreSQL, one kil
           by.set(id, hit);
         }
       }
-      const unknownRows = (await db.query<{ event_id: string; n: number }>("SELECT event_id, count(*)::int AS n FROM attempts WHERE outcome = 'unknown' GROUP BY event_id")).rows;
+      const unknownRows = (
+        await db.query<{ event_id: string; n: number }>("SELECT event_id, count(*)::int AS n FROM attempts WHERE outcome = 'unknown' GROUP BY event_id")
+      ).rows;
       const unknown = new Map(unknownRows.map((r) => [r.event_id, r.n]));
       const repeated = [...by].filter(([, h]) => h.n > 1);
       // A repeat is possible only where a send was journaled and never recorded: at most one more per `unknown`.

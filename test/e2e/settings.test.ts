@@ -31,11 +31,17 @@ async function box(name: string, toml: string) {
 }
 
 it('serve reads hookrelay.toml, says so, and the settings are in effect; a variable beats the file and a flag beats both', async () => {
-  const { dataDir, token } = await box('toml', 'public_url = "https://relay.example.com"\n[retention]\nevents = "30d"\naudit = "60d"\n[rate_limits.rich_read]\ngrant = 3\n');
+  const { dataDir, token } = await box(
+    'toml',
+    'public_url = "https://relay.example.com"\n[retention]\nevents = "30d"\naudit = "60d"\n[rate_limits.rich_read]\ngrant = 3\n',
+  );
   const server = await spawnServe(dataDir, closedPort(), { env: { HOOKRELAY_RETENTION_AUDIT: '90d' } });
   running.push(server);
   await until(() => server.stderr().includes('listening'), 10_000);
-  const line = server.stderr().split('\n').find((l) => l.includes('settings:'))!;
+  const line = server
+    .stderr()
+    .split('\n')
+    .find((l) => l.includes('settings:'))!;
   expect(line).toContain(`file ${join(dataDir, 'hookrelay.toml')} (public_url, retention.events, rate_limits.rich_read.grant)`);
   expect(line).toContain('environment: HOOKRELAY_RETENTION_AUDIT');
   expect(server.stderr()).toContain('public URL https://relay.example.com');
@@ -58,7 +64,10 @@ it('serve reads hookrelay.toml, says so, and the settings are in effect; a varia
   await server.proc.exited;
 
   // The flag beats the variable, which beats the file.
-  const flagged = await spawnServe(dataDir, closedPort(), { env: { HOOKRELAY_PUBLIC_URL: 'https://env.example.com' }, args: ['--public-url', 'https://flag.example.com'] });
+  const flagged = await spawnServe(dataDir, closedPort(), {
+    env: { HOOKRELAY_PUBLIC_URL: 'https://env.example.com' },
+    args: ['--public-url', 'https://flag.example.com'],
+  });
   running.push(flagged);
   await until(() => flagged.stderr().includes('listening'), 10_000);
   expect(flagged.stderr()).toContain('public URL https://flag.example.com');

@@ -22,53 +22,69 @@ afterAll(() => {
 });
 
 // serve as it runs by default, and with the receipt commit and the handoff worker on the relay thread.
-it.each([['default', {}], ['HOOKRELAY_RELAY_THREAD=on', { HOOKRELAY_RELAY_THREAD: 'on' }]] as const)('%s: stops accepting, answers the stragglers 503 shutting_down, logs no ERROR and loses no 202', async (name, env) => {
-  const dataDir = join(root, name);
-  mkdirSync(dataDir);
-  expect((await runToExit(['init', '--shop', 'term.myshopify.com', '--data-dir', dataDir], root)).code).toBe(0);
-  const grant = await runToExit(['grant', 'issue', '--shop', 'term.myshopify.com', '--tier', 'operator', '--ttl', '1h', '--data-dir', dataDir], root);
-  const server = await spawnServe(dataDir, closedPort(), { env });
-  kill = () => server.proc.kill('SIGKILL');
-  const created = (await fetch(`${server.url}/agent/v1/endpoints`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${grant.json.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ triggerVariant: 'order', resourceIdPath: 'order.id' }),
-  }).then((r) => r.json())) as any;
-  const { endpoint, secret } = created.data;
+it.each([
+  ['default', {}],
+  ['HOOKRELAY_RELAY_THREAD=on', { HOOKRELAY_RELAY_THREAD: 'on' }],
+] as const)(
+  '%s: stops accepting, answers the stragglers 503 shutting_down, logs no ERROR and loses no 202',
+  async (name, env) => {
+    const dataDir = join(root, name);
+    mkdirSync(dataDir);
+    expect((await runToExit(['init', '--shop', 'term.myshopify.com', '--data-dir', dataDir], root)).code).toBe(0);
+    const grant = await runToExit(['grant', 'issue', '--shop', 'term.myshopify.com', '--tier', 'operator', '--ttl', '1h', '--data-dir', dataDir], root);
+    const server = await spawnServe(dataDir, closedPort(), { env });
+    kill = () => server.proc.kill('SIGKILL');
+    const created = (await fetch(`${server.url}/agent/v1/endpoints`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${grant.json.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ triggerVariant: 'order', resourceIdPath: 'order.id' }),
+    }).then((r) => r.json())) as any;
+    const { endpoint, secret } = created.data;
 
-  const acked: string[] = [];
-  const answers = new Map<string, number>();
-  let exited = false;
-  let seq = 0;
-  // Eight senders on keep-alive connections, sending until the process is gone (refused connections end them).
-  const senders = Array.from({ length: 8 }, async () => {
-    while (!exited) {
-      const body = JSON.stringify({ event_type: 'order.flagged', external_event_id: `term-${++seq}`, order: { id: seq } });
-      const res = await fetch(endpoint.url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-hookrelay-signature': hmacHex(secret, body) }, body }).catch(() => null);
-      if (!res) {
-        await Bun.sleep(5);
-        continue;
+    const acked: string[] = [];
+    const answers = new Map<string, number>();
+    let exited = false;
+    let seq = 0;
+    // Eight senders on keep-alive connections, sending until the process is gone (refused connections end them).
+    const senders = Array.from({ length: 8 }, async () => {
+      while (!exited) {
+        const body = JSON.stringify({ event_type: 'order.flagged', external_event_id: `term-${++seq}`, order: { id: seq } });
+        const res = await fetch(endpoint.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-hookrelay-signature': hmacHex(secret, body) },
+          body,
+        }).catch(() => null);
+        if (!res) {
+          await Bun.sleep(5);
+          continue;
+        }
+        const json = (await res.json()) as any;
+        const key = `${res.status} ${json.code ?? json.status}`;
+        answers.set(key, (answers.get(key) ?? 0) + 1);
+        if (res.status === 202) acked.push(json.eventId);
       }
-      const json = (await res.json()) as any;
-      const key = `${res.status} ${json.code ?? json.status}`;
-      answers.set(key, (answers.get(key) ?? 0) + 1);
-      if (res.status === 202) acked.push(json.eventId);
-    }
-  });
-  while (acked.length < 50) await Bun.sleep(10);
-  server.proc.kill('SIGTERM');
-  expect(await server.proc.exited).toBe(0);
-  exited = true;
-  await Promise.all(senders);
-  kill = null;
+    });
+    while (acked.length < 50) await Bun.sleep(10);
+    server.proc.kill('SIGTERM');
+    expect(await server.proc.exited).toBe(0);
+    exited = true;
+    await Promise.all(senders);
+    kill = null;
 
-  for (const key of answers.keys()) expect(['202 accepted', '503 shutting_down']).toContain(key);
-  const log = await server.stderrEnded();
-  expect(log).toContain('stopped');
-  expect(log).not.toMatch(/ERROR|unhandled|commit failed/);
+    for (const key of answers.keys()) expect(['202 accepted', '503 shutting_down']).toContain(key);
+    const log = await server.stderrEnded();
+    expect(log).toContain('stopped');
+    expect(log).not.toMatch(/ERROR|unhandled|commit failed/);
 
-  const db = new Database(join(dataDir, 'hookrelay.db'), { readonly: true });
-  const stored = new Set(db.query<{ id: string }, []>('SELECT id FROM events').all().map((r) => r.id));
-  db.close();
-  expect(acked.filter((id) => !stored.has(id))).toEqual([]);
-}, 90_000);
+    const db = new Database(join(dataDir, 'hookrelay.db'), { readonly: true });
+    const stored = new Set(
+      db
+        .query<{ id: string }, []>('SELECT id FROM events')
+        .all()
+        .map((r) => r.id),
+    );
+    db.close();
+    expect(acked.filter((id) => !stored.has(id))).toEqual([]);
+  },
+  90_000,
+);

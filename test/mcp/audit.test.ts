@@ -25,28 +25,36 @@ afterAll(() => s.stop());
 const rows = async () => (await s.env.repo.listAudit({ limit: 1000 })).filter((a) => a.grantId === grant.grantId);
 
 describe('audit of the MCP surface', () => {
-  it('records each execute run, one that made no call and one a sandbox limit ended, under the grant', async () => {
-    expect((await execute(client, 'return 1 + 1')).doc.result).toBe(2);
-    const limited = await execute(client, `for (;;) await api.call('getCurrentAgentGrant');`);
-    expect(limited.doc.error.code).toBe('sandbox_call_limit');
+  it(
+    'records each execute run, one that made no call and one a sandbox limit ended, under the grant',
+    async () => {
+      expect((await execute(client, 'return 1 + 1')).doc.result).toBe(2);
+      const limited = await execute(client, `for (;;) await api.call('getCurrentAgentGrant');`);
+      expect(limited.doc.error.code).toBe('sandbox_call_limit');
 
-    const runs = (await rows()).filter((a) => a.transition === 'execute');
-    expect(runs).toHaveLength(2);
-    expect(runs[0]).toMatchObject({ operationId: 'connectMcpAgentOperations', actorKind: 'agent', outcome: 'ok', errorCode: null, surface: 'mcp' });
-    expect(runs[1]).toMatchObject({ outcome: 'error', errorCode: 'sandbox_call_limit', surface: 'mcp' });
-    // The two calls the limited run made are on record too, as calls through MCP.
-    const calls = (await rows()).filter((a) => a.operationId === 'getCurrentAgentGrant');
-    expect(calls.map((a) => a.surface)).toEqual(['mcp', 'mcp']);
-  }, SLOW);
+      const runs = (await rows()).filter((a) => a.transition === 'execute');
+      expect(runs).toHaveLength(2);
+      expect(runs[0]).toMatchObject({ operationId: 'connectMcpAgentOperations', actorKind: 'agent', outcome: 'ok', errorCode: null, surface: 'mcp' });
+      expect(runs[1]).toMatchObject({ outcome: 'error', errorCode: 'sandbox_call_limit', surface: 'mcp' });
+      // The two calls the limited run made are on record too, as calls through MCP.
+      const calls = (await rows()).filter((a) => a.operationId === 'getCurrentAgentGrant');
+      expect(calls.map((a) => a.surface)).toEqual(['mcp', 'mcp']);
+    },
+    SLOW,
+  );
 
-  it('marks HTTP calls http and the CLI client cli; no header makes an HTTP call mcp', async () => {
-    const before = (await rows()).length;
-    const raw = (headers: Record<string, string>) => fetch(`${s.url}/agent/v1/grant`, { headers: { authorization: `Bearer ${grant.token}`, ...headers } });
-    expect((await raw({})).status).toBe(200);
-    expect((await raw({ 'user-agent': 'mcp', 'x-hookrelay-surface': 'mcp', via: 'mcp' })).status).toBe(200);
-    expect((await raw({ 'user-agent': 'hookrelay-cli/9.9.9' })).status).toBe(200);
-    await new HookrelayClient({ baseUrl: s.url, token: grant.token }).send(operations.getCurrentAgentGrant, {});
-    const surfaces = (await rows()).slice(before).map((a) => a.surface);
-    expect(surfaces).toEqual(['http', 'http', 'cli', 'cli']);
-  }, SLOW);
+  it(
+    'marks HTTP calls http and the CLI client cli; no header makes an HTTP call mcp',
+    async () => {
+      const before = (await rows()).length;
+      const raw = (headers: Record<string, string>) => fetch(`${s.url}/agent/v1/grant`, { headers: { authorization: `Bearer ${grant.token}`, ...headers } });
+      expect((await raw({})).status).toBe(200);
+      expect((await raw({ 'user-agent': 'mcp', 'x-hookrelay-surface': 'mcp', via: 'mcp' })).status).toBe(200);
+      expect((await raw({ 'user-agent': 'hookrelay-cli/9.9.9' })).status).toBe(200);
+      await new HookrelayClient({ baseUrl: s.url, token: grant.token }).send(operations.getCurrentAgentGrant, {});
+      const surfaces = (await rows()).slice(before).map((a) => a.surface);
+      expect(surfaces).toEqual(['http', 'http', 'cli', 'cli']);
+    },
+    SLOW,
+  );
 });

@@ -18,7 +18,14 @@ describe('dist/hookrelay MCP', () => {
     exe.server = Bun.spawn([exe.bin, 'serve', '--port', String(port), '--data-dir', 'data'], { cwd: exe.dir, env, stdout: 'ignore', stderr: 'ignore' });
     const base = `http://127.0.0.1:${port}`;
     const until = Date.now() + 10_000;
-    while (Date.now() < until && !(await fetch(`${base}/status`).then((r) => r.ok, () => false))) await Bun.sleep(50);
+    while (
+      Date.now() < until &&
+      !(await fetch(`${base}/status`).then(
+        (r) => r.ok,
+        () => false,
+      ))
+    )
+      await Bun.sleep(50);
 
     const client = new Client({ name: 'bin-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL('/agent/v1/mcp', base), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));

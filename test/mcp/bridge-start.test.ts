@@ -13,7 +13,13 @@ const SLOW = 30_000;
 const home = scratchHome();
 afterAll(() => home.cleanup());
 
-const env = (extra: Record<string, string> = {}) => ({ PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home.dir, XDG_CONFIG_HOME: `${home.dir}/.config`, NO_COLOR: '1', ...extra });
+const env = (extra: Record<string, string> = {}) => ({
+  PATH: process.env.PATH ?? '/usr/bin:/bin',
+  HOME: home.dir,
+  XDG_CONFIG_HOME: `${home.dir}/.config`,
+  NO_COLOR: '1',
+  ...extra,
+});
 
 /** The bridge with `stdin` written up front, run to its exit. */
 async function bridge(args: string[], stdin: string | null, extra: Record<string, string> = {}) {
@@ -43,53 +49,73 @@ function frames(stdout: string): any[] {
 const frame = (m: unknown) => `${JSON.stringify(m)}\n`;
 
 describe('hookrelay mcp start-up failures', () => {
-  it('a usage error (an unknown flag) goes to stderr, one line, never to stdout, and exits 2', async () => {
-    const r = await bridge(['--bogus'], frame(INITIALIZE));
-    expect(r.code).toBe(2);
-    expect(r.stdout).toBe('');
-    const lines = r.stderr.trim().split('\n');
-    expect(lines).toHaveLength(1);
-    expect(JSON.parse(lines[0]!).error).toMatchObject({ code: 'usage', message: expect.stringContaining('--bogus') });
-  }, SLOW);
+  it(
+    'a usage error (an unknown flag) goes to stderr, one line, never to stdout, and exits 2',
+    async () => {
+      const r = await bridge(['--bogus'], frame(INITIALIZE));
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      const lines = r.stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(JSON.parse(lines[0]!).error).toMatchObject({ code: 'usage', message: expect.stringContaining('--bogus') });
+    },
+    SLOW,
+  );
 
-  it('without a token answers the initialize with a JSON-RPC error, says why on stderr, and exits 3', async () => {
-    const r = await bridge([], frame(INITIALIZE));
-    expect(r.code).toBe(3);
-    const out = frames(r.stdout);
-    expect(out).toHaveLength(1);
-    expect(out[0]).toMatchObject({ id: 1, error: { code: -32000, data: { code: 'unauthorized', exitCode: 3 } } });
-    expect(out[0].error.message).toContain('No grant token');
-    const lines = r.stderr.trim().split('\n');
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toContain('hookrelay mcp cannot start: No grant token');
-  }, SLOW);
+  it(
+    'without a token answers the initialize with a JSON-RPC error, says why on stderr, and exits 3',
+    async () => {
+      const r = await bridge([], frame(INITIALIZE));
+      expect(r.code).toBe(3);
+      const out = frames(r.stdout);
+      expect(out).toHaveLength(1);
+      expect(out[0]).toMatchObject({ id: 1, error: { code: -32000, data: { code: 'unauthorized', exitCode: 3 } } });
+      expect(out[0].error.message).toContain('No grant token');
+      const lines = r.stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain('hookrelay mcp cannot start: No grant token');
+    },
+    SLOW,
+  );
 
-  it('shows the reason to an SDK client, as a desktop client would show it, instead of "Connection closed"', async () => {
-    const transport = new StdioClientTransport({ command: 'bun', args: [ENTRY, 'mcp', '--profile', 'nope'], cwd: home.dir, env: env(), stderr: 'pipe' });
-    let stderr = '';
-    transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const client = new Client({ name: 'desktop-test', version: '1.0.0' });
-    await expect(client.connect(transport)).rejects.toThrow('No profile nope');
-    await client.close();
-    expect(stderr).toContain('hookrelay mcp cannot start: No profile nope');
-  }, SLOW);
+  it(
+    'shows the reason to an SDK client, as a desktop client would show it, instead of "Connection closed"',
+    async () => {
+      const transport = new StdioClientTransport({ command: 'bun', args: [ENTRY, 'mcp', '--profile', 'nope'], cwd: home.dir, env: env(), stderr: 'pipe' });
+      let stderr = '';
+      transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const client = new Client({ name: 'desktop-test', version: '1.0.0' });
+      await expect(client.connect(transport)).rejects.toThrow('No profile nope');
+      await client.close();
+      expect(stderr).toContain('hookrelay mcp cannot start: No profile nope');
+    },
+    SLOW,
+  );
 
-  it('with stdin closed before any frame writes nothing on stdout', async () => {
-    const r = await bridge(['--profile', 'nope'], null);
-    expect(r.code).toBe(2);
-    expect(r.stdout).toBe('');
-    expect(r.stderr).toContain('No profile nope');
-  }, SLOW);
+  it(
+    'with stdin closed before any frame writes nothing on stdout',
+    async () => {
+      const r = await bridge(['--profile', 'nope'], null);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toContain('No profile nope');
+    },
+    SLOW,
+  );
 
-  it('answers an initialize it cannot forward with where it could not reach, and exits 7 once the client hangs up', async () => {
-    const base = `http://127.0.0.1:${closedPort()}`;
-    const r = await bridge([], frame(INITIALIZE), { HOOKRELAY_BASE_URL: base, HOOKRELAY_TOKEN: `hrg_${'a1'.repeat(20)}` });
-    expect(r.code).toBe(7);
-    const out = frames(r.stdout);
-    expect(out).toHaveLength(1);
-    expect(out[0]).toMatchObject({ id: 1, error: { code: -32000 } });
-    expect(out[0].error.message).toContain(`Cannot reach ${base}`);
-    expect(r.stderr).toContain(base);
-    expect(r.stderr).not.toContain('a1a1a1');
-  }, SLOW);
+  it(
+    'answers an initialize it cannot forward with where it could not reach, and exits 7 once the client hangs up',
+    async () => {
+      const base = `http://127.0.0.1:${closedPort()}`;
+      const r = await bridge([], frame(INITIALIZE), { HOOKRELAY_BASE_URL: base, HOOKRELAY_TOKEN: `hrg_${'a1'.repeat(20)}` });
+      expect(r.code).toBe(7);
+      const out = frames(r.stdout);
+      expect(out).toHaveLength(1);
+      expect(out[0]).toMatchObject({ id: 1, error: { code: -32000 } });
+      expect(out[0].error.message).toContain(`Cannot reach ${base}`);
+      expect(r.stderr).toContain(base);
+      expect(r.stderr).not.toContain('a1a1a1');
+    },
+    SLOW,
+  );
 });

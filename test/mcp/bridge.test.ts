@@ -19,7 +19,10 @@ beforeAll(async () => {
   home = scratchHome();
   // The profile names the variable holding the token, never the token.
   mkdirSync(join(home.dir, '.config', 'hookrelay'), { recursive: true });
-  writeFileSync(join(home.dir, '.config', 'hookrelay', 'profiles.json'), JSON.stringify({ profiles: { default: { baseUrl: s.url, tokenEnv: 'HOOKRELAY_TOKEN_DESKTOP' } } }));
+  writeFileSync(
+    join(home.dir, '.config', 'hookrelay', 'profiles.json'),
+    JSON.stringify({ profiles: { default: { baseUrl: s.url, tokenEnv: 'HOOKRELAY_TOKEN_DESKTOP' } } }),
+  );
 }, SLOW);
 afterAll(async () => {
   await s.stop();
@@ -47,91 +50,113 @@ async function bridge(token: string, args: string[] = []) {
 }
 
 describe('hookrelay mcp', () => {
-  it('bridges stdio to the remote endpoint with the profile: initialize, tools/list, execute', async () => {
-    const { grantId, token } = await s.grant('operator');
-    const b = await bridge(token);
-    try {
-      await b.client.connect(b.transport);
-      expect(b.client.getServerVersion()?.name).toBe('hookrelay');
-      const { tools } = await b.client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(['execute', 'search']);
-      const r = await execute(b.client, `const g = await api.call('getCurrentAgentGrant'); return [g.data.grant.id, g.data.grant.tier];`);
-      expect(r.isError).toBe(false);
-      expect(r.doc.result).toEqual([grantId, 'operator']);
-      expect(b.protocolErrors).toEqual([]);
-    } finally {
-      await b.client.close();
-    }
-    expect(b.stderr()).toContain('forwarding stdio');
-    expect(b.stderr()).not.toContain(token);
-  }, SLOW);
+  it(
+    'bridges stdio to the remote endpoint with the profile: initialize, tools/list, execute',
+    async () => {
+      const { grantId, token } = await s.grant('operator');
+      const b = await bridge(token);
+      try {
+        await b.client.connect(b.transport);
+        expect(b.client.getServerVersion()?.name).toBe('hookrelay');
+        const { tools } = await b.client.listTools();
+        expect(tools.map((t) => t.name).sort()).toEqual(['execute', 'search']);
+        const r = await execute(b.client, `const g = await api.call('getCurrentAgentGrant'); return [g.data.grant.id, g.data.grant.tier];`);
+        expect(r.isError).toBe(false);
+        expect(r.doc.result).toEqual([grantId, 'operator']);
+        expect(b.protocolErrors).toEqual([]);
+      } finally {
+        await b.client.close();
+      }
+      expect(b.stderr()).toContain('forwarding stdio');
+      expect(b.stderr()).not.toContain(token);
+    },
+    SLOW,
+  );
 
-  it('answers a request the remote refuses with a JSON-RPC error, not silence', async () => {
-    const { grantId, token } = await s.grant('operator');
-    await revokeGrant(s.env.core, grantId);
-    const b = await bridge(token);
-    // A failed initialize closes the client and the bridge with it.
-    await expect(b.client.connect(b.transport)).rejects.toThrow('unauthorized: This grant was revoked');
-    expect(b.stderr()).not.toContain(token);
-  }, SLOW);
+  it(
+    'answers a request the remote refuses with a JSON-RPC error, not silence',
+    async () => {
+      const { grantId, token } = await s.grant('operator');
+      await revokeGrant(s.env.core, grantId);
+      const b = await bridge(token);
+      // A failed initialize closes the client and the bridge with it.
+      await expect(b.client.connect(b.transport)).rejects.toThrow('unauthorized: This grant was revoked');
+      expect(b.stderr()).not.toContain(token);
+    },
+    SLOW,
+  );
 
-  it('opens a new remote session when the remote no longer knows its own (404), and the client never notices', async () => {
-    // A proxy in front of the server plays a remote that lost the session (one whose box key changed, or an older
-    // server that kept sessions in memory and restarted): it answers 404 for the first session once told to.
-    const opened: string[] = [];
-    const lost = new Set<string>();
-    const proxy = Bun.serve({
-      port: 0,
-      async fetch(req) {
-        const session = req.headers.get('mcp-session-id');
-        if (session && lost.has(session)) return Response.json({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }, { status: 404 });
-        const body = req.method === 'POST' ? await req.arrayBuffer() : undefined;
-        const res = await fetch(new URL(new URL(req.url).pathname, s.url), { method: req.method, headers: req.headers, body });
-        if (res.headers.get('mcp-session-id')) opened.push(res.headers.get('mcp-session-id')!);
-        return res;
-      },
-    });
-    writeFileSync(
-      join(home.dir, '.config', 'hookrelay', 'profiles.json'),
-      JSON.stringify({ profiles: { default: { baseUrl: s.url, tokenEnv: 'HOOKRELAY_TOKEN_DESKTOP' }, proxied: { baseUrl: proxy.url.origin, tokenEnv: 'HOOKRELAY_TOKEN_DESKTOP' } } }),
-    );
-    const { token } = await s.grant('operator');
-    const b = await bridge(token, ['--profile', 'proxied']);
-    try {
-      await b.client.connect(b.transport);
-      expect((await execute(b.client, 'return 1')).doc.result).toBe(1);
-      expect(opened).toHaveLength(1);
-      lost.add(opened[0]!);
-      const r = await execute(b.client, `return (await api.call('getCurrentAgentGrant')).data.grant.tier;`);
-      expect(r.isError).toBe(false);
-      expect(r.doc.result).toBe('operator');
-      expect(b.protocolErrors).toEqual([]);
-      expect(opened).toHaveLength(2);
-    } finally {
-      await b.client.close();
-      await proxy.stop(true);
-    }
-    expect(b.stderr()).toContain('opened a new one');
-  }, SLOW);
+  it(
+    'opens a new remote session when the remote no longer knows its own (404), and the client never notices',
+    async () => {
+      // A proxy in front of the server plays a remote that lost the session (one whose box key changed, or an older
+      // server that kept sessions in memory and restarted): it answers 404 for the first session once told to.
+      const opened: string[] = [];
+      const lost = new Set<string>();
+      const proxy = Bun.serve({
+        port: 0,
+        async fetch(req) {
+          const session = req.headers.get('mcp-session-id');
+          if (session && lost.has(session))
+            return Response.json({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }, { status: 404 });
+          const body = req.method === 'POST' ? await req.arrayBuffer() : undefined;
+          const res = await fetch(new URL(new URL(req.url).pathname, s.url), { method: req.method, headers: req.headers, body });
+          if (res.headers.get('mcp-session-id')) opened.push(res.headers.get('mcp-session-id')!);
+          return res;
+        },
+      });
+      writeFileSync(
+        join(home.dir, '.config', 'hookrelay', 'profiles.json'),
+        JSON.stringify({
+          profiles: {
+            default: { baseUrl: s.url, tokenEnv: 'HOOKRELAY_TOKEN_DESKTOP' },
+            proxied: { baseUrl: proxy.url.origin, tokenEnv: 'HOOKRELAY_TOKEN_DESKTOP' },
+          },
+        }),
+      );
+      const { token } = await s.grant('operator');
+      const b = await bridge(token, ['--profile', 'proxied']);
+      try {
+        await b.client.connect(b.transport);
+        expect((await execute(b.client, 'return 1')).doc.result).toBe(1);
+        expect(opened).toHaveLength(1);
+        lost.add(opened[0]!);
+        const r = await execute(b.client, `return (await api.call('getCurrentAgentGrant')).data.grant.tier;`);
+        expect(r.isError).toBe(false);
+        expect(r.doc.result).toBe('operator');
+        expect(b.protocolErrors).toEqual([]);
+        expect(opened).toHaveLength(2);
+      } finally {
+        await b.client.close();
+        await proxy.stop(true);
+      }
+      expect(b.stderr()).toContain('opened a new one');
+    },
+    SLOW,
+  );
 
-  it('delivers the answers still in flight when stdin closes, then exits', async () => {
-    const { token } = await s.grant('operator');
-    const proc = Bun.spawn(['bun', ENTRY, 'mcp'], { cwd: home.dir, env: bridgeEnv(token), stdin: 'pipe', stdout: 'pipe', stderr: 'ignore' });
-    const lines = readLines(proc.stdout);
-    const frame = (m: unknown) => proc.stdin.write(`${JSON.stringify(m)}\n`);
-    frame(INITIALIZE);
-    await proc.stdin.flush();
-    expect((await lines.next()).value).toMatchObject({ id: 1, result: { serverInfo: { name: 'hookrelay' } } });
-    frame({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    const code = `for (let i = 0; i < 5; i++) await api.call('getCurrentAgentGrant'); return 'answered';`;
-    frame({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'execute', arguments: { code } } });
-    await proc.stdin.end(); // the client hangs up with its call in flight
-    const rest: any[] = [];
-    for await (const m of lines) rest.push(m);
-    expect(await proc.exited).toBe(0);
-    const answer = rest.find((m) => m.id === 2);
-    expect(JSON.parse(answer.result.content[0].text)).toMatchObject({ result: 'answered', calls: 5 });
-  }, SLOW);
+  it(
+    'delivers the answers still in flight when stdin closes, then exits',
+    async () => {
+      const { token } = await s.grant('operator');
+      const proc = Bun.spawn(['bun', ENTRY, 'mcp'], { cwd: home.dir, env: bridgeEnv(token), stdin: 'pipe', stdout: 'pipe', stderr: 'ignore' });
+      const lines = readLines(proc.stdout);
+      const frame = (m: unknown) => proc.stdin.write(`${JSON.stringify(m)}\n`);
+      frame(INITIALIZE);
+      await proc.stdin.flush();
+      expect((await lines.next()).value).toMatchObject({ id: 1, result: { serverInfo: { name: 'hookrelay' } } });
+      frame({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      const code = `for (let i = 0; i < 5; i++) await api.call('getCurrentAgentGrant'); return 'answered';`;
+      frame({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'execute', arguments: { code } } });
+      await proc.stdin.end(); // the client hangs up with its call in flight
+      const rest: any[] = [];
+      for await (const m of lines) rest.push(m);
+      expect(await proc.exited).toBe(0);
+      const answer = rest.find((m) => m.id === 2);
+      expect(JSON.parse(answer.result.content[0].text)).toMatchObject({ result: 'answered', calls: 5 });
+    },
+    SLOW,
+  );
 });
 
 /** Newline-delimited JSON frames from a stream, as they arrive. */

@@ -33,51 +33,71 @@ async function serverStillWorks() {
 }
 
 describe('a sandbox failure ends the run, not the server', () => {
-  it('an array bomb after an await (QuickJS used to abort on teardown) ends at the memory limit', async () => {
-    const r = await execute(client, 'await null; const a = []; for (;;) a.push(new Array(1e6).fill(1.5));');
-    expect(r.isError).toBe(true);
-    expect(r.doc.error.code).toBe('sandbox_memory_limit');
-    await serverStillWorks();
-  }, SLOW);
+  it(
+    'an array bomb after an await (QuickJS used to abort on teardown) ends at the memory limit',
+    async () => {
+      const r = await execute(client, 'await null; const a = []; for (;;) a.push(new Array(1e6).fill(1.5));');
+      expect(r.isError).toBe(true);
+      expect(r.doc.error.code).toBe('sandbox_memory_limit');
+      await serverStillWorks();
+    },
+    SLOW,
+  );
 
-  it('a call whose body holds a 20 MiB string, after a first call', async () => {
-    const r = await execute(
-      client,
-      `await api.call('getCurrentAgentGrant');
+  it(
+    'a call whose body holds a 20 MiB string, after a first call',
+    async () => {
+      const r = await execute(
+        client,
+        `await api.call('getCurrentAgentGrant');
        await api.request('POST', '/agent/v1/feature-requests', { capability: 'x'.repeat(20 << 20), problem: 'p' });`,
-    );
-    expect(r.isError).toBe(true);
-    // Building and copying 20 MiB in QuickJS is slow: on a loaded machine the CPU limit may come first.
-    expect(['sandbox_memory_limit', 'sandbox_cpu_time_limit']).toContain(r.doc.error.code);
-    await serverStillWorks();
-  }, SLOW);
+      );
+      expect(r.isError).toBe(true);
+      // Building and copying 20 MiB in QuickJS is slow: on a loaded machine the CPU limit may come first.
+      expect(['sandbox_memory_limit', 'sandbox_cpu_time_limit']).toContain(r.doc.error.code);
+      await serverStillWorks();
+    },
+    SLOW,
+  );
 
-  it('a sandbox process killed mid-run: sandbox_failed, and the next execute gets a new sandbox', async () => {
-    const run = execute(client, 'for (;;) {}');
-    await until(() => runningSandboxPids().length === 1);
-    const [pid] = runningSandboxPids();
-    process.kill(pid!, 'SIGKILL');
-    const r = await run;
-    expect(r.isError).toBe(true);
-    expect(r.doc.error.code).toBe('sandbox_failed');
-    await serverStillWorks();
-  }, SLOW);
+  it(
+    'a sandbox process killed mid-run: sandbox_failed, and the next execute gets a new sandbox',
+    async () => {
+      const run = execute(client, 'for (;;) {}');
+      await until(() => runningSandboxPids().length === 1);
+      const [pid] = runningSandboxPids();
+      process.kill(pid!, 'SIGKILL');
+      const r = await run;
+      expect(r.isError).toBe(true);
+      expect(r.doc.error.code).toBe('sandbox_failed');
+      await serverStillWorks();
+    },
+    SLOW,
+  );
 
-  it.if(process.platform === 'linux')('runs each sandbox under the OS address-space limit', async () => {
-    const run = execute(client, 'for (;;) {}');
-    await until(() => runningSandboxPids().length === 1);
-    const [pid] = runningSandboxPids();
-    const limits = readFileSync(`/proc/${pid}/limits`, 'utf8');
-    process.kill(pid!, 'SIGKILL');
-    await run;
-    expect(limits).toMatch(new RegExp(`Max address space\\s+${SANDBOX_PROCESS.addressSpaceBytes}\\s+${SANDBOX_PROCESS.addressSpaceBytes}`));
-  }, SLOW);
+  it.if(process.platform === 'linux')(
+    'runs each sandbox under the OS address-space limit',
+    async () => {
+      const run = execute(client, 'for (;;) {}');
+      await until(() => runningSandboxPids().length === 1);
+      const [pid] = runningSandboxPids();
+      const limits = readFileSync(`/proc/${pid}/limits`, 'utf8');
+      process.kill(pid!, 'SIGKILL');
+      await run;
+      expect(limits).toMatch(new RegExp(`Max address space\\s+${SANDBOX_PROCESS.addressSpaceBytes}\\s+${SANDBOX_PROCESS.addressSpaceBytes}`));
+    },
+    SLOW,
+  );
 
-  it('keeps __sandbox out of help, and refuses it when started by hand (no IPC channel)', () => {
-    const help = Bun.spawnSync(['bun', ENTRY, '--help'], { stdout: 'pipe', stderr: 'pipe' });
-    expect(`${help.stdout}${help.stderr}`).not.toContain('__sandbox');
-    const byHand = Bun.spawnSync(['bun', ENTRY, '__sandbox'], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe', timeout: 20_000 });
-    expect(byHand.exitCode).toBe(2);
-    expect(byHand.stderr.toString()).toContain('started by hookrelay serve');
-  }, SLOW);
+  it(
+    'keeps __sandbox out of help, and refuses it when started by hand (no IPC channel)',
+    () => {
+      const help = Bun.spawnSync(['bun', ENTRY, '--help'], { stdout: 'pipe', stderr: 'pipe' });
+      expect(`${help.stdout}${help.stderr}`).not.toContain('__sandbox');
+      const byHand = Bun.spawnSync(['bun', ENTRY, '__sandbox'], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe', timeout: 20_000 });
+      expect(byHand.exitCode).toBe(2);
+      expect(byHand.stderr.toString()).toContain('started by hookrelay serve');
+    },
+    SLOW,
+  );
 });

@@ -51,7 +51,7 @@ describe('callbackSigned', () => {
 });
 
 describe('GET /auth/install', () => {
-  it('redirects to the shop\'s authorize page with the client id, scopes, callback and a state also set as a cookie', async () => {
+  it("redirects to the shop's authorize page with the client id, scopes, callback and a state also set as a cookie", async () => {
     const e = await env();
     const res = await get(e, '/auth/install?shop=Demo.myshopify.com');
     expect(res.status).toBe(302);
@@ -80,7 +80,8 @@ describe('GET /auth/install', () => {
   });
 
   it('takes the client id `store set --app-client-id` stored when the variable is unset; the variable wins', async () => {
-    const clientIdOf = async (e: TestEnv) => new URL((await get(e, '/auth/install?shop=demo.myshopify.com')).headers.get('location')!).searchParams.get('client_id');
+    const clientIdOf = async (e: TestEnv) =>
+      new URL((await get(e, '/auth/install?shop=demo.myshopify.com')).headers.get('location')!).searchParams.get('client_id');
     const stored = await env({ clientId: null });
     stored.core.config.appClientId = 'stored-client-0002';
     expect(await clientIdOf(stored)).toBe('stored-client-0002');

@@ -76,8 +76,21 @@ describe('billing through Shopify', () => {
     expect(usage.meters.find((m: { meter: string }) => m.meter === 'accepted_events').limit).toBe(250_000);
 
     // Cancelled: back to free.
-    const cancelled = webhookPayloads.appSubscriptionsUpdate({ id: sub.id, name: 'hookrelay growth', status: 'CANCELLED', shopId: fake.shop.id, createdAt: '2026-06-17T12:00:00Z', updatedAt: '2026-06-17T12:05:00Z' });
-    const r2 = await e.app.fetch(new Request(`${BASE}/shopify/webhooks`, { method: 'POST', headers: await signedHeaders('app_subscriptions/update', cancelled), body: JSON.stringify(cancelled) }));
+    const cancelled = webhookPayloads.appSubscriptionsUpdate({
+      id: sub.id,
+      name: 'hookrelay growth',
+      status: 'CANCELLED',
+      shopId: fake.shop.id,
+      createdAt: '2026-06-17T12:00:00Z',
+      updatedAt: '2026-06-17T12:05:00Z',
+    });
+    const r2 = await e.app.fetch(
+      new Request(`${BASE}/shopify/webhooks`, {
+        method: 'POST',
+        headers: await signedHeaders('app_subscriptions/update', cancelled),
+        body: JSON.stringify(cancelled),
+      }),
+    );
     expect(r2.status).toBe(200);
     await waitFor(async () => (await e.repo.getStoreByShop(SHOP))!.plan === 'free');
   });
@@ -93,8 +106,17 @@ describe('billing through Shopify', () => {
 
     const grant = await addGrant(e, 'admin_assistant', { shop: SHOP });
     const read = (await call(e, 'GET', '/agent/v1/billing-handoff', { token: grant })).json.data;
-    expect(read).toMatchObject({ billing: 'shopify-test', currentPlan: 'free', humanOnly: true, appBillingUrl: `https://admin.shopify.com/store/billed-store/apps/${CLIENT.clientId}` });
-    expect(read.paidPlanOptions.map((p: { plan: string; priceUsd: number }) => [p.plan, p.priceUsd])).toEqual([['starter', 19], ['growth', 79], ['scale', 249]]);
+    expect(read).toMatchObject({
+      billing: 'shopify-test',
+      currentPlan: 'free',
+      humanOnly: true,
+      appBillingUrl: `https://admin.shopify.com/store/billed-store/apps/${CLIENT.clientId}`,
+    });
+    expect(read.paidPlanOptions.map((p: { plan: string; priceUsd: number }) => [p.plan, p.priceUsd])).toEqual([
+      ['starter', 19],
+      ['growth', 79],
+      ['scale', 249],
+    ]);
     const write = await call(e, 'POST', '/agent/v1/billing-handoff', { token: grant, body: { plan: 'growth' } });
     expect(write.status).toBe(403);
     expect(write.json.refusal.category).toBe('human_only');
@@ -134,8 +156,21 @@ describe('billing through Shopify', () => {
     expect((await e.app.fetch(new Request(`${BASE}/billing/subscribe?shop=${SHOP}&plan=growth&expires=9999999999999&sig=${'0'.repeat(64)}`))).status).toBe(404);
     const grant = await addGrant(e, 'observer', { shop: SHOP });
     expect((await call(e, 'GET', '/agent/v1/billing-handoff', { token: grant })).json.data).toMatchObject({ billing: 'off', currentPlan: 'unlimited' });
-    const active = webhookPayloads.appSubscriptionsUpdate({ id: 'gid://shopify/AppSubscription/1', name: 'hookrelay scale', status: 'ACTIVE', shopId: fake.shop.id, createdAt: '2026-06-17T12:00:00Z', updatedAt: '2026-06-17T12:05:00Z' });
-    const res = await e.app.fetch(new Request(`${BASE}/shopify/webhooks`, { method: 'POST', headers: await signedHeaders('app_subscriptions/update', active), body: JSON.stringify(active) }));
+    const active = webhookPayloads.appSubscriptionsUpdate({
+      id: 'gid://shopify/AppSubscription/1',
+      name: 'hookrelay scale',
+      status: 'ACTIVE',
+      shopId: fake.shop.id,
+      createdAt: '2026-06-17T12:00:00Z',
+      updatedAt: '2026-06-17T12:05:00Z',
+    });
+    const res = await e.app.fetch(
+      new Request(`${BASE}/shopify/webhooks`, {
+        method: 'POST',
+        headers: await signedHeaders('app_subscriptions/update', active),
+        body: JSON.stringify(active),
+      }),
+    );
     expect(res.status).toBe(200);
     await Bun.sleep(50);
     expect((await e.repo.getStoreByShop(SHOP))!.plan).toBe('unlimited');

@@ -99,11 +99,23 @@ describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL', () => {
       const grant = await issueGrant(a, { shopDomain: 'demo.myshopify.com', tier: 'admin_assistant', ttlMs: 3600_000 });
       const app = createApp(a);
       const created = (await (
-        await app.fetch(new Request(`${BASE}/agent/v1/endpoints`, { method: 'POST', headers: { authorization: `Bearer ${grant.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ triggerVariant: 'order', resourceIdPath: 'order.id' }) }))
+        await app.fetch(
+          new Request(`${BASE}/agent/v1/endpoints`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${grant.token}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ triggerVariant: 'order', resourceIdPath: 'order.id' }),
+          }),
+        )
       ).json()) as { data: { endpoint: { id: string }; secret: string } };
       for (let i = 0; i < 40; i++) {
         const body = orderEvent(`pg-${i}`, 200 + i);
-        const res = await app.fetch(new Request(`${BASE}/hooks/${created.data.endpoint.id}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-hookrelay-signature': hmacHex(created.data.secret, body) }, body }));
+        const res = await app.fetch(
+          new Request(`${BASE}/hooks/${created.data.endpoint.id}`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-hookrelay-signature': hmacHex(created.data.secret, body) },
+            body,
+          }),
+        );
         expect(res.status).toBe(202);
       }
       await app.writer.close();

@@ -23,7 +23,16 @@ const SECRET_VAR = 'SHOPIFY_CLIENT_SECRET';
 let clock = new ManualClock();
 const fake = fakeShopifyForFile({ app: { ...CLIENT, tokenTtlSeconds: 4 }, now: () => clock.now() });
 
-const HANDOFF = { timeoutMs: 2000, baseDelayMs: 1000, maxDelayMs: 60_000, maxAttempts: 4, concurrency: 8, batchSize: 64, probeBaseDelayMs: 5_000, probeMaxDelayMs: 60_000 };
+const HANDOFF = {
+  timeoutMs: 2000,
+  baseDelayMs: 1000,
+  maxDelayMs: 60_000,
+  maxAttempts: 4,
+  concurrency: 8,
+  batchSize: 64,
+  probeBaseDelayMs: 5_000,
+  probeMaxDelayMs: 60_000,
+};
 
 interface Setup {
   env: TestEnv;
@@ -153,42 +162,51 @@ describe('client-credentials tokens on the clock', () => {
   });
 });
 
-  it("counts a token's life from its request: an answer that arrives late never outlives the platform's clock", async () => {
-    // The token endpoint answers 2 s (of the shared clock) after Shopify issued the token: its 4 s started then.
-    const slow = Bun.serve({
-      hostname: '127.0.0.1',
-      port: 0,
-      async fetch(req) {
-        const url = new URL(req.url);
-        const res = await fetch(`${fake.url}${url.pathname}${url.search}`, { method: req.method, headers: req.headers, body: await req.arrayBuffer(), redirect: 'manual' });
-        const body = await res.arrayBuffer();
-        if (url.pathname === '/admin/oauth/access_token') clock.advance(2_000);
-        return new Response(body, { status: res.status, headers: res.headers });
-      },
-    });
-    try {
-      const env = await createTestEnv({ shopifyAdminUrl: `http://127.0.0.1:${slow.port}`, env: (n) => (n === SECRET_VAR ? CLIENT.clientSecret : undefined), handoff: HANDOFF });
-      clock = env.clock;
-      await addStore(env, { destination: 'shopify', auth: 'client-credentials', clientId: CLIENT.clientId, clientSecretEnv: SECRET_VAR });
-      const grant = await addGrant(env, 'admin_assistant', { ttlMs: 30 * 86400_000 });
-      const { endpoint, secret } = await createEndpoint(env, grant);
-      const worker = new HandoffWorker(env.core);
-      const store = (await env.repo.getStoreByShop('demo.myshopify.com'))!;
-      for (let i = 0; i < 6; i++) {
-        await sendHook(env, endpoint, secret, orderEvent(`late-${i}`, 4100 + i));
-        await worker.drain();
-        // A renewal may still run beside the send that began it: wait until the newest token issued is the one stored.
-        const issuedAt = fake.tokenRequests[fake.tokenRequests.length - 1]!.at;
-        await until(async () => (await env.repo.links.get(store.id))!.tokenObtainedAt === issuedAt);
-        expect((await env.repo.links.get(store.id))!.tokenExpiresAt).toBe(issuedAt + 4_000);
-        clock.advance(1_500);
-      }
-      expect(fake.requests.filter((r) => r.behaviour === 'unauthorized')).toHaveLength(0);
-      expect(await count(env, 'events', "outcome = 'delivered'")).toBe(6);
-    } finally {
-      await slow.stop(true);
-    }
+it("counts a token's life from its request: an answer that arrives late never outlives the platform's clock", async () => {
+  // The token endpoint answers 2 s (of the shared clock) after Shopify issued the token: its 4 s started then.
+  const slow = Bun.serve({
+    hostname: '127.0.0.1',
+    port: 0,
+    async fetch(req) {
+      const url = new URL(req.url);
+      const res = await fetch(`${fake.url}${url.pathname}${url.search}`, {
+        method: req.method,
+        headers: req.headers,
+        body: await req.arrayBuffer(),
+        redirect: 'manual',
+      });
+      const body = await res.arrayBuffer();
+      if (url.pathname === '/admin/oauth/access_token') clock.advance(2_000);
+      return new Response(body, { status: res.status, headers: res.headers });
+    },
   });
+  try {
+    const env = await createTestEnv({
+      shopifyAdminUrl: `http://127.0.0.1:${slow.port}`,
+      env: (n) => (n === SECRET_VAR ? CLIENT.clientSecret : undefined),
+      handoff: HANDOFF,
+    });
+    clock = env.clock;
+    await addStore(env, { destination: 'shopify', auth: 'client-credentials', clientId: CLIENT.clientId, clientSecretEnv: SECRET_VAR });
+    const grant = await addGrant(env, 'admin_assistant', { ttlMs: 30 * 86400_000 });
+    const { endpoint, secret } = await createEndpoint(env, grant);
+    const worker = new HandoffWorker(env.core);
+    const store = (await env.repo.getStoreByShop('demo.myshopify.com'))!;
+    for (let i = 0; i < 6; i++) {
+      await sendHook(env, endpoint, secret, orderEvent(`late-${i}`, 4100 + i));
+      await worker.drain();
+      // A renewal may still run beside the send that began it: wait until the newest token issued is the one stored.
+      const issuedAt = fake.tokenRequests[fake.tokenRequests.length - 1]!.at;
+      await until(async () => (await env.repo.links.get(store.id))!.tokenObtainedAt === issuedAt);
+      expect((await env.repo.links.get(store.id))!.tokenExpiresAt).toBe(issuedAt + 4_000);
+      clock.advance(1_500);
+    }
+    expect(fake.requests.filter((r) => r.behaviour === 'unauthorized')).toHaveLength(0);
+    expect(await count(env, 'events', "outcome = 'delivered'")).toBe(6);
+  } finally {
+    await slow.stop(true);
+  }
+});
 
 describe('the platform refusing every token for a while', () => {
   it('pauses the store (events wait, never fail), probes a bounded number of times over 3 minutes, then drains everything', async () => {
@@ -288,9 +306,18 @@ describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL', () => {
     const a = await open();
     const b = await open();
     try {
-      const { store: view } = await initStore(a, { shopDomain: 'demo.myshopify.com', destination: 'shopify', auth: 'client-credentials', clientId: CLIENT.clientId, clientSecretEnv: SECRET_VAR });
+      const { store: view } = await initStore(a, {
+        shopDomain: 'demo.myshopify.com',
+        destination: 'shopify',
+        auth: 'client-credentials',
+        clientId: CLIENT.clientId,
+        clientSecretEnv: SECRET_VAR,
+      });
       const store = (await a.repo.getStore(view.storeId))!;
-      const asks = [...Array.from({ length: 10 }, () => shopifyPlatform(a).credentials.token(store)), ...Array.from({ length: 10 }, () => shopifyPlatform(b).credentials.token(store))];
+      const asks = [
+        ...Array.from({ length: 10 }, () => shopifyPlatform(a).credentials.token(store)),
+        ...Array.from({ length: 10 }, () => shopifyPlatform(b).credentials.token(store)),
+      ];
       const got = await Promise.all(asks);
       expect(got.every((g) => g.ok)).toBe(true);
       expect(new Set(got.map((g) => (g.ok ? g.token.value : ''))).size).toBe(1);
@@ -319,7 +346,11 @@ describe('the API version Shopify answers with', () => {
   const future = fakeShopifyForFile({ token: 'shpat_future_static_token', supportedVersions: ['2027-01', '2027-04'] });
 
   it('records a fall-forward (2026-10 asked, 2027-01 answered), warns once, and doctor-facing reads show it', async () => {
-    const env = await createTestEnv({ shopifyAdminUrl: future.url, env: (n) => (n === 'STATIC_TOKEN' ? 'shpat_future_static_token' : undefined), handoff: HANDOFF });
+    const env = await createTestEnv({
+      shopifyAdminUrl: future.url,
+      env: (n) => (n === 'STATIC_TOKEN' ? 'shpat_future_static_token' : undefined),
+      handoff: HANDOFF,
+    });
     clock = env.clock;
     await addStore(env, { destination: 'shopify', adminTokenEnv: 'STATIC_TOKEN' });
     const grant = await addGrant(env);
@@ -331,7 +362,11 @@ describe('the API version Shopify answers with', () => {
     const warnings = env.log.lines.filter((l) => l.includes('answered with Admin API 2027-01, not 2026-10'));
     expect(warnings).toHaveLength(1);
     const platform = (await call(env, 'GET', '/agent/v1/setup-state', { token: grant })).json.data.platform;
-    expect(platform).toMatchObject({ answeredApiVersion: '2027-01', apiVersion: { version: '2026-10' }, credentials: { mode: 'static', adminTokenEnv: 'STATIC_TOKEN', variableSet: true } });
+    expect(platform).toMatchObject({
+      answeredApiVersion: '2027-01',
+      apiVersion: { version: '2026-10' },
+      credentials: { mode: 'static', adminTokenEnv: 'STATIC_TOKEN', variableSet: true },
+    });
     expect(platform.check.result).toBe('ok');
   });
 });

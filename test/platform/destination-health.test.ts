@@ -17,7 +17,11 @@ const fake = fakeShopifyForFile({ token: TOKEN, now: () => (env ? env.clock.now(
 afterEach(() => fake.setDown(false));
 
 async function setup(adminUrl = fake.url) {
-  env = await createTestEnv({ shopifyAdminUrl: adminUrl, env: (n) => (n === 'TOKEN' ? TOKEN : undefined), handoff: { ...defaultConfig().handoff, timeoutMs: 500, concurrency: 1 } });
+  env = await createTestEnv({
+    shopifyAdminUrl: adminUrl,
+    env: (n) => (n === 'TOKEN' ? TOKEN : undefined),
+    handoff: { ...defaultConfig().handoff, timeoutMs: 500, concurrency: 1 },
+  });
   const e = env;
   await addStore(e, { destination: 'shopify', adminTokenEnv: 'TOKEN' });
   const grant = await addGrant(e, 'admin_assistant', { ttlMs: 7 * 86400_000 });
@@ -86,7 +90,13 @@ describe('a failing destination', () => {
 
     // A store its merchant uninstalled waits for the merchant: no fault of the box's.
     const store = (await e.repo.listStores())[0]!;
-    await e.repo.links.pause(store.id, { reason: 'uninstalled', code: 'SVC_APP_UNINSTALLED', message: 'uninstalled' }, e.clock.now(), 0, e.clock.now() + 60_000);
+    await e.repo.links.pause(
+      store.id,
+      { reason: 'uninstalled', code: 'SVC_APP_UNINSTALLED', message: 'uninstalled' },
+      e.clock.now(),
+      0,
+      e.clock.now() + 60_000,
+    );
     expect((await status()).body).toMatchObject({ status: 'operational' });
   });
 });

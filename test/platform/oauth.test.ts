@@ -42,7 +42,7 @@ async function endpointFor(e: TestEnv) {
 }
 
 describe('installing the app', () => {
-  it('creates the store from Shopify\'s answer (OAuth, expiring token, identity) and hands its events off', async () => {
+  it("creates the store from Shopify's answer (OAuth, expiring token, identity) and hands its events off", async () => {
     const { env: e, worker } = await setup();
     const landed = await install(e);
     expect(landed.status).toBe(200);
@@ -53,7 +53,13 @@ describe('installing the app', () => {
     expect(fake.tokenRequests.map((t) => [t.grantType, t.outcome])).toEqual([['authorization_code', 'issued']]);
 
     const store = (await e.repo.getStoreByShop(SHOP))!;
-    expect(store).toMatchObject({ destination: 'shopify', credentialMode: 'oauth', clientId: CLIENT.clientId, clientSecretEnv: 'HOOKRELAY_SHOPIFY_APP_SECRET', uninstalledAt: null });
+    expect(store).toMatchObject({
+      destination: 'shopify',
+      credentialMode: 'oauth',
+      clientId: CLIENT.clientId,
+      clientSecretEnv: 'HOOKRELAY_SHOPIFY_APP_SECRET',
+      uninstalledAt: null,
+    });
     expect(store.platformAccountId).toBe(String(fake.shop.id));
     expect(store.installationId).toMatch(/^\d+$/);
     const link = (await e.repo.links.get(store.id))!;
@@ -157,7 +163,10 @@ describe('installing the app', () => {
     expect(fake.requests).toHaveLength(0);
     expect(await count(e, 'events', "outcome = 'queued'")).toBe(4);
     const store = (await e.repo.getStoreByShop(SHOP))!;
-    expect(await row<Record<string, unknown>>(e, 'SELECT token_sealed, refresh_sealed FROM platform_links WHERE store_id = ?', store.id)).toEqual({ token_sealed: null, refresh_sealed: null });
+    expect(await row<Record<string, unknown>>(e, 'SELECT token_sealed, refresh_sealed FROM platform_links WHERE store_id = ?', store.id)).toEqual({
+      token_sealed: null,
+      refresh_sealed: null,
+    });
     const state = (await call(e, 'GET', '/agent/v1/setup-state', { token: grant })).json.data;
     expect(state.handoff).toMatchObject({ state: 'paused', reason: 'uninstalled', code: 'SVC_APP_UNINSTALLED' });
     expect(state.checklist.find((c: { item: string }) => c.item === 'store_installed').done).toBe(false);

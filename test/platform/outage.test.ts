@@ -41,7 +41,11 @@ describe('the retry schedule', () => {
   });
 
   it('takes each retry after its delay, shortened by jitter but never below 80%, and fails the event after the last', async () => {
-    env = await createTestEnv({ shopifyAdminUrl: fake.url, env: (n) => (n === 'TOKEN' ? TOKEN : undefined), handoff: { retrySchedule: [10_000, 60_000], timeoutMs: 500 } });
+    env = await createTestEnv({
+      shopifyAdminUrl: fake.url,
+      env: (n) => (n === 'TOKEN' ? TOKEN : undefined),
+      handoff: { retrySchedule: [10_000, 60_000], timeoutMs: 500 },
+    });
     await addStore(env, { destination: 'shopify', adminTokenEnv: 'TOKEN' });
     const grant = await addGrant(env);
     const { endpoint, secret } = await createEndpoint(env, grant);
@@ -66,7 +70,11 @@ describe('the retry schedule', () => {
 
 /** A store handing off to the fake with the default retry schedule and probe delays, jitter pinned to its top. */
 async function outageSetup() {
-  env = await createTestEnv({ shopifyAdminUrl: fake.url, env: (n) => (n === 'TOKEN' ? TOKEN : undefined), handoff: { ...defaultConfig().handoff, timeoutMs: 500, concurrency: 4 } });
+  env = await createTestEnv({
+    shopifyAdminUrl: fake.url,
+    env: (n) => (n === 'TOKEN' ? TOKEN : undefined),
+    handoff: { ...defaultConfig().handoff, timeoutMs: 500, concurrency: 4 },
+  });
   const e = env;
   await addStore(e, { destination: 'shopify', adminTokenEnv: 'TOKEN' });
   const grant = await addGrant(e, 'admin_assistant', { ttlMs: 7 * 86400_000 });
@@ -148,7 +156,10 @@ describe('Shopify down for hours', () => {
     expect(fake.shopQueries.length).toBeLessThanOrEqual(HOURS * 12 + 8);
     expect(await count(e, 'events', "outcome = 'failed'")).toBe(0);
     expect(await count(e, 'attempts', "outcome = 'failed'")).toBe(0);
-    expect((await call(e, 'GET', '/agent/v1/setup-state', { token: grant })).json.data.handoff).toMatchObject({ state: 'paused', code: 'SVC_PLATFORM_UNAVAILABLE' });
+    expect((await call(e, 'GET', '/agent/v1/setup-state', { token: grant })).json.data.handoff).toMatchObject({
+      state: 'paused',
+      code: 'SVC_PLATFORM_UNAVAILABLE',
+    });
     // No event used up its retries waiting: those that met the outage before the pause spent two at most (of 12);
     // every event received during it spent none.
     const events = (await call(e, 'GET', '/agent/v1/events?limit=100', { token: grant })).json.data.events as { attempts: number }[];

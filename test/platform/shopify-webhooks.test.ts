@@ -87,7 +87,11 @@ async function deliver(e: TestEnv, d: Delivery) {
     else headers[k] = v;
   }
   const res = await e.app.fetch(new Request(`${BASE}/shopify/webhooks`, { method: 'POST', headers, body }));
-  return { status: res.status, json: (await res.json()) as { status?: string; code?: string; message?: string }, webhookId: headers['x-shopify-webhook-id'] ?? '' };
+  return {
+    status: res.status,
+    json: (await res.json()) as { status?: string; code?: string; message?: string },
+    webhookId: headers['x-shopify-webhook-id'] ?? '',
+  };
 }
 
 const customer = { id: CUSTOMER, email: EMAIL, phone: PHONE };
@@ -135,7 +139,11 @@ describe('POST /shopify/webhooks refuses', () => {
     expect((await deliver(e, { topic: 'customers/data_request', payload, signature: null })).json.code).toBe('SVC_AUTH_HEADER_MISSING');
     expect((await deliver(e, { topic: 'customers/data_request', payload, signature: 'garbage' })).status).toBe(401);
     // A genuine signature over other bytes: the body was changed on the way.
-    const tampered = await deliver(e, { topic: 'shop/redact', payload: JSON.stringify(webhookPayloads.shopRedact(shopInfo())), signature: hmacBase64(CLIENT.clientSecret, JSON.stringify(payload)) });
+    const tampered = await deliver(e, {
+      topic: 'shop/redact',
+      payload: JSON.stringify(webhookPayloads.shopRedact(shopInfo())),
+      signature: hmacBase64(CLIENT.clientSecret, JSON.stringify(payload)),
+    });
     expect(tampered.status).toBe(401);
     expect(await count(e, 'shopify_webhooks')).toBe(0);
     expect(await count(e, 'records')).toBe(0);
@@ -153,8 +161,13 @@ describe('POST /shopify/webhooks refuses', () => {
   it('a body over 64 KiB (413), bad JSON or headers or a payload naming another shop (400, once signed), other methods (405)', async () => {
     const { env: e } = await setup();
     expect((await deliver(e, { topic: 'shop/redact', payload: JSON.stringify({ pad: 'x'.repeat(70_000) }) })).status).toBe(413);
-    expect((await deliver(e, { topic: 'shop/redact', payload: '{not json' })).json).toMatchObject({ code: 'invalid_input', message: 'The body is not valid JSON.' });
-    expect((await deliver(e, { topic: 'shop/redact', payload: webhookPayloads.shopRedact(shopInfo()), headers: { 'x-shopify-webhook-id': null } })).status).toBe(400);
+    expect((await deliver(e, { topic: 'shop/redact', payload: '{not json' })).json).toMatchObject({
+      code: 'invalid_input',
+      message: 'The body is not valid JSON.',
+    });
+    expect(
+      (await deliver(e, { topic: 'shop/redact', payload: webhookPayloads.shopRedact(shopInfo()), headers: { 'x-shopify-webhook-id': null } })).status,
+    ).toBe(400);
     expect((await deliver(e, { topic: 'shop/redact', payload: webhookPayloads.shopRedact(shopInfo()), shop: 'evil.example.com' })).status).toBe(400);
     // A genuine body delivered again under another shop's header: the payload says which shop it is about.
     const elsewhere = await deliver(e, { topic: 'shop/redact', payload: webhookPayloads.shopRedact(shopInfo()), shop: OTHER_SHOP });
@@ -178,10 +191,21 @@ describe('POST /shopify/webhooks records, answers, then processes', () => {
     expect(first).toMatchObject({ status: 200, json: { status: 'received' } });
     await shopifyWebhooks(e.core).idle();
     // Shopify retries (or someone replays the captured request): same id, same bytes, same signature.
-    for (let i = 0; i < 3; i++) expect(await deliver(e, { topic: 'customers/data_request', payload, webhookId: 'wh-repeat-1' })).toMatchObject({ status: 200, json: { status: 'duplicate' } });
+    for (let i = 0; i < 3; i++)
+      expect(await deliver(e, { topic: 'customers/data_request', payload, webhookId: 'wh-repeat-1' })).toMatchObject({
+        status: 200,
+        json: { status: 'duplicate' },
+      });
     await shopifyWebhooks(e.core).idle();
     expect(await count(e, 'records', 'kind = ?', CUSTOMER_DATA_REQUEST)).toBe(1);
-    expect(await webhookRow(e, 'wh-repeat-1')).toMatchObject({ attempts: 1, lastError: null, payloadSealed: null, topic: 'customers/data_request', shopDomain: SHOP, apiVersion: '2026-10' });
+    expect(await webhookRow(e, 'wh-repeat-1')).toMatchObject({
+      attempts: 1,
+      lastError: null,
+      payloadSealed: null,
+      topic: 'customers/data_request',
+      shopDomain: SHOP,
+      apiVersion: '2026-10',
+    });
     expect((await webhookRow(e, 'wh-repeat-1'))!.processedAt).not.toBeNull();
   });
 
@@ -189,7 +213,12 @@ describe('POST /shopify/webhooks records, answers, then processes', () => {
     const { env: e } = await setup();
     const r = await deliver(e, { topic: 'orders/create', payload: { id: 1, email: EMAIL }, webhookId: 'wh-unknown' });
     expect(r).toMatchObject({ status: 200, json: { status: 'ignored' } });
-    expect(await webhookRow(e, 'wh-unknown')).toMatchObject({ topic: 'orders/create', attempts: 0, payloadSealed: null, result: 'topic not handled by hookrelay' });
+    expect(await webhookRow(e, 'wh-unknown')).toMatchObject({
+      topic: 'orders/create',
+      attempts: 0,
+      payloadSealed: null,
+      result: 'topic not handled by hookrelay',
+    });
     expect(e.log.lines.some((l) => l.includes('orders/create') && l.includes('not a topic hookrelay handles'))).toBe(true);
   });
 
@@ -197,7 +226,14 @@ describe('POST /shopify/webhooks records, answers, then processes', () => {
     const { env: e } = await setup();
     await install(e);
     const before = (await e.repo.getStoreByShop(SHOP))!;
-    const payload = webhookPayloads.appSubscriptionsUpdate({ id: 'gid://shopify/AppSubscription/1', name: 'starter', status: 'ACTIVE', shopId: fake.shop.id, createdAt: '2026-06-17T12:00:00Z', updatedAt: '2026-06-17T12:00:00Z' });
+    const payload = webhookPayloads.appSubscriptionsUpdate({
+      id: 'gid://shopify/AppSubscription/1',
+      name: 'starter',
+      status: 'ACTIVE',
+      shopId: fake.shop.id,
+      createdAt: '2026-06-17T12:00:00Z',
+      updatedAt: '2026-06-17T12:00:00Z',
+    });
     expect((await deliver(e, { topic: 'app_subscriptions/update', payload, webhookId: 'wh-sub' })).status).toBe(200);
     await shopifyWebhooks(e.core).idle();
     expect((await webhookRow(e, 'wh-sub'))!.result).toBe('no change');
@@ -219,7 +255,9 @@ describe('app/uninstalled', () => {
     expect(delivered.status).toBe(200);
     await shopifyWebhooks(e.core).idle();
     expect((await e.repo.getStoreByShop(SHOP))!.uninstalledAt).toBe(e.clock.now());
-    expect(await row<Record<string, unknown>>(e, 'SELECT token_sealed, refresh_sealed, pause_reason, pause_code FROM platform_links WHERE store_id = ?', store.id)).toEqual({
+    expect(
+      await row<Record<string, unknown>>(e, 'SELECT token_sealed, refresh_sealed, pause_reason, pause_code FROM platform_links WHERE store_id = ?', store.id),
+    ).toEqual({
       token_sealed: null,
       refresh_sealed: null,
       pause_reason: 'uninstalled',
@@ -365,7 +403,10 @@ describe('shop/redact', () => {
     expect(listed.every((ev) => ev.bodyRetention === 'expired' && !ev.replayable)).toBe(true);
     expect(await count(e, 'records', 'store_id = ?', store.id)).toBe(0);
     expect(await count(e, 'intents', "store_id = ? AND kind = 'support_request'", store.id)).toBe(0);
-    expect(await row<Record<string, unknown>>(e, 'SELECT token_sealed, refresh_sealed FROM platform_links WHERE store_id = ?', store.id)).toEqual({ token_sealed: null, refresh_sealed: null });
+    expect(await row<Record<string, unknown>>(e, 'SELECT token_sealed, refresh_sealed FROM platform_links WHERE store_id = ?', store.id)).toEqual({
+      token_sealed: null,
+      refresh_sealed: null,
+    });
     const dump = JSON.stringify(await dumpDatabase(e));
     for (const gone of ['private-c1', 'private-o1', 'private-p1', 'private-support-text', 'private-note-A']) expect(dump).not.toContain(gone);
     expect(await count(e, 'confirmations', 'store_id = ? AND note IS NULL', store.id)).toBe(1); // the confirmation stays, its note gone
@@ -376,7 +417,9 @@ describe('shop/redact', () => {
     expect(dump).toContain('private-support-B');
     expect(dump).toContain('private-note-B');
     expect((await call(e, 'GET', `/agent/v1/events/${otherEvent}`, { token: otherGrant })).json.data.event.bodyRetention).toBe('retained');
-    expect((await webhookRow(e, r.webhookId))!.result).toMatch(/5 event bodies erased \(events and counts kept\), 1 records and 1 intents deleted, tokens cleared, 1 confirmation notes erased/);
+    expect((await webhookRow(e, r.webhookId))!.result).toMatch(
+      /5 event bodies erased \(events and counts kept\), 1 records and 1 intents deleted, tokens cleared, 1 confirmation notes erased/,
+    );
     expect(e.log.lines.join('\n')).not.toMatch(/private-|webhooks-app-secret/);
   });
 });
@@ -415,10 +458,22 @@ describe('customers/data_request', () => {
     const r = await deliver(e, { topic: 'customers/data_request', payload: dataRequest([450789469]) });
     expect(r.status).toBe(200);
     await shopifyWebhooks(e.core).idle();
-    const record = (await row<{ id: string; body: string }>(e, 'SELECT id, body FROM records WHERE store_id = ? AND kind = ?', store.id, CUSTOMER_DATA_REQUEST))!;
+    const record = (await row<{ id: string; body: string }>(
+      e,
+      'SELECT id, body FROM records WHERE store_id = ? AND kind = ?',
+      store.id,
+      CUSTOMER_DATA_REQUEST,
+    ))!;
     expect(record.id).toMatch(/^cdr_/);
     const body = JSON.parse(record.body);
-    expect(body).toMatchObject({ dataRequestId: '9999', customerId: String(CUSTOMER), ordersRequested: ['450789469'], eventCount: 2, bodiesRetained: 2, eventsTruncated: false });
+    expect(body).toMatchObject({
+      dataRequestId: '9999',
+      customerId: String(CUSTOMER),
+      ordersRequested: ['450789469'],
+      eventCount: 2,
+      bodiesRetained: 2,
+      eventsTruncated: false,
+    });
     expect(body.events.map((x: { id: string }) => x.id).sort()).toEqual([events.customer, events.order].sort());
     expect(body.events.map((x: { triggerVariant: string }) => x.triggerVariant).sort()).toEqual(['customer', 'order']);
     expect(body.events.every((x: { bodyRetained: boolean }) => x.bodyRetained)).toBe(true);

@@ -13,7 +13,13 @@ describe('SHOPIFY_ADMIN_API_VERSION', () => {
   });
 
   it('is supported, then ending soon 90 days before the end, then unsupported from the end', () => {
-    expect(apiVersionStatus(day('2026-11-25'))).toEqual({ version: '2026-10', releasedOn: '2026-10-01', supportedUntil: '2027-10-01', daysLeft: 310, status: 'supported' });
+    expect(apiVersionStatus(day('2026-11-25'))).toEqual({
+      version: '2026-10',
+      releasedOn: '2026-10-01',
+      supportedUntil: '2027-10-01',
+      daysLeft: 310,
+      status: 'supported',
+    });
     expect(apiVersionStatus(day('2027-07-02')).status).toBe('supported'); // 91 days left
     expect(apiVersionStatus(day('2027-07-04'))).toMatchObject({ daysLeft: 89, status: 'ending_soon' });
     expect(apiVersionStatus(day('2027-09-30') + 86_399_000)).toMatchObject({ daysLeft: 0, status: 'ending_soon' });

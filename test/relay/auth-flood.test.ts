@@ -137,7 +137,16 @@ describe('the replacement-endpoint guidance under folding', () => {
   test('a single folded row with count 2 counts as the two newest failures', async () => {
     const { env, store, token, endpoint } = await setup();
     const at = env.clock.now();
-    const failure = (id: string, t: number) => ({ id, storeId: store.storeId, endpointId: endpoint.id, code: 'SVC_AUTH_FAILED', at: t, count: 1, foldSince: at, keepRows: 1 });
+    const failure = (id: string, t: number) => ({
+      id,
+      storeId: store.storeId,
+      endpointId: endpoint.id,
+      code: 'SVC_AUTH_FAILED',
+      at: t,
+      count: 1,
+      foldSince: at,
+      keepRows: 1,
+    });
     await env.repo.commitIngest([], [failure('af_one', at), failure('af_two', at + 5_000)]);
     const rows = await env.repo.listAuthFailures(store.storeId, endpoint.id, 2);
     expect(rows).toEqual([expect.objectContaining({ id: 'af_one', count: 2, at: at + 5_000 })]);
@@ -152,7 +161,9 @@ describe('client address over a real socket', () => {
   function rawRequest(port: number, lines: string[], body: string): Promise<{ status: number; head: string; body: string }> {
     return new Promise((resolve, reject) => {
       const socket = net.connect(port, '127.0.0.1', () => {
-        socket.write(`POST ${lines[0]} HTTP/1.1\r\nHost: 127.0.0.1\r\n${lines.slice(1).join('\r\n')}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+        socket.write(
+          `POST ${lines[0]} HTTP/1.1\r\nHost: 127.0.0.1\r\n${lines.slice(1).join('\r\n')}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        );
       });
       let buf = '';
       // Bun may keep the connection open after answering: the response ends where its Content-Length says.
@@ -181,7 +192,8 @@ describe('client address over a real socket', () => {
         const port = running.server.port!;
         const body = orderEvent('socket');
         // The first hop is the client's own claim: rotating it must not escape the limit.
-        const send = (n: number) => rawRequest(port, [`/hooks/${endpoint.id}`, `X-Hookrelay-Signature: ${BAD}`, `X-Forwarded-For: 10.1.1.${n}, 198.51.100.9`], body);
+        const send = (n: number) =>
+          rawRequest(port, [`/hooks/${endpoint.id}`, `X-Hookrelay-Signature: ${BAD}`, `X-Forwarded-For: 10.1.1.${n}, 198.51.100.9`], body);
         for (let i = 0; i < perClient; i++) expect((await send(i)).status).toBe(401);
         expect((await send(99)).status).toBe(429);
         // Another address: with the proxy trusted, another last hop; without, X-Forwarded-For is ignored.
@@ -211,7 +223,11 @@ describe('client address over a real socket', () => {
       }
 
       // Two header lines, in both orders: Bun joins them ("a, b") before the app runs, refused as above.
-      for (const lines of [[wrong, sig], [sig, wrong], [sig, sig]]) {
+      for (const lines of [
+        [wrong, sig],
+        [sig, wrong],
+        [sig, sig],
+      ]) {
         const r = await rawRequest(port, [path, ...lines.map((v) => `X-Hookrelay-Signature: ${v}`)], body);
         expect(r.status).toBe(401);
         expect(JSON.parse(r.body)).toEqual({ code: 'SVC_AUTH_FAILED', message: expect.stringContaining('several values') });

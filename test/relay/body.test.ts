@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'bun:test';
 import { readCapped, releaseBody } from '../../src/lib/body.ts';
 
-const post = (body: string | ReadableStream, headers: Record<string, string> = {}) => new Request('http://relay.test/hooks/x', { method: 'POST', body, headers });
+const post = (body: string | ReadableStream, headers: Record<string, string> = {}) =>
+  new Request('http://relay.test/hooks/x', { method: 'POST', body, headers });
 
 describe('releaseBody', () => {
   it('frees a body readCapped read, with or without Content-Length', async () => {

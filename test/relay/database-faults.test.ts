@@ -43,7 +43,13 @@ async function serveOn(timeouts: PgTimeouts, worker = false): Promise<Box> {
   const repo = await PgRepo.open({ url: server.url, schema: `faults_${schemas++}`, max: 4, timeouts });
   const clock = new ManualClock();
   const log = memoryLog();
-  const core = createCore({ repo, box: new SecretBox(newSecretKey()), clock, log, config: defaultConfig({ publicUrl: BASE, env: () => undefined, handoff: testHandoff() }) });
+  const core = createCore({
+    repo,
+    box: new SecretBox(newSecretKey()),
+    clock,
+    log,
+    config: defaultConfig({ publicUrl: BASE, env: () => undefined, handoff: testHandoff() }),
+  });
   const serve = await startServer(core, { port: 0, host: '127.0.0.1', worker });
   running.push(serve);
   const env: TestEnv = { core, app: serve.app, clock, log, repo };
@@ -60,7 +66,13 @@ async function serveOn(timeouts: PgTimeouts, worker = false): Promise<Box> {
     serve,
     token,
     hook: (ext, body = orderEvent(ext)) =>
-      timed(new Request(`${serve.url}/hooks/${endpoint.id}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-hookrelay-signature': hmacHex(secret, body) }, body })),
+      timed(
+        new Request(`${serve.url}/hooks/${endpoint.id}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-hookrelay-signature': hmacHex(secret, body) },
+          body,
+        }),
+      ),
     get: (path, bearer) => timed(new Request(`${serve.url}${path}`, { headers: bearer ? { authorization: `Bearer ${bearer}` } : {} })),
     stored: async (eventId) => ((await repo.pool.query('SELECT 1 FROM events WHERE id = $1', [eventId])).rowCount ?? 0) > 0,
   };
@@ -115,11 +127,19 @@ describe.skipIf(!!why)(`storage faults on a private PostgreSQL${why ? ` (skipped
     expect((await box.hook('before')).status).toBe(202);
     // A route that does not answer a storage fault itself (Flow's lifecycle callback, signed with the app secret).
     box.env.core.config.env = (n) => (n === 'HOOKRELAY_SHOPIFY_APP_SECRET' ? 'lifecycle-test-secret' : undefined);
-    const lifecycleBody = JSON.stringify({ flow_trigger_definition_id: 'hookrelay-order', has_enabled_flow: true, shopify_domain: 'demo.myshopify.com', timestamp: new Date().toISOString() });
+    const lifecycleBody = JSON.stringify({
+      flow_trigger_definition_id: 'hookrelay-order',
+      has_enabled_flow: true,
+      shopify_domain: 'demo.myshopify.com',
+      timestamp: new Date().toISOString(),
+    });
     const lifecycle = () =>
       fetch(`${box.serve.url}/flow/lifecycle`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-shopify-hmac-sha256': createHmac('sha256', 'lifecycle-test-secret').update(lifecycleBody).digest('base64') },
+        headers: {
+          'content-type': 'application/json',
+          'x-shopify-hmac-sha256': createHmac('sha256', 'lifecycle-test-secret').update(lifecycleBody).digest('base64'),
+        },
         body: lifecycleBody,
         signal: AbortSignal.timeout(30_000),
       }).then((r) => r.status);
@@ -253,7 +273,9 @@ describe.skipIf(!!why)(`storage faults on a private PostgreSQL${why ? ` (skipped
     expect(first202).toBeGreaterThanOrEqual(0);
     expect([...new Set(answers.map((a) => a.status))].sort()).toEqual([202, 503]);
     const stored = new Set(
-      (await (box.env.repo as PgRepo).pool.query<{ ext: string }>("SELECT external_event_id AS ext FROM events WHERE external_event_id LIKE 'load-%'")).rows.map((r) => r.ext),
+      (
+        await (box.env.repo as PgRepo).pool.query<{ ext: string }>("SELECT external_event_id AS ext FROM events WHERE external_event_id LIKE 'load-%'")
+      ).rows.map((r) => r.ext),
     );
     const refusedButStored = answers.filter((a) => a.status === 503 && !a.eventId && stored.has(a.ext));
     expect(refusedButStored).toEqual([]);

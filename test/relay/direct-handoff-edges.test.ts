@@ -10,7 +10,23 @@ import type { Destination } from '../../src/platform/types.ts';
 import { defaultDestinations, HandoffWorker } from '../../src/relay/worker.ts';
 import { b, fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { handedOffTwice, receivedCounts, startDirectWorker, until } from '../fixtures/handoff.ts';
-import { addGrant, addStore, backend, call, count, createEndpoint, createTestEnv, execSql, type TestHandoff, executeIntent, orderEvent, row, rows, sendHook, type TestEnv } from '../helpers.ts';
+import {
+  addGrant,
+  addStore,
+  backend,
+  call,
+  count,
+  createEndpoint,
+  createTestEnv,
+  execSql,
+  type TestHandoff,
+  executeIntent,
+  orderEvent,
+  row,
+  rows,
+  sendHook,
+  type TestEnv,
+} from '../helpers.ts';
 
 const TOKEN = 'shpat_direct_edges_token';
 const HANDOFF = { timeoutMs: 1000, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 8 } as const satisfies TestHandoff;
@@ -71,7 +87,10 @@ function attemptNumbers(env: TestEnv, id: string) {
 
 /** Attempt rows recorded more than once under the same number (one handoff recorded twice). */
 function doubledAttempts(env: TestEnv) {
-  return rows<{ event_id: string; number: number; n: number }>(env, 'SELECT event_id, number, count(*) AS n FROM attempts GROUP BY event_id, number HAVING count(*) > 1');
+  return rows<{ event_id: string; number: number; n: number }>(
+    env,
+    'SELECT event_id, number, count(*) AS n FROM attempts GROUP BY event_id, number HAVING count(*) > 1',
+  );
 }
 
 async function sendMany(s: Setup, prefix: string, n: number, base: number) {
@@ -253,7 +272,13 @@ describe('receipts taken from their commit, through the rest of the handoff rule
       const ids = await sendMany(s, 'ext-nowf', 3, 7800);
       await until(async () => (await Promise.all(ids.map((id) => storedRow(s.env, id)))).every((r) => r.outcome !== 'queued'));
       for (const id of ids) {
-        expect(await storedRow(s.env, id)).toMatchObject({ outcome: 'no_workflow', code: 'SVC_NO_WORKFLOW', attempts: 1, lease_until: null, next_attempt_at: null });
+        expect(await storedRow(s.env, id)).toMatchObject({
+          outcome: 'no_workflow',
+          code: 'SVC_NO_WORKFLOW',
+          attempts: 1,
+          lease_until: null,
+          next_attempt_at: null,
+        });
       }
       expect(fake.requests).toHaveLength(0);
     } finally {
@@ -267,8 +292,16 @@ describe('receipts taken from their commit, through the rest of the handoff rule
     const store = { ...s.store, plan: 'free' };
     await env.repo.updateStore(store);
     // The free plan's hard limit is 500: one receipt of room left this period.
-    await execSql(env, 'INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES (?, ?, ?, ?)', store.id, 'accepted_events', store.createdAt, 499);
-    const meter = async () => (await row<{ used: number }>(env, "SELECT used FROM usage_counters WHERE store_id = ? AND meter = 'accepted_events'", store.id))!.used;
+    await execSql(
+      env,
+      'INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES (?, ?, ?, ?)',
+      store.id,
+      'accepted_events',
+      store.createdAt,
+      499,
+    );
+    const meter = async () =>
+      (await row<{ used: number }>(env, "SELECT used FROM usage_counters WHERE store_id = ? AND meter = 'accepted_events'", store.id))!.used;
     const worker = directWorker(env);
     try {
       const replies = await Promise.all([0, 1, 2].map((i) => sendHook(env, s.endpoint, s.secret, orderEvent(`ext-cap-${i}`, 7900 + i))));

@@ -96,7 +96,9 @@ describe('the running worker taking receipts from their commit', () => {
       // Three commits of 5, each within the worker's room (two rounds of 8).
       const ids: string[] = [];
       for (let wave = 0; wave < 3; wave++) {
-        const replies = await Promise.all(Array.from({ length: 5 }, (_, i) => sendHook(env, endpoint, secret, orderEvent(`ext-direct-${wave}-${i}`, 9000 + wave * 10 + i))));
+        const replies = await Promise.all(
+          Array.from({ length: 5 }, (_, i) => sendHook(env, endpoint, secret, orderEvent(`ext-direct-${wave}-${i}`, 9000 + wave * 10 + i))),
+        );
         expect(replies.every((r) => r.status === 202 && r.json.status === 'accepted')).toBe(true);
         ids.push(...replies.map((r) => r.json.eventId as string));
       }

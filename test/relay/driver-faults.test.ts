@@ -20,7 +20,9 @@ describe('storageFault of PostgreSQL driver errors', () => {
     expect(faultCode(new Error('Client has encountered a connection error and is not queryable'))).toBe('PG_CONNECTION_LOST');
     expect(faultCode(new Error('Client was closed and is not queryable'))).toBe('PG_CONNECTION_LOST');
     expect(faultCode(new Error('timeout exceeded when trying to connect'))).toBe('PG_CONNECT_TIMEOUT');
-    expect(faultCode(new Error('Connection terminated due to connection timeout', { cause: new Error('Connection terminated unexpectedly') }))).toBe('PG_CONNECT_TIMEOUT');
+    expect(faultCode(new Error('Connection terminated due to connection timeout', { cause: new Error('Connection terminated unexpectedly') }))).toBe(
+      'PG_CONNECT_TIMEOUT',
+    );
     expect(storageFault(wrapped(new Error('Connection terminated unexpectedly')))).toBe('unreachable');
     expect(storageFault(wrapped(new Error('timeout exceeded when trying to connect')))).toBe('timeout');
   });
@@ -85,7 +87,14 @@ describe('StorageHealth.reachable', () => {
 
 describe('ReceiptWriter on a stalled database', () => {
   const receipt = (key: string): PendingReceipt => {
-    const event = eventRow({ id: `evt_${key}`, receivedAt: Date.now(), outcome: 'rejected', code: 'SVC_INVALID_JSON', bodyRetention: 'none', nextAttemptAt: null });
+    const event = eventRow({
+      id: `evt_${key}`,
+      receivedAt: Date.now(),
+      outcome: 'rejected',
+      code: 'SVC_INVALID_JSON',
+      bodyRetention: 'none',
+      nextAttemptAt: null,
+    });
     return { event, body: null, bodyExpiresAt: event.receivedAt, dedupeSince: null };
   };
   /** A target whose first commit fails with `err` after 50 ms, and which commits everything after it. */
@@ -103,7 +112,11 @@ describe('ReceiptWriter on a stalled database', () => {
     } as unknown as IngestStore;
     return { store, commits };
   }
-  const settle = (p: Promise<CommittedReceipt>) => p.then(() => 'committed', (e: Error) => faultCode(e) ?? e.message);
+  const settle = (p: Promise<CommittedReceipt>) =>
+    p.then(
+      () => 'committed',
+      (e: Error) => faultCode(e) ?? e.message,
+    );
 
   it('refuses what queued behind a commit the database did not answer, without sending it', async () => {
     const { store, commits } = target(coded('The database did not answer within 6000 ms', 'PG_QUERY_TIMEOUT'));

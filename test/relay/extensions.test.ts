@@ -85,7 +85,9 @@ function allExtensionFiles(): { dir: string; toml: Record<string, any> }[] {
 
 describe('Flow trigger extensions', () => {
   it('ships one extension folder per trigger variant, the alert trigger, the lifecycle callback and the confirm action', () => {
-    const dirs = readdirSync(EXT_DIR, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+    const dirs = readdirSync(EXT_DIR, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name);
     expect(dirs.sort()).toEqual([...VARIANTS, ALERT_DIR, LIFECYCLE_DIR, CONFIRM_DIR].sort());
     expect(dirs).toHaveLength(11);
   });
@@ -94,7 +96,10 @@ describe('Flow trigger extensions', () => {
     const files = allExtensionFiles();
     const handles: string[] = [];
     for (const { dir, toml } of files) {
-      expect(Object.keys(toml).every((k) => DOCUMENTED[toml.extensions?.[0]?.type]?.sections.includes(k)), `${dir}: top-level sections`).toBe(true);
+      expect(
+        Object.keys(toml).every((k) => DOCUMENTED[toml.extensions?.[0]?.type]?.sections.includes(k)),
+        `${dir}: top-level sections`,
+      ).toBe(true);
       expect(toml.extensions, dir).toHaveLength(1);
       const ext = toml.extensions[0] as Record<string, unknown>;
       const doc = DOCUMENTED[ext.type as string];
@@ -192,7 +197,9 @@ describe('Flow trigger extensions', () => {
     // Both routes are real: an unsigned webhook gets the webhook handler's own 401, an unsigned callback the install's.
     const vars: Record<string, string> = { HOOKRELAY_SHOPIFY_APP_SECRET: 'app-secret', HOOKRELAY_SHOPIFY_CLIENT_ID: 'client-id' };
     const env = await createTestEnv({ env: (name) => vars[name] });
-    const hook = await env.app.fetch(new Request(`${BASE}${WEBHOOK_PATH}`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json', 'x-shopify-topic': 'shop/redact' } }));
+    const hook = await env.app.fetch(
+      new Request(`${BASE}${WEBHOOK_PATH}`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json', 'x-shopify-topic': 'shop/redact' } }),
+    );
     expect(hook.status).toBe(401);
     expect(((await hook.json()) as { code: string }).code).toBe('SVC_AUTH_HEADER_MISSING');
     const callback = await env.app.fetch(new Request(`${BASE}/auth/callback?shop=demo.myshopify.com&code=x&state=y&timestamp=1`));

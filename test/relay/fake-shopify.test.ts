@@ -304,7 +304,7 @@ describe('fake Shopify: GraphQL authentication', () => {
     ]);
   });
 
-  it('keeps today\'s behaviour without token or app: any non-empty token is accepted', async () => {
+  it("keeps today's behaviour without token or app: any non-empty token is accepted", async () => {
     const fake = startFakeShopify({ now: () => t });
     started.push(fake);
     expect((await trigger(fake, 'anything')).status).toBe(200);
@@ -993,7 +993,16 @@ describe('fake Shopify: webhooks', () => {
       orders_to_redact: [299938, 280263],
     });
     expect(fake.webhookDeliveries).toEqual([
-      { topic: 'customers/redact', shop: 'hookrelay-dev.myshopify.com', webhookId: r.webhookId, eventId: r.eventId, apiVersion: '2026-10', forged: false, status: 200, at: t },
+      {
+        topic: 'customers/redact',
+        shop: 'hookrelay-dev.myshopify.com',
+        webhookId: r.webhookId,
+        eventId: r.eventId,
+        apiVersion: '2026-10',
+        forged: false,
+        status: 200,
+        at: t,
+      },
     ]);
   });
 
@@ -1035,7 +1044,9 @@ describe('fake Shopify: webhooks', () => {
   it('builds the documented payloads', () => {
     const shop = { id: 954889, domain: 'canary.myshopify.com' };
     expect(webhookPayloads.shopRedact(shop)).toEqual({ shop_id: 954889, shop_domain: 'canary.myshopify.com' });
-    expect(webhookPayloads.customersDataRequest(shop, { id: 191167, email: 'john@example.com', phone: '555-625-1199' }, [299938, 280263, 220458], 9999)).toEqual({
+    expect(
+      webhookPayloads.customersDataRequest(shop, { id: 191167, email: 'john@example.com', phone: '555-625-1199' }, [299938, 280263, 220458], 9999),
+    ).toEqual({
       shop_id: 954889,
       shop_domain: 'canary.myshopify.com',
       orders_requested: [299938, 280263, 220458],
@@ -1050,7 +1061,14 @@ describe('fake Shopify: webhooks', () => {
     });
     expect(webhookPayloads.appUninstalled(shop)).toMatchObject({ id: 954889, domain: 'canary.myshopify.com', myshopify_domain: 'canary.myshopify.com' });
     expect(
-      webhookPayloads.appSubscriptionsUpdate({ id: 'gid://shopify/AppSubscription/1', name: 'Pro', status: 'ACTIVE', shopId: 954889, createdAt: 'c', updatedAt: 'u' }),
+      webhookPayloads.appSubscriptionsUpdate({
+        id: 'gid://shopify/AppSubscription/1',
+        name: 'Pro',
+        status: 'ACTIVE',
+        shopId: 954889,
+        createdAt: 'c',
+        updatedAt: 'u',
+      }),
     ).toEqual({
       app_subscription: {
         admin_graphql_api_id: 'gid://shopify/AppSubscription/1',
@@ -1107,7 +1125,9 @@ describe('fake Shopify: appSubscriptionCreate', () => {
     expect(created.userErrors).toEqual([]);
     expect(created.appSubscription).toEqual({ id: expect.stringMatching(/^gid:\/\/shopify\/AppSubscription\/\d+$/), status: 'PENDING' });
     const n = created.appSubscription.id.split('/').pop();
-    expect(created.confirmationUrl).toMatch(new RegExp(`^https://hookrelay-dev\\.myshopify\\.com/admin/charges/${n}/confirm_recurring_application_charge\\?signature=[\\w-]+$`));
+    expect(created.confirmationUrl).toMatch(
+      new RegExp(`^https://hookrelay-dev\\.myshopify\\.com/admin/charges/${n}/confirm_recurring_application_charge\\?signature=[\\w-]+$`),
+    );
     expect(r.json.extensions.cost.requestedQueryCost).toBe(10);
     expect(fake.subscriptions).toEqual([
       { id: created.appSubscription.id, name: 'hookrelay Pro', status: 'PENDING', returnUrl: variables.returnUrl, test: true, lineItems, at: T0 },
@@ -1182,7 +1202,10 @@ describe('fake Shopify: appSubscriptionCreate', () => {
     try {
       const r = await fake.deliverWebhook(`http://127.0.0.1:${app.port}/`, { topic: 'app_subscriptions/update', payload: fake.approveSubscription(id) });
       expect(r.status).toBe(204);
-      expect(seen!).toEqual({ topic: 'app_subscriptions/update', body: { app_subscription: expect.objectContaining({ admin_graphql_api_id: id, status: 'ACTIVE' }) } });
+      expect(seen!).toEqual({
+        topic: 'app_subscriptions/update',
+        body: { app_subscription: expect.objectContaining({ admin_graphql_api_id: id, status: 'ACTIVE' }) },
+      });
     } finally {
       app.stop(true);
     }
@@ -1237,7 +1260,9 @@ describe('scripts/fake-shopify.ts', () => {
     const headers = { 'Content-Type': 'application/json', 'X-Shopify-Access-Token': tok };
     const shop = await fetch(`${ready.url}/admin/api/2026-10/graphql.json`, { method: 'POST', headers, body: JSON.stringify({ query: '{ shop { id } }' }) });
     expect(shop.status).toBe(200);
-    expect(((await shop.json()) as { extensions: { cost: { throttleStatus: { maximumAvailable: number } } } }).extensions.cost.throttleStatus.maximumAvailable).toBe(50);
+    expect(
+      ((await shop.json()) as { extensions: { cost: { throttleStatus: { maximumAvailable: number } } } }).extensions.cost.throttleStatus.maximumAvailable,
+    ).toBe(50);
     const mutation = await fetch(`${ready.url}/admin/api/2026-10/graphql.json`, {
       method: 'POST',
       headers,

@@ -7,7 +7,16 @@ import { addGrant, addStore, call, createEndpoint, createTestEnv, orderEvent, se
 
 const TOKEN = 'shpat_canary_token';
 const HANDOFF_PROBE_MAX_MS = 60_000;
-const HANDOFF = { timeoutMs: 300, baseDelayMs: 10, maxDelayMs: 1000, maxAttempts: 3, concurrency: 4, batchSize: 16, probeBaseDelayMs: 5_000, probeMaxDelayMs: HANDOFF_PROBE_MAX_MS };
+const HANDOFF = {
+  timeoutMs: 300,
+  baseDelayMs: 10,
+  maxDelayMs: 1000,
+  maxAttempts: 3,
+  concurrency: 4,
+  batchSize: 16,
+  probeBaseDelayMs: 5_000,
+  probeMaxDelayMs: HANDOFF_PROBE_MAX_MS,
+};
 
 const fake = fakeShopifyForFile({ token: TOKEN });
 
@@ -27,7 +36,11 @@ async function setup(opts: { destination?: 'shopify' | 'log'; env?: Config['env'
   });
   await addStore(env, { destination: opts.destination ?? 'shopify', adminTokenEnv: 'SHOP_TOKEN' });
   const grant = await addGrant(env);
-  const { endpoint, secret } = await createEndpoint(env, grant, opts.endpoint ?? { triggerVariant: 'order', resourceIdPath: 'order.id', sourceLabel: 'Zapier' });
+  const { endpoint, secret } = await createEndpoint(
+    env,
+    grant,
+    opts.endpoint ?? { triggerVariant: 'order', resourceIdPath: 'order.id', sourceLabel: 'Zapier' },
+  );
   const worker = new HandoffWorker(env.core);
   worker.random = () => 1; // jitter pinned to the top of its range: backoff = min(maxDelay, base * 2^(n-1))
   return { env, grant, worker, endpoint, secret };
@@ -318,13 +331,7 @@ async function countDelivered(s: Setup): Promise<number> {
 describe('Admin token canary', () => {
   it('never shows the Admin token in an API response or a log line', async () => {
     const s = await setup();
-    fake.script(
-      b.ok(),
-      b.userErrors({ field: null, message: 'Invalid payload' }),
-      b.status(429, '1'),
-      b.status(500),
-      b.status(401),
-    );
+    fake.script(b.ok(), b.userErrors({ field: null, message: 'Invalid payload' }), b.status(429, '1'), b.status(500), b.status(401));
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) ids.push(await send(s, `ext-canary-${i}`));
     for (let i = 0; i < HANDOFF.maxAttempts + 2; i++) {
@@ -347,7 +354,12 @@ describe('Admin token canary', () => {
     }
     await read(`/agent/v1/endpoints/${s.endpoint.id}`);
     await read('/agent/v1/grant');
-    const outcomes = new Set(texts.slice(1).map((t) => JSON.parse(t).data?.event?.outcome).filter(Boolean));
+    const outcomes = new Set(
+      texts
+        .slice(1)
+        .map((t) => JSON.parse(t).data?.event?.outcome)
+        .filter(Boolean),
+    );
     expect([...outcomes].sort()).toEqual(['delivered', 'failed']);
 
     for (const t of texts) expect(t).not.toContain(TOKEN);

@@ -4,7 +4,25 @@
  */
 import { describe, expect, test } from 'bun:test';
 import { hmacHex, newEndpointSecret } from '../../src/lib/crypto.ts';
-import { addGrant, addStore, BASE, call, columnsOf, count, createEndpoint, createTestEnv, execSql, gatherReceipts, holdCommits, orderEvent, row, rows, sendHook, sqliteOnly, type TestEnv } from '../helpers.ts';
+import {
+  addGrant,
+  addStore,
+  BASE,
+  call,
+  columnsOf,
+  count,
+  createEndpoint,
+  createTestEnv,
+  execSql,
+  gatherReceipts,
+  holdCommits,
+  orderEvent,
+  row,
+  rows,
+  sendHook,
+  sqliteOnly,
+  type TestEnv,
+} from '../helpers.ts';
 import { bigOrderEvent, fillDisk } from '../fixtures/disk-full.ts';
 
 const MiB = 1024 * 1024;
@@ -56,7 +74,12 @@ describe('sender profiles choose the auth mode on POST /agent/v1/endpoints', () 
     ['make', { senderProfile: 'make' }, 'static_header', 'X-Hookrelay-Token'],
     ['n8n', { senderProfile: 'n8n' }, 'static_header', 'X-Hookrelay-Token'],
     ['zapier with explicit hmac', { senderProfile: 'zapier', authMode: 'hmac_sha256' }, 'hmac_sha256', 'X-Hookrelay-Signature'],
-    ['custom_http with explicit static + header', { senderProfile: 'custom_http', authMode: 'static_header', headerName: 'X-Shared-Key' }, 'static_header', 'X-Shared-Key'],
+    [
+      'custom_http with explicit static + header',
+      { senderProfile: 'custom_http', authMode: 'static_header', headerName: 'X-Shared-Key' },
+      'static_header',
+      'X-Shared-Key',
+    ],
     ['make with explicit header only', { senderProfile: 'make', headerName: 'X-Make-Key' }, 'static_header', 'X-Make-Key'],
     ['explicit static only', { authMode: 'static_header' }, 'static_header', 'X-Hookrelay-Token'],
   ];
@@ -115,7 +138,13 @@ describe('accepted events', () => {
     expect(list.status).toBe(200);
     expect(list.text).not.toContain(MARKER);
     const byId = Object.fromEntries(list.json.data.events.map((e: any) => [e.id, e]));
-    expect(byId[good.json.eventId]).toMatchObject({ outcome: 'accepted', code: null, receiptId: good.json.receiptId, externalEventId: 'ext-r1', bodyRetention: 'retained' });
+    expect(byId[good.json.eventId]).toMatchObject({
+      outcome: 'accepted',
+      code: null,
+      receiptId: good.json.receiptId,
+      externalEventId: 'ext-r1',
+      bodyRetention: 'retained',
+    });
     expect(byId[rejected.json.eventId]).toMatchObject({ outcome: 'rejected', code: 'SVC_REQUIRED_PATH_MISSING', replayable: false, bodyRetention: 'none' });
     expect(byId[dup.json.eventId]).toMatchObject({ outcome: 'duplicate_suppressed', replayable: false });
 
@@ -214,7 +243,7 @@ describe('routing, method and media type', () => {
     expect(r.status).toBe(405);
     expect(r.headers.get('allow')).toBe('POST');
     expect(r.json.code).toBe('method_not_allowed');
-    expect(await count(env, 'events') + await count(env, 'auth_failures')).toBe(0);
+    expect((await count(env, 'events')) + (await count(env, 'auth_failures'))).toBe(0);
   });
 
   test('Content-Type: text/plain and a missing Content-Type answer 415; charset parameter is accepted', async () => {
@@ -234,7 +263,7 @@ describe('routing, method and media type', () => {
     const lookalike = await rawPost(env, endpoint.id, { body, headers: { 'content-type': 'application/jsonp', 'x-hookrelay-signature': sig } });
     expect(lookalike.status).toBe(415);
 
-    expect(await count(env, 'events') + await count(env, 'auth_failures')).toBe(0);
+    expect((await count(env, 'events')) + (await count(env, 'auth_failures'))).toBe(0);
 
     const charset = await rawPost(env, endpoint.id, { body, headers: { 'content-type': 'application/json; charset=utf-8', 'x-hookrelay-signature': sig } });
     expect(charset.status).toBe(202);
@@ -469,7 +498,10 @@ describe('rejected events (authenticated but invalid): 422, recorded, never hand
     await expectRejected(env, await sendHook(env, endpoint, secret, ''), 'SVC_INVALID_JSON');
 
     const latin1 = new Uint8Array([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xe9, 0x22, 0x7d]); // {"a":"é"} in Latin-1
-    const r = await rawPost(env, endpoint.id, { body: latin1, headers: { 'content-type': 'application/json', 'x-hookrelay-signature': hmacHex(secret, latin1) } });
+    const r = await rawPost(env, endpoint.id, {
+      body: latin1,
+      headers: { 'content-type': 'application/json', 'x-hookrelay-signature': hmacHex(secret, latin1) },
+    });
     await expectRejected(env, r, 'SVC_INVALID_JSON');
 
     expect(await count(env, 'events')).toBe(3);
@@ -485,8 +517,16 @@ describe('rejected events (authenticated but invalid): 422, recorded, never hand
     expect(endpoint.requiredPaths).toEqual(['customer.email']);
     await expectRejected(env, await sendHook(env, endpoint, secret, JSON.stringify({ order: { id: 1 } })), 'SVC_REQUIRED_PATH_MISSING');
     await expectRejected(env, await sendHook(env, endpoint, secret, JSON.stringify({ order: { id: 1 }, customer: {} })), 'SVC_REQUIRED_PATH_MISSING');
-    await expectRejected(env, await sendHook(env, endpoint, secret, JSON.stringify({ order: { id: 1 }, customer: { email: null } })), 'SVC_REQUIRED_PATH_MISSING');
-    await expectRejected(env, await sendHook(env, endpoint, secret, JSON.stringify({ order: { id: 1 }, 'customer.email': 'a@b.c' })), 'SVC_REQUIRED_PATH_MISSING');
+    await expectRejected(
+      env,
+      await sendHook(env, endpoint, secret, JSON.stringify({ order: { id: 1 }, customer: { email: null } })),
+      'SVC_REQUIRED_PATH_MISSING',
+    );
+    await expectRejected(
+      env,
+      await sendHook(env, endpoint, secret, JSON.stringify({ order: { id: 1 }, 'customer.email': 'a@b.c' })),
+      'SVC_REQUIRED_PATH_MISSING',
+    );
     const ok = await sendHook(env, endpoint, secret, JSON.stringify({ order: { id: 1 }, customer: { email: 'a@example.com' } }));
     expect(ok.status).toBe(202);
     expect(ok.json.status).toBe('accepted');
@@ -554,7 +594,12 @@ describe('duplicate suppression (same external_event_id, same endpoint, 24 h)', 
     env.clock.advance(23 * 3600_000);
     const second = await sendHook(env, endpoint, secret, orderEvent('ext-dup'));
     expect(second.status).toBe(202);
-    expect(second.json).toEqual({ receiptId: expect.stringMatching(/^rcpt_/), eventId: expect.stringMatching(/^evt_/), status: 'duplicate_suppressed', duplicateOf: first.json.eventId });
+    expect(second.json).toEqual({
+      receiptId: expect.stringMatching(/^rcpt_/),
+      eventId: expect.stringMatching(/^evt_/),
+      status: 'duplicate_suppressed',
+      duplicateOf: first.json.eventId,
+    });
     expect(second.json.eventId).not.toBe(first.json.eventId);
     const row = (await eventRow(env, second.json.eventId))!;
     expect(row.outcome).toBe('duplicate_suppressed');

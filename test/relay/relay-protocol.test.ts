@@ -5,15 +5,37 @@ import { eventRow } from '../helpers.ts';
 
 describe('relay thread messages', () => {
   it('a receipt crosses as values and comes back whole, every field of its event included', () => {
-    const event = eventRow({ id: 'evt_1', externalEventId: 'ext-1', resourceId: '4501', relatedResourceId: 'gid://x', duplicateOf: 'evt_0', code: 'X', isTest: true, leaseUntil: 7, deliveredAt: 8, lastAttemptAt: 9 });
-    const receipt = { event, body: new Uint8Array([1, 2, 3]), bodyExpiresAt: 11, dedupeSince: 12, capacity: { meter: 'accepted_events', periodStart: 13, hardLimit: 14 } };
+    const event = eventRow({
+      id: 'evt_1',
+      externalEventId: 'ext-1',
+      resourceId: '4501',
+      relatedResourceId: 'gid://x',
+      duplicateOf: 'evt_0',
+      code: 'X',
+      isTest: true,
+      leaseUntil: 7,
+      deliveredAt: 8,
+      lastAttemptAt: 9,
+    });
+    const receipt = {
+      event,
+      body: new Uint8Array([1, 2, 3]),
+      bodyExpiresAt: 11,
+      dedupeSince: 12,
+      capacity: { meter: 'accepted_events', periodStart: 13, hardLimit: 14 },
+    };
     const back = unpackReceipt(structuredClone(packReceipt(receipt)));
     expect(back).toEqual(receipt);
     expect(Object.keys(back.event).sort()).toEqual(Object.keys(event).sort());
-    expect(unpackReceipt(packReceipt({ ...receipt, body: null, dedupeSince: null, capacity: null }))).toEqual({ ...receipt, body: null, dedupeSince: null, capacity: null });
+    expect(unpackReceipt(packReceipt({ ...receipt, body: null, dedupeSince: null, capacity: null }))).toEqual({
+      ...receipt,
+      body: null,
+      dedupeSince: null,
+      capacity: null,
+    });
   });
 
-  it('a commit\'s answer comes back whole', () => {
+  it("a commit's answer comes back whole", () => {
     const c = { eventId: 'evt_1', receiptId: 'rcpt_1', outcome: 'duplicate_suppressed', duplicateOf: 'evt_0', leased: false };
     expect(unpackCommitted(structuredClone(packCommitted(c)))).toEqual(c);
   });

@@ -68,7 +68,7 @@ describe('serve on a SQLite file: the relay thread', () => {
     await s.running.stop();
   });
 
-  it('commits beside the request thread\'s own writes without a storage error (both connections write)', async () => {
+  it("commits beside the request thread's own writes without a storage error (both connections write)", async () => {
     const s = await serveWithRelayThread();
     // Every agent call writes an audit row on the request thread's connection while the thread commits receipts,
     // which read before they write. The race this guards is shown deterministically in test/db/write-transaction.test.ts

@@ -98,9 +98,7 @@ describe('durability across a restart (file database)', () => {
       const counts = receivedCounts(fake);
       expect(counts.size).toBe(N);
       for (let i = 0; i < N; i++) expect(counts.get(`ext-restart-${i}`)).toBe(1);
-      expect(fake.requests.map((r) => r.payload.order_id as number).sort((a, b) => a - b)).toEqual(
-        Array.from({ length: N }, (_, i) => 4500 + i),
-      );
+      expect(fake.requests.map((r) => r.payload.order_id as number).sort((a, b) => a - b)).toEqual(Array.from({ length: N }, (_, i) => 4500 + i));
 
       const after = await allEvents(env2, grant);
       expect(after.map((e) => e.id).sort()).toEqual([...eventIds].sort());
@@ -207,7 +205,10 @@ describe('durability across a restart (file database)', () => {
         expect([e.outcome, e.attempts]).toEqual(['delivered', 2]);
         const detail = await call(env2, 'GET', `/agent/v1/events/${e.id}`, { token: grant });
         const attempts = detail.json.data.event.attemptsDetail as { number: number; outcome: string; finishedAt: string | null; message: string }[];
-        expect(attempts.map((a) => [a.number, a.outcome])).toEqual([[1, 'unknown'], [2, 'delivered']]);
+        expect(attempts.map((a) => [a.number, a.outcome])).toEqual([
+          [1, 'unknown'],
+          [2, 'delivered'],
+        ]);
         expect(attempts[0]!.message).toContain('may have received');
       }
 

@@ -14,7 +14,11 @@ describe('retention sweep', () => {
     const eventId = (await sendHook(env, endpoint, secret, orderEvent('kept'))).json.eventId as string;
     const worker = new HandoffWorker(env.core);
     await worker.drain();
-    const ack = await call(env, 'POST', '/agent/v1/expansion-requests', { token, headers: { 'Idempotency-Key': 'k1' }, body: { kind: 'multi_store', summary: 'two' } });
+    const ack = await call(env, 'POST', '/agent/v1/expansion-requests', {
+      token,
+      headers: { 'Idempotency-Key': 'k1' },
+      body: { kind: 'multi_store', summary: 'two' },
+    });
     expect(ack.status).toBe(201);
 
     // Nothing is due yet: a sweep now deletes nothing.
@@ -49,7 +53,14 @@ describe('retention of every kind of row', () => {
     expect((await call(env, 'POST', '/agent/v1/feature-requests', { token, body: { capability: 'a wish', problem: 'x' } })).status).toBeLessThan(300);
     // Received last and never handed off (no drain): it waits, and must outlive any retention.
     const waiting = (await sendHook(env, endpoint, secret, orderEvent('waiting'))).json.eventId as string;
-    const before = { events: await count(env, 'events'), attempts: await count(env, 'attempts'), audit: await count(env, 'audit_log'), intents: await count(env, 'intents'), records: await count(env, 'records'), authFailures: await count(env, 'auth_failures') };
+    const before = {
+      events: await count(env, 'events'),
+      attempts: await count(env, 'attempts'),
+      audit: await count(env, 'audit_log'),
+      intents: await count(env, 'intents'),
+      records: await count(env, 'records'),
+      authFailures: await count(env, 'auth_failures'),
+    };
     expect(before).toMatchObject({ events: 2, attempts: 2, intents: 1, records: 1, authFailures: 1 });
     expect(before.audit).toBeGreaterThan(2);
 

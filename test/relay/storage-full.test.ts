@@ -20,7 +20,10 @@ describe.if(sqliteOnly)('a full disk', () => {
     const res = await env.app.fetch(
       new Request(`http://local/hooks/${endpoint.id}`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-hookrelay-signature': new Bun.CryptoHasher('sha256', secret).update(bigOrderEvent('full-1')).digest('hex') },
+        headers: {
+          'content-type': 'application/json',
+          'x-hookrelay-signature': new Bun.CryptoHasher('sha256', secret).update(bigOrderEvent('full-1')).digest('hex'),
+        },
         body: bigOrderEvent('full-1'),
       }),
     );

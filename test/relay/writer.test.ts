@@ -16,7 +16,14 @@ async function oneTurn(arrive: () => void): Promise<void> {
 
 /** A receipt the commit stores as rejected: no endpoint, body or meter needed. */
 function rejectedReceipt(key: string): PendingReceipt {
-  const event = eventRow({ id: `evt_${key}`, receivedAt: Date.now(), outcome: 'rejected', code: 'SVC_INVALID_JSON', bodyRetention: 'none', nextAttemptAt: null });
+  const event = eventRow({
+    id: `evt_${key}`,
+    receivedAt: Date.now(),
+    outcome: 'rejected',
+    code: 'SVC_INVALID_JSON',
+    bodyRetention: 'none',
+    nextAttemptAt: null,
+  });
   return { event, body: null, bodyExpiresAt: event.receivedAt, dedupeSince: null };
 }
 

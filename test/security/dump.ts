@@ -14,7 +14,9 @@ export async function dumpDatabase(env: TestEnv): Promise<Record<string, string>
   const out: Record<string, string> = {};
   for (const table of tables) {
     const all = await rows(env, `SELECT * FROM "${table}"`);
-    out[table] = JSON.stringify(all, (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString('utf8') : v?.type === 'Buffer' && Array.isArray(v.data) ? Buffer.from(v.data).toString('utf8') : v));
+    out[table] = JSON.stringify(all, (_k, v) =>
+      v instanceof Uint8Array ? Buffer.from(v).toString('utf8') : v?.type === 'Buffer' && Array.isArray(v.data) ? Buffer.from(v.data).toString('utf8') : v,
+    );
   }
   return out;
 }

@@ -32,7 +32,13 @@ async function fileEnv(): Promise<TestEnv> {
   const repo = await SqliteRepo.open({ path: dbPath });
   const clock = new ManualClock();
   const log = memoryLog();
-  const core = createCore({ repo, box: new SecretBox(newSecretKey()), clock, log, config: defaultConfig({ publicUrl: BASE, env: () => undefined, handoff: testHandoff() }) });
+  const core = createCore({
+    repo,
+    box: new SecretBox(newSecretKey()),
+    clock,
+    log,
+    config: defaultConfig({ publicUrl: BASE, env: () => undefined, handoff: testHandoff() }),
+  });
   return { core, app: createApp(core), clock, log, repo };
 }
 

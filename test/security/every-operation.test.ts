@@ -12,7 +12,10 @@ const BODY_MARKER = 'RAW_BODY_CANARY_every_op';
 describe('redaction across every operation', () => {
   it('no response, audit row or log line contains a secret, token, HMAC, database URL or raw body', async () => {
     const fake = await startFakeShopify({ token: SHOPIFY_TOKEN });
-    const env = await createTestEnv({ shopifyAdminUrl: fake.url, env: (n) => (n === 'SHOP_TOKEN' ? SHOPIFY_TOKEN : n === 'DATABASE_URL' ? DB_URL : undefined) });
+    const env = await createTestEnv({
+      shopifyAdminUrl: fake.url,
+      env: (n) => (n === 'SHOP_TOKEN' ? SHOPIFY_TOKEN : n === 'DATABASE_URL' ? DB_URL : undefined),
+    });
     try {
       await addStore(env, { destination: 'shopify', adminTokenEnv: 'SHOP_TOKEN' });
       const token = await addGrant(env, 'admin_assistant', { ttlMs: 86400_000 });
@@ -20,7 +23,13 @@ describe('redaction across every operation', () => {
       const body = JSON.stringify({ event_type: 'order.flagged', external_event_id: 'c-1', order: { id: 4501 }, note: BODY_MARKER });
       const { hmacHex } = await import('../../src/lib/crypto.ts');
       const signature = hmacHex(secret, body);
-      const hook = await env.app.fetch(new Request(`http://local/hooks/${endpoint.id}`, { method: 'POST', headers: { 'content-type': 'application/json', 'X-Hookrelay-Signature': signature }, body }));
+      const hook = await env.app.fetch(
+        new Request(`http://local/hooks/${endpoint.id}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'X-Hookrelay-Signature': signature },
+          body,
+        }),
+      );
       const { eventId } = (await hook.json()) as { eventId: string };
       await new HandoffWorker(env.core).drain();
 

@@ -42,20 +42,24 @@ describe('the stderr sink of serve', () => {
 });
 
 describe('an error code thrown inside MCP execute', () => {
-  it('reaches the server log on one line, escaped', async () => {
-    const s = await startMcpServer();
-    try {
-      const admin = await s.grant('admin_assistant');
-      const client = await s.connect(admin.token);
-      const r = await execute(client, `const e = new Error('x'); e.name = 'ApiError'; e.code = ${JSON.stringify(FORGED)}; throw e;`);
-      expect(r.isError).toBe(true);
-      const line = s.env.log.lines.find((l) => l.includes('mcp execute'));
-      expect(line).toBeDefined();
-      expect(line).toContain('outcome=boom\\n2026-01-01T00:00:00.000Z ERROR forged line');
-      // biome-ignore lint/suspicious/noControlCharactersInRegex: no control character may reach a log line
-      expect(line).not.toMatch(/[\u0000-\u001f\u2028]/);
-    } finally {
-      await s.stop();
-    }
-  }, SLOW);
+  it(
+    'reaches the server log on one line, escaped',
+    async () => {
+      const s = await startMcpServer();
+      try {
+        const admin = await s.grant('admin_assistant');
+        const client = await s.connect(admin.token);
+        const r = await execute(client, `const e = new Error('x'); e.name = 'ApiError'; e.code = ${JSON.stringify(FORGED)}; throw e;`);
+        expect(r.isError).toBe(true);
+        const line = s.env.log.lines.find((l) => l.includes('mcp execute'));
+        expect(line).toBeDefined();
+        expect(line).toContain('outcome=boom\\n2026-01-01T00:00:00.000Z ERROR forged line');
+        // biome-ignore lint/suspicious/noControlCharactersInRegex: no control character may reach a log line
+        expect(line).not.toMatch(/[\u0000-\u001f\u2028]/);
+      } finally {
+        await s.stop();
+      }
+    },
+    SLOW,
+  );
 });

@@ -14,7 +14,11 @@ import { dumpDatabase } from './dump.ts';
 const CLIENT_SECRET = 'shpss_client_secret_canary_5c1e';
 const STATIC_TOKEN = 'shpat_static_token_canary_91d0';
 let env: TestEnv;
-const fake = fakeShopifyForFile({ token: STATIC_TOKEN, app: { clientId: 'canary-client-0001', clientSecret: CLIENT_SECRET, tokenTtlSeconds: 60 }, now: () => (env ? env.clock.now() : Date.now()) });
+const fake = fakeShopifyForFile({
+  token: STATIC_TOKEN,
+  app: { clientId: 'canary-client-0001', clientSecret: CLIENT_SECRET, tokenTtlSeconds: 60 },
+  now: () => (env ? env.clock.now() : Date.now()),
+});
 
 const texts: { label: string; text: string }[] = [];
 let token: string;
@@ -36,7 +40,14 @@ beforeAll(async () => {
     texts.push({ label: `GET ${path}`, text: `${r.status} ${JSON.stringify([...r.headers.entries()])} ${r.text}` });
   };
   const reads = async () => {
-    for (const path of ['/agent/v1/setup-state', '/agent/v1/reliability/tenant', '/agent/v1/reliability/destination', '/agent/v1/events?limit=100', '/agent/v1/manifest']) await read(path);
+    for (const path of [
+      '/agent/v1/setup-state',
+      '/agent/v1/reliability/tenant',
+      '/agent/v1/reliability/destination',
+      '/agent/v1/events?limit=100',
+      '/agent/v1/manifest',
+    ])
+      await read(path);
     await read('/agent/v1/setup-state', staticGrant);
     const metrics = await env.app.fetch(new Request('http://local/metrics', { headers: { authorization: `Bearer ${token}` } }));
     texts.push({ label: 'GET /metrics', text: await metrics.text() });
@@ -103,7 +114,10 @@ describe('platform credentials canary', () => {
       for (const [table, text] of Object.entries(dump)) if (text.includes(value)) throw new Error(`credential stored in clear in ${table}`);
     }
     for (const text of Object.values(dump)) expect(text).not.toMatch(/shp(at|ss)_/);
-    const sealed = await rows<{ token_sealed: string | null; token_client_id: string | null }>(env, 'SELECT token_sealed, token_client_id FROM platform_links WHERE token_sealed IS NOT NULL');
+    const sealed = await rows<{ token_sealed: string | null; token_client_id: string | null }>(
+      env,
+      'SELECT token_sealed, token_client_id FROM platform_links WHERE token_sealed IS NOT NULL',
+    );
     expect(sealed).toHaveLength(1); // the static store's token is never stored
     expect(sealed[0]!.token_sealed).toMatch(/^v1\./);
     expect(fake.issuedTokenValues()).toContain(env.core.box.open(sealed[0]!.token_sealed!));

@@ -138,7 +138,12 @@ describe('redactInput', () => {
   it('removes secrets from every string and email addresses from the free-text fields, and says whether it changed anything', () => {
     const raw = { name: `ops@example.com ${SHAPES[0]![1]}`, resourceIdPath: 'order.id', headerName: 'X-Key', list: ['buyer@example.com password=x1'] };
     const { input, redacted } = redactInput(raw, ['name']);
-    expect(input).toEqual({ name: '[redacted email] [redacted secret]', resourceIdPath: 'order.id', headerName: 'X-Key', list: ['buyer@example.com password=[redacted password]'] });
+    expect(input).toEqual({
+      name: '[redacted email] [redacted secret]',
+      resourceIdPath: 'order.id',
+      headerName: 'X-Key',
+      list: ['buyer@example.com password=[redacted password]'],
+    });
     expect(redacted).toBe(true);
     expect(raw.name).toContain('whsec_');
     expect(redactInput(input, ['name'])).toEqual({ input, redacted: false });

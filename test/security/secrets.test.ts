@@ -179,7 +179,9 @@ describe('endpoint secrets', () => {
 
   test('no secret in plain text in any column of any table; stored only sealed, and the seal opens to the original', async () => {
     const dump = await dumpDatabase(w.env);
-    expect(Object.keys(dump)).toEqual(expect.arrayContaining(['endpoints', 'endpoint_versions', 'events', 'event_bodies', 'auth_failures', 'grants', 'stores']));
+    expect(Object.keys(dump)).toEqual(
+      expect.arrayContaining(['endpoints', 'endpoint_versions', 'events', 'event_bodies', 'auth_failures', 'grants', 'stores']),
+    );
     for (const [table, text] of Object.entries(dump)) {
       for (const ep of w.endpoints) {
         if (text.includes(ep.secret)) throw new Error(`secret of ${ep.id} stored in plain text in ${table}`);
@@ -187,7 +189,11 @@ describe('endpoint secrets', () => {
       expect(text).not.toMatch(/whsec_/);
     }
     for (const ep of w.endpoints) {
-      const row = (await rowOf<{ secret_sealed: string; secret_last4: string }>(w.env, 'SELECT secret_sealed, secret_last4 FROM endpoints WHERE id = ?', ep.id))!;
+      const row = (await rowOf<{ secret_sealed: string; secret_last4: string }>(
+        w.env,
+        'SELECT secret_sealed, secret_last4 FROM endpoints WHERE id = ?',
+        ep.id,
+      ))!;
       expect(row.secret_sealed).toMatch(/^v1\./);
       expect(row.secret_sealed).not.toContain(ep.secret);
       expect(w.env.core.box.open(row.secret_sealed)).toBe(ep.secret);

@@ -108,7 +108,9 @@ export const CreateEndpointInputSchema = z
       .min(1)
       .max(50)
       .optional()
-      .describe(`The workflow platform events are handed to. This edition hands off to "${EDITION.platformKey}" only; another value is refused (category edition)`),
+      .describe(
+        `The workflow platform events are handed to. This edition hands off to "${EDITION.platformKey}" only; another value is refused (category edition)`,
+      ),
   })
   .strict()
   .meta({ id: 'CreateEndpointInput' });
@@ -147,7 +149,13 @@ export const EndpointDeleteInputSchema = z
 
 export const SecretRotationInputSchema = z
   .object({
-    overlapSeconds: z.number().int().min(0).max(7 * 86400).default(86400).describe('How long the previous secret stays valid'),
+    overlapSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(7 * 86400)
+      .default(86400)
+      .describe('How long the previous secret stays valid'),
   })
   .strict()
   .meta({ id: 'SecretRotationInput' });

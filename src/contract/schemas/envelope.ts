@@ -55,7 +55,7 @@ export const RateLimitedResponseSchema = z
     rateLimitClass: z
       .enum(['simple_read', 'rich_read', 'recovery_preview', 'endpoint_preview', 'auth_failure'])
       .describe('`auth_failure`: too many failed bearer authentications from this client address; a valid token still passes'),
-    scope: z.enum(['grant', 'store', 'client']).describe('Which limit was hit: this grant\'s, the whole store\'s, or (auth_failure) this client address\'s'),
+    scope: z.enum(['grant', 'store', 'client']).describe("Which limit was hit: this grant's, the whole store's, or (auth_failure) this client address's"),
     recommendedAction: z.string(),
   })
   .meta({

@@ -3,17 +3,7 @@ import { z } from 'zod';
 import { HandoffStateSchema } from '../platform-schemas.ts';
 import { Id, Timestamp } from './common.ts';
 
-export const EVENT_OUTCOMES = [
-  'accepted',
-  'queued',
-  'delivered',
-  'no_workflow',
-  'failed',
-  'duplicate_suppressed',
-  'rejected',
-  'held',
-  'test',
-] as const;
+export const EVENT_OUTCOMES = ['accepted', 'queued', 'delivered', 'no_workflow', 'failed', 'duplicate_suppressed', 'rejected', 'held', 'test'] as const;
 export const EventOutcomeSchema = z.enum(EVENT_OUTCOMES);
 /** The outcomes a replay (single or bulk) takes, while the body is retained; every other is refused with its reason. */
 export const REPLAYABLE_OUTCOMES = ['delivered', 'failed', 'no_workflow'] as const satisfies readonly (typeof EVENT_OUTCOMES)[number][];
@@ -46,7 +36,9 @@ const AttemptSchema = z
     finishedAt: Timestamp.nullable().describe('null while the attempt is still sending'),
     outcome: z
       .enum(['sending', 'delivered', 'retry', 'failed', 'no_workflow', 'unknown'])
-      .describe('`sending`: journaled before the send, result not yet recorded. `unknown`: the worker stopped or lost its lease mid-send, so Flow may have received the trigger; a later attempt may be a repeat'),
+      .describe(
+        '`sending`: journaled before the send, result not yet recorded. `unknown`: the worker stopped or lost its lease mid-send, so Flow may have received the trigger; a later attempt may be a repeat',
+      ),
     httpStatus: z.number().int().nullable(),
     code: z.string().nullable(),
     message: z.string().nullable(),
@@ -62,12 +54,16 @@ const EventConfirmationSchema = z
     outcome: z.enum(CONFIRMATION_OUTCOMES).describe('How the confirming workflow ended, as its Confirm hookrelay event step said'),
     note: z.string().optional().describe("The step's note, when it gave one: at most 500 characters, secrets and email addresses redacted"),
     confirmedAt: Timestamp.describe('When hookrelay recorded the confirmation'),
-    runs: z.number().int().min(1).describe('How many workflow runs confirmed this event (several workflows may start from one trigger; a replay starts new runs); the others are older'),
+    runs: z
+      .number()
+      .int()
+      .min(1)
+      .describe('How many workflow runs confirmed this event (several workflows may start from one trigger; a replay starts new runs); the others are older'),
   })
   .meta({
     id: 'EventConfirmation',
     description:
-      "The newest downstream confirmation: a workflow that started from this event reached its last step, the Flow action Confirm hookrelay event. `delivered` alone never says that.",
+      'The newest downstream confirmation: a workflow that started from this event reached its last step, the Flow action Confirm hookrelay event. `delivered` alone never says that.',
   });
 
 const RecoveryOptionSchema = z
@@ -90,9 +86,7 @@ const EventDetailSchema = EventSummarySchema.extend({
   confirmation: EventConfirmationSchema.nullable().describe('null until a workflow run confirms the event (see listEvents `unconfirmedFor`)'),
 }).meta({ id: 'EventDetail' });
 
-export const EventListSchema = z
-  .object({ events: z.array(EventSummarySchema), nextCursor: z.string().nullable() })
-  .meta({ id: 'EventList' });
+export const EventListSchema = z.object({ events: z.array(EventSummarySchema), nextCursor: z.string().nullable() }).meta({ id: 'EventList' });
 
 export const EventListQuerySchema = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(25).describe('Page size, 1 to 100'),
@@ -118,7 +112,9 @@ const EventResultSchema = z
     meaning: z.string(),
     downstreamConfirmed: z
       .boolean()
-      .describe("True when the newest confirmation (a workflow's Confirm hookrelay event step) says `ok`. Delivered alone never means downstream work completed"),
+      .describe(
+        "True when the newest confirmation (a workflow's Confirm hookrelay event step) says `ok`. Delivered alone never means downstream work completed",
+      ),
     confirmation: EventConfirmationSchema.nullable().describe('null until a workflow run confirms the event'),
   })
   .meta({ id: 'EventResult' });

@@ -18,9 +18,7 @@ export const IntentExecuteSchema = z
 
 /** Request body of an intent route: preview with the kind's input, or execute a preview. */
 export function intentRequest<T extends z.ZodType>(id: string, input: T) {
-  return z
-    .discriminatedUnion('mode', [z.object({ mode: z.literal('preview'), input }).strict(), IntentExecuteSchema])
-    .meta({ id });
+  return z.discriminatedUnion('mode', [z.object({ mode: z.literal('preview'), input }).strict(), IntentExecuteSchema]).meta({ id });
 }
 
 /**
@@ -55,9 +53,7 @@ const ConfirmationSchema = z
   .object({ token: z.string(), expiresAt: Timestamp })
   .meta({ id: 'Confirmation', description: 'Single-use; send back with mode execute before it expires.' });
 
-const ChangeSchema = z
-  .object({ field: z.string(), from: z.unknown(), to: z.unknown() })
-  .meta({ id: 'Change' });
+const ChangeSchema = z.object({ field: z.string(), from: z.unknown(), to: z.unknown() }).meta({ id: 'Change' });
 
 const IntentPreviewSchema = z
   .object({
@@ -84,7 +80,11 @@ const ActionIntentSchema = z
         resourceId: z.string().nullable(),
         secret: z.string().optional().describe('Only on secret-rotation execute, once'),
         queued: z.number().int().optional().describe('Bulk replay only: events queued for another handoff'),
-        skipped: z.number().int().optional().describe('Bulk replay only: previewed events left alone (replayed, re-attempted or no longer retained since the preview)'),
+        skipped: z
+          .number()
+          .int()
+          .optional()
+          .describe('Bulk replay only: previewed events left alone (replayed, re-attempted or no longer retained since the preview)'),
       })
       .nullable(),
     refusal: RefusalSchema.nullable(),

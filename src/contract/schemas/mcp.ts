@@ -20,6 +20,4 @@ export const McpResponseSchema = z
   })
   .meta({ id: 'McpJsonRpcResponse' });
 
-export const McpUnavailableSchema = z
-  .object({ code: z.literal('mcp_code_mode_unavailable'), message: z.string() })
-  .meta({ id: 'McpCodeModeUnavailable' });
+export const McpUnavailableSchema = z.object({ code: z.literal('mcp_code_mode_unavailable'), message: z.string() }).meta({ id: 'McpCodeModeUnavailable' });

@@ -25,7 +25,13 @@ const ConfirmedShareCounts = {
 const ConfirmedShareSchema = z
   .object({
     ...ConfirmedShareCounts,
-    byEndpoint: z.array(z.object({ endpointId: z.string(), triggerVariant: TriggerVariantSchema.nullable().describe('null once the endpoint is deleted'), ...ConfirmedShareCounts })),
+    byEndpoint: z.array(
+      z.object({
+        endpointId: z.string(),
+        triggerVariant: TriggerVariantSchema.nullable().describe('null once the endpoint is deleted'),
+        ...ConfirmedShareCounts,
+      }),
+    ),
     byTrigger: z.array(z.object({ triggerVariant: TriggerVariantSchema, ...ConfirmedShareCounts })),
   })
   .meta({

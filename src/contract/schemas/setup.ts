@@ -46,7 +46,6 @@ export const SetupStateSchema = z
   })
   .meta({ id: 'SetupState' });
 
-
 const MeterSchema = z
   .object({
     meter: z.enum(METERS),
@@ -88,7 +87,7 @@ export const BillingHandoffReadSchema = z
   .object({
     billingStatus: z.string(),
     currentPlan: z.string(),
-    billing: z.enum(['off', 'shopify', 'shopify-test']).describe("Whether this deployment bills through Shopify (`off`: its operator sets plans)"),
+    billing: z.enum(['off', 'shopify', 'shopify-test']).describe('Whether this deployment bills through Shopify (`off`: its operator sets plans)'),
     appBillingUrl: z.string().describe('Where a human chooses a plan and approves its charge: the app in the Shopify admin when billing is on'),
     paidPlanOptions: z.array(
       z.object({ plan: z.string(), priceUsd: z.number(), acceptedEventsPer30Days: z.number().int(), replayExecutions: z.number().int() }),

@@ -110,7 +110,14 @@ async function drained<T>(res: Response, reply: T): Promise<T> {
 }
 
 export type TokenReply =
-  | { kind: 'issued'; accessToken: string; scope: string | null; expiresInSeconds: number | null; refreshToken: string | null; refreshExpiresInSeconds: number | null }
+  | {
+      kind: 'issued';
+      accessToken: string;
+      scope: string | null;
+      expiresInSeconds: number | null;
+      refreshToken: string | null;
+      refreshExpiresInSeconds: number | null;
+    }
   /** The platform refused the request (invalid_client, invalid_grant and other 4xx): the OAuth `error` code, never the body. */
   | { kind: 'refused'; status: number; error: string | null }
   | { kind: 'unavailable'; status: number | null; why: 'timeout' | 'network' | 'server_error' | 'unreadable' };

@@ -103,4 +103,3 @@ export function signedJson(body: Uint8Array): { ok: true; doc: unknown } | Signe
 export function malformedFields(issues: readonly { path: readonly PropertyKey[] }[]): string {
   return [...new Set(issues.map((i) => i.path.map(String).join('.') || 'body'))].join(', ');
 }
-

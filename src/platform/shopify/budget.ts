@@ -39,7 +39,8 @@ type BudgetColumns = Pick<PlatformLinkRow, 'budgetMax' | 'budgetAvailable' | 'bu
  * its maximum), with what a handoff costs; null until a reply has reported it.
  */
 export function projectedBudget(link: BudgetColumns | null, now: number): { max: number; available: number; rate: number; cost: number } | null {
-  if (!link || link.budgetMax == null || link.budgetAvailable == null || link.budgetRate == null || link.budgetAt == null || !(link.budgetRate > 0)) return null;
+  if (!link || link.budgetMax == null || link.budgetAvailable == null || link.budgetRate == null || link.budgetAt == null || !(link.budgetRate > 0))
+    return null;
   return {
     max: link.budgetMax,
     available: Math.min(link.budgetMax, link.budgetAvailable + (link.budgetRate * Math.max(0, now - link.budgetAt)) / 1000),

@@ -78,17 +78,25 @@ export class Credentials {
     const mode = credentialModeOf(store);
     if (mode === 'static') return this.staticToken(store);
     if (mode !== 'client-credentials' && mode !== 'oauth') {
-      return missing(`The store ${store.shopDomain} has no Admin API credentials configured (hookrelay store set --shop ${store.shopDomain} --auth client-credentials …).`);
+      return missing(
+        `The store ${store.shopDomain} has no Admin API credentials configured (hookrelay store set --shop ${store.shopDomain} --auth client-credentials …).`,
+      );
     }
     if (store.uninstalledAt != null) {
       return {
         ok: false,
         httpStatus: null,
-        pause: { reason: 'uninstalled', code: 'SVC_APP_UNINSTALLED', message: `The app was uninstalled from ${store.shopDomain} on ${new Date(store.uninstalledAt).toISOString()}.` },
+        pause: {
+          reason: 'uninstalled',
+          code: 'SVC_APP_UNINSTALLED',
+          message: `The app was uninstalled from ${store.shopDomain} on ${new Date(store.uninstalledAt).toISOString()}.`,
+        },
       };
     }
     if (!store.clientId || !store.clientSecretEnv) {
-      return missing(`The store ${store.shopDomain} has no client id or client secret variable configured (hookrelay store set --auth client-credentials --client-id … --client-secret-env …).`);
+      return missing(
+        `The store ${store.shopDomain} has no client id or client secret variable configured (hookrelay store set --auth client-credentials --client-id … --client-secret-env …).`,
+      );
     }
     if (!this.core.config.env(store.clientSecretEnv)) {
       return missing(`The client secret variable ${store.clientSecretEnv} is not set where hookrelay serve runs.`);
@@ -140,7 +148,10 @@ export class Credentials {
 
   private staticToken(store: StoreRow): TokenResult {
     const name = store.adminTokenEnv;
-    if (!name) return missing(`The store ${store.shopDomain} has no Admin API token variable configured (hookrelay store set --shop ${store.shopDomain} --admin-token-env NAME).`);
+    if (!name)
+      return missing(
+        `The store ${store.shopDomain} has no Admin API token variable configured (hookrelay store set --shop ${store.shopDomain} --admin-token-env NAME).`,
+      );
     const value = this.core.config.env(name);
     if (!value) return missing(`The Admin API token variable ${name} is not set where hookrelay serve runs.`);
     return { ok: true, token: { value, generation: 0 } };
@@ -179,7 +190,11 @@ export class Credentials {
         return {
           ok: false,
           httpStatus: null,
-          pause: { reason: 'credentials', code: 'SVC_TOKEN_REQUEST_FAILED', message: 'Another instance holds the token renewal and did not finish it in time.' },
+          pause: {
+            reason: 'credentials',
+            code: 'SVC_TOKEN_REQUEST_FAILED',
+            message: 'Another instance holds the token renewal and did not finish it in time.',
+          },
         };
       }
       await Bun.sleep(RENEWAL_POLL_MS);
@@ -250,7 +265,14 @@ export class Credentials {
     const expiresAt = reply.expiresInSeconds == null ? null : asked + reply.expiresInSeconds * 1000;
     const generation = await links.saveToken(store.id, this.owner, obtainedToken(this.core.box, reply, store.clientId, asked), now);
     // The lease ran out meanwhile and a peer renewed too: this token still works; a refusal of it renews again.
-    const t: Cached = { value: reply.accessToken, generation: generation ?? -1, expiresAt, obtainedAt: asked, renewAt: renewAt(asked, expiresAt), clientId: store.clientId };
+    const t: Cached = {
+      value: reply.accessToken,
+      generation: generation ?? -1,
+      expiresAt,
+      obtainedAt: asked,
+      renewAt: renewAt(asked, expiresAt),
+      clientId: store.clientId,
+    };
     this.cache.set(store.id, t);
     const how = credentialModeOf(store) === 'oauth' ? 'refreshed' : 'client credentials';
     this.core.log.info(`shopify: ${store.shopDomain} obtained an Admin API token (${how}${expiresAt ? `, expires ${new Date(expiresAt).toISOString()}` : ''})`);
@@ -322,7 +344,12 @@ export function describeCredentials(
     variableSet: variable ? !!env(variable) : null,
     token:
       (mode === 'client-credentials' || mode === 'oauth') && link
-        ? { obtainedAt: own ? link.tokenObtainedAt : null, expiresAt: own ? link.tokenExpiresAt : null, lastRenewalAt: link.lastRenewalAt, lastRenewalError: link.lastRenewalError }
+        ? {
+            obtainedAt: own ? link.tokenObtainedAt : null,
+            expiresAt: own ? link.tokenExpiresAt : null,
+            lastRenewalAt: link.lastRenewalAt,
+            lastRenewalError: link.lastRenewalError,
+          }
         : null,
   };
 }

@@ -81,7 +81,13 @@ export class ShopifyPlatform implements Destination {
     await this.budget.answered(store.id, reply.kind === 'answered' ? reply.cost : null, throttled);
     if (throttled) {
       // Nothing ran: the event waits for the budget, spending no attempt.
-      return { kind: 'deferred', httpStatus: 200, errorClass: 'throttled', message: 'Throttled by the platform (GraphQL cost); waits for the budget.', until: await this.budget.retryAt(store.id) };
+      return {
+        kind: 'deferred',
+        httpStatus: 200,
+        errorClass: 'throttled',
+        message: 'Throttled by the platform (GraphQL cost); waits for the budget.',
+        until: await this.budget.retryAt(store.id),
+      };
     }
     return handoffOutcome(store, reply);
   }
@@ -107,14 +113,35 @@ export class ShopifyPlatform implements Destination {
    * Asks Shopify for a recurring app subscription on the store (a human chose the plan; see src/ops/billing.ts):
    * the confirmation page the merchant approves it on, or why not. Nothing is charged until they do.
    */
-  async subscribe(store: StoreRow, plan: string, priceUsd: number, returnUrl: string, test: boolean): Promise<{ ok: true; confirmationUrl: string; id: string } | { ok: false; message: string }> {
+  async subscribe(
+    store: StoreRow,
+    plan: string,
+    priceUsd: number,
+    returnUrl: string,
+    test: boolean,
+  ): Promise<{ ok: true; confirmationUrl: string; id: string } | { ok: false; message: string }> {
     const t = await this.credentials.token(store);
     if (!t.ok) return { ok: false, message: t.pause.message };
-    const reply = await this.call(store, t.token.value, APP_SUBSCRIPTION_CREATE, subscriptionVariables(plan, priceUsd, returnUrl, test), this.core.config.handoff.timeoutMs);
-    if (reply.kind !== 'answered') return { ok: false, message: reply.kind === 'timeout' || reply.kind === 'network' ? 'Shopify could not be reached.' : `Shopify answered HTTP ${reply.status}.` };
-    const r = reply.data?.appSubscriptionCreate as { userErrors?: { message?: string }[]; confirmationUrl?: unknown; appSubscription?: { id?: unknown } } | null | undefined;
-    if (reply.errors.length || r?.userErrors?.length) return { ok: false, message: clip([...reply.errors, ...(r?.userErrors ?? [])].map((e) => e.message ?? 'error').join('; ')) };
-    if (typeof r?.confirmationUrl !== 'string' || typeof r.appSubscription?.id !== 'string') return { ok: false, message: 'Shopify answered without a confirmation page.' };
+    const reply = await this.call(
+      store,
+      t.token.value,
+      APP_SUBSCRIPTION_CREATE,
+      subscriptionVariables(plan, priceUsd, returnUrl, test),
+      this.core.config.handoff.timeoutMs,
+    );
+    if (reply.kind !== 'answered')
+      return {
+        ok: false,
+        message: reply.kind === 'timeout' || reply.kind === 'network' ? 'Shopify could not be reached.' : `Shopify answered HTTP ${reply.status}.`,
+      };
+    const r = reply.data?.appSubscriptionCreate as
+      | { userErrors?: { message?: string }[]; confirmationUrl?: unknown; appSubscription?: { id?: unknown } }
+      | null
+      | undefined;
+    if (reply.errors.length || r?.userErrors?.length)
+      return { ok: false, message: clip([...reply.errors, ...(r?.userErrors ?? [])].map((e) => e.message ?? 'error').join('; ')) };
+    if (typeof r?.confirmationUrl !== 'string' || typeof r.appSubscription?.id !== 'string')
+      return { ok: false, message: 'Shopify answered without a confirmation page.' };
     return { ok: true, confirmationUrl: r.confirmationUrl, id: r.appSubscription.id };
   }
 
@@ -138,10 +165,22 @@ export class ShopifyPlatform implements Destination {
     const checkedAt = at();
     switch (reply.kind) {
       case 'answered': {
-        if (isThrottled(reply.errors)) return { result: 'throttled', httpStatus: 200, checkedAt, message: 'Shopify throttled the check (the store’s cost budget is spent for the moment).' };
+        if (isThrottled(reply.errors))
+          return { result: 'throttled', httpStatus: 200, checkedAt, message: 'Shopify throttled the check (the store’s cost budget is spent for the moment).' };
         const shop = (reply.data?.shop as { id?: unknown } | undefined)?.id;
-        if (typeof shop === 'string') return { result: 'ok', httpStatus: 200, checkedAt, message: `Shopify answered with the store’s identity (API ${reply.version ?? SHOPIFY_ADMIN_API_VERSION}).` };
-        return { result: 'unreachable', httpStatus: 200, checkedAt, message: `Shopify answered without the shop${reply.errors.length ? `: ${clip(reply.errors.map((e) => e.message ?? 'error').join('; '))}` : ''}.` };
+        if (typeof shop === 'string')
+          return {
+            result: 'ok',
+            httpStatus: 200,
+            checkedAt,
+            message: `Shopify answered with the store’s identity (API ${reply.version ?? SHOPIFY_ADMIN_API_VERSION}).`,
+          };
+        return {
+          result: 'unreachable',
+          httpStatus: 200,
+          checkedAt,
+          message: `Shopify answered without the shop${reply.errors.length ? `: ${clip(reply.errors.map((e) => e.message ?? 'error').join('; '))}` : ''}.`,
+        };
       }
       case 'refused': {
         const pause = refusedPause(store, reply.status);
@@ -209,10 +248,12 @@ function handoffOutcome(store: StoreRow, reply: GraphqlReply): HandoffOutcome {
       return { kind: 'retry', httpStatus: null, errorClass: 'network', message: 'The platform could not be reached.' };
     case 'answered': {
       // THROTTLED never reaches here: send() defers it (no attempt spent).
-      if (reply.errors.length) return { kind: 'failed', httpStatus: 200, errorClass: 'user_errors', message: clip(reply.errors.map((e) => e.message ?? 'error').join('; ')) };
+      if (reply.errors.length)
+        return { kind: 'failed', httpStatus: 200, errorClass: 'user_errors', message: clip(reply.errors.map((e) => e.message ?? 'error').join('; ')) };
       const result = reply.data?.flowTriggerReceive as { userErrors?: { field?: string[] | null; message?: string }[] } | null | undefined;
       const userErrors = result?.userErrors;
-      if (!Array.isArray(userErrors)) return { kind: 'retry', httpStatus: 200, errorClass: 'server_error', message: 'Platform reply lacked flowTriggerReceive.' };
+      if (!Array.isArray(userErrors))
+        return { kind: 'retry', httpStatus: 200, errorClass: 'server_error', message: 'Platform reply lacked flowTriggerReceive.' };
       if (userErrors.length) {
         const text = userErrors.map((u) => `${(u.field ?? []).join('.') || 'payload'}: ${u.message ?? ''}`).join('; ');
         return { kind: 'failed', httpStatus: 200, errorClass: 'user_errors', message: clip(text) };

@@ -65,7 +65,9 @@ const payloadSchemas = async () => {
     'shop/redact': z.object(shop),
     'customers/redact': z.object({ ...shop, customer, orders_to_redact: ids }),
     'customers/data_request': z.object({ ...shop, customer, orders_requested: ids, data_request: z.object({ id: id.nullish() }).nullish() }),
-    'app_subscriptions/update': z.object({ app_subscription: z.looseObject({ admin_graphql_api_id: z.string().min(1).max(255), status: z.string().min(1).max(64) }) }),
+    'app_subscriptions/update': z.object({
+      app_subscription: z.looseObject({ admin_graphql_api_id: z.string().min(1).max(255), status: z.string().min(1).max(64) }),
+    }),
   } as const;
 };
 let schemas: ReturnType<typeof payloadSchemas> | undefined;
@@ -97,11 +99,9 @@ export async function readWebhook(req: Request, secret: string): Promise<Webhook
   const topic = req.headers.get('x-shopify-topic')?.trim().toLowerCase() ?? '';
   const shopDomain = shopDomainOf(req.headers.get('x-shopify-shop-domain'));
   const webhookId = req.headers.get('x-shopify-webhook-id')?.trim() ?? '';
-  const bad = [
-    !TOPIC.test(topic) && 'X-Shopify-Topic',
-    !shopDomain && 'X-Shopify-Shop-Domain',
-    !DELIVERY_ID.test(webhookId) && 'X-Shopify-Webhook-Id',
-  ].filter(Boolean);
+  const bad = [!TOPIC.test(topic) && 'X-Shopify-Topic', !shopDomain && 'X-Shopify-Shop-Domain', !DELIVERY_ID.test(webhookId) && 'X-Shopify-Webhook-Id'].filter(
+    Boolean,
+  );
   if (bad.length) return refuse(400, 'invalid_input', `Missing or malformed: ${bad.join(', ')}.`);
   const eventId = req.headers.get('x-shopify-event-id')?.trim() ?? '';
   const apiVersion = req.headers.get('x-shopify-api-version')?.trim() ?? '';
@@ -123,7 +123,8 @@ export async function readWebhook(req: Request, secret: string): Promise<Webhook
   if (!parsed.success) return refuse(400, 'invalid_input', `The ${known} payload is missing or has malformed fields: ${malformedFields(parsed.error.issues)}.`);
   const p: ValidatedPayload = parsed.data;
   const named = p.shop_domain ?? p.myshopify_domain;
-  if (named != null && shopDomainOf(named) !== delivery.shopDomain) return refuse(400, 'invalid_input', 'The payload names another shop than X-Shopify-Shop-Domain.');
+  if (named != null && shopDomainOf(named) !== delivery.shopDomain)
+    return refuse(400, 'invalid_input', 'The payload names another shop than X-Shopify-Shop-Domain.');
   return { ok: true, webhook: { ...delivery, topic: known, known: true, payload: reduce(known, p) } as ShopifyWebhook };
 }
 

@@ -43,7 +43,7 @@ areaSuite('AuditLog', (test) => {
     expect((await repo.listAudit({ storeId: OTHER_STORE, limit: 5 })).map((a) => a.id)).toEqual(of(OTHER_STORE).slice(-5));
     expect((await repo.listAudit({ limit: 6 })).map((a) => a.id)).toEqual(ids(20, 25));
     expect((await repo.listAudit({ storeId: STORE, since: T0 + 13_000, limit: 3 })).map((a) => a.id)).toEqual(['aud_19', 'aud_22', 'aud_25']);
-    expect((await repo.listAudit({ storeId: 'st_none', limit: 10 }))).toEqual([]);
+    expect(await repo.listAudit({ storeId: 'st_none', limit: 10 })).toEqual([]);
   });
 
   test('rows of the same time read in id order, and the limit keeps the greatest ids', async (repo) => {

@@ -6,7 +6,23 @@
 import { expect } from 'bun:test';
 import type { PendingAuthFailure, Repo } from '../../../db/repo.ts';
 import type { AuthFailureRow, EventRow, PendingReceipt } from '../../../db/types.ts';
-import { areaSuite, commit, DAY, EP, EP2, MIN, OTHER_EP, OTHER_STORE, pad, receipt, result, shuffled, STORE, T0, withEndpoints } from '../../fixtures/storage-rows.ts';
+import {
+  areaSuite,
+  commit,
+  DAY,
+  EP,
+  EP2,
+  MIN,
+  OTHER_EP,
+  OTHER_STORE,
+  pad,
+  receipt,
+  result,
+  shuffled,
+  STORE,
+  T0,
+  withEndpoints,
+} from '../../fixtures/storage-rows.ts';
 
 /**
  * 30 receipts of STORE a minute apart (i = 1…30 at T0 + i min): EP2 for every third, the rest EP; every fifth
@@ -57,13 +73,25 @@ areaSuite('EventReads', (test) => {
     const at = (i: number) => T0 + i * MIN;
     const expectList = async (filter: Omit<Parameters<Repo['listEvents']>[0], 'storeId'>, wanted: EventRow[]) =>
       expect(idsOf(await repo.listEvents({ storeId: STORE, ...filter }))).toEqual(idsOf(desc(wanted)));
-    await expectList({ endpointId: EP2, limit: 100 }, mine.filter((e) => e.endpointId === EP2));
+    await expectList(
+      { endpointId: EP2, limit: 100 },
+      mine.filter((e) => e.endpointId === EP2),
+    );
     await expectList({ endpointId: EP2, limit: 4 }, mine.filter((e) => e.endpointId === EP2).slice(-4));
     await expectList({ endpointId: OTHER_EP, limit: 100 }, []);
-    await expectList({ outcome: 'rejected', limit: 100 }, mine.filter((e) => e.outcome === 'rejected'));
+    await expectList(
+      { outcome: 'rejected', limit: 100 },
+      mine.filter((e) => e.outcome === 'rejected'),
+    );
     await expectList({ outcome: 'test', limit: 100 }, [mine[6]!]);
-    await expectList({ since: at(10), limit: 100 }, mine.filter((e) => e.receivedAt >= at(10)));
-    await expectList({ until: at(10), limit: 100 }, mine.filter((e) => e.receivedAt < at(10)));
+    await expectList(
+      { since: at(10), limit: 100 },
+      mine.filter((e) => e.receivedAt >= at(10)),
+    );
+    await expectList(
+      { until: at(10), limit: 100 },
+      mine.filter((e) => e.receivedAt < at(10)),
+    );
     await expectList({ since: at(10), until: at(20), limit: 100 }, mine.slice(9, 19));
     await expectList({ since: at(10), until: at(20), limit: 3 }, mine.slice(16, 19));
     await expectList(
@@ -78,7 +106,12 @@ areaSuite('EventReads', (test) => {
     expect(idsOf(await repo.listEvents({ storeId: STORE, beforeId: id(10), limit: 100 }))).toEqual(idsOf(desc(mine.slice(0, 9))));
     expect(idsOf(await repo.listEvents({ storeId: STORE, sinceId: id(25), limit: 100 }))).toEqual(idsOf(desc(mine.slice(24))));
     expect(idsOf(await repo.listEvents({ storeId: STORE, sinceId: id(5), beforeId: id(9), limit: 100 }))).toEqual([id(8), id(7), id(6), id(5)]);
-    expect(idsOf(await repo.listEvents({ storeId: STORE, endpointId: EP2, sinceId: id(5), beforeId: id(16), limit: 100 }))).toEqual([id(15), id(12), id(9), id(6)]);
+    expect(idsOf(await repo.listEvents({ storeId: STORE, endpointId: EP2, sinceId: id(5), beforeId: id(16), limit: 100 }))).toEqual([
+      id(15),
+      id(12),
+      id(9),
+      id(6),
+    ]);
     expect(await repo.listEvents({ storeId: STORE, beforeId: id(1), limit: 100 })).toEqual([]);
     // Pages of 7 by the last id of each page give every event once, in order.
     const pages: string[][] = [];
@@ -137,7 +170,15 @@ areaSuite('EventReads', (test) => {
       count: (k % 3) + 1,
       diagnosis: null,
     }));
-    const theirs = Array.from({ length: 5 }, (_, k) => ({ id: `af_x${k}`, storeId: OTHER_STORE, endpointId: OTHER_EP, code: 'SVC_AUTH_FAILED', at: T0 + 999_000, count: 1, diagnosis: null }));
+    const theirs = Array.from({ length: 5 }, (_, k) => ({
+      id: `af_x${k}`,
+      storeId: OTHER_STORE,
+      endpointId: OTHER_EP,
+      code: 'SVC_AUTH_FAILED',
+      at: T0 + 999_000,
+      count: 1,
+      diagnosis: null,
+    }));
     for (const part of [shuffled(rows).slice(0, 60), [...shuffled(rows).slice(60), ...theirs]]) await repo.commitIngest([], part);
     const newest = [...rows].sort((x, y) => y.at - x.at || (x.id < y.id ? 1 : -1));
     const all = await repo.listAuthFailures(STORE);
@@ -153,18 +194,34 @@ areaSuite('EventReads', (test) => {
   });
 
   test('countAuthFailures sums the rows’ counts per endpoint with `at` since `since` (inclusive), as numbers', async (repo) => {
-    const f = (id: string, endpointId: string, at: number, count: number, storeId = STORE): PendingAuthFailure => ({ id, storeId, endpointId, code: 'SVC_AUTH_FAILED', at, count });
-    await repo.commitIngest([], [
-      f('af_1', EP, T0, 1),
-      f('af_2', EP, T0 + 10, 40),
-      f('af_3', EP, T0 + 20, 2),
-      f('af_4', EP2, T0 + 5, 7),
-      f('af_5', EP2, T0 + 30, 1_000_000),
-      f('af_6', OTHER_EP, T0 + 30, 3, OTHER_STORE),
-    ]);
+    const f = (id: string, endpointId: string, at: number, count: number, storeId = STORE): PendingAuthFailure => ({
+      id,
+      storeId,
+      endpointId,
+      code: 'SVC_AUTH_FAILED',
+      at,
+      count,
+    });
+    await repo.commitIngest(
+      [],
+      [
+        f('af_1', EP, T0, 1),
+        f('af_2', EP, T0 + 10, 40),
+        f('af_3', EP, T0 + 20, 2),
+        f('af_4', EP2, T0 + 5, 7),
+        f('af_5', EP2, T0 + 30, 1_000_000),
+        f('af_6', OTHER_EP, T0 + 30, 3, OTHER_STORE),
+      ],
+    );
     const counts = async (since: number) => (await repo.countAuthFailures(STORE, since)).sort((x, y) => x.endpointId.localeCompare(y.endpointId));
-    expect(await counts(T0)).toEqual([{ endpointId: EP, n: 43 }, { endpointId: EP2, n: 1_000_007 }]);
-    expect(await counts(T0 + 10)).toEqual([{ endpointId: EP, n: 42 }, { endpointId: EP2, n: 1_000_000 }]);
+    expect(await counts(T0)).toEqual([
+      { endpointId: EP, n: 43 },
+      { endpointId: EP2, n: 1_000_007 },
+    ]);
+    expect(await counts(T0 + 10)).toEqual([
+      { endpointId: EP, n: 42 },
+      { endpointId: EP2, n: 1_000_000 },
+    ]);
     expect(await counts(T0 + 21)).toEqual([{ endpointId: EP2, n: 1_000_000 }]);
     expect(await counts(T0 + 31)).toEqual([]);
     expect(await repo.countAuthFailures(OTHER_STORE, 0)).toEqual([{ endpointId: OTHER_EP, n: 3 }]);

@@ -5,10 +5,27 @@
  */
 import { expect } from 'bun:test';
 import type { Repo } from '../../../db/repo.ts';
-import { areaSuite, commit, DAY, endpoint, EP, EP2, MIN, OTHER_EP, OTHER_STORE, receipt, result, store, STORE, T0, withEndpoints } from '../../fixtures/storage-rows.ts';
+import {
+  areaSuite,
+  commit,
+  DAY,
+  endpoint,
+  EP,
+  EP2,
+  MIN,
+  OTHER_EP,
+  OTHER_STORE,
+  receipt,
+  result,
+  store,
+  STORE,
+  T0,
+  withEndpoints,
+} from '../../fixtures/storage-rows.ts';
 
 const sorted = (ids: string[]) => [...ids].sort();
-const claimIds = async (repo: Repo, now: number, limit: number, leaseUntil: number) => sorted((await repo.claimDue(now, limit, leaseUntil)).map((d) => d.event.id));
+const claimIds = async (repo: Repo, now: number, limit: number, leaseUntil: number) =>
+  sorted((await repo.claimDue(now, limit, leaseUntil)).map((d) => d.event.id));
 const start = (eventId: string, number: number, startedAt: number) => ({ eventId, number, destination: 'log', startedAt });
 
 areaSuite('HandoffQueue', (test) => {
@@ -16,7 +33,12 @@ areaSuite('HandoffQueue', (test) => {
     await withEndpoints(repo);
     // Due times out of id order: e[0] at +5 s, e[1] at +1 s, … ; two never due (rejected, held).
     const offsets = [5, 1, 7, 3, 8, 2, 6, 4];
-    const e = (await commit(repo, offsets.map((s, i) => receipt({ at: T0 + s * 1000, endpointId: i % 2 ? EP2 : EP })))).map((r) => r.event);
+    const e = (
+      await commit(
+        repo,
+        offsets.map((s, i) => receipt({ at: T0 + s * 1000, endpointId: i % 2 ? EP2 : EP })),
+      )
+    ).map((r) => r.event);
     await commit(repo, [receipt({ at: T0, outcome: 'rejected' }), receipt({ at: T0, capacity: { meter: 'accepted_events', periodStart: T0, hardLimit: 0 } })]);
     const lease = T0 + MIN;
     const first = await repo.claimDue(T0 + 6000, 3, lease);
@@ -27,7 +49,7 @@ areaSuite('HandoffQueue', (test) => {
       expect(d.endpoint).toEqual(endpoint({ id: d.event.endpointId }));
       expect(d.store).toEqual(store());
     }
-    expect((await repo.getEvent(STORE, e[1]!.id))).toMatchObject({ outcome: 'queued', leaseUntil: lease });
+    expect(await repo.getEvent(STORE, e[1]!.id)).toMatchObject({ outcome: 'queued', leaseUntil: lease });
     // The rest due by +6 s; the leased three are not taken again, +7 and +8 are not due.
     expect(await claimIds(repo, T0 + 6000, 10, lease)).toEqual(sorted([e[0]!.id, e[6]!.id, e[7]!.id]));
     expect(await repo.claimDue(T0 + 6000, 10, lease)).toEqual([]);
@@ -43,7 +65,18 @@ areaSuite('HandoffQueue', (test) => {
     expect(await repo.journalAttempts([])).toEqual([]);
     expect(await repo.journalAttempts([start(a!.id, 1, T0 + 1), start(b!.id, 1, T0 + 1)])).toEqual([start(a!.id, 1, T0 + 1), start(b!.id, 1, T0 + 1)]);
     expect(await repo.listAttempts(a!.id)).toEqual([
-      { eventId: a!.id, number: 1, destination: 'log', startedAt: T0 + 1, finishedAt: T0 + 1, outcome: 'sending', httpStatus: null, code: null, message: null, retryAt: null },
+      {
+        eventId: a!.id,
+        number: 1,
+        destination: 'log',
+        startedAt: T0 + 1,
+        finishedAt: T0 + 1,
+        outcome: 'sending',
+        httpStatus: null,
+        code: null,
+        message: null,
+        retryAt: null,
+      },
     ]);
     // Number 1 of a again (another worker has it) is left out; number 2 of b is journaled.
     expect(await repo.journalAttempts([start(a!.id, 1, T0 + 2), start(b!.id, 2, T0 + 2)])).toEqual([start(b!.id, 2, T0 + 2)]);
@@ -59,8 +92,24 @@ areaSuite('HandoffQueue', (test) => {
     const retried = result(r!.id, 1, 'retry', T0 + 1, { httpStatus: 503, retryAt: T0 + 30_000 });
     const unsent = { ...result(u!.id, 1, 'retry', T0 + 1, { retryAt: T0 + 90_000, metrics: ['handoff:paused'] }), unsent: true };
     await repo.recordAttempts([delivered, retried, unsent]);
-    expect(await repo.getEvent(STORE, d!.id)).toEqual({ ...d!, outcome: 'delivered', attempts: 1, lastAttemptAt: T0 + 6, nextAttemptAt: null, leaseUntil: null, deliveredAt: T0 + 6 });
-    expect(await repo.getEvent(STORE, r!.id)).toEqual({ ...r!, outcome: 'queued', code: 'server_error', attempts: 1, lastAttemptAt: T0 + 6, nextAttemptAt: T0 + 30_000, leaseUntil: null });
+    expect(await repo.getEvent(STORE, d!.id)).toEqual({
+      ...d!,
+      outcome: 'delivered',
+      attempts: 1,
+      lastAttemptAt: T0 + 6,
+      nextAttemptAt: null,
+      leaseUntil: null,
+      deliveredAt: T0 + 6,
+    });
+    expect(await repo.getEvent(STORE, r!.id)).toEqual({
+      ...r!,
+      outcome: 'queued',
+      code: 'server_error',
+      attempts: 1,
+      lastAttemptAt: T0 + 6,
+      nextAttemptAt: T0 + 30_000,
+      leaseUntil: null,
+    });
     // Nothing was sent: the journaled attempt is gone, the count unchanged, the event queued until its next time.
     expect(await repo.getEvent(STORE, u!.id)).toEqual({ ...u!, outcome: 'queued', attempts: 0, nextAttemptAt: T0 + 90_000, leaseUntil: null });
     expect(await repo.listAttempts(u!.id)).toEqual([]);
@@ -68,7 +117,11 @@ areaSuite('HandoffQueue', (test) => {
     expect(await repo.listAttempts(r!.id)).toEqual([retried.attempt]);
     // Each recorded attempt's metrics counted once, in the bucket of its finish.
     const stats = await repo.sumStats(STORE, T0);
-    expect({ delivered: stats['handoff:delivered'], retry: stats['handoff:retry'], paused: stats['handoff:paused'] }).toEqual({ delivered: 1, retry: 1, paused: 1 });
+    expect({ delivered: stats['handoff:delivered'], retry: stats['handoff:retry'], paused: stats['handoff:paused'] }).toEqual({
+      delivered: 1,
+      retry: 1,
+      paused: 1,
+    });
     // The retried event is due again at its time, not before.
     expect(await repo.claimDue(T0 + 29_999, 10, T0 + 2 * MIN)).toEqual([]);
     expect(await claimIds(repo, T0 + 30_000, 10, T0 + 2 * MIN)).toEqual([r!.id]);
@@ -94,7 +147,10 @@ areaSuite('HandoffQueue', (test) => {
     expect(await repo.journalAttempts([start(b!.id, 2, T0 + MIN + 2)])).toEqual([]);
     await repo.recordAttempts([result(b!.id, 2, 'delivered', T0 + MIN + 3)]);
     expect(await repo.getEvent(STORE, b!.id)).toMatchObject({ outcome: 'delivered', attempts: 2, deliveredAt: T0 + MIN + 8 });
-    expect((await repo.listAttempts(b!.id)).map((x) => [x.number, x.outcome])).toEqual([[1, 'unknown'], [2, 'delivered']]);
+    expect((await repo.listAttempts(b!.id)).map((x) => [x.number, x.outcome])).toEqual([
+      [1, 'unknown'],
+      [2, 'delivered'],
+    ]);
     expect((await repo.sumStats(STORE, T0))['handoff:delivered']).toBe(2);
   });
 
@@ -126,12 +182,17 @@ areaSuite('HandoffQueue', (test) => {
   test('releaseHeld queues the store’s oldest held events into the meter’s room and counts them; none without room', async (repo) => {
     await withEndpoints(repo);
     const capacity = { meter: 'accepted_events', periodStart: T0, hardLimit: 2 };
-    const events = (await commit(repo, Array.from({ length: 8 }, (_, i) => receipt({ at: T0 + i * 1000, capacity })))).map((r) => r.event);
+    const events = (
+      await commit(
+        repo,
+        Array.from({ length: 8 }, (_, i) => receipt({ at: T0 + i * 1000, capacity })),
+      )
+    ).map((r) => r.event);
     await commit(repo, [receipt({ storeId: OTHER_STORE, endpointId: OTHER_EP, capacity: { ...capacity, hardLimit: 0 } })]);
     const held = events.slice(2);
     const outcomes = async () => (await repo.listEvents({ storeId: STORE, limit: 100 })).reverse().map((e) => e.outcome);
     expect(await outcomes()).toEqual(['accepted', 'accepted', 'held', 'held', 'held', 'held', 'held', 'held']);
-    expect((await repo.getEvent(STORE, held[0]!.id))).toMatchObject({ code: 'SVC_OVER_CAPACITY', nextAttemptAt: null });
+    expect(await repo.getEvent(STORE, held[0]!.id)).toMatchObject({ code: 'SVC_OVER_CAPACITY', nextAttemptAt: null });
     expect(await repo.releaseHeld(STORE, capacity, T0 + DAY)).toBe(0);
     // Room for 3 more: the three oldest held, due now, their code cleared, counted on the meter.
     const released = await repo.releaseHeld(STORE, { ...capacity, hardLimit: 5 }, T0 + DAY);
@@ -152,9 +213,23 @@ areaSuite('HandoffQueue', (test) => {
   test('sweepExpired deletes expired bodies and old idempotency keys, at most `limit` of each per call; receipts stay', async (repo) => {
     await withEndpoints(repo);
     // Bodies expire in the order they were stored (one box-wide retention): +1 … +6 days.
-    const events = (await commit(repo, Array.from({ length: 6 }, (_, i) => receipt({ at: T0 + i, bodyExpiresAt: T0 + (i + 1) * DAY })))).map((r) => r.event);
+    const events = (
+      await commit(
+        repo,
+        Array.from({ length: 6 }, (_, i) => receipt({ at: T0 + i, bodyExpiresAt: T0 + (i + 1) * DAY })),
+      )
+    ).map((r) => r.event);
     for (let i = 0; i < 5; i++) {
-      await repo.putIdempotency({ storeId: STORE, key: `k${i}`, operationId: 'op', requestHash: 'h', status: 200, response: '{}', createdAt: T0 + i * 1000, owner: null });
+      await repo.putIdempotency({
+        storeId: STORE,
+        key: `k${i}`,
+        operationId: 'op',
+        requestHash: 'h',
+        status: 200,
+        response: '{}',
+        createdAt: T0 + i * 1000,
+        owner: null,
+      });
     }
     // Expired at +3 days (inclusive): three bodies; keys created before +3 s: three.
     const swept = await repo.sweepExpired(T0 + 3 * DAY, T0 + 3000, 2);
@@ -163,7 +238,13 @@ areaSuite('HandoffQueue', (test) => {
     expect(await repo.sweepExpired(T0 + 3 * DAY, T0 + 3000, 2)).toEqual({ bodies: 0, idempotencyKeys: 0 });
     const bodies = await Promise.all(events.map((e) => repo.getEventBody(e.id)));
     expect(bodies.map((b) => b !== null)).toEqual([false, false, false, true, true, true]);
-    expect(await Promise.all(['k0', 'k1', 'k2', 'k3', 'k4'].map(async (k) => (await repo.getIdempotency(STORE, k, 0)) !== null))).toEqual([false, false, false, true, true]);
+    expect(await Promise.all(['k0', 'k1', 'k2', 'k3', 'k4'].map(async (k) => (await repo.getIdempotency(STORE, k, 0)) !== null))).toEqual([
+      false,
+      false,
+      false,
+      true,
+      true,
+    ]);
     // The receipts outlive their bodies.
     expect(await repo.getEvent(STORE, events[0]!.id)).toEqual(events[0]!);
     expect(await repo.sweepExpired(T0 + 10 * DAY, T0 + DAY, 100)).toEqual({ bodies: 3, idempotencyKeys: 2 });

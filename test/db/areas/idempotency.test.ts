@@ -67,7 +67,9 @@ areaSuite('IdempotencyStore', (test) => {
     await repo.putIdempotency(done({ requestHash: 'h2', createdAt: later }));
     // Completed: held even when created before staleBefore (staleness is for pending claims only).
     const muchLater = later + 3600_000;
-    expect(await repo.claimIdempotency(claim({ requestHash: 'h4', createdAt: muchLater }), since(muchLater), staleBefore(muchLater))).toEqual(done({ requestHash: 'h2', createdAt: later }));
+    expect(await repo.claimIdempotency(claim({ requestHash: 'h4', createdAt: muchLater }), since(muchLater), staleBefore(muchLater))).toEqual(
+      done({ requestHash: 'h2', createdAt: later }),
+    );
     // At exactly `since` it is still live.
     expect((await repo.claimIdempotency(claim({ requestHash: 'h5', createdAt: later + DAY }), later, staleBefore(later + DAY)))?.requestHash).toBe('h2');
     // Older than `since`: expired, taken over.

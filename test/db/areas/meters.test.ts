@@ -45,12 +45,21 @@ areaSuite('ReadinessStore', (test) => {
       { storeId: STORE, handle: 'hookrelay-customer', hasEnabledFlow: false, updatedAt: T0 + 6 },
       { storeId: STORE, handle: 'hookrelay-order', hasEnabledFlow: true, updatedAt: T0 + 5 },
     ]);
-    expect(await repo.listTriggerReadiness(OTHER_STORE)).toEqual([{ storeId: OTHER_STORE, handle: 'hookrelay-order', hasEnabledFlow: true, updatedAt: T0 + 2 }]);
+    expect(await repo.listTriggerReadiness(OTHER_STORE)).toEqual([
+      { storeId: OTHER_STORE, handle: 'hookrelay-order', hasEnabledFlow: true, updatedAt: T0 + 2 },
+    ]);
   });
 });
 
 areaSuite('RecordStore', (test) => {
-  const record = (fields: Partial<RecordRow> & { id: string }): RecordRow => ({ storeId: STORE, kind: 'support', body: '{"summary":"x"}', createdAt: T0, expiresAt: null, ...fields });
+  const record = (fields: Partial<RecordRow> & { id: string }): RecordRow => ({
+    storeId: STORE,
+    kind: 'support',
+    body: '{"summary":"x"}',
+    createdAt: T0,
+    expiresAt: null,
+    ...fields,
+  });
 
   test('a record reads back exactly by store, kind and id; another store, kind or id is null', async (repo) => {
     const diag = record({ id: 'diag_1', kind: 'diagnostics', body: '{"a":[1,2]}', expiresAt: T0 + 7 * DAY });
