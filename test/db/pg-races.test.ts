@@ -7,8 +7,9 @@ import { describe, expect, it } from 'bun:test';
 import { migratePg, openPgPool } from '../../db/pg/repo.ts';
 import type { Repo } from '../../db/repo.ts';
 import type { PendingReceipt } from '../../db/types.ts';
+import { endpoint } from '../fixtures/storage-rows.ts';
 import { backends, TEST_DATABASE_URL, testSchema } from '../fixtures/storage.ts';
-import { eventRow } from '../helpers.ts';
+import { eventRow, storeRow } from '../helpers.ts';
 
 const STORE = 'st_01jz0000000000000000000000';
 const EP = 'ep_01jz0000000000000000000000';
@@ -30,49 +31,8 @@ function receipt(ext: string | null, capacity: PendingReceipt['capacity'] = null
 async function pair(): Promise<[Repo, Repo]> {
   const a = await pgBackend!.open();
   const b = await pgBackend!.peer!();
-  await a.insertStore({
-    id: STORE,
-    platformKey: 'shopify',
-    platformAccountId: 'a',
-    shopDomain: 'demo.myshopify.com',
-    installationId: 'i',
-    plan: 'free',
-    billingStatus: 'active',
-    destination: 'log',
-    adminTokenEnv: null,
-    credentialMode: null,
-    clientId: null,
-    clientSecretEnv: null,
-    uninstalledAt: null,
-    createdAt: T0,
-    updatedAt: T0,
-  });
-  await a.insertEndpoint(
-    {
-      id: EP,
-      storeId: STORE,
-      name: 'n',
-      status: 'active',
-      triggerVariant: 'generic',
-      resourceIdPath: null,
-      relatedResourceIdPath: null,
-      requiredPaths: '[]',
-      senderProfile: null,
-      authMode: 'hmac_sha256',
-      headerName: 'X-Hookrelay-Signature',
-      secretSealed: 's',
-      secretLast4: 'abcd',
-      previousSecretSealed: null,
-      previousSecretExpiresAt: null,
-      sourceLabel: 'x',
-      eventType: null,
-      expectedEveryMs: null,
-      configVersion: 1,
-      createdAt: T0,
-      updatedAt: T0,
-    },
-    {},
-  );
+  await a.insertStore(storeRow({ id: STORE, plan: 'free', createdAt: T0 }));
+  await a.insertEndpoint(endpoint({ id: EP, storeId: STORE, createdAt: T0, updatedAt: T0 }), {});
   return [a, b];
 }
 

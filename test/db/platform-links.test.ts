@@ -6,31 +6,23 @@
 import { describe, expect, it } from 'bun:test';
 import type { Repo } from '../../db/repo.ts';
 import type { StoreRow } from '../../db/types.ts';
+import { endpoint } from '../fixtures/storage-rows.ts';
 import { backends } from '../fixtures/storage.ts';
-import { eventRow } from '../helpers.ts';
+import { eventRow, storeRow } from '../helpers.ts';
 
 const STORE = 'st_01jz0000000000000000000000';
 const EP = 'ep_01jz0000000000000000000000';
 const T0 = Date.parse('2026-11-25T12:00:00Z');
 const PAUSE = { reason: 'credentials', code: 'SVC_CREDENTIALS_REFUSED', message: 'refused' };
 
-const store: StoreRow = {
+const store: StoreRow = storeRow({
   id: STORE,
-  platformKey: 'shopify',
-  platformAccountId: 'a',
-  shopDomain: 'demo.myshopify.com',
-  installationId: 'i',
-  plan: 'unlimited',
-  billingStatus: 'active',
   destination: 'shopify',
-  adminTokenEnv: null,
   credentialMode: 'client-credentials',
   clientId: 'client-1',
   clientSecretEnv: 'SECRET_VAR',
-  uninstalledAt: null,
   createdAt: T0,
-  updatedAt: T0,
-};
+});
 
 async function withRepo(open: () => Promise<Repo>, fn: (repo: Repo) => Promise<void>) {
   const repo = await open();
@@ -103,32 +95,7 @@ for (const backend of backends()) {
     it("resume ends the pause and makes the store's waiting events due now; leased and finished events are left alone", async () => {
       await withRepo(backend.open, async (repo) => {
         const { links } = repo;
-        await repo.insertEndpoint(
-          {
-            id: EP,
-            storeId: STORE,
-            name: 'n',
-            status: 'active',
-            triggerVariant: 'generic',
-            resourceIdPath: null,
-            relatedResourceIdPath: null,
-            requiredPaths: '[]',
-            senderProfile: null,
-            authMode: 'hmac_sha256',
-            headerName: 'X-Hookrelay-Signature',
-            secretSealed: 'v1.s',
-            secretLast4: 'abcd',
-            previousSecretSealed: null,
-            previousSecretExpiresAt: null,
-            sourceLabel: 'src',
-            eventType: null,
-            expectedEveryMs: null,
-            configVersion: 1,
-            createdAt: T0,
-            updatedAt: T0,
-          },
-          {},
-        );
+        await repo.insertEndpoint(endpoint({ id: EP, storeId: STORE, createdAt: T0, updatedAt: T0 }), {});
         const ev = (id: string, fields: Parameters<typeof eventRow>[0]) => ({
           event: eventRow({ storeId: STORE, endpointId: EP, receivedAt: T0, ...fields, id }),
           body: null,
