@@ -1,6 +1,6 @@
 /** Arg fragments shared by commands, and the one parser of `--since`/`--until`. */
 import { AppError } from '../src/contract/errors.ts';
-import { parseDuration } from '../src/lib/clock.ts';
+import { parseDuration } from '../src/contract/durations.ts';
 import { DEFAULT_PLAN, PLANS } from '../src/contract/plans.ts';
 
 /** The plans, for --plan's help: unlimited (nothing capped or held) is a self-hosted box's default. */

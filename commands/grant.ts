@@ -1,7 +1,7 @@
 import { defineCommand } from 'citty';
 import { AppError } from '../src/contract/errors.ts';
 import { TIER_NAMES, type Tier } from '../src/contract/scopes.ts';
-import { parseDuration } from '../src/lib/clock.ts';
+import { parseDuration } from '../src/contract/durations.ts';
 import { issueGrant, listGrants, revokeGrant } from '../src/ops/grants.ts';
 import { auditAdmin, humanActor, storeIdOf } from '../src/ops/human-audit.ts';
 import { actorArg, storageArgs } from './_args.ts';

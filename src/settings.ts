@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { AppError } from './contract/errors.ts';
 import type { RateLimitClass } from './contract/operations.ts';
 import type { Config, RetentionConfig } from './core.ts';
-import { parseDuration } from './lib/clock.ts';
+import { parseDuration } from './contract/durations.ts';
 
 export const SETTINGS_FILE = 'hookrelay.toml';
 

@@ -3,7 +3,6 @@
  * presets, where that sender makes it. The inbound 401 answers `diagnosis: { code, fix }`, auth_failures keeps the
  * code, setup state names both. src/relay/signature-forensics.ts decides which code fits.
  */
-import { z } from 'zod';
 import type { SenderProfile } from './schemas/endpoints.ts';
 
 export const DIAGNOSIS_CODES = [
@@ -130,11 +129,3 @@ export function isDiagnosisCode(v: unknown): v is DiagnosisCode {
  * the sender signed; larger ones, or a body that is not JSON, are checked only as they came.
  */
 export const FORENSICS_MAX_RESERIALIZE_BYTES = 64 * 1024;
-
-export const SignatureDiagnosisSchema = z
-  .object({
-    code: z.enum(DIAGNOSIS_CODES).describe(DIAGNOSIS_CODES.map((c) => `\`${c}\`: ${DIAGNOSES[c].meaning}`).join(' ')),
-    fix: z.string().describe("One line: what to change in the sender (the preset's own step for zapier, make and n8n endpoints)"),
-  })
-  .describe('What signature forensics recognised in a failed authentication: never the value received, only which usual mistake it was')
-  .meta({ id: 'SignatureDiagnosis' });

@@ -23,7 +23,6 @@ export {
   EventListQuerySchema,
   AgentEventResultReadSchema,
   EventDetailReadSchema,
-  CONFIRMATION_OUTCOMES,
 } from './schemas/events.ts';
 export type { EventOutcome, EventSummary } from './schemas/events.ts';
 export { AgentGrantIntrospectionReadSchema } from './schemas/grants.ts';

@@ -1,8 +1,22 @@
 /**
  * The eight Flow trigger variants: handle, reference field and declared fields. The shipped extensions
- * (shopify/extensions/<variant>/shopify.extension.toml) must declare exactly these; a test checks it.
+ * (shopify/extensions/<variant>/shopify.extension.toml) must declare exactly these; a test checks it. Also what the
+ * confirm action and the alert trigger carry. Free of zod: serve's start loads it.
  */
 import type { TriggerVariant } from './schemas.ts';
+
+/** Outcomes a Confirm hookrelay event step (the Flow action, shopify/extensions/confirm-action) reports. */
+export const CONFIRMATION_OUTCOMES = ['ok', 'error'] as const;
+
+/**
+ * What the `hookrelay-alert` trigger reports (src/relay/alerts.ts raises and recovers them):
+ * - `silence`: an endpoint with a silence watch (expectedEvery) received nothing for longer;
+ * - `handoff_paused`: the store's handoff is paused for its credentials (missing, refused, not issued);
+ * - `uninstalled`: the app was uninstalled from the store;
+ * - `auth_failures`: a burst of failed authentications on one endpoint (ALERTS.authBurst).
+ */
+export const ALERT_KINDS = ['silence', 'handoff_paused', 'uninstalled', 'auth_failures'] as const;
+export type AlertKind = (typeof ALERT_KINDS)[number];
 
 export interface TriggerDef {
   handle: string;

@@ -38,13 +38,3 @@ export function iso(ms: number): string {
 export function isoOrNull(ms: number | null | undefined): string | null {
   return ms == null ? null : iso(ms);
 }
-
-const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** Parses a duration like `90s`, `15m`, `8h`, `30d` into milliseconds; null when malformed. */
-export function parseDuration(text: string): number | null {
-  const m = /^(\d+)([smhd])$/.exec(text.trim());
-  if (!m) return null;
-  const n = Number(m[1]);
-  return n > 0 ? n * UNITS[m[2]!]! : null;
-}

@@ -3,7 +3,7 @@ import { archiveEndpoint, deleteArchivedEndpoint, editEndpoint, rotateSecret } f
 import type { EndpointStore, EventReads } from '../../db/repo.ts';
 import type { EndpointRow } from '../../db/types.ts';
 import { AppError, refuse } from '../contract/errors.ts';
-import { durationMs, durationText } from '../contract/schemas/endpoints.ts';
+import { durationText, parseDuration } from '../contract/durations.ts';
 import { last4, newEndpointSecret, sha256Hex } from '../lib/crypto.ts';
 import type { OpContext } from './context.ts';
 import { checkMapping, configSnapshot, ENDPOINT_FREE_TEXT, endpointView } from './endpoints.ts';
@@ -45,7 +45,7 @@ function current(row: EndpointRow): Record<string, unknown> {
 function diff(row: EndpointRow, input: EditInput) {
   const now = current(row);
   // A watch given in other units is the same watch (`120m` is `2h`): compared, and shown, as the read shows it.
-  const given = typeof input.expectedEvery === 'string' ? { ...input, expectedEvery: durationText(durationMs(input.expectedEvery)!) } : input;
+  const given = typeof input.expectedEvery === 'string' ? { ...input, expectedEvery: durationText(parseDuration(input.expectedEvery)!) } : input;
   return EDITABLE.filter((k) => k in given && JSON.stringify(given[k]) !== JSON.stringify(now[k])).map((k) => ({
     field: k,
     from: now[k],
@@ -114,7 +114,7 @@ export const endpointEditIntent: IntentKind<EditInput, EndpointStore, { configVe
       sourceLabel: merged.sourceLabel as string,
       eventType: (merged.eventType as string | null) ?? null,
       headerName: merged.headerName as string,
-      expectedEveryMs: merged.expectedEvery == null ? null : durationMs(merged.expectedEvery as string),
+      expectedEveryMs: merged.expectedEvery == null ? null : parseDuration(merged.expectedEvery as string),
       configVersion: row.configVersion + 1,
       updatedAt: ctx.core.clock.now(),
     };

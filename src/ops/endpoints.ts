@@ -5,7 +5,7 @@ import { AppError, refuse } from '../contract/errors.ts';
 import { EDITION } from '../contract/scopes.ts';
 import type { OperationInput } from '../contract/operations.ts';
 import type { AuthMode, Endpoint, SenderProfile } from '../contract/schemas.ts';
-import { durationMs, durationText } from '../contract/schemas/endpoints.ts';
+import { durationText, parseDuration } from '../contract/durations.ts';
 import { TRIGGERS } from '../contract/triggers.ts';
 import { iso } from '../lib/clock.ts';
 import { last4, newEndpointSecret } from '../lib/crypto.ts';
@@ -118,7 +118,7 @@ export async function createEndpoint(ctx: OpContext<EndpointStore>, { body: raw 
     previousSecretExpiresAt: null,
     sourceLabel: body.sourceLabel ?? body.senderProfile ?? 'custom',
     eventType: body.eventType ?? null,
-    expectedEveryMs: body.expectedEvery == null ? null : durationMs(body.expectedEvery),
+    expectedEveryMs: body.expectedEvery == null ? null : parseDuration(body.expectedEvery),
     configVersion: 1,
     createdAt: now,
     updatedAt: now,

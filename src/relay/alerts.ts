@@ -12,8 +12,8 @@ import type { EndpointStore, EventReads, ReadinessStore, Signals, TenantStore } 
 import type { EndpointRow, StoreRow } from '../../db/types.ts';
 import { ALERTS } from '../contract/limits.ts';
 import { PAUSE_CODES } from '../contract/platform.ts';
-import type { AlertKind } from '../contract/schemas/alerts.ts';
-import { durationText } from '../contract/schemas/endpoints.ts';
+import type { AlertKind } from '../contract/triggers.ts';
+import { durationText } from '../contract/durations.ts';
 import { ALERT_TRIGGER } from '../contract/triggers.ts';
 import type { CoreWith } from '../core.ts';
 import { iso } from '../lib/clock.ts';

@@ -11,7 +11,7 @@
  */
 import type { ConfirmationStore } from '../../db/areas/confirmations.ts';
 import type { EventReads, TenantStore } from '../../db/repo.ts';
-import { CONFIRMATION_OUTCOMES } from '../contract/schemas.ts';
+import { CONFIRMATION_OUTCOMES } from '../contract/triggers.ts';
 import type { CoreWith } from '../core.ts';
 import { redactText } from '../lib/redact.ts';
 import { APP_SECRET_ENV, appSecret, malformedFields, readSignedBody, signedJson } from '../platform/shopify/app.ts';

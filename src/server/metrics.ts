@@ -5,7 +5,7 @@
 import { storageFault, storageUnavailable } from '../relay/storage-health.ts';
 import { checkExpectedContext } from '../contract/context.ts';
 import { AppError } from '../contract/errors.ts';
-import { ALERT_KINDS } from '../contract/schemas/alerts.ts';
+import { ALERT_KINDS } from '../contract/triggers.ts';
 import { METRICS_SCOPES } from '../contract/scopes.ts';
 import type { Core } from '../core.ts';
 import { NO_CLIENT, type AuthFailureLimiter, type ClientOf } from '../lib/auth-failures.ts';

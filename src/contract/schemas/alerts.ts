@@ -1,15 +1,7 @@
 /** Alerts as the reliability reads show them (raised and recovered by the alert sweep, src/relay/alerts.ts). */
 import { z } from 'zod';
+import { ALERT_KINDS } from '../triggers.ts';
 import { Id, Timestamp } from './common.ts';
-
-/**
- * - `silence`: an endpoint with a silence watch (expectedEvery) received nothing for longer;
- * - `handoff_paused`: the store's handoff is paused for its credentials (missing, refused, not issued);
- * - `uninstalled`: the app was uninstalled from the store;
- * - `auth_failures`: a burst of failed authentications on one endpoint (ALERTS.authBurst).
- */
-export const ALERT_KINDS = ['silence', 'handoff_paused', 'uninstalled', 'auth_failures'] as const;
-export type AlertKind = (typeof ALERT_KINDS)[number];
 
 const ALERT_HANDOFF_STATES = ['pending', 'sending', 'delivered', 'failed', 'skipped'] as const;
 const AlertHandoffStateSchema = z.enum(ALERT_HANDOFF_STATES);

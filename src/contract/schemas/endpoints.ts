@@ -1,5 +1,6 @@
 /** Endpoints: what one is, creating one, and the inputs of the intents that change one, and its test. */
 import { z } from 'zod';
+import { durationText, parseDuration } from '../durations.ts';
 import { SILENCE_WATCH } from '../limits.ts';
 import { EDITION } from '../scopes.ts';
 import { Id, Timestamp } from './common.ts';
@@ -22,26 +23,11 @@ const DotPath = z
   .regex(/^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/, 'a dot path such as order.id or line_items.0.sku')
   .describe('Dot path into the JSON body, e.g. `order.id` or `line_items.0.sku`');
 
-const DURATION_UNITS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-const DURATION = /^(\d{1,6})([smhd])$/;
-
-/** A silence-watch duration (`30m`, `2h`, `1d`) in ms; null when it is not one. Bounds are the schema's. */
-export function durationMs(text: string): number | null {
-  const m = DURATION.exec(text);
-  return m ? Number(m[1]) * DURATION_UNITS[m[2] as keyof typeof DURATION_UNITS] : null;
-}
-
-/** ms as the shortest exact duration: 7_200_000 -> `2h`, 5_400_000 -> `90m`. */
-export function durationText(ms: number): string {
-  for (const [unit, size] of Object.entries(DURATION_UNITS).reverse()) if (ms % size === 0) return `${ms / size}${unit}`;
-  return `${Math.ceil(ms / 1000)}s`;
-}
-
 const { minMs, maxMs } = SILENCE_WATCH;
 const ExpectedEverySchema = z
   .string()
-  .regex(DURATION, { error: 'a duration such as 30m, 2h or 1d: a whole number, then s, m, h or d', abort: true })
-  .refine((v) => (durationMs(v) ?? 0) >= minMs && (durationMs(v) ?? 0) <= maxMs, {
+  .regex(/^(\d{1,6})([smhd])$/, { error: 'a duration such as 30m, 2h or 1d: a whole number, then s, m, h or d', abort: true })
+  .refine((v) => (parseDuration(v) ?? 0) >= minMs && (parseDuration(v) ?? 0) <= maxMs, {
     error: `between ${durationText(minMs)} and ${durationText(maxMs)}`,
   })
   .describe(

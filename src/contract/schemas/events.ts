@@ -1,6 +1,7 @@
 /** Events as reads show them: receipts, handoff attempts, recovery options. Never a raw body. */
 import { z } from 'zod';
 import { HandoffStateSchema } from '../platform-schemas.ts';
+import { CONFIRMATION_OUTCOMES } from '../triggers.ts';
 import { Id, Timestamp } from './common.ts';
 
 export const EVENT_OUTCOMES = ['accepted', 'queued', 'delivered', 'no_workflow', 'failed', 'duplicate_suppressed', 'rejected', 'held', 'test'] as const;
@@ -45,9 +46,6 @@ const AttemptSchema = z
     retryAt: Timestamp.nullable(),
   })
   .meta({ id: 'HandoffAttempt' });
-
-/** Outcomes a Confirm hookrelay event step reports. */
-export const CONFIRMATION_OUTCOMES = ['ok', 'error'] as const;
 
 const EventConfirmationSchema = z
   .object({

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { METERS } from '../limits.ts';
 import { HandoffStateSchema, PlatformLinkStateSchema } from '../platform-schemas.ts';
-import { SignatureDiagnosisSchema } from '../diagnoses.ts';
+import { DIAGNOSES, DIAGNOSIS_CODES } from '../diagnoses.ts';
 import { Timestamp } from './common.ts';
 import { AuthModeSchema, TriggerVariantSchema } from './endpoints.ts';
 import { EventOutcomeSchema } from './events.ts';
@@ -10,6 +10,14 @@ import { EventOutcomeSchema } from './events.ts';
 const RecommendedActionSchema = z
   .object({ action: z.string(), text: z.string(), operationId: z.string().nullable(), endpointId: z.string().nullable() })
   .meta({ id: 'RecommendedAction' });
+
+const SignatureDiagnosisSchema = z
+  .object({
+    code: z.enum(DIAGNOSIS_CODES).describe(DIAGNOSIS_CODES.map((c) => `\`${c}\`: ${DIAGNOSES[c].meaning}`).join(' ')),
+    fix: z.string().describe("One line: what to change in the sender (the preset's own step for zapier, make and n8n endpoints)"),
+  })
+  .describe('What signature forensics recognised in a failed authentication: never the value received, only which usual mistake it was')
+  .meta({ id: 'SignatureDiagnosis' });
 
 export const SetupStateSchema = z
   .object({
