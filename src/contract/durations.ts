@@ -5,7 +5,7 @@
 const UNITS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
 /** The form a duration takes: a whole number, then s, m, h or d. */
-export const DURATION = /^(\d+)([smhd])$/;
+const DURATION = /^(\d+)([smhd])$/;
 
 /** Parses a duration like `90s`, `15m`, `8h`, `30d` into milliseconds; null when malformed or zero. */
 export function parseDuration(text: string): number | null {
