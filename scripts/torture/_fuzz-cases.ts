@@ -4,6 +4,7 @@
  * inbound requests, unknown paths, and raw-socket edges (duplicate headers, 64 KB headers, hang-ups).
  */
 import { createHmac } from 'node:crypto';
+import { operations, type Operation } from '../../src/contract/operations.ts';
 import { sign } from '../bench/_lib.ts';
 import type { Surface } from './_shape.ts';
 import type { Rand } from './_rand.ts';
@@ -347,8 +348,10 @@ function operationCase(doc: any, path: string, method: string, op: any, r: Rand,
     if (ct) headers['content-type'] = ct;
     if (ct !== 'application/json') notes.push(`ct:${ct || 'none'}`);
   }
-  if (op.transport === 'mcp' && r.chance(0.7)) headers.accept = 'application/json, text/event-stream';
-  const surface: Surface = op.transport === 'mcp' ? { kind: 'mcp' } : { kind: 'api', path, method: m };
+  // The document's operation, asked of the contract table: is it the MCP transport?
+  const mcp = (operations as Record<string, Operation>)[op.operationId]?.transport === 'mcp';
+  if (mcp && r.chance(0.7)) headers.accept = 'application/json, text/event-stream';
+  const surface: Surface = mcp ? { kind: 'mcp' } : { kind: 'api', path, method: m };
   return { label: `${m} ${op.operationId} ${notes.join(' ')}`.trim(), surface, method: m, target, headers, body: bytes };
 }
 

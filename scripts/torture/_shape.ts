@@ -135,10 +135,15 @@ function judgeError(c: Contract, a: Answer, body: any, surface: Surface): string
   }
   if (typeof body.message === 'string' && 'code' in body) {
     // An inbound 429 also says when to retry (README: `{code: "rate_limited", message, retryAfterSeconds}`).
+    // An inbound 401 may name the sender's usual mistake (README "Signature forensics"): the SignatureDiagnosis component.
+    const diagnosed = surface.kind === 'hooks' && a.status === 401 && 'diagnosis' in body;
     const extra = Object.keys(body).filter(
-      (k) => k !== 'code' && k !== 'message' && !INBOUND_EXTRA_KEYS.has(k) && !(a.status === 429 && k === 'retryAfterSeconds'),
+      (k) =>
+        k !== 'code' && k !== 'message' && !INBOUND_EXTRA_KEYS.has(k) && !(a.status === 429 && k === 'retryAfterSeconds') && !(diagnosed && k === 'diagnosis'),
     );
     if (extra.length) return `HTTP ${a.status}: {code, message} with undocumented ${extra.join(', ')}`;
+    const diagnosis = diagnosed ? validate(c.doc, schemaRef('SignatureDiagnosis'), body.diagnosis) : null;
+    if (diagnosis) return `HTTP ${a.status} diagnosis: ${diagnosis}`;
     if (typeof body.code === 'string' && /^SVC_[A-Z_]+$/.test(body.code)) return null;
     return codeOk(body.code, 'code');
   }
