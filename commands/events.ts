@@ -45,7 +45,11 @@ export default defineCommand({
   meta: {
     name: 'events',
     description: 'Receipt history, newest first, without raw bodies; --follow streams new receipts as JSON lines',
-    examples: ['hookrelay events --limit 5 --outcome failed --since 1h', 'hookrelay events --follow --endpoint ep_123'],
+    examples: [
+      'hookrelay events --limit 5 --outcome failed --since 1h',
+      'hookrelay events --unconfirmed-for 60',
+      'hookrelay events --follow --endpoint ep_123',
+    ],
   },
   args: {
     limit: { type: 'string', description: 'Page size, 1 to 100 (default 25)' },
@@ -54,12 +58,16 @@ export default defineCommand({
     outcome: { type: 'string', description: EVENT_OUTCOMES.join(' | ') },
     since: { type: 'string', description: `Received at or after: ${SINCE_HELP}` },
     until: { type: 'string', description: `Received before: ${SINCE_HELP}` },
+    'unconfirmed-for': {
+      type: 'string',
+      description: 'Only delivered events no workflow run has confirmed (Confirm hookrelay event), delivered more than this many minutes ago',
+    },
     ...followArgs,
     ...connectionArgs,
   },
   async run({ args }) {
     if (args.follow) {
-      const refused = (['limit', 'cursor', 'outcome', 'until'] as const).filter((k) => args[k] !== undefined);
+      const refused = (['limit', 'cursor', 'outcome', 'until', 'unconfirmed-for'] as const).filter((k) => args[k] !== undefined);
       if (refused.length)
         throw new AppError('invalid_input', `--follow prints every new receipt; it does not take ${refused.map((k) => `--${k}`).join(', ')}.`);
       return follow(args, await connect(args, { token: 'required' }));
@@ -76,6 +84,7 @@ export default defineCommand({
         outcome: args.outcome,
         since: at(args.since, '--since'),
         until: at(args.until, '--until'),
+        unconfirmedFor: args['unconfirmed-for'],
       },
     });
     emit(body);

@@ -207,6 +207,15 @@ describe('events and event', () => {
     expect(bad.json.error.message).toContain('24h');
   });
 
+  it('--unconfirmed-for lists the delivered events no workflow run confirmed (none of these accepted ones); 0 exits 2', async () => {
+    const none = await run(['events', '--unconfirmed-for', '60'], { HOOKRELAY_TOKEN: observer });
+    expect(none.code).toBe(0);
+    expect(none.json.data.events).toEqual([]);
+    const zero = await run(['events', '--unconfirmed-for', '0'], { HOOKRELAY_TOKEN: observer });
+    expect(zero.code).toBe(2);
+    expect(zero.json.error.details[0].path).toBe('query.unconfirmedFor');
+  });
+
   it('exits 2 on an out-of-range --limit or unknown --outcome without calling the server', async () => {
     const limit = await run(['events', '--limit', '0'], { HOOKRELAY_TOKEN: observer });
     expect(limit.code).toBe(2);
