@@ -10,6 +10,7 @@ import type { AlertHandoffResult, AlertRow, AlertStore, LeasedAlertHandoff } fro
 import type { PlatformLinkRow, PlatformLinkStore } from '../../db/platform-links.ts';
 import type { EndpointStore, EventReads, ReadinessStore, Signals, TenantStore } from '../../db/repo.ts';
 import type { EndpointRow, StoreRow } from '../../db/types.ts';
+import { diagnosisFor, isDiagnosisCode } from '../contract/diagnoses.ts';
 import { ALERTS } from '../contract/limits.ts';
 import { PAUSE_CODES } from '../contract/platform.ts';
 import type { AlertKind } from '../contract/triggers.ts';
@@ -25,7 +26,7 @@ import { HandoffPauses } from './pauses.ts';
 type AlertCore = CoreWith<
   AlertStore &
     Pick<EndpointStore, 'listEndpoints'> &
-    Pick<EventReads, 'latestEvent'> &
+    Pick<EventReads, 'latestEvent' | 'listAuthFailures'> &
     Pick<ReadinessStore, 'listTriggerReadiness'> &
     Pick<TenantStore, 'listStores' | 'getStore'> &
     Signals & { links: PlatformLinkStore }
@@ -45,6 +46,9 @@ interface AlertDetail {
   code?: string;
   failures?: number;
   windowMs?: number;
+  /** auth_failures: what signature forensics recognised in the newest failure (a DIAGNOSES code), and the preset it fixes for. */
+  diagnosis?: string;
+  senderProfile?: string;
   /** Why it recovered, one line (set at recovery). */
   recovery?: string;
 }
@@ -182,7 +186,14 @@ export class AlertWatch {
       if (!ep || (!open.has(key) && w.n < failures)) continue;
       const last = await receivedAt(ep.id);
       if (last != null && last > w.last) continue; // the sender authenticates again
-      conditions.set(key, { kind: 'auth_failures', endpoint: ep, since: w.first, detail: { endpointName: ep.name, failures: w.n, windowMs } });
+      // What signature forensics recognised in the newest failure (a code, never a value), for the recommended action.
+      const diagnosis = (await repo.listAuthFailures(store.id, ep.id, 1))[0]?.diagnosis ?? undefined;
+      conditions.set(key, {
+        kind: 'auth_failures',
+        endpoint: ep,
+        since: w.first,
+        detail: { endpointName: ep.name, failures: w.n, windowMs, diagnosis, senderProfile: ep.senderProfile ?? undefined },
+      });
     }
 
     if (link?.pauseReason === 'credentials') {
@@ -349,7 +360,9 @@ export function describeAlert(alert: AlertRow, endpointName: string | null, wher
       break;
     case 'auth_failures':
       summary = `${d.failures ?? 0} requests to the ${ep} failed authentication within ${durationText(d.windowMs ?? ALERTS.authBurst.windowMs)}, the first at ${since}.`;
-      recommendedAction = `The sender of ${alert.endpointId} authenticates wrongly: check it uses the endpoint's current secret (the new one after a rotation) and header, and signs the exact bytes it sends. Setup state names what was recognised. If it cannot be fixed, create a replacement endpoint.`;
+      recommendedAction = isDiagnosisCode(d.diagnosis)
+        ? `The sender of ${alert.endpointId} authenticates wrongly, and its newest failure looks like ${d.diagnosis}: ${diagnosisFor(d.diagnosis, d.senderProfile ?? null).fix} If it cannot be fixed, create a replacement endpoint.`
+        : `The sender of ${alert.endpointId} authenticates wrongly: check it uses the endpoint's current secret (the new one after a rotation) and header, and signs the exact bytes it sends. Setup state names what was recognised. If it cannot be fixed, create a replacement endpoint.`;
       break;
     case 'handoff_paused':
       summary = `Handoff to Shopify Flow for ${where.shopDomain} is paused since ${since} (${d.code ?? 'credentials'}): events wait, none fail.`;

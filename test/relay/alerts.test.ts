@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import parse from 'parse-prometheus-text-format';
 import { ALERT_TRIGGER } from '../../src/contract/triggers.ts';
 import { iso } from '../../src/lib/clock.ts';
-import { hmacBase64 } from '../../src/lib/crypto.ts';
+import { diagnosisFor } from '../../src/contract/diagnoses.ts';
+import { hmacBase64, hmacHex } from '../../src/lib/crypto.ts';
 import { shopifyWebhooks } from '../../src/ops/shopify-webhooks.ts';
 import type { TriggerRequest } from '../../src/platform/types.ts';
 import { AlertWatch } from '../../src/relay/alerts.ts';
@@ -347,6 +348,27 @@ describe('the same mechanism for stores and senders', () => {
     for (const text of [stored, logged, sent]) {
       for (const canary of [secret, 'sig-canary-9d41e0', CLIENT.clientSecret, 'good-1', 'bad-4']) expect(text).not.toContain(canary);
     }
+  });
+
+  it("a burst's recommended action names what signature forensics recognised in its newest failure, with the preset's fix", async () => {
+    const s = await setup();
+    const { endpoint, secret } = await createEndpoint(s.env, s.grant, {
+      triggerVariant: 'order',
+      resourceIdPath: 'order.id',
+      senderProfile: 'n8n',
+      authMode: 'hmac_sha256',
+    });
+    for (let i = 0; i < 5; i++) {
+      const body = orderEvent(`upper-${i}`);
+      const upper = hmacHex(secret, body).toUpperCase();
+      const r = await sendHook(s.env, endpoint, secret, body, { auth: upper });
+      expect([r.status, r.json.diagnosis?.code]).toEqual([401, 'hex_uppercase']);
+    }
+    expect(await s.watch.sweep()).toMatchObject({ raised: 1 });
+    const action = alertsSent()[0]!.payload['recommended action'];
+    expect(action).toContain('hex_uppercase');
+    expect(action).toContain(diagnosisFor('hex_uppercase', 'n8n').fix);
+    expect(action).not.toContain(hmacHex(secret, orderEvent('upper-4')).toUpperCase());
   });
 
   it('a burst recovers once a whole window passes without a failure', async () => {
