@@ -25,7 +25,7 @@ import { HandoffPauses } from './pauses.ts';
 
 type AlertCore = CoreWith<
   AlertStore &
-    Pick<EndpointStore, 'listEndpoints'> &
+    Pick<EndpointStore, 'listEndpoints' | 'getEndpoint'> &
     Pick<EventReads, 'latestEvent' | 'listAuthFailures'> &
     Pick<ReadinessStore, 'listTriggerReadiness'> &
     Pick<TenantStore, 'listStores' | 'getStore'> &
@@ -322,7 +322,7 @@ export class AlertWatch {
 
   /** The trigger's fields: every one the alert extension declares, each a single line of text. */
   private async payload(alert: AlertRow, phase: 'raised' | 'recovered', store: StoreRow): Promise<Record<string, string>> {
-    const endpoint = alert.endpointId ? (await this.core.repo.listEndpoints(store.id)).find((e) => e.id === alert.endpointId) : undefined;
+    const endpoint = alert.endpointId ? await this.core.repo.getEndpoint(store.id, alert.endpointId) : null;
     const text = describeAlert(alert, endpoint?.name ?? null, { publicUrl: this.core.config.publicUrl, shopDomain: store.shopDomain });
     const values: Record<(typeof ALERT_TRIGGER.textFields)[number], string> = {
       'alert id': alert.id,

@@ -457,6 +457,62 @@ describe('the handoff of a phase', () => {
     expect(s.env.log.lines.some((l) => l.includes('given up after 6 attempts'))).toBe(true);
   });
 
+  it('THROTTLED (the cost bucket short) defers the phase without counting an attempt; it goes once the bucket refills', async () => {
+    const s = await setup();
+    await createEndpoint(s.env, s.grant, { triggerVariant: 'generic', expectedEvery: '5m' });
+    s.env.clock.advance(6 * MIN);
+    fake.script(b.throttled());
+    expect(await s.watch.sweep()).toMatchObject({ raised: 1, handoffs: { pending: 1, delivered: 0 } });
+    const row = (await rows(s.env, 'SELECT state, attempts, last_error AS e, next_attempt_at AS at FROM alert_handoffs'))[0]!;
+    expect(row).toMatchObject({ state: 'pending', attempts: 0, e: 'throttled' });
+    expect(row.at).toBeGreaterThan(s.env.clock.now());
+    s.env.clock.advance(row.at - s.env.clock.now());
+    expect((await s.watch.sweep()).handoffs).toMatchObject({ delivered: 1 });
+    expect(alertsSent().map((r) => r.behaviour)).toEqual(['throttled', 'ok']);
+  });
+
+  it('an issued token that expired is renewed by the send itself, which is then delivered (no pause, no failed attempt)', async () => {
+    const s = await setup();
+    await createEndpoint(s.env, s.grant, { triggerVariant: 'generic', expectedEvery: '5m' });
+    s.env.clock.advance(6 * MIN);
+    expect((await s.watch.sweep()).handoffs).toMatchObject({ delivered: 1 });
+    const tokens = fake.tokenRequests.length;
+    fake.expireIssuedTokens();
+    await createEndpoint(s.env, s.grant, { triggerVariant: 'generic', expectedEvery: '5m' });
+    s.env.clock.advance(6 * MIN);
+    expect((await s.watch.sweep()).handoffs).toMatchObject({ delivered: 1, pending: 0, failed: 0 });
+    expect(fake.tokenRequests.length).toBe(tokens + 1);
+    expect(alertsSent().map((r) => r.behaviour)).toEqual(['ok', 'unauthorized', 'ok']);
+    const store = (await s.env.repo.getStoreByShop(SHOP))!;
+    expect((await s.env.repo.links.get(store.id))?.pauseReason ?? null).toBeNull();
+  });
+
+  it('a Shopify outage of 40 minutes: the phase retries on its schedule and is delivered once, after Shopify is back', async () => {
+    const s = await setup();
+    // A first alert gets the store its token before the outage.
+    await createEndpoint(s.env, s.grant, { triggerVariant: 'generic', expectedEvery: '5m' });
+    s.env.clock.advance(6 * MIN);
+    expect((await s.watch.sweep()).handoffs.delivered).toBe(1);
+    await createEndpoint(s.env, s.grant, { triggerVariant: 'generic', expectedEvery: '5m' });
+    fake.setDown(true);
+    s.env.clock.advance(6 * MIN);
+    expect(await s.watch.sweep()).toMatchObject({ raised: 1, handoffs: { pending: 1 } });
+    for (let t = 5; t <= 40; t += 5) {
+      s.env.clock.advance(5 * MIN);
+      expect((await s.watch.sweep()).handoffs.delivered).toBe(0);
+    }
+    fake.setDown(false);
+    let delivered = 0;
+    for (let t = 0; t < 90 && !delivered; t += 5) {
+      s.env.clock.advance(5 * MIN);
+      delivered = (await s.watch.sweep()).handoffs.delivered;
+    }
+    expect(delivered).toBe(1);
+    expect(await rows(s.env, "SELECT state FROM alert_handoffs WHERE state <> 'delivered'")).toEqual([]);
+    // Sent at the raise, then at the sweeps after each delay came due (30 s, 2 min, 10 min), then after the hour's.
+    expect(alertsSent().map((r) => r.behaviour)).toEqual(['ok', 'down', 'down', 'down', 'down', 'ok']);
+  });
+
   it('is journaled sending before the send: a send whose instance died is taken over after its lease, sent once more and said so', async () => {
     const s = await setup();
     await createEndpoint(s.env, s.grant, { triggerVariant: 'generic', expectedEvery: '5m' });
