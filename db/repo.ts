@@ -82,8 +82,8 @@ export interface EventReads {
   listAttempts(eventId: string): Promise<AttemptRow[]>;
   /** Newest first; a row stands for `count` failures, the last at `at`. */
   listAuthFailures(storeId: string, endpointId?: string, limit?: number): Promise<AuthFailureRow[]>;
-  /** Failures (rows' counts summed, not rows) per endpoint with `at` since `since`. */
-  countAuthFailures(storeId: string, since: number): Promise<{ endpointId: string; n: number }[]>;
+  /** Failures (rows' counts summed, not rows) per endpoint with `at` since `since`, and the first and last of them. */
+  countAuthFailures(storeId: string, since: number): Promise<{ endpointId: string; n: number; first: number; last: number }[]>;
   /** Whether any event of the store has this outcome now. */
   hasOutcome(storeId: string, outcome: string): Promise<boolean>;
   /** event_stats summed per metric from the 5-minute bucket holding `from` until now (see db/types.ts). */

@@ -36,14 +36,6 @@ export interface AlertHandoffResult {
   deliveredAt: number | null;
 }
 
-/** Failed authentications of one endpoint since a time: how many (folded rows' counts summed), the first and last. */
-export interface AuthFailureWindow {
-  endpointId: string;
-  n: number;
-  first: number;
-  last: number;
-}
-
 export interface AlertStore {
   /**
    * Raises the alert and journals its `raised` phase in one transaction, unless an alert with its open key is open in
@@ -69,8 +61,6 @@ export interface AlertStore {
   leaseAlertHandoffs(now: number, leaseUntil: number, limit: number, skipStores: string[]): Promise<LeasedAlertHandoff[]>;
   /** Records a leased phase's result; false (nothing written) when the lease was taken over meanwhile. */
   finishAlertHandoff(leased: AlertHandoffRow, result: AlertHandoffResult): Promise<boolean>;
-  /** The store's failed authentications per endpoint with `at` since `since`. */
-  authFailureWindows(storeId: string, since: number): Promise<AuthFailureWindow[]>;
   /** An endpoint's config versions, newest first (the silence watch's start is read from them). */
   listEndpointVersions(endpointId: string): Promise<{ version: number; config: string; createdAt: number }[]>;
   /** Deletes recovered alerts raised before `before`, and their phases, at most `limit` alerts. Returns how many. */
@@ -164,13 +154,6 @@ export function alertStore(sql: SqlRunner): AlertStore {
          WHERE alert_id = ? AND phase = ? AND state = 'sending' AND attempts = ?`,
         [r.state, r.attempts, r.nextAttemptAt, r.lastError, r.deliveredAt, leased.alertId, leased.phase, leased.attempts],
       )) === 1,
-
-    authFailureWindows: (storeId, since) =>
-      sql.all<AuthFailureWindow>(
-        `SELECT endpoint_id AS "endpointId", CAST(sum(count) AS BIGINT) AS "n", min(at) AS "first", max(at) AS "last"
-         FROM auth_failures WHERE store_id = ? AND at >= ? GROUP BY endpoint_id`,
-        [storeId, since],
-      ),
 
     listEndpointVersions: (endpointId) =>
       sql.all(`SELECT version, config, created_at AS "createdAt" FROM endpoint_versions WHERE endpoint_id = ? ORDER BY version DESC`, [endpointId]),

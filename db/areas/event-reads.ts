@@ -64,8 +64,9 @@ export function eventReads(sql: SqlRunner): EventReads & Pick<HandoffQueue, 'nex
           ])
         : sql.all<AuthFailureRow>(`SELECT ${authFailures.select} FROM auth_failures WHERE store_id = ? ORDER BY at DESC, id DESC LIMIT ?`, [storeId, limit]),
     countAuthFailures: (storeId, since) =>
-      sql.all<{ endpointId: string; n: number }>(
-        'SELECT endpoint_id AS "endpointId", CAST(sum(count) AS BIGINT) AS n FROM auth_failures WHERE store_id = ? AND at >= ? GROUP BY endpoint_id',
+      sql.all<{ endpointId: string; n: number; first: number; last: number }>(
+        `SELECT endpoint_id AS "endpointId", CAST(sum(count) AS BIGINT) AS n, min(at) AS "first", max(at) AS "last"
+         FROM auth_failures WHERE store_id = ? AND at >= ? GROUP BY endpoint_id`,
         [storeId, since],
       ),
     hasOutcome: async (storeId, outcome) => !!(await first(sql, 'SELECT 1 AS x FROM events WHERE store_id = ? AND outcome = ? LIMIT 1', [storeId, outcome])),

@@ -26,7 +26,7 @@ import { HandoffPauses } from './pauses.ts';
 type AlertCore = CoreWith<
   AlertStore &
     Pick<EndpointStore, 'listEndpoints' | 'getEndpoint'> &
-    Pick<EventReads, 'latestEvent' | 'listAuthFailures'> &
+    Pick<EventReads, 'latestEvent' | 'listAuthFailures' | 'countAuthFailures'> &
     Pick<ReadinessStore, 'listTriggerReadiness'> &
     Pick<TenantStore, 'listStores' | 'getStore'> &
     Signals & { links: PlatformLinkStore }
@@ -180,7 +180,7 @@ export class AlertWatch {
     }
 
     const { windowMs, failures } = ALERTS.authBurst;
-    for (const w of await repo.authFailureWindows(store.id, now - windowMs)) {
+    for (const w of await repo.countAuthFailures(store.id, now - windowMs)) {
       const ep = endpoints.get(w.endpointId);
       const key = openKey(w.endpointId, 'auth_failures');
       if (!ep || (!open.has(key) && w.n < failures)) continue;

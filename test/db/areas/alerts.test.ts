@@ -173,7 +173,7 @@ areaSuite('AlertStore', (test) => {
     }
   });
 
-  test('authFailureWindows: per endpoint since a time, folded counts summed, first and last', async (repo) => {
+  test('countAuthFailures, as the burst check reads it: per endpoint since a time, folded counts summed, first and last', async (repo) => {
     await withStores(repo);
     await repo.commitIngest(
       [],
@@ -185,7 +185,7 @@ areaSuite('AlertStore', (test) => {
         authFailure({ id: 'af_5', storeId: OTHER_STORE, endpointId: OTHER_EP, at: T0 - MIN }),
       ],
     );
-    const windows = await repo.authFailureWindows(STORE, T0 - 10 * MIN);
+    const windows = await repo.countAuthFailures(STORE, T0 - 10 * MIN);
     expect(windows.sort((a, b) => a.endpointId.localeCompare(b.endpointId))).toEqual([
       { endpointId: EP, n: 5, first: T0 - 8 * MIN, last: T0 - 2 * MIN },
       { endpointId: EP2, n: 1, first: T0 - MIN, last: T0 - MIN },
