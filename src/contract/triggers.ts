@@ -5,6 +5,13 @@
  */
 import type { TriggerVariant } from './schemas.ts';
 
+/** The Confirm hookrelay event action extension (shopify/extensions/confirm-action): its handle, where Flow sends its runs, and the keys of its fields in `properties`. */
+export const CONFIRM_ACTION = {
+  handle: 'hookrelay-confirm',
+  path: '/flow/actions/confirm',
+  fields: { eventId: 'event_id', outcome: 'outcome', note: 'note' },
+} as const;
+
 /** Outcomes a Confirm hookrelay event step (the Flow action, shopify/extensions/confirm-action) reports. */
 export const CONFIRMATION_OUTCOMES = ['ok', 'error'] as const;
 

@@ -11,17 +11,10 @@
  */
 import type { ConfirmationStore } from '../../db/areas/confirmations.ts';
 import type { EventReads, TenantStore } from '../../db/repo.ts';
-import { CONFIRMATION_OUTCOMES } from '../contract/triggers.ts';
+import { CONFIRM_ACTION, CONFIRMATION_OUTCOMES } from '../contract/triggers.ts';
 import type { CoreWith } from '../core.ts';
 import { redactText } from '../lib/redact.ts';
 import { APP_SECRET_ENV, appSecret, malformedFields, readSignedBody, signedJson } from '../platform/shopify/app.ts';
-
-/** The shipped action extension: its handle, where Flow sends its runs, and the keys of its fields in `properties`. */
-export const CONFIRM_ACTION = {
-  handle: 'hookrelay-confirm',
-  path: '/flow/actions/confirm',
-  fields: { eventId: 'event_id', outcome: 'outcome', note: 'note' },
-} as const;
 
 /** What a note keeps: secrets and email addresses redacted, then its first 500 characters. */
 const NOTE_MAX = 500;

@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'bun:test';
 import { iso } from '../../src/lib/clock.ts';
 import { hmacBase64 } from '../../src/lib/crypto.ts';
-import { CONFIRM_ACTION } from '../../src/relay/confirmations.ts';
+import { CONFIRM_ACTION } from '../../src/contract/triggers.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { startServer, type RunningServer } from '../../src/server/serve.ts';
 import { b, fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
