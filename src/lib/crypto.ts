@@ -62,15 +62,7 @@ export function hmacBase64(secret: string, body: Uint8Array | string): string {
 /** The spec's format is lowercase hex only; uppercase or mixed case is a malformed signature. */
 const HEX64 = /^[0-9a-f]{64}$/;
 
-/** Constant-time check of a lowercase hex HMAC-SHA256 header value against the exact raw bytes (or text). */
-export function verifyHmacHex(secret: string, body: Uint8Array | string, headerValue: string): boolean {
-  const given = headerValue.trim();
-  if (!HEX64.test(given)) return false;
-  const expected = new Bun.CryptoHasher('sha256', secret).update(body).digest() as Buffer;
-  return timingSafeEqual(expected, Buffer.from(given, 'hex'));
-}
-
-/** The raw 32-byte HMAC-SHA256 of the exact bytes (or text), for comparisons in any encoding (signature forensics). */
+/** The raw 32-byte HMAC-SHA256 of the exact bytes (or text), for comparisons in any encoding. */
 export function hmacDigest(secret: string, body: Uint8Array | string): Buffer {
   return new Bun.CryptoHasher('sha256', secret).update(body).digest() as Buffer;
 }
@@ -78,6 +70,12 @@ export function hmacDigest(secret: string, body: Uint8Array | string): Buffer {
 /** Constant-time equality of two digests; false when their lengths differ. */
 export function sameDigest(a: Uint8Array, b: Uint8Array): boolean {
   return a.byteLength === b.byteLength && timingSafeEqual(a, b);
+}
+
+/** Constant-time check of a lowercase hex HMAC-SHA256 header value against the exact raw bytes (or text). */
+export function verifyHmacHex(secret: string, body: Uint8Array | string, headerValue: string): boolean {
+  const given = headerValue.trim();
+  return HEX64.test(given) && sameDigest(hmacDigest(secret, body), Buffer.from(given, 'hex'));
 }
 
 /** Constant-time equality of two strings of any length (compares their SHA-256 digests). */
