@@ -32,7 +32,7 @@ export async function alertsSince(
       raisedAt: iso(a.raisedAt),
       recoveredAt: isoOrNull(a.recoveredAt),
       summary: a.state === 'recovered' ? text.recoveredSummary : text.summary,
-      recommendedAction: a.state === 'recovered' ? 'Nothing to do: it recovered.' : text.recommendedAction,
+      recommendedAction: a.state === 'recovered' ? text.recoveredAction : text.recommendedAction,
       handoff: { raised: phase('raised') ?? 'pending', recovered: phase('recovered') ?? null },
     };
   };

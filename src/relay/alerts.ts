@@ -332,14 +332,14 @@ export class AlertWatch {
       'endpoint name': alert.endpointId ? (text.endpointName ?? '') : '',
       since: iso(alert.since),
       summary: phase === 'recovered' ? text.recoveredSummary : text.summary,
-      'recommended action': phase === 'recovered' ? 'Nothing to do: it recovered by itself.' : text.recommendedAction,
+      'recommended action': phase === 'recovered' ? text.recoveredAction : text.recommendedAction,
     };
     return Object.fromEntries(ALERT_TRIGGER.textFields.map((k) => [k, clip(values[k])]));
   }
 }
 
 /**
- * What an alert says to people: a summary of the breach, of its recovery, and what to do. `endpointName`: the
+ * What an alert says to people: a summary of the breach, of its recovery, and what to do (before and after the recovery: the reads and the trigger say the same). `endpointName`: the
  * endpoint's name now (null when it is gone: the name recorded with the breach is used).
  */
 export function describeAlert(alert: AlertRow, endpointName: string | null, where: { publicUrl: string; shopDomain: string }) {
@@ -377,7 +377,7 @@ export function describeAlert(alert: AlertRow, endpointName: string | null, wher
       recommendedAction = 'Read the reliability reads for details.';
   }
   const recoveredSummary = `Recovered${alert.recoveredAt != null ? ` at ${iso(alert.recoveredAt)}` : ''}: ${d.recovery ?? 'its condition ended'}. ${summary}`;
-  return { endpointName: name, summary, recoveredSummary, recommendedAction };
+  return { endpointName: name, summary, recoveredSummary, recommendedAction, recoveredAction: 'Nothing to do: it recovered by itself.' };
 }
 
 /** Why an open alert's condition no longer holds, one line. */
