@@ -1,5 +1,7 @@
 import { defineCommand } from 'citty';
+import { durationText } from '../src/contract/durations.ts';
 import { AppError } from '../src/contract/errors.ts';
+import { SILENCE_WATCH } from '../src/contract/limits.ts';
 import { connectionArgs, idempotencyKeyArg, jsonFileArg } from './_args.ts';
 import { connect, readJsonInput } from './_cli.ts';
 import { printJson } from './_output.ts';
@@ -18,7 +20,7 @@ export default defineCommand({
     ...jsonFileArg,
     'expected-every': {
       type: 'string',
-      description: "Silence watch: alert when the endpoint receives nothing for longer than this (30m, 2h, 1d; 5m to 30d); sets the body's expectedEvery",
+      description: `Silence watch: alert when the endpoint receives nothing for longer than this (30m, 2h, 1d; ${durationText(SILENCE_WATCH.minMs)} to ${durationText(SILENCE_WATCH.maxMs)}); sets the body's expectedEvery`,
     },
     ...idempotencyKeyArg,
   },
