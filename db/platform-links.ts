@@ -4,7 +4,7 @@
  * the PostgreSQL runner numbers). Each change is one statement, so instances racing on a store's row serialise
  * on it: one renewal, one probe, one pause.
  */
-import { selectList, type SqlRunner } from './runner.ts';
+import { tableRows, type SqlRunner } from './runner.ts';
 import { platformLinks } from './sqlite/schema.ts';
 
 export type PlatformLinkRow = typeof platformLinks.$inferSelect;
@@ -79,7 +79,7 @@ export interface ObservedBudget {
   cost: number;
 }
 
-const COLUMNS = selectList(platformLinks);
+const COLUMNS = tableRows(platformLinks).select;
 
 /** What storing an obtained token writes: the sealed pair, its times, scope and client; a new generation; the renewal over. */
 const TOKEN_SET = `token_sealed = ?, token_expires_at = ?, token_obtained_at = ?, token_scope = ?, token_client_id = ?,

@@ -107,9 +107,3 @@ export function tableRows<T>(table: Table, opts: { omit?: string[] } = {}): Tabl
   };
 }
 
-/** A table's columns as a select list, each under its property name (`token_sealed AS "tokenSealed"`). */
-export function selectList(table: Table): string {
-  return Object.entries(getTableColumns(table))
-    .map(([key, col]) => `${col.name} AS "${key}"`)
-    .join(', ');
-}

@@ -5,7 +5,7 @@
  * so instances (or a sweep and the run the recording began) never process one delivery at the same time.
  * Which topic does what is decided above (src/ops/shopify-webhooks.ts); this only records and hands out.
  */
-import { selectList, type SqlRunner } from './runner.ts';
+import { tableRows, type SqlRunner } from './runner.ts';
 import { shopifyWebhooks } from './sqlite/schema.ts';
 
 export type ShopifyWebhookRow = typeof shopifyWebhooks.$inferSelect;
@@ -21,7 +21,7 @@ export type NewShopifyWebhook = Pick<
   leaseUntil: number | null;
 };
 
-const COLUMNS = selectList(shopifyWebhooks);
+const COLUMNS = tableRows(shopifyWebhooks).select;
 
 export class ShopifyWebhooks {
   constructor(private readonly sql: SqlRunner) {}
