@@ -256,7 +256,11 @@ export interface Repo
  * fields it is inserted as it is.
  */
 export interface PendingAuthFailure extends Omit<AuthFailureRow, 'diagnosis'> {
-  /** Signature forensics' finding (AuthFailureRow.diagnosis); none when absent. */
+  /**
+   * Signature forensics' finding (AuthFailureRow.diagnosis): a code, or null when the failure was examined and matched
+   * none. Absent: not examined (past the failure limits). A fold takes the newest examined finding and keeps the row's
+   * own when none of the failures it adds was examined; an inserted row without one holds null.
+   */
   diagnosis?: string | null;
   foldSince?: number;
   keepRows?: number;

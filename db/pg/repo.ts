@@ -739,7 +739,7 @@ export class PgRepo implements Repo {
         groups.set(key, [...(groups.get(key) ?? []), f]);
       }
     }
-    const folds: { into: string | null; count: number; at: number; diagnosis: string | null }[] = [];
+    const folds: { into: string | null; count: number; at: number; diagnosis: string | null | undefined }[] = [];
     for (const group of groups.values()) {
       const { endpointId, code, foldSince, keepRows } = group[0]!;
       const { rows } = await c.query<{ id: string }>(
@@ -755,7 +755,7 @@ export class PgRepo implements Repo {
           into: fresh.at(-1)?.id ?? rows[0]!.id,
           count: rest.reduce((n, f) => n + (f.count ?? 1), 0),
           at: Math.max(...rest.map((f) => f.at)),
-          diagnosis: rest.at(-1)!.diagnosis ?? null,
+          diagnosis: rest.findLast((f) => f.diagnosis !== undefined)?.diagnosis,
         });
       }
     }
@@ -775,7 +775,13 @@ export class PgRepo implements Repo {
       );
     }
     for (const f of folds)
-      await c.query('UPDATE auth_failures SET count = count + $1, at = greatest(at, $2), diagnosis = $4 WHERE id = $3', [f.count, f.at, f.into, f.diagnosis]);
+      await c.query('UPDATE auth_failures SET count = count + $1, at = greatest(at, $2), diagnosis = CASE WHEN $5 THEN $4 ELSE diagnosis END WHERE id = $3', [
+        f.count,
+        f.at,
+        f.into,
+        f.diagnosis ?? null,
+        f.diagnosis !== undefined,
+      ]);
   }
 
   private newToken(): string {

@@ -292,7 +292,9 @@ export class SqliteRepo implements Repo {
     this.recentAuthFailures = sqlite.prepare<{ id: string }, [string, number, string, number]>(
       'SELECT id FROM auth_failures WHERE endpoint_id = ? AND at >= ? AND code = ? ORDER BY at DESC, id DESC LIMIT ?',
     );
-    this.foldAuthFailure = sqlite.prepare('UPDATE auth_failures SET count = count + ?, at = max(at, ?), diagnosis = ? WHERE id = ?');
+    this.foldAuthFailure = sqlite.prepare(
+      'UPDATE auth_failures SET count = count + ?1, at = max(at, ?2), diagnosis = CASE WHEN ?3 THEN ?4 ELSE diagnosis END WHERE id = ?5',
+    );
     // Only while the event's lease holds at the start (as on PostgreSQL, where the lease also carries its holder's
     // token): an attempt of an event never claimed, or claimed again after its lease ended, is never journaled.
     this.journalAttempt = sqlite.prepare(
@@ -439,12 +441,13 @@ export class SqliteRepo implements Repo {
     return out;
   }
 
-  /** Inserts the failure, or folds it into the newest row of its endpoint and code once the window holds keepRows (its diagnosis the newest). */
+  /** Inserts the failure, or folds it into the newest row of its endpoint and code once the window holds keepRows (its diagnosis the newest examined: PendingAuthFailure). */
   private recordAuthFailure(f: PendingAuthFailure): void {
     const count = f.count ?? 1;
     if (f.keepRows !== undefined && f.foldSince !== undefined) {
       const recent = this.recentAuthFailures.all(f.endpointId, f.foldSince, f.code, f.keepRows);
-      if (recent.length >= f.keepRows && recent[0]) return void this.foldAuthFailure.run(count, f.at, f.diagnosis ?? null, recent[0].id);
+      if (recent.length >= f.keepRows && recent[0])
+        return void this.foldAuthFailure.run(count, f.at, f.diagnosis !== undefined, f.diagnosis ?? null, recent[0].id);
     }
     this.insertAuthFailure.run(f.id, f.storeId, f.endpointId, f.code, f.diagnosis ?? null, f.at, count);
   }

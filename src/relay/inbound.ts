@@ -53,12 +53,6 @@ const SEVERAL_VALUES = 'Authentication failed: the authentication header carries
 
 export function createInboundHandler({ core, endpoints, writer, authFailures }: InboundDeps) {
   const { clock, ids, config } = core;
-  /**
-   * Per endpoint, the diagnosis of its last examined failure and the fold window it fell in. A failure past the limits
-   * is not examined but folds into that window's newest row, which keeps the newest failure's diagnosis: it carries
-   * this one, so a flood of one mistake (a busy sender after its secret's overlap ended) does not hide it.
-   */
-  const examined = new Map<string, { window: number; diagnosis: DiagnosisCode | null }>();
 
   /** `client`: the caller's address key (see clientKey), null when unknown. */
   return async function handleInbound(req: Request, endpointId: string, client: ClientOf = NO_CLIENT): Promise<Response> {
@@ -158,8 +152,8 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
    * endpoint is over its failure limit. Only failures reach here: a correctly signed event is never refused by it.
    * With `evidence` (the header value and body of a failed check), a 401 is examined for the sender's usual mistakes
    * (signature-forensics.ts): the answer carries the diagnosis and its fix, the record its code only. A 429 is not
-   * examined (past the limits a failure costs no HMAC beyond its check) and carries no diagnosis; its record takes the
-   * endpoint's last examined one of the same window (see `examined`).
+   * examined (past the limits a failure costs no HMAC beyond its check) and carries no diagnosis; the row it folds into
+   * keeps its finding.
    */
   async function authFailure(
     ep: LiveEndpoint,
@@ -172,15 +166,8 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
     const { windowMs, rowsPerEndpoint } = AUTH_FAILURE_LIMITS;
     const d = await authFailures.fail(client(), ep.row.id);
     const foldSince = Math.floor(at / windowMs) * windowMs;
-    let diagnosis: DiagnosisCode | null = null;
-    if (evidence && !d.limited) {
-      diagnosis = diagnoseFailure(ep, evidence.body, evidence.headerValue, at);
-      if (examined.size >= AUTH_FAILURE_LIMITS.maxTracked) examined.clear();
-      examined.set(ep.row.id, { window: foldSince, diagnosis });
-    } else if (evidence) {
-      const last = examined.get(ep.row.id);
-      if (last?.window === foldSince) diagnosis = last.diagnosis;
-    }
+    // Past the limits a failure is not examined (undefined): its fold keeps the row's finding (PendingAuthFailure).
+    const diagnosis: DiagnosisCode | null | undefined = !evidence ? null : d.limited ? undefined : diagnoseFailure(ep, evidence.body, evidence.headerValue, at);
     await writer.recordAuthFailure({
       id: ids.next('af'),
       storeId: ep.row.storeId,

@@ -1,6 +1,7 @@
 /**
  * auth_failures.diagnosis on every backend: a failure's signature-forensics code is stored as given (null when
- * none), read back by listAuthFailures, and a folded row takes the newest failure's code, as setup state reads it.
+ * none), read back by listAuthFailures, and a folded row takes the newest examined failure's code (one past the
+ * limits, not examined, keeps it), as setup state reads it.
  */
 import { expect } from 'bun:test';
 import type { PendingAuthFailure } from '../../db/repo.ts';
@@ -30,12 +31,22 @@ areaSuite('auth_failures.diagnosis', (test) => {
       [3, T0 + 4, 'body_trailing_newline'],
       [1, T0 + 1, 'base64_not_hex'],
     ]);
-    // A newest failure without a diagnosis folds in as none: the row says what the newest was.
+    // A failure not examined (past the limits: no diagnosis field) keeps the row's finding.
     await repo.commitIngest([], [failure(5, fold)]);
     rows = await repo.listAuthFailures(STORE, EP);
     expect(rows.map((f) => [f.count, f.at, f.diagnosis])).toEqual([
-      [4, T0 + 5, null],
+      [4, T0 + 5, 'body_trailing_newline'],
       [1, T0 + 1, 'base64_not_hex'],
     ]);
+    // A newest failure examined without a finding folds in as none: the row says what the newest was.
+    await repo.commitIngest([], [failure(6, { ...fold, diagnosis: null })]);
+    rows = await repo.listAuthFailures(STORE, EP);
+    expect(rows.map((f) => [f.count, f.at, f.diagnosis])).toEqual([
+      [5, T0 + 6, null],
+      [1, T0 + 1, 'base64_not_hex'],
+    ]);
+    // Several in one commit: the newest examined one decides, unexamined ones after it change nothing.
+    await repo.commitIngest([], [failure(7, { ...fold, diagnosis: 'prefix_sha256' }), failure(8, fold)]);
+    expect((await repo.listAuthFailures(STORE, EP))[0]!.diagnosis).toBe('prefix_sha256');
   });
 });
