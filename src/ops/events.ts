@@ -114,11 +114,6 @@ function decodeCursor(cursor: string): string {
 
 export async function listEvents(ctx: OpContext<EventReads>, { query }: OperationInput<'listEvents'>) {
   const { core, store } = ctx;
-  if (query.unconfirmedFor !== undefined && query.outcome !== undefined && query.outcome !== 'delivered') {
-    throw new AppError('invalid_input', 'unconfirmedFor lists delivered events only: leave outcome out, or set it to delivered.', [
-      { path: 'query.outcome', code: 'invalid', message: 'Conflicts with unconfirmedFor' },
-    ]);
-  }
   const since = query.since ? Date.parse(query.since) : undefined;
   const rows = await core.repo.listEvents({
     storeId: store.id,

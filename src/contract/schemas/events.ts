@@ -86,23 +86,28 @@ const EventDetailSchema = EventSummarySchema.extend({
 
 export const EventListSchema = z.object({ events: z.array(EventSummarySchema), nextCursor: z.string().nullable() }).meta({ id: 'EventList' });
 
-export const EventListQuerySchema = z.object({
-  limit: z.coerce.number().int().min(1).max(100).default(25).describe('Page size, 1 to 100'),
-  cursor: z.string().max(200).optional().describe('Opaque cursor from nextCursor'),
-  endpointId: z.string().max(100).optional(),
-  outcome: EventOutcomeSchema.optional(),
-  since: z.iso.datetime().optional().describe('Received at or after (RFC 3339)'),
-  until: z.iso.datetime().optional().describe('Received before (RFC 3339)'),
-  unconfirmedFor: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(43_200)
-    .optional()
-    .describe(
-      'Minutes, 1 to 43200: only events delivered more than this long ago that no workflow run has confirmed (Flow action Confirm hookrelay event), i.e. workflows that did not finish. Implies outcome `delivered`',
-    ),
-});
+export const EventListQuerySchema = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(100).default(25).describe('Page size, 1 to 100'),
+    cursor: z.string().max(200).optional().describe('Opaque cursor from nextCursor'),
+    endpointId: z.string().max(100).optional(),
+    outcome: EventOutcomeSchema.optional(),
+    since: z.iso.datetime().optional().describe('Received at or after (RFC 3339)'),
+    until: z.iso.datetime().optional().describe('Received before (RFC 3339)'),
+    unconfirmedFor: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(43_200)
+      .optional()
+      .describe(
+        'Minutes, 1 to 43200: only events delivered more than this long ago that no workflow run has confirmed (Flow action Confirm hookrelay event), i.e. workflows that did not finish. Implies outcome `delivered`',
+      ),
+  })
+  .refine((q) => q.unconfirmedFor === undefined || q.outcome === undefined || q.outcome === 'delivered', {
+    message: 'unconfirmedFor lists delivered events only: leave outcome out, or set it to delivered',
+    path: ['outcome'],
+  });
 
 const EventResultSchema = z
   .object({
