@@ -106,4 +106,3 @@ export function tableRows<T>(table: Table, opts: { omit?: string[] } = {}): Tabl
     },
   };
 }
-
