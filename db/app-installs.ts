@@ -1,7 +1,8 @@
 /**
  * App installs (Shopify's authorization code grant), written once for both dialects over the thin runner (see
  * db/platform-links.ts): the `state` nonces of installs in progress (oauth_states: kept as their SHA-256, bound to
- * one shop, used once, short-lived), and the store identity Shopify reports once an install completes.
+ * one shop, used once, short-lived), the store identity Shopify reports once an install completes, and the app
+ * subscriptions hookrelay asked Shopify for (the only ones whose webhooks move a plan).
  */
 import type { SqlRunner } from './runner.ts';
 
@@ -28,6 +29,22 @@ export class AppInstalls {
       now,
     ]);
     return changed === 1;
+  }
+
+  /** Records an app subscription hookrelay asked Shopify for (appSubscriptionCreate), for the store and plan. */
+  async recordSubscription(subscriptionId: string, storeId: string, plan: string, now: number): Promise<void> {
+    await this.sql.run(
+      'INSERT INTO app_subscriptions (subscription_id, store_id, plan, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (subscription_id) DO NOTHING',
+      [subscriptionId, storeId, plan, now],
+    );
+  }
+
+  /** The subscriptions hookrelay created for the store, newest first: their ids and plans. */
+  async subscriptionsOf(storeId: string): Promise<{ subscriptionId: string; plan: string; createdAt: number }[]> {
+    return this.sql.all(
+      'SELECT subscription_id AS "subscriptionId", plan, created_at AS "createdAt" FROM app_subscriptions WHERE store_id = ? ORDER BY created_at DESC, subscription_id DESC',
+      [storeId],
+    );
   }
 
   /** The platform account and installation ids Shopify reported for the store (its GraphQL identity). */

@@ -91,6 +91,19 @@ export class ShopifyWebhooks {
     await this.sql.run('UPDATE shopify_webhooks SET last_error = ?, lease_until = ? WHERE webhook_id = ? AND processed_at IS NULL', [code, retryAt, webhookId]);
   }
 
+  /**
+   * Takes the once-only effect `key` for the delivery `webhookId`: true when this delivery may act (it took it now,
+   * or took it before and is running again after a failure), false when another delivery took it (a replay).
+   */
+  async claimEffect(key: string, storeId: string, webhookId: string, now: number): Promise<boolean> {
+    await this.sql.run(
+      'INSERT INTO shopify_webhook_effects (effect_key, store_id, webhook_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (effect_key) DO NOTHING',
+      [key, storeId, webhookId, now],
+    );
+    const rows = await this.sql.all<{ webhookId: string }>('SELECT webhook_id AS "webhookId" FROM shopify_webhook_effects WHERE effect_key = ?', [key]);
+    return rows[0]?.webhookId === webhookId;
+  }
+
   /** Forgets deliveries processed before `before` (long past any retry Shopify makes of them); how many. */
   async prune(before: number): Promise<number> {
     return this.sql.run('DELETE FROM shopify_webhooks WHERE processed_at IS NOT NULL AND processed_at < ?', [before]);

@@ -418,6 +418,26 @@ export const shopifyWebhooks = pgTable(
   (t) => [index('shopify_webhooks_pending_idx').on(t.receivedAt).where(sql`${t.processedAt} IS NULL`)],
 );
 
+/** The app subscriptions hookrelay created (see db/sqlite/schema.ts). */
+export const appSubscriptions = pgTable(
+  'app_subscriptions',
+  {
+    subscriptionId: text('subscription_id').primaryKey(),
+    storeId: text('store_id').notNull(),
+    plan: text('plan').notNull(),
+    createdAt: ms('created_at').notNull(),
+  },
+  (t) => [index('app_subscriptions_store_idx').on(t.storeId, t.createdAt)],
+);
+
+/** The once-only effects of Shopify webhooks (see db/sqlite/schema.ts). */
+export const shopifyWebhookEffects = pgTable('shopify_webhook_effects', {
+  effectKey: text('effect_key').primaryKey(),
+  storeId: text('store_id').notNull(),
+  webhookId: text('webhook_id').notNull(),
+  createdAt: ms('created_at').notNull(),
+});
+
 /**
  * Downstream confirmations (Flow's "Confirm hookrelay event" action, POST /flow/actions/confirm): one row per Flow
  * action run, so Flow's resends of a run (same action_run_id) record nothing more. `delivered` keeps its meaning;

@@ -412,6 +412,38 @@ export const shopifyWebhooks = sqliteTable(
 );
 
 /**
+ * The app subscriptions hookrelay asked Shopify for (appSubscriptionCreate at /billing/subscribe), one row per
+ * subscription: the store it was created for and the plan it sells. An app_subscriptions/update webhook is acted on
+ * only for a subscription listed here for the header's store, and the plan then set is what Shopify reports of these
+ * subscriptions (currentAppInstallation.activeSubscriptions), never what the webhook's body says.
+ */
+export const appSubscriptions = sqliteTable(
+  'app_subscriptions',
+  {
+    /** Shopify's `gid://shopify/AppSubscription/<n>`. */
+    subscriptionId: text('subscription_id').primaryKey(),
+    storeId: text('store_id').notNull(),
+    plan: text('plan').notNull(),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [index('app_subscriptions_store_idx').on(t.storeId, t.createdAt)],
+);
+
+/**
+ * The first effect of a Shopify webhook whose effect must happen once however often its signed body is sent again
+ * (under new webhook ids): a customer's erasure request (keyed by the body's digest), a shop's erasure (keyed by the
+ * uninstall it follows). Holds a hash and ids, never a payload value; never pruned, so a replay months later is known.
+ */
+export const shopifyWebhookEffects = sqliteTable('shopify_webhook_effects', {
+  /** `<topic> <sha256 hex>`: what was done once. */
+  effectKey: text('effect_key').primaryKey(),
+  storeId: text('store_id').notNull(),
+  /** The delivery that took it (its own retries may run it again until done). */
+  webhookId: text('webhook_id').notNull(),
+  createdAt: integer('created_at').notNull(),
+});
+
+/**
  * Downstream confirmations (Flow's "Confirm hookrelay event" action, POST /flow/actions/confirm): one row per Flow
  * action run, so Flow's resends of a run (same action_run_id) record nothing more. `delivered` keeps its meaning;
  * a confirmation says a workflow started from the event reached its confirming step, and how it ended.
