@@ -4,8 +4,10 @@
  * shows the plans, each behind a choose link this app signed for that shop and plan (15 minutes); following one
  * asks Shopify for the subscription and sends the merchant to approve it in their admin. No agent grant can: the
  * agent API's billing handoff only reads and links. Shopify's app_subscriptions/update webhook then sets the
- * store's plan and billing status, and the meters follow. With billing off nothing here is reachable.
+ * store's plan and billing status to what Shopify reports when asked back (never what the webhook's body says), and
+ * the meters follow. With billing off nothing here is reachable.
  */
+import { AppInstalls } from '../../db/app-installs.ts';
 import type { StoreRow } from '../../db/types.ts';
 import { paidPlans } from '../contract/plans.ts';
 import type { Core } from '../core.ts';
@@ -71,6 +73,8 @@ export function createBilling(core: Core) {
       core.log.warn(`billing: no subscription for ${shop} (${plan}): ${made.message}`);
       return page(502, 'Shopify did not start the subscription', [esc(made.message)]);
     }
+    // Recorded before the merchant can approve it: only subscriptions listed here ever move this store's plan.
+    await new AppInstalls(core.repo.sql).recordSubscription(made.id, store.id, plan, core.clock.now());
     core.log.info(`billing: ${shop} chose ${plan}; Shopify subscription ${made.id} awaits the merchant's approval`);
     return redirectTo(made.confirmationUrl);
   }
@@ -85,40 +89,61 @@ export function createBilling(core: Core) {
   return { app, subscribe, returned };
 }
 
-export interface SubscriptionUpdate {
-  /** The subscription's name (`hookrelay <plan>`), status (ACTIVE, CANCELLED, DECLINED, EXPIRED, FROZEN, PENDING) and id. */
-  name: string | null;
-  status: string;
-  id: string | null;
+/**
+ * Shopify's app_subscriptions/update for `subscriptionId` on the (bound) store: the store's plan becomes what Shopify
+ * bills it for now, read back with the store's own token (currentAppInstallation.activeSubscriptions), counting only
+ * the subscriptions hookrelay created for this store (app_subscriptions) under the name it gave them. The body's
+ * status and name are never used: a signed ACTIVE body sent again after a cancellation finds the subscription no
+ * longer active, and the same bytes under another store's header name a subscription that store never had.
+ *
+ * ACTIVE (the newest, if several): its plan, billing active. FROZEN: its plan, billing frozen. None: a store on a
+ * paid plan goes back to `free` (billing cancelled; its meters capped again, nothing held dropped); a free store stays.
+ * Shopify not answering throws (code shopify_unconfirmed): the delivery is tried again later, nothing guessed. A
+ * token Shopify refuses changes nothing (the app was uninstalled: app/uninstalled ends the plan). Returns the result
+ * recorded with the delivery.
+ */
+export async function reconcileSubscription(core: Core, store: StoreRow, subscriptionId: string): Promise<string> {
+  // A box that does not bill made no subscription: its plans stay its operator's.
+  if (billingMode(core.config.env) === 'off') return 'no change';
+  const ours = await new AppInstalls(core.repo.sql).subscriptionsOf(store.id);
+  if (!ours.some((s) => s.subscriptionId === subscriptionId))
+    return `not acted on: the subscription is not one hookrelay created for store ${store.id}; plan unchanged`;
+  if (store.uninstalledAt != null) return `not acted on: store ${store.id} is uninstalled; plan unchanged`;
+  const read = await shopifyPlatform(core).activeSubscriptions(store);
+  if (!read.ok) {
+    if (read.kind === 'refused') return `not applied: Shopify refused store ${store.id}'s token, so nothing it reports could be read; plan unchanged`;
+    throw Object.assign(new Error('Shopify could not confirm the subscription'), { code: 'shopify_unconfirmed' });
+  }
+  const reported = new Map(read.subscriptions.map((s) => [s.id, s]));
+  const sold = new Set(paidPlans().map((p) => p.plan));
+  // Newest first; a subscription counts only under the name hookrelay gave it, for a plan this deployment sells.
+  const billed = ours.flatMap((o) => {
+    const r = reported.get(o.subscriptionId);
+    return r && sold.has(o.plan) && planOfSubscription(r.name) === o.plan ? [{ plan: o.plan, status: r.status }] : [];
+  });
+  const active = billed.find((b) => b.status === 'ACTIVE') ?? billed.find((b) => b.status === 'FROZEN');
+  const next = active
+    ? { plan: active.plan, billingStatus: active.status === 'ACTIVE' ? 'active' : 'frozen' }
+    : store.plan === 'free'
+      ? { plan: store.plan, billingStatus: store.billingStatus }
+      : { plan: 'free', billingStatus: 'cancelled' };
+  const reports = active ? `Shopify reports ${active.plan} ${active.status}` : 'Shopify reports no subscription of hookrelay active';
+  if (next.plan === store.plan && next.billingStatus === store.billingStatus)
+    return `no change: ${reports}; plan ${store.plan}, billing ${store.billingStatus}`;
+  await core.repo.updateStore({ ...store, ...next, updatedAt: core.clock.now() });
+  core.log.info(`billing: ${store.shopDomain}: ${reports}: plan ${store.plan} -> ${next.plan}, billing ${next.billingStatus}`);
+  return `${reports}: plan ${next.plan}, billing ${next.billingStatus}`;
 }
 
 /**
- * Shopify's app_subscriptions/update: ACTIVE sets the subscription's plan (billing active); CANCELLED and EXPIRED
- * bring the store back to `free` (its meters capped again; nothing held is dropped); FROZEN keeps the plan with
- * billing frozen; DECLINED and PENDING change nothing. Returns the store as changed, or null.
+ * An uninstall Shopify confirmed: it cancels the app's subscriptions with it, so a store on a paid plan goes back to
+ * `free` (billing cancelled) and an install again starts there. Returns a note for the delivery's result ('' when
+ * nothing changed, or the box does not bill).
  */
-export async function applySubscription(core: Core, shopDomain: string, sub: SubscriptionUpdate): Promise<StoreRow | null> {
-  // A box that does not bill made no subscription: its plans stay its operator's.
-  if (billingMode(core.config.env) === 'off') return null;
-  const store = await core.repo.getStoreByShop(shopDomain);
-  if (!store) return null;
-  const status = sub.status.toUpperCase();
-  const now = core.clock.now();
-  let row: StoreRow | null = null;
-  if (status === 'ACTIVE') {
-    const plan = planOfSubscription(sub.name);
-    // Only a plan this deployment sells (a name such as `hookrelay constructor` is nobody's plan).
-    if (paidPlans().some((p) => p.plan === plan)) row = { ...store, plan: plan!, billingStatus: 'active', updatedAt: now };
-  } else if (status === 'CANCELLED' || status === 'EXPIRED') {
-    row = { ...store, plan: 'free', billingStatus: status.toLowerCase(), updatedAt: now };
-  } else if (status === 'FROZEN') {
-    row = { ...store, billingStatus: 'frozen', updatedAt: now };
-  }
-  if (!row) {
-    core.log.info(`billing: ${shopDomain} subscription ${sub.id ?? ''} is ${status}; nothing to change`);
-    return null;
-  }
-  await core.repo.updateStore(row);
-  core.log.info(`billing: ${shopDomain} subscription ${sub.id ?? ''} ${status}: plan ${store.plan} -> ${row.plan}, billing ${row.billingStatus}`);
-  return row;
+export async function endBilledPlan(core: Core, storeId: string, at: number): Promise<string> {
+  if (billingMode(core.config.env) === 'off') return '';
+  const store = await core.repo.getStore(storeId);
+  if (!store || store.plan === 'free') return '';
+  await core.repo.updateStore({ ...store, plan: 'free', billingStatus: 'cancelled', updatedAt: at });
+  return `; plan ${store.plan} -> free (Shopify cancels subscriptions on uninstall)`;
 }

@@ -9,12 +9,12 @@ import { Redaction } from '../../db/redaction.ts';
 import { ShopifyWebhooks, type ShopifyWebhookRow } from '../../db/shopify-webhooks.ts';
 import type { StoreRow } from '../../db/types.ts';
 import type { Core } from '../core.ts';
-import { applySubscription } from './billing.ts';
+import { endBilledPlan, reconcileSubscription } from './billing.ts';
 import { iso } from '../lib/clock.ts';
 import { sha256Hex } from '../lib/crypto.ts';
-import { APP_SECRET_ENV, appSecret } from '../platform/shopify/app.ts';
+import { APP_SECRET_ENV, appSecret, shopDomainOf } from '../platform/shopify/app.ts';
 import { shopifyPlatform } from '../platform/shopify/platform.ts';
-import { readWebhook, type ShopifyId, type WebhookPayloads, type WebhookTopic } from '../platform/shopify/webhooks.ts';
+import { readWebhook, type NamedShop, type ShopifyId, type WebhookPayloads, type WebhookTopic } from '../platform/shopify/webhooks.ts';
 import { normalizeResourceId } from '../relay/mapping.ts';
 import { markUninstalled } from './app-install.ts';
 
@@ -39,10 +39,12 @@ export const CUSTOMER_DATA_REQUEST = 'customer_data_request';
 const FREE_TEXT_RECORDS = ['support_request', 'diagnostics_share', 'expansion_request', 'feature_request', CUSTOMER_DATA_REQUEST] as const;
 const FREE_TEXT_INTENTS = ['support_request', 'diagnostics_share', 'replay', 'bulk_replay'] as const;
 
-/** A delivery as processing sees it: the recorded row and its opened payload. */
+/** A delivery as processing sees it: the recorded row, its opened payload, and the store it was bound to. */
 interface Delivery<T extends WebhookTopic> {
   row: ShopifyWebhookRow;
   payload: WebhookPayloads[T];
+  /** The header's store, which the payload's shop was checked against (bound). */
+  store: StoreRow;
   /** When it happened on Shopify's side (X-Shopify-Triggered-At), never later than its receipt here. */
   at: number;
 }
@@ -186,9 +188,14 @@ async function run(core: Core, store: ShopifyWebhooks, id: string, row: ShopifyW
       const payload = (inHand ?? (row.payloadSealed ? JSON.parse(core.box.open(row.payloadSealed)) : null)) as WebhookPayloads[WebhookTopic] | null;
       if (!payload) throw Object.assign(new Error('no payload'), { code: 'payload_missing' });
       const at = Math.min(row.triggeredAt ?? row.receivedAt, row.receivedAt);
-      result = await handler(core, { row, payload, at } as Delivery<WebhookTopic>);
+      const bound = await bind(core, row, payload);
+      result = typeof bound === 'string' ? bound : await handler(core, { row, payload, at, store: bound } as Delivery<WebhookTopic>);
     }
-    if (await store.done(id, result, core.clock.now())) core.log.info(`${what} processed: ${result}`);
+    if (await store.done(id, result, core.clock.now())) {
+      // A delivery not bound to what it claims, or a replay of an effect that happens once: a warning, with why.
+      if (result.startsWith(NOT_ACTED_ON)) core.log.warn(`${what} recorded, ${result}`);
+      else core.log.info(`${what} processed: ${result}`);
+    }
     return true;
   } catch (err) {
     const code = errorCode(err);
@@ -206,7 +213,25 @@ function errorCode(err: unknown): string {
   return err instanceof SyntaxError ? 'payload_unreadable' : 'processing_failed';
 }
 
-const storeOf = (core: Core, shop: string) => core.repo.getStoreByShop(shop);
+const NOT_ACTED_ON = 'not acted on: ';
+
+/**
+ * Binds a delivery to what it claims before anything is acted on. The signature covers the body only: the topic, the
+ * shop and the webhook id are headers anyone holding a signed body can change. So the shop the body names (its domain,
+ * its id; a subscription's shop) must be X-Shopify-Shop-Domain's, and its id the one Shopify reported for that store
+ * at install (stores that did not install through the app have none to compare); otherwise the delivery is recorded
+ * and not acted on. Returns the store, or the result to record.
+ */
+async function bind(core: Core, row: ShopifyWebhookRow, payload: WebhookPayloads[WebhookTopic]): Promise<StoreRow | string> {
+  const named = (payload as { shop?: NamedShop }).shop;
+  if (named?.domain != null && shopDomainOf(named.domain) !== row.shopDomain) return `${NOT_ACTED_ON}the payload names another shop than X-Shopify-Shop-Domain`;
+  const store = await core.repo.getStoreByShop(row.shopDomain);
+  if (!store) return 'no store for this shop on this server';
+  const known = /^\d+$/.test(store.platformAccountId) ? store.platformAccountId : null;
+  if (named?.id != null && known !== null && normalizeResourceId(named.id) !== known)
+    return `${NOT_ACTED_ON}the payload names another shop id than store ${store.id}'s (Shopify's id for ${row.shopDomain})`;
+  return store;
+}
 
 /**
  * Whether Shopify still lets the app into the store. The signature covers a delivery's body, not its headers: a
@@ -229,15 +254,18 @@ async function stillInstalled(core: Core, store: StoreRow): Promise<boolean> {
  * a crash), and its live install is left alone; nor while Shopify still accepts its token (stillInstalled).
  */
 async function appUninstalled(core: Core, d: Delivery<'app/uninstalled'>): Promise<string> {
-  const store = await storeOf(core, d.row.shopDomain);
-  if (!store) return 'no store for this shop on this server';
+  const store = d.store;
+  // Marked already (this uninstall, or one sent again): the pause and the uninstall time it keeps stay as they are.
+  if (store.uninstalledAt != null) return `no change: store ${store.id} is marked uninstalled already`;
   const link = await core.repo.links.get(store.id);
   if (store.uninstalledAt == null && link?.tokenObtainedAt != null && link.tokenObtainedAt > d.at) {
     return `not applied: store ${store.id} was installed again after this uninstall`;
   }
   if (await stillInstalled(core, store)) return `not applied: Shopify still accepts store ${store.id}'s token (a delivery sent again?)`;
   await markUninstalled(core, store.shopDomain, d.at);
-  return `store ${store.id} marked uninstalled; handoff paused, events kept`;
+  // Shopify cancels the app's subscriptions with the uninstall: the plan they paid for ends here (confirmed above).
+  const billed = await endBilledPlan(core, store.id, d.at);
+  return `store ${store.id} marked uninstalled; handoff paused, events kept${billed}`;
 }
 
 /**
@@ -249,10 +277,13 @@ async function appUninstalled(core: Core, d: Delivery<'app/uninstalled'>): Promi
  * Audit rows, grants, endpoints and receipts hold no personal data by design and stay.
  */
 async function shopRedact(core: Core, d: Delivery<'shop/redact'>): Promise<string> {
-  const store = await storeOf(core, d.row.shopDomain);
-  if (!store) return 'no store for this shop on this server';
+  const store = d.store;
   if (await stillInstalled(core, store))
     return `not applied: Shopify still accepts store ${store.id}'s token; it sends shop/redact only after an uninstall (a delivery sent again?)`;
+  // Once per uninstall: the same body sent again while the store stays uninstalled erases nothing more.
+  const effect = `shop/redact ${sha256Hex(`${store.id}\n${store.uninstalledAt ?? 'unrecorded'}`)}`;
+  if (!(await new ShopifyWebhooks(core.repo.sql).claimEffect(effect, store.id, d.row.webhookId, core.clock.now())))
+    return `${NOT_ACTED_ON}store ${store.id} was erased already for this uninstall (a delivery sent again)`;
   const redaction = new Redaction(core.repo);
   const bodies = await eraseAll(redaction, store);
   const records = await redaction.deleteRecords(store.id, FREE_TEXT_RECORDS);
@@ -275,10 +306,21 @@ async function eraseAll(redaction: Redaction, store: StoreRow): Promise<number> 
   }
 }
 
-/** The bodies of the customer's events go: the rows stay, marked `expired`. */
+/**
+ * The bodies of the customer's events go: the rows stay, marked `expired`. Shopify offers no read-back of an erasure
+ * request (the customer is erased on its side before it tells apps), so what makes a delivery an erasure here is that
+ * it is one signed request, acted on once: its body must be customers/redact's own (a data request's body is refused
+ * at reading, whatever the topic header says), name the header's store (bind), and its exact signed bytes (their
+ * SHA-256, kept for good in shopify_webhook_effects) must not have erased before. A body sent again under a new
+ * webhook id, now or in a year, is recorded and erases nothing. A genuine second request differs in its bytes (a
+ * new customer or new orders); one identical to an earlier request asks for what was erased then.
+ */
 async function customersRedact(core: Core, d: Delivery<'customers/redact'>): Promise<string> {
-  const store = await storeOf(core, d.row.shopDomain);
-  if (!store) return 'no store for this shop on this server';
+  const store = d.store;
+  const digest = d.payload.digest;
+  if (!digest) return `${NOT_ACTED_ON}recorded before erasure requests were bound to their signed body; not erased (the operator may act on it)`;
+  if (!(await new ShopifyWebhooks(core.repo.sql).claimEffect(`customers/redact ${digest}`, store.id, d.row.webhookId, core.clock.now())))
+    return `${NOT_ACTED_ON}this erasure request (the same signed body) was acted on already (a delivery sent again)`;
   const redaction = new Redaction(core.repo);
   const events = await customerEvents(redaction, store, d.payload.customerId, d.payload.ordersToRedact);
   let erased = 0;
@@ -295,9 +337,9 @@ async function customersRedact(core: Core, d: Delivery<'customers/redact'>): Pro
  * hookrelay holds on them and whether their bodies are still retained. Never a body, an email or a phone number.
  */
 async function customersDataRequest(core: Core, d: Delivery<'customers/data_request'>): Promise<string> {
-  const store = await storeOf(core, d.row.shopDomain);
-  if (!store) return 'no store for this shop on this server';
-  const id = `cdr_${sha256Hex(d.row.webhookId).slice(0, 26)}`;
+  const store = d.store;
+  // One record per request: the same signed body sent again under another webhook id finds it.
+  const id = `cdr_${sha256Hex(d.payload.digest ? `${store.id}\n${d.payload.digest}` : d.row.webhookId).slice(0, 26)}`;
   if (await core.repo.getRecord(store.id, CUSTOMER_DATA_REQUEST, id)) return `recorded already as ${id}`;
   const redaction = new Redaction(core.repo);
   const now = core.clock.now();
@@ -360,13 +402,12 @@ function variantOf(config: string | null): string | null {
   }
 }
 
-/** The outcome of a subscription the merchant approved, declined or cancelled: the plan follows (src/ops/billing.ts). */
+/**
+ * A subscription the merchant approved, declined or that ended: the plan follows what Shopify reports now, for the
+ * subscriptions hookrelay created for this store (src/ops/billing.ts reconcileSubscription). The body only says which
+ * subscription to look at; a body naming one hookrelay did not create for the store changes nothing.
+ */
 async function subscriptionUpdated(core: Core, d: Delivery<'app_subscriptions/update'>): Promise<string> {
-  const sub = d.payload.appSubscription;
-  const row = await applySubscription(core, d.row.shopDomain, {
-    name: typeof sub.name === 'string' ? sub.name : null,
-    status: String(sub.status),
-    id: typeof sub.admin_graphql_api_id === 'string' ? sub.admin_graphql_api_id : null,
-  });
-  return row ? `plan ${row.plan}, billing ${row.billingStatus}` : 'no change';
+  const id = d.payload.appSubscription.admin_graphql_api_id;
+  return reconcileSubscription(core, d.store, typeof id === 'string' ? id : '');
 }

@@ -6,13 +6,17 @@
  * changes from a self-hosted box.
  */
 import { describe, expect, it } from 'bun:test';
-import { applySubscription } from '../../src/ops/billing.ts';
+import { ShopifyWebhooks } from '../../db/shopify-webhooks.ts';
+import { processPendingShopifyWebhooks, shopifyWebhooks } from '../../src/ops/shopify-webhooks.ts';
 import { signChoice } from '../../src/platform/shopify/billing.ts';
 import { fakeShopifyForFile, webhookPayloads } from '../fixtures/fake-shopify.ts';
-import { addGrant, BASE, call, createTestEnv, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, BASE, call, createTestEnv, type TestEnv } from '../helpers.ts';
 
 const CLIENT = { clientId: 'billing-app-client-0001', clientSecret: 'billing-app-secret-canary-77a0' };
 const SHOP = 'billed-store.myshopify.com';
+/** Two other stores on the same box: one installed through the app (Shopify's shop id known), one set up by hand. */
+const OTHER_SHOP = 'other-billed.myshopify.com';
+const HAND_SHOP = 'hand-made.myshopify.com';
 let env: TestEnv | null = null;
 const fake = fakeShopifyForFile({ app: CLIENT, shop: { domain: SHOP }, now: () => (env ? env.clock.now() : Date.now()) });
 
@@ -68,22 +72,16 @@ describe('billing through Shopify', () => {
       }),
     );
     expect(res.status).toBe(200);
-    await waitFor(async () => (await e.repo.getStoreByShop(SHOP))!.plan === 'growth');
+    await shopifyWebhooks(e.core).idle();
+    expect((await e.repo.getStoreByShop(SHOP))!.plan).toBe('growth');
     expect((await e.repo.getStoreByShop(SHOP))!.billingStatus).toBe('active');
     const grant = await addGrant(e, 'observer', { shop: SHOP });
     const usage = (await call(e, 'GET', '/agent/v1/plan-usage', { token: grant })).json.data;
     expect(usage.plan).toBe('growth');
     expect(usage.meters.find((m: { meter: string }) => m.meter === 'accepted_events').limit).toBe(250_000);
 
-    // Cancelled: back to free.
-    const cancelled = webhookPayloads.appSubscriptionsUpdate({
-      id: sub.id,
-      name: 'hookrelay growth',
-      status: 'CANCELLED',
-      shopId: fake.shop.id,
-      createdAt: '2026-06-17T12:00:00Z',
-      updatedAt: '2026-06-17T12:05:00Z',
-    });
+    // Cancelled (Shopify reports it so when asked): back to free.
+    const cancelled = fake.cancelSubscription(sub.id);
     const r2 = await e.app.fetch(
       new Request(`${BASE}/shopify/webhooks`, {
         method: 'POST',
@@ -92,7 +90,8 @@ describe('billing through Shopify', () => {
       }),
     );
     expect(r2.status).toBe(200);
-    await waitFor(async () => (await e.repo.getStoreByShop(SHOP))!.plan === 'free');
+    await shopifyWebhooks(e.core).idle();
+    expect(await planOf(e)).toBe('free/cancelled');
   });
 
   it('refuses a tampered or expired choose link, and the agent API only reads and links (403 human_only)', async () => {
@@ -130,8 +129,11 @@ describe('billing through Shopify', () => {
     for (const plan of ['unlimited', 'free', 'constructor', '__proto__']) {
       const q = new URLSearchParams({ shop: SHOP, plan, expires: String(expires), sig: signChoice(CLIENT.clientSecret, SHOP, plan, expires) });
       expect([plan, (await e.app.fetch(new Request(`${BASE}/billing/subscribe?${q}`))).status]).toEqual([plan, 401]);
-      expect(await applySubscription(e.core, SHOP, { name: `hookrelay ${plan}`, status: 'ACTIVE', id: 'gid://shopify/AppSubscription/9' })).toBeNull();
+      // A signed ACTIVE body naming it: no subscription hookrelay created, so nothing to read back.
+      const body = subscriptionBody(`gid://shopify/AppSubscription/9`, `hookrelay ${plan}`, 'ACTIVE');
+      expect((await deliver(e, 'app_subscriptions/update', body)).status).toBe(200);
     }
+    await shopifyWebhooks(e.core).idle();
     expect(fake.subscriptions).toHaveLength(0);
     expect((await e.repo.getStoreByShop(SHOP))!.plan).toBe('free');
   });
@@ -172,30 +174,140 @@ describe('billing through Shopify', () => {
       }),
     );
     expect(res.status).toBe(200);
-    await Bun.sleep(50);
+    await shopifyWebhooks(e.core).idle();
     expect((await e.repo.getStoreByShop(SHOP))!.plan).toBe('unlimited');
   });
 });
 
 let webhookN = 0;
-async function signedHeaders(topic: string, payload: unknown): Promise<Record<string, string>> {
-  const body = JSON.stringify(payload);
+async function signedHeaders(topic: string, payload: unknown, shop = SHOP): Promise<Record<string, string>> {
+  const body = typeof payload === 'string' ? payload : JSON.stringify(payload);
   return {
     'content-type': 'application/json',
     'x-shopify-topic': topic,
     'x-shopify-hmac-sha256': new Bun.CryptoHasher('sha256', CLIENT.clientSecret).update(body).digest('base64'),
-    'x-shopify-shop-domain': SHOP,
+    'x-shopify-shop-domain': shop,
     'x-shopify-webhook-id': `billing-test-${++webhookN}-${Math.random().toString(36).slice(2)}`,
     'x-shopify-api-version': '2026-10',
     'x-shopify-triggered-at': new Date(env!.clock.now()).toISOString(),
   };
 }
 
-async function waitFor(ok: () => Promise<boolean>, ms = 2000) {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (await ok()) return;
-    await Bun.sleep(10);
-  }
-  expect(await ok()).toBe(true);
+/** A signed webhook, as Shopify (or anyone holding its bytes) sends it: a string payload goes as those exact bytes. */
+async function deliver(e: TestEnv, topic: string, payload: unknown, shop = SHOP) {
+  const headers = await signedHeaders(topic, payload, shop);
+  const res = await e.app.fetch(
+    new Request(`${BASE}/shopify/webhooks`, { method: 'POST', headers, body: typeof payload === 'string' ? payload : JSON.stringify(payload) }),
+  );
+  return { status: res.status, webhookId: headers['x-shopify-webhook-id']! };
 }
+
+function subscriptionBody(id: string, name: string, status: string) {
+  return webhookPayloads.appSubscriptionsUpdate({
+    id,
+    name,
+    status,
+    shopId: fake.shop.id,
+    createdAt: '2026-06-17T12:00:00Z',
+    updatedAt: '2026-06-17T12:05:00Z',
+  });
+}
+
+const resultOf = async (e: TestEnv, webhookId: string) => (await new ShopifyWebhooks(e.repo.sql).get(webhookId))?.result;
+const planOf = async (e: TestEnv, shop = SHOP) => {
+  const s = (await e.repo.getStoreByShop(shop))!;
+  return `${s.plan}/${s.billingStatus}`;
+};
+
+/** The merchant chooses `plan` on the store's page; returns the subscription Shopify (the fake) created. */
+async function choose(e: TestEnv, html: string, plan: string) {
+  const started = await e.app.fetch(new Request(links(html)[plan]!));
+  expect(started.status).toBe(302);
+  return fake.subscriptions[fake.subscriptions.length - 1]!;
+}
+
+describe('app_subscriptions/update moves a plan only as Shopify reports it (issue 35, finding 1)', () => {
+  it('an old signed ACTIVE body sent again after a cancellation keeps the store free; the same bytes under other installed shops change nothing', async () => {
+    const e = await setup('shopify-test');
+    const sub = await choose(e, await install(e), 'growth');
+    // The approval's exact bytes, as someone who saw them once keeps them.
+    const activeBytes = JSON.stringify(fake.approveSubscription(sub.id));
+    expect((await deliver(e, 'app_subscriptions/update', activeBytes)).status).toBe(200);
+    await shopifyWebhooks(e.core).idle();
+    expect(await planOf(e)).toBe('growth/active');
+
+    const cancelled = await deliver(e, 'app_subscriptions/update', fake.cancelSubscription(sub.id));
+    await shopifyWebhooks(e.core).idle();
+    expect(await planOf(e)).toBe('free/cancelled');
+    expect(await resultOf(e, cancelled.webhookId)).toContain('Shopify reports no subscription of hookrelay active');
+
+    // The ACTIVE body sent again under new webhook ids: Shopify says the subscription is no longer active.
+    for (let i = 0; i < 3; i++) {
+      const replay = await deliver(e, 'app_subscriptions/update', activeBytes);
+      expect(replay.status).toBe(200);
+      await shopifyWebhooks(e.core).idle();
+      expect(await resultOf(e, replay.webhookId)).toMatch(/^no change: Shopify reports no subscription of hookrelay active; plan free/);
+    }
+    expect(await planOf(e)).toBe('free/cancelled');
+
+    // The same bytes under the headers of two other stores on this box, neither ever subscribed.
+    await addStore(e, { shopDomain: OTHER_SHOP, plan: 'free', platformAccountId: '777000111' });
+    await addStore(e, { shopDomain: HAND_SHOP, plan: 'free' });
+    // Approved again meanwhile, so that Shopify does report it ACTIVE while they are tried.
+    const again = await choose(e, await install(e), 'scale');
+    const scaleBytes = JSON.stringify(fake.approveSubscription(again.id));
+    await deliver(e, 'app_subscriptions/update', scaleBytes);
+    await shopifyWebhooks(e.core).idle();
+    expect(await planOf(e)).toBe('scale/active');
+    const queries = fake.shopQueries.length;
+    const onOther = await deliver(e, 'app_subscriptions/update', scaleBytes, OTHER_SHOP);
+    const onHand = await deliver(e, 'app_subscriptions/update', scaleBytes, HAND_SHOP);
+    expect([onOther.status, onHand.status]).toEqual([200, 200]);
+    await shopifyWebhooks(e.core).idle();
+    expect(await resultOf(e, onOther.webhookId)).toMatch(/^not acted on: the payload names another shop id/);
+    expect(await resultOf(e, onHand.webhookId)).toMatch(/^not acted on: the subscription is not one hookrelay created for store/);
+    expect(await planOf(e, OTHER_SHOP)).toBe('free/active');
+    expect(await planOf(e, HAND_SHOP)).toBe('free/active');
+    expect(fake.shopQueries.length).toBe(queries); // neither asked Shopify anything
+    expect(e.log.lines.some((l) => l.includes(onOther.webhookId) && l.includes('recorded, not acted on'))).toBe(true);
+  });
+
+  it('while Shopify cannot be asked, an approval waits (the delivery fails and is retried) and then applies; a decline of a second choice keeps the first plan', async () => {
+    const e = await setup('shopify-test');
+    const html = await install(e);
+    const starter = await choose(e, html, 'starter');
+    const approved = fake.approveSubscription(starter.id);
+    fake.setDown(true);
+    const r = await deliver(e, 'app_subscriptions/update', approved);
+    expect(r.status).toBe(200);
+    await shopifyWebhooks(e.core).idle();
+    expect(await new ShopifyWebhooks(e.repo.sql).get(r.webhookId)).toMatchObject({ processedAt: null, lastError: 'shopify_unconfirmed' });
+    expect(await planOf(e)).toBe('free/active');
+    fake.setDown(false);
+    e.clock.advance(31_000);
+    expect(await processPendingShopifyWebhooks(e.core)).toBe(1);
+    expect(await planOf(e)).toBe('starter/active');
+
+    // The merchant picks growth, then declines it: Shopify still bills starter.
+    const growth = await choose(e, html, 'growth');
+    const declined = await deliver(e, 'app_subscriptions/update', fake.declineSubscription(growth.id));
+    await shopifyWebhooks(e.core).idle();
+    expect(await resultOf(e, declined.webhookId)).toMatch(/^no change: Shopify reports starter ACTIVE/);
+    expect(await planOf(e)).toBe('starter/active');
+  });
+
+  it("a body that is not the topic's own is refused (400) and changes nothing", async () => {
+    const e = await setup('shopify-test');
+    const sub = await choose(e, await install(e), 'growth');
+    const approved = fake.approveSubscription(sub.id) as { app_subscription: Record<string, unknown> };
+    const cases: unknown[] = [
+      { ...approved, shop_domain: SHOP }, // another topic's field
+      { app_subscription: { ...approved.app_subscription, admin_graphql_api_id: '1029266950' } }, // not a subscription GID
+      { app_subscription: { name: 'hookrelay growth', status: 'ACTIVE' } }, // no id
+      webhookPayloads.shopRedact(fake.shop),
+    ];
+    for (const body of cases) expect((await deliver(e, 'app_subscriptions/update', body)).status).toBe(400);
+    await shopifyWebhooks(e.core).idle();
+    expect(await planOf(e)).toBe('free/active');
+  });
+});

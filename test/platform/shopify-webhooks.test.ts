@@ -121,7 +121,7 @@ async function installedWithEvents(e: TestEnv) {
     product: await send('product', CUSTOMER, 'private-p1'),
   };
   const store = (await e.repo.getStoreByShop(SHOP))!;
-  return { grant, store, events };
+  return { grant, store, events, send };
 }
 
 const bodyOf = async (e: TestEnv, id: string) => {
@@ -158,7 +158,7 @@ describe('POST /shopify/webhooks refuses', () => {
     expect(e.log.lines.join('\n')).toContain('HOOKRELAY_SHOPIFY_APP_SECRET');
   });
 
-  it('a body over 64 KiB (413), bad JSON or headers or a payload naming another shop (400, once signed), other methods (405)', async () => {
+  it("a body over 64 KiB (413), bad JSON or headers or a payload not its topic's own (400, once signed), other methods (405)", async () => {
     const { env: e } = await setup();
     expect((await deliver(e, { topic: 'shop/redact', payload: JSON.stringify({ pad: 'x'.repeat(70_000) }) })).status).toBe(413);
     expect((await deliver(e, { topic: 'shop/redact', payload: '{not json' })).json).toMatchObject({
@@ -169,9 +169,6 @@ describe('POST /shopify/webhooks refuses', () => {
       (await deliver(e, { topic: 'shop/redact', payload: webhookPayloads.shopRedact(shopInfo()), headers: { 'x-shopify-webhook-id': null } })).status,
     ).toBe(400);
     expect((await deliver(e, { topic: 'shop/redact', payload: webhookPayloads.shopRedact(shopInfo()), shop: 'evil.example.com' })).status).toBe(400);
-    // A genuine body delivered again under another shop's header: the payload says which shop it is about.
-    const elsewhere = await deliver(e, { topic: 'shop/redact', payload: webhookPayloads.shopRedact(shopInfo()), shop: OTHER_SHOP });
-    expect(elsewhere).toMatchObject({ status: 400, json: { code: 'invalid_input' } });
     const malformed = await deliver(e, { topic: 'customers/redact', payload: { shop_domain: SHOP, customer: { id: { nested: true } } } });
     expect(malformed.status).toBe(400);
     expect(malformed.json.message).toContain('customer.id');
@@ -554,5 +551,124 @@ describe('between recording and processing', () => {
     expect((await webhookRow(e, 'wh-crash'))!.processedAt).toBe(processedAt);
     expect(e.log.lines.filter((l) => l.includes('wh-crash') && l.includes('processed:'))).toHaveLength(1);
     expect(await processPendingShopifyWebhooks(e.core)).toBe(0);
+  });
+});
+
+describe('every webhook is bound to what it claims before it acts (issue 35, finding 2 and replays)', () => {
+  it('a customers/data_request body sent again under the customers/redact topic is refused (400) and erases nothing; so is a body missing what its topic requires', async () => {
+    const { env: e } = await setup();
+    const { events } = await installedWithEvents(e);
+    const payload = JSON.stringify(dataRequest([450789469]));
+    expect((await deliver(e, { topic: 'customers/data_request', payload })).status).toBe(200);
+    await shopifyWebhooks(e.core).idle();
+    // The topic header is not signed: the same bytes, relabelled.
+    const relabelled = await deliver(e, { topic: 'customers/redact', payload });
+    expect(relabelled).toMatchObject({ status: 400, json: { code: 'invalid_input' } });
+    expect(relabelled.json.message).toContain('orders_to_redact');
+    expect(relabelled.json.message).toContain('not fields of this topic: orders_requested, data_request');
+    // A customer's erasure relabelled as a whole shop's, and an erasure without its list of orders.
+    const redact = webhookPayloads.customersRedact(shopInfo(), customer, [450789469]);
+    expect((await deliver(e, { topic: 'shop/redact', payload: redact })).status).toBe(400);
+    const { orders_to_redact: _, ...withoutOrders } = redact;
+    expect((await deliver(e, { topic: 'customers/redact', payload: withoutOrders })).status).toBe(400);
+    expect((await deliver(e, { topic: 'customers/data_request', payload: redact })).status).toBe(400);
+    await shopifyWebhooks(e.core).idle();
+    expect(await bodyOf(e, events.customer)).toContain('private-c1');
+    expect(await bodyOf(e, events.order)).toContain('private-o1');
+    expect(await count(e, 'events', "body_retention = 'expired'")).toBe(0);
+    expect(await count(e, 'shopify_webhooks')).toBe(1);
+    expect(e.log.lines.join('\n')).not.toMatch(new RegExp(`${EMAIL}|private-`));
+  });
+
+  it('customers/redact erases once per signed request: the same bytes under new webhook ids, now or after the deliveries are forgotten, erase nothing more', async () => {
+    const { env: e } = await setup();
+    const { events, send } = await installedWithEvents(e);
+    const payload = JSON.stringify(webhookPayloads.customersRedact(shopInfo(), customer, [450789469]));
+    const first = await deliver(e, { topic: 'customers/redact', payload });
+    await shopifyWebhooks(e.core).idle();
+    expect((await webhookRow(e, first.webhookId))!.result).toContain('2 bodies erased');
+    expect(await bodyOf(e, events.customer)).toBeNull();
+    // The customer comes back; someone who kept the erasure's bytes sends them again.
+    const later = await send('customer', CUSTOMER, 'private-c3');
+    const replay = await deliver(e, { topic: 'customers/redact', payload });
+    expect(replay.status).toBe(200);
+    await shopifyWebhooks(e.core).idle();
+    expect((await webhookRow(e, replay.webhookId))!.result).toMatch(/^not acted on: this erasure request \(the same signed body\) was acted on already/);
+    expect(await bodyOf(e, later)).toContain('private-c3');
+    expect(e.log.lines.some((l) => l.includes(replay.webhookId) && l.includes('recorded, not acted on'))).toBe(true);
+    // Forty days on, the deliveries themselves are forgotten; the request is not.
+    e.clock.advance(40 * 86400_000);
+    await processPendingShopifyWebhooks(e.core);
+    expect(await webhookRow(e, first.webhookId)).toBeNull();
+    const late = await deliver(e, { topic: 'customers/redact', payload });
+    await shopifyWebhooks(e.core).idle();
+    expect((await webhookRow(e, late.webhookId))!.result).toMatch(/^not acted on: this erasure request/);
+    expect(await count(e, 'events', "body_retention = 'expired' AND id = ?", later)).toBe(0);
+  });
+
+  it("a body naming another shop than the header's, or another shop id than the store's, is recorded and not acted on", async () => {
+    const { env: e } = await setup();
+    const { events } = await installedWithEvents(e);
+    // Another store on this box holding an event about the same customer id.
+    await addStore(e, { shopDomain: OTHER_SHOP });
+    const otherGrant = await addGrant(e, 'admin_assistant', { shop: OTHER_SHOP, ttlMs: 30 * 86400_000 });
+    const otherEp = await createEndpoint(e, otherGrant, { triggerVariant: 'customer', resourceIdPath: 'customer.id' });
+    const otherEvent = (await sendHook(e, otherEp.endpoint, otherEp.secret, JSON.stringify({ customer: { id: CUSTOMER }, note: 'private-B' }))).json
+      .eventId as string;
+    const redact = webhookPayloads.customersRedact(shopInfo(), customer, []);
+    const elsewhere = await deliver(e, { topic: 'customers/redact', payload: redact, shop: OTHER_SHOP });
+    // Signed, naming this store's domain but another shop's id (Shopify reported this store's id at install).
+    const wrongId = await deliver(e, { topic: 'customers/redact', payload: { ...redact, shop_id: fake.shop.id + 1 } });
+    const uninstallElsewhere = await deliver(e, { topic: 'app/uninstalled', payload: webhookPayloads.appUninstalled(fake.shop), shop: OTHER_SHOP });
+    for (const r of [elsewhere, wrongId, uninstallElsewhere]) expect(r.status).toBe(200);
+    await shopifyWebhooks(e.core).idle();
+    expect((await webhookRow(e, elsewhere.webhookId))!.result).toBe('not acted on: the payload names another shop than X-Shopify-Shop-Domain');
+    expect((await webhookRow(e, uninstallElsewhere.webhookId))!.result).toBe('not acted on: the payload names another shop than X-Shopify-Shop-Domain');
+    expect((await webhookRow(e, wrongId.webhookId))!.result).toMatch(/^not acted on: the payload names another shop id than store st_/);
+    expect(await bodyOf(e, otherEvent)).toContain('private-B');
+    expect(await bodyOf(e, events.customer)).toContain('private-c1');
+    expect((await e.repo.getStoreByShop(OTHER_SHOP))!.uninstalledAt).toBeNull();
+    expect(await count(e, 'events', "body_retention = 'expired'")).toBe(0);
+  });
+
+  it('app/uninstalled and shop/redact sent again under new webhook ids change nothing beyond the first: the uninstall time stays, a later event keeps its body', async () => {
+    const { env: e } = await setup();
+    const url = listen(e);
+    const { store, events, send } = await installedWithEvents(e);
+    const uninstall = JSON.stringify(fake.uninstall());
+    expect((await fake.deliverWebhook(url, { topic: 'app/uninstalled', payload: uninstall })).status).toBe(200);
+    await shopifyWebhooks(e.core).idle();
+    const uninstalledAt = (await e.repo.getStoreByShop(SHOP))!.uninstalledAt;
+    expect(uninstalledAt).not.toBeNull();
+    e.clock.advance(3600_000);
+    const again = await fake.deliverWebhook(url, { topic: 'app/uninstalled', payload: uninstall });
+    await shopifyWebhooks(e.core).idle();
+    expect((await webhookRow(e, again.webhookId))!.result).toBe(`no change: store ${store.id} is marked uninstalled already`);
+    expect((await e.repo.getStoreByShop(SHOP))!.uninstalledAt).toBe(uninstalledAt);
+
+    e.clock.advance(48 * 3600_000);
+    const redact = JSON.stringify(webhookPayloads.shopRedact(fake.shop));
+    const first = await fake.deliverWebhook(url, { topic: 'shop/redact', payload: redact });
+    await shopifyWebhooks(e.core).idle();
+    expect((await webhookRow(e, first.webhookId))!.result).toContain('5 event bodies erased');
+    expect(await bodyOf(e, events.customer)).toBeNull();
+    // A sender goes on sending while the store is uninstalled; the erasure's bytes come again.
+    const later = await send('order', 1, 'private-late');
+    const replay = await fake.deliverWebhook(url, { topic: 'shop/redact', payload: redact });
+    await shopifyWebhooks(e.core).idle();
+    expect((await webhookRow(e, replay.webhookId))!.result).toMatch(/^not acted on: store st_\w+ was erased already for this uninstall/);
+    expect(await bodyOf(e, later)).toContain('private-late');
+  });
+
+  it('customers/data_request sent again under a new webhook id records nothing more', async () => {
+    const { env: e } = await setup();
+    const { store } = await installedWithEvents(e);
+    const payload = JSON.stringify(dataRequest([450789469]));
+    await deliver(e, { topic: 'customers/data_request', payload });
+    await shopifyWebhooks(e.core).idle();
+    const replay = await deliver(e, { topic: 'customers/data_request', payload });
+    await shopifyWebhooks(e.core).idle();
+    expect((await webhookRow(e, replay.webhookId))!.result).toMatch(/^recorded already as cdr_/);
+    expect(await count(e, 'records', 'store_id = ? AND kind = ?', store.id, CUSTOMER_DATA_REQUEST)).toBe(1);
   });
 });

@@ -22,6 +22,19 @@ export const APP_SUBSCRIPTION_CREATE = `mutation appSubscriptionCreate($name: St
   }
 }`;
 
+/**
+ * What Shopify bills the store for now: the app installation's active recurring subscriptions (the token says
+ * which app and which shop). app_subscriptions/update is acted on by reading this back, never by its body alone.
+ */
+export const ACTIVE_SUBSCRIPTIONS = 'query hookrelayBilling { currentAppInstallation { activeSubscriptions { id name status } } }';
+
+/** One subscription as activeSubscriptions reports it. */
+export interface ReportedSubscription {
+  id: string;
+  name: string;
+  status: string;
+}
+
 const PREFIX = 'hookrelay ';
 
 /** The subscription's name says its plan: `hookrelay growth`. */

@@ -10,7 +10,7 @@ import { PAUSE_CODES } from '../../contract/platform.ts';
 import type { CoreWith } from '../../core.ts';
 import type { Destination, HandoffOutcome, LinkCheck, PauseRequest, TriggerRequest } from '../types.ts';
 import { adminGraphql, graphqlUrl, isThrottled, type GraphqlReply } from './admin-api.ts';
-import { APP_SUBSCRIPTION_CREATE, subscriptionVariables } from './billing.ts';
+import { ACTIVE_SUBSCRIPTIONS, APP_SUBSCRIPTION_CREATE, subscriptionVariables, type ReportedSubscription } from './billing.ts';
 import { CostBudget } from './budget.ts';
 import { credentialModeOf, Credentials, type TokenResult } from './credentials.ts';
 import { SHOPIFY_ADMIN_API_VERSION } from './version.ts';
@@ -145,6 +145,36 @@ export class ShopifyPlatform implements Destination {
     return { ok: true, confirmationUrl: r.confirmationUrl, id: r.appSubscription.id };
   }
 
+  /**
+   * What Shopify bills the store for now (currentAppInstallation.activeSubscriptions), asked with the store's own
+   * token (renewed once when refused, as a handoff does). `refused`: Shopify no longer lets the app into the store;
+   * `unavailable`: no answer to act on (down, throttled, unreadable), so whoever asked tries again later.
+   */
+  async activeSubscriptions(
+    store: StoreRow,
+  ): Promise<{ ok: true; subscriptions: ReportedSubscription[] } | { ok: false; kind: 'refused' | 'unavailable'; message: string }> {
+    const timeoutMs = this.core.config.handoff.timeoutMs;
+    let t = await this.credentials.token(store);
+    if (!t.ok) return noToken(t);
+    let reply = await this.call(store, t.token.value, ACTIVE_SUBSCRIPTIONS, undefined, timeoutMs);
+    if (reply.kind === 'refused' && renewable(store)) {
+      t = await this.credentials.token(store, t.token.generation);
+      if (!t.ok) return noToken(t);
+      reply = await this.call(store, t.token.value, ACTIVE_SUBSCRIPTIONS, undefined, timeoutMs);
+    }
+    if (reply.kind === 'refused') return { ok: false, kind: 'refused', message: refusedPause(store, reply.status).message };
+    if (reply.kind !== 'answered') return { ok: false, kind: 'unavailable', message: `Shopify gave no answer (${reply.kind}).` };
+    if (reply.errors.length) return { ok: false, kind: 'unavailable', message: clip(reply.errors.map((e) => e.message ?? 'error').join('; ')) };
+    const list = (reply.data?.currentAppInstallation as { activeSubscriptions?: unknown } | null | undefined)?.activeSubscriptions;
+    if (!Array.isArray(list)) return { ok: false, kind: 'unavailable', message: 'Shopify answered without the active subscriptions.' };
+    const subscriptions = list.flatMap((s: { id?: unknown; name?: unknown; status?: unknown } | null) =>
+      typeof s?.id === 'string' && typeof s.status === 'string'
+        ? [{ id: s.id, name: typeof s.name === 'string' ? s.name : '', status: s.status.toUpperCase() }]
+        : [],
+    );
+    return { ok: true, subscriptions };
+  }
+
   /** The store's credential settings changed: its cached token and check no longer apply. */
   forget(storeId: string): void {
     this.credentials.forget(storeId);
@@ -217,6 +247,12 @@ export class ShopifyPlatform implements Destination {
     }
     await this.core.repo.links.noteApiVersion(store.id, version, this.core.clock.now()).catch(() => undefined);
   }
+}
+
+/** No token for a read: refused when Shopify refused the app (or it was uninstalled), else unavailable for now. */
+function noToken(t: Extract<TokenResult, { ok: false }>): { ok: false; kind: 'refused' | 'unavailable'; message: string } {
+  const check = PAUSE_CODES[t.pause.code].check;
+  return { ok: false, kind: check === 'credentials_refused' || check === 'app_uninstalled' ? 'refused' : 'unavailable', message: t.pause.message };
 }
 
 function pausedOutcome(t: Extract<TokenResult, { ok: false }>, sent: boolean, httpStatus: number | null = t.httpStatus): HandoffOutcome {

@@ -19,16 +19,25 @@ const KNOWN: ReadonlySet<string> = new Set<string>([...APP_TOPICS, ...COMPLIANCE
 /** A Shopify resource id as sent: a number, a digit string or a GID (normalised by whoever matches it). */
 export type ShopifyId = number | string;
 
+/**
+ * The shop a payload names, checked before anything is acted on (src/ops/shopify-webhooks.ts): its domain must be
+ * X-Shopify-Shop-Domain's and its id the store's. Absent in rows recorded before this was kept.
+ */
+export interface NamedShop {
+  domain: string | null;
+  id: ShopifyId | null;
+}
+
 /** What processing needs of each topic's payload. */
 export interface WebhookPayloads {
-  /** The shop resource; of it only its id (the shop is the header's). */
-  'app/uninstalled': { shopId: ShopifyId | null };
-  'shop/redact': { shopId: ShopifyId | null };
-  /** `customerId` null: a redaction of orders only. */
-  'customers/redact': { customerId: ShopifyId | null; ordersToRedact: ShopifyId[] };
-  'customers/data_request': { customerId: ShopifyId | null; ordersRequested: ShopifyId[]; dataRequestId: ShopifyId | null };
-  /** The `app_subscription` object as Shopify sent it (billing reads it). */
-  'app_subscriptions/update': { appSubscription: Record<string, unknown> };
+  /** The shop resource; of it only its id and domain (the shop is the header's). */
+  'app/uninstalled': { shopId: ShopifyId | null; shop?: NamedShop };
+  'shop/redact': { shopId: ShopifyId | null; shop?: NamedShop };
+  /** `customerId` null: a redaction of orders only. `digest`: the signed body's SHA-256 (one erasure per request). */
+  'customers/redact': { customerId: ShopifyId | null; ordersToRedact: ShopifyId[]; shop?: NamedShop; digest?: string };
+  'customers/data_request': { customerId: ShopifyId | null; ordersRequested: ShopifyId[]; dataRequestId: ShopifyId | null; shop?: NamedShop; digest?: string };
+  /** The `app_subscription` object as Shopify sent it (billing reads its id; the plan is what Shopify reports). */
+  'app_subscriptions/update': { appSubscription: Record<string, unknown>; shop?: NamedShop };
 }
 
 interface Delivery {
@@ -53,24 +62,58 @@ const TOPIC = /^[a-z0-9_]{1,64}\/[a-z0-9_/]{1,64}$/;
 const DELIVERY_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const API_VERSION = /^(\d{4}-\d{2}|unstable)$/;
 
-/** Built with the first delivery: a serve that never gets one does not load zod for it. */
+/**
+ * Each topic's own payload, as Shopify documents it, and nothing that is another topic's: the topic header is not
+ * signed, so a body must fit the topic it is delivered under and no other. Every field processing reads is required
+ * (an erasure never takes a missing list as empty). The compliance topics' and app_subscriptions/update's payloads are
+ * small and fixed, so an unknown field there refuses the body (400: Shopify sends it again, and the refusal is seen);
+ * app/uninstalled's is the whole Shop resource, which grows, so only the other topics' own fields refuse it.
+ * Built with the first delivery: a serve that never gets one does not load zod for it.
+ */
 const payloadSchemas = async () => {
   const { z } = await import('zod');
-  const id = z.union([z.number().int(), z.string().min(1).max(255)]);
-  const shop = { shop_id: id.optional(), shop_domain: z.string().min(1).max(255).optional() };
-  const customer = z.object({ id: id.nullish() }).nullish();
-  const ids = z.array(id).max(10_000).nullish();
+  const id = z.union([z.number().int().positive(), z.string().min(1).max(255)]);
+  const domain = z.string().min(1).max(255);
+  const gid = (type: string) => z.string().regex(new RegExp(`^gid://shopify/${type}/[1-9]\\d{0,19}$`));
+  /** A customer as the compliance topics carry it: its id is null for a customer known by email only. */
+  const customer = z.looseObject({ id: id.nullish() });
+  const ids = z.array(id).max(10_000);
+  /** The fields only another topic carries: a body with one is that topic's, not this one's. */
+  const foreign = ['shop_id', 'shop_domain', 'customer', 'orders_to_redact', 'orders_requested', 'data_request', 'app_subscription'];
   return {
-    'app/uninstalled': z.object({ id: id.optional(), myshopify_domain: z.string().max(255).nullish() }),
-    'shop/redact': z.object(shop),
-    'customers/redact': z.object({ ...shop, customer, orders_to_redact: ids }),
-    'customers/data_request': z.object({ ...shop, customer, orders_requested: ids, data_request: z.object({ id: id.nullish() }).nullish() }),
-    'app_subscriptions/update': z.object({
-      app_subscription: z.looseObject({ admin_graphql_api_id: z.string().min(1).max(255), status: z.string().min(1).max(64) }),
+    'app/uninstalled': z.looseObject({ id, myshopify_domain: domain }).superRefine((doc, ctx) => {
+      const keys = foreign.filter((k) => k in doc);
+      if (keys.length) ctx.addIssue({ code: 'unrecognized_keys', keys, input: doc, message: 'Fields of another topic.' });
+    }),
+    'shop/redact': z.strictObject({ shop_id: id, shop_domain: domain }),
+    'customers/redact': z.strictObject({ shop_id: id, shop_domain: domain, customer, orders_to_redact: ids }),
+    'customers/data_request': z.strictObject({
+      shop_id: id,
+      shop_domain: domain,
+      customer,
+      orders_requested: ids,
+      data_request: z.looseObject({ id }),
+    }),
+    'app_subscriptions/update': z.strictObject({
+      app_subscription: z.looseObject({
+        admin_graphql_api_id: gid('AppSubscription'),
+        name: z.string().min(1).max(255),
+        status: z.string().regex(/^[A-Z_]{1,32}$/),
+        admin_graphql_api_shop_id: gid('Shop').optional(),
+      }),
     }),
   } as const;
 };
 let schemas: ReturnType<typeof payloadSchemas> | undefined;
+
+/** A refusal's field list: the fields that are malformed or missing, and the names of fields the topic does not carry. */
+function refusedFields(issues: readonly { code?: string; path: readonly PropertyKey[]; keys?: readonly string[] }[]): string {
+  const unknown = issues.flatMap((i) => (i.code === 'unrecognized_keys' ? (i.keys ?? []).map((k) => [...i.path, k].map(String).join('.').slice(0, 64)) : []));
+  const bad = malformedFields(issues.filter((i) => i.code !== 'unrecognized_keys'));
+  return [bad && `missing or malformed: ${bad}`, unknown.length && `not fields of this topic: ${[...new Set(unknown)].slice(0, 10).join(', ')}`]
+    .filter(Boolean)
+    .join('; ');
+}
 
 /** The fields reduce reads of a validated payload, each present only on the topics whose schema has it. */
 interface ValidatedPayload {
@@ -90,7 +133,8 @@ const refuse = (status: 400 | 401 | 413, code: string, message: string): SignedR
 /**
  * Reads one delivery: the raw body (at most SIGNED_BODY_MAX), its signature (X-Shopify-Hmac-Sha256, the base64
  * HMAC-SHA256 of the exact bytes keyed with `secret`, compared in constant time), then — only once it verified —
- * its headers and its JSON. The shop a payload names must be the header's. Never throws for what a sender sends.
+ * its headers and its JSON, which must be the topic's own payload. The shop it names is kept for processing to
+ * check against the header's and the store's. Never throws for what a sender sends.
  */
 export async function readWebhook(req: Request, secret: string): Promise<WebhookRead> {
   const signed = await readSignedBody(req, secret, 'Webhooks');
@@ -120,26 +164,32 @@ export async function readWebhook(req: Request, secret: string): Promise<Webhook
 
   const known = topic as WebhookTopic;
   const parsed = (await (schemas ??= payloadSchemas()))[known].safeParse(json.doc);
-  if (!parsed.success) return refuse(400, 'invalid_input', `The ${known} payload is missing or has malformed fields: ${malformedFields(parsed.error.issues)}.`);
-  const p: ValidatedPayload = parsed.data;
-  const named = p.shop_domain ?? p.myshopify_domain;
-  if (named != null && shopDomainOf(named) !== delivery.shopDomain)
-    return refuse(400, 'invalid_input', 'The payload names another shop than X-Shopify-Shop-Domain.');
-  return { ok: true, webhook: { ...delivery, topic: known, known: true, payload: reduce(known, p) } as ShopifyWebhook };
+  if (!parsed.success) return refuse(400, 'invalid_input', `The body is not a ${known} payload (${refusedFields(parsed.error.issues)}).`);
+  const digest = new Bun.CryptoHasher('sha256').update(signed.body).digest('hex');
+  return { ok: true, webhook: { ...delivery, topic: known, known: true, payload: reduce(known, parsed.data as ValidatedPayload, digest) } as ShopifyWebhook };
 }
 
-/** What processing keeps of a validated payload. */
-function reduce(topic: WebhookTopic, p: ValidatedPayload): WebhookPayloads[WebhookTopic] {
+/** What processing keeps of a validated payload: what it acts on, the shop it names, and (erasure, data request) the body's digest. */
+function reduce(topic: WebhookTopic, p: ValidatedPayload, digest: string): WebhookPayloads[WebhookTopic] {
+  const named = (domain: string | null | undefined, id: ShopifyId | null | undefined): NamedShop => ({ domain: domain ?? null, id: id ?? null });
   switch (topic) {
     case 'app/uninstalled':
-      return { shopId: p.id ?? null };
+      return { shopId: p.id ?? null, shop: named(p.myshopify_domain, p.id) };
     case 'shop/redact':
-      return { shopId: p.shop_id ?? null };
+      return { shopId: p.shop_id ?? null, shop: named(p.shop_domain, p.shop_id) };
     case 'customers/redact':
-      return { customerId: p.customer?.id ?? null, ordersToRedact: p.orders_to_redact ?? [] };
+      return { customerId: p.customer?.id ?? null, ordersToRedact: p.orders_to_redact!, shop: named(p.shop_domain, p.shop_id), digest };
     case 'customers/data_request':
-      return { customerId: p.customer?.id ?? null, ordersRequested: p.orders_requested ?? [], dataRequestId: p.data_request?.id ?? null };
-    case 'app_subscriptions/update':
-      return { appSubscription: p.app_subscription! };
+      return {
+        customerId: p.customer?.id ?? null,
+        ordersRequested: p.orders_requested!,
+        dataRequestId: p.data_request?.id ?? null,
+        shop: named(p.shop_domain, p.shop_id),
+        digest,
+      };
+    case 'app_subscriptions/update': {
+      const sub = p.app_subscription!;
+      return { appSubscription: sub, shop: named(null, typeof sub.admin_graphql_api_shop_id === 'string' ? sub.admin_graphql_api_shop_id : null) };
+    }
   }
 }
