@@ -2,9 +2,11 @@
  * The storage of Shopify webhooks and of erasure, written once for both dialects (db/shopify-webhooks.ts,
  * db/redaction.ts), run on each: a delivery recorded once, one run at a time, done once, retried after a failure,
  * forgotten long after; bodies erased by event (SQLite's body keys cleared, so a key used again never leads back),
- * rows and other stores untouched; a customer's events found with their endpoint's trigger at the time.
+ * rows and other stores untouched; a customer's events found with their endpoint's trigger at the time; a once-only
+ * effect taken by one delivery; the app subscriptions hookrelay created, by store.
  */
 import { describe, expect, it } from 'bun:test';
+import { AppInstalls } from '../../db/app-installs.ts';
 import { Redaction } from '../../db/redaction.ts';
 import type { Repo } from '../../db/repo.ts';
 import { ShopifyWebhooks, type NewShopifyWebhook } from '../../db/shopify-webhooks.ts';
@@ -137,6 +139,35 @@ for (const backend of backends()) {
         expect(await hooks.prune(T0 + 91_001)).toBe(1);
         expect(await hooks.get('wh-1')).toBeNull();
         expect(await hooks.get('wh-2')).not.toBeNull();
+      });
+    });
+
+    it('gives a once-only effect to the first delivery that claims it (again to that delivery, never to another), and keeps it past pruning', async () => {
+      await withRepo(backend.open, async (repo) => {
+        const hooks = new ShopifyWebhooks(repo.sql);
+        const key = `customers/redact ${'a'.repeat(64)}`;
+        expect(await hooks.claimEffect(key, STORE, 'wh-1', T0)).toBe(true);
+        expect(await hooks.claimEffect(key, STORE, 'wh-1', T0 + 1)).toBe(true); // its own retry after a failed run
+        expect(await hooks.claimEffect(key, STORE, 'wh-2', T0 + 2)).toBe(false); // a replay under a new webhook id
+        expect(await hooks.claimEffect(`customers/redact ${'b'.repeat(64)}`, STORE, 'wh-2', T0 + 3)).toBe(true);
+        await hooks.record(delivery('wh-1', { processedAt: T0, result: 'done', payloadSealed: null }));
+        expect(await hooks.prune(T0 + 86400_000)).toBe(1);
+        expect(await hooks.claimEffect(key, STORE, 'wh-3', T0 + 86400_000)).toBe(false);
+      });
+    });
+
+    it('records the app subscriptions hookrelay created, once each, and lists a store\'s newest first', async () => {
+      await withRepo(backend.open, async (repo) => {
+        const installs = new AppInstalls(repo.sql);
+        await installs.recordSubscription('gid://shopify/AppSubscription/1', STORE, 'starter', T0);
+        await installs.recordSubscription('gid://shopify/AppSubscription/2', STORE, 'growth', T0 + 1000);
+        await installs.recordSubscription('gid://shopify/AppSubscription/2', STORE, 'scale', T0 + 2000); // a repeat changes nothing
+        await installs.recordSubscription('gid://shopify/AppSubscription/3', OTHER, 'scale', T0 + 3000);
+        expect(await installs.subscriptionsOf(STORE)).toEqual([
+          { subscriptionId: 'gid://shopify/AppSubscription/2', plan: 'growth', createdAt: T0 + 1000 },
+          { subscriptionId: 'gid://shopify/AppSubscription/1', plan: 'starter', createdAt: T0 },
+        ]);
+        expect(await installs.subscriptionsOf('st_none')).toEqual([]);
       });
     });
   });

@@ -1170,6 +1170,29 @@ describe('fake Shopify: appSubscriptionCreate', () => {
     expect(fake.subscriptions.map((s) => s.status)).toEqual(['CANCELLED', 'DECLINED', 'CANCELLED']);
   });
 
+  it('reports what it bills in currentAppInstallation { activeSubscriptions }: an approval replaces the one active before; a cancellation ends it', async () => {
+    const fake = start();
+    const { access } = await install(fake);
+    const active = async () =>
+      (await gql(fake, access, 'query { currentAppInstallation { activeSubscriptions { id name status } } }')).json.data.currentAppInstallation
+        .activeSubscriptions;
+    const create = async (name: string) =>
+      (await gql(fake, access, SUBSCRIPTION_MUTATION, { ...variables, name })).json.data.appSubscriptionCreate.appSubscription.id as string;
+    const pro = await create('hookrelay Pro');
+    expect(await active()).toEqual([]); // pending is not billed
+    fake.approveSubscription(pro);
+    expect(await active()).toEqual([{ id: pro, name: 'hookrelay Pro', status: 'ACTIVE' }]);
+    const basic = await create('hookrelay Basic');
+    fake.approveSubscription(basic);
+    expect(await active()).toEqual([{ id: basic, name: 'hookrelay Basic', status: 'ACTIVE' }]);
+    expect(fake.subscriptions.map((s) => s.status)).toEqual(['CANCELLED', 'ACTIVE']);
+    const cancelled = fake.cancelSubscription(basic) as { app_subscription: Record<string, unknown> };
+    expect(cancelled.app_subscription).toMatchObject({ admin_graphql_api_id: basic, status: 'CANCELLED' });
+    expect(await active()).toEqual([]);
+    expect(() => fake.cancelSubscription(basic)).toThrow(/CANCELLED/);
+    expect(fake.shopQueries.map((q) => q.selects)).toEqual(Array(4).fill(['currentAppInstallation']));
+  });
+
   it('needs a valid token (401), costs 10 against an enforced bucket, and malformed variables are a 400', async () => {
     const fake = start({ bucket: { maximumAvailable: 15, restoreRate: 1 } });
     const { access } = await install(fake);
