@@ -3,6 +3,10 @@
  * by its webhook id first (a repeat is answered 200 and not processed again), answered 200 at once (Shopify retries
  * what is not answered 2xx within 5 s), then processed; a delivery recorded but not processed (a crash between, or
  * an error) is processed again by processPendingShopifyWebhooks until it is. Every topic's processing is idempotent.
+ * The signature covers the body only, so a delivery is bound to what it claims before it acts: its body is its
+ * topic's own (src/platform/shopify/webhooks.ts), the shop it names is the header's store (bind), and what changes a
+ * store is confirmed with Shopify (an uninstall, a shop's erasure, a plan) or happens once whatever the webhook id
+ * (a customer's erasure, a data request, a shop's erasure per uninstall): replays change nothing beyond the first.
  * Log lines carry the topic, the shop, the webhook id and counts: never a payload value or a secret.
  */
 import { Redaction } from '../../db/redaction.ts';

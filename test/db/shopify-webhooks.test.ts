@@ -156,7 +156,7 @@ for (const backend of backends()) {
       });
     });
 
-    it('records the app subscriptions hookrelay created, once each, and lists a store\'s newest first', async () => {
+    it("records the app subscriptions hookrelay created, once each, and lists a store's newest first", async () => {
       await withRepo(backend.open, async (repo) => {
         const installs = new AppInstalls(repo.sql);
         await installs.recordSubscription('gid://shopify/AppSubscription/1', STORE, 'starter', T0);
