@@ -262,7 +262,7 @@ async function appUninstalled(core: Core, d: Delivery<'app/uninstalled'>): Promi
   // Marked already (this uninstall, or one sent again): the pause and the uninstall time it keeps stay as they are.
   if (store.uninstalledAt != null) return `no change: store ${store.id} is marked uninstalled already`;
   const link = await core.repo.links.get(store.id);
-  if (store.uninstalledAt == null && link?.tokenObtainedAt != null && link.tokenObtainedAt > d.at) {
+  if (link?.tokenObtainedAt != null && link.tokenObtainedAt > d.at) {
     return `not applied: store ${store.id} was installed again after this uninstall`;
   }
   if (await stillInstalled(core, store)) return `not applied: Shopify still accepts store ${store.id}'s token (a delivery sent again?)`;
@@ -322,7 +322,7 @@ async function eraseAll(redaction: Redaction, store: StoreRow): Promise<number> 
 async function customersRedact(core: Core, d: Delivery<'customers/redact'>): Promise<string> {
   const store = d.store;
   const digest = d.payload.digest;
-  if (!digest) return `${NOT_ACTED_ON}recorded before erasure requests were bound to their signed body; not erased (the operator may act on it)`;
+  if (!digest) return `${NOT_ACTED_ON}recorded by a version that kept no digest of its signed body, so it cannot be told from a replay; nothing erased`;
   if (!(await new ShopifyWebhooks(core.repo.sql).claimEffect(`customers/redact ${digest}`, store.id, d.row.webhookId, core.clock.now())))
     return `${NOT_ACTED_ON}this erasure request (the same signed body) was acted on already (a delivery sent again)`;
   const redaction = new Redaction(core.repo);

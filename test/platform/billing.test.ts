@@ -272,7 +272,7 @@ describe('app_subscriptions/update moves a plan only as Shopify reports it (issu
     expect(e.log.lines.some((l) => l.includes(onOther.webhookId) && l.includes('recorded, not acted on'))).toBe(true);
   });
 
-  it('while Shopify cannot be asked, an approval waits (the delivery fails and is retried) and then applies; a decline of a second choice keeps the first plan', async () => {
+  it('while Shopify cannot be asked, an approval waits (the delivery fails and is retried) and then applies; a decline of a second choice keeps the first plan; an uninstall ends it', async () => {
     const e = await setup('shopify-test');
     const html = await install(e);
     const starter = await choose(e, html, 'starter');
@@ -294,6 +294,17 @@ describe('app_subscriptions/update moves a plan only as Shopify reports it (issu
     await shopifyWebhooks(e.core).idle();
     expect(await resultOf(e, declined.webhookId)).toMatch(/^no change: Shopify reports starter ACTIVE/);
     expect(await planOf(e)).toBe('starter/active');
+
+    // The merchant uninstalls: Shopify cancels the subscription with it, and the store's paid plan ends; the
+    // approval's bytes sent again afterwards change nothing.
+    const uninstalled = await deliver(e, 'app/uninstalled', fake.uninstall());
+    await shopifyWebhooks(e.core).idle();
+    expect(await resultOf(e, uninstalled.webhookId)).toContain('plan starter -> free');
+    expect(await planOf(e)).toBe('free/cancelled');
+    const replay = await deliver(e, 'app_subscriptions/update', approved);
+    await shopifyWebhooks(e.core).idle();
+    expect(await resultOf(e, replay.webhookId)).toMatch(/^not acted on: store st_\w+ is uninstalled/);
+    expect(await planOf(e)).toBe('free/cancelled');
   });
 
   it("a body that is not the topic's own is refused (400) and changes nothing", async () => {
