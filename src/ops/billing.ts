@@ -73,8 +73,16 @@ export function createBilling(core: Core) {
       core.log.warn(`billing: no subscription for ${shop} (${plan}): ${made.message}`);
       return page(502, 'Shopify did not start the subscription', [esc(made.message)]);
     }
-    // Recorded before the merchant can approve it: only subscriptions listed here ever move this store's plan.
-    await new AppInstalls(core.repo.sql).recordSubscription(made.id, store.id, plan, core.clock.now());
+    // Recorded before the merchant can approve it: only subscriptions listed here ever move this store's plan. Not
+    // recorded, the merchant is not sent on (the subscription stays pending at Shopify and expires unapproved).
+    try {
+      await new AppInstalls(core.repo.sql).recordSubscription(made.id, store.id, plan, core.clock.now());
+    } catch {
+      core.log.error(`billing: Shopify subscription ${made.id} for ${shop} could not be recorded; the merchant was asked to try again`);
+      return page(503, 'Please try again', [
+        'hookrelay could not record the subscription just now. Open hookrelay from your Shopify admin again and choose the plan.',
+      ]);
+    }
     core.log.info(`billing: ${shop} chose ${plan}; Shopify subscription ${made.id} awaits the merchant's approval`);
     return redirectTo(made.confirmationUrl);
   }

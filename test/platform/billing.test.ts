@@ -308,6 +308,22 @@ describe('app_subscriptions/update moves a plan only as Shopify reports it (issu
     expect(await planOf(e)).toBe('free/cancelled');
   });
 
+  it('a subscription that could not be recorded is not offered to the merchant (503, no confirmation page)', async () => {
+    const e = await setup('shopify-test');
+    const html = await install(e);
+    const run = e.repo.sql.run.bind(e.repo.sql);
+    e.repo.sql.run = async (sql, params) => {
+      if (sql.includes('INSERT INTO app_subscriptions')) throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+      return run(sql, params);
+    };
+    const started = await e.app.fetch(new Request(links(html).growth!));
+    e.repo.sql.run = run;
+    expect(started.status).toBe(503);
+    expect(started.headers.get('location')).toBeNull();
+    expect(fake.subscriptions.map((s) => s.status)).toEqual(['PENDING']); // left to expire unapproved
+    expect(e.log.lines.join('\n')).not.toContain('database is locked');
+  });
+
   it("a body that is not the topic's own is refused (400) and changes nothing", async () => {
     const e = await setup('shopify-test');
     const sub = await choose(e, await install(e), 'growth');
