@@ -6,6 +6,12 @@
  */
 import type { SqlRunner } from './runner.ts';
 
+/** A store's plan and its billing status. */
+export interface Billing {
+  plan: string;
+  billingStatus: string;
+}
+
 export class AppInstalls {
   constructor(private readonly sql: SqlRunner) {}
 
@@ -45,6 +51,20 @@ export class AppInstalls {
       'SELECT subscription_id AS "subscriptionId", plan, created_at AS "createdAt" FROM app_subscriptions WHERE store_id = ? ORDER BY created_at DESC, subscription_id DESC',
       [storeId],
     );
+  }
+
+  /**
+   * Sets a store's plan and billing status to `to` only while they are still `from` and the store is installed (or,
+   * with `installed` false, uninstalled): compare-and-set, so a reading of Shopify made before another change landed
+   * never overwrites it, and nothing else of the store row is written. False when they had changed (read again).
+   */
+  async setBilling(storeId: string, from: Billing, to: Billing, now: number, installed = true): Promise<boolean> {
+    const changed = await this.sql.run(
+      `UPDATE stores SET plan = ?, billing_status = ?, updated_at = ?
+       WHERE id = ? AND plan = ? AND billing_status = ? AND uninstalled_at IS ${installed ? '' : 'NOT '}NULL`,
+      [to.plan, to.billingStatus, now, storeId, from.plan, from.billingStatus],
+    );
+    return changed === 1;
   }
 
   /** The platform account and installation ids Shopify reported for the store (its GraphQL identity). */

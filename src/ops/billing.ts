@@ -110,37 +110,45 @@ export function createBilling(core: Core) {
  * token Shopify refuses changes nothing (the app was uninstalled: app/uninstalled ends the plan). Returns the result
  * recorded with the delivery.
  */
-export async function reconcileSubscription(core: Core, store: StoreRow, subscriptionId: string): Promise<string> {
+export async function reconcileSubscription(core: Core, bound: StoreRow, subscriptionId: string): Promise<string> {
   // A box that does not bill made no subscription: its plans stay its operator's.
   if (billingMode(core.config.env) === 'off') return 'no change';
-  const ours = await new AppInstalls(core.repo.sql).subscriptionsOf(store.id);
+  const installs = new AppInstalls(core.repo.sql);
+  const ours = await installs.subscriptionsOf(bound.id);
   if (!ours.some((s) => s.subscriptionId === subscriptionId))
-    return `not acted on: the subscription is not one hookrelay created for store ${store.id}; plan unchanged`;
-  if (store.uninstalledAt != null) return `not acted on: store ${store.id} is uninstalled; plan unchanged`;
-  const read = await shopifyPlatform(core).activeSubscriptions(store);
-  if (!read.ok) {
-    if (read.kind === 'refused') return `not applied: Shopify refused store ${store.id}'s token, so nothing it reports could be read; plan unchanged`;
-    throw Object.assign(new Error('Shopify could not confirm the subscription'), { code: 'shopify_unconfirmed' });
+    return `not acted on: the subscription is not one hookrelay created for store ${bound.id}; plan unchanged`;
+  // Another change of the store's billing may land while Shopify is asked: then it is asked again, at most thrice.
+  let store: StoreRow | null = bound;
+  for (let attempt = 0; attempt < 3 && store; attempt++, store = await core.repo.getStore(bound.id)) {
+    if (store.uninstalledAt != null) return `not acted on: store ${store.id} is uninstalled; plan unchanged`;
+    const read = await shopifyPlatform(core).activeSubscriptions(store);
+    if (!read.ok) {
+      if (read.kind === 'refused') return `not applied: Shopify refused store ${store.id}'s token, so nothing it reports could be read; plan unchanged`;
+      throw Object.assign(new Error('Shopify could not confirm the subscription'), { code: 'shopify_unconfirmed' });
+    }
+    const reported = new Map(read.subscriptions.map((s) => [s.id, s]));
+    const sold = new Set(paidPlans().map((p) => p.plan));
+    // Newest first; a subscription counts only under the name hookrelay gave it, for a plan this deployment sells.
+    const billed = ours.flatMap((o) => {
+      const r = reported.get(o.subscriptionId);
+      return r && sold.has(o.plan) && planOfSubscription(r.name) === o.plan ? [{ plan: o.plan, status: r.status }] : [];
+    });
+    const active = billed.find((b) => b.status === 'ACTIVE') ?? billed.find((b) => b.status === 'FROZEN');
+    const next = active
+      ? { plan: active.plan, billingStatus: active.status === 'ACTIVE' ? 'active' : 'frozen' }
+      : store.plan === 'free'
+        ? { plan: store.plan, billingStatus: store.billingStatus }
+        : { plan: 'free', billingStatus: 'cancelled' };
+    const reports = active ? `Shopify reports ${active.plan} ${active.status}` : 'Shopify reports no subscription of hookrelay active';
+    if (next.plan === store.plan && next.billingStatus === store.billingStatus)
+      return `no change: ${reports}; plan ${store.plan}, billing ${store.billingStatus}`;
+    if (await installs.setBilling(store.id, store, next, core.clock.now())) {
+      core.log.info(`billing: ${store.shopDomain}: ${reports}: plan ${store.plan} -> ${next.plan}, billing ${next.billingStatus}`);
+      return `${reports}: plan ${next.plan}, billing ${next.billingStatus}`;
+    }
   }
-  const reported = new Map(read.subscriptions.map((s) => [s.id, s]));
-  const sold = new Set(paidPlans().map((p) => p.plan));
-  // Newest first; a subscription counts only under the name hookrelay gave it, for a plan this deployment sells.
-  const billed = ours.flatMap((o) => {
-    const r = reported.get(o.subscriptionId);
-    return r && sold.has(o.plan) && planOfSubscription(r.name) === o.plan ? [{ plan: o.plan, status: r.status }] : [];
-  });
-  const active = billed.find((b) => b.status === 'ACTIVE') ?? billed.find((b) => b.status === 'FROZEN');
-  const next = active
-    ? { plan: active.plan, billingStatus: active.status === 'ACTIVE' ? 'active' : 'frozen' }
-    : store.plan === 'free'
-      ? { plan: store.plan, billingStatus: store.billingStatus }
-      : { plan: 'free', billingStatus: 'cancelled' };
-  const reports = active ? `Shopify reports ${active.plan} ${active.status}` : 'Shopify reports no subscription of hookrelay active';
-  if (next.plan === store.plan && next.billingStatus === store.billingStatus)
-    return `no change: ${reports}; plan ${store.plan}, billing ${store.billingStatus}`;
-  await core.repo.updateStore({ ...store, ...next, updatedAt: core.clock.now() });
-  core.log.info(`billing: ${store.shopDomain}: ${reports}: plan ${store.plan} -> ${next.plan}, billing ${next.billingStatus}`);
-  return `${reports}: plan ${next.plan}, billing ${next.billingStatus}`;
+  if (!store) return `not acted on: store ${bound.id} is gone`;
+  throw Object.assign(new Error('the store billing kept changing'), { code: 'billing_changed' });
 }
 
 /**
@@ -152,6 +160,6 @@ export async function endBilledPlan(core: Core, storeId: string, at: number): Pr
   if (billingMode(core.config.env) === 'off') return '';
   const store = await core.repo.getStore(storeId);
   if (!store || store.plan === 'free') return '';
-  await core.repo.updateStore({ ...store, plan: 'free', billingStatus: 'cancelled', updatedAt: at });
+  if (!(await new AppInstalls(core.repo.sql).setBilling(store.id, store, { plan: 'free', billingStatus: 'cancelled' }, at, false))) return '';
   return `; plan ${store.plan} -> free (Shopify cancels subscriptions on uninstall)`;
 }

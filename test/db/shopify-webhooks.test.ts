@@ -170,6 +170,24 @@ for (const backend of backends()) {
         expect(await installs.subscriptionsOf('st_none')).toEqual([]);
       });
     });
+
+    it("sets a store's plan and billing only while they are as read and the store is (un)installed as said, writing nothing else", async () => {
+      await withRepo(backend.open, async (repo) => {
+        const installs = new AppInstalls(repo.sql);
+        const before = (await repo.getStore(STORE))!;
+        const free = { plan: before.plan, billingStatus: before.billingStatus };
+        expect(await installs.setBilling(STORE, free, { plan: 'growth', billingStatus: 'active' }, T0 + 1)).toBe(true);
+        // A reading made before that change landed: refused.
+        expect(await installs.setBilling(STORE, free, { plan: 'free', billingStatus: 'cancelled' }, T0 + 2)).toBe(false);
+        expect(await repo.getStore(STORE)).toEqual({ ...before, plan: 'growth', billingStatus: 'active', updatedAt: T0 + 1 });
+        const growth = { plan: 'growth', billingStatus: 'active' };
+        expect(await installs.setBilling(STORE, growth, free, T0 + 3, false)).toBe(false); // installed: not for an uninstall
+        await repo.updateStore({ ...(await repo.getStore(STORE))!, uninstalledAt: T0 + 4 });
+        expect(await installs.setBilling(STORE, growth, free, T0 + 5)).toBe(false); // uninstalled: not for a subscription
+        expect(await installs.setBilling(STORE, growth, { plan: 'free', billingStatus: 'cancelled' }, T0 + 6, false)).toBe(true);
+        expect((await repo.getStore(OTHER))!.plan).toBe(before.plan);
+      });
+    });
   });
 
   describe(`erasure storage (${backend.name})`, () => {
