@@ -8,7 +8,7 @@ import { claimIntent, countUsage, endIntent, finishIntent, reopenIntent } from '
 import type { IntentStore, Repo } from '../../db/repo.ts';
 import type { Write } from '../../db/runner.ts';
 import type { IntentRow } from '../../db/types.ts';
-import { AppError, refuse, type Refusal } from '../contract/errors.ts';
+import { AppError, inProgress, refuse, type Refusal } from '../contract/errors.ts';
 import { period, type Meter } from '../contract/plans.ts';
 import type { BulkReplaySelection, INTENT_KINDS, IntentBody } from '../contract/schemas.ts';
 import { iso } from '../lib/clock.ts';
@@ -153,8 +153,7 @@ async function preview<I, R, B>(ctx: OpContext<R & Journal>, operationId: string
 
 /** 409 with a refusal naming which step of the lifecycle stood in the way. */
 function conflict(code: string, reason: string, details?: unknown, recommendedAction = PREVIEW_AGAIN): AppError {
-  const retry = code === 'intent_executing' ? { 'Retry-After': '1' } : undefined;
-  return new AppError('conflict', reason, details, { category: 'target_state', code, reason, recommendedAction }, retry);
+  return new AppError('conflict', reason, details, { category: 'target_state', code, reason, recommendedAction });
 }
 
 const PREVIEW_AGAIN = 'Preview the intent again and execute the new one with its confirmation token (it works once, for 15 minutes).';
@@ -198,12 +197,7 @@ async function execute<I, R, B>(
   if (row.state === 'executing') {
     const mine = row.executor === me;
     if (row.executor !== null && (mine ? executing.has(row.id) : await repo.instance.alive(row.executor))) {
-      throw conflict(
-        'intent_executing',
-        'This intent is being executed.',
-        { state: row.state },
-        'Wait a second, then retry with the same Idempotency-Key to get its result.',
-      );
+      throw inProgress('intent_executing', 'This intent is being executed.', { state: row.state });
     }
     // Its executor is gone: it committed nothing (an executed change completes the intent in the same transaction).
     from = { state: 'executing', executor: row.executor ?? '' };
@@ -219,12 +213,7 @@ async function execute<I, R, B>(
     throw conflict('confirmation_expired', 'The confirmation expired. Preview again.', { state: 'expired' });
   }
   if (!(await claimIntent(repo.sql, row.id, from, { executor: me, key, at: now }))) {
-    throw conflict(
-      'intent_executing',
-      'This intent is being executed.',
-      undefined,
-      'Wait a second, then retry with the same Idempotency-Key to get its result.',
-    );
+    throw inProgress('intent_executing', 'This intent is being executed.');
   }
   executing.add(row.id);
   crashPoint('intent-claimed');
@@ -240,7 +229,7 @@ async function execute<I, R, B>(
     const out = await repo.sql.batch([...writes, finishIntent(row.id, me, (changes) => JSON.stringify(plan.result(changes)), at)]);
     if (!out.ok) {
       if (out.failed === writes.length) {
-        throw conflict('intent_executing', 'Another instance took this execution over.', undefined, 'Retry with the same Idempotency-Key to get its result.');
+        throw inProgress('intent_executing', 'Another instance took this execution over.');
       }
       throw plan.refusals?.[out.failed] ? refuse(plan.refusals[out.failed]!) : stalePreview('its state is no longer the one previewed');
     }
