@@ -5,11 +5,11 @@
  * committed with the completion) -> executed | refused | expired. Each kind supplies only its preview and its plan.
  */
 import { claimIntent, countUsage, endIntent, finishIntent, reopenIntent } from '../../db/intent-journal.ts';
-import type { IntentStore, Repo } from '../../db/repo.ts';
+import type { IntentStore, Repo, UsageStore } from '../../db/repo.ts';
 import type { Write } from '../../db/runner.ts';
 import type { IntentRow } from '../../db/types.ts';
 import { AppError, inProgress, refuse, type Refusal } from '../contract/errors.ts';
-import { period, type Meter } from '../contract/plans.ts';
+import { limitOf, period, type Meter } from '../contract/plans.ts';
 import type { BulkReplaySelection, INTENT_KINDS, IntentBody } from '../contract/schemas.ts';
 import { iso } from '../lib/clock.ts';
 import { crashPoint } from '../lib/crash-points.ts';
@@ -17,9 +17,10 @@ import { constantTimeEqual, sha256Hex } from '../lib/crypto.ts';
 import { randomBase62 } from '../lib/ids.ts';
 import { REDACTED_WARNING, redactInput } from '../lib/redact.ts';
 import type { OpContext } from './context.ts';
+import { exhaustedNow } from './usage.ts';
 
-/** What the lifecycle itself uses of storage: intents, the runner its batches go through, and this instance. */
-type Journal = IntentStore & Pick<Repo, 'sql' | 'instance'>;
+/** What the lifecycle itself uses of storage: intents, meters, the runner its batches go through, and this instance. */
+type Journal = IntentStore & UsageStore & Pick<Repo, 'sql' | 'instance'>;
 
 const CONFIRMATION_TTL_MS = 15 * 60_000;
 
@@ -224,13 +225,20 @@ async function execute<I, R, B>(
     crashPoint('planned');
     const meters = [...(plan.meters ?? []), 'executed_actions' as const];
     const start = period(ctx.store, now).start;
-    const writes = [...plan.writes, ...meters.map((m) => countUsage(ctx.store.id, m, start))];
+    // Each meter counted only below its cap, in the change's transaction: a full meter rolls the change back.
+    const writes = [...plan.writes];
+    const meterAt: Meter[] = [];
+    for (const m of meters) {
+      for (const w of countUsage(ctx.store.id, m, start, limitOf(ctx.store, m))) meterAt[writes.push(w) - 1] = m;
+    }
     const at = core.clock.now();
     const out = await repo.sql.batch([...writes, finishIntent(row.id, me, (changes) => JSON.stringify(plan.result(changes)), at)]);
     if (!out.ok) {
       if (out.failed === writes.length) {
         throw inProgress('intent_executing', 'Another instance took this execution over.');
       }
+      const full = meterAt[out.failed];
+      if (full) throw await exhaustedNow(ctx.core, ctx.store, full);
       throw plan.refusals?.[out.failed] ? refuse(plan.refusals[out.failed]!) : stalePreview('its state is no longer the one previewed');
     }
     crashPoint('committed');
