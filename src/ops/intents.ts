@@ -17,6 +17,7 @@ import { constantTimeEqual, sha256Hex } from '../lib/crypto.ts';
 import { randomBase62 } from '../lib/ids.ts';
 import { REDACTED_WARNING, redactInput } from '../lib/redact.ts';
 import type { OpContext } from './context.ts';
+import { heldSecrets } from './held-secrets.ts';
 import { exhaustedNow } from './usage.ts';
 
 /** What the lifecycle itself uses of storage: intents, meters, the runner its batches go through, and this instance. */
@@ -123,7 +124,7 @@ export function intentHandler<I, R, B>(operationId: string, def: IntentKind<I, R
 async function preview<I, R, B>(ctx: OpContext<R & Journal>, operationId: string, def: IntentKind<I, R, B>, raw: I, params: Record<string, string>) {
   const { core } = ctx;
   // The input as the intent keeps it (src/lib/redact.ts): preview, the stored row and execute all see this one.
-  const { input, redacted } = redactInput((raw ?? {}) as I, def.freeText);
+  const { input, redacted } = redactInput((raw ?? {}) as I, def.freeText, heldSecrets(core, [ctx.store]));
   const { targetId, preview, basis } = await def.preview(ctx, input, params);
   if (redacted) preview.warnings.unshift(REDACTED_WARNING);
   const now = core.clock.now();
