@@ -1,7 +1,7 @@
 import { defineCommand } from 'citty';
 import { AppError } from '../src/contract/errors.ts';
 import { iso } from '../src/lib/clock.ts';
-import { heldSecrets } from '../src/ops/held-secrets.ts';
+import { heldSecrets } from '../src/held-secrets.ts';
 import { getRequest, listRequests, REQUEST_KIND_NAMES, REQUESTS_LIST_DEFAULT, REQUESTS_LIST_MAX, type RequestKind } from '../src/ops/operator-requests.ts';
 import { parseSince, SINCE_HELP, storageArgs } from './_args.ts';
 import { withCore } from './_box.ts';

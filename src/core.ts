@@ -100,7 +100,7 @@ export interface Config {
   appClientId: string | null;
   /**
    * Secret values this process holds that `env` does not show (the password of a --database-url), redacted from
-   * free text with those it does (src/ops/held-secrets.ts).
+   * free text with those it does (src/held-secrets.ts).
    */
   heldSecrets: readonly string[];
 }

@@ -10,7 +10,7 @@ import { TRIGGERS } from '../contract/triggers.ts';
 import { iso } from '../lib/clock.ts';
 import { last4, newEndpointSecret } from '../lib/crypto.ts';
 import { REDACTED_WARNING, redactInput } from '../lib/redact.ts';
-import { heldSecrets } from './held-secrets.ts';
+import { heldSecrets } from '../held-secrets.ts';
 import type { OpContext } from './context.ts';
 
 const DEFAULT_HEADERS: Record<AuthMode, string> = {

@@ -17,7 +17,7 @@ import { constantTimeEqual, sha256Hex } from '../lib/crypto.ts';
 import { randomBase62 } from '../lib/ids.ts';
 import { REDACTED_WARNING, redactInput } from '../lib/redact.ts';
 import type { OpContext } from './context.ts';
-import { heldSecrets } from './held-secrets.ts';
+import { heldSecrets } from '../held-secrets.ts';
 import { exhaustedNow } from './usage.ts';
 
 /** What the lifecycle itself uses of storage: intents, meters, the runner its batches go through, and this instance. */

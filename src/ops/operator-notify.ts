@@ -10,7 +10,7 @@ import type { RecordRow } from '../../db/types.ts';
 import { AppError } from '../contract/errors.ts';
 import type { Runtime } from '../core.ts';
 import { iso } from '../lib/clock.ts';
-import { heldSecrets, OPERATOR_WEBHOOK_SECRET_ENV } from './held-secrets.ts';
+import { heldSecrets, OPERATOR_WEBHOOK_SECRET_ENV } from '../held-secrets.ts';
 import { requestDetail, type OperatorRequestDetail } from './operator-requests.ts';
 
 const OPERATOR_WEBHOOK_URL_ENV = 'HOOKRELAY_OPERATOR_WEBHOOK_URL';

@@ -111,7 +111,7 @@ export async function countRequests(core: { repo: Sql }, storeId: string): Promi
 /**
  * The stored JSON with every string through the free-text redactor once more: bodies were redacted when stored,
  * and redacting again changes nothing, except for a record kept before the redactor learnt a shape or a value
- * `held` (src/ops/held-secrets.ts) was set.
+ * `held` (src/held-secrets.ts) was set.
  */
 function parseBody(text: string, held?: HeldSecrets): Record<string, unknown> {
   let doc: unknown;

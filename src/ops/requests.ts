@@ -12,7 +12,7 @@ import type { OpContext } from './context.ts';
 import { endpointUrl } from './endpoints.ts';
 import { eventSummary } from './events.ts';
 import { stalePreview, type IntentKind } from './intents.ts';
-import { heldSecrets } from './held-secrets.ts';
+import { heldSecrets } from '../held-secrets.ts';
 import { notifyOperator, operatorSees } from './operator-notify.ts';
 import { ensureCapacity } from './usage.ts';
 

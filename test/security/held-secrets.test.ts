@@ -6,7 +6,7 @@
  */
 import { afterAll, describe, expect, it } from 'bun:test';
 import { randomBytes } from 'node:crypto';
-import { heldSecrets } from '../../src/ops/held-secrets.ts';
+import { heldSecrets } from '../../src/held-secrets.ts';
 import { useOperatorNotifier } from '../../src/ops/operator-notify.ts';
 import { getRequest, listRequests } from '../../src/ops/operator-requests.ts';
 import { defaultConfig } from '../../src/core.ts';

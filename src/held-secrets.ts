@@ -5,10 +5,10 @@
  * `whsec_`), the database password (from HOOKRELAY_DATABASE_URL, --database-url or PGPASSWORD), and the client
  * secret or admin token in the variables the given stores name. Grant and metrics tokens are kept only as hashes.
  */
-import type { StoreRow } from '../../db/types.ts';
-import type { Runtime } from '../core.ts';
-import { HeldSecrets, urlPasswords } from '../lib/redact.ts';
-import { APP_SECRET_ENV } from '../platform/shopify/app.ts';
+import type { StoreRow } from '../db/types.ts';
+import type { Runtime } from './core.ts';
+import { HeldSecrets, urlPasswords } from './lib/redact.ts';
+import { APP_SECRET_ENV } from './platform/shopify/app.ts';
 
 /** The operator notification's signing secret (src/ops/operator-notify.ts). */
 export const OPERATOR_WEBHOOK_SECRET_ENV = 'HOOKRELAY_OPERATOR_WEBHOOK_SECRET';
