@@ -52,7 +52,7 @@ const SECRET_SHAPES: readonly Shape[] = [
 ];
 
 /** A held value shorter than this is not looked for: it could not be told from a word. */
-export const HELD_SECRET_MIN_LENGTH = 8;
+const HELD_SECRET_MIN_LENGTH = 8;
 
 /**
  * Secret values this process holds (the Shopify app's client secret, the box key, the operator webhook secret, the

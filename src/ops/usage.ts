@@ -23,7 +23,7 @@ export async function ensureCapacity(core: CoreWith<UsageStore>, store: StoreRow
 }
 
 /** The 402 of a meter at its limit this period. */
-export function exhausted(store: StoreRow, meter: Meter, used: number, limit: number, periodEnd: number): AppError {
+function exhausted(store: StoreRow, meter: Meter, used: number, limit: number, periodEnd: number): AppError {
   return refuse(
     {
       category: 'usage',
