@@ -163,9 +163,9 @@ export const REDACTED_WARNING =
 
 /**
  * What an operation keeps of its input, the one rule for every operation that stores what a caller typed
- * (endpoint creation, intents): every string without secrets, and the `freeText` fields (names, labels, notes,
- * reasons; at any depth) without email addresses too, and nowhere a value `held`. Call it before anything is stored or echoed; `redacted`
- * says whether to add REDACTED_WARNING.
+ * (endpoint creation, intents): every string without secrets (the shapes, and the values `held`), and the
+ * `freeText` fields (names, labels, notes, reasons; at any depth) without email addresses too. Call it before
+ * anything is stored or echoed; `redacted` says whether to add REDACTED_WARNING.
  */
 export function redactInput<T>(input: T, freeText: readonly string[] = [], held: HeldSecrets = HeldSecrets.none): { input: T; redacted: boolean } {
   const fields = Object.fromEntries(freeText.map((f) => [f, (s: string) => redactText(s, held)]));
