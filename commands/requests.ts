@@ -1,6 +1,7 @@
 import { defineCommand } from 'citty';
 import { AppError } from '../src/contract/errors.ts';
 import { iso } from '../src/lib/clock.ts';
+import { heldSecrets } from '../src/held-secrets.ts';
 import { getRequest, listRequests, REQUEST_KIND_NAMES, REQUESTS_LIST_DEFAULT, REQUESTS_LIST_MAX, type RequestKind } from '../src/ops/operator-requests.ts';
 import { parseSince, SINCE_HELP, storageArgs } from './_args.ts';
 import { withCore } from './_box.ts';
@@ -38,7 +39,8 @@ const list = defineCommand({
           if (!store) throw new AppError('not_found', `No store ${args.shop}.`);
           storeId = store.id;
         }
-        const requests = await listRequests(core, { storeId, kinds: kinds as RequestKind[], since, limit });
+        const held = heldSecrets(core, await core.repo.listStores());
+        const requests = await listRequests(core, { storeId, kinds: kinds as RequestKind[], since, limit }, held);
         return { since: since === undefined ? null : iso(since), requests };
       },
       false,
@@ -53,7 +55,7 @@ const show = defineCommand({
     examples: ['hookrelay requests show sup_…'],
   },
   args: { id: { type: 'positional', required: true, description: 'Request id (sup_…, feat_…, exp_…, diag_…)' }, ...storageArgs },
-  run: ({ args }) => withCore(args, async (core) => ({ request: await getRequest(core, args.id) }), false),
+  run: ({ args }) => withCore(args, async (core) => ({ request: await getRequest(core, args.id, heldSecrets(core, await core.repo.listStores())) }), false),
 });
 
 export default defineCommand({

@@ -103,13 +103,33 @@ export function insertRecord(r: RecordRow): Write {
   };
 }
 
-/** One unit on a plan meter, counted with the change it pays for. */
-export function countUsage(storeId: string, meter: string, periodStart: number): Write {
-  return {
-    sql: `INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES (?, ?, ?, 1)
-          ON CONFLICT (store_id, meter, period_start) DO UPDATE SET used = usage_counters.used + 1`,
-    params: [storeId, meter, periodStart],
-  };
+/**
+ * One unit on a plan meter, counted with the change it pays for. With a `cap`, the count and the check are one
+ * step: the row made at 0 when missing, then raised only while below the cap (a compare-and-set: at the cap it
+ * changes nothing and the batch, the change with it, rolls back). PostgreSQL's UPDATE waits for a concurrent
+ * count's commit and checks the cap against what it wrote, so executes on any number of instances stop at the cap.
+ */
+export function countUsage(storeId: string, meter: string, periodStart: number, cap: number | null = null): Write[] {
+  if (cap === null) {
+    return [
+      {
+        sql: `INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES (?, ?, ?, 1)
+              ON CONFLICT (store_id, meter, period_start) DO UPDATE SET used = usage_counters.used + 1`,
+        params: [storeId, meter, periodStart],
+      },
+    ];
+  }
+  return [
+    {
+      sql: 'INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES (?, ?, ?, 0) ON CONFLICT (store_id, meter, period_start) DO NOTHING',
+      params: [storeId, meter, periodStart],
+    },
+    {
+      sql: 'UPDATE usage_counters SET used = used + 1 WHERE store_id = ? AND meter = ? AND period_start = ? AND used < ?',
+      params: [storeId, meter, periodStart, cap],
+      mustChange: true,
+    },
+  ];
 }
 
 /**

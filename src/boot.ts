@@ -9,6 +9,7 @@ import { lockDataDir } from './lib/dir-lock.ts';
 import { newSecretKey, parseSecretKey, SecretBox } from './lib/crypto.ts';
 import type { Log } from './lib/log.ts';
 import { describePg, pgOpenError, pgTarget } from './lib/pg-target.ts';
+import { urlPasswords } from './lib/redact.ts';
 
 export interface BootOptions {
   dataDir?: string;
@@ -184,5 +185,6 @@ async function openPgCore(url: string, opts: BootOptions): Promise<Core> {
   const repo = await openStorage({ url, sqlitePath: '' }).catch((err: unknown) => {
     throw pgOpenError(err, url);
   });
-  return createCore({ repo, box: new SecretBox(key), log: opts.log, config: defaultConfig(opts.config) });
+  const config = defaultConfig({ ...opts.config, heldSecrets: [...(opts.config?.heldSecrets ?? []), ...urlPasswords(url)] });
+  return createCore({ repo, box: new SecretBox(key), log: opts.log, config });
 }

@@ -98,6 +98,11 @@ export interface Config {
   env: (name: string) => string | undefined;
   /** The Shopify app's client id stored with `hookrelay store set --app-client-id` (HOOKRELAY_SHOPIFY_CLIENT_ID wins), or null. */
   appClientId: string | null;
+  /**
+   * Secret values this process holds that `env` does not show (the password of a --database-url), redacted from
+   * free text with those it does (src/held-secrets.ts).
+   */
+  heldSecrets: readonly string[];
 }
 
 export interface Core {
@@ -130,6 +135,7 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     handoff: { timeoutMs: 10_000, retrySchedule: DEFAULT_RETRY_SCHEDULE_MS, concurrency: 8, batchSize: 256, probeBaseDelayMs: 5_000, probeMaxDelayMs: 300_000 },
     env: (name) => process.env[name],
     appClientId: null,
+    heldSecrets: [],
     rateLimits: DEFAULT_RATE_LIMITS,
     idleTimeoutSeconds: 120,
     mcp: DEFAULT_MCP,

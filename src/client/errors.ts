@@ -1,5 +1,5 @@
 /** Failures of a call to the Agent Operations API, each carrying the CLI exit code it maps to. */
-import { ERROR_CODES, EXIT, type Refusal } from '../contract/errors.ts';
+import { ERROR_CODES, EXIT, IN_PROGRESS_CODES, type Refusal } from '../contract/errors.ts';
 
 /** What a 429 answer says about waiting (the `RateLimitedResponse` body and the `Retry-After` header). */
 export interface RateLimitInfo {
@@ -79,13 +79,15 @@ export function exitCodeFor(status: number, code?: string): number {
 }
 
 /**
- * Whether sending the same request again (same Idempotency-Key) may succeed: no answer arrived, a 429, or a 5xx.
- * Any other answer is final: a 409 for a spent or expired confirmation, a 422 reused key or a refusal answers the
- * same however often it is retried, so no retry hint goes with it.
+ * Whether sending the same request again (same Idempotency-Key) may succeed: no answer arrived, a 429, a 5xx, or a
+ * 409 saying the same request is running now (IN_PROGRESS_CODES). Any other answer is final: a 409 for a spent or
+ * expired confirmation, a 422 reused key or a refusal answers the same however often it is retried, so no retry
+ * hint goes with it.
  */
 function retryMayHelp(err: ClientError): boolean {
   const s = err.status;
-  return s === null || s === 429 || s >= 500;
+  const running = (IN_PROGRESS_CODES as readonly string[]).includes(err.info.refusal?.code ?? '');
+  return s === null || s === 429 || s >= 500 || (s === 409 && running);
 }
 
 /** The `idempotency` annotation of a failed execute: the key, and a retry hint only where a retry can help. */

@@ -69,6 +69,22 @@ const DEFAULT_REFUSALS: Partial<Record<ErrorCode, Omit<Refusal, 'reason'>>> = {
   },
 };
 
+/**
+ * The advice of every 409 whose cause is the same request running now (another instance holds its
+ * Idempotency-Key, or is executing the intent): send it again as it is. Never "preview again", which would make
+ * the change a second time. Each such 409 carries `Retry-After: 1`.
+ */
+export const RETRY_SAME_KEY =
+  'Wait Retry-After seconds, then send the same request again with the same Idempotency-Key to get its result; do not preview again (that would make the change a second time).';
+
+/** The refusal codes of a 409 for a request that is running now: its Idempotency-Key's, or its intent's. */
+export const IN_PROGRESS_CODES = ['request_in_progress', 'intent_executing'] as const;
+
+/** 409 for a request that is running now, advising RETRY_SAME_KEY. */
+export function inProgress(code: (typeof IN_PROGRESS_CODES)[number], reason: string, details?: unknown): AppError {
+  return new AppError('conflict', reason, details, { category: 'target_state', code, reason, recommendedAction: RETRY_SAME_KEY }, { 'Retry-After': '1' });
+}
+
 /** The refusal a code carries by default (null when the code is no refusal), with `reason` as its reason. */
 export function defaultRefusal(code: ErrorCode, reason: string): Refusal | null {
   const d = DEFAULT_REFUSALS[code];

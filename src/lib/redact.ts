@@ -26,7 +26,7 @@ const SECRET_SHAPES: readonly Shape[] = [
   { pattern: /\bwhsec_[0-9A-Za-z]+/g, label: 'secret', maskable: true },
   { pattern: /\bhrg_[0-9A-Za-z]+/g, label: 'grant token', maskable: true },
   { pattern: /\bhrm_[0-9A-Za-z]+/g, label: 'metrics token', maskable: true },
-  { pattern: /\bshp(?:at|ca|pa|ss)_[0-9A-Za-z_]+/g, label: 'platform token', maskable: true },
+  { pattern: /\bshp(?:at|ca|pa|ss|rt)_[0-9A-Za-z_]+/g, label: 'platform token', maskable: true },
   { pattern: /\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|mssql|sqlserver|libsql):\/\/\S+/gi, label: 'database URL' },
   { pattern: /(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*:\/\/[^\s/@:]+:[^\s/@]+@\S*/gi, label: 'URL with credentials' },
   { pattern: /\b(?:sha256=)?[0-9a-f]{64}\b/gi, label: 'signature' },
@@ -51,6 +51,55 @@ const SECRET_SHAPES: readonly Shape[] = [
   },
 ];
 
+/** A held value shorter than this is not looked for: it could not be told from a word. */
+const HELD_SECRET_MIN_LENGTH = 8;
+
+/**
+ * Secret values this process holds (the Shopify app's client secret, the box key, the operator webhook secret, the
+ * database password…), each redacted wherever it appears in free text: bare, with no label and whatever its
+ * shape, which no pattern above can know. A value of hex digits only is matched in either case.
+ */
+export class HeldSecrets {
+  static readonly none = new HeldSecrets([]);
+  private readonly exact: RegExp | null;
+  private readonly hex: RegExp | null;
+
+  constructor(values: Iterable<string>) {
+    const distinct = [...new Set([...values].map((v) => v.trim()).filter((v) => v.length >= HELD_SECRET_MIN_LENGTH))];
+    // Longest first: a value that holds another is taken whole.
+    distinct.sort((a, b) => b.length - a.length);
+    const alternation = (vs: string[]) => (vs.length ? new RegExp(vs.map((v) => v.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&')).join('|'), 'g') : null);
+    const isHex = (v: string) => /^[0-9a-f]+$/i.test(v);
+    this.exact = alternation(distinct.filter((v) => !isHex(v)));
+    const hex = distinct.filter(isHex);
+    this.hex = hex.length ? new RegExp(hex.join('|'), 'gi') : null;
+  }
+
+  /** `text` with every held value as `[redacted secret]`. */
+  redact(text: string): string {
+    let out = text;
+    if (this.exact) out = out.replace(this.exact, '[redacted secret]');
+    if (this.hex) out = out.replace(this.hex, '[redacted secret]');
+    return out;
+  }
+}
+
+/** A URL's password as written and decoded (none when it has none or does not parse). */
+export function urlPasswords(url: string | undefined | null): string[] {
+  if (!url) return [];
+  try {
+    const raw = new URL(url).password;
+    if (!raw) return [];
+    let decoded = raw;
+    try {
+      decoded = decodeURIComponent(raw);
+    } catch {}
+    return [raw, decoded];
+  } catch {
+    return [];
+  }
+}
+
 /** Customer data that is no secret but never belongs in what support or the database keeps from free text. */
 const PRIVATE_SHAPES: readonly Shape[] = [{ pattern: /(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.-]+\b/g, label: 'email' }];
 
@@ -67,18 +116,18 @@ export function mask(value: string): string {
   return value.length < 12 ? '****' : `****${value.slice(-4)}`;
 }
 
-/** Secrets in any text (names, messages, stored responses): each becomes `[redacted <kind>]`. */
-export function redactSecretsIn(text: string): string {
-  return apply(text, SECRET_SHAPES, label);
+/** Secrets in any text (names, messages, stored responses): each becomes `[redacted <kind>]`; `held`'s values too. */
+export function redactSecretsIn(text: string, held: HeldSecrets = HeldSecrets.none): string {
+  return apply(held.redact(text), SECRET_SHAPES, label);
 }
 
 /**
- * Free text a person or agent typed (notes, summaries, reasons, endpoint names): secrets and email addresses
- * removed. Used for what support sees, what a diagnostics share freezes and, through redactInput, what an
- * operation keeps of its input.
+ * Free text a person or agent typed (notes, summaries, reasons, endpoint names): secrets (the shapes, and the
+ * values `held`) and email addresses removed. Used for what support sees, what a diagnostics share freezes and,
+ * through redactInput, what an operation keeps of its input.
  */
-export function redactText(text: string): string {
-  return apply(apply(text, SECRET_SHAPES, label), PRIVATE_SHAPES, label);
+export function redactText(text: string, held: HeldSecrets = HeldSecrets.none): string {
+  return apply(apply(held.redact(text), SECRET_SHAPES, label), PRIVATE_SHAPES, label);
 }
 
 /** For output a human reads (the CLI): prefixed tokens keep their last four characters, other secrets their label. */
@@ -114,12 +163,13 @@ export const REDACTED_WARNING =
 
 /**
  * What an operation keeps of its input, the one rule for every operation that stores what a caller typed
- * (endpoint creation, intents): every string without secrets, and the `freeText` fields (names, labels, notes,
- * reasons; at any depth) without email addresses too. Call it before anything is stored or echoed; `redacted`
- * says whether to add REDACTED_WARNING.
+ * (endpoint creation, intents): every string without secrets (the shapes, and the values `held`), and the
+ * `freeText` fields (names, labels, notes, reasons; at any depth) without email addresses too. Call it before
+ * anything is stored or echoed; `redacted` says whether to add REDACTED_WARNING.
  */
-export function redactInput<T>(input: T, freeText: readonly string[] = []): { input: T; redacted: boolean } {
-  const fields = Object.fromEntries(freeText.map((f) => [f, redactText]));
-  const out = redactDocument(input, { text: redactSecretsIn, secretField: redactSecretsIn, fields }) as T;
+export function redactInput<T>(input: T, freeText: readonly string[] = [], held: HeldSecrets = HeldSecrets.none): { input: T; redacted: boolean } {
+  const fields = Object.fromEntries(freeText.map((f) => [f, (s: string) => redactText(s, held)]));
+  const secrets = (s: string) => redactSecretsIn(s, held);
+  const out = redactDocument(input, { text: secrets, secretField: secrets, fields }) as T;
   return { input: out, redacted: JSON.stringify(out) !== JSON.stringify(input) };
 }

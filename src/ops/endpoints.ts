@@ -10,6 +10,7 @@ import { TRIGGERS } from '../contract/triggers.ts';
 import { iso } from '../lib/clock.ts';
 import { last4, newEndpointSecret } from '../lib/crypto.ts';
 import { REDACTED_WARNING, redactInput } from '../lib/redact.ts';
+import { heldSecrets } from '../held-secrets.ts';
 import type { OpContext } from './context.ts';
 
 const DEFAULT_HEADERS: Record<AuthMode, string> = {
@@ -87,7 +88,7 @@ export const ENDPOINT_FREE_TEXT = ['name', 'sourceLabel', 'eventType'] as const;
 /** Creates an endpoint from the input as redactInput leaves it: a secret pasted into a name is never stored or echoed. */
 export async function createEndpoint(ctx: OpContext<EndpointStore>, { body: raw }: OperationInput<'createEndpoint'>) {
   const { core } = ctx;
-  const { input: body, redacted } = redactInput(raw, ENDPOINT_FREE_TEXT);
+  const { input: body, redacted } = redactInput(raw, ENDPOINT_FREE_TEXT, heldSecrets(core, [ctx.store]));
   if (body.platformKey !== undefined && body.platformKey !== EDITION.platformKey) {
     throw refuse({
       category: 'edition',

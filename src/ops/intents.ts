@@ -5,11 +5,11 @@
  * committed with the completion) -> executed | refused | expired. Each kind supplies only its preview and its plan.
  */
 import { claimIntent, countUsage, endIntent, finishIntent, reopenIntent } from '../../db/intent-journal.ts';
-import type { IntentStore, Repo } from '../../db/repo.ts';
+import type { IntentStore, Repo, UsageStore } from '../../db/repo.ts';
 import type { Write } from '../../db/runner.ts';
 import type { IntentRow } from '../../db/types.ts';
-import { AppError, refuse, type Refusal } from '../contract/errors.ts';
-import { period, type Meter } from '../contract/plans.ts';
+import { AppError, inProgress, refuse, type Refusal } from '../contract/errors.ts';
+import { limitOf, period, type Meter } from '../contract/plans.ts';
 import type { BulkReplaySelection, INTENT_KINDS, IntentBody } from '../contract/schemas.ts';
 import { iso } from '../lib/clock.ts';
 import { crashPoint } from '../lib/crash-points.ts';
@@ -17,9 +17,11 @@ import { constantTimeEqual, sha256Hex } from '../lib/crypto.ts';
 import { randomBase62 } from '../lib/ids.ts';
 import { REDACTED_WARNING, redactInput } from '../lib/redact.ts';
 import type { OpContext } from './context.ts';
+import { heldSecrets } from '../held-secrets.ts';
+import { exhaustedNow } from './usage.ts';
 
-/** What the lifecycle itself uses of storage: intents, the runner its batches go through, and this instance. */
-type Journal = IntentStore & Pick<Repo, 'sql' | 'instance'>;
+/** What the lifecycle itself uses of storage: intents, meters, the runner its batches go through, and this instance. */
+type Journal = IntentStore & UsageStore & Pick<Repo, 'sql' | 'instance'>;
 
 const CONFIRMATION_TTL_MS = 15 * 60_000;
 
@@ -122,7 +124,7 @@ export function intentHandler<I, R, B>(operationId: string, def: IntentKind<I, R
 async function preview<I, R, B>(ctx: OpContext<R & Journal>, operationId: string, def: IntentKind<I, R, B>, raw: I, params: Record<string, string>) {
   const { core } = ctx;
   // The input as the intent keeps it (src/lib/redact.ts): preview, the stored row and execute all see this one.
-  const { input, redacted } = redactInput((raw ?? {}) as I, def.freeText);
+  const { input, redacted } = redactInput((raw ?? {}) as I, def.freeText, heldSecrets(core, [ctx.store]));
   const { targetId, preview, basis } = await def.preview(ctx, input, params);
   if (redacted) preview.warnings.unshift(REDACTED_WARNING);
   const now = core.clock.now();
@@ -153,8 +155,7 @@ async function preview<I, R, B>(ctx: OpContext<R & Journal>, operationId: string
 
 /** 409 with a refusal naming which step of the lifecycle stood in the way. */
 function conflict(code: string, reason: string, details?: unknown, recommendedAction = PREVIEW_AGAIN): AppError {
-  const retry = code === 'intent_executing' ? { 'Retry-After': '1' } : undefined;
-  return new AppError('conflict', reason, details, { category: 'target_state', code, reason, recommendedAction }, retry);
+  return new AppError('conflict', reason, details, { category: 'target_state', code, reason, recommendedAction });
 }
 
 const PREVIEW_AGAIN = 'Preview the intent again and execute the new one with its confirmation token (it works once, for 15 minutes).';
@@ -198,12 +199,7 @@ async function execute<I, R, B>(
   if (row.state === 'executing') {
     const mine = row.executor === me;
     if (row.executor !== null && (mine ? executing.has(row.id) : await repo.instance.alive(row.executor))) {
-      throw conflict(
-        'intent_executing',
-        'This intent is being executed.',
-        { state: row.state },
-        'Wait a second, then retry with the same Idempotency-Key to get its result.',
-      );
+      throw inProgress('intent_executing', 'This intent is being executed.', { state: row.state });
     }
     // Its executor is gone: it committed nothing (an executed change completes the intent in the same transaction).
     from = { state: 'executing', executor: row.executor ?? '' };
@@ -219,12 +215,7 @@ async function execute<I, R, B>(
     throw conflict('confirmation_expired', 'The confirmation expired. Preview again.', { state: 'expired' });
   }
   if (!(await claimIntent(repo.sql, row.id, from, { executor: me, key, at: now }))) {
-    throw conflict(
-      'intent_executing',
-      'This intent is being executed.',
-      undefined,
-      'Wait a second, then retry with the same Idempotency-Key to get its result.',
-    );
+    throw inProgress('intent_executing', 'This intent is being executed.');
   }
   executing.add(row.id);
   crashPoint('intent-claimed');
@@ -235,13 +226,20 @@ async function execute<I, R, B>(
     crashPoint('planned');
     const meters = [...(plan.meters ?? []), 'executed_actions' as const];
     const start = period(ctx.store, now).start;
-    const writes = [...plan.writes, ...meters.map((m) => countUsage(ctx.store.id, m, start))];
+    // Each meter counted only below its cap, in the change's transaction: a full meter rolls the change back.
+    const writes = [...plan.writes];
+    const meterAt: Meter[] = [];
+    for (const m of meters) {
+      for (const w of countUsage(ctx.store.id, m, start, limitOf(ctx.store, m))) meterAt[writes.push(w) - 1] = m;
+    }
     const at = core.clock.now();
     const out = await repo.sql.batch([...writes, finishIntent(row.id, me, (changes) => JSON.stringify(plan.result(changes)), at)]);
     if (!out.ok) {
       if (out.failed === writes.length) {
-        throw conflict('intent_executing', 'Another instance took this execution over.', undefined, 'Retry with the same Idempotency-Key to get its result.');
+        throw inProgress('intent_executing', 'Another instance took this execution over.');
       }
+      const full = meterAt[out.failed];
+      if (full) throw await exhaustedNow(ctx.core, ctx.store, full);
       throw plan.refusals?.[out.failed] ? refuse(plan.refusals[out.failed]!) : stalePreview('its state is no longer the one previewed');
     }
     crashPoint('committed');

@@ -10,10 +10,10 @@ import type { RecordRow } from '../../db/types.ts';
 import { AppError } from '../contract/errors.ts';
 import type { Runtime } from '../core.ts';
 import { iso } from '../lib/clock.ts';
+import { heldSecrets, OPERATOR_WEBHOOK_SECRET_ENV } from '../held-secrets.ts';
 import { requestDetail, type OperatorRequestDetail } from './operator-requests.ts';
 
 const OPERATOR_WEBHOOK_URL_ENV = 'HOOKRELAY_OPERATOR_WEBHOOK_URL';
-const OPERATOR_WEBHOOK_SECRET_ENV = 'HOOKRELAY_OPERATOR_WEBHOOK_SECRET';
 
 /** Delays before the 2nd, 3rd… attempt, ms: five attempts over about 13 minutes. */
 const NOTIFY_RETRY_DELAYS_MS: readonly number[] = [5_000, 30_000, 120_000, 600_000];
@@ -111,7 +111,8 @@ export class OperatorNotifier {
       );
       return;
     }
-    const detail = requestDetail(row, shop);
+    // Stored redacted; redacted again with what this process holds (a secret set since, or the app's).
+    const detail = requestDetail(row, shop, heldSecrets(this.core));
     const message: OperatorMessage = {
       type: 'request.created',
       timestamp: iso(this.core.clock.now()),

@@ -7,7 +7,7 @@ import type { Repo } from '../../db/repo.ts';
 import type { RecordRow } from '../../db/types.ts';
 import { AppError } from '../contract/errors.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
-import { redactDocument, redactText } from '../lib/redact.ts';
+import { type HeldSecrets, redactDocument, redactText } from '../lib/redact.ts';
 
 /** The kinds an operator reads, by the name the CLI and /metrics give them, and the record kind each is kept as. */
 export const REQUEST_KINDS = {
@@ -66,6 +66,7 @@ const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
 export async function listRequests(
   core: { repo: Sql },
   filter: { storeId?: string; kinds?: readonly RequestKind[]; since?: number; limit: number },
+  held?: HeldSecrets,
 ): Promise<OperatorRequest[]> {
   const kinds = (filter.kinds?.length ? filter.kinds : REQUEST_KIND_NAMES).map((k) => REQUEST_KINDS[k]);
   const where = [`r.kind IN (${marks(kinds.length)})`];
@@ -80,19 +81,19 @@ export async function listRequests(
   }
   params.push(filter.limit);
   const rows = await core.repo.sql.all<Row>(`SELECT ${COLUMNS} ${FROM} WHERE ${where.join(' AND ')} ORDER BY r.created_at DESC, r.id DESC LIMIT ?`, params);
-  return rows.map((r) => overview(r, parseBody(r.body)));
+  return rows.map((r) => overview(r, parseBody(r.body, held)));
 }
 
 /** One request by id, whichever store filed it, with its whole stored document; not_found (exit 6) for any other id. */
-export async function getRequest(core: { repo: Sql }, id: string): Promise<OperatorRequestDetail> {
+export async function getRequest(core: { repo: Sql }, id: string, held?: HeldSecrets): Promise<OperatorRequestDetail> {
   const [row] = await core.repo.sql.all<Row>(`SELECT ${COLUMNS} ${FROM} WHERE r.id = ? AND r.kind IN (${marks(KIND_LIST.length)})`, [id, ...KIND_LIST]);
   if (!row) throw new AppError('not_found', `No request ${id}: see hookrelay requests list.`);
-  return requestDetail(row, row.shopDomain);
+  return requestDetail(row, row.shopDomain, held);
 }
 
 /** The detail of a record just written (the operator notification), or read back. */
-export function requestDetail(row: RecordRow, shop: string | null): OperatorRequestDetail {
-  const body = parseBody(row.body);
+export function requestDetail(row: RecordRow, shop: string | null, held?: HeldSecrets): OperatorRequestDetail {
+  const body = parseBody(row.body, held);
   return { ...overview({ ...row, shopDomain: shop }, body), body };
 }
 
@@ -109,16 +110,18 @@ export async function countRequests(core: { repo: Sql }, storeId: string): Promi
 
 /**
  * The stored JSON with every string through the free-text redactor once more: bodies were redacted when stored,
- * and redacting again changes nothing, except for a record kept before the redactor learnt a shape.
+ * and redacting again changes nothing, except for a record kept before the redactor learnt a shape or a value
+ * `held` (src/held-secrets.ts) was set.
  */
-function parseBody(text: string): Record<string, unknown> {
+function parseBody(text: string, held?: HeldSecrets): Record<string, unknown> {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
   } catch {
     doc = { text };
   }
-  return redactDocument(doc, { text: redactText, secretField: redactText }) as Record<string, unknown>;
+  const redact = (s: string) => redactText(s, held);
+  return redactDocument(doc, { text: redact, secretField: redact }) as Record<string, unknown>;
 }
 
 function overview(row: Row, body: Record<string, unknown>): OperatorRequest {

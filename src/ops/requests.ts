@@ -12,6 +12,7 @@ import type { OpContext } from './context.ts';
 import { endpointUrl } from './endpoints.ts';
 import { eventSummary } from './events.ts';
 import { stalePreview, type IntentKind } from './intents.ts';
+import { heldSecrets } from '../held-secrets.ts';
 import { notifyOperator, operatorSees } from './operator-notify.ts';
 import { ensureCapacity } from './usage.ts';
 
@@ -238,7 +239,9 @@ export async function createFeatureRequest(ctx: OpContext<RecordStore>, { body }
 
 /** Stores the request with every string redacted as free text (they are written for support to read). */
 async function nonBinding(ctx: OpContext<RecordStore>, kind: 'expansion' | 'feature', raw: unknown) {
-  const body = redactDocument(raw, { text: redactText, secretField: redactText });
+  const held = heldSecrets(ctx.core, [ctx.store]);
+  const text = (s: string) => redactText(s, held);
+  const body = redactDocument(raw, { text, secretField: text });
   const now = ctx.core.clock.now();
   const id = ctx.core.ids.next(kind === 'expansion' ? 'exp' : 'feat');
   const row = { id, storeId: ctx.store.id, kind: `${kind}_request`, body: JSON.stringify(body), createdAt: now, expiresAt: null };

@@ -13,10 +13,11 @@ import type { ConfirmationStore } from '../../db/areas/confirmations.ts';
 import type { EventReads, TenantStore } from '../../db/repo.ts';
 import { CONFIRM_ACTION, CONFIRMATION_OUTCOMES } from '../contract/triggers.ts';
 import type { CoreWith } from '../core.ts';
+import { heldSecrets } from '../held-secrets.ts';
 import { redactText } from '../lib/redact.ts';
 import { APP_SECRET_ENV, appSecret, malformedFields, readSignedBody, signedJson } from '../platform/shopify/app.ts';
 
-/** What a note keeps: secrets and email addresses redacted, then its first 500 characters. */
+/** What a note keeps: secrets (those serve holds too) and email addresses redacted, then its first 500 characters. */
 const NOTE_MAX = 500;
 const EVENT_ID = /^evt_[0-9a-z]{1,64}$/;
 
@@ -85,7 +86,7 @@ export function createConfirmationHandler(core: CoreWith<Pick<TenantStore, 'getS
       eventId: event.id,
       endpointId: event.endpointId,
       outcome: outcome as (typeof CONFIRMATION_OUTCOMES)[number],
-      note: note ? [...redactText(note)].slice(0, NOTE_MAX).join('') : null,
+      note: note ? [...redactText(note, heldSecrets(core, [store]))].slice(0, NOTE_MAX).join('') : null,
       confirmedAt: core.clock.now(),
     });
     // Never the note: it is the merchant's text, stored redacted and shown by the reads only.

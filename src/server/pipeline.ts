@@ -5,7 +5,7 @@
 import type { z } from 'zod';
 import { checkExpectedContext } from '../contract/context.ts';
 import { IDEMPOTENCY_KEY_MAX_LENGTH, IDEMPOTENCY_STALE_MS, IDEMPOTENCY_TTL_MS, MAX_API_BODY_BYTES } from '../contract/limits.ts';
-import { AppError, defaultRefusal, type ErrorCode } from '../contract/errors.ts';
+import { AppError, defaultRefusal, inProgress, type ErrorCode } from '../contract/errors.ts';
 import type { Operation } from '../contract/operations.ts';
 import { executesChange } from '../contract/schemas.ts';
 import type { AuditLog } from '../../db/repo.ts';
@@ -134,12 +134,9 @@ export async function runOperation(
             throw new AppError('idempotency_key_reused', 'This Idempotency-Key was used with a different request in the last 24 hours.');
           }
           if (held.status === 0) {
-            throw new AppError(
-              'conflict',
+            throw inProgress(
+              'request_in_progress',
               'A request with this Idempotency-Key is still in progress on another instance; retry with the same key once it has finished.',
-              undefined,
-              undefined,
-              { 'Retry-After': '1' },
             );
           }
           result = { status: held.status, body: JSON.parse(held.response) };

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'bun:test';
 import { PgRepo } from '../../db/pg/repo.ts';
 import type { SqliteRepo } from '../../db/sqlite/repo.ts';
+import { RETRY_SAME_KEY } from '../../src/contract/errors.ts';
 import { AUTH_FAILURE_LIMITS, DEFAULT_RATE_LIMITS } from '../../src/contract/limits.ts';
 import { createCore, defaultConfig } from '../../src/core.ts';
 import { ManualClock } from '../../src/lib/clock.ts';
@@ -169,6 +170,68 @@ describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL, seen from a c
         const again = await executeIntent(env, token, path, intent, 'replay-once');
         expect(again.status).toBe(200);
       }
+    } finally {
+      await close();
+    }
+  });
+
+  it('advise a retry with the same key, never a fresh preview, on every 409 for an execute running on the other instance', async () => {
+    const [a, b, close] = await twoInstances();
+    try {
+      await addStore(a);
+      const token = await addGrant(a);
+      const { endpoint, secret } = await createEndpoint(a, token);
+      const sent = await sendHook(a, endpoint, secret, orderEvent('ext-409'));
+      await new HandoffWorker(a.core).drain();
+      const path = `/agent/v1/events/${sent.json.eventId}/replay-intents`;
+      const intent = (await call(b, 'POST', path, { token, body: { mode: 'preview', input: { reason: 'Flow was off' } } })).json.data.intent;
+      // A holds its execute at a gate: first after claiming the key (before reading the intent), then after claiming the intent.
+      const reached: string[] = [];
+      /** Holds the first call of `target[name]` (for which `when` holds) until the function returned is called. */
+      const hold = <T extends object, K extends keyof T>(target: T, name: K, label: string, when: (args: unknown[]) => boolean = () => true) => {
+        let open!: () => void;
+        const gate = new Promise<void>((r) => (open = r));
+        const original = (target[name] as (...args: unknown[]) => Promise<unknown>).bind(target);
+        (target as Record<K, unknown>)[name] = async (...args: unknown[]) => {
+          if (!reached.includes(label) && when(args)) {
+            reached.push(label);
+            await gate;
+          }
+          return original(...args);
+        };
+        return open;
+      };
+      const afterKey = hold(a.core.repo, 'getIntent', 'key claimed');
+      const first = executeIntent(a, token, path, intent, 'exec-409');
+      await until(async () => reached.includes('key claimed'), 5_000);
+      // The same key on B while A holds it: the key's claim is the other instance's.
+      const sameKey = await executeIntent(b, token, path, intent, 'exec-409');
+      // Another key on B while A executes the intent (A now waits just before its commit).
+      const beforeCommit = hold(a.core.repo.sql, 'batch', 'intent claimed', (args) => JSON.stringify(args).includes("SET state = 'executed'"));
+      afterKey();
+      await until(async () => reached.includes('intent claimed'), 5_000);
+      const otherKey = await executeIntent(b, token, path, intent, 'exec-409-b');
+      expect(sameKey.status).toBe(409);
+      expect(sameKey.json.refusal.code).toBe('request_in_progress');
+      expect(sameKey.json.refusal.reason).toContain('retry with the same key');
+      expect(otherKey.status).toBe(409);
+      expect(otherKey.json.refusal.code).toBe('intent_executing');
+      for (const r of [sameKey, otherKey]) {
+        expect(r.json.refusal.category).toBe('target_state');
+        expect(r.json.refusal.recommendedAction).toBe(RETRY_SAME_KEY);
+        expect(r.json.refusal.recommendedAction).toContain('same Idempotency-Key');
+        expect(r.json.refusal.recommendedAction).not.toMatch(/then preview|preview a fresh|preview again and/i);
+        expect(r.headers.get('retry-after')).toBe('1');
+      }
+      beforeCommit();
+      const done = await first;
+      expect(done.status).toBe(200);
+      // Following the advice gets the one execution's answer; it never makes the change twice.
+      const retried = await executeIntent(b, token, path, intent, 'exec-409');
+      expect(retried.status).toBe(200);
+      expect(retried.json.data).toEqual(done.json.data);
+      const audit = await a.core.repo.listAudit({ limit: 100 });
+      expect(audit.filter((r) => r.intentId === intent.id && r.transition === 'executed')).toHaveLength(1);
     } finally {
       await close();
     }

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AppError, EXIT } from '../../src/contract/errors.ts';
+import { AppError, EXIT, IN_PROGRESS_CODES, RETRY_SAME_KEY } from '../../src/contract/errors.ts';
 import { OPERATIONS } from '../../src/contract/operations.ts';
 import { checkProfile, describeConfig, looksLikeToken, resolveConfig } from '../../src/client/config.ts';
-import { ClientError } from '../../src/client/errors.ts';
+import { ClientError, idempotencyNote } from '../../src/client/errors.ts';
 import { HookrelayClient } from '../../src/client/http.ts';
 import { mask, redactSecrets } from '../../src/client/redact.ts';
 import { matchOperation } from '../../src/client/routes.ts';
@@ -296,5 +296,20 @@ describe('HookrelayClient', () => {
     const client = new HookrelayClient({ baseUrl: 'http://api.test', token: TOKEN });
     expect(JSON.stringify(client)).not.toContain(TOKEN);
     expect(Bun.inspect(client)).not.toContain(TOKEN);
+  });
+});
+
+describe('the idempotency note of a failed execute', () => {
+  const refused = (code: string) =>
+    new ClientError('conflict', 'x', EXIT.refused, {
+      status: 409,
+      refusal: { category: 'target_state', code, reason: 'x', recommendedAction: code === 'target_state_conflict' ? 'Preview again.' : RETRY_SAME_KEY },
+    });
+
+  it('keeps the retry hint for a 409 saying the same request is running now, and only for it', () => {
+    for (const code of IN_PROGRESS_CODES)
+      expect(idempotencyNote(refused(code), 'k-1', false, 'retry with k-1')).toEqual({ key: 'k-1', generated: false, hint: 'retry with k-1' });
+    for (const code of ['target_state_conflict', 'stale_preview', 'intent_not_previewed'])
+      expect(idempotencyNote(refused(code), 'k-1', false, 'retry with k-1')).toEqual({ key: 'k-1', generated: false });
   });
 });

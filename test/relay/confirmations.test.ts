@@ -27,8 +27,8 @@ afterEach(async () => {
 });
 
 /** A store handing off to the fake Shopify, a grant, an order endpoint, and the real server on a loopback port. */
-async function setup(appSecret: string | null = APP_SECRET) {
-  const vars: Record<string, string | undefined> = { HOOKRELAY_SHOPIFY_APP_SECRET: appSecret ?? undefined, SHOP_TOKEN: ADMIN_TOKEN };
+async function setup(appSecret: string | null = APP_SECRET, extra: Record<string, string> = {}) {
+  const vars: Record<string, string | undefined> = { HOOKRELAY_SHOPIFY_APP_SECRET: appSecret ?? undefined, SHOP_TOKEN: ADMIN_TOKEN, ...extra };
   const env = await createTestEnv({
     shopifyAdminUrl: fake.url,
     env: (n) => vars[n],
@@ -153,6 +153,16 @@ describe('POST /flow/actions/confirm', () => {
       altered.body,
     ].join('\n');
     for (const canary of [APP_SECRET, 'shpss_not_the_app_secret', ...signatures]) expect(everything).not.toContain(canary);
+  });
+
+  it('keeps a secret serve holds out of the note even typed bare (the database password)', async () => {
+    const password = 'Tr0ub4dor-note-9';
+    const { env, token, url, delivered } = await setup(APP_SECRET, { HOOKRELAY_DATABASE_URL: `postgres://relay:${password}@db.internal/relay` });
+    const eventId = await delivered('ext-held');
+    expect((await confirm(url, { event_id: eventId, note: `the db password is ${password}, fyi` })).status).toBe(200);
+    expect((await detailOf(env, token, eventId)).confirmation.note).toBe('the db password is [redacted secret], fyi');
+    expect(JSON.stringify(await rows(env, 'SELECT * FROM confirmations'))).not.toContain(password);
+    expect(env.log.lines.join('\n')).not.toContain(password);
   });
 
   it("keeps the note's secrets and email addresses out of what it stores and shows, and at most 500 characters", async () => {

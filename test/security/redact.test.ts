@@ -14,6 +14,7 @@ const SHAPES: [name: string, canary: string, label: string][] = [
   ['bare bearer credential', 'Bearer opaque0123456789abcdef', 'credential'],
   ['basic credential', 'Basic dXNlcjpwYXNzd29yZA==', 'credential'],
   ['Shopify token', 'shpat_0123456789abcdef0123456789abcdef', 'platform token'],
+  ['Shopify refresh token', 'shprt_0123456789abcdef0123456789abcdef', 'platform token'],
   ['database URL', 'postgres://app:s3cret@db.internal:5432/hookrelay', 'database URL'],
   ['credentials in another URL', 'https://user:pa55@example.com/hook', 'URL with credentials'],
   ['metrics token', 'hrm_AbCdEfGhIjKlMnOpQrStUv12', 'metrics token'],
