@@ -46,7 +46,8 @@ export async function copySqliteToPostgres(sqlitePath: string, pool: pg.Pool, de
       const srcColumns = new Set((src.query(`PRAGMA table_info(${name})`).all() as { name: string }[]).map((c) => c.name));
       if (!srcColumns.size) continue; // a table the SQLite file predates
       const cols = Object.values(getTableColumns(table)).filter((c) => srcColumns.has(c.name));
-      const casts = cols.map((c, i) => `$${i + 1}::${arrayType(c.getSQLType())}[]`);
+      // Each column's values travel as an array of the column's own type (double precision, bytea, boolean...).
+      const casts = cols.map((c, i) => `$${i + 1}::${c.getSQLType()}[]`);
       const insert = `INSERT INTO ${name} (${cols.map((c) => c.name).join(', ')}) SELECT * FROM unnest(${casts.join(', ')})`;
       let n = 0;
       const rows = src.query(`SELECT ${cols.map((c) => c.name).join(', ')} FROM ${name}`).iterate() as IterableIterator<Record<string, unknown>>;
@@ -85,10 +86,6 @@ export async function copySqliteToPostgres(sqlitePath: string, pool: pg.Pool, de
     client.release();
     src.close();
   }
-}
-
-function arrayType(sqlType: string): string {
-  return sqlType === 'bigint' ? 'bigint' : sqlType === 'integer' ? 'int' : sqlType === 'boolean' ? 'boolean' : sqlType === 'bytea' ? 'bytea' : 'text';
 }
 
 /** SQLite stores booleans as 0/1 and blobs as Uint8Array. */
