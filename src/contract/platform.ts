@@ -80,6 +80,16 @@ export const PAUSE_CODES = {
 } as const satisfies Record<string, { reason: PauseReason; check: LinkCheckResult; recommendedAction: string }>;
 export type PauseCode = keyof typeof PAUSE_CODES;
 
+/** The page a merchant opens to install the app on `shopDomain`, on the box's public URL. */
+export function installLink(where: { publicUrl: string; shopDomain: string }): string {
+  return `${where.publicUrl.replace(/\/+$/, '')}/auth/install?shop=${encodeURIComponent(where.shopDomain)}`;
+}
+
+/** A pause's recommended action for one store: its install link with the box's public URL and the store's shop. */
+export function pauseAction(code: PauseCode, where: { publicUrl: string; shopDomain: string }): string {
+  return PAUSE_CODES[code].recommendedAction.replaceAll('{public URL}/auth/install?shop=<shop>', installLink(where));
+}
+
 /**
  * What to do about a live check's result: the action of the pause it stands for (the first that reports it), or
  * for a throttled check, to run it again; null for results that need nothing.

@@ -147,7 +147,10 @@ export async function getEventDetail(
   // A worker holds it (a claim, or its own commit's lease): the stored time is the lease end, not an attempt.
   const held = e.leaseUntil != null && e.leaseUntil > now;
   // A pending event of a paused store waits on the pause, not on the queue.
-  const pause = summary.outcome === 'accepted' || summary.outcome === 'queued' ? handoffState(await core.repo.links.get(store.id)) : null;
+  const pause =
+    summary.outcome === 'accepted' || summary.outcome === 'queued'
+      ? handoffState(await core.repo.links.get(store.id), { publicUrl: core.config.publicUrl, shopDomain: store.shopDomain })
+      : null;
   const paused = pause?.state === 'paused';
   return {
     event: {

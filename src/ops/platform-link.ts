@@ -6,7 +6,7 @@
  */
 import type { PlatformLinkRow, PlatformLinkStore } from '../../db/platform-links.ts';
 import type { StoreRow } from '../../db/types.ts';
-import { PAUSE_CODES, type PauseCode, type PauseReason } from '../contract/platform.ts';
+import { PAUSE_CODES, type PauseCode, type PauseReason, pauseAction } from '../contract/platform.ts';
 import type { HandoffState } from '../contract/platform-schemas.ts';
 import type { CoreWith } from '../core.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
@@ -15,8 +15,11 @@ import { projectedBudget } from '../platform/shopify/budget.ts';
 import { shopifyPlatform } from '../platform/shopify/platform.ts';
 import { apiVersionStatus } from '../platform/shopify/version.ts';
 
-/** The store's handoff: `active`, or `paused` with its stable code, since when, the next probe and the action that clears it. */
-export function handoffState(link: PlatformLinkRow | null): HandoffState {
+/**
+ * The store's handoff: `active`, or `paused` with its stable code, since when, the next probe and the action that
+ * clears it (an install link names the box's public URL and the store's shop).
+ */
+export function handoffState(link: PlatformLinkRow | null, where: { publicUrl: string; shopDomain: string }): HandoffState {
   if (!link?.pauseReason)
     return { state: 'active', reason: null, code: null, message: null, since: null, nextProbeAt: null, probes: 0, recommendedAction: null };
   const code = (Object.hasOwn(PAUSE_CODES, link.pauseCode ?? '') ? link.pauseCode : null) as PauseCode | null;
@@ -28,7 +31,7 @@ export function handoffState(link: PlatformLinkRow | null): HandoffState {
     since: isoOrNull(link.pausedSince),
     nextProbeAt: isoOrNull(link.nextProbeAt),
     probes: link.probes,
-    recommendedAction: code ? PAUSE_CODES[code].recommendedAction : null,
+    recommendedAction: code ? pauseAction(code, where) : null,
   };
 }
 

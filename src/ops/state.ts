@@ -42,7 +42,7 @@ function failurePair(failures: readonly { at: number; count: number }[], lastRec
 export async function getSetupState(ctx: OpContext<EndpointStore & ReadinessStore & EventReads & { links: PlatformLinkStore }>) {
   const { core, store } = ctx;
   const link = await core.repo.links.get(store.id);
-  const handoff = handoffState(link);
+  const handoff = handoffState(link, { publicUrl: core.config.publicUrl, shopDomain: store.shopDomain });
   const platform = await platformLinkState(core, store, link);
   const endpoints = await core.repo.listEndpoints(store.id);
   const readiness = await core.repo.listTriggerReadiness(store.id);
@@ -251,7 +251,7 @@ async function reliability(ctx: OpContext<ReliabilityRepo>, subject: 'tenant' | 
     credentials: n(METRIC.error('credentials')),
   };
   const link = await core.repo.links.get(store.id);
-  const handoff = handoffState(link);
+  const handoff = handoffState(link, { publicUrl: core.config.publicUrl, shopDomain: store.shopDomain });
   const budget = budgetState(link, to);
   const authFailures = subject === 'tenant' ? (await core.repo.countAuthFailures(store.id, from)).map((r) => ({ endpointId: r.endpointId, count: r.n })) : [];
   const pending = await core.repo.pendingStats(store.id);

@@ -4,7 +4,7 @@ import type { TenantStore } from '../../db/repo.ts';
 import type { StoreRow } from '../../db/types.ts';
 import { looksLikeToken, normalizeBaseUrl } from '../client/config.ts';
 import { AppError } from '../contract/errors.ts';
-import { CREDENTIAL_MODES, type CredentialMode } from '../contract/platform.ts';
+import { CREDENTIAL_MODES, type CredentialMode, installLink } from '../contract/platform.ts';
 import type { CoreWith } from '../core.ts';
 import { iso } from '../lib/clock.ts';
 import { DEFAULT_PLAN, PLANS } from '../contract/plans.ts';
@@ -76,12 +76,12 @@ function checkClientId(id: string): void {
   if (!/^[A-Za-z0-9_-]{8,100}$/.test(id)) throw new AppError('invalid_input', "The client id must be the app's client id (8 to 100 letters, digits, _ or -).");
 }
 
-function checkAuth(auth: string): asserts auth is CredentialMode {
+function checkAuth(auth: string, where: { publicUrl: string; shopDomain: string }): asserts auth is CredentialMode {
   if (!(CREDENTIAL_MODES as readonly string[]).includes(auth)) throw new AppError('invalid_input', `--auth must be one of ${CREDENTIAL_MODES.join(', ')}.`);
   if (auth === 'oauth') {
     throw new AppError(
       'invalid_input',
-      '--auth oauth is set by installing the app on the store: the merchant opens {public URL}/auth/install?shop=<shop> (README, Hosting for many stores). For an app of your own organization use client-credentials, or static.',
+      `--auth oauth is set by installing the app on the store: the merchant opens ${installLink(where)} (README, Hosting for many stores). For an app of your own organization use client-credentials, or static.`,
     );
   }
 }
@@ -126,7 +126,7 @@ function checkDestinationNeeds(row: Pick<StoreRow, 'destination' | 'credentialMo
  */
 export async function initStore(core: CoreWith<TenantStore>, input: InitStoreInput) {
   const shop = normalizeShop(input.shopDomain);
-  checkCredentialFlags(input);
+  checkCredentialFlags({ publicUrl: core.config.publicUrl, shopDomain: shop }, input);
   const existing = await core.repo.getStoreByShop(shop);
   if (existing) {
     refuseIgnoredFlags(existing, input);
@@ -173,21 +173,24 @@ export function newStoreRow(
   };
 }
 
-/** Shapes of the flags init and store set share, before anything is read or written. */
-function checkCredentialFlags(input: {
-  plan?: string;
-  destination?: string;
-  adminTokenEnv?: string;
-  auth?: string;
-  clientId?: string;
-  clientSecretEnv?: string;
-}): void {
+/** Shapes of the flags init and store set share, before anything is read or written. `where`: the install link's box and shop. */
+function checkCredentialFlags(
+  where: { publicUrl: string; shopDomain: string },
+  input: {
+    plan?: string;
+    destination?: string;
+    adminTokenEnv?: string;
+    auth?: string;
+    clientId?: string;
+    clientSecretEnv?: string;
+  },
+): void {
   if (input.plan !== undefined) checkPlan(input.plan);
   if (input.destination !== undefined) checkDestination(input.destination);
   if (input.adminTokenEnv !== undefined) checkAdminTokenEnv(input.adminTokenEnv);
   if (input.clientSecretEnv !== undefined) checkClientSecretEnv(input.clientSecretEnv);
   if (input.clientId !== undefined) checkClientId(input.clientId);
-  if (input.auth !== undefined) checkAuth(input.auth);
+  if (input.auth !== undefined) checkAuth(input.auth, where);
 }
 
 /**
@@ -263,7 +266,11 @@ export async function showStores(core: CoreWith<TenantStore & { links: PlatformL
   const out = [];
   for (const s of stores) {
     const link = await core.repo.links.get(s.id);
-    out.push({ ...storeView(s), credentials: credentialsState(s, link, core.config.env), handoff: handoffState(link) });
+    out.push({
+      ...storeView(s),
+      credentials: credentialsState(s, link, core.config.env),
+      handoff: handoffState(link, { publicUrl: core.config.publicUrl, shopDomain: s.shopDomain }),
+    });
   }
   return { stores: out, settings: await boxSettings(core) };
 }
@@ -297,7 +304,7 @@ export async function setStoreSettings(core: CoreWith<TenantStore & { links: Pla
     );
   }
   if (given.length && !shopDomain) throw new AppError('invalid_input', '--shop is required to change a store setting.');
-  checkCredentialFlags(input);
+  checkCredentialFlags({ publicUrl: core.config.publicUrl, shopDomain: shopDomain?.trim().toLowerCase() ?? '' }, input);
   // An empty --public-url clears the setting: serve then advertises HOOKRELAY_PUBLIC_URL or its listening address.
   const publicUrl = input.publicUrl === undefined ? undefined : input.publicUrl.trim() === '' ? null : normalizeBaseUrl(input.publicUrl, '--public-url');
   const appClientId = input.appClientId?.trim();

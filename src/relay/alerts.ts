@@ -12,7 +12,7 @@ import type { EndpointStore, EventReads, ReadinessStore, Signals, TenantStore } 
 import type { EndpointRow, StoreRow } from '../../db/types.ts';
 import { diagnosisFor, isDiagnosisCode } from '../contract/diagnoses.ts';
 import { ALERTS } from '../contract/limits.ts';
-import { PAUSE_CODES } from '../contract/platform.ts';
+import { PAUSE_CODES, type PauseCode, pauseAction } from '../contract/platform.ts';
 import type { AlertKind } from '../contract/triggers.ts';
 import { durationText } from '../contract/durations.ts';
 import { ALERT_TRIGGER } from '../contract/triggers.ts';
@@ -347,10 +347,8 @@ export function describeAlert(alert: AlertRow, endpointName: string | null, wher
   const name = endpointName ?? d.endpointName ?? null;
   const ep = alert.endpointId ? `endpoint "${name ?? alert.endpointId}" (${alert.endpointId})` : '';
   const since = iso(alert.since);
-  const pauseAction = (code: string | undefined) =>
-    (PAUSE_CODES[code as keyof typeof PAUSE_CODES]?.recommendedAction ?? PAUSE_CODES.SVC_CREDENTIALS_MISSING.recommendedAction)
-      .replaceAll('{public URL}', where.publicUrl.replace(/\/+$/, ''))
-      .replaceAll('<shop>', where.shopDomain);
+  const pauseActionOf = (code: string | undefined) =>
+    pauseAction(Object.hasOwn(PAUSE_CODES, code ?? '') ? (code as PauseCode) : 'SVC_CREDENTIALS_MISSING', where);
   let summary: string;
   let recommendedAction: string;
   switch (alert.kind as AlertKind) {
@@ -366,11 +364,11 @@ export function describeAlert(alert: AlertRow, endpointName: string | null, wher
       break;
     case 'handoff_paused':
       summary = `Handoff to Shopify Flow for ${where.shopDomain} is paused since ${since} (${d.code ?? 'credentials'}): events wait, none fail.`;
-      recommendedAction = pauseAction(d.code);
+      recommendedAction = pauseActionOf(d.code);
       break;
     case 'uninstalled':
       summary = `The app was uninstalled from ${where.shopDomain} at ${since}: events wait for an install again.`;
-      recommendedAction = pauseAction('SVC_APP_UNINSTALLED');
+      recommendedAction = pauseActionOf('SVC_APP_UNINSTALLED');
       break;
     default:
       summary = `Alert ${alert.kind} since ${since}.`;
