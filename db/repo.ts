@@ -59,10 +59,12 @@ export interface HandoffQueue {
   /** Earliest next_attempt_at of pending events, for the worker's sleep. */
   nextDueAt(): Promise<number | null>;
   /**
-   * Retention: deletes raw bodies past their expiry and idempotency keys created before `keysBefore`, at most
-   * `limit` of each per call. Receipts stay (they outlive their bodies).
+   * Retention: deletes raw bodies past their expiry, or of events received before `bodiesBeforeId` (an
+   * `evt_<time>` floor: the body retention in effect now, which reaches bodies stored under a longer one), and
+   * idempotency keys created before `keysBefore`, at most `limit` of each per call. Receipts stay (they outlive
+   * their bodies).
    */
-  sweepExpired(now: number, keysBefore: number, limit: number): Promise<{ bodies: number; idempotencyKeys: number }>;
+  sweepExpired(now: number, keysBefore: number, limit: number, bodiesBeforeId?: string): Promise<{ bodies: number; idempotencyKeys: number }>;
   /** Clears every lease and makes those events due by `now`: only for a single-process deployment at start-up. */
   releaseAllLeases(now: number): Promise<number>;
   /**

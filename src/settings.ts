@@ -86,7 +86,7 @@ export const SETTINGS: readonly Setting[] = [
   {
     key: 'retention.bodies',
     kind: { type: 'duration', min: DAY, max: 3650 * DAY },
-    about: 'how long raw event bodies are kept for replay',
+    about: 'how long raw event bodies are kept for replay (a shorter value also reaches bodies already stored)',
     apply: (c, v: number) => void (c.bodyRetentionMs = v),
     read: (c) => c.bodyRetentionMs,
   },

@@ -576,10 +576,12 @@ export class PgRepo implements Repo {
     });
   }
 
-  async sweepExpired(now: number, keysBefore: number, limit: number) {
+  async sweepExpired(now: number, keysBefore: number, limit: number, bodiesBeforeId = '') {
+    // Past the expiry set when stored, or received before the retention in effect now (event ids sort by receipt).
     const bodies = await this.pool.query(
-      'DELETE FROM event_bodies WHERE event_id IN (SELECT event_id FROM event_bodies WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)',
-      [now, limit],
+      `DELETE FROM event_bodies WHERE event_id IN
+         (SELECT event_id FROM event_bodies WHERE expires_at <= $1 OR event_id < $3 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      [now, limit, bodiesBeforeId],
     );
     const keys = await this.pool.query(
       `DELETE FROM idempotency_keys WHERE (store_id, key) IN

@@ -273,8 +273,8 @@ export class SqliteRepo implements Repo {
     this.bodyOfEvent = sqlite.prepare<{ body: Uint8Array }, [string]>(
       'SELECT b.body FROM events e JOIN event_bodies b ON b.key = e.body_key WHERE e.id = ? AND b.event_id = e.id',
     );
-    this.bodiesHead = sqlite.prepare<{ key: number; expiresAt: number }, [number]>(
-      'SELECT key, expires_at AS expiresAt FROM event_bodies ORDER BY key LIMIT ?',
+    this.bodiesHead = sqlite.prepare<{ key: number; expiresAt: number; eventId: string }, [number]>(
+      'SELECT key, expires_at AS expiresAt, event_id AS eventId FROM event_bodies ORDER BY key LIMIT ?',
     );
     this.deleteBodiesThrough = sqlite.prepare('DELETE FROM event_bodies WHERE key <= ?');
     this.findFirstByExternalId = sqlite.prepare<{ id: string }, [string, string, number]>(
@@ -503,22 +503,23 @@ export class SqliteRepo implements Repo {
     })();
   }
   /**
-   * Bodies go from the lowest key up while they are past their expiry, and the sweep stops at the first that is
-   * not: keys follow the order bodies were stored, and so their expiry (see event_bodies). It reads at most
-   * `limit` keys from the head of the table, never the whole of it.
+   * Bodies go from the lowest key up while they are past their expiry or their event was received before
+   * `bodiesBeforeId` (a retention shortened since they were stored), and the sweep stops at the first that is
+   * neither: keys follow the order bodies were stored, and so their receipt and expiry (see event_bodies). It
+   * reads at most `limit` keys from the head of the table, never the whole of it.
    */
-  async sweepExpired(now: number, keysBefore: number, limit: number) {
+  async sweepExpired(now: number, keysBefore: number, limit: number, bodiesBeforeId = '') {
     return this.relaxed(() => ({
-      bodies: this.sweepBodies(now, limit),
+      bodies: this.sweepBodies(now, limit, bodiesBeforeId),
       idempotencyKeys: this.sqlite
         .query('DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE created_at < ? LIMIT ?)')
         .run(keysBefore, limit).changes,
     }));
   }
-  private sweepBodies(now: number, limit: number): number {
+  private sweepBodies(now: number, limit: number, beforeId: string): number {
     let through = 0;
     for (const b of this.bodiesHead.all(limit)) {
-      if (b.expiresAt > now) break;
+      if (b.expiresAt > now && !(b.eventId < beforeId)) break;
       through = b.key;
     }
     return through ? this.deleteBodiesThrough.run(through).changes : 0;

@@ -363,12 +363,13 @@ export class HandoffWorker {
   }
 
   /**
-   * Retention, a chunk of each kind at a time: raw bodies past their expiry, day-old idempotency keys, and every
-   * other kind of row past the operator's retention (Config.retention; never an event still waiting).
+   * Retention, a chunk of each kind at a time: raw bodies past their expiry or older than the body retention in
+   * effect now (a shortened one reaches bodies already stored), day-old idempotency keys, and every other kind of
+   * row past the operator's retention (Config.retention; never an event still waiting).
    */
   async sweep(): Promise<{ bodies: number; idempotencyKeys: number } & RetentionSwept> {
     const now = (this.lastSweep = this.core.clock.now());
-    const swept = await this.core.repo.sweepExpired(now, now - IDEMPOTENCY_TTL_MS, SWEEP_CHUNK);
+    const swept = await this.core.repo.sweepExpired(now, now - IDEMPOTENCY_TTL_MS, SWEEP_CHUNK, idFloor('evt', now - this.core.config.bodyRetentionMs));
     const r = this.core.config.retention;
     const rows = await sweepRetention(this.core.repo.sql, {
       eventsBeforeId: idFloor('evt', now - r.events),

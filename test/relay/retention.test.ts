@@ -36,6 +36,33 @@ describe('retention sweep', () => {
   });
 });
 
+describe('a shorter body retention', () => {
+  it('reaches bodies already stored under the longer one, and those stored after them; a body inside the new retention stays', async () => {
+    const env = await createTestEnv({ bodyRetentionMs: 30 * DAY });
+    await addStore(env);
+    const token = await addGrant(env, 'admin_assistant', { ttlMs: 40 * DAY });
+    const { endpoint, secret } = await createEndpoint(env, token);
+    const worker = new HandoffWorker(env.core);
+    const old = (await sendHook(env, endpoint, secret, orderEvent('stored-under-30d'))).json.eventId as string;
+    // The operator lowers retention.bodies to 1d (a restart with the new setting).
+    env.core.config.bodyRetentionMs = DAY;
+    env.clock.advance(60 * 60_000);
+    const next = (await sendHook(env, endpoint, secret, orderEvent('stored-under-1d'))).json.eventId as string;
+    await worker.drain();
+    env.clock.advance(2 * DAY);
+    const recent = (await sendHook(env, endpoint, secret, orderEvent('recent'))).json.eventId as string;
+    await worker.drain();
+
+    expect(await worker.sweep()).toMatchObject({ bodies: 2 });
+    expect(await env.repo.getEventBody(old)).toBeNull();
+    expect(await env.repo.getEventBody(next)).toBeNull();
+    expect(await env.repo.getEventBody(recent)).not.toBeNull();
+    expect(await count(env, 'event_bodies')).toBe(1);
+    const event = (await call(env, 'GET', `/agent/v1/events/${old}`, { token })).json.data.event;
+    expect(event).toMatchObject({ id: old, bodyRetention: 'expired', replayable: false });
+  });
+});
+
 describe('retention of every kind of row', () => {
   it('sweeps ended events and their attempts, audit rows, ended intents, requests and failed authentications past their time; never an event still waiting', async () => {
     const retention = { events: 3 * DAY, audit: 2 * DAY, intents: 2 * DAY, requests: 2 * DAY, authFailures: 2 * DAY };
