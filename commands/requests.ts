@@ -11,8 +11,13 @@ import { withCore } from './_box.ts';
 const list = defineCommand({
   meta: {
     name: 'list',
-    description: 'What agents asked of you: support, feature and expansion requests and diagnostics shares, newest first (redacted text, never secrets)',
-    examples: ['hookrelay requests list --kind support --since 7d', 'hookrelay requests list --shop your-store.myshopify.com --limit 20'],
+    description:
+      'What agents asked of you (support, feature and expansion requests, diagnostics shares) and customer data requests from Shopify with the date they are due by, newest first (redacted text, never secrets)',
+    examples: [
+      'hookrelay requests list --kind support --since 7d',
+      'hookrelay requests list --kind data_request',
+      'hookrelay requests list --shop your-store.myshopify.com --limit 20',
+    ],
   },
   args: {
     shop: { type: 'string', description: 'Only this store' },
@@ -54,11 +59,14 @@ const show = defineCommand({
     description: 'One request or diagnostics share with everything the agent sent (redacted when stored)',
     examples: ['hookrelay requests show sup_…'],
   },
-  args: { id: { type: 'positional', required: true, description: 'Request id (sup_…, feat_…, exp_…, diag_…)' }, ...storageArgs },
+  args: { id: { type: 'positional', required: true, description: 'Request id (sup_…, feat_…, exp_…, diag_…, cdr_…)' }, ...storageArgs },
   run: ({ args }) => withCore(args, async (core) => ({ request: await getRequest(core, args.id, heldSecrets(core, await core.repo.listStores())) }), false),
 });
 
 export default defineCommand({
-  meta: { name: 'requests', description: 'Read what agents asked of you: support, feature and expansion requests, diagnostics shares (local admin only)' },
+  meta: {
+    name: 'requests',
+    description: 'Read what agents asked of you (support, feature and expansion requests, diagnostics shares) and customer data requests (local admin only)',
+  },
   subCommands: { list, show },
 });

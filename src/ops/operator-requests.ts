@@ -1,7 +1,8 @@
 /**
- * What agents ask of the operator of this server: support, feature and expansion requests and diagnostics shares
- * (the `records` table), as `hookrelay requests` lists and shows them, the operator notification carries them and
- * /metrics counts them. Plain SELECTs over the thin runner, the same on both dialects.
+ * What agents ask of the operator of this server: support, feature and expansion requests and diagnostics shares,
+ * and what Shopify asks of them on a customer's behalf: customer data requests (customers/data_request, with the
+ * date they must be answered by). All kept in the `records` table, as `hookrelay requests` lists and shows them,
+ * the operator notification carries them and /metrics counts them. Plain SELECTs over the thin runner, the same on both dialects.
  */
 import type { Repo } from '../../db/repo.ts';
 import type { RecordRow } from '../../db/types.ts';
@@ -15,7 +16,14 @@ export const REQUEST_KINDS = {
   feature: 'feature_request',
   expansion: 'expansion_request',
   diagnostics: 'diagnostics_share',
+  data_request: 'customer_data_request',
 } as const;
+
+/**
+ * How long the operator has to give the merchant what a customer data request asks for: Shopify's compliance
+ * webhooks require the data to be provided within 30 days of the request.
+ */
+export const DATA_REQUEST_DEADLINE_MS = 30 * 86_400_000;
 
 export type RequestKind = keyof typeof REQUEST_KINDS;
 export const REQUEST_KIND_NAMES = Object.keys(REQUEST_KINDS) as RequestKind[];
@@ -42,6 +50,8 @@ export interface OperatorRequest {
   expiresAt: string | null;
   /** Support requests only: low, normal, high, critical. */
   urgency: string | null;
+  /** Customer data requests only: the date the merchant must have the customer's data by (30 days after Shopify's request). */
+  dueBy: string | null;
   /** One line: category and summary, capability and problem, expansion kind and summary, or the package's size. */
   summary: string;
 }
@@ -133,6 +143,7 @@ function overview(row: Row, body: Record<string, unknown>): OperatorRequest {
     createdAt: iso(row.createdAt),
     expiresAt: isoOrNull(row.expiresAt),
     urgency: kind === 'support' ? String(body.urgency ?? '') || null : null,
+    dueBy: kind === 'data_request' ? iso(requestedAt(row, body) + DATA_REQUEST_DEADLINE_MS) : null,
     summary: oneLine(summaryOf(kind, body)),
   };
 }
@@ -149,7 +160,15 @@ function summaryOf(kind: RequestKind, b: Record<string, unknown>): string {
       const n = (v: unknown) => (Array.isArray(v) ? v.length : 0);
       return `${n(b.events)} events, ${n(b.endpoints)} endpoints, window ${b.window ?? '?'}${b.note ? `: ${b.note}` : ''}`;
     }
+    case 'data_request':
+      return `customer ${b.customerId ?? '(none named)'}${Array.isArray(b.ordersRequested) && b.ordersRequested.length ? `, orders ${b.ordersRequested.join(', ')}` : ''}: ${b.eventCount ?? 0} events held, ${b.bodiesRetained ?? 0} bodies retained`;
   }
+}
+
+/** When Shopify sent a customer data request (the record's requestedAt), else when it was recorded. */
+function requestedAt(row: Row, body: Record<string, unknown>): number {
+  const at = typeof body.requestedAt === 'string' ? Date.parse(body.requestedAt) : Number.NaN;
+  return Number.isFinite(at) ? at : row.createdAt;
 }
 
 /** Whitespace folded to single spaces, cut at SUMMARY_MAX characters. */

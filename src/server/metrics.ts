@@ -107,7 +107,7 @@ export function createMetricsHandler(core: Core, authFailures: AuthFailureLimite
     // A count of stored rows, not a counter: shop/redact (and retention) remove requests, so it can go down.
     const filed = db.gauge(
       'hookrelay_requests',
-      `Support, feature and expansion requests and diagnostics shares this grant's store holds, by kind (hookrelay requests lists them). ${FROM_DATABASE}`,
+      `Support, feature and expansion requests, diagnostics shares and customer data requests this grant's store holds, by kind (hookrelay requests lists them). ${FROM_DATABASE}`,
       ['kind'],
     );
     for (const [kind, n] of Object.entries(requests)) filed.labels(kind).set(n);

@@ -20,7 +20,7 @@ describe('hookrelay_requests', () => {
     await addStore(env);
     const token = await addGrant(env, 'recovery_operator');
     const observer = await addGrant(env, 'observer');
-    expect(await scrape(env, observer)).toEqual({ support: 0, feature: 0, expansion: 0, diagnostics: 0 });
+    expect(await scrape(env, observer)).toEqual({ support: 0, feature: 0, expansion: 0, diagnostics: 0, data_request: 0 });
 
     for (const key of ['s-1', 's-2']) {
       const r = await call(env, 'POST', '/agent/v1/support-request-intents', {
@@ -37,11 +37,11 @@ describe('hookrelay_requests', () => {
     const path = '/agent/v1/diagnostics-share-intents';
     const p = await call(env, 'POST', path, { token, body: { mode: 'preview', input: { endpointIds: [endpoint.id] } } });
     expect((await executeIntent(env, token, path, p.json.data.intent, 'd-1')).status).toBe(200);
-    expect(await scrape(env, observer)).toEqual({ support: 2, feature: 1, expansion: 0, diagnostics: 1 });
+    expect(await scrape(env, observer)).toEqual({ support: 2, feature: 1, expansion: 0, diagnostics: 1, data_request: 0 });
 
     await addStore(env, { shopDomain: 'other.myshopify.com' });
     const other = await addGrant(env, 'observer', { shop: 'other.myshopify.com' });
-    expect(await scrape(env, other)).toEqual({ support: 0, feature: 0, expansion: 0, diagnostics: 0 });
+    expect(await scrape(env, other)).toEqual({ support: 0, feature: 0, expansion: 0, diagnostics: 0, data_request: 0 });
     expect(
       await call(env, 'POST', '/agent/v1/expansion-requests', {
         token: await addGrant(env, 'operator', { shop: 'other.myshopify.com' }),
@@ -49,7 +49,7 @@ describe('hookrelay_requests', () => {
         body: { kind: 'multi_store', summary: 'two' },
       }).then((r) => r.status),
     ).toBe(201);
-    expect(await scrape(env, other)).toEqual({ support: 0, feature: 0, expansion: 1, diagnostics: 0 });
-    expect(await scrape(env, observer)).toEqual({ support: 2, feature: 1, expansion: 0, diagnostics: 1 });
+    expect(await scrape(env, other)).toEqual({ support: 0, feature: 0, expansion: 1, diagnostics: 0, data_request: 0 });
+    expect(await scrape(env, observer)).toEqual({ support: 2, feature: 1, expansion: 0, diagnostics: 1, data_request: 0 });
   });
 });
