@@ -126,7 +126,7 @@ describe('client-credentials tokens on the clock', () => {
     await s.worker.drain();
     const store = (await s.env.repo.getStoreByShop('demo.myshopify.com'))!;
     // The one renewal tried beside the sends, and recorded as failed.
-    await until(async () => (await s.env.repo.links.get(store.id))?.lastRenewalError === 'SVC_TOKEN_REQUEST_FAILED');
+    await until(async () => (await s.env.repo.links.get(store.id))?.lastRenewalError === 'SVC_PLATFORM_UNAVAILABLE');
     expect(fake.tokenRequests).toHaveLength(2);
     expect(await count(s.env, 'events', "outcome = 'delivered'")).toBe(6);
     expect((await s.env.repo.links.get(store.id))!.pauseReason).toBeNull();
@@ -135,7 +135,7 @@ describe('client-credentials tokens on the clock', () => {
     s.env.clock.advance(700);
     await sendMany(s, 'expired', 2);
     await s.worker.drain();
-    expect((await s.env.repo.links.get(store.id))!.pauseCode).toBe('SVC_TOKEN_REQUEST_FAILED');
+    expect((await s.env.repo.links.get(store.id))!.pauseCode).toBe('SVC_PLATFORM_UNAVAILABLE');
     expect(await count(s.env, 'events', "outcome = 'queued'")).toBe(2);
     fake.failTokenRequests(null);
     s.env.clock.advance(5_000);
@@ -282,6 +282,28 @@ describe('the platform refusing every token for a while', () => {
     expect(ev.handoffPause.message).toContain('invalid_client');
     fake.failTokenRequests(null);
     s.env.clock.advance(10_000);
+    await s.worker.drain();
+    expect(await count(s.env, 'events', "outcome = 'delivered'")).toBe(3);
+  });
+
+  it("pauses on a token endpoint that answers 503 as an outage (Shopify's, not the credentials'), and resumes once it answers", async () => {
+    const s = await setup();
+    fake.failTokenRequests({ status: 503 });
+    const ids = await sendMany(s, 'token-503', 3);
+    await s.worker.drain();
+    expect(fake.requests).toHaveLength(0);
+    const ev = (await call(s.env, 'GET', `/agent/v1/events/${ids[0]}`, { token: s.grant })).json.data.event;
+    expect(ev).toMatchObject({ outcome: 'queued', attempts: 0, handoffPause: { reason: 'platform_unavailable', code: 'SVC_PLATFORM_UNAVAILABLE' } });
+    expect(ev.handoffPause.message).toContain('HTTP 503');
+    const state = (await call(s.env, 'GET', '/agent/v1/setup-state', { token: s.grant })).json.data;
+    expect(state.handoff).toMatchObject({ reason: 'platform_unavailable', code: 'SVC_PLATFORM_UNAVAILABLE' });
+    expect(state.handoff.recommendedAction).toContain('Shopify is not answering');
+    // A probe while it still answers 503: still an outage.
+    s.env.clock.advance(10_000);
+    await s.worker.drain();
+    expect((await s.env.repo.links.get((await s.env.repo.getStoreByShop('demo.myshopify.com'))!.id))!.pauseCode).toBe('SVC_PLATFORM_UNAVAILABLE');
+    fake.failTokenRequests(null);
+    s.env.clock.advance(60_000);
     await s.worker.drain();
     expect(await count(s.env, 'events', "outcome = 'delivered'")).toBe(3);
   });

@@ -307,11 +307,16 @@ function tokenFailure(store: StoreRow, reply: Exclude<TokenReply, { kind: 'issue
   if (reply.kind === 'refused' && credentialModeOf(store) === 'oauth') {
     return reinstall(store, `Shopify refused its refresh token (HTTP ${reply.status}${reply.error ? `, ${reply.error}` : ''})`);
   }
-  const message =
-    reply.kind === 'refused'
-      ? `Shopify refused the client credentials of ${store.shopDomain} (HTTP ${reply.status}${reply.error ? `, ${reply.error}` : ''}): check the client id ${store.clientId} and the secret in ${store.clientSecretEnv}, and that the app is installed on the store.`
-      : `Shopify's token endpoint for ${store.shopDomain} ${reply.why === 'timeout' ? 'did not answer in time' : reply.why === 'network' ? 'could not be reached' : reply.status ? `answered HTTP ${reply.status}` : 'answered unreadably'}.`;
-  return { reason: 'credentials', code: 'SVC_TOKEN_REQUEST_FAILED', message };
+  if (reply.kind === 'refused') {
+    const message = `Shopify refused the client credentials of ${store.shopDomain} (HTTP ${reply.status}${reply.error ? `, ${reply.error}` : ''}): check the client id ${store.clientId} and the secret in ${store.clientSecretEnv}, and that the app is installed on the store.`;
+    return { reason: 'credentials', code: 'SVC_TOKEN_REQUEST_FAILED', message };
+  }
+  // No answer, a timeout or a 5xx says nothing of the credentials: Shopify is out, and a probe that gets an answer resumes.
+  if (reply.why !== 'unreadable') {
+    const what = reply.why === 'timeout' ? 'did not answer in time' : reply.why === 'network' ? 'could not be reached' : `answered HTTP ${reply.status}`;
+    return { reason: 'platform_unavailable', code: 'SVC_PLATFORM_UNAVAILABLE', message: `Shopify's token endpoint for ${store.shopDomain} ${what}.` };
+  }
+  return { reason: 'credentials', code: 'SVC_TOKEN_REQUEST_FAILED', message: `Shopify's token endpoint for ${store.shopDomain} answered without a token.` };
 }
 
 /** A store's credentials as `store show` and setup state show them: mode, names of variables, token times. Never a value. */
