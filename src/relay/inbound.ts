@@ -134,7 +134,10 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
   async function verified(req: Request, ep: LiveEndpoint, body: Uint8Array, client: ClientOf): Promise<Response> {
     const now = clock.now();
     const headerValue = req.headers.get(ep.row.headerName);
-    if (!headerValue) return authFailure(ep, 'SVC_AUTH_HEADER_MISSING', now, client);
+    if (!headerValue) {
+      const missing = `The ${ep.row.headerName} header this endpoint authenticates with is missing. Fix the sender and send a fresh event.`;
+      return authFailure(ep, 'SVC_AUTH_HEADER_MISSING', now, client, missing);
+    }
     // Repeated header lines reach us joined with ", " (standard header names, proxies, Bun 1.4+); no signature or
     // secret holds a comma. Refused outright: a proxy reading the first value would see another one than we do.
     if (headerValue.includes(',')) return authFailure(ep, 'SVC_AUTH_FAILED', now, client, SEVERAL_VALUES, { body, headerValue });
