@@ -138,10 +138,15 @@ export function loadSettings(opts: { file?: string | null; dataDir?: string | nu
   const sources: LoadedSettings['sources'] = {};
   if (file) {
     let doc: unknown;
+    let text = '';
     try {
-      doc = Bun.TOML.parse(readFileSync(file, 'utf8'));
+      text = readFileSync(file, 'utf8');
+      doc = Bun.TOML.parse(text);
     } catch (err) {
-      const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : `not valid TOML (${(err as Error).message.split('\n')[0]})`;
+      const why =
+        (err as NodeJS.ErrnoException).code === 'ENOENT'
+          ? 'no such file'
+          : `not valid TOML at line ${tomlErrorLine(text)} (${(err as Error).message.split('\n')[0]?.replace(/^TOML Parse error: /, '')})`;
       throw new AppError('invalid_input', `${file}: ${why}.`);
     }
     for (const [key, raw] of flatten(doc)) {
@@ -199,6 +204,24 @@ function flatten(doc: unknown, prefix = ''): [string, unknown][] {
   return Object.entries(doc).flatMap(([k, v]) =>
     v !== null && typeof v === 'object' && !Array.isArray(v) ? flatten(v, `${prefix}${k}.`) : [[`${prefix}${k}`, v] as [string, unknown]],
   );
+}
+
+/**
+ * The line a TOML syntax error is on (Bun's parser names none): the line after the longest run of whole lines
+ * that parses. An error inside a value spanning lines (an array, a multi-line string) is put on its first line.
+ */
+function tomlErrorLine(text: string): number {
+  const lines = text.split('\n');
+  let good = 0;
+  for (let n = 1; n <= lines.length; n++) {
+    try {
+      Bun.TOML.parse(lines.slice(0, n).join('\n'));
+      good = n;
+    } catch {
+      // not yet whole, or wrong here
+    }
+  }
+  return Math.min(good + 1, lines.length);
 }
 
 function nearest(key: string): string {

@@ -103,6 +103,22 @@ describe('loadSettings', () => {
     );
   });
 
+  it('names the line of a TOML syntax error', () => {
+    const message = (text: string) => {
+      try {
+        loadSettings({ dataDir: withFile(text), env: {} });
+      } catch (err) {
+        return (err as Error).message;
+      }
+      throw new Error('loadSettings accepted invalid TOML');
+    };
+    expect(message('public_url = "https://relay.example.com"\n\n[retention]\nbodies = 30d\naudit = "400d"\n')).toContain('not valid TOML at line 4 (');
+    expect(message('[retention]\nevents = = "30d"\n')).toContain('at line 2 (');
+    expect(message('retry_schedule = [\n  "5s",\n  "1m",\n]\n[sandbox]\ncpu_ms = "unterminated\n')).toContain('at line 6 (');
+    // An array never closed: the line it opens on.
+    expect(message('[retention]\naudit = "400d"\nretry_schedule = ["5s",\n  "1m"\n')).toContain('at line 3 (');
+  });
+
   it('reads nothing when there is no file and no variable', () => {
     const loaded = loadSettings({ dataDir: mkdtempSync(join(dir, 'empty-')), env: {} });
     expect(loaded.file).toBeNull();
