@@ -2,7 +2,7 @@ import { defineCommand } from 'citty';
 import { databasePath, describeStorage, locateDatabaseUrl, locateDataDir, openCore } from '../src/boot.ts';
 import { AppError } from '../src/contract/errors.ts';
 import { mcpConfigFromEnv } from '../src/core.ts';
-import { describeSettings, loadSettings, SETTINGS_FILE } from '../src/settings.ts';
+import { describeSettings, describeStrayVariable, loadSettings, SETTINGS_FILE, strayVariables } from '../src/settings.ts';
 import { LOG_FORMATS, stderrLog, type LogFormat } from '../src/lib/log.ts';
 import { describeMovedTo, movedMarker, movedRefusal } from '../src/ops/moved-box.ts';
 import { credentialVariableMissing, describeDestination, storedAppClientId, storedPublicUrl } from '../src/ops/stores.ts';
@@ -77,6 +77,9 @@ export default defineCommand({
     if (fromSetting) core.config.publicUrl = fromSetting;
     core.config.appClientId = await storedAppClientId(core);
     const stores = await core.repo.listStores();
+    // A misspelt variable would be ignored without a word: named once here, with the closest known one.
+    const storeVariables = stores.flatMap((s) => [s.adminTokenEnv, s.clientSecretEnv]).filter((n): n is string => !!n);
+    for (const stray of strayVariables(process.env, storeVariables)) log.warn(describeStrayVariable(stray));
     for (const s of stores) (credentialVariableMissing(s, core.config.env) ? log.warn : log.info)(describeDestination(s, core.config.env));
     if (stores.some((s) => s.destination === 'shopify')) {
       const v = apiVersionStatus(Date.now());

@@ -198,6 +198,84 @@ export function describeSettings(loaded: Pick<LoadedSettings, 'file' | 'sources'
   return `settings: ${parts.join('; ')}; flags override the environment, which overrides the file`;
 }
 
+/**
+ * Every HOOKRELAY_ variable hookrelay reads, besides the settings' own (envName): serve's, the CLI's, the app's and
+ * the tests' harness. test/api/settings.test.ts checks that every HOOKRELAY_ name in the source is here.
+ */
+const OTHER_VARIABLES = [
+  'HOOKRELAY_DATA_DIR',
+  'HOOKRELAY_PORT',
+  'HOOKRELAY_HOST',
+  'HOOKRELAY_DATABASE_URL',
+  'HOOKRELAY_SECRET_KEY',
+  'HOOKRELAY_CONFIG',
+  'HOOKRELAY_LOG_FORMAT',
+  'HOOKRELAY_RELAY_THREAD',
+  'HOOKRELAY_TRUST_PROXY',
+  'HOOKRELAY_BILLING',
+  'HOOKRELAY_SHOPIFY_CLIENT_ID',
+  'HOOKRELAY_SHOPIFY_APP_SECRET',
+  'HOOKRELAY_SHOPIFY_ADMIN_URL',
+  'HOOKRELAY_OPERATOR_WEBHOOK_URL',
+  'HOOKRELAY_OPERATOR_WEBHOOK_SECRET',
+  'HOOKRELAY_MCP_ALLOWED_ORIGINS',
+  'HOOKRELAY_MCP_ALLOWED_HOSTS',
+  'HOOKRELAY_MCP_CODE_MODE',
+  'HOOKRELAY_CRASH_AT',
+  // The CLI and the MCP bridge (a client on the same box).
+  'HOOKRELAY_TOKEN',
+  'HOOKRELAY_BASE_URL',
+  'HOOKRELAY_PROFILE',
+  'HOOKRELAY_EXPECTED_SHOP_DOMAIN',
+  'HOOKRELAY_EXPECTED_PLATFORM_KEY',
+  'HOOKRELAY_EXPECTED_PLATFORM_ACCOUNT_ID',
+  'HOOKRELAY_EXPECTED_INSTALLATION_ID',
+];
+/** Families named by their user: a profile's token (HOOKRELAY_TOKEN_PROD), the test, bench and torture harnesses. */
+const VARIABLE_FAMILIES = ['HOOKRELAY_TOKEN_', 'HOOKRELAY_TEST_', 'HOOKRELAY_BENCH_', 'HOOKRELAY_TORTURE_'];
+
+/** Every HOOKRELAY_ variable name hookrelay reads (families aside). */
+export const KNOWN_VARIABLES: readonly string[] = [...new Set([...SETTINGS.map((s) => envName(s.key)), ...OTHER_VARIABLES])].sort();
+
+/**
+ * The HOOKRELAY_ variables set in `env` that hookrelay reads nowhere (a misspelling is otherwise silently ignored),
+ * each with the known name closest to it. `also`: names the operator chose that hookrelay reads (a store's
+ * credential variables). Only names: never a value.
+ */
+export function strayVariables(env: Record<string, string | undefined>, also: readonly string[] = []): { name: string; closest: string }[] {
+  const known = new Set([...KNOWN_VARIABLES, ...also]);
+  return Object.keys(env)
+    .filter((n) => n.startsWith('HOOKRELAY_') && env[n] !== undefined && !known.has(n) && !VARIABLE_FAMILIES.some((f) => n.startsWith(f)))
+    .sort()
+    .map((name) => ({ name, closest: closestName(name, KNOWN_VARIABLES) }));
+}
+
+/** serve's warning for each stray variable: its name and the closest known one, never its value. */
+export function describeStrayVariable(v: { name: string; closest: string }): string {
+  return `${v.name} is set, but hookrelay reads no variable of that name: it is ignored (did you mean ${v.closest}?).`;
+}
+
+function closestName(name: string, names: readonly string[]): string {
+  let best = names[0]!;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const n of names) {
+    const d = editDistance(name, n);
+    if (d < bestDistance) [best, bestDistance] = [n, d];
+  }
+  return best;
+}
+
+/** Levenshtein distance. */
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
 /** `[a.b] c = 1` as [['a.b.c', 1]]; arrays are values. */
 function flatten(doc: unknown, prefix = ''): [string, unknown][] {
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return [[prefix, doc]];

@@ -3,12 +3,12 @@
  * variable, applied to the config, and shown with its source in plan usage.
  */
 import { afterAll, describe, expect, it } from 'bun:test';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultConfig } from '../../src/core.ts';
 import { DEFAULT_RATE_LIMITS } from '../../src/contract/limits.ts';
-import { envName, loadSettings, SETTINGS, SETTINGS_FILE } from '../../src/settings.ts';
+import { describeStrayVariable, envName, KNOWN_VARIABLES, loadSettings, SETTINGS, SETTINGS_FILE, strayVariables } from '../../src/settings.ts';
 import { addGrant, addStore, call, createTestEnv } from '../helpers.ts';
 
 const DAY = 86_400_000;
@@ -117,6 +117,41 @@ describe('loadSettings', () => {
     expect(message('retry_schedule = [\n  "5s",\n  "1m",\n]\n[sandbox]\ncpu_ms = "unterminated\n')).toContain('at line 6 (');
     // An array never closed: the line it opens on.
     expect(message('[retention]\naudit = "400d"\nretry_schedule = ["5s",\n  "1m"\n')).toContain('at line 3 (');
+  });
+
+  it('finds HOOKRELAY_ variables hookrelay reads nowhere, with the closest known name; never their values', () => {
+    const env = {
+      HOOKRELAY_RETENTON_EVENTS: 'v1',
+      HOOKRELAY_DATABSE_URL: 'postgres://u:pw@db/x',
+      HOOKRELAY_PUBLIC_URL: 'https://relay.example.com',
+      HOOKRELAY_TOKEN_PROD: 'a profile token',
+      HOOKRELAY_SHOP_TOKEN: 'a store names this variable',
+      PATH: '/bin',
+    };
+    const stray = strayVariables(env, ['HOOKRELAY_SHOP_TOKEN']);
+    expect(stray).toEqual([
+      { name: 'HOOKRELAY_DATABSE_URL', closest: 'HOOKRELAY_DATABASE_URL' },
+      { name: 'HOOKRELAY_RETENTON_EVENTS', closest: 'HOOKRELAY_RETENTION_EVENTS' },
+    ]);
+    const lines = stray.map(describeStrayVariable).join('\n');
+    expect(lines).toContain('HOOKRELAY_DATABSE_URL is set');
+    for (const v of Object.values(env)) expect(lines).not.toContain(v);
+  });
+
+  it('knows every HOOKRELAY_ variable the source names', () => {
+    const names = new Set<string>();
+    const walk = (d: string) => {
+      for (const e of readdirSync(d, { withFileTypes: true })) {
+        if (e.isDirectory()) walk(join(d, e.name));
+        else if (e.name.endsWith('.ts')) for (const m of readFileSync(join(d, e.name), 'utf8').matchAll(/HOOKRELAY_[A-Z0-9_]*[A-Z0-9]\b/g)) names.add(m[0]);
+      }
+    };
+    const root = join(import.meta.dir, '../..');
+    for (const d of ['src', 'commands', 'db']) walk(join(root, d));
+    // HOOKRELAY_COMPILED is a build-time constant; HOOKRELAY_SECRET is an example of a name an operator chooses (sign --secret-env).
+    const unknown = strayVariables(Object.fromEntries([...names].map((n) => [n, 'x'])), ['HOOKRELAY_COMPILED', 'HOOKRELAY_SECRET']);
+    expect(unknown).toEqual([]);
+    expect(KNOWN_VARIABLES).toContain('HOOKRELAY_RETENTION_BODIES');
   });
 
   it('reads nothing when there is no file and no variable', () => {

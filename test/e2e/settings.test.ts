@@ -81,3 +81,20 @@ it('a bad hookrelay.toml stops serve (exit 2) with the file, the key and the rul
   expect(r.code).toBe(2);
   expect(r.json.error.message).toContain(`${join(dataDir, 'hookrelay.toml')}: retention.events must be a duration like 90d, from 2d to 3650d`);
 });
+
+it('a misspelt HOOKRELAY_ variable is named once at start with the closest known one, never its value', async () => {
+  const { dataDir } = await box('stray', '');
+  const value = 'stray-value-canary-4411';
+  const server = await spawnServe(dataDir, closedPort(), { env: { HOOKRELAY_RETENTON_EVENTS: value, HOOKRELAY_RETENTION_AUDIT: '90d' } });
+  running.push(server);
+  await until(() => server.stderr().includes('listening'), 10_000);
+  const warned = server
+    .stderr()
+    .split('\n')
+    .filter((l) => l.includes('HOOKRELAY_RETENTON_EVENTS'));
+  expect(warned).toHaveLength(1);
+  expect(warned[0]).toContain('did you mean HOOKRELAY_RETENTION_EVENTS?');
+  expect(server.stderr()).not.toContain(value);
+  // A variable hookrelay reads is not warned about.
+  expect(server.stderr()).not.toContain('HOOKRELAY_RETENTION_AUDIT is set');
+});
