@@ -293,7 +293,8 @@ export function requireToken(config: ResolvedConfig): string {
   throw new AppError(
     'unauthorized',
     variable
-      ? `No grant token: ${variable} (from ${from}) is not set.`
+      ? // Not "token: NAME": printed output masks a value after "token:", and this one is a name the reader needs.
+        `No grant token: the variable ${variable} is not set (read from ${from}). Export it where this runs, or name another with --token-env NAME.`
       : `No grant token: set ${ENV_TOKEN}, pass --token-env NAME, or use a profile whose tokenEnv names a set variable.`,
   );
 }

@@ -79,6 +79,19 @@ describe('hookrelay mcp start-up failures', () => {
   );
 
   it(
+    'without a token names the variable it read (--token-env, or HOOKRELAY_TOKEN), in the frame and on stderr',
+    async () => {
+      const named = await bridge(['--token-env', 'MY_GRANT_TOKEN'], frame(INITIALIZE));
+      expect(named.code).toBe(3);
+      expect(frames(named.stdout)[0].error.message).toContain('the variable MY_GRANT_TOKEN is not set');
+      expect(named.stderr).toContain('No grant token: the variable MY_GRANT_TOKEN is not set (read from --token-env MY_GRANT_TOKEN)');
+      const none = await bridge([], frame(INITIALIZE));
+      expect(frames(none.stdout)[0].error.message).toContain('HOOKRELAY_TOKEN');
+    },
+    SLOW,
+  );
+
+  it(
     'shows the reason to an SDK client, as a desktop client would show it, instead of "Connection closed"',
     async () => {
       const transport = new StdioClientTransport({ command: 'bun', args: [ENTRY, 'mcp', '--profile', 'nope'], cwd: home.dir, env: env(), stderr: 'pipe' });
