@@ -14,7 +14,10 @@ import type { Core } from '../core.ts';
 import { appSecret, shopDomainOf, signedQueryProblem } from '../platform/shopify/app.ts';
 import { billingMode, CHOICE_TTL_MS, choiceValid, planOfSubscription, signChoice } from '../platform/shopify/billing.ts';
 import { shopifyPlatform } from '../platform/shopify/platform.ts';
-import { escapeHtml as esc, htmlPage as page, publicLink, redirectTo } from '../lib/web.ts';
+import { escapeHtml as esc, htmlPage, publicLink, redirectTo } from '../lib/web.ts';
+
+/** The app's own pages (GET /app, where Shopify's admin opens the app, and the billing pages reached from it): Shopify's admin may frame them. */
+const page = (status: number, title: string, paragraphs: string[]) => htmlPage(status, title, paragraphs, {}, 'shopify-admin');
 
 /** The plans as a merchant chooses them: one signed link each (HTML list items); empty with billing off. */
 export function planChoices(core: Core, shop: string): string[] {

@@ -15,7 +15,7 @@ import type { ClientOf } from '../lib/auth-failures.ts';
 import { withCappedBody } from '../lib/body.ts';
 import type { McpEndpoint, McpPipeline } from '../mcp/endpoint.ts';
 import { VERSION } from '../version.ts';
-import { docsPage } from './docs.ts';
+import { docsResponse } from './docs.ts';
 import { HANDLERS } from './handlers.ts';
 import { errorResponse } from './http.ts';
 import { audit, failedAuthentication, runOperation, type AnyHandler, type PipelineDeps } from './pipeline.ts';
@@ -84,7 +84,7 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
     }
     if (req.method === 'GET' && path === OPENAPI_PATH) return Response.json(buildOpenApi(core.config.publicUrl));
     if (req.method === 'GET' && (path === '/docs' || path === '/')) {
-      return new Response(docsPage(core.config.publicUrl), { headers: { 'Content-Type': 'text/html; charset=utf-8' } });
+      return docsResponse(core.config.publicUrl);
     }
 
     let methodMismatch: Operation | null = null;
