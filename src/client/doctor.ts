@@ -276,7 +276,7 @@ export async function runDoctor(client: HookrelayClient, config: ResolvedConfig)
             )
           : fail('lifecycle_callback', item.text, 'Set HOOKRELAY_SHOPIFY_APP_SECRET to the app client secret where hookrelay serve runs, then restart it.'),
       );
-      checks.push(destinationCheck(setup), apiVersionCheck(setup));
+      checks.push(destinationCheck(setup, base), apiVersionCheck(setup));
     } catch (err) {
       checks.push(fail('lifecycle_callback', describeError(err), 'The grant needs setup:read to read setup state.'));
       for (const name of SETUP_CHECKS.slice(1)) checks.push(skip(name, 'lifecycle_callback'));
@@ -306,8 +306,10 @@ export async function runDoctor(client: HookrelayClient, config: ResolvedConfig)
 type SetupState = z.infer<typeof SetupStateSchema>;
 
 /** The destination, checked live with the store's current credentials (a `shop` query); fails while the handoff is paused. */
-function destinationCheck(setup: SetupState): Check {
+function destinationCheck(setup: SetupState, base: string): Check {
   const p = setup.platform;
+  // The install link of an advice: this base URL (the server's, as doctor reaches it) and the store's shop.
+  const where = { publicUrl: base, shopDomain: setup.store.shopDomain };
   if (!p) return pass('shopify_destination', 'The store hands off to the log destination: nothing is sent to Shopify.');
   const creds = p.credentials;
   const token = creds.token?.expiresAt ? `, token valid until ${creds.token.expiresAt}` : '';
@@ -315,14 +317,14 @@ function destinationCheck(setup: SetupState): Check {
     return fail(
       'shopify_destination',
       `Handoff to Shopify is paused since ${setup.handoff.since} (${setup.handoff.code}): ${setup.handoff.message ?? ''} Events wait; none fail. Live check: ${p.check.result}.`,
-      setup.handoff.recommendedAction ?? linkCheckAdvice(p.check.result) ?? 'See hookrelay store show.',
+      setup.handoff.recommendedAction ?? linkCheckAdvice(p.check.result, where) ?? 'See hookrelay store show.',
     );
   }
   if (p.check.result === 'ok') return pass('shopify_destination', `Shopify accepted the store's credentials (${creds.mode}${token}). ${p.check.message}`);
   return fail(
     'shopify_destination',
     `Shopify check: ${p.check.result}${p.check.httpStatus ? ` (HTTP ${p.check.httpStatus})` : ''}. ${p.check.message}`,
-    linkCheckAdvice(p.check.result) ?? 'See hookrelay store show.',
+    linkCheckAdvice(p.check.result, where) ?? 'See hookrelay store show.',
   );
 }
 

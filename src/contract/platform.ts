@@ -91,10 +91,11 @@ export function pauseAction(code: PauseCode, where: { publicUrl: string; shopDom
 }
 
 /**
- * What to do about a live check's result: the action of the pause it stands for (the first that reports it), or
- * for a throttled check, to run it again; null for results that need nothing.
+ * What to do about a live check's result: the action of the pause it stands for (the first that reports it, its
+ * install link on `where`), or for a throttled check, to run it again; null for results that need nothing.
  */
-export function linkCheckAdvice(result: LinkCheckResult): string | null {
+export function linkCheckAdvice(result: LinkCheckResult, where: { publicUrl: string; shopDomain: string }): string | null {
   if (result === 'throttled') return "The store's API budget is spent for the moment; check again shortly.";
-  return Object.values(PAUSE_CODES).find((p) => p.check === result)?.recommendedAction ?? null;
+  const code = (Object.keys(PAUSE_CODES) as PauseCode[]).find((c) => PAUSE_CODES[c].check === result);
+  return code ? pauseAction(code, where) : null;
 }

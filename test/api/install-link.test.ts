@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'bun:test';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { linkCheckAdvice } from '../../src/contract/platform.ts';
 import { markUninstalled } from '../../src/ops/app-install.ts';
 import { setStoreSettings, showStores } from '../../src/ops/stores.ts';
 import { admin, adminBox, SPAWN_TIMEOUT_MS } from '../cli/admin-run.ts';
@@ -44,6 +45,12 @@ describe('the install link shown to people', () => {
     const shown = await showStores(e.core, SHOP);
     expect(shown.stores[0]!.handoff.recommendedAction).toContain(LINK);
     noPlaceholder(JSON.stringify(shown));
+  });
+
+  it("names them in doctor's advice for a live check that finds the app uninstalled", () => {
+    const advice = linkCheckAdvice('app_uninstalled', { publicUrl: PUBLIC, shopDomain: SHOP })!;
+    expect(advice).toContain(LINK);
+    noPlaceholder(advice);
   });
 
   it('names them when store set refuses --auth oauth', async () => {
