@@ -1,5 +1,7 @@
 /** The SQLite box an admin command works on, and the refusal of a change to a box `migrate --from` moved. */
 import { databasePath, locateDatabaseUrl, locateDataDir, openCore } from '../src/boot.ts';
+import { storedPublicUrl } from '../src/ops/stores.ts';
+import { loadSettings } from '../src/settings.ts';
 import type { Core } from '../src/core.ts';
 import { refuseChangeIfMoved } from '../src/ops/moved-box.ts';
 import { printJson } from './_output.ts';
@@ -31,4 +33,19 @@ export async function withCore(args: StorageFlags, fn: (core: Core) => Promise<u
   } finally {
     await core.repo.close();
   }
+}
+
+/**
+ * The public URL serve advertises, for the install links these commands print: hookrelay.toml or
+ * HOOKRELAY_PUBLIC_URL, else the box-wide setting, else serve's default address.
+ */
+export async function adoptPublicUrl(core: Core, args: { 'data-dir'?: string }): Promise<void> {
+  let explicit: string | undefined;
+  try {
+    const settings = loadSettings({ file: process.env.HOOKRELAY_CONFIG ?? null, dataDir: locateDataDir(args['data-dir']).path, env: process.env });
+    explicit = settings.get('public_url') as string | undefined;
+  } catch {
+    // A broken hookrelay.toml is serve's to report; the stored setting still names the box.
+  }
+  core.config.publicUrl = explicit ?? (await storedPublicUrl(core)) ?? core.config.publicUrl;
 }

@@ -4,7 +4,7 @@ import { stderrLog } from '../src/lib/log.ts';
 import { pgTarget } from '../src/lib/pg-target.ts';
 import { auditAdmin, humanActor, storeIdOf } from '../src/ops/human-audit.ts';
 import { describeDestination, initStore } from '../src/ops/stores.ts';
-import { refuseChangeToMovedBox } from './_box.ts';
+import { adoptPublicUrl, refuseChangeToMovedBox } from './_box.ts';
 import { actorArg, credentialArgs, PLAN_NAMES, storageArgs } from './_args.ts';
 import { printJson } from './_output.ts';
 
@@ -35,6 +35,7 @@ export default defineCommand({
     log.info(describeStorage(dataDir, args['database-url']));
     const core = await openCore({ dataDir: dataDir.path, databaseUrl: args['database-url'], log });
     try {
+      await adoptPublicUrl(core, args);
       const result = await auditAdmin(
         core,
         actor,

@@ -1,30 +1,13 @@
 /** `hookrelay store show|set`: a store's settings and the box-wide public URL, on the local database. */
 import { defineCommand } from 'citty';
-import { locateDataDir, openCore } from '../src/boot.ts';
+import { openCore } from '../src/boot.ts';
 import { stderrLog } from '../src/lib/log.ts';
 import { auditAdmin, humanActor, storeIdOf } from '../src/ops/human-audit.ts';
 import { describeMovedTo, movedMarker } from '../src/ops/moved-box.ts';
-import { refuseChangeToMovedBox, sqliteBox } from './_box.ts';
-import { setStoreSettings, showStores, storedPublicUrl } from '../src/ops/stores.ts';
-import type { Core } from '../src/core.ts';
-import { loadSettings } from '../src/settings.ts';
+import { adoptPublicUrl, refuseChangeToMovedBox, sqliteBox } from './_box.ts';
+import { setStoreSettings, showStores } from '../src/ops/stores.ts';
 import { actorArg, credentialArgs, PLAN_NAMES, storageArgs } from './_args.ts';
 import { printJson } from './_output.ts';
-
-/**
- * The public URL serve advertises, for the install links these commands print: hookrelay.toml or
- * HOOKRELAY_PUBLIC_URL, else the box-wide setting, else serve's default address.
- */
-async function adoptPublicUrl(core: Core, args: { 'data-dir'?: string }): Promise<void> {
-  let explicit: string | undefined;
-  try {
-    const settings = loadSettings({ file: process.env.HOOKRELAY_CONFIG ?? null, dataDir: locateDataDir(args['data-dir']).path, env: process.env });
-    explicit = settings.get('public_url') as string | undefined;
-  } catch {
-    // A broken hookrelay.toml is serve's to report; the stored setting still names the box.
-  }
-  core.config.publicUrl = explicit ?? (await storedPublicUrl(core)) ?? core.config.publicUrl;
-}
 
 const show = defineCommand({
   meta: {

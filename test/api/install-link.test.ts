@@ -62,9 +62,9 @@ describe('the install link shown to people', () => {
   });
 });
 
-describe('hookrelay store set --auth oauth', () => {
+describe('hookrelay store set (and init) --auth oauth', () => {
   it(
-    "names the public URL serve advertises (the box-wide setting, or HOOKRELAY_PUBLIC_URL) and the store's shop",
+    "names the public URL serve advertises (the box-wide setting, or HOOKRELAY_PUBLIC_URL) and the store's shop; init --auth oauth too",
     () => {
       const box = adminBox();
       try {
@@ -75,6 +75,8 @@ describe('hookrelay store set --auth oauth', () => {
         const stored = admin(box, cwd, ['store', 'set', '--shop', SHOP, '--auth', 'oauth', ...dataDir]);
         expect(stored.code).not.toBe(0);
         expect(JSON.stringify(stored.json)).toContain(LINK);
+        const init = admin(box, cwd, ['init', '--shop', 'second.myshopify.com', '--auth', 'oauth', ...dataDir]);
+        expect(JSON.stringify(init.json)).toContain(`${PUBLIC}/auth/install?shop=second.myshopify.com`);
         const fromEnv = admin(box, cwd, ['store', 'set', '--shop', SHOP, '--auth', 'oauth', ...dataDir], { HOOKRELAY_PUBLIC_URL: 'https://other.example.com' });
         expect(JSON.stringify(fromEnv.json)).toContain(`https://other.example.com/auth/install?shop=${SHOP}`);
       } finally {
