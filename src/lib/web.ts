@@ -17,7 +17,7 @@ const SHOPIFY_ADMIN_ANCESTORS = 'https://admin.shopify.com https://*.myshopify.c
  * script at all; a page's inline styles by their hash only), sends forms nowhere and says who may frame the page;
  * X-Frame-Options DENY where no one may; nosniff; and no Referer (the app's URLs carry the shop and Shopify's HMAC).
  */
-export function htmlHeaders(opts: { framing?: Framing; styles?: readonly string[] } = {}): Record<string, string> {
+function htmlHeaders(opts: { framing?: Framing; styles?: readonly string[] } = {}): Record<string, string> {
   const styles = opts.styles?.length ? opts.styles.map((s) => `'sha256-${createHash('sha256').update(s).digest('base64')}'`).join(' ') : "'none'";
   const framing = opts.framing ?? 'none';
   const csp = [

@@ -23,7 +23,7 @@ export const REQUEST_KINDS = {
  * How long the operator has to give the merchant what a customer data request asks for: Shopify's compliance
  * webhooks require the data to be provided within 30 days of the request.
  */
-export const DATA_REQUEST_DEADLINE_MS = 30 * 86_400_000;
+const DATA_REQUEST_DEADLINE_MS = 30 * 86_400_000;
 
 export type RequestKind = keyof typeof REQUEST_KINDS;
 export const REQUEST_KIND_NAMES = Object.keys(REQUEST_KINDS) as RequestKind[];
