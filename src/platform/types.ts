@@ -50,10 +50,11 @@ export type HandoffOutcome =
   /** The platform could not pay for the call now (THROTTLED): no attempt spent, the event goes again at `until`. */
   | { kind: 'deferred'; httpStatus: number | null; errorClass: 'throttled'; message: string; until: number }
   /**
-   * The store's handoff must pause (credentials missing, refused, or not obtainable): the event waits, never
-   * fails. `sent` says whether a request reached the platform (an attempt to record) or nothing left this box.
+   * The store's handoff must pause (credentials missing, refused, or not obtainable; or the token endpoint out,
+   * `server_error`): the event waits, never fails. `sent` says whether a request reached the platform (an attempt
+   * to record) or nothing left this box.
    */
-  | { kind: 'paused'; httpStatus: number | null; errorClass: 'credentials'; message: string; sent: boolean; pause: PauseRequest };
+  | { kind: 'paused'; httpStatus: number | null; errorClass: 'credentials' | 'server_error'; message: string; sent: boolean; pause: PauseRequest };
 
 /** What a live, authenticated look at the destination found. */
 export interface LinkCheck {

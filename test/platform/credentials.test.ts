@@ -306,6 +306,15 @@ describe('the platform refusing every token for a while', () => {
     s.env.clock.advance(60_000);
     await s.worker.drain();
     expect(await count(s.env, 'events', "outcome = 'delivered'")).toBe(3);
+
+    // A token that died early (401) and a renewal the endpoint answers 503: the attempt sent is Shopify's outage too.
+    fake.expireIssuedTokens();
+    fake.failTokenRequests({ status: 503 });
+    const [late] = await sendMany(s, 'token-503-after-401', 1);
+    await s.worker.drain();
+    const detail = (await call(s.env, 'GET', `/agent/v1/events/${late}`, { token: s.grant })).json.data.event;
+    expect(detail).toMatchObject({ outcome: 'queued', handoffPause: { code: 'SVC_PLATFORM_UNAVAILABLE' } });
+    expect(detail.attemptsDetail.map((a: { code: string }) => a.code)).toEqual(['server_error']);
   });
 });
 

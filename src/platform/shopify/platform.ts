@@ -256,7 +256,8 @@ function noToken(t: Extract<TokenResult, { ok: false }>): { ok: false; kind: 're
 }
 
 function pausedOutcome(t: Extract<TokenResult, { ok: false }>, sent: boolean, httpStatus: number | null = t.httpStatus): HandoffOutcome {
-  return { kind: 'paused', httpStatus: sent ? httpStatus : null, errorClass: 'credentials', message: t.pause.message, sent, pause: t.pause };
+  const errorClass = t.pause.reason === 'platform_unavailable' ? 'server_error' : 'credentials';
+  return { kind: 'paused', httpStatus: sent ? httpStatus : null, errorClass, message: t.pause.message, sent, pause: t.pause };
 }
 
 function failedCheck(t: Extract<TokenResult, { ok: false }>, checkedAt: number): LinkCheck {
