@@ -56,11 +56,15 @@ export async function proveBoxKey(sql: SqlRunner, box: SecretBox, what: string, 
   let sealed = await sealedSample(sql);
   if (sealed === null) {
     // Two instances starting at once on an empty box: one check is kept, and the other instance proves against it.
-    await sql.run('INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING', [
-      KEY_CHECK_SETTING,
-      JSON.stringify(box.seal(KEY_CHECK_PLAIN)),
-      now,
-    ]);
+    try {
+      await sql.run('INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING', [
+        KEY_CHECK_SETTING,
+        JSON.stringify(box.seal(KEY_CHECK_PLAIN)),
+        now,
+      ]);
+    } catch {
+      return; // a box refusing writes (a full disk) holds nothing sealed yet to prove against: a later start writes it
+    }
     sealed = await sealedSample(sql);
   }
   if (sealed === null || !opens(box, sealed)) throw wrongKey(box.source, what);

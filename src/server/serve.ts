@@ -103,7 +103,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
     if (now - mismatchLoggedAt < KEY_MISMATCH_LOG_EVERY_MS) return;
     mismatchLoggedAt = now;
     core.log.error(
-      `secret_key_mismatch: a secret sealed in the database does not open with the key from ${core.box.source} (another instance or a restore sealed it with another key); receipts that need it answer 503. Serve every instance with the box's own key.`,
+      `secret_key_mismatch: a secret sealed in the database (an endpoint's secret, a platform token) does not open with the key from ${core.box.source}: another instance sealed it with another key. What needs it answers 503 secret_key_mismatch; serve every instance with the box's own key.`,
     );
   };
   const app = createApp(core);
