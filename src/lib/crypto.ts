@@ -4,7 +4,7 @@ import { AppError } from '../contract/errors.ts';
 import { base62, randomBase62 } from './ids.ts';
 
 /** Where a box key may come from, as an answer names it to a caller (never which file, never the value). */
-export const BOX_KEY_SOURCES = "HOOKRELAY_SECRET_KEY, or the data directory's secret.key";
+const BOX_KEY_SOURCES = "HOOKRELAY_SECRET_KEY, or the data directory's secret.key";
 
 /** Encrypts endpoint secrets at rest. The 32-byte key never leaves the process. */
 export class SecretBox {
@@ -53,7 +53,7 @@ export class SecretBox {
 }
 
 /** The run-time answer to a sealed secret that does not open: a 503 naming where the key comes from, never which file. */
-export function keyMismatch(): AppError {
+function keyMismatch(): AppError {
   return new AppError(
     'secret_key_mismatch',
     `A secret sealed in this box does not open with the key this server runs with (${BOX_KEY_SOURCES}): it is not the key that sealed the box's secrets. Nothing was done; retry once the operator serves the box with its own key.`,

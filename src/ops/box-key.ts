@@ -12,7 +12,7 @@ import { AppError } from '../contract/errors.ts';
 import type { SecretBox } from '../lib/crypto.ts';
 
 /** The settings row holding the key check (JSON: the sealed constant). */
-export const KEY_CHECK_SETTING = 'box_key_check';
+const KEY_CHECK_SETTING = 'box_key_check';
 const KEY_CHECK_PLAIN = 'hookrelay box key check v1';
 
 /** The queries finding a sealed value, first found wins: each gives its value as `s` (the check's as JSON text). */
@@ -22,7 +22,7 @@ export const SEALED_SAMPLES = [
 ] as const;
 
 /** A sealed value of the box (SEALED_SAMPLES), or null when it holds none. */
-export async function sealedSample(sql: SqlRunner): Promise<string | null> {
+async function sealedSample(sql: SqlRunner): Promise<string | null> {
   for (const q of SEALED_SAMPLES) {
     const s = (await sql.all<{ s: string }>(q.sql, []))[0]?.s;
     if (s != null) return q.json ? (JSON.parse(s) as string) : s;
@@ -41,7 +41,7 @@ export function opens(box: SecretBox, sealed: string): boolean {
 }
 
 /** The refusal of a key that does not open the box's secrets, naming where the key came from. */
-export function wrongKey(source: string, what: string): AppError {
+function wrongKey(source: string, what: string): AppError {
   return new AppError(
     'secret_key_mismatch',
     `The box key from ${source} does not open the secrets sealed in ${what}: it is not the key that sealed them, and every signed receipt would fail. Give serve the box's own key (HOOKRELAY_SECRET_KEY as the box was served with, the same on every instance, or unset to use the data directory's secret.key).`,
