@@ -77,24 +77,27 @@ export function requireDatabase(flag?: string): string {
   );
 }
 
-/** The 32-byte key sealing endpoint secrets: HOOKRELAY_SECRET_KEY, else a 0600 key file made once in the data dir. */
-function loadSecretKey(dataDir: string): Uint8Array {
+/**
+ * The box sealing endpoint secrets, with where its key came from: HOOKRELAY_SECRET_KEY, else a 0600 key file made
+ * once in the data dir.
+ */
+function loadSecretBox(dataDir: string): SecretBox {
   const fromEnv = process.env.HOOKRELAY_SECRET_KEY;
   if (fromEnv) {
     const key = parseSecretKey(fromEnv);
     if (!key) throw new AppError('invalid_input', 'HOOKRELAY_SECRET_KEY must be 64 hex characters or base64 of 32 bytes.');
-    return key;
+    return new SecretBox(key, 'HOOKRELAY_SECRET_KEY');
   }
   const file = join(dataDir, 'secret.key');
   if (existsSync(file)) {
     const key = parseSecretKey(readFileSync(file, 'utf8'));
     if (!key) throw new AppError('invalid_input', `${file} is not a valid key file.`);
-    return key;
+    return new SecretBox(key, file);
   }
   const key = newSecretKey();
   writeFileSync(file, Buffer.from(key).toString('hex'), { mode: 0o600 });
   chmodSync(file, 0o600);
-  return key;
+  return new SecretBox(key, file);
 }
 
 /** Creates the data dir; everything this process creates from now on is owner-only (retained bodies live there). */
@@ -162,7 +165,7 @@ export async function openCore(opts: BootOptions = {}): Promise<Core> {
   const dataDir = prepareDataDir(opts.dataDir);
   // One serve per SQLite file; instances on PostgreSQL are peers and take no lock.
   if (opts.serveLock) lockDataDir(dataDir);
-  const box = new SecretBox(loadSecretKey(dataDir));
+  const box = loadSecretBox(dataDir);
   const repo = await openStorage({ url: null, sqlitePath: databasePath(dataDir), synchronous: opts.synchronous });
   return createCore({ repo, box, log: opts.log, config: defaultConfig(opts.config) });
 }
@@ -186,5 +189,5 @@ async function openPgCore(url: string, opts: BootOptions): Promise<Core> {
     throw pgOpenError(err, url);
   });
   const config = defaultConfig({ ...opts.config, heldSecrets: [...(opts.config?.heldSecrets ?? []), ...urlPasswords(url)] });
-  return createCore({ repo, box: new SecretBox(key), log: opts.log, config });
+  return createCore({ repo, box: new SecretBox(key, 'HOOKRELAY_SECRET_KEY'), log: opts.log, config });
 }

@@ -28,7 +28,10 @@ export interface HandoffConfig {
 
 /** Per `execute` of MCP code mode; each limit ends the run with its own stable error code. */
 export interface SandboxLimits {
-  /** Time spent running agent code, ms: clock time while the sandbox runs, waiting on API calls excluded. */
+  /**
+   * Time spent running agent code, ms: the CPU time of the sandbox process while it runs the code (waiting on API
+   * calls, or for a core on a busy host, is not counted; src/mcp/code-mode.ts).
+   */
   cpuMs: number;
   /** Memory agent code may take, bytes: the sandbox's WebAssembly memory cannot grow past its base plus this. */
   memoryBytes: number;

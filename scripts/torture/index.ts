@@ -235,6 +235,12 @@ if (u && !errored('uploads', u)) {
   mustBeZero('uploads', `RSS growth after they closed over +${u.bounds.after} MiB`, u.afterGrowthMiB > u.bounds.after ? 1 : 0, `+${u.afterGrowthMiB} MiB`);
   const slow = u.rounds.filter((r) => r.goodReceipt.status !== 202).length;
   mustBeZero('uploads', 'signed events during the stall not 202', slow, u.rounds.map((r) => `${r.goodReceipt.status} in ${r.goodReceipt.ms} ms`).join(', '));
+  mustBeZero(
+    'uploads',
+    'signed chunked events from another address during the stall not 202',
+    u.rounds.filter((r) => r.chunkedReceipt.status !== 202).length,
+    u.rounds.map((r) => `${r.chunkedReceipt.status ?? 'none'} in ${r.chunkedReceipt.ms} ms`).join(', '),
+  );
   mustBeZero('uploads', `Connection: close / HTTP/1.0 not answered and closed (of ${u.closes.length})`, u.closesFailed);
   info('uploads', '  closed after the answer (ms)', u.closes.map((c) => c.closedAfterMs ?? 'open').join(' '));
   info('uploads', 'HTTP/1.0 with a Host header left open (Bun hides the version)', u.http10WithHost.filter((c) => c.closedAfterMs === null).length);

@@ -2,7 +2,8 @@
  * Part 5, stalled uploads: POST /hooks bodies sent chunked that never finish, many at once, against the binary.
  * serve's RSS before, at the peak and after the server has closed them, held to stated bounds; every one must be
  * answered (503 past the bound on streamed bodies, 408 at the body deadline) and its connection closed by the
- * server, while a signed event still gets its 202. Then `Connection: close` and HTTP/1.0 on /hooks, the API and
+ * server, while a signed event still gets its 202, sent with a Content-Length and sent chunked from another address
+ * (the stalled uploads hold only their address's share of the bound on streamed bodies). Then `Connection: close` and HTTP/1.0 on /hooks, the API and
  * /status: answered, and the connection closed.
  */
 import { readFileSync } from 'node:fs';
@@ -46,6 +47,11 @@ export interface RoundFigures {
   rssAfterMiB: number;
   /** A signed event sent while the uploads stalled: its status and time. */
   goodReceipt: { status: number; ms: number };
+  /**
+   * A signed event sent chunked (no Content-Length) from another address (127.0.0.2) while the uploads stalled: the
+   * stalled ones hold at most their address's share of the bound on bodies read as streams (null: no answer).
+   */
+  chunkedReceipt: { status: number | null; ms: number };
 }
 
 export interface ConnectionCheck {
@@ -86,9 +92,13 @@ interface Conn {
   socket: net.Socket;
 }
 
-/** Opens a connection, sends `bytes`, and records when an answer's head arrives and when the server closes. */
-function open(port: number, bytes: string): Conn {
-  const c: Conn = { raw: [], answeredAt: null, closedAt: null, socket: net.connect(port, '127.0.0.1') };
+/**
+ * Opens a connection (from the loopback address `from`, else the system's choice), sends `bytes`, and records when
+ * an answer's head arrives and when the server closes.
+ */
+function open(port: number, bytes: string, from?: string): Conn {
+  const socket = net.connect({ port, host: '127.0.0.1', ...(from ? { localAddress: from } : {}) });
+  const c: Conn = { raw: [], answeredAt: null, closedAt: null, socket };
   c.socket.on('data', (d: Buffer) => {
     c.raw.push(d);
     if (c.answeredAt === null && Buffer.concat(c.raw).includes('\r\n\r\n')) c.answeredAt = performance.now();
@@ -128,6 +138,17 @@ async function stalledRound(box: Box, contract: Contract, hookPath: string, secr
     () => 0,
   );
   const goodReceipt = { status: good, ms: Math.round(performance.now() - t0) };
+  const chunkedBody = body.replace('"uploads-', '"uploads-chunked-');
+  const t1 = performance.now();
+  const chunked = open(
+    box.port,
+    `POST ${hookPath} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-Hookrelay-Signature: ${sign(secret, chunkedBody)}\r\nTransfer-Encoding: chunked\r\n\r\n${Buffer.byteLength(chunkedBody).toString(16)}\r\n${chunkedBody}\r\n0\r\n\r\n`,
+    '127.0.0.2',
+  );
+  const chunkedBy = performance.now() + 10_000;
+  while (performance.now() < chunkedBy && chunked.answeredAt === null && chunked.closedAt === null) await Bun.sleep(20);
+  const chunkedReceipt = { status: parseResponse(Buffer.concat(chunked.raw))?.status ?? null, ms: Math.round(performance.now() - t1) };
+  chunked.socket.destroy();
   const deadline = sent + ROUND_WAIT_MS;
   while (performance.now() < deadline && conns.some((c) => c.closedAt === null)) await Bun.sleep(200);
   clearInterval(sampler);
@@ -153,7 +174,20 @@ async function stalledRound(box: Box, contract: Contract, hookPath: string, secr
   await Bun.sleep(2_000);
   const rssAfterMiB = rssMiB(pid);
   const unexpected = n - (answers['408'] ?? 0) - (answers['503'] ?? 0);
-  return { opened: n, answers, unexpected, retryAfterMissing, undocumented, leftOpen, lastAnswerMs, rssBeforeMiB, rssPeakMiB, rssAfterMiB, goodReceipt };
+  return {
+    opened: n,
+    answers,
+    unexpected,
+    retryAfterMissing,
+    undocumented,
+    leftOpen,
+    lastAnswerMs,
+    rssBeforeMiB,
+    rssPeakMiB,
+    rssAfterMiB,
+    goodReceipt,
+    chunkedReceipt,
+  };
 }
 
 /** One request that asks for the connection to be closed; how it was answered and how soon the server closed. */

@@ -31,6 +31,11 @@ export const ERROR_CODES = {
   request_timeout: { status: 408, exitCode: EXIT.unreachable },
   /** Too many request bodies are being received at once (BODY_READ); nothing was done. Retry after Retry-After. */
   server_busy: { status: 503, exitCode: EXIT.rateLimited },
+  /**
+   * A secret sealed in the box does not open with the key this process runs with (HOOKRELAY_SECRET_KEY, or the data
+   * directory's secret.key): not the key that sealed it. Nothing was done; serve refuses to start so (exit 2).
+   */
+  secret_key_mismatch: { status: 503, exitCode: EXIT.usage },
 } as const satisfies Record<string, { status: number; exitCode: number }>;
 export type ErrorCode = keyof typeof ERROR_CODES;
 

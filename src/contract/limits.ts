@@ -112,11 +112,13 @@ export const RETRY_JITTER = 0.2;
  * Reading a request body, on every route (src/lib/body.ts). The whole body must arrive within `deadlineMs` of the
  * start of reading: past it the answer is 408 `request_timeout` and the connection is closed. A body sent without a
  * Content-Length (chunked) is read as a stream, which holds a read buffer of Bun's while it waits for data
- * (docs/reliability.md): at most `streamsInFlight` are read at once, and past them the answer is 503 `server_busy`
- * with Retry-After. A body with a Content-Length costs only the bytes that arrived, so it is not counted: counting
- * those would let a few stalled connections refuse every sender.
+ * (docs/reliability.md): at most `streamsInFlight` are read at once, and at most `streamsPerClient` of them from one
+ * client address (src/lib/auth-failures.ts's clientKey: an IPv4 address, an IPv6 /64), so that one client stalling
+ * uploads cannot hold the whole bound and shut every other chunked sender out; past either the answer is 503
+ * `server_busy` with Retry-After. A body with a Content-Length costs only the bytes that arrived, so it is not
+ * counted: counting those would let a few stalled connections refuse every sender.
  */
-export const BODY_READ = { deadlineMs: 15_000, streamsInFlight: 64, retryAfterSeconds: 2 } as const;
+export const BODY_READ = { deadlineMs: 15_000, streamsInFlight: 64, streamsPerClient: 16, retryAfterSeconds: 2 } as const;
 
 /** Silence watch (an endpoint's expectedEvery): the shortest and the longest quiet time an endpoint may expect. */
 export const SILENCE_WATCH = { minMs: 5 * 60_000, maxMs: 30 * 86_400_000 } as const;

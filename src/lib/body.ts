@@ -4,6 +4,7 @@
  */
 import { AppError } from '../contract/errors.ts';
 import { BODY_READ } from '../contract/limits.ts';
+import type { ClientOf } from './auth-failures.ts';
 
 export type BodyLimits = { readonly [K in keyof typeof BODY_READ]: number };
 
@@ -16,8 +17,19 @@ interface Read {
 let limits: BodyLimits = BODY_READ;
 /** Every body being read in this process, oldest first (a Set keeps insertion order). */
 const reads = new Set<Read>();
-/** Bodies read as streams off the wire (chunked, no Content-Length) right now. */
+/** Bodies read as streams off the wire (chunked, no Content-Length) right now, in all and by client key. */
 let streams = 0;
+const streamsByClient = new Map<string, number>();
+/** The client of each request whose body may be read as a stream (see bodyClient). */
+const clients = new WeakMap<Request, ClientOf>();
+
+/**
+ * Names the client a request's body is counted against when it is read as a stream (app.ts, for each request
+ * sent without a Content-Length), so that readCapped's callers need not pass it.
+ */
+export function bodyClient(req: Request, client: ClientOf): void {
+  clients.set(req, client);
+}
 /**
  * One sweep for every read, instead of a timer per body: a timer set and cleared per receipt cost more CPU than the
  * rest of this bookkeeping together (docs/reliability.md). It runs while reads come, and stops when it finds none.
@@ -45,11 +57,12 @@ function timedOut(): AppError {
   );
 }
 
-function busy(): AppError {
+function busy(fromClient: boolean): AppError {
   const s = limits.retryAfterSeconds;
+  const where = fromClient ? ` from your address (at most ${limits.streamsPerClient})` : '';
   return new AppError(
     'server_busy',
-    `Too many request bodies without a Content-Length are being received at once; nothing was done. Retry after ${s} s, or send a Content-Length.`,
+    `Too many request bodies without a Content-Length are being received at once${where}; nothing was done. Retry after ${s} s, or send a Content-Length.`,
     undefined,
     undefined,
     { 'Retry-After': String(s), Connection: 'close' },
@@ -92,7 +105,7 @@ function guard<T>(r: Read, p: Promise<T>): Promise<T> {
  * Reads the raw body up to `max` bytes; null when it is larger: declared so by Content-Length (nothing is read), or
  * found so while reading a body sent without one. Throws AppError `request_timeout` (408) when the body has not
  * arrived within BODY_READ.deadlineMs, and `server_busy` (503, Retry-After) for a chunked body off the wire past
- * BODY_READ.streamsInFlight; both ask for the connection to be closed (`Connection: close`), serve closes it.
+ * BODY_READ.streamsInFlight, or past BODY_READ.streamsPerClient from its client (bodyClient); both ask for the connection to be closed (`Connection: close`), serve closes it.
  */
 export async function readCapped(req: Request, max: number): Promise<Uint8Array | null> {
   const declared = req.headers.get('content-length');
@@ -111,8 +124,15 @@ export async function readCapped(req: Request, max: number): Promise<Uint8Array 
   // Only a body coming off the wire (chunked) waits for the network, holding a read buffer: those are bounded. A
   // request made in this process (tests, a body passed on) streams from memory.
   const wired = req.headers.has('transfer-encoding');
-  if (wired && streams >= limits.streamsInFlight) throw busy();
-  if (wired) streams++;
+  // Unknown (no address given): counted in the bound only.
+  const who = wired ? (clients.get(req)?.() ?? null) : null;
+  if (wired) {
+    if (streams >= limits.streamsInFlight) throw busy(false);
+    const mine = who === null ? 0 : (streamsByClient.get(who) ?? 0);
+    if (mine >= limits.streamsPerClient) throw busy(true);
+    streams++;
+    if (who !== null) streamsByClient.set(who, mine + 1);
+  }
   const r = begin();
   const reader = req.body.getReader();
   try {
@@ -122,7 +142,14 @@ export async function readCapped(req: Request, max: number): Promise<Uint8Array 
     reader.cancel().catch(() => {});
     throw err;
   } finally {
-    if (wired) streams--;
+    if (wired) {
+      streams--;
+      if (who !== null) {
+        const left = streamsByClient.get(who)! - 1;
+        if (left > 0) streamsByClient.set(who, left);
+        else streamsByClient.delete(who);
+      }
+    }
     reads.delete(r);
   }
 }

@@ -1,11 +1,22 @@
 /** Secret handling: AES-256-GCM at rest, HMAC-SHA256 verification, grant tokens. Nothing here logs. */
 import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { AppError } from '../contract/errors.ts';
 import { base62, randomBase62 } from './ids.ts';
+
+/** Where a box key may come from, as an answer names it to a caller (never which file, never the value). */
+const BOX_KEY_SOURCES = "HOOKRELAY_SECRET_KEY, or the data directory's secret.key";
 
 /** Encrypts endpoint secrets at rest. The 32-byte key never leaves the process. */
 export class SecretBox {
   private readonly keyBytes: Buffer;
-  constructor(key: Uint8Array) {
+  /** Called each time a sealed value does not open (serve logs it); null: nobody listens. */
+  onMismatch: (() => void) | null = null;
+
+  /** `source`: where the key came from, for the operator (HOOKRELAY_SECRET_KEY, or the key file's path). */
+  constructor(
+    key: Uint8Array,
+    readonly source: string = BOX_KEY_SOURCES,
+  ) {
     if (key.length !== 32) throw new Error('secret key must be 32 bytes');
     this.keyBytes = Buffer.from(key);
   }
@@ -23,13 +34,30 @@ export class SecretBox {
     return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.');
   }
 
+  /**
+   * The plain text of a sealed value. Throws AppError `secret_key_mismatch` (503) when it does not open: sealed
+   * under another key (the box served with the wrong HOOKRELAY_SECRET_KEY or secret.key), or not a sealed value.
+   */
   open(sealed: string): string {
-    const [v, iv, tag, ct] = sealed.split('.');
-    if (v !== 'v1' || !iv || !tag || ct === undefined) throw new Error('sealed value malformed');
-    const decipher = createDecipheriv('aes-256-gcm', this.keyBytes, Buffer.from(iv, 'base64url'));
-    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-    return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
+    try {
+      const [v, iv, tag, ct] = sealed.split('.');
+      if (v !== 'v1' || !iv || !tag || ct === undefined) throw new Error('sealed value malformed');
+      const decipher = createDecipheriv('aes-256-gcm', this.keyBytes, Buffer.from(iv, 'base64url'));
+      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+      return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
+    } catch {
+      this.onMismatch?.();
+      throw keyMismatch();
+    }
   }
+}
+
+/** The run-time answer to a sealed secret that does not open: a 503 naming where the key comes from, never which file. */
+function keyMismatch(): AppError {
+  return new AppError(
+    'secret_key_mismatch',
+    `A secret sealed in this box does not open with the key this server runs with (${BOX_KEY_SOURCES}): it is not the key that sealed the box's secrets. Nothing was done; retry once the operator serves the box with its own key.`,
+  );
 }
 
 /** Parses `HOOKRELAY_SECRET_KEY`: 64 hex chars or base64 of 32 bytes. */

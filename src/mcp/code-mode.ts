@@ -2,8 +2,12 @@
  * Runs agent code for `execute`: a fresh sandbox process per run (sandbox-process.ts), its `api.*` calls
  * answered here, and hard stops the OS enforces. QuickJS's interrupt handler ends ordinary runaway code on time;
  * a loop of heavy native operations only reaches it every few thousand steps, so a watchdog here kills the
- * process once its own running time (waiting on api calls excluded) passes the CPU limit by a grace, and a
- * memory watch kills it past its resident-memory bound. Whatever ends the process ends the run, not the server.
+ * process once the CPU time it used running the code passes the CPU limit by a grace, and a memory watch kills it
+ * past its resident-memory bound. Whatever ends the process ends the run, not the server.
+ *
+ * The limit is CPU time, not time on the clock: on a busy host a run waits for a core without being charged for
+ * it (where the OS does not tell a process's CPU time, its time running code on the clock is counted instead). A run
+ * the host never lets run is still ended, at WALL_BACKSTOP times the limit on the clock.
  */
 import { EXECUTE_CONCURRENCY, SANDBOX_PROCESS } from '../contract/limits.ts';
 import type { McpConfig, SandboxLimits } from '../core.ts';
@@ -13,6 +17,8 @@ import { takeProcess } from './sandbox-process.ts';
 
 const GRACE_MS = 250;
 const MEMORY_WATCH_MS = 50;
+/** A run is ended past this many times its CPU limit on the clock, however little CPU it was given meanwhile. */
+const WALL_BACKSTOP = 20;
 
 export type HostAnswer = { ok: true; value: unknown } | { ok: false; error: SandboxError };
 /** Answers one `api.call` / `api.request` of the agent code (the request as the sandbox sent it). */
@@ -62,6 +68,8 @@ async function inProcess(code: string, limits: SandboxLimits, host: Host): Promi
     let inflight = 0;
     let busyMs = 0;
     let since = 0;
+    /** The process's CPU time when the code started (null: the OS does not tell), and what waiting on calls used. */
+    let cpuAtStart: number | null = null;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let ending: SandboxError | null = null;
     const finish = (error: SandboxError | null, outcome?: SandboxOutcome) => {
@@ -77,18 +85,31 @@ async function inProcess(code: string, limits: SandboxLimits, host: Host): Promi
       ending ??= error;
       proc.kill();
     };
-    /** The watchdog runs only while the process runs code, not while it waits on api calls. */
+    /** CPU time the run has used, ms: its process's since the code started, else its time running code on the clock. */
+    const used = (): number => {
+      const cpu = cpuAtStart === null ? null : proc.cpuMs();
+      return cpu === null ? busyMs + performance.now() - since : cpu - cpuAtStart!;
+    };
+    /**
+     * The watchdog runs only while the process runs code, not while it waits on api calls. CPU time never runs ahead
+     * of the clock, so it looks when the rest of the budget could at the earliest be spent, and again until it is.
+     */
+    const watchdog = () => {
+      const left = limits.cpuMs + GRACE_MS - used();
+      if (left > 0 && busyMs + performance.now() - since < WALL_BACKSTOP * limits.cpuMs) {
+        timer = setTimeout(watchdog, Math.max(left, 10));
+        return;
+      }
+      stop({
+        code: 'sandbox_cpu_time_limit',
+        message: `The code ran past the CPU time limit of ${limits.cpuMs} ms and was stopped.`,
+        limitMs: limits.cpuMs,
+      });
+    };
     const arm = () => {
       since = performance.now();
-      timer = setTimeout(
-        () =>
-          stop({
-            code: 'sandbox_cpu_time_limit',
-            message: `The code ran past the CPU time limit of ${limits.cpuMs} ms and was stopped.`,
-            limitMs: limits.cpuMs,
-          }),
-        Math.max(0, limits.cpuMs + GRACE_MS - busyMs),
-      );
+      cpuAtStart ??= proc.cpuMs();
+      timer = setTimeout(watchdog, Math.max(0, limits.cpuMs + GRACE_MS - used()));
     };
     const disarm = () => {
       clearTimeout(timer);

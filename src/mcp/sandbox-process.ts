@@ -18,6 +18,8 @@ const POOL_SIZE = 2;
 /** Starting a process and instantiating QuickJS; past this the sandbox counts as unable to load. */
 const BOOT_TIMEOUT_MS = 15_000;
 const PAGE_BYTES = 4096;
+/** Clock ticks per second of /proc/PID/stat's CPU times (USER_HZ: 100 on every Linux build Bun runs on). */
+const TICKS_PER_SECOND = 100;
 
 export interface SandboxProcess {
   readonly pid: number;
@@ -29,6 +31,8 @@ export interface SandboxProcess {
   readonly alive: boolean;
   /** Resident memory in bytes, where the OS tells (Linux /proc); null elsewhere. */
   residentBytes(): number | null;
+  /** CPU time the process has used (user and system), ms, where the OS tells (Linux /proc); null elsewhere. */
+  cpuMs(): number | null;
   kill(): void;
 }
 
@@ -93,6 +97,16 @@ function start(memoryBytes: number): Promise<SandboxProcess | null> {
     residentBytes() {
       try {
         return Number(readFileSync(`/proc/${proc.pid}/statm`, 'latin1').split(' ')[1]) * PAGE_BYTES;
+      } catch {
+        return null;
+      }
+    },
+    cpuMs() {
+      try {
+        const stat = readFileSync(`/proc/${proc.pid}/stat`, 'latin1');
+        // After the command name (in parentheses, which may hold spaces): state is field 3, utime 14, stime 15.
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
       } catch {
         return null;
       }

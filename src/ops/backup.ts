@@ -21,6 +21,7 @@ import { openSqliteDatabase, SqliteRepo } from '../../db/sqlite/repo.ts';
 import { databasePath } from '../boot.ts';
 import { AppError } from '../contract/errors.ts';
 import { parseSecretKey, SecretBox } from '../lib/crypto.ts';
+import { opens, SEALED_SAMPLES } from './box-key.ts';
 import { VERSION } from '../version.ts';
 import { adminAuditDeps, type AuditDeps } from './human-audit.ts';
 
@@ -241,7 +242,7 @@ function describeSnapshot(path: string): SnapshotFacts {
     );
     if (!tables.has('__hookrelay_migrations')) throw new AppError('invalid_input', 'This database is not a hookrelay box (no migrations table).');
     const count = (t: string) => (tables.has(t) ? (db.query<{ n: number }, []>(`SELECT count(*) AS n FROM ${t}`).get()?.n ?? 0) : 0);
-    const sealed = tables.has('endpoints') ? (db.query<{ s: string }, []>('SELECT secret_sealed AS s FROM endpoints LIMIT 1').get()?.s ?? null) : null;
+    const sealed = sealedIn(db, tables);
     return {
       migrations: db
         .query<{ tag: string }, []>('SELECT tag FROM __hookrelay_migrations ORDER BY tag')
@@ -250,6 +251,31 @@ function describeSnapshot(path: string): SnapshotFacts {
       counts: { stores: count('stores'), endpoints: count('endpoints'), events: count('events') },
       sealed,
     };
+  } finally {
+    db.close();
+  }
+}
+
+/** A sealed value of a snapshot (the queries serve proves its key with, src/ops/box-key.ts), or null when none. */
+function sealedIn(db: Database, tables: Set<string>): string | null {
+  for (const q of SEALED_SAMPLES) {
+    if (!tables.has(q.table)) continue;
+    const s = db.query<{ s: string | null }, []>(q.sql).get()?.s ?? null;
+    if (s !== null) return q.json ? (JSON.parse(s) as string) : s;
+  }
+  return null;
+}
+
+function snapshotSealed(path: string): string | null {
+  const db = new Database(path, { readonly: true });
+  try {
+    const tables = new Set(
+      db
+        .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .all()
+        .map((r) => r.name),
+    );
+    return sealedIn(db, tables);
   } finally {
     db.close();
   }
@@ -396,6 +422,8 @@ export function restoreBackup(opts: {
       if (!key || (header.key.fingerprint !== null && keyFingerprint(key) !== header.key.fingerprint)) throw damaged(from, 'secret.key');
       keyToWrite = key;
     }
+    // The header's fingerprint is only what the file says: the key must open a secret sealed in the snapshot.
+    provenKey(snapshotSealed(staged), plan.source === 'backup' ? keyToWrite : (plan.key ?? null), plan.source, plan.name);
     if (keyToWrite) writePrivate(stagedKey, Buffer.from(Buffer.from(keyToWrite).toString('hex')));
     // Replace: a -wal or -shm left by the box before would be read as part of the restored database.
     for (const f of [`${dbFile}-wal`, `${dbFile}-shm`, `${dbFile}-journal`]) rmSync(f, { force: true });
@@ -420,7 +448,7 @@ function keyPlan(
   keyFile: string | undefined,
   env: Record<string, string | undefined>,
   existing: string | null,
-): { source: RestoreResult['key']; write: Uint8Array | null } {
+): { source: RestoreResult['key']; write: Uint8Array | null; key?: Uint8Array; name?: string } {
   const want = header.key.fingerprint;
   const fromEnv = envKey(env);
   const mismatch = (what: string, key: Uint8Array) =>
@@ -436,18 +464,35 @@ function keyPlan(
   if (keyFile) {
     const key = readKeyFile(resolve(keyFile));
     if (want && keyFingerprint(key) !== want) throw mismatch(`--key-file ${resolve(keyFile)}`, key);
-    return { source: '--key-file', write: key };
+    return { source: '--key-file', write: key, key, name: `--key-file ${resolve(keyFile)}` };
   }
-  if (fromEnv) return { source: 'HOOKRELAY_SECRET_KEY', write: null };
+  if (fromEnv) return { source: 'HOOKRELAY_SECRET_KEY', write: null, key: fromEnv, name: 'HOOKRELAY_SECRET_KEY' };
   if (!want) return { source: 'none needed', write: null };
   if (existing) {
     const key = readKeyFile(existing);
     if (keyFingerprint(key) !== want) throw mismatch(existing, key);
-    return { source: 'secret.key already in the data directory', write: null };
+    return { source: 'secret.key already in the data directory', write: null, key, name: existing };
   }
   throw new AppError(
     'invalid_input',
     `This backup was taken without its key (fingerprint ${want}): give --key-file PATH (the secret.key kept beside the backup) or set HOOKRELAY_SECRET_KEY to it. Nothing was restored.`,
+  );
+}
+
+/**
+ * Refuses the restore (nothing written yet) unless `key` opens `sealed`, a secret of the snapshot: a header edited to
+ * carry another key's fingerprint, or a backup whose key section is another key's, would restore a box whose every
+ * signature check fails. A snapshot holding no sealed value needs no key.
+ */
+function provenKey(sealed: string | null, key: Uint8Array | null, source: RestoreResult['key'], name: string | undefined): void {
+  if (sealed === null) return;
+  const what = source === 'backup' ? "the backup's own key section" : (name ?? 'no key');
+  if (key && opens(new SecretBox(key, what), sealed)) return;
+  throw new AppError(
+    'secret_key_mismatch',
+    key
+      ? `${what} does not open the secrets sealed in this backup, whatever its header says: it is not the key that sealed them, and the restored box would answer every signed receipt with an error. Give the box's own key (--key-file, or HOOKRELAY_SECRET_KEY). Nothing was restored.`
+      : "This backup's header names no key, but the box holds sealed secrets: give the key that sealed them (--key-file PATH, or HOOKRELAY_SECRET_KEY). Nothing was restored.",
   );
 }
 

@@ -76,6 +76,8 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
         { 'Retry-After': '5', Connection: 'close' },
       );
     }
+    // A secret that does not open with this box's key (src/lib/crypto.ts): the operator's to fix, never a 500.
+    if (err instanceof AppError && err.code === 'secret_key_mismatch') return reply(err.status, { code: err.code, message: err.message });
     const fault = storageFault(err);
     if (!fault) throw err;
     return reply(

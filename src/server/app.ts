@@ -19,6 +19,7 @@ import { errorResponse } from './http.ts';
 import { createMetricsHandler } from './metrics.ts';
 import { VERSION } from '../version.ts';
 import { AuthFailureLimiter, lazyClient, trustsProxy } from '../lib/auth-failures.ts';
+import { bodyClient } from '../lib/body.ts';
 
 /** How long GET /status waits for its read of the database. */
 const STATUS_PROBE_MS = 2_000;
@@ -102,6 +103,8 @@ export function createApp(core: Core): App {
   async function fetch(req: Request, peer: string | null | (() => string | null) = null): Promise<Response> {
     const path = pathOf(req.url);
     const client = lazyClient(req, peer, trustProxy);
+    // A chunked body is read as a stream off the wire, counted against its client (src/lib/body.ts).
+    if (req.headers.has('transfer-encoding')) bodyClient(req, client);
     if (path.startsWith('/hooks/')) {
       const id = safeDecode(path.slice('/hooks/'.length));
       if (id && !id.includes('/')) return inbound(req, id, client);

@@ -12,6 +12,7 @@ import { createApp, pathOf, type App } from './app.ts';
 import { errorResponse, supportCodeOf } from './http.ts';
 import { clientAddress, trustsProxy } from '../lib/auth-failures.ts';
 import { nextRequestId, tagRequest } from '../lib/request-ids.ts';
+import { proveBoxKey } from '../ops/box-key.ts';
 
 export interface RunningServer {
   app: App;
@@ -90,7 +91,21 @@ const SHUTTING_DOWN = new AppError('shutting_down', 'The server is stopping; not
   Connection: 'close',
 });
 
+/** How often at most serve logs that a sealed secret did not open (each receipt answers 503 meanwhile). */
+const KEY_MISMATCH_LOG_EVERY_MS = 60_000;
+
 export async function startServer(core: Core, opts: StartOptions): Promise<RunningServer> {
+  // The key must open the box's secrets before anyone is answered (src/ops/box-key.ts); exits 2 when it does not.
+  await proveBoxKey(core.repo.sql, core.box, core.repo.capabilities.multiInstance ? 'the PostgreSQL database' : 'this box', core.clock.now());
+  let mismatchLoggedAt = -Infinity;
+  core.box.onMismatch = () => {
+    const now = performance.now();
+    if (now - mismatchLoggedAt < KEY_MISMATCH_LOG_EVERY_MS) return;
+    mismatchLoggedAt = now;
+    core.log.error(
+      `secret_key_mismatch: a secret sealed in the database (an endpoint's secret, a platform token) does not open with the key from ${core.box.source}: another instance sealed it with another key. What needs it answers 503 secret_key_mismatch; serve every instance with the box's own key.`,
+    );
+  };
   const app = createApp(core);
   const worker = new HandoffWorker(core, opts.destinations);
   const file = opts.relayThread ? core.repo.capabilities.relayFile : null;

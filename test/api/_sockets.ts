@@ -15,8 +15,9 @@ export class Conn {
   private readonly sock: net.Socket;
   private waiters: (() => void)[] = [];
 
-  constructor(port: number, bytes: string) {
-    this.sock = net.connect(port, '127.0.0.1', () => this.sock.write(bytes));
+  /** `from`: the loopback address the connection comes from (127.0.0.2 …: another client), else the system's choice. */
+  constructor(port: number, bytes: string, from?: string) {
+    this.sock = net.connect({ port, host: '127.0.0.1', ...(from ? { localAddress: from } : {}) }, () => this.sock.write(bytes));
     this.sock.on('data', (d: Buffer) => {
       this.raw = Buffer.concat([this.raw, d]);
       if (this.answeredAt === null && this.parse()) this.answeredAt = performance.now();

@@ -9,7 +9,7 @@ import { startServer, type RunningServer } from '../../src/server/serve.ts';
 import { addGrant, addStore, createEndpoint, createTestEnv, orderEvent, type TestEnv } from '../helpers.ts';
 import { Conn } from './_sockets.ts';
 
-const LIMITS: BodyLimits = { deadlineMs: 600, streamsInFlight: 2, retryAfterSeconds: 3 };
+const LIMITS: BodyLimits = { deadlineMs: 600, streamsInFlight: 2, streamsPerClient: 2, retryAfterSeconds: 3 };
 let previous: BodyLimits;
 let env: TestEnv;
 let running: RunningServer;

@@ -7,8 +7,10 @@ import { Database } from 'bun:sqlite';
 import { afterAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { openSqliteDatabase, SqliteRepo } from '../../db/sqlite/repo.ts';
 import { keyFingerprint } from '../../src/ops/backup.ts';
-import { parseSecretKey } from '../../src/lib/crypto.ts';
+import { proveBoxKey } from '../../src/ops/box-key.ts';
+import { parseSecretKey, SecretBox } from '../../src/lib/crypto.ts';
 import { admin, adminBox, SPAWN_TIMEOUT_MS } from './admin-run.ts';
 
 // These tests spawn the CLI: room for a loaded machine (a per-file default; see test/preload.ts).
@@ -228,6 +230,59 @@ describe('restore', () => {
       expect(forced.json.replaced).not.toContain('secret.key');
       expect(grantIds(target)).toEqual(before);
       expect(auditOf(target, 'restore').map((r) => r.outcome)).toEqual(['ok']);
+    },
+    SPAWN_TIMEOUT_MS,
+  );
+});
+
+describe('restore and the key that opens the box', () => {
+  it(
+    'refuses a key that matches an edited header but does not open a secret sealed in the backup (exit 2 secret_key_mismatch); the right key restores it',
+    async () => {
+      const sealedBox = dir('sealed');
+      expect(run('init', '--shop', SHOP, '--data-dir', sealedBox).code).toBe(0);
+      const ownKey = readFileSync(join(sealedBox, 'secret.key'), 'utf8');
+      // What serve's first start leaves in a box (src/ops/box-key.ts): a check sealed with the box's key.
+      const sqlite = openSqliteDatabase({ path: join(sealedBox, 'hookrelay.db') });
+      try {
+        await proveBoxKey(new SqliteRepo(sqlite).sql, new SecretBox(parseSecretKey(ownKey)!), 'this box', Date.now());
+      } finally {
+        sqlite.close();
+      }
+      expect(run('backup', '--to', file('sealed.hrbk'), '--data-dir', sealedBox).code).toBe(0);
+      expect(run('backup', '--to', file('sealed-key.hrbk'), '--include-key', '--data-dir', sealedBox).code).toBe(0);
+
+      const wrong = 'ef'.repeat(32);
+      writeFileSync(file('wrong.key'), wrong);
+      const wrongPrint = keyFingerprint(parseSecretKey(wrong)!);
+      // The header edited to carry the wrong key's fingerprint: the fingerprint check alone lets that key through.
+      const plain = parse(file('sealed.hrbk'));
+      plain.header.key.fingerprint = wrongPrint;
+      writeFileSync(file('edited.hrbk'), Buffer.concat([Buffer.from(`${JSON.stringify(plain.header)}\n`), plain.bytes.subarray(plain.offset)]));
+      // A backup holding its key, the key section swapped for another key with its checksum and fingerprint to match.
+      const keyed = parse(file('sealed-key.hrbk'));
+      const [dbSection, keySection] = keyed.header.sections;
+      keyed.header.key.fingerprint = wrongPrint;
+      keyed.header.sections = [dbSection, { ...keySection, bytes: wrong.length, sha256: new Bun.CryptoHasher('sha256').update(wrong).digest('hex') }];
+      const dbBytes = keyed.bytes.subarray(keyed.offset, keyed.offset + dbSection.bytes);
+      writeFileSync(file('swapped.hrbk'), Buffer.concat([Buffer.from(`${JSON.stringify(keyed.header)}\n`), dbBytes, Buffer.from(wrong)]));
+
+      const target = dir('restored-sealed');
+      for (const r of [
+        run('restore', '--from', file('edited.hrbk'), '--data-dir', target, '--key-file', file('wrong.key')),
+        admin(box, cwd, ['restore', '--from', file('edited.hrbk'), '--data-dir', target], { HOOKRELAY_SECRET_KEY: wrong }),
+        run('restore', '--from', file('swapped.hrbk'), '--data-dir', target),
+      ]) {
+        expect(r.code).toBe(2);
+        expect(r.json.error.code).toBe('secret_key_mismatch');
+        expect(r.json.error.message).toContain('Nothing was restored');
+        expect(JSON.stringify(r.json) + r.stderr).not.toContain(wrong);
+        expect(readdirSync(target).filter((f) => !f.startsWith('serve.'))).toEqual([]);
+      }
+
+      const ok = run('restore', '--from', file('sealed.hrbk'), '--data-dir', target, '--key-file', join(sealedBox, 'secret.key'));
+      expect(ok.code).toBe(0);
+      expect(readFileSync(join(target, 'secret.key'), 'utf8')).toBe(ownKey);
     },
     SPAWN_TIMEOUT_MS,
   );

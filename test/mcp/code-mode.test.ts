@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { DEFAULT_MCP } from '../../src/core.ts';
+import { readFileSync } from 'node:fs';
+import { runningSandboxPids } from '../../src/mcp/sandbox-process.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { createEndpoint, orderEvent, rows, sendHook } from '../helpers.ts';
 import { execute, startMcpServer, tool, type McpServerUnderTest } from './harness.ts';
@@ -8,8 +10,15 @@ import { execute, startMcpServer, tool, type McpServerUnderTest } from './harnes
 /** These tests spawn sandbox processes: a busy machine must not fail them on time. */
 const SLOW = 30_000;
 
-/** The CPU clock is time spent running agent code; generous here so a loaded machine only trips the limit under test. */
+/** The CPU limit is the sandbox's own CPU time running agent code: a loaded machine slows a run without using it up. */
 const LIMITS = { cpuMs: 10_000, memoryBytes: 16 * 1024 * 1024, maxCalls: 10, maxResultBytes: 64 * 1024 };
+
+/** The CPU time a process has used, ms (Linux /proc; USER_HZ 100). */
+const processCpuMs = (pid: number) => {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+};
 
 let s: McpServerUnderTest;
 let admin: { grantId: string; token: string };
@@ -206,6 +215,38 @@ describe('execute', () => {
   );
 
   it(
+    'charges the CPU time the code used, not time on the clock: a run held stopped past its whole limit (a host too busy to give it a core) finishes',
+    async () => {
+      const cpuMs = 2_000;
+      const tight = await startMcpServer({ mcp: { ...DEFAULT_MCP, limits: { ...LIMITS, cpuMs } } });
+      try {
+        const tc = await tight.connect((await tight.grant()).token);
+        // A few hundred ms of CPU in QuickJS, well inside the limit.
+        const run = execute(tc, 'let x = 0; for (let i = 0; i < 3e5; i++) x = (x + i) % 1000003; return x;');
+        let settled = false;
+        void run.then(() => (settled = true));
+        let pid: number | undefined;
+        while (!(pid = runningSandboxPids()[0]) && !settled) await Bun.sleep(5);
+        // Running the code: its process has used CPU since it was handed the run (it came warm from the pool).
+        const handed = processCpuMs(pid!);
+        while (!settled && processCpuMs(pid!) - handed < 50) await Bun.sleep(5);
+        expect(settled).toBe(false);
+        process.kill(pid!, 'SIGSTOP');
+        await Bun.sleep(cpuMs + 1_000); // past the limit and its grace on the clock, with no CPU given
+        try {
+          process.kill(pid!, 'SIGCONT');
+        } catch {} // ended meanwhile: the run's answer says why
+        const r = await run;
+        expect(r.doc.error).toBeUndefined();
+        expect(r.doc.result).toBe(Array.from({ length: 3e5 }).reduce<number>((x, _, i) => (x + i) % 1000003, 0));
+      } finally {
+        await tight.stop();
+      }
+    },
+    SLOW,
+  );
+
+  it(
     'stops memory bombs at the memory limit',
     async () => {
       const bombs = [
@@ -213,6 +254,8 @@ describe('execute', () => {
         'const a = []; while (true) a.push("x".repeat(1 << 20) + a.length);',
         'const a = []; while (true) a.push(new Array(1e5).fill(a.length));',
       ];
+      // The CPU limit (10 s) is CPU time, which a busy host does not use up (test above): only the memory limit can
+      // end these, however slowly they run. The timeout is the harness's guard against a hang, not a measure.
       for (const bomb of bombs) {
         const r = await execute(client, bomb);
         expect(r.isError).toBe(true);
@@ -220,7 +263,7 @@ describe('execute', () => {
         expect(r.doc.error.message).toContain('16 MiB');
       }
     },
-    SLOW,
+    4 * SLOW,
   );
 
   it(
