@@ -14,9 +14,10 @@ import { databasePart, type DatabaseFigures } from './database.ts';
 import { floodPart, type FloodFigures } from './flood.ts';
 import { fuzzPart, type FuzzFigures } from './fuzz.ts';
 import { sandboxPart, type SandboxFigures } from './sandbox.ts';
+import { shopifyPart, type ShopifyFigures } from './shopify.ts';
 import { uploadsPart, type UploadsFigures } from './uploads.ts';
 
-const PARTS = ['crash', 'fuzz', 'flood', 'sandbox', 'uploads', 'database'] as const;
+const PARTS = ['crash', 'fuzz', 'flood', 'sandbox', 'uploads', 'database', 'shopify'] as const;
 type Part = (typeof PARTS)[number];
 
 const { values: a } = parseArgs({
@@ -32,15 +33,17 @@ const { values: a } = parseArgs({
 });
 
 if (a.help) {
-  process.stdout.write(`usage: bun run torture [--quick] [--seed N] [--json] [--only crash,fuzz,flood,sandbox,uploads,database] [--bin PATH] [--keep]
+  process.stdout.write(`usage: bun run torture [--quick] [--seed N] [--json] [--only crash,fuzz,flood,sandbox,uploads,database,shopify] [--bin PATH] [--keep]
   --quick   the CI size: 3 kill -9 + 1 SIGTERM, 300 fuzz cases, 500 flood requests, the sandbox set once, 500 stalled uploads once,
-            PostgreSQL frozen 8 s, then stopped, killed and restarted once each under load
+            PostgreSQL frozen 8 s, then stopped, killed and restarted once each under load, 300 requests per unauthenticated
+            Shopify path and every signed Shopify body replayed 15 ways
             default: 20 kill -9 + 5 SIGTERM, 2000 fuzz cases, 10,000 flood requests, the sandbox set 3 times, 1,000 stalled uploads twice,
-            PostgreSQL frozen 20 s, then stopped, killed and restarted 3 times each
+            PostgreSQL frozen 20 s, then stopped, killed and restarted 3 times each, 2,000 per unauthenticated Shopify path
   --seed    fuzz cases, kill moments and flood values derive from it (default 13)
   --bin     test this binary instead of building dist/hookrelay first
   --keep    keep the temporary data dirs and server logs (their paths are logged)
-Exit 1 when lost, unexplained repeats, 5xx, undocumented shapes or server deaths are not 0.\n`);
+Exit 1 when lost, unexplained repeats, 5xx, undocumented shapes, server deaths, changes made by replayed Shopify bodies or rows
+written by unauthenticated requests are not 0.\n`);
   process.exit(0);
 }
 
@@ -57,7 +60,8 @@ const SIZE = a.quick
       uploadRounds: 1,
       dbFreezeMs: 8_000,
       dbStopRounds: 1,
-      watchdogMs: 6 * 60_000,
+      shopifyFloodEach: 300,
+      watchdogMs: 7 * 60_000,
     }
   : {
       kills: 20,
@@ -70,7 +74,8 @@ const SIZE = a.quick
       uploadRounds: 2,
       dbFreezeMs: 20_000,
       dbStopRounds: 3,
-      watchdogMs: 15 * 60_000,
+      shopifyFloodEach: 2000,
+      watchdogMs: 16 * 60_000,
     };
 
 const seed = Number(a.seed);
@@ -113,6 +118,7 @@ interface Results {
   sandbox?: SandboxFigures | { error: string };
   uploads?: UploadsFigures | { error: string };
   database?: DatabaseFigures | { error: string };
+  shopify?: ShopifyFigures | { error: string };
 }
 
 const started = Date.now();
@@ -146,6 +152,8 @@ if (only.has('database')) {
     databasePart({ bin, rand: rand('database'), freezeMs: SIZE.dbFreezeMs, stopRounds: SIZE.dbStopRounds, senders: 4, keep: a.keep }),
   );
 }
+if (only.has('shopify'))
+  results.shopify = await attempt('shopify', () => shopifyPart({ bin, rand: rand('shopify'), floodEach: SIZE.shopifyFloodEach, concurrency: 8, keep: a.keep }));
 clearTimeout(watchdog);
 
 type Row = [part: string, figure: string, value: string | number, verdict: '' | 'ok' | 'FAIL'];
@@ -281,6 +289,30 @@ if (d && !errored('database', d)) {
     info('database', 'ERROR lines in the server log', d.errorLines);
   }
 }
+const sh = results.shopify;
+if (sh && !errored('shopify', sh)) {
+  info('shopify', 'lifecycle deliveries by the fake (topic: statuses)', sh.lifecycle.length);
+  for (const l of sh.lifecycle) info('shopify', `  ${l}`, '');
+  mustBeZero('shopify', 'lifecycle deliveries not answered 2xx', sh.lifecycleRefused);
+  info('shopify', 'replays of signed bodies: sent / taken (200 received)', `${sh.replays.sent} / ${sh.replays.taken}`);
+  info('shopify', 'replay answers', statusList(sh.replays.statuses));
+  mustBeZero('shopify', 'plan changes caused by replays (finding 1: billing replay)', sh.planChanges.length);
+  mustBeZero('shopify', 'erasures caused by replays (finding 2: topic confusion)', sh.erasures.length);
+  mustBeZero('shopify', 'uninstalls caused by replays', sh.uninstalls.length);
+  mustBeZero('shopify', 'records written by replays (finding 2: topic confusion; data requests under new ids)', sh.recordsCreated.length);
+  for (const fp of sh.floods) {
+    const added = Object.values(fp.rowsAdded).reduce((t, n) => t + n, 0);
+    const tables = (r: Record<string, number>) =>
+      Object.entries(r)
+        .map(([k, v]) => `${k}+${v}`)
+        .join(' ') || '0';
+    info('shopify', `${fp.path}: answers`, statusList(fp.statuses));
+    mustBeZero('shopify', `  rows written by its ${fp.sent} requests (${fp.finding})`, added, tables(fp.rowsAdded));
+    info('shopify', '  rows kept by the limiter (excluded above)', tables(fp.rowsExcluded));
+    info('shopify', '  serve log lines written', fp.logLines);
+  }
+  mustBeZero('shopify', '5xx (floods and replays)', sh.serverErrors);
+}
 
 const meta = {
   mode: a.quick ? 'quick' : 'full',
@@ -308,6 +340,15 @@ if (a.json) {
   ];
   if (f && !('error' in f) && f.offenders.length) out.push('', 'first undocumented answers (fuzz):', ...f.offenders.map((o) => `  ${o}`));
   if (c && !('error' in c) && c.lostIds.length) out.push('', `lost event ids (first): ${c.lostIds.join(', ')}`);
+  if (sh && !('error' in sh)) {
+    const effects = [
+      ...sh.planChanges.map((e) => `  plan changed (finding 1, billing replay): ${e.replay}: ${e.change}`),
+      ...sh.erasures.map((e) => `  erased (finding 2, topic confusion): ${e.replay}: ${e.change}`),
+      ...sh.uninstalls.map((e) => `  uninstalled: ${e.replay}: ${e.change}`),
+      ...sh.recordsCreated.map((e) => `  records written: ${e.replay}: ${e.change}`),
+    ];
+    if (effects.length) out.push('', 'what replayed Shopify bodies changed (shopify):', ...effects);
+  }
   out.push('', failures.length ? `FAIL: ${failures.join('; ')}` : 'ok: nothing lost, no unexplained repeat, no 5xx, no undocumented shape, no server death');
   process.stdout.write(`${out.join('\n')}\n`);
 }

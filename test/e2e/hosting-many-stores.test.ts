@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sign } from '../../scripts/bench/_lib.ts';
 import { closedPort } from '../cli/harness.ts';
+import { browse } from '../fixtures/fake-shopify.ts';
 import { until } from '../fixtures/handoff.ts';
 import { runToExit, spawnServe, type ServeProcess } from '../fixtures/serve-process.ts';
 
@@ -34,35 +35,6 @@ afterAll(async () => {
   await Promise.all([serve?.proc.exited, fake?.exited]);
   rmSync(dir, { recursive: true, force: true });
 });
-
-/**
- * What `curl -sL -c jar -b jar URL` does: follows every redirect (to the shop's authorize page, back to the
- * callback), keeping the cookies each answer sets for the path they name. Returns the last answer's status and page.
- */
-async function followWithCookieJar(start: string): Promise<{ status: number; page: string }> {
-  const jar = new Map<string, { value: string; path: string }>();
-  let url = start;
-  for (let hop = 0; hop < 10; hop++) {
-    const path = new URL(url).pathname;
-    const cookie = [...jar]
-      .filter(([, c]) => path.startsWith(c.path))
-      .map(([k, c]) => `${k}=${c.value}`)
-      .join('; ');
-    const res = await fetch(url, { redirect: 'manual', headers: cookie ? { cookie } : {} });
-    for (const set of res.headers.getSetCookie()) {
-      const [pair = '', ...attrs] = set.split(';').map((s) => s.trim());
-      const [k = '', ...v] = pair.split('=');
-      const p = attrs.find((a) => a.toLowerCase().startsWith('path='))?.slice(5) ?? '/';
-      if (attrs.some((a) => a.toLowerCase() === 'max-age=0')) jar.delete(k);
-      else jar.set(k, { value: v.join('='), path: p });
-    }
-    const next = res.headers.get('location');
-    if (res.status < 300 || res.status >= 400 || !next) return { status: res.status, page: await res.text() };
-    await res.arrayBuffer();
-    url = new URL(next, url).toString();
-  }
-  throw new Error('too many redirects');
-}
 
 describe('hosting for many stores, on the fake Shopify, as the README says', () => {
   it('install two stores, relay their events, uninstall one (app/uninstalled), then shop/redact erases only its bodies', async () => {
@@ -95,7 +67,7 @@ describe('hosting for many stores, on the fake Shopify, as the README says', () 
 
     // Two merchants install: curl -sL -c jar -b jar 'http://127.0.0.1:8787/auth/install?shop=…'
     for (const shop of [A, B]) {
-      const landed = await followWithCookieJar(`${base}/auth/install?shop=${shop}`);
+      const landed = await browse(`${base}/auth/install?shop=${shop}`);
       expect(landed.status).toBe(200);
       expect(landed.page).toContain(`hookrelay is installed on ${shop}`);
     }
