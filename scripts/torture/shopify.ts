@@ -431,7 +431,7 @@ async function replayAll(box: Box, host: FakeShopifyHost, delivered: FakeHostWeb
         sent++;
         const key = res ? String(res.status) : 'network';
         statuses[key] = (statuses[key] ?? 0) + 1;
-        if (!res || res.status !== 200 || !res.body.includes('"received"')) continue;
+        if (res?.status !== 200 || !res.body.includes('"received"')) continue;
         taken++;
         await settled(box, 5_000);
         const after = snapshot(box);
