@@ -217,6 +217,24 @@ describe('signed webhooks for every topic hookrelay subscribes to', () => {
   });
 });
 
+describe('what an outsider holding a delivered body can send', () => {
+  it('resend: the same bytes with their valid signature, under a new webhook id, another topic or another shop', async () => {
+    const w = await host.sendWebhook(A, 'customers/data_request', { customer: 9 });
+    const res = await host.resend(w, { topic: 'customers/redact', shop: B });
+    expect(res.status).toBe(200);
+    const [first, again] = arrivals;
+    expect(again!.body).toBe(first!.body);
+    expect(again!.headers['x-shopify-hmac-sha256']).toBe(first!.headers['x-shopify-hmac-sha256']!);
+    expect(again!.headers['x-shopify-topic']).toBe('customers/redact');
+    expect(again!.headers['x-shopify-shop-domain']).toBe(B);
+    expect(again!.headers['x-shopify-webhook-id']).not.toBe(first!.headers['x-shopify-webhook-id']!);
+    expect(again!.headers['x-shopify-event-id']).not.toBe(first!.headers['x-shopify-event-id']!);
+    // Not a delivery of Shopify's: the host's record is unchanged.
+    expect(host.webhooks).toHaveLength(1);
+    expect(w.attempts).toHaveLength(1);
+  });
+});
+
 describe("Shopify's retries", () => {
   it('a delivery not answered 2xx (5xx, a redirect) is retried on schedule with the same id, body and trigger time, until a 2xx', async () => {
     answers.push(500, 302, 503);
