@@ -162,7 +162,7 @@ const failures: string[] = [];
 /** A figure that must be zero: ok, or FAIL (and a failure). */
 const mustBeZero = (part: string, figure: string, n: number, shown: string | number = n) => {
   rows.push([part, figure, shown, n === 0 ? 'ok' : 'FAIL']);
-  if (n !== 0) failures.push(`${part}: ${figure} = ${n}`);
+  if (n !== 0) failures.push(`${part}: ${figure.trim()} = ${n}`);
 };
 const info = (part: string, figure: string, value: string | number) => rows.push([part, figure, value, '']);
 const errored = (part: string, r: object | undefined): r is { error: string } => {

@@ -355,8 +355,7 @@ async function actOutLifecycle(box: Box, host: FakeShopifyHost, tenants: Map<str
   await chose.arrayBuffer();
   const sub = host.shop(S1).subscriptions.at(-1);
   if (chose.status !== 302 || !sub) throw new Error(`choosing growth: ${chose.status}, no subscription on the fake`);
-  host.shop(S1).approveSubscription(sub.id);
-  await host.sendWebhook(S1, 'app_subscriptions/update');
+  await host.sendWebhook(S1, 'app_subscriptions/update', { payload: host.shop(S1).approveSubscription(sub.id) });
   await settled(box);
   sub.status = 'CANCELLED'; // the merchant cancels it in their admin
   await host.sendWebhook(S1, 'app_subscriptions/update');

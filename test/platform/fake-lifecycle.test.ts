@@ -193,6 +193,9 @@ describe('signed webhooks for every topic hookrelay subscribes to', () => {
       name: 'growth',
       status: 'PENDING',
       admin_graphql_api_shop_id: `gid://shopify/Shop/${shopId}`,
+      currency: 'USD',
+      price: '79.00',
+      interval: 'every_30_days',
     });
     expect(body('customers/redact')).toMatchObject({ shop_id: shopId, shop_domain: A, customer: { id: 42 }, orders_to_redact: [7, 8] });
     expect(body('customers/data_request')).toMatchObject({
