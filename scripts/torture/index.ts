@@ -294,6 +294,8 @@ if (sh && !errored('shopify', sh)) {
   info('shopify', 'lifecycle deliveries by the fake (topic: statuses)', sh.lifecycle.length);
   for (const l of sh.lifecycle) info('shopify', `  ${l}`, '');
   mustBeZero('shopify', 'lifecycle deliveries not answered 2xx', sh.lifecycleRefused);
+  mustBeZero('shopify', 'lifecycle steps without their effect (replays would prove nothing)', sh.lifecycleMissing.length);
+  for (const m of sh.lifecycleMissing) info('shopify', `  missing: ${m}`, '');
   info('shopify', 'replays of signed bodies: sent / taken (200 received)', `${sh.replays.sent} / ${sh.replays.taken}`);
   info('shopify', 'replay answers', statusList(sh.replays.statuses));
   mustBeZero('shopify', 'plan changes caused by replays (finding 1: billing replay)', sh.planChanges.length);

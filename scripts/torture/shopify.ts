@@ -57,6 +57,8 @@ export interface ShopifyFigures {
   lifecycle: string[];
   /** Legitimate deliveries not answered 2xx at once. */
   lifecycleRefused: number;
+  /** Lifecycle steps whose effect was not seen (a plan not moved, a body not erased): the replays would prove nothing. */
+  lifecycleMissing: string[];
   replays: { sent: number; statuses: Record<string, number>; taken: number };
   planChanges: ReplayEffect[];
   erasures: ReplayEffect[];
@@ -115,6 +117,7 @@ export async function shopifyPart(o: ShopifyOptions): Promise<ShopifyFigures> {
       floods,
       lifecycle: lifecycle.delivered.map((w) => `${w.topic} for ${w.shop}: ${w.attempts.map((a) => a.status ?? 'none').join(',')}`),
       lifecycleRefused: lifecycle.delivered.filter((w) => w.state !== 'delivered').length,
+      lifecycleMissing: lifecycle.missing,
       replays: replays.summary,
       planChanges: replays.planChanges,
       erasures: replays.erasures,
@@ -355,20 +358,34 @@ async function actOutLifecycle(box: Box, host: FakeShopifyHost, tenants: Map<str
   await chose.arrayBuffer();
   const sub = host.shop(S1).subscriptions.at(-1);
   if (chose.status !== 302 || !sub) throw new Error(`choosing growth: ${chose.status}, no subscription on the fake`);
+  // Each step must have had its effect, or replaying its body would prove nothing.
+  const missing: string[] = [];
+  const expectThat = (ok: boolean, step: string) => {
+    if (!ok) missing.push(step);
+  };
+  const start = snapshot(box);
   await host.sendWebhook(S1, 'app_subscriptions/update', { payload: host.shop(S1).approveSubscription(sub.id) });
   await settled(box);
-  sub.status = 'CANCELLED'; // the merchant cancels it in their admin
-  await host.sendWebhook(S1, 'app_subscriptions/update');
+  expectThat(snapshot(box).plan.get(S1)?.startsWith('growth/') === true, `${S1} on growth after its approval`);
+  // The merchant cancels it in their admin.
+  await host.sendWebhook(S1, 'app_subscriptions/update', { payload: host.shop(S1).cancelSubscription(sub.id) });
   await host.sendWebhook(S1, 'customers/data_request', { customer: CUSTOMER });
   await host.sendWebhook(S2, 'customers/data_request', { customer: CUSTOMER });
   await host.sendWebhook(S2, 'customers/redact', { customer: OTHER_CUSTOMER });
   await host.uninstall(S3);
   await settled(box);
+  const mid = snapshot(box);
+  expectThat(mid.plan.get(S1)?.startsWith('free/') === true, `${S1} back on free after the cancel`);
+  expectThat((mid.records.get(S1)?.size ?? 0) > 0 && (mid.records.get(S2)?.size ?? 0) > 0, 'the data requests recorded');
+  expectThat((mid.retained.get(S2) ?? 0) < (start.retained.get(S2) ?? 0), `${S2}: the customer's bodies erased by customers/redact`);
+  expectThat(mid.uninstalled.get(S3) === true, `${S3} uninstalled`);
   await host.sendWebhook(S3, 'shop/redact');
   await settled(box);
+  expectThat((snapshot(box).retained.get(S3) ?? 0) === 0 && (start.retained.get(S3) ?? 0) > 0, `${S3}: its bodies erased by shop/redact`);
   const delivered = [...host.webhooks].filter((w) => w.attempts.length > 0);
   log(`shopify: lifecycle: ${delivered.map((w) => `${w.topic}@${w.shop.split('.')[0]}=${w.attempts.at(-1)?.status}`).join(' ')}`);
-  return { delivered };
+  if (missing.length) log(`shopify: lifecycle steps without their effect: ${missing.join('; ')}`);
+  return { delivered, missing };
 }
 
 interface Snapshot {
