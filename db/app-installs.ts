@@ -1,7 +1,7 @@
 /**
  * App installs (Shopify's authorization code grant), written once for both dialects over the thin runner (see
- * db/platform-links.ts): the `state` nonces of installs in progress (oauth_states: kept as their SHA-256, bound to
- * one shop, used once, short-lived), the store identity Shopify reports once an install completes, and the app
+ * db/platform-links.ts): the `state`s of installs whose callback verified (oauth_states: kept as their SHA-256, once
+ * used, so none is used twice), the store identity Shopify reports once an install completes, and the app
  * subscriptions hookrelay asked Shopify for (the only ones whose webhooks move a plan).
  */
 import type { SqlRunner } from './runner.ts';
@@ -15,25 +15,18 @@ export interface Billing {
 export class AppInstalls {
   constructor(private readonly sql: SqlRunner) {}
 
-  /** Records a state made for `shopDomain`, valid until `expiresAt`; drops states that ended a day ago. */
-  async createState(stateHash: string, shopDomain: string, now: number, expiresAt: number): Promise<void> {
-    await this.sql.run('DELETE FROM oauth_states WHERE expires_at < ?', [now - 86_400_000]);
-    await this.sql.run('INSERT INTO oauth_states (state_hash, shop_domain, created_at, expires_at) VALUES (?, ?, ?, ?)', [
-      stateHash,
-      shopDomain,
-      now,
-      expiresAt,
-    ]);
-  }
-
-  /** Uses the state once: true only for an unused, unexpired state made for this very shop. */
-  async takeState(stateHash: string, shopDomain: string, now: number): Promise<boolean> {
-    const changed = await this.sql.run('UPDATE oauth_states SET used_at = ? WHERE state_hash = ? AND shop_domain = ? AND used_at IS NULL AND expires_at > ?', [
-      now,
-      stateHash,
-      shopDomain,
-      now,
-    ]);
+  /**
+   * Records a state the callback has verified (Shopify's signature, the browser's cookie, the state's own MAC and
+   * expiry) as used: true the first time, false when it was used already. Nothing is written when an install
+   * begins, so only callbacks Shopify signed add rows; each is kept until an hour past its state's expiry (a margin
+   * for instances' clocks: the MAC's expiry refuses it by then).
+   */
+  async useState(stateHash: string, shopDomain: string, now: number, expiresAt: number): Promise<boolean> {
+    await this.sql.run('DELETE FROM oauth_states WHERE expires_at < ?', [now - 3600_000]);
+    const changed = await this.sql.run(
+      'INSERT INTO oauth_states (state_hash, shop_domain, created_at, expires_at, used_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (state_hash) DO NOTHING',
+      [stateHash, shopDomain, now, expiresAt, now],
+    );
     return changed === 1;
   }
 

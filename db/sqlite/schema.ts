@@ -368,8 +368,8 @@ export const platformLinks = sqliteTable('platform_links', {
 });
 
 /**
- * The `state` of each app install begun at /auth/install (its SHA-256; the nonce itself goes to the browser only):
- * bound to the shop it was made for, single-use, short-lived.
+ * The `state` of each app install whose callback verified, recorded as used (its SHA-256): a state is signed, not
+ * stored, when /auth/install makes it, and used once. Kept an hour past its expiry.
  */
 export const oauthStates = sqliteTable('oauth_states', {
   stateHash: text('state_hash').primaryKey(),

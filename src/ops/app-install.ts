@@ -1,7 +1,7 @@
 /**
  * A merchant installs the Shopify app: GET /auth/install?shop=… sends them to Shopify's authorize page with a
- * single-use state bound to the shop (and to this browser, by a cookie); GET /auth/callback checks Shopify's
- * signature, the timestamp, the state and the shop, exchanges the code for an expiring offline token and its
+ * signed, short-lived state bound to the shop (and to this browser, by a cookie), writing nothing; GET /auth/callback
+ * checks Shopify's signature, the timestamp, the state and the shop, records the state as used, exchanges the code for an expiring offline token and its
  * refresh token, reads the shop's identity, creates the store (or brings an uninstalled one back), seals the token
  * pair, ends any pause, and lands the merchant on a page that says what to do next. Nothing here answers JSON or
  * carries a token, code or secret in what it shows or logs.
@@ -11,8 +11,9 @@ import type { Repo } from '../../db/repo.ts';
 import type { StoreRow } from '../../db/types.ts';
 import { DEFAULT_PLAN } from '../contract/plans.ts';
 import type { Core } from '../core.ts';
-import { sha256Hex } from '../lib/crypto.ts';
+import { hmacDigest, sameDigest, sha256Hex } from '../lib/crypto.ts';
 import { randomBase62 } from '../lib/ids.ts';
+import { refusalReason } from '../lib/refusal-log.ts';
 import { escapeHtml as esc, htmlPage as page, publicLink, redirectTo } from '../lib/web.ts';
 import { adminGraphql, exchangeAuthorizationCode, graphqlUrl, tokenUrl } from '../platform/shopify/admin-api.ts';
 import { APP_CLIENT_ID_ENV, APP_SECRET_ENV, appClientId, authorizeUrl, shopDomainOf, signedQueryProblem } from '../platform/shopify/app.ts';
@@ -35,6 +36,33 @@ function cookieOf(req: Request, name: string): string | null {
   return null;
 }
 
+/** The state's MAC key: derived from the app's client secret, so no MAC of ours is one Shopify makes with it. */
+const stateKey = (secret: string) => hmacDigest(secret, 'hookrelay/install-state/v1').toString('base64url');
+const stateMac = (secret: string, shop: string, expires: string, nonce: string) =>
+  hmacDigest(stateKey(secret), `${shop}|${expires}|${nonce}`).toString('base64url');
+const STATE = /^([0-9a-z]{1,12})\.([0-9A-Za-z]{16,64})\.([0-9A-Za-z_-]{43})$/;
+
+/**
+ * An install's `state`: `<expiry, base-36 seconds>.<nonce>.<MAC>`, the MAC (HMAC-SHA256, base64url) over the shop,
+ * the expiry and the nonce. Nothing is stored when it is made: the callback checks it, and records it as used only
+ * once Shopify's signature, the cookie and the MAC have verified (see AppInstalls.useState).
+ */
+function makeState(secret: string, shop: string, expiresAt: number): string {
+  const expires = Math.ceil(expiresAt / 1000).toString(36);
+  const nonce = randomBase62(24);
+  return `${expires}.${nonce}.${stateMac(secret, shop, expires, nonce)}`;
+}
+
+/** When the state expires (ms), if it is one this box made for `shop`, unexpired at `now`; else null. Constant time. */
+function stateExpiry(secret: string, state: string, shop: string, now: number): number | null {
+  const m = STATE.exec(state);
+  if (!m) return null;
+  const [, expires, nonce, mac] = m as unknown as [string, string, string, string];
+  if (!sameDigest(Buffer.from(stateMac(secret, shop, expires, nonce)), Buffer.from(mac))) return null;
+  const expiresAt = parseInt(expires, 36) * 1000;
+  return expiresAt > now ? expiresAt : null;
+}
+
 /** The numeric tail of a GraphQL id (`gid://shopify/Shop/548380009` → `548380009`), or the id as given. */
 const idTail = (gid: string) => gid.split('/').pop() || gid;
 
@@ -46,18 +74,28 @@ export function createAppInstall(core: Core) {
       `The operator sets ${APP_CLIENT_ID_ENV} (the app's client id) and ${APP_SECRET_ENV[0]} (its client secret) where hookrelay serve runs, then restarts it.`,
     ]);
 
+  /** Where a merchant starts (again): the install link for `shop` when it is known, else how to write one. */
+  const startAgain = (shop: string | null) => {
+    if (!shop) return 'your store: <code>/auth/install?shop=your-store.myshopify.com</code>';
+    const link = esc(publicLink(core.config.publicUrl, `/auth/install?shop=${encodeURIComponent(shop)}`));
+    return `<a href="${link}">${link}</a>`;
+  };
+
+  /** Writes nothing and logs nothing: a flood of these costs what answering it costs (see src/server/unsigned-routes.ts). */
   async function install(req: Request): Promise<Response> {
     if (req.method !== 'GET') return new Response(null, { status: 405, headers: { Allow: 'GET' } });
     const clientId = appClientId(core.config);
-    if (!clientId || !secretVar()) return notConfigured();
-    const shop = shopDomainOf(new URL(req.url).searchParams.get('shop'));
-    if (!shop) return page(400, 'Which store?', ['Open this page with your store: <code>/auth/install?shop=your-store.myshopify.com</code>.']);
-    const state = randomBase62(32);
-    const now = core.clock.now();
-    await installs.createState(sha256Hex(state), shop, now, now + STATE_TTL_MS);
+    const secretName = secretVar();
+    if (!clientId || !secretName) return notConfigured();
+    const given = new URL(req.url).searchParams.get('shop')?.trim() ?? '';
+    const shop = shopDomainOf(given);
+    if (!shop) {
+      const what = given ? `<code>${esc(given.slice(0, 100))}</code> is not a Shopify store domain. ` : '';
+      return page(400, 'Which store?', [`${what}Open this page with your store: <code>/auth/install?shop=your-store.myshopify.com</code>.`]);
+    }
+    const state = makeState(core.config.env(secretName)!, shop, core.clock.now() + STATE_TTL_MS);
     const redirectUri = publicLink(core.config.publicUrl, '/auth/callback');
     const secure = redirectUri.startsWith('https:') ? '; Secure' : '';
-    core.log.info(`app install begun for ${shop}`);
     const to = redirectTo(authorizeUrl(shop, core.config.shopifyAdminUrl, { clientId, redirectUri, state }));
     to.headers.set('Set-Cookie', `${COOKIE}=${state}; Path=/auth/callback; Max-Age=${STATE_TTL_MS / 1000}; HttpOnly; SameSite=Lax${secure}`);
     return to;
@@ -72,14 +110,11 @@ export function createAppInstall(core: Core) {
     const q = new URL(req.url).searchParams;
     const shop = shopDomainOf(q.get('shop'));
     const clear = { 'Set-Cookie': `${COOKIE}=; Path=/auth/callback; Max-Age=0; HttpOnly; SameSite=Lax` };
+    // Not logged here: the route's guard logs the first refusal of a minute with this reason, and counts the rest.
     const refuse = (why: string) => {
-      core.log.warn(`app install refused${shop ? ` for ${shop}` : ''}: ${why}`);
-      return page(
-        401,
-        'This install link is not valid',
-        [`${esc(why)} Start again from your store: <code>/auth/install?shop=your-store.myshopify.com</code>.`],
-        clear,
-      );
+      const res = page(401, 'This install link is not valid', [`${esc(why)} Start again from ${startAgain(shop)}.`], clear);
+      refusalReason.set(res, `${why}${shop ? ` (${shop})` : ''}`);
+      return res;
     };
     if (q.get('error')) return page(400, 'The app was not installed', [`Shopify says: ${esc(q.get('error')!.slice(0, 100))}. Nothing was changed.`], clear);
     const problem = signedQueryProblem(q, secret, core.clock.now());
@@ -87,9 +122,13 @@ export function createAppInstall(core: Core) {
     if (!shop) return refuse('It names no valid shop.');
     const state = q.get('state') ?? '';
     if (!state || cookieOf(req, COOKIE) !== state) return refuse('It was not begun in this browser.');
-    if (!(await installs.takeState(sha256Hex(state), shop, core.clock.now()))) return refuse('It was used already, has expired, or was made for another shop.');
+    const checkedAt = core.clock.now();
+    const expiresAt = stateExpiry(secret, state, shop, checkedAt);
+    if (expiresAt === null) return refuse('It has expired, or was made for another shop.');
     const code = q.get('code');
     if (!code) return refuse('It carries no code.');
+    // Everything about it verified: only now is it written down, as used (a second use finds the row).
+    if (!(await installs.useState(sha256Hex(state), shop, checkedAt, expiresAt))) return refuse('It was used already.');
 
     const timeout = core.config.handoff.timeoutMs;
     const asked = core.clock.now(); // the token's life counts from the request: its answer may arrive late
@@ -101,7 +140,9 @@ export function createAppInstall(core: Core) {
       return page(
         502,
         'The install did not complete',
-        ["Shopify did not issue an access token. Start the install again; if it keeps failing, the operator checks the app's client id and secret."],
+        [
+          `Shopify did not issue an access token. Start the install again from ${startAgain(shop)}; if it keeps failing, the operator checks the app's client id and secret.`,
+        ],
         clear,
       );
     }
@@ -111,7 +152,12 @@ export function createAppInstall(core: Core) {
       identity.kind === 'answered' ? ((identity.data?.currentAppInstallation as { id?: unknown } | undefined)?.id as string | undefined) : undefined;
     if (typeof shopGid !== 'string' || typeof installGid !== 'string') {
       core.log.warn(`app install for ${shop}: the shop's identity could not be read`);
-      return page(502, 'The install did not complete', ['Shopify did not tell us which store this is. Start the install again.'], clear);
+      return page(
+        502,
+        'The install did not complete',
+        [`Shopify did not tell us which store this is. Start the install again from ${startAgain(shop)}.`],
+        clear,
+      );
     }
 
     const now = core.clock.now();

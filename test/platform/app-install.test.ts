@@ -1,12 +1,13 @@
 /**
  * The Shopify app's install, up to the code exchange: /auth/install sends the merchant to Shopify's authorize page
- * with a single-use state bound to the shop and the browser; /auth/callback refuses what Shopify did not sign, what
- * is stale, what another browser began, a state used twice or made for another shop. Signatures are checked against
+ * with a signed state bound to the shop and the browser, writing nothing; /auth/callback refuses what Shopify did not
+ * sign, what is stale, what another browser began, a state used twice, expired, altered, or made for another shop,
+ * and only a verified callback writes a row. Refusal pages name the shop given. Signatures are checked against
  * openssl's HMAC of the same query string.
  */
 import { describe, expect, it } from 'bun:test';
 import { callbackSigned } from '../../src/platform/shopify/app.ts';
-import { createTestEnv, type TestEnv } from '../helpers.ts';
+import { count, createTestEnv, type TestEnv } from '../helpers.ts';
 
 const CLIENT_ID = 'install-client-0001';
 const SECRET = 'install-secret-canary-9d2f';
@@ -61,9 +62,29 @@ describe('GET /auth/install', () => {
     expect(to.searchParams.get('scope')).toBe('read_orders,read_customers,read_products');
     expect(to.searchParams.get('redirect_uri')).toBe(`${BASE}/auth/callback`);
     const state = to.searchParams.get('state')!;
-    expect(state).toMatch(/^[0-9A-Za-z]{30,}$/);
+    expect(state).toMatch(/^[0-9a-z]+\.[0-9A-Za-z]{30,}\.[0-9A-Za-z_-]{43}$/);
     expect(res.headers.get('set-cookie')).toContain(`hookrelay_install=${state}; Path=/auth/callback`);
     expect(res.headers.get('set-cookie')).toContain('HttpOnly');
+  });
+
+  it('writes nothing and logs nothing: 500 installs leave oauth_states and stores empty', async () => {
+    const e = await env();
+    for (let round = 0; round < 10; round++) {
+      const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => get(e, `/auth/install?shop=store-${round}-${i}.myshopify.com`)));
+      expect(answers.every((res) => res.status === 302)).toBe(true);
+    }
+    expect(await count(e, 'oauth_states')).toBe(0);
+    expect(await count(e, 'stores')).toBe(0);
+    expect(e.log.lines).toEqual([]);
+  });
+
+  it('names the shop given when it is not a store domain (escaped)', async () => {
+    const e = await env();
+    const res = await get(e, `/auth/install?shop=${encodeURIComponent('<b>evil</b>.com')}`);
+    expect(res.status).toBe(400);
+    const text = await res.text();
+    expect(text).toContain('<code>&#60;b&#62;evil&#60;/b&#62;.com</code> is not a Shopify store domain');
+    expect(text).not.toContain('<b>evil');
   });
 
   it('asks for a valid shop, and says so when the server has no app configured', async () => {
@@ -117,13 +138,58 @@ describe('GET /auth/callback refuses', () => {
       expect(text, name).not.toContain('c0de');
       expect(text, name).not.toContain(SECRET);
     }
-    // The state is still unused after those: the real one goes through to the code exchange (no Shopify here: 502).
+    // The state is still unused after those, and nothing was written: the real one goes through to the code
+    // exchange (no Shopify here: 502), recorded as used.
+    expect(await count(e, 'oauth_states')).toBe(0);
     const real = await get(e, `/auth/callback?${signed(ok)}`, cookie);
     expect(real.status).toBe(502);
+    expect(await count(e, 'oauth_states')).toBe(1);
     // ... and cannot be used again.
     const again = await get(e, `/auth/callback?${signed(ok)}`, cookie);
     expect(again.status).toBe(401);
     expect(e.log.lines.join('\n')).not.toContain(SECRET);
+  });
+
+  it('a state altered, expired, or made with another secret — each 401; an expired state writes nothing', async () => {
+    const e = await env();
+    const state = await begun(e);
+    const [expires, nonce, mac] = state.split('.') as [string, string, string];
+    const other = await env();
+    other.core.config.env = (n) => ({ HOOKRELAY_SHOPIFY_APP_SECRET: 'another-app-secret', HOOKRELAY_SHOPIFY_CLIENT_ID: CLIENT_ID })[n];
+    const foreign = await begun(other);
+    const flip = (s: string) => (s[0] === 'A' ? `B${s.slice(1)}` : `A${s.slice(1)}`);
+    const tries: [string, string][] = [
+      ['nonce altered', `${expires}.${flip(nonce)}.${mac}`],
+      ['expiry moved', `${(parseInt(expires, 36) + 3600).toString(36)}.${nonce}.${mac}`],
+      ['mac altered', `${expires}.${nonce}.${flip(mac)}`],
+      ['another secret', foreign],
+      ['not a state', 'x'.repeat(40)],
+    ];
+    for (const [name, s] of tries) {
+      const res = await get(e, `/auth/callback?${signed({ code: 'c0de', shop: 'demo.myshopify.com', state: s, timestamp: now(e) })}`, {
+        cookie: `hookrelay_install=${s}`,
+      });
+      expect(res.status, name).toBe(401);
+    }
+    e.clock.advance(10 * 60_000 + 1000);
+    const late = await get(e, `/auth/callback?${signed({ code: 'c0de', shop: 'demo.myshopify.com', state, timestamp: now(e) })}`, {
+      cookie: `hookrelay_install=${state}`,
+    });
+    expect(late.status).toBe(401);
+    expect(await late.text()).toContain('It has expired');
+    expect(await count(e, 'oauth_states')).toBe(0);
+  });
+
+  it("refusal pages give the shop's own install link (escaped), not a placeholder", async () => {
+    const e = await env();
+    const res = await get(e, `/auth/callback?${signed({ code: 'c', shop: 'Demo-Shop.myshopify.com', state: 's', timestamp: now(e) }, 'not-the-secret')}`);
+    expect(res.status).toBe(401);
+    const text = await res.text();
+    expect(text).toContain('<a href="http://local/auth/install?shop=demo-shop.myshopify.com">http://local/auth/install?shop=demo-shop.myshopify.com</a>');
+    expect(text).not.toContain('your-store');
+    // Without a shop the page can only say how to write the link.
+    const none = await get(e, '/auth/callback?code=c&state=s');
+    expect(await none.text()).toContain('/auth/install?shop=your-store.myshopify.com');
   });
 
   it('a declined install says nothing changed', async () => {
