@@ -49,6 +49,13 @@ export const AUTH_FAILURE_LIMITS = {
   auditedPerWindow: 100,
 } as const;
 
+/**
+ * GET /auth/install per client address and window: past `perClient` requests it answers 429. An install writes
+ * nothing (its state is signed, not stored), so this bounds only what answering costs; a merchant installs once.
+ * Counted in memory per instance.
+ */
+export const APP_INSTALL_LIMITS = { windowMs: 60_000, perClient: 10 } as const;
+
 export type AuthFailureLimits = { readonly [K in keyof typeof AUTH_FAILURE_LIMITS]: number };
 
 /**

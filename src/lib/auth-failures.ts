@@ -67,8 +67,11 @@ export class AuthFailureLimiter {
     this.shared = shared && new SharedWindows(shared);
   }
 
-  /** Counts one failed authentication from `client` (and against `endpointId` for inbound requests). */
-  async fail(client: string | null, endpointId?: string): Promise<AuthFailureDecision> {
+  /**
+   * Counts one failed authentication from `client` (and against `endpointId` for inbound requests). `audited`
+   * false: the caller writes no audit row (a route outside the agent API), so none of the allowance is taken.
+   */
+  async fail(client: string | null, endpointId?: string, audited = true): Promise<AuthFailureDecision> {
     const now = this.clock.now();
     this.roll(now);
     const { windowMs, perClient, perEndpoint, auditedPerClient, auditedPerWindow } = this.limits;
@@ -79,7 +82,7 @@ export class AuthFailureLimiter {
     const e = endpointId === undefined ? null : this.entry(`e|${endpointId}`);
     if (c) c.failures++;
     if (e) e.failures++;
-    const audit = (c?.audited ?? 0) < auditedPerClient && this.audited < auditedPerWindow;
+    const audit = audited && (c?.audited ?? 0) < auditedPerClient && this.audited < auditedPerWindow;
     if (audit) {
       this.audited++;
       if (c) c.audited++;

@@ -102,7 +102,6 @@ function createShopifyWebhooks(core: Core): ShopifyWebhookHandler {
     const read = await readWebhook(req, secret).catch(() => null);
     if (!read) return reply(400, 'invalid_input', 'The body could not be read.');
     if (!read.ok) {
-      if (read.status === 401) core.log.warn(`shopify webhook refused: ${read.code}`);
       return reply(read.status, read.code, read.message);
     }
     const w = read.webhook;

@@ -20,6 +20,7 @@ import { createMetricsHandler } from './metrics.ts';
 import { VERSION } from '../version.ts';
 import { AuthFailureLimiter, lazyClient, trustsProxy } from '../lib/auth-failures.ts';
 import { bodyClient } from '../lib/body.ts';
+import { createUnsignedRoutes } from './unsigned-routes.ts';
 
 /** How long GET /status waits for its read of the database. */
 const STATUS_PROBE_MS = 2_000;
@@ -83,8 +84,10 @@ export function createApp(core: Core): App {
   const authFailures = new AuthFailureLimiter(core.clock, AUTH_FAILURE_LIMITS, core.repo.capabilities.multiInstance ? core.repo : null);
   const trustProxy = trustsProxy(core.config.env);
   const inbound = createInboundHandler({ core, endpoints, writer, authFailures });
-  const lifecycle = createLifecycleHandler(core);
-  const confirmation = createConfirmationHandler(core);
+  // Routes anyone reaches without a credential of ours: limited per address, their refusals summed up in the log.
+  const unsigned = createUnsignedRoutes(core, authFailures);
+  const lifecycle = unsigned.signed('flow lifecycle callback', 'json', createLifecycleHandler(core));
+  const confirmation = unsigned.signed('flow action run', 'json', createConfirmationHandler(core));
   const metrics = createMetricsHandler(core, authFailures);
   let alsoChanged: (id: string) => void = () => {};
   const endpointChanged = (id: string) => {
@@ -96,6 +99,9 @@ export function createApp(core: Core): App {
   const appInstall = lazy(() => import('../ops/app-install.ts').then((m) => m.createAppInstall(core)));
   const billingPages = lazy(() => import('../ops/billing.ts').then((m) => m.createBilling(core)));
   const shopifyWebhooks = lazy(() => import('../ops/shopify-webhooks.ts').then((m) => m.shopifyWebhooks(core)));
+  const install = unsigned.install(async (req) => (await appInstall()).install(req));
+  const callback = unsigned.signed('app install callback', 'page', async (req) => (await appInstall()).callback(req));
+  const webhook = unsigned.signed('shopify webhook', 'json', async (req) => (await shopifyWebhooks()).handle(req));
   let agent: Promise<AgentApi> | null = null;
   const agentApi = () =>
     (agent ??= import('./agent-api.ts').then((m) => m.createAgentApi({ core, endpointChanged, authFailures, storage }, (req) => fetch(req))));
@@ -110,11 +116,11 @@ export function createApp(core: Core): App {
       if (id && !id.includes('/')) return inbound(req, id, client);
       return Response.json({ code: 'not_found', message: 'No such endpoint.' }, { status: 404 });
     }
-    if (path === '/flow/lifecycle') return lifecycle(req);
-    if (path === CONFIRM_ACTION.path) return confirmation(req);
-    if (path === '/auth/install') return (await appInstall()).install(req);
-    if (path === '/auth/callback') return (await appInstall()).callback(req);
-    if (path === '/shopify/webhooks') return (await shopifyWebhooks()).handle(req);
+    if (path === '/flow/lifecycle') return lifecycle(req, client);
+    if (path === CONFIRM_ACTION.path) return confirmation(req, client);
+    if (path === '/auth/install') return install(req, client);
+    if (path === '/auth/callback') return callback(req, client);
+    if (path === '/shopify/webhooks') return webhook(req, client);
     if (req.method === 'GET' && (path === '/app' || path.startsWith('/billing/'))) {
       const billing = await billingPages();
       if (path === '/app') return billing.app(req);

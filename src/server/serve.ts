@@ -13,6 +13,7 @@ import { errorResponse, supportCodeOf } from './http.ts';
 import { clientAddress, trustsProxy } from '../lib/auth-failures.ts';
 import { nextRequestId, tagRequest } from '../lib/request-ids.ts';
 import { proveBoxKey } from '../ops/box-key.ts';
+import { unlogged } from '../lib/refusal-log.ts';
 
 export interface RunningServer {
   app: App;
@@ -178,7 +179,8 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
       }
       res.headers.set('X-Request-Id', requestId);
       if (bare || asksClose(req) || (res.status >= 400 && res.headers.get('connection') === 'close')) closeAfter(srv, received, res);
-      if (logRequests) {
+      // A refusal past a limit has no line of its own: the route's summary counts it (src/lib/refusal-log.ts).
+      if (logRequests && !unlogged.has(res)) {
         const ms = (performance.now() - started).toFixed(1);
         // The client address costs Bun 5-7 µs to give: asked for every call but a receipt accepted (the hot path),
         // where a failure or refusal is what an operator traces.
