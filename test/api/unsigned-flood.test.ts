@@ -157,5 +157,7 @@ describe('forged requests to the routes Shopify signs', () => {
     for (let i = 0; i < perClient; i++) expect((await routes[i % routes.length]!(env, '192.0.2.44')).status).toBe(401);
     for (const send of routes) expect((await send(env, '192.0.2.44')).status).toBe(429);
     expect((await env.app.fetch(new Request(`${BASE}/agent/v1/plan-usage`, { headers: { authorization: 'Bearer hrg_nope' } }), '192.0.2.44')).status).toBe(429);
+    // They write no audit row and take none of the address's audit allowance: the bearer failure gets its own.
+    expect(await count(env, 'audit_log', "actor_kind = 'anonymous'")).toBe(1);
   });
 });
