@@ -4,9 +4,11 @@
  * pace (open loop, one every `--pace-ms`) for `--quiet-seconds`; then the same pace while `--requests` GET
  * /auth/install come from one address (127.0.0.1) with `--concurrency` in flight. Prints one JSON document: the
  * flood's answers, rows in oauth_states and stores afterwards, serve's CPU seconds and log lines during the flood,
- * and the receipts' p50/p99 in each run with their ratio. Bounded: at most 50,000 requests, each run at most 120 s.
+ * and the receipts' p50/p99 in each run with their ratio. With `--forged N`, N forged requests (a wrong HMAC) then go
+ * to each route Shopify signs (webhooks, the install callback, Flow's action runs and lifecycle callbacks), with their
+ * answers and log lines. Bounded: at most 50,000 requests a flood, each at most 120 s.
  *
- *   bun scripts/torture/install-flood.ts [--requests 20000] [--concurrency 32] [--quiet-seconds 10] [--pace-ms 10] [--bin PATH] [--keep]
+ *   bun scripts/torture/install-flood.ts [--requests 20000] [--concurrency 32] [--quiet-seconds 10] [--pace-ms 10] [--forged N] [--bin PATH] [--keep]
  */
 import { Database } from 'bun:sqlite';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -24,6 +26,7 @@ const { values: a } = parseArgs({
     concurrency: { type: 'string', default: '32' },
     'quiet-seconds': { type: 'string', default: '10' },
     'pace-ms': { type: 'string', default: '10' },
+    forged: { type: 'string', default: '0' },
     bin: { type: 'string' },
     keep: { type: 'boolean', default: false },
   },
@@ -32,6 +35,7 @@ const requests = Math.min(50_000, Math.max(1, Number(a.requests)));
 const concurrency = Math.min(256, Math.max(1, Number(a.concurrency)));
 const quietMs = Math.min(120, Math.max(1, Number(a['quiet-seconds']))) * 1000;
 const paceMs = Math.max(1, Number(a['pace-ms']));
+const forgedCount = Math.min(50_000, Math.max(0, Number(a.forged)));
 const RUN_CAP_MS = 120_000;
 const say = (m: string) => process.stderr.write(`[install-flood] ${m}\n`);
 
@@ -84,6 +88,48 @@ async function paced(url: string, secret: string, stop: Promise<void>): Promise<
   return { ms, statuses };
 }
 
+/** `n` requests, `concurrency` in flight, for at most RUN_CAP_MS: the answers by status. */
+async function flood(n: number, request: (i: number) => Promise<Response>): Promise<{ sent: number; answers: Record<string, number> }> {
+  const answers: Record<string, number> = {};
+  let sent = 0;
+  const deadline = Date.now() + RUN_CAP_MS;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (sent < n && Date.now() < deadline) {
+        const i = sent++;
+        try {
+          const res = await request(i);
+          await res.arrayBuffer();
+          answers[res.status] = (answers[res.status] ?? 0) + 1;
+        } catch {
+          answers.network = (answers.network ?? 0) + 1;
+        }
+      }
+    }),
+  );
+  return { sent, answers };
+}
+
+/** A forged request to each route Shopify signs: a wrong HMAC, as anyone can send. */
+const FORGED: Record<string, (base: string, i: number) => Promise<Response>> = {
+  '/shopify/webhooks': (base, i) =>
+    fetch(`${base}/shopify/webhooks`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-shopify-hmac-sha256': 'Zm9yZ2VkIGhtYWMgdmFsdWUgZm9yIHRoZSB0b3J0dXJl',
+        'x-shopify-topic': 'shop/redact',
+        'x-shopify-shop-domain': 'install-flood.myshopify.com',
+        'x-shopify-webhook-id': `forged-${i}`,
+      },
+      body: '{"shop_domain":"install-flood.myshopify.com"}',
+    }),
+  '/auth/callback': (base, i) => fetch(`${base}/auth/callback?code=c${i}&shop=install-flood.myshopify.com&state=s&timestamp=1&hmac=${'0'.repeat(64)}`),
+  '/flow/actions/confirm': (base, i) =>
+    fetch(`${base}/flow/actions/confirm`, { method: 'POST', headers: { 'x-shopify-hmac-sha256': 'AAAA' }, body: `{"action_run_id":"${i}"}` }),
+  '/flow/lifecycle': (base) => fetch(`${base}/flow/lifecycle`, { method: 'POST', headers: { 'x-shopify-hmac-sha256': 'AAAA' }, body: '{}' }),
+};
+
 const summary = (r: { ms: number[]; statuses: Record<string, number> }) => {
   const s = [...r.ms].sort((x, y) => x - y);
   return { receipts: s.length, statuses: r.statuses, p50Ms: round(percentile(s, 50), 2), p99Ms: round(percentile(s, 99), 2), maxMs: round(s.at(-1), 2) };
@@ -121,40 +167,42 @@ try {
   say(`flood: ${requests} GET /auth/install from 127.0.0.1, ${concurrency} in flight, receipts at the same pace`);
   const linesBefore = logLines().length;
   const cpuBefore = cpuSeconds(serve.pid);
-  const answers: Record<string, number> = {};
-  let sent = 0;
-  const deadline = Date.now() + RUN_CAP_MS;
   const started = performance.now();
-  const flooding = Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (sent < requests && Date.now() < deadline) {
-        const i = sent++;
-        try {
-          const res = await fetch(`${base}/auth/install?shop=flood-${i % 500}.myshopify.com`, { redirect: 'manual' });
-          await res.arrayBuffer();
-          answers[res.status] = (answers[res.status] ?? 0) + 1;
-        } catch {
-          answers.network = (answers.network ?? 0) + 1;
-        }
-      }
-    }),
-  ).then(() => {});
-  const during = summary(await paced(hook.url, hook.secret, flooding));
+  const flooding = flood(requests, (i) => fetch(`${base}/auth/install?shop=flood-${i % 500}.myshopify.com`, { redirect: 'manual' }));
+  const during = summary(
+    await paced(
+      hook.url,
+      hook.secret,
+      flooding.then(() => {}),
+    ),
+  );
+  const { sent, answers } = await flooding;
   const floodSeconds = (performance.now() - started) / 1000;
   const cpuAfter = cpuSeconds(serve.pid);
   await Bun.sleep(1500); // the log's buffered lines reach the file
   const floodLines = logLines().slice(linesBefore);
+
+  const forged: Record<string, { answers: Record<string, number>; logLines: number }> = {};
+  for (const [path, send] of Object.entries(FORGED)) {
+    if (!forgedCount) break;
+    say(`forged: ${forgedCount} to ${path} from 127.0.0.1`);
+    const before = logLines().length;
+    const { answers } = await flood(forgedCount, (i) => send(base, i));
+    await Bun.sleep(1500);
+    forged[path] = { answers, logLines: logLines().length - before };
+  }
 
   serve.kill('SIGTERM');
   await serve.exited;
   serve = null;
   const db = new Database(join(dataDir, 'hookrelay.db'), { readonly: true });
   const rows = (table: string) => db.query<{ n: number }, []>(`SELECT count(*) AS n FROM ${table}`).get()!.n;
-  const kept = { oauthStates: rows('oauth_states'), stores: rows('stores') };
+  // stores: the one `init` made.
+  const kept = { oauthStates: rows('oauth_states'), stores: rows('stores'), shopifyWebhooks: rows('shopify_webhooks') };
   db.close();
 
   const result = {
-    command: `bun scripts/torture/install-flood.ts --requests ${requests} --concurrency ${concurrency} --quiet-seconds ${quietMs / 1000} --pace-ms ${paceMs}${a.bin ? ` --bin ${a.bin}` : ''}`,
+    command: `bun scripts/torture/install-flood.ts --requests ${requests} --concurrency ${concurrency} --quiet-seconds ${quietMs / 1000} --pace-ms ${paceMs}${forgedCount ? ` --forged ${forgedCount}` : ''}${a.bin ? ` --bin ${a.bin}` : ''}`,
     flood: {
       sent,
       answers,
@@ -164,6 +212,7 @@ try {
       installLogLines: floodLines.filter((l) => l.includes('/auth/install') || l.includes('app install')).length,
     },
     rowsKept: kept,
+    ...(forgedCount ? { forged } : {}),
     receipts: { quiet, during, p99Ratio: quiet.p99Ms && during.p99Ms ? round(during.p99Ms / quiet.p99Ms, 2) : null },
   };
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
