@@ -6,9 +6,10 @@
  * flood's answers, rows in oauth_states and stores afterwards, serve's CPU seconds and log lines during the flood,
  * and the receipts' p50/p99 in each run with their ratio. With `--forged N`, N forged requests (a wrong HMAC) then go
  * to each route Shopify signs (webhooks, the install callback, Flow's action runs and lifecycle callbacks), with their
- * answers and log lines. Bounded: at most 50,000 requests a flood, each at most 120 s.
+ * answers and log lines. `--baseline` floods GET /no-such-route instead of installs: the floor, what answering any
+ * request at that rate costs on this machine. Bounded: at most 50,000 requests a flood, each at most 120 s.
  *
- *   bun scripts/torture/install-flood.ts [--requests 20000] [--concurrency 32] [--quiet-seconds 10] [--pace-ms 10] [--forged N] [--bin PATH] [--keep]
+ *   bun scripts/torture/install-flood.ts [--requests 20000] [--concurrency 32] [--quiet-seconds 10] [--pace-ms 10] [--forged N] [--baseline] [--bin PATH] [--keep]
  */
 import { Database } from 'bun:sqlite';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -27,6 +28,7 @@ const { values: a } = parseArgs({
     'quiet-seconds': { type: 'string', default: '10' },
     'pace-ms': { type: 'string', default: '10' },
     forged: { type: 'string', default: '0' },
+    baseline: { type: 'boolean', default: false },
     bin: { type: 'string' },
     keep: { type: 'boolean', default: false },
   },
@@ -164,11 +166,12 @@ try {
   say(`quiet run: a signed receipt every ${paceMs} ms for ${quietMs / 1000} s`);
   const quiet = summary(await paced(hook.url, hook.secret, Bun.sleep(quietMs)));
 
-  say(`flood: ${requests} GET /auth/install from 127.0.0.1, ${concurrency} in flight, receipts at the same pace`);
+  say(`flood: ${requests} GET ${a.baseline ? '/no-such-route' : '/auth/install'} from 127.0.0.1, ${concurrency} in flight, receipts at the same pace`);
   const linesBefore = logLines().length;
   const cpuBefore = cpuSeconds(serve.pid);
   const started = performance.now();
-  const flooding = flood(requests, (i) => fetch(`${base}/auth/install?shop=flood-${i % 500}.myshopify.com`, { redirect: 'manual' }));
+  const target = (i: number) => (a.baseline ? `${base}/no-such-route/${i % 500}` : `${base}/auth/install?shop=flood-${i % 500}.myshopify.com`);
+  const flooding = flood(requests, (i) => fetch(target(i), { redirect: 'manual' }));
   const during = summary(
     await paced(
       hook.url,
@@ -202,7 +205,7 @@ try {
   db.close();
 
   const result = {
-    command: `bun scripts/torture/install-flood.ts --requests ${requests} --concurrency ${concurrency} --quiet-seconds ${quietMs / 1000} --pace-ms ${paceMs}${forgedCount ? ` --forged ${forgedCount}` : ''}${a.bin ? ` --bin ${a.bin}` : ''}`,
+    command: `bun scripts/torture/install-flood.ts --requests ${requests} --concurrency ${concurrency} --quiet-seconds ${quietMs / 1000} --pace-ms ${paceMs}${forgedCount ? ` --forged ${forgedCount}` : ''}${a.baseline ? ' --baseline' : ''}${a.bin ? ` --bin ${a.bin}` : ''}`,
     flood: {
       sent,
       answers,
