@@ -34,10 +34,10 @@ export class RefusalLog {
   ) {}
 
   /**
-   * One refusal on `route` from `client`, answered 429 (`limited`) or as the handler answered it. `reason` is asked
-   * only for the first of the window, which is logged at once.
+   * One refusal on `route` from `client`, answered with `status` (429 past a limit). `reason` is asked only for the
+   * first of the window, which is logged at once.
    */
-  async note(route: string, client: string | null, limited: boolean, reason: () => string | Promise<string>): Promise<void> {
+  async note(route: string, client: string | null, status: number, reason: () => string | Promise<string>): Promise<void> {
     this.roll();
     const t = this.tallies.get(route);
     if (!t) {
@@ -45,14 +45,12 @@ export class RefusalLog {
       const why = await Promise.resolve()
         .then(reason)
         .catch(() => 'unknown');
-      this.log.warn(`${route}: refused (${why})${limited ? ', answered 429' : ''}; further refusals this minute are counted in one line when it ends`, {
-        client,
-      });
+      this.log.warn(`${route}: refused with ${status} (${why.slice(0, 200)}); further refusals this minute are counted in one line when it ends`, { client });
       this.arm();
       return;
     }
     t.more++;
-    if (limited) t.limited++;
+    if (status === 429) t.limited++;
     if (client !== null && (t.byClient.has(client) || t.byClient.size < this.maxAddresses)) t.byClient.set(client, (t.byClient.get(client) ?? 0) + 1);
   }
 

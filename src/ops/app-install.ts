@@ -1,8 +1,8 @@
 /**
  * A merchant installs the Shopify app: GET /auth/install?shop=… sends them to Shopify's authorize page with a
  * signed, short-lived state bound to the shop (and to this browser, by a cookie), writing nothing; GET /auth/callback
- * checks Shopify's signature, the timestamp, the state and the shop, records the state as used, exchanges the code for an expiring offline token and its
- * refresh token, reads the shop's identity, creates the store (or brings an uninstalled one back), seals the token
+ * checks Shopify's signature, the timestamp, the state and the shop, records the state as used, exchanges the code
+ * for an expiring offline token and its refresh token, reads the shop's identity, creates the store (or brings an uninstalled one back), seals the token
  * pair, ends any pause, and lands the merchant on a page that says what to do next. Nothing here answers JSON or
  * carries a token, code or secret in what it shows or logs.
  */

@@ -15,7 +15,7 @@ import { CONFIRM_ACTION, CONFIRMATION_OUTCOMES } from '../contract/triggers.ts';
 import type { CoreWith } from '../core.ts';
 import { heldSecrets } from '../held-secrets.ts';
 import { redactText } from '../lib/redact.ts';
-import { APP_SECRET_ENV, appSecret, malformedFields, readSignedBody, signedJson } from '../platform/shopify/app.ts';
+import { appSecret, malformedFields, readSignedBody, signedJson } from '../platform/shopify/app.ts';
 
 /** What a note keeps: secrets (those serve holds too) and email addresses redacted, then its first 500 characters. */
 const NOTE_MAX = 500;
@@ -46,7 +46,6 @@ export function createConfirmationHandler(core: CoreWith<Pick<TenantStore, 'getS
     const secret = appSecret(core.config.env);
     if (!secret) {
       // A 503: Flow resends the run for up to 36 hours, time for the operator to set the secret.
-      core.log.warn(`flow confirmation refused: set ${APP_SECRET_ENV[0]} to the app's client secret`);
       return reply(503, 'confirmations_not_configured', 'This server has no Shopify app secret configured, so it cannot verify Flow action runs yet.');
     }
     const signed = await readSignedBody(req, secret, 'Flow action runs');

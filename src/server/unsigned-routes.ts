@@ -8,14 +8,15 @@
  *     as a failed authentication from its address, with /hooks' and the agent API's (AUTH_FAILURE_LIMITS, shared by
  *     instances on one PostgreSQL), and past the limit answers 429 instead. Only failures count and only failures
  *     are refused: a request that verifies passes from any address;
- *   - no log line per refusal: RefusalLog logs the first of a minute per route and one summary, and a 429 gets no
- *     request line from serve either.
+ *   - no log line per refusal: RefusalLog logs the first of a minute per route and one summary (a 503 for want of
+ *     the app's secret too), and a 429 gets no request line from serve either.
  */
 import { APP_INSTALL_LIMITS, AUTH_FAILURE_LIMITS } from '../contract/limits.ts';
 import type { Core } from '../core.ts';
 import { AuthFailureLimiter, type ClientOf } from '../lib/auth-failures.ts';
 import { RefusalLog, refusalReason, unlogged } from '../lib/refusal-log.ts';
 import { htmlPage } from '../lib/web.ts';
+import { APP_SECRET_ENV } from '../platform/shopify/app.ts';
 
 type Handler = (req: Request) => Promise<Response>;
 type Guarded = (req: Request, client: ClientOf) => Promise<Response>;
@@ -38,8 +39,10 @@ async function reasonOf(res: Response): Promise<string> {
   const set = refusalReason.get(res);
   if (set) return set;
   if (!res.headers.get('content-type')?.includes('json')) return `HTTP ${res.status}`;
-  const body = (await res.clone().json()) as { code?: unknown };
-  return typeof body.code === 'string' ? body.code : `HTTP ${res.status}`;
+  const body = (await res.clone().json()) as { code?: unknown; message?: unknown };
+  if (typeof body.code !== 'string') return `HTTP ${res.status}`;
+  if (body.code.endsWith('_not_configured')) return `${body.code}: set ${APP_SECRET_ENV[0]} to the app's client secret`;
+  return typeof body.message === 'string' ? `${body.code}: ${body.message}` : body.code;
 }
 
 export function createUnsignedRoutes(core: Core, authFailures: AuthFailureLimiter) {
@@ -52,7 +55,7 @@ export function createUnsignedRoutes(core: Core, authFailures: AuthFailureLimite
       log.roll();
       const d = await installs.fail(client());
       if (!d.limited) return handler(req);
-      await log.note('app install', client(), true, () => `over ${APP_INSTALL_LIMITS.perClient} a minute from one address`);
+      await log.note('app install', client(), 429, () => `over ${APP_INSTALL_LIMITS.perClient} a minute from one address`);
       return tooMany('page', 'Too many install requests came from your address.', d.retryAfterSeconds);
     };
   }
@@ -62,10 +65,13 @@ export function createUnsignedRoutes(core: Core, authFailures: AuthFailureLimite
     return async (req, client) => {
       log.roll();
       const res = await handler(req);
+      // Not set up to verify (no app secret): logged as a refusal, no failure of the sender's.
+      if (res.status === 503) await log.note(route, client(), 503, () => reasonOf(res));
       if (res.status !== 401) return res;
       const d = await authFailures.fail(client(), undefined, false);
-      await log.note(route, client(), d.limited, () => reasonOf(res));
-      return d.limited ? tooMany(audience, 'Too many requests that did not verify came from this address.', d.retryAfterSeconds) : res;
+      const answer = d.limited ? tooMany(audience, 'Too many requests that did not verify came from this address.', d.retryAfterSeconds) : res;
+      await log.note(route, client(), answer.status, () => reasonOf(res));
+      return answer;
     };
   }
 

@@ -50,8 +50,9 @@ describe('GET /auth/install', () => {
     // A request line for each install answered, one line for the refusals: none per refused request.
     const lines = env.log.lines.slice(before);
     expect(lines.length).toBe(APP_INSTALL_LIMITS.perClient + 1);
-    expect(lines.filter((l) => l.includes(' 429 '))).toEqual([]);
-    expect(lines.filter((l) => l.startsWith('warn app install: refused'))).toHaveLength(1);
+    expect(lines.filter((l) => l.startsWith('info GET /auth/install 429'))).toEqual([]);
+    expect(lines.filter((l) => l.startsWith('info GET /auth/install 302'))).toHaveLength(APP_INSTALL_LIMITS.perClient);
+    expect(lines.filter((l) => l.startsWith('warn app install: refused with 429'))).toHaveLength(1);
 
     // The next minute the address may install again, and the flood's summary is written with its first request.
     env.clock.advance(APP_INSTALL_LIMITS.windowMs);
@@ -121,7 +122,7 @@ describe('forged requests to the routes Shopify signs', () => {
       expect((await send(env, '198.51.100.77')).status).toBe(401);
       const lines = env.log.lines.slice(before);
       expect(lines.length).toBe(1);
-      expect(lines[0]).toStartWith(`warn ${route}: refused (`);
+      expect(lines[0]).toStartWith(`warn ${route}: refused with 401 (`);
       expect(lines.join('\n')).not.toContain(SECRET);
 
       // A request that verifies is never refused by the limit (here: a lifecycle callback for a store this box lacks).
@@ -147,9 +148,19 @@ describe('forged requests to the routes Shopify signs', () => {
           `^warn ${route}: 300 more refusal\\(s\\) from .* ${300 - perClient} answered 429, from 2 address\\(es\\), most from 203\\.0\\.113\\.77 \\(299\\)$`,
         ),
       );
-      expect(after[1]).toStartWith(`warn ${route}: refused (`);
+      expect(after[1]).toStartWith(`warn ${route}: refused with 401 (`);
     });
   }
+
+  test('without the app secret, Flow action runs and lifecycle callbacks answer 503 with one log line a minute that names the variable, not one per request', async () => {
+    const env = await createTestEnv();
+    for (const route of ['flow action run', 'flow lifecycle callback']) {
+      for (let i = 0; i < 300; i++) expect((await forged[route]!(env, '203.0.113.90')).status).toBe(503);
+    }
+    expect(env.log.lines).toHaveLength(2);
+    for (const line of env.log.lines)
+      expect(line).toMatch(/^warn flow (action run|lifecycle callback): refused with 503 \(\w+_not_configured: set HOOKRELAY_SHOPIFY_APP_SECRET /);
+  });
 
   test('the routes share one failure count per address with /hooks and the agent API', async () => {
     const env = await setup();
