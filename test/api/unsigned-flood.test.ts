@@ -162,7 +162,7 @@ describe('forged requests to the routes Shopify signs', () => {
       expect(line).toMatch(/^warn flow (action run|lifecycle callback): refused with 503 \(\w+_not_configured: set HOOKRELAY_SHOPIFY_APP_SECRET /);
   });
 
-  test('the routes share one failure count per address with /hooks and the agent API', async () => {
+  test('the routes share one failure count per address with the agent API (as /hooks does)', async () => {
     const env = await setup();
     const routes = Object.values(forged);
     for (let i = 0; i < perClient; i++) expect((await routes[i % routes.length]!(env, '192.0.2.44')).status).toBe(401);
