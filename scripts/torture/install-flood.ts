@@ -29,6 +29,7 @@ const { values: a } = parseArgs({
     'pace-ms': { type: 'string', default: '10' },
     forged: { type: 'string', default: '0' },
     baseline: { type: 'boolean', default: false },
+    'flood-child': { type: 'string' },
     bin: { type: 'string' },
     keep: { type: 'boolean', default: false },
   },
@@ -41,9 +42,6 @@ const forgedCount = Math.min(50_000, Math.max(0, Number(a.forged)));
 const RUN_CAP_MS = 120_000;
 const say = (m: string) => process.stderr.write(`[install-flood] ${m}\n`);
 
-const dir = mkdtempSync(join(tmpdir(), 'hookrelay-install-flood-'));
-const dataDir = join(dir, 'data');
-const logPath = join(dir, 'serve.log');
 const hookrelay = a.bin ? [a.bin] : ['bun', '--smol', join(ROOT, 'commands/index.ts')];
 const env: Record<string, string> = {};
 for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('HOOKRELAY_')) env[k] = v;
@@ -64,8 +62,14 @@ const logLines = () => {
 };
 
 /** Signed receipts posted every `paceMs` until `stop` resolves (open loop: a slow answer does not delay the next). */
-async function paced(url: string, secret: string, stop: Promise<void>): Promise<{ ms: number[]; statuses: Record<string, number> }> {
-  const ms: number[] = [];
+interface Paced {
+  /** Each receipt's latency, with when it was sent (Date.now). */
+  samples: { at: number; ms: number }[];
+  statuses: Record<string, number>;
+}
+
+async function paced(url: string, secret: string, stop: Promise<void>): Promise<Paced> {
+  const samples: Paced['samples'] = [];
   const statuses: Record<string, number> = {};
   const inFlight = new Set<Promise<void>>();
   const headers = hookHeaders(secret);
@@ -74,10 +78,11 @@ async function paced(url: string, secret: string, stop: Promise<void>): Promise<
   let next = performance.now();
   while (!done) {
     const t0 = performance.now();
+    const at = Date.now();
     const p = fetch(url, { method: 'POST', headers, body: HOOK_BODY })
       .then(async (res) => {
         await res.arrayBuffer();
-        ms.push(performance.now() - t0);
+        samples.push({ at, ms: performance.now() - t0 });
         statuses[res.status] = (statuses[res.status] ?? 0) + 1;
       })
       .catch(() => void (statuses.network = (statuses.network ?? 0) + 1))
@@ -87,7 +92,7 @@ async function paced(url: string, secret: string, stop: Promise<void>): Promise<
     await Bun.sleep(Math.max(0, next - performance.now()));
   }
   await Promise.all(inFlight);
-  return { ms, statuses };
+  return { samples, statuses };
 }
 
 /** `n` requests, `concurrency` in flight, for at most RUN_CAP_MS: the answers by status. */
@@ -132,11 +137,30 @@ const FORGED: Record<string, (base: string, i: number) => Promise<Response>> = {
   '/flow/lifecycle': (base) => fetch(`${base}/flow/lifecycle`, { method: 'POST', headers: { 'x-shopify-hmac-sha256': 'AAAA' }, body: '{}' }),
 };
 
-const summary = (r: { ms: number[]; statuses: Record<string, number> }) => {
-  const s = [...r.ms].sort((x, y) => x - y);
+/** Percentiles of the receipts sent within [from, to] (all by default). */
+const summary = (r: Paced, from = 0, to = Number.POSITIVE_INFINITY) => {
+  const s = r.samples
+    .filter((x) => x.at >= from && x.at <= to)
+    .map((x) => x.ms)
+    .sort((x, y) => x - y);
   return { receipts: s.length, statuses: r.statuses, p50Ms: round(percentile(s, 50), 2), p99Ms: round(percentile(s, 99), 2), maxMs: round(s.at(-1), 2) };
 };
 
+/** What the flood asks for: an install of one of 500 shops, or with --baseline a route that does nothing. */
+const target = (base: string, i: number) => (a.baseline ? `${base}/no-such-route/${i % 500}` : `${base}/auth/install?shop=flood-${i % 500}.myshopify.com`);
+
+// The flood runs in a process of its own (`--flood-child BASE`), so its fetches never delay the receipts' timing here.
+if (a['flood-child']) {
+  const base = a['flood-child'];
+  const from = Date.now();
+  const result = await flood(requests, (i) => fetch(target(base, i), { redirect: 'manual' }));
+  process.stdout.write(JSON.stringify({ ...result, from, to: Date.now() }));
+  process.exit(0);
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'hookrelay-install-flood-'));
+const dataDir = join(dir, 'data');
+const logPath = join(dir, 'serve.log');
 const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
 let serve: ReturnType<typeof Bun.spawn> | null = null;
@@ -169,18 +193,30 @@ try {
   say(`flood: ${requests} GET ${a.baseline ? '/no-such-route' : '/auth/install'} from 127.0.0.1, ${concurrency} in flight, receipts at the same pace`);
   const linesBefore = logLines().length;
   const cpuBefore = cpuSeconds(serve.pid);
-  const started = performance.now();
-  const target = (i: number) => (a.baseline ? `${base}/no-such-route/${i % 500}` : `${base}/auth/install?shop=flood-${i % 500}.myshopify.com`);
-  const flooding = flood(requests, (i) => fetch(target(i), { redirect: 'manual' }));
-  const during = summary(
-    await paced(
-      hook.url,
-      hook.secret,
-      flooding.then(() => {}),
-    ),
+  const child = Bun.spawn(
+    [
+      'bun',
+      import.meta.path,
+      '--flood-child',
+      base,
+      '--requests',
+      String(requests),
+      '--concurrency',
+      String(concurrency),
+      ...(a.baseline ? ['--baseline'] : []),
+    ],
+    { stdin: 'ignore', stdout: 'pipe', stderr: 'inherit' },
   );
-  const { sent, answers } = await flooding;
-  const floodSeconds = (performance.now() - started) / 1000;
+  const flooding = new Response(child.stdout).text();
+  const receipts = await paced(
+    hook.url,
+    hook.secret,
+    child.exited.then(() => {}),
+  );
+  // The receipts sent while the flood ran (the child's start-up aside); statuses are of all of them.
+  const { sent, answers, from, to } = JSON.parse(await flooding) as { sent: number; answers: Record<string, number>; from: number; to: number };
+  const during = summary(receipts, from, to);
+  const floodSeconds = (to - from) / 1000;
   const cpuAfter = cpuSeconds(serve.pid);
   await Bun.sleep(1500); // the log's buffered lines reach the file
   const floodLines = logLines().slice(linesBefore);
