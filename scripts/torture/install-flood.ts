@@ -6,10 +6,11 @@
  * flood's answers, rows in oauth_states and stores afterwards, serve's CPU seconds and log lines during the flood,
  * and the receipts' p50/p99 in each run with their ratio. With `--forged N`, N forged requests (a wrong HMAC) then go
  * to each route Shopify signs (webhooks, the install callback, Flow's action runs and lifecycle callbacks), with their
- * answers and log lines. `--baseline` floods GET /no-such-route instead of installs: the floor, what answering any
+ * answers and log lines. `--rate N` paces the install flood at N requests a second (default: as fast as it goes).
+ * `--baseline` floods GET /no-such-route instead of installs: the floor, what answering any
  * request at that rate costs on this machine. Bounded: at most 50,000 requests a flood, each at most 120 s.
  *
- *   bun scripts/torture/install-flood.ts [--requests 20000] [--concurrency 32] [--quiet-seconds 10] [--pace-ms 10] [--forged N] [--baseline] [--bin PATH] [--keep]
+ *   bun scripts/torture/install-flood.ts [--requests 20000] [--concurrency 32] [--quiet-seconds 10] [--pace-ms 10] [--rate N] [--forged N] [--baseline] [--bin PATH] [--keep]
  */
 import { Database } from 'bun:sqlite';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -30,6 +31,7 @@ const { values: a } = parseArgs({
     forged: { type: 'string', default: '0' },
     baseline: { type: 'boolean', default: false },
     'flood-child': { type: 'string' },
+    rate: { type: 'string', default: '0' },
     bin: { type: 'string' },
     keep: { type: 'boolean', default: false },
   },
@@ -39,6 +41,8 @@ const concurrency = Math.min(256, Math.max(1, Number(a.concurrency)));
 const quietMs = Math.min(120, Math.max(1, Number(a['quiet-seconds']))) * 1000;
 const paceMs = Math.max(1, Number(a['pace-ms']));
 const forgedCount = Math.min(50_000, Math.max(0, Number(a.forged)));
+/** The install flood's requests a second; 0: as fast as `concurrency` connections go. */
+const rate = Math.max(0, Number(a.rate));
 const RUN_CAP_MS = 120_000;
 const say = (m: string) => process.stderr.write(`[install-flood] ${m}\n`);
 
@@ -95,15 +99,17 @@ async function paced(url: string, secret: string, stop: Promise<void>): Promise<
   return { samples, statuses };
 }
 
-/** `n` requests, `concurrency` in flight, for at most RUN_CAP_MS: the answers by status. */
-async function flood(n: number, request: (i: number) => Promise<Response>): Promise<{ sent: number; answers: Record<string, number> }> {
+/** `n` requests, `concurrency` in flight (at most `perSecond` a second), for at most RUN_CAP_MS: the answers by status. */
+async function flood(n: number, request: (i: number) => Promise<Response>, perSecond = 0): Promise<{ sent: number; answers: Record<string, number> }> {
   const answers: Record<string, number> = {};
   let sent = 0;
-  const deadline = Date.now() + RUN_CAP_MS;
+  const start = Date.now();
+  const deadline = start + RUN_CAP_MS;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (sent < n && Date.now() < deadline) {
         const i = sent++;
+        if (perSecond) await Bun.sleep(Math.max(0, start + (i * 1000) / perSecond - Date.now()));
         try {
           const res = await request(i);
           await res.arrayBuffer();
@@ -153,7 +159,7 @@ const target = (base: string, i: number) => (a.baseline ? `${base}/no-such-route
 if (a['flood-child']) {
   const base = a['flood-child'];
   const from = Date.now();
-  const result = await flood(requests, (i) => fetch(target(base, i), { redirect: 'manual' }));
+  const result = await flood(requests, (i) => fetch(target(base, i), { redirect: 'manual' }), rate);
   process.stdout.write(JSON.stringify({ ...result, from, to: Date.now() }));
   process.exit(0);
 }
@@ -241,7 +247,7 @@ try {
   db.close();
 
   const result = {
-    command: `bun scripts/torture/install-flood.ts --requests ${requests} --concurrency ${concurrency} --quiet-seconds ${quietMs / 1000} --pace-ms ${paceMs}${forgedCount ? ` --forged ${forgedCount}` : ''}${a.baseline ? ' --baseline' : ''}${a.bin ? ` --bin ${a.bin}` : ''}`,
+    command: `bun scripts/torture/install-flood.ts --requests ${requests} --concurrency ${concurrency} --quiet-seconds ${quietMs / 1000} --pace-ms ${paceMs}${forgedCount ? ` --forged ${forgedCount}` : ''}${a.baseline ? ' --baseline' : ''}${rate ? ` --rate ${rate}` : ''}${a.bin ? ` --bin ${a.bin}` : ''}`,
     flood: {
       sent,
       answers,
