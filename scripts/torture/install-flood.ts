@@ -209,6 +209,8 @@ try {
       String(requests),
       '--concurrency',
       String(concurrency),
+      '--rate',
+      String(rate),
       ...(a.baseline ? ['--baseline'] : []),
     ],
     { stdin: 'ignore', stdout: 'pipe', stderr: 'inherit' },
