@@ -194,7 +194,9 @@ try {
   const hook = await createHookEndpoint(base, token, 'install flood receipts');
 
   say(`quiet run: a signed receipt every ${paceMs} ms for ${quietMs / 1000} s`);
+  const quietCpuBefore = cpuSeconds(serve.pid);
   const quiet = summary(await paced(hook.url, hook.secret, Bun.sleep(quietMs)));
+  const quietCpu = quietCpuBefore !== null ? (cpuSeconds(serve.pid) ?? Number.NaN) - quietCpuBefore : null;
 
   say(`flood: ${requests} GET ${a.baseline ? '/no-such-route' : '/auth/install'} from 127.0.0.1, ${concurrency} in flight, receipts at the same pace`);
   const linesBefore = logLines().length;
@@ -255,6 +257,9 @@ try {
       answers,
       seconds: round(floodSeconds, 1),
       serveCpuSeconds: cpuBefore !== null && cpuAfter !== null ? round(cpuAfter - cpuBefore, 2) : null,
+      // serve's CPU a second with the receipts alone (the quiet run), and during the flood with them.
+      serveCpuPerSecondQuiet: quietCpu !== null ? round(quietCpu / (quietMs / 1000), 3) : null,
+      serveCpuPerSecondFlood: cpuBefore !== null && cpuAfter !== null ? round((cpuAfter - cpuBefore) / floodSeconds, 3) : null,
       logLines: floodLines.length,
       installLogLines: floodLines.filter((l) => l.includes('/auth/install') || l.includes('app install')).length,
     },
