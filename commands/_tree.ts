@@ -1,6 +1,7 @@
 /** The command tree read from the citty definitions: resolve a command line, refuse unknown flags and words. */
 import type { ArgDef, ArgsDef, CommandDef, CommandMeta } from 'citty';
 import { EXIT } from '../src/contract/errors.ts';
+import { nearest } from '../src/lib/closest.ts';
 import { CommandExit } from './_exit.ts';
 
 declare module 'citty' {
@@ -54,26 +55,10 @@ function usageError(message: string, details?: Record<string, unknown>): Command
   return new CommandExit({ error: { code: 'usage', message, ...(details ? { details } : {}) } }, EXIT.usage);
 }
 
-/** Levenshtein distance, for "did you mean". */
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    prev = row;
-  }
-  return prev[b.length]!;
-}
-
 /** The closest known name within a third of its length (at least 2 edits), or one it starts; else undefined. */
 export function closest(word: string, known: string[]): string | undefined {
-  let best: string | undefined;
-  let bestD = Infinity;
-  for (const k of known) {
-    const d = editDistance(word, k);
-    if (d < bestD) [best, bestD] = [k, d];
-  }
-  if (best !== undefined && bestD <= Math.max(2, Math.floor(word.length / 3))) return best;
+  const best = nearest(word, known);
+  if (best && best.distance <= Math.max(2, Math.floor(word.length / 3))) return best.name;
   return known.find((k) => k.startsWith(word) && word.length >= 3);
 }
 

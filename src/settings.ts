@@ -11,6 +11,7 @@ import { AppError } from './contract/errors.ts';
 import type { RateLimitClass } from './contract/operations.ts';
 import type { Config, RetentionConfig } from './core.ts';
 import { parseDuration } from './contract/durations.ts';
+import { nearest } from './lib/closest.ts';
 
 export const SETTINGS_FILE = 'hookrelay.toml';
 
@@ -151,7 +152,7 @@ export function loadSettings(opts: { file?: string | null; dataDir?: string | nu
     }
     for (const [key, raw] of flatten(doc)) {
       const setting = SETTINGS.find((s) => s.key === key);
-      if (!setting) throw new AppError('invalid_input', `${file}: unknown setting ${key}${nearest(key)}. Settings: ${SETTINGS.map((s) => s.key).join(', ')}.`);
+      if (!setting) throw new AppError('invalid_input', `${file}: unknown setting ${key}${didYouMean(key)}. Settings: ${SETTINGS.map((s) => s.key).join(', ')}.`);
       values.set(setting, parse(setting, raw, file));
       sources[key] = 'file';
     }
@@ -247,33 +248,12 @@ export function strayVariables(env: Record<string, string | undefined>, also: re
   return Object.keys(env)
     .filter((n) => n.startsWith('HOOKRELAY_') && env[n] !== undefined && !known.has(n) && !VARIABLE_FAMILIES.some((f) => n.startsWith(f)))
     .sort()
-    .map((name) => ({ name, closest: closestName(name, KNOWN_VARIABLES) }));
+    .map((name) => ({ name, closest: nearest(name, KNOWN_VARIABLES)!.name }));
 }
 
 /** serve's warning for each stray variable: its name and the closest known one, never its value. */
 export function describeStrayVariable(v: { name: string; closest: string }): string {
   return `${v.name} is set, but hookrelay reads no variable of that name: it is ignored (did you mean ${v.closest}?).`;
-}
-
-function closestName(name: string, names: readonly string[]): string {
-  let best = names[0]!;
-  let bestDistance = Number.POSITIVE_INFINITY;
-  for (const n of names) {
-    const d = editDistance(name, n);
-    if (d < bestDistance) [best, bestDistance] = [n, d];
-  }
-  return best;
-}
-
-/** Levenshtein distance. */
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    prev = row;
-  }
-  return prev[b.length]!;
 }
 
 /** `[a.b] c = 1` as [['a.b.c', 1]]; arrays are values. */
@@ -302,7 +282,7 @@ function tomlErrorLine(text: string): number {
   return Math.min(good + 1, lines.length);
 }
 
-function nearest(key: string): string {
+function didYouMean(key: string): string {
   const leaf = key.split('.').at(-1)!;
   const close = SETTINGS.find((s) => s.key.split('.').at(-1) === leaf || s.key.startsWith(key) || key.startsWith(s.key));
   return close ? ` (did you mean ${close.key}?)` : '';
