@@ -234,12 +234,7 @@ interface SnapshotFacts {
 function describeSnapshot(path: string): SnapshotFacts {
   const db = new Database(path, { readonly: true });
   try {
-    const tables = new Set(
-      db
-        .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table'")
-        .all()
-        .map((r) => r.name),
-    );
+    const tables = tablesOf(db);
     if (!tables.has('__hookrelay_migrations')) throw new AppError('invalid_input', 'This database is not a hookrelay box (no migrations table).');
     const count = (t: string) => (tables.has(t) ? (db.query<{ n: number }, []>(`SELECT count(*) AS n FROM ${t}`).get()?.n ?? 0) : 0);
     const sealed = sealedIn(db, tables);
@@ -256,6 +251,14 @@ function describeSnapshot(path: string): SnapshotFacts {
   }
 }
 
+const tablesOf = (db: Database) =>
+  new Set(
+    db
+      .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table'")
+      .all()
+      .map((r) => r.name),
+  );
+
 /** A sealed value of a snapshot (the queries serve proves its key with, src/ops/box-key.ts), or null when none. */
 function sealedIn(db: Database, tables: Set<string>): string | null {
   for (const q of SEALED_SAMPLES) {
@@ -269,13 +272,7 @@ function sealedIn(db: Database, tables: Set<string>): string | null {
 function snapshotSealed(path: string): string | null {
   const db = new Database(path, { readonly: true });
   try {
-    const tables = new Set(
-      db
-        .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table'")
-        .all()
-        .map((r) => r.name),
-    );
-    return sealedIn(db, tables);
+    return sealedIn(db, tablesOf(db));
   } finally {
     db.close();
   }
