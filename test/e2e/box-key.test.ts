@@ -3,34 +3,17 @@
  * it exits 2 before listening with `secret_key_mismatch`, naming the variable and never the key, on SQLite and as a
  * second instance on PostgreSQL (that part runs only when HOOKRELAY_TEST_DATABASE_URL is set; CI sets it).
  */
-import { afterAll, describe, expect, it } from 'bun:test';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { describe, expect, it } from 'bun:test';
 import { hmacHex } from '../../src/lib/crypto.ts';
 import { closedPort } from '../cli/harness.ts';
-import { runToExit, spawnServe, type ServeProcess } from '../fixtures/serve-process.ts';
-import { pgAdmin, TEST_DATABASE_URL } from '../fixtures/storage.ts';
+import { runToExit, serveScratch, spawnServe, type ServeProcess } from '../fixtures/serve-process.ts';
+import { TEST_DATABASE_URL } from '../fixtures/storage.ts';
 
 const SHOP = 'boxkey.myshopify.com';
 const KEY_A = 'ab'.repeat(32);
 const KEY_B = 'cd'.repeat(32);
-const root = mkdtempSync(join(tmpdir(), 'hookrelay-boxkey-'));
-const database = `hr_boxkey_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
-const running: ServeProcess[] = [];
-
-afterAll(async () => {
-  for (const s of running) s.proc.kill('SIGKILL');
-  await Promise.all(running.map((s) => s.proc.exited));
-  if (TEST_DATABASE_URL) await pgAdmin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
-  rmSync(root, { recursive: true, force: true });
-}, 60_000);
-
-const dir = (name: string) => {
-  const d = join(root, name);
-  mkdirSync(d, { recursive: true });
-  return d;
-};
+const scratch = serveScratch('boxkey');
+const { running, dir } = scratch;
 
 /** Starts serve and keeps it for the end of the file. */
 const serve = async (dataDir: string, env: Record<string, string>) => {
@@ -101,10 +84,7 @@ describe('serve on SQLite', () => {
 
 describe.if(!!TEST_DATABASE_URL)('serve on PostgreSQL', () => {
   it('a second instance with another HOOKRELAY_SECRET_KEY exits 2 before listening; the first keeps serving', async () => {
-    await pgAdmin(`CREATE DATABASE "${database}"`);
-    const url = new URL(TEST_DATABASE_URL!);
-    url.pathname = `/${database}`;
-    const db = { HOOKRELAY_DATABASE_URL: url.toString() };
+    const db = { HOOKRELAY_DATABASE_URL: await scratch.database() };
     const a = dir('pg-a');
     const b = dir('pg-b');
     expect((await runToExit(['init', '--shop', SHOP, '--data-dir', a], a, 60_000, { ...db, HOOKRELAY_SECRET_KEY: KEY_A })).code).toBe(0);
@@ -118,7 +98,7 @@ describe.if(!!TEST_DATABASE_URL)('serve on PostgreSQL', () => {
 
     const refused = await refusedStart(b, { ...db, HOOKRELAY_SECRET_KEY: KEY_B }, [secret]);
     expect(refused.json.error.message).toContain('PostgreSQL');
-    expect(JSON.stringify(refused.json) + refused.stderr).not.toContain(url.toString());
+    expect(JSON.stringify(refused.json) + refused.stderr).not.toContain(db.HOOKRELAY_DATABASE_URL);
 
     expect((await receipt(first, endpoint.id, secret, 'pg-1')).status).toBe(202);
     // A second instance with the same key serves beside it.

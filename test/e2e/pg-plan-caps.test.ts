@@ -3,14 +3,11 @@
  * diagnostics shares per 30 days), 30 previews then 30 executes at once, alternating between the instances, give
  * exactly 25 × 200 and 5 × 402, and the meter ends at 25. Runs only when HOOKRELAY_TEST_DATABASE_URL is set.
  */
-import { afterAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { describe, expect, it, setDefaultTimeout } from 'bun:test';
 import pg from 'pg';
 import { closedPort } from '../cli/harness.ts';
-import { runToExit, spawnServe, type ServeProcess } from '../fixtures/serve-process.ts';
-import { pgAdmin, TEST_DATABASE_URL } from '../fixtures/storage.ts';
+import { runToExit, serveScratch, spawnServe } from '../fixtures/serve-process.ts';
+import { TEST_DATABASE_URL } from '../fixtures/storage.ts';
 
 setDefaultTimeout(120_000);
 
@@ -18,25 +15,13 @@ const SHOP = 'caps.myshopify.com';
 const CAP = 25;
 const TRIES = 30;
 
-const root = mkdtempSync(join(tmpdir(), 'hookrelay-pgcaps-'));
-const database = `hr_caps_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
-const running: ServeProcess[] = [];
-
-afterAll(async () => {
-  for (const s of running) s.proc.kill('SIGKILL');
-  await Promise.all(running.map((s) => s.proc.exited));
-  if (TEST_DATABASE_URL) await pgAdmin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
-  rmSync(root, { recursive: true, force: true });
-}, 60_000);
+const scratch = serveScratch('caps');
+const { root, running, dir } = scratch;
 
 describe.if(!!TEST_DATABASE_URL)('a plan cap over two serve instances on one PostgreSQL', () => {
   it('30 concurrent diagnostics-share executes at 25 left: exactly 25 × 200 and 5 × 402, the meter at 25', async () => {
-    await pgAdmin(`CREATE DATABASE "${database}"`);
-    const url = new URL(TEST_DATABASE_URL!);
-    url.pathname = `/${database}`;
-    const shared = { HOOKRELAY_DATABASE_URL: url.toString(), HOOKRELAY_SECRET_KEY: 'cd'.repeat(32) };
-    const dirs = [join(root, 'a'), join(root, 'b')];
-    for (const d of dirs) mkdirSync(d);
+    const shared = { HOOKRELAY_DATABASE_URL: await scratch.database(), HOOKRELAY_SECRET_KEY: 'cd'.repeat(32) };
+    const dirs = [dir('a'), dir('b')];
     const init = await runToExit(['init', '--shop', SHOP, '--plan', 'free', '--data-dir', dirs[0]!], root, 30_000, shared);
     expect(init.code).toBe(0);
     // Two grants: previews are rate limited per grant (recovery_preview, 20 a minute), and the clock is real.
@@ -72,7 +57,7 @@ describe.if(!!TEST_DATABASE_URL)('a plan cap over two serve instances on one Pos
       intents.map((intent, i) => post(i, { mode: 'execute', intentId: intent.id, confirmationToken: intent.confirmation.token }, `caps-${i}`)),
     );
     const statuses = answers.map((a) => a.status);
-    const db = new pg.Client({ connectionString: url.toString() });
+    const db = new pg.Client({ connectionString: shared.HOOKRELAY_DATABASE_URL });
     await db.connect();
     try {
       const used = await db.query("SELECT used FROM usage_counters WHERE meter = 'diagnostics_shares'");
