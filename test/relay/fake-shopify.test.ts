@@ -1301,7 +1301,7 @@ describe('scripts/fake-shopify.ts', () => {
       out += decoder.decode(value, { stream: true });
     }
     const lines = out.trim().split('\n');
-    expect(JSON.parse(lines[lines.length - 1]!)).toEqual({ requests: 1, shopQueries: 1, tokenRequests: 1 });
+    expect(JSON.parse(lines[lines.length - 1]!)).toEqual({ requests: 1, shopQueries: 1, shops: 1, tokenRequests: 1, webhooks: 0 });
     const err = await new Response(proc.stderr).text();
     expect(err).toContain('POST /admin/oauth/access_token 200');
     expect(err).toContain('POST /admin/api/2026-10/graphql.json 200');
