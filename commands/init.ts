@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty';
 import { describeStorage, locateDataDir, locateDatabaseUrl, openCore } from '../src/boot.ts';
+import type { DestinationName } from '../src/contract/platform.ts';
 import { stderrLog } from '../src/lib/log.ts';
 import { pgTarget } from '../src/lib/pg-target.ts';
 import { auditAdmin, humanActor, storeIdOf } from '../src/ops/human-audit.ts';
@@ -46,7 +47,7 @@ export default defineCommand({
             platformAccountId: args['platform-account-id'],
             installationId: args['installation-id'],
             plan: args.plan,
-            destination: args.destination as 'log' | 'shopify' | undefined,
+            destination: args.destination as DestinationName | undefined,
             adminTokenEnv: args['admin-token-env'],
             auth: args.auth,
             clientId: args['client-id'],

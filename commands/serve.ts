@@ -6,8 +6,7 @@ import { describeSettings, describeStrayVariable, loadSettings, SETTINGS_FILE, s
 import { LOG_FORMATS, stderrLog, type LogFormat } from '../src/lib/log.ts';
 import { describeMovedTo, movedMarker, movedRefusal } from '../src/ops/moved-box.ts';
 import { credentialVariableMissing, describeDestination, storedAppClientId, storedPublicUrl } from '../src/ops/stores.ts';
-import { apiVersionStatus } from '../src/platform/shopify/version.ts';
-import { APP_SECRET_ENV, appSecret } from '../src/platform/shopify/app.ts';
+import { platformOf, platforms } from '../src/platform/registry.ts';
 import { startServer } from '../src/server/serve.ts';
 import { storageArgs } from './_args.ts';
 
@@ -81,18 +80,10 @@ export default defineCommand({
     const storeVariables = stores.flatMap((s) => [s.adminTokenEnv, s.clientSecretEnv]).filter((n): n is string => !!n);
     for (const stray of strayVariables(process.env, storeVariables)) log.warn(describeStrayVariable(stray));
     for (const s of stores) (credentialVariableMissing(s, core.config.env) ? log.warn : log.info)(describeDestination(s, core.config.env));
-    if (stores.some((s) => s.destination === 'shopify')) {
-      const v = apiVersionStatus(Date.now());
-      if (v.status !== 'supported') {
-        log.warn(
-          `Shopify Admin API ${v.version} ${v.status === 'unsupported' ? 'is past' : 'nears'} its end of support (${v.supportedUntil}): upgrade hookrelay.`,
-        );
-      }
-    }
-    if (stores.some((s) => s.destination === 'shopify') && !appSecret(core.config.env)) {
-      log.warn(
-        `A store hands off to Shopify but ${APP_SECRET_ENV[0]} is not set: Flow's lifecycle callback (/flow/lifecycle) answers 503, so merchants cannot enable workflows on hookrelay's triggers. Set it to the app's client secret.`,
-      );
+    // Each platform's word on its stores: an API version near its end, a secret its callbacks need.
+    for (const platform of platforms) {
+      const mine = stores.filter((s) => platformOf(s.destination) === platform);
+      for (const line of platform.startWarnings(mine, core.config.env, Date.now())) log.warn(line);
     }
     // Without an explicit public URL, endpoint URLs and the manifest carry the port actually bound (--port 0).
     const publicUrlFor = explicitUrl || fromSetting ? undefined : (bound: number) => `http://${hostPart}:${bound}`;

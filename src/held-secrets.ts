@@ -8,13 +8,13 @@
 import type { StoreRow } from '../db/types.ts';
 import type { Runtime } from './core.ts';
 import { HeldSecrets, urlPasswords } from './lib/redact.ts';
-import { APP_SECRET_ENV } from './platform/shopify/app.ts';
+import { platformSecretEnv } from './platform/registry.ts';
 
 /** The operator notification's signing secret (src/ops/operator-notify.ts). */
 export const OPERATOR_WEBHOOK_SECRET_ENV = 'HOOKRELAY_OPERATOR_WEBHOOK_SECRET';
 
 /** Variables whose whole value is a secret serve may read. */
-const SECRET_ENV = [...APP_SECRET_ENV, 'HOOKRELAY_SECRET_KEY', OPERATOR_WEBHOOK_SECRET_ENV, 'PGPASSWORD'] as const;
+const SECRET_ENV = [...platformSecretEnv, 'HOOKRELAY_SECRET_KEY', OPERATOR_WEBHOOK_SECRET_ENV, 'PGPASSWORD'];
 
 type StoreVariables = Pick<StoreRow, 'clientSecretEnv' | 'adminTokenEnv'>;
 

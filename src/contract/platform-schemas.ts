@@ -78,3 +78,4 @@ export const PlatformLinkStateSchema = z
       .describe('A live, authenticated query with the current credentials (reused for 10 s)'),
   })
   .meta({ id: 'PlatformLinkState', description: 'The live link to the workflow platform. Names variables, never a token or secret.' });
+export type PlatformLinkState = z.infer<typeof PlatformLinkStateSchema>;

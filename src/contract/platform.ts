@@ -5,6 +5,17 @@
  */
 
 /**
+ * Where a store's events are handed off: `log` records what would go to Flow (nothing is sent), `shopify` starts
+ * Flow triggers on the store. Each names one platform of src/platform/registry.ts.
+ */
+export const DESTINATIONS = ['log', 'shopify'] as const;
+export type DestinationName = (typeof DESTINATIONS)[number];
+
+/** Whether the deployment bills through the app's platform (HOOKRELAY_BILLING): `off`, or Shopify's (test) charges. */
+export const BILLING_MODES = ['off', 'shopify', 'shopify-test'] as const;
+export type BillingMode = (typeof BILLING_MODES)[number];
+
+/**
  * How hookrelay gets a store's Admin API token:
  * - `static`: a token read at run time from the environment variable the store names (a legacy custom app);
  * - `client-credentials`: requested by hookrelay with the app's client id and secret (the secret read from a

@@ -1,6 +1,6 @@
 /**
  * What the reads show of downstream confirmations (Flow's "Confirm hookrelay event" action, recorded by
- * src/relay/confirmations.ts): an event's newest confirmation, and the confirmed share of a window's deliveries.
+ * src/platform/shopify/confirmations.ts): an event's newest confirmation, and the confirmed share of a window's deliveries.
  */
 import type { ConfirmationStore, ConfirmedShareRow } from '../../db/areas/confirmations.ts';
 import type { EndpointStore } from '../../db/repo.ts';

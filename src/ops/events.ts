@@ -4,6 +4,7 @@ import type { PlatformLinkStore } from '../../db/platform-links.ts';
 import type { EventReads } from '../../db/repo.ts';
 import type { AttemptRow, EventRow } from '../../db/types.ts';
 import { AppError } from '../contract/errors.ts';
+import type { DestinationName } from '../contract/platform.ts';
 import type { OperationInput } from '../contract/operations.ts';
 import { REPLAYABLE_OUTCOMES, type EventOutcome, type EventSummary } from '../contract/schemas.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
@@ -66,7 +67,7 @@ export function eventSummary(e: EventRow, now: number, retentionMs: number): Eve
 function attemptView(a: AttemptRow) {
   return {
     number: a.number,
-    destination: a.destination as 'shopify' | 'log',
+    destination: a.destination as DestinationName,
     startedAt: iso(a.startedAt),
     finishedAt: a.outcome === 'sending' ? null : iso(a.finishedAt),
     outcome: a.outcome as 'sending' | 'delivered' | 'retry' | 'failed' | 'no_workflow' | 'unknown',

@@ -9,18 +9,16 @@ import { METERS } from '../contract/limits.ts';
 import { TRIGGER_VARIANTS, WINDOW_MS, type Window } from '../contract/schemas.ts';
 import { TRIGGERS } from '../contract/triggers.ts';
 import { diagnosisFor, isDiagnosisCode } from '../contract/diagnoses.ts';
-import { APP_SECRET_ENV, appSecret } from '../platform/shopify/app.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
 import { METRIC, statsBucket } from '../../db/types.ts';
 import type { OpContext } from './context.ts';
 import { confirmedShare } from './confirmations.ts';
 import { alertsSince } from './alerts.ts';
 import type { AlertStore } from '../../db/areas/alerts.ts';
-import { budgetState, handoffState, platformLinkState } from './platform-link.ts';
+import { handoffState } from './platform-link.ts';
 import { latencyQuantile } from '../lib/event-stats.ts';
 import { enforcement, limitOf, paidPlans, period, PLANS } from '../contract/plans.ts';
-import { appClientId } from '../platform/shopify/app.ts';
-import { billingMode } from '../platform/shopify/billing.ts';
+import { appPlatform, platformOf } from '../platform/registry.ts';
 
 const FAILURE_PAIR_WINDOW_MS = 30 * 60_000;
 
@@ -43,7 +41,9 @@ export async function getSetupState(ctx: OpContext<EndpointStore & ReadinessStor
   const { core, store } = ctx;
   const link = await core.repo.links.get(store.id);
   const handoff = handoffState(link, { publicUrl: core.config.publicUrl, shopDomain: store.shopDomain });
-  const platform = await platformLinkState(core, store, link);
+  const on = platformOf(store.destination);
+  const platform = await on.linkState(core, store, link);
+  const checks = on.setupChecks(core.config.env, store, platform);
   const endpoints = await core.repo.listEndpoints(store.id);
   const readiness = await core.repo.listTriggerReadiness(store.id);
   const actions: { action: string; text: string; operationId: string | null; endpointId: string | null }[] = [];
@@ -90,7 +90,6 @@ export async function getSetupState(ctx: OpContext<EndpointStore & ReadinessStor
   });
   const active = endpoints.filter((e) => e.status === 'active');
   const workflowEnabled = active.some((e) => readiness.find((r) => r.handle === TRIGGERS[e.triggerVariant as TriggerVariant]?.handle)?.hasEnabledFlow);
-  const credentials = platform?.credentials;
   const checklist = [
     {
       item: 'store_installed',
@@ -100,35 +99,15 @@ export async function getSetupState(ctx: OpContext<EndpointStore & ReadinessStor
           ? `Store ${store.shopDomain} is installed.`
           : `The app was uninstalled from ${store.shopDomain}; events wait for an install again.`,
     },
-    {
-      item: 'destination_configured',
-      done: !credentials || (credentials.mode !== null && credentials.variableSet === true),
-      text: !credentials
-        ? 'Destination is log: events are recorded, not sent to Flow.'
-        : `Destination is Shopify Flow; credentials ${credentials.mode ?? 'not configured'}${credentials.variableSet === false ? ' (their variable is not set on the server)' : ''}.`,
-    },
-    {
-      item: 'destination_reachable',
-      done: !platform || platform.check.result === 'ok',
-      text: platform ? `A live check of the destination: ${platform.check.result}. ${platform.check.message}` : 'Nothing is sent with the log destination.',
-    },
-    {
-      item: 'api_version_supported',
-      done: platform?.apiVersion.status !== 'unsupported',
-      text: platform
-        ? `Shopify Admin API ${platform.apiVersion.version}, supported until ${platform.apiVersion.supportedUntil} (${platform.apiVersion.status}).`
-        : 'No platform API is called with the log destination.',
-    },
+    { item: 'destination_configured', ...checks.destination_configured },
+    { item: 'destination_reachable', ...checks.destination_reachable },
+    { item: 'api_version_supported', ...checks.api_version_supported },
     {
       item: 'handoff_active',
       done: handoff.state === 'active',
       text: handoff.state === 'active' ? 'Handoff is active.' : `Handoff is paused since ${handoff.since} (${handoff.code}): events wait, none fail.`,
     },
-    {
-      item: 'lifecycle_callback_verifiable',
-      done: store.destination !== 'shopify' || !!appSecret(core.config.env),
-      text: `Flow's lifecycle callback can be verified (${APP_SECRET_ENV[0]} is set on the server); without it Flow cannot enable workflows on hookrelay's triggers.`,
-    },
+    { item: 'lifecycle_callback_verifiable', ...checks.lifecycle_callback_verifiable },
     { item: 'endpoint_created', done: active.length > 0, text: 'At least one active endpoint.' },
     { item: 'test_receipt_seen', done: testSeen, text: 'A test event authenticated.' },
     { item: 'first_delivered_event', done: delivered, text: 'An event was handed to the workflow platform.' },
@@ -155,7 +134,7 @@ export async function getSetupState(ctx: OpContext<EndpointStore & ReadinessStor
   next('test_receipt_seen', 'prepare_endpoint_test', 'Prepare a test event and have the sender send it.', 'createEndpointTestIntent');
   next('workflow_enabled', 'enable_workflow', 'Ask the merchant to enable a Flow workflow that starts from the hookrelay trigger.', null);
   return {
-    store: { shopDomain: store.shopDomain, plan: store.plan, destination: store.destination as 'log' | 'shopify' },
+    store: { shopDomain: store.shopDomain, plan: store.plan, destination: on.name },
     handoff,
     platform,
     endpoints: summaries,
@@ -197,12 +176,8 @@ export async function getPlanUsage(ctx: OpContext<UsageStore>) {
 
 export async function getBillingHandoff(ctx: OpContext<unknown>) {
   const { core, store } = ctx;
-  const handle = store.shopDomain.replace('.myshopify.com', '');
-  const billing = billingMode(core.config.env);
-  const clientId = appClientId(core.config);
-  // Billing through Shopify: the merchant opens the app in their admin and chooses a plan there (human-only).
-  const appBillingUrl =
-    billing !== 'off' && clientId ? `https://admin.shopify.com/store/${handle}/apps/${clientId}` : `https://admin.shopify.com/store/${handle}/settings/billing`;
+  // Billing through the app's platform: the merchant opens the app in their admin and chooses a plan there (human-only).
+  const { billing, appBillingUrl } = appPlatform.billingLink(core.config, store.shopDomain);
   return {
     billingStatus: store.billingStatus,
     currentPlan: store.plan,
@@ -252,7 +227,7 @@ async function reliability(ctx: OpContext<ReliabilityRepo>, subject: 'tenant' | 
   };
   const link = await core.repo.links.get(store.id);
   const handoff = handoffState(link, { publicUrl: core.config.publicUrl, shopDomain: store.shopDomain });
-  const budget = budgetState(link, to);
+  const budget = platformOf(store.destination).budgetView(link, to);
   const authFailures = subject === 'tenant' ? (await core.repo.countAuthFailures(store.id, from)).map((r) => ({ endpointId: r.endpointId, count: r.n })) : [];
   const pending = await core.repo.pendingStats(store.id);
   const c = (outcome: string) => n(METRIC.handoff(outcome));

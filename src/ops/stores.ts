@@ -4,20 +4,20 @@ import type { TenantStore } from '../../db/repo.ts';
 import type { StoreRow } from '../../db/types.ts';
 import { looksLikeToken, normalizeBaseUrl } from '../client/config.ts';
 import { AppError } from '../contract/errors.ts';
-import { CREDENTIAL_MODES, type CredentialMode, installLink } from '../contract/platform.ts';
+import { EDITION } from '../contract/scopes.ts';
+import { CREDENTIAL_MODES, type CredentialMode, DESTINATIONS, type DestinationName, installLink } from '../contract/platform.ts';
 import type { CoreWith } from '../core.ts';
 import { iso } from '../lib/clock.ts';
 import { DEFAULT_PLAN, PLANS } from '../contract/plans.ts';
-import { credentialModeOf, credentialVariable } from '../platform/shopify/credentials.ts';
-import { shopifyPlatform } from '../platform/shopify/platform.ts';
-import { credentialsState, handoffState } from './platform-link.ts';
+import { platformOf, platforms } from '../platform/registry.ts';
+import { handoffState } from './platform-link.ts';
 
 export interface InitStoreInput {
   shopDomain: string;
   platformAccountId?: string;
   installationId?: string;
   plan?: string;
-  destination?: 'log' | 'shopify';
+  destination?: DestinationName;
   adminTokenEnv?: string;
   /** How the Admin API token is obtained; derived from the other flags when not given (src/contract/platform.ts). */
   auth?: string;
@@ -27,7 +27,6 @@ export interface InitStoreInput {
 
 const SHOP = /^[a-z0-9][a-z0-9-]*\.myshopify\.com$/;
 const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
-const DESTINATIONS = ['log', 'shopify'] as const;
 /** Shopify credential prefixes (Admin API access tokens, app secrets): never a variable name. */
 const SHOPIFY_TOKEN = /^shp(at|ca|pa|ss)_/i;
 
@@ -99,27 +98,6 @@ function impliedAuth(input: {
   return undefined;
 }
 
-/** The shopify destination needs the credentials its mode reads. */
-function checkDestinationNeeds(row: Pick<StoreRow, 'destination' | 'credentialMode' | 'adminTokenEnv' | 'clientId' | 'clientSecretEnv'>): void {
-  if (row.destination !== 'shopify') return;
-  const mode = credentialModeOf(row);
-  if (mode === 'client-credentials') {
-    if (!row.clientId || !row.clientSecretEnv) {
-      throw new AppError(
-        'invalid_input',
-        "--auth client-credentials needs --client-id (the app's client id) and --client-secret-env (the NAME of the variable holding its secret).",
-      );
-    }
-    return;
-  }
-  if (!row.adminTokenEnv) {
-    throw new AppError(
-      'invalid_input',
-      'The shopify destination needs credentials: --auth client-credentials --client-id ID --client-secret-env VAR (an app of your organization), or --admin-token-env naming the variable that holds a static Admin API token.',
-    );
-  }
-}
-
 /**
  * Idempotent: an existing store is returned unchanged (`created: false`) when the flags given match it. A flag
  * that differs is refused rather than silently ignored: settings change with `hookrelay store set`.
@@ -142,7 +120,7 @@ export async function initStore(core: CoreWith<TenantStore>, input: InitStoreInp
     clientId: input.clientId ?? null,
     clientSecretEnv: input.clientSecretEnv ?? null,
   });
-  checkDestinationNeeds(row);
+  platformOf(row.destination).checkStore(row);
   await core.repo.insertStore(row);
   return { created: true, store: storeView(row) };
 }
@@ -161,7 +139,7 @@ export function newStoreRow(
   const handle = shop.replace('.myshopify.com', '');
   return {
     id: core.ids.next('st'),
-    platformKey: 'shopify',
+    platformKey: EDITION.platformKey,
     shopDomain: shop,
     billingStatus: 'active',
     uninstalledAt: null,
@@ -218,7 +196,7 @@ const INIT_FLAGS = [
 
 /** `init` on an existing store: a flag whose value differs from the stored one would be ignored, so refuse it. */
 function refuseIgnoredFlags(existing: StoreRow, input: InitStoreInput): void {
-  const stored = { ...existing, auth: credentialModeOf(existing) ?? undefined };
+  const stored = { ...existing, auth: platformOf(existing.destination).credentialMode(existing) ?? undefined };
   const differing = INIT_FLAGS.filter(([field]) => input[field] !== undefined && input[field] !== stored[field]);
   if (differing.length === 0) return;
   const settable = differing.filter(([, , viaSet]) => viaSet);
@@ -268,7 +246,7 @@ export async function showStores(core: CoreWith<TenantStore & { links: PlatformL
     const link = await core.repo.links.get(s.id);
     out.push({
       ...storeView(s),
-      credentials: credentialsState(s, link, core.config.env),
+      credentials: platformOf(s.destination).credentialsView(s, link, core.config.env),
       handoff: handoffState(link, { publicUrl: core.config.publicUrl, shopDomain: s.shopDomain }),
     });
   }
@@ -318,13 +296,13 @@ export async function setStoreSettings(core: CoreWith<TenantStore & { links: Pla
       ...store,
       plan: input.plan ?? store.plan,
       destination: (input.destination as StoreRow['destination'] | undefined) ?? store.destination,
-      credentialMode: auth ?? credentialModeOf(store),
+      credentialMode: auth ?? platformOf(store.destination).credentialMode(store),
       adminTokenEnv: input.adminTokenEnv ?? store.adminTokenEnv,
       clientId: input.clientId ?? store.clientId,
       clientSecretEnv: input.clientSecretEnv ?? store.clientSecretEnv,
       updatedAt: core.clock.now(),
     };
-    checkDestinationNeeds(row);
+    platformOf(row.destination).checkStore(row);
     const fields = ['plan', ...CREDENTIAL_FIELDS] as const;
     changed.push(...fields.filter((f) => row![f as keyof StoreRow] !== store[f as keyof StoreRow]).map((f) => (f === 'credentialMode' ? 'auth' : f)));
     if (changed.length) await core.repo.updateStore(row);
@@ -372,29 +350,17 @@ async function credentialsChanged(core: CoreWith<{ links: PlatformLinkStore }>, 
   const now = core.clock.now();
   await core.repo.links.clearToken(store.id, now);
   await core.repo.links.resume(store.id, now);
-  shopifyPlatform(core).forget(store.id);
+  for (const platform of platforms) platform.forget(core, store.id);
 }
 
 /** One line for stderr (serve, init): where this store's events go and how its token is had. Names variables, never values. */
 export function describeDestination(s: StoreRow, env: (name: string) => string | undefined): string {
-  if (s.destination !== 'shopify') return `store ${s.shopDomain}: destination log (records what would go to Flow; nothing is sent)`;
-  const name = credentialVariable(s);
-  const from = `$${name}, ${name && env(name) ? 'set' : 'NOT set'}`;
-  switch (credentialModeOf(s)) {
-    case 'client-credentials':
-      return `store ${s.shopDomain}: destination shopify (client credentials: client id ${s.clientId}, secret from ${from}; tokens requested and renewed by hookrelay)`;
-    case 'oauth':
-      return `store ${s.shopDomain}: destination shopify (app install, OAuth: client id ${s.clientId}, secret from ${from}; tokens refreshed by hookrelay${s.uninstalledAt != null ? `; uninstalled ${iso(s.uninstalledAt)}, events wait for an install again` : ''})`;
-    default:
-      return `store ${s.shopDomain}: destination shopify (Admin API token from ${from})`;
-  }
+  return platformOf(s.destination).describeStore(s, env);
 }
 
-/** Whether the store hands off to Shopify without the variable its credentials read (serve warns). */
+/** Whether the store's credentials read a variable not set where serve runs (serve warns). */
 export function credentialVariableMissing(s: StoreRow, env: (name: string) => string | undefined): boolean {
-  if (s.destination !== 'shopify') return false;
-  const name = credentialVariable(s);
-  return !(name && env(name));
+  return platformOf(s.destination).credentialVariableMissing(s, env);
 }
 
 function storeView(s: StoreRow) {
@@ -407,7 +373,7 @@ function storeView(s: StoreRow) {
     plan: s.plan,
     billingStatus: s.billingStatus,
     destination: s.destination,
-    auth: credentialModeOf(s),
+    auth: platformOf(s.destination).credentialMode(s),
     installed: s.uninstalledAt == null,
     uninstalledAt: s.uninstalledAt == null ? null : iso(s.uninstalledAt),
     adminTokenEnv: s.adminTokenEnv,

@@ -3,14 +3,20 @@
  * and, for a platform that can pause a store (credentials), a probe of the link. Everything platform-specific
  * (URLs, tokens, API versions, error shapes) stays behind this, in a sibling folder per platform.
  */
+import type { PlatformLinkRow, PlatformLinkStore } from '../../db/platform-links.ts';
+import type { ReadinessStore } from '../../db/repo.ts';
 import type { EndpointRow, EventRow, StoreRow } from '../../db/types.ts';
-import type { LinkCheckResult, PauseCode, PauseReason } from '../contract/platform.ts';
+import type { BillingMode, CredentialMode, DestinationName, LinkCheckResult, PauseCode, PauseReason } from '../contract/platform.ts';
+import type { ManifestPlatform } from '../contract/manifest.ts';
+import type { PlatformLinkState } from '../contract/platform-schemas.ts';
+import type { Core, CoreWith, Runtime } from '../core.ts';
+import type { HeldSecrets } from '../lib/redact.ts';
 
 /** One trigger to start on the platform: the store, the trigger's handle and its fields. */
 export interface TriggerRequest {
   store: StoreRow;
   handle: string;
-  /** The trigger's fields, built by the relay (src/relay/flow.ts, src/relay/alerts.ts). */
+  /** The trigger's fields: an event's from its platform (Platform.handoff), an alert's from src/relay/alerts.ts. */
   payload: Record<string, string | number>;
 }
 
@@ -68,7 +74,7 @@ export interface LinkCheck {
 }
 
 export interface Destination {
-  readonly name: 'shopify' | 'log';
+  readonly name: DestinationName;
   /**
    * Whether a send leaves this box (default true). Such a send's attempt is recorded as soon as it ends, so a crash
    * repeats only what was in flight; a local one (the log destination) is recorded with its round.
@@ -86,4 +92,108 @@ export interface Destination {
    * others is due. A destination without a budget has none (everything goes).
    */
   pace?(store: StoreRow, wanted: number): Promise<{ granted: number; later: number[] }>;
+}
+
+/** What a platform needs of the runtime to send and probe: the platform links (tokens, budgets, pauses). */
+export type PlatformCore = CoreWith<{ links: PlatformLinkStore }>;
+
+/** What an event hands off: the trigger to start and its fields, built once per send; or why it never can be. */
+export type Handoff =
+  | { ok: true; handle: string; payload: Record<string, string | number> }
+  | { ok: false; handle: string; code: 'SVC_PAYLOAD_TOO_LARGE'; errorClass: 'payload_too_large'; message: string };
+
+/** One item of setup state's checklist that the store's platform decides. */
+export interface SetupCheck {
+  done: boolean;
+  text: string;
+}
+
+/** The checklist items setup state takes from the store's platform (src/ops/state.ts orders them among its own). */
+export type PlatformChecks = Record<'destination_configured' | 'destination_reachable' | 'api_version_supported' | 'lifecycle_callback_verifiable', SetupCheck>;
+
+/**
+ * What a platform's pages need from the layers above it, handed in by the server (as the MCP endpoint receives its
+ * pipeline): a platform folder imports neither src/ops/ nor src/relay/.
+ */
+export interface PlatformOps {
+  /** A new store's row (src/ops/stores.ts, loaded when first asked), for an install that creates one. */
+  newStoreRow(
+    core: CoreWith<unknown>,
+    shop: string,
+    fields: Pick<StoreRow, 'plan' | 'destination' | 'adminTokenEnv' | 'credentialMode' | 'clientId' | 'clientSecretEnv'>,
+  ): Promise<StoreRow>;
+  /** The secrets serve holds (src/held-secrets.ts), redacted from what a merchant's workflow writes. */
+  heldSecrets(core: Pick<Runtime, 'config' | 'box'>, stores: readonly Pick<StoreRow, 'clientSecretEnv' | 'adminTokenEnv'>[]): HeldSecrets;
+}
+
+/**
+ * How src/server/app.ts guards a platform's route: `signed` for what the platform signs (a 401 counts against the
+ * address), `install` for a page anyone opens (limited per address), `open` for neither.
+ */
+export type RouteGuard = { kind: 'signed'; name: string; audience: 'page' | 'json' } | { kind: 'install' } | { kind: 'open' };
+
+/** One HTTP route of a platform, at an exact path; `methods` limits it (others fall through to not_found). */
+export interface PlatformRoute {
+  path: string;
+  methods?: readonly string[];
+  guard: RouteGuard;
+  handle(req: Request): Promise<Response>;
+}
+
+/**
+ * A workflow platform, as the relay, the ops and the server see it; src/platform/registry.ts holds one per
+ * destination name and is the only file outside a platform's folder that imports it.
+ */
+export interface Platform {
+  readonly name: DestinationName;
+  /** The destination of this runtime (send, probe, pace): one per core, so its token cache and budget are shared. */
+  destination(core: PlatformCore): Destination;
+  /** The trigger and fields an event hands off, built and size-checked once per send, or why it cannot be. */
+  handoff(endpoint: Pick<EndpointRow, 'triggerVariant' | 'sourceLabel'>, event: EventRow): Handoff;
+  /** At receipt, without building the fields when they are short: the code of an event that can never be handed off. */
+  refusal(endpoint: Pick<EndpointRow, 'triggerVariant' | 'sourceLabel'>, event: EventRow): 'SVC_PAYLOAD_TOO_LARGE' | null;
+  /** A resource id as the trigger's reference takes it (decimal), or null when it cannot be one. */
+  resourceId(value: unknown): string | null;
+  /** Trigger readiness: the handles of the store's triggers the platform reports without an enabled workflow. */
+  withoutWorkflow(repo: Pick<ReadinessStore, 'listTriggerReadiness'>, storeId: string): Promise<Set<string>>;
+  /** Whether the platform starts the alert trigger (src/relay/alerts.ts skips a store whose platform does not). */
+  readonly startsAlerts: boolean;
+  /** The routes the platform answers; `ops` is what they need of the layers above. */
+  routes(core: Core, ops: PlatformOps): PlatformRoute[];
+  /** One line for serve's start and `hookrelay store show`: where events go, with the credentials' variable NAMES. */
+  describeStore(store: StoreRow, env: (name: string) => string | undefined): string;
+  /** Whether the store's credentials read a variable that is not set where serve runs (serve warns). */
+  credentialVariableMissing(store: StoreRow, env: (name: string) => string | undefined): boolean;
+  /** Refuses (AppError) a store row whose destination lacks what it needs (credentials). */
+  checkStore(row: Pick<StoreRow, 'destination' | 'credentialMode' | 'adminTokenEnv' | 'clientId' | 'clientSecretEnv'>): void;
+  /** Forgets what the runtime holds for the store (a token obtained with credentials now changed). */
+  forget(core: PlatformCore, storeId: string): void;
+  /** The live link as reads show it (null when nothing is sent), and setup state's platform checklist items. */
+  linkState(core: PlatformCore, store: StoreRow, link: PlatformLinkRow | null): Promise<PlatformLinkState | null>;
+  /** The store's credentials as `store show` prints them (mode, variable NAMES, token times; never a value). */
+  credentialsView(store: StoreRow, link: PlatformLinkRow | null, env: (name: string) => string | undefined): PlatformLinkState['credentials'];
+  /** The credential mode the store's columns say (null: none configured). */
+  credentialMode(store: Pick<StoreRow, 'credentialMode' | 'adminTokenEnv'>): CredentialMode | null;
+  /** The store's budget on the platform as the reliability read shows it, projected to `now`; null when none is known. */
+  budgetView(link: PlatformLinkRow | null, now: number): PlatformLinkState['budget'];
+  setupChecks(env: (name: string) => string | undefined, store: StoreRow, link: PlatformLinkState | null): PlatformChecks;
+  /** Variables whose whole value is a secret of this platform's that serve may read (redacted wherever typed). */
+  readonly secretEnv: readonly string[];
+  /** Lines serve logs at start about the stores on this platform (warnings); empty when there are none. */
+  startWarnings(stores: StoreRow[], env: (name: string) => string | undefined, now: number): string[];
+}
+
+/**
+ * The platform this box is an app of (its install, billing and webhooks), whatever each store's destination: the
+ * manifest's API version, setup state's billing link, and the app's secret variables.
+ */
+export interface AppPlatform {
+  readonly secretEnv: readonly string[];
+  apiVersion(now: number): ManifestPlatform['adminApiVersion'];
+  billingLink(
+    config: { env: (name: string) => string | undefined; appClientId: string | null },
+    shopDomain: string,
+  ): { billing: BillingMode; appBillingUrl: string };
+  /** serve's sweep once a minute: what the app received but has not processed yet (webhooks after a crash). */
+  sweep(core: Core): Promise<unknown>;
 }

@@ -19,7 +19,7 @@ import { ALERT_TRIGGER } from '../contract/triggers.ts';
 import type { CoreWith } from '../core.ts';
 import { iso } from '../lib/clock.ts';
 import { metrics } from '../lib/instruments.ts';
-import { shopifyPlatform } from '../platform/shopify/platform.ts';
+import { platformOf } from '../platform/registry.ts';
 import type { HandoffOutcome, TriggerRequest } from '../platform/types.ts';
 import { HandoffPauses } from './pauses.ts';
 
@@ -89,9 +89,10 @@ export class AlertWatch {
 
   constructor(
     private readonly core: AlertCore,
-    private readonly sender: TriggerSender = shopifyPlatform(core),
+    /** What sends the alert trigger (tests give their own); by default the store's platform's destination. */
+    private readonly sender: TriggerSender | null = null,
   ) {
-    this.pauses = new HandoffPauses(core, () => shopifyPlatform(core));
+    this.pauses = new HandoffPauses(core, (store) => platformOf(store.destination).destination(core));
   }
 
   sweep(): Promise<SweepResult> {
@@ -270,18 +271,19 @@ export class AlertWatch {
       );
 
     const store = await repo.getStore(alert.storeId);
-    if (store?.destination !== 'shopify') return record(skipped('no_flow_destination'));
+    if (!store || !platformOf(store.destination).startsAlerts) return record(skipped('no_flow_destination'));
+    const sender = this.sender ?? platformOf(store.destination).destination(this.core);
     const readiness = (await repo.listTriggerReadiness(store.id)).find((r) => r.handle === ALERT_TRIGGER.handle);
     if (readiness && !readiness.hasEnabledFlow) return record(skipped('no_workflow'));
-    if (this.sender.pace) {
-      const { granted, later } = await this.sender.pace(store, 1).catch(() => ({ granted: 1, later: [] as number[] }));
+    if (sender.pace) {
+      const { granted, later } = await sender.pace(store, 1).catch(() => ({ granted: 1, later: [] as number[] }));
       if (granted < 1) return record(unsent(later[0] ?? clock.now() + 1000, null));
     }
 
     const payload = await this.payload(alert, handoff.phase as 'raised' | 'recovered', store);
     let outcome: HandoffOutcome;
     try {
-      outcome = await this.sender.send({ store, handle: ALERT_TRIGGER.handle, payload }, config.handoff.timeoutMs);
+      outcome = await sender.send({ store, handle: ALERT_TRIGGER.handle, payload }, config.handoff.timeoutMs);
     } catch {
       outcome = { kind: 'retry', httpStatus: null, errorClass: 'network', message: 'The send failed unexpectedly.' };
     }

@@ -10,8 +10,8 @@ import type { Runtime } from '../core.ts';
 import { acceptedCapacity } from '../contract/plans.ts';
 import { constantTimeEqual, verifyHmacHex } from '../lib/crypto.ts';
 import type { EndpointCache, LiveEndpoint } from './endpoint-cache.ts';
-import { buildFlowPayload, flowPayloadFits } from './flow.ts';
-import { getPath, normalizeResourceId, relatedIdText } from './mapping.ts';
+import { platformOf } from '../platform/registry.ts';
+import { getPath, relatedIdText } from './mapping.ts';
 import { readCapped, releaseBody } from '../lib/body.ts';
 import { metrics } from '../lib/instruments.ts';
 import { describeFault, outcomeUnknown, STORAGE_RETRY_AFTER_SECONDS, storageFault } from './storage-health.ts';
@@ -276,18 +276,19 @@ export function createInboundHandler({ core, endpoints, writer, authFailures }: 
       if (v === undefined || v === null) return 'SVC_REQUIRED_PATH_MISSING' as const;
     }
     const row = ep.row;
+    const platform = platformOf(ep.store.destination);
     const variant = TRIGGERS[row.triggerVariant as keyof typeof TRIGGERS];
     if (variant.requires === 'resourceIdPath') {
-      event.resourceId = row.resourceIdPath ? normalizeResourceId(getPath(doc, row.resourceIdPath)) : null;
+      event.resourceId = row.resourceIdPath ? platform.resourceId(getPath(doc, row.resourceIdPath)) : null;
       if (!event.resourceId) return 'SVC_RESOURCE_ID_UNMAPPABLE' as const;
     } else if (row.resourceIdPath) {
-      event.resourceId = normalizeResourceId(getPath(doc, row.resourceIdPath));
+      event.resourceId = platform.resourceId(getPath(doc, row.resourceIdPath));
     }
     if (row.relatedResourceIdPath) event.relatedResourceId = relatedIdText(getPath(doc, row.relatedResourceIdPath));
     if (variant.requires === 'relatedResourceIdPath' && !event.relatedResourceId) return 'SVC_RESOURCE_ID_UNMAPPABLE' as const;
 
-    if (!flowPayloadFits(buildFlowPayload(row, event))) return 'SVC_PAYLOAD_TOO_LARGE' as const;
-    return null;
+    // The payload itself is built once, at send (Platform.handoff); here only whether it could ever be handed off.
+    return platform.refusal(row, event);
   }
 }
 

@@ -11,9 +11,9 @@ import { METRIC } from '../../db/types.ts';
 import { sweepRetention, type RetentionSwept } from '../../db/retention.ts';
 import type { SqlRunner } from '../../db/runner.ts';
 import type { CoreWith } from '../core.ts';
-import { shopifyPlatform } from '../platform/shopify/platform.ts';
+import type { DestinationName } from '../contract/platform.ts';
+import { platformOf, platforms } from '../platform/registry.ts';
 import type { Destination, HandoffOutcome } from '../platform/types.ts';
-import { logDestination } from './destinations/log.ts';
 import { HandoffPauses } from './pauses.ts';
 import { AttemptRecorder, nextTurn } from './recorder.ts';
 import { IDEMPOTENCY_TTL_MS, RETRY_JITTER } from '../contract/limits.ts';
@@ -21,7 +21,6 @@ import { attemptMetrics } from '../lib/event-stats.ts';
 import { metrics } from '../lib/instruments.ts';
 import { idFloor } from '../lib/ids.ts';
 import { releaseHeld } from './release-held.ts';
-import { buildFlowPayload, flowPayloadFits, triggerFor } from './flow.ts';
 import type { DirectHandoff } from './writer.ts';
 
 /** How often the loop checks whether held events may flow again. */
@@ -39,10 +38,11 @@ const CLAIM_EVERY_MS = 1000;
 /** An endpoint and its store, as the inbound path has them in memory. */
 export type EndpointLookup = (endpointId: string) => Promise<{ row: EndpointRow; store: StoreRow } | null>;
 
-export type Destinations = Record<'shopify' | 'log', Destination>;
+export type Destinations = Record<DestinationName, Destination>;
 
+/** Each platform's destination of this runtime (tests replace some). */
 export function defaultDestinations(core: CoreWith<{ links: PlatformLinkStore }>): Destinations {
-  return { log: logDestination(core.log), shopify: shopifyPlatform(core) };
+  return Object.fromEntries(platforms.map((p) => [p.name, p.destination(core)])) as Destinations;
 }
 
 /** What the worker reads and writes: the queue, trigger readiness, stores, and the platform links (pauses). */
@@ -313,7 +313,7 @@ export class HandoffWorker {
   }
 
   private destinationOf(store: StoreRow): Destination {
-    return this.destinations[store.destination === 'shopify' ? 'shopify' : 'log'];
+    return this.destinations[platformOf(store.destination).name];
   }
 
   /**
@@ -408,8 +408,8 @@ export class HandoffWorker {
    */
   private async triggersWithoutWorkflow(due: DueEvent[]): Promise<Set<string>> {
     const out = new Set<string>();
-    for (const storeId of new Set(due.map((d) => d.store.id))) {
-      for (const r of await this.core.repo.listTriggerReadiness(storeId)) if (!r.hasEnabledFlow) out.add(`${storeId}\u0000${r.handle}`);
+    for (const store of new Map(due.map((d) => [d.store.id, d.store])).values()) {
+      for (const handle of await platformOf(store.destination).withoutWorkflow(this.core.repo, store.id)) out.add(`${store.id}\u0000${handle}`);
     }
     return out;
   }
@@ -417,24 +417,24 @@ export class HandoffWorker {
   /** One attempt; returns what to record (the caller records a whole round at once). */
   private async handOff({ event, endpoint, store }: DueEvent, noWorkflow: Set<string>): Promise<AttemptResult> {
     const { clock, config } = this.core;
-    const trigger = triggerFor(endpoint.triggerVariant);
     const destination = this.destinationOf(store);
     const number = event.attempts + 1;
     const startedAt = clock.now();
-    const payload = buildFlowPayload(endpoint, event);
 
     // A paused store sends nothing: the event waits for the probe, its journaled attempt withdrawn.
     const pausedUntil = this.pauses.waitUntil(store.id);
     if (pausedUntil != null) return this.unsent(event, store, number, Math.max(pausedUntil, startedAt + 1000));
 
+    // The trigger and its payload: built and size-checked once for this send.
+    const handoff = platformOf(store.destination).handoff(endpoint, event);
     let outcome: HandoffOutcome;
-    if (noWorkflow.has(`${store.id}\u0000${trigger.handle}`)) {
-      outcome = { kind: 'no_workflow', httpStatus: null, errorClass: 'no_workflow', message: `Flow reports no enabled workflow for ${trigger.handle}.` };
-    } else if (!flowPayloadFits(payload)) {
-      outcome = { kind: 'failed', httpStatus: null, errorClass: 'payload_too_large', message: 'Flow payload would exceed 50,000 bytes.' };
+    if (noWorkflow.has(`${store.id}\u0000${handoff.handle}`)) {
+      outcome = { kind: 'no_workflow', httpStatus: null, errorClass: 'no_workflow', message: `Flow reports no enabled workflow for ${handoff.handle}.` };
+    } else if (!handoff.ok) {
+      outcome = { kind: 'failed', httpStatus: null, errorClass: handoff.errorClass, message: handoff.message };
     } else {
       try {
-        outcome = await destination.send({ store, endpoint, event, handle: trigger.handle, payload }, config.handoff.timeoutMs);
+        outcome = await destination.send({ store, endpoint, event, handle: handoff.handle, payload: handoff.payload }, config.handoff.timeoutMs);
       } catch {
         outcome = { kind: 'retry', httpStatus: null, errorClass: 'network', message: 'Handoff failed unexpectedly.' };
       }

@@ -6,7 +6,7 @@
 import { requestIdOf, tagRequest } from '../lib/request-ids.ts';
 import { MAX_API_BODY_BYTES } from '../contract/limits.ts';
 import { buildManifest } from '../contract/manifest.ts';
-import { apiVersionStatus } from '../platform/shopify/version.ts';
+import { appPlatform } from '../platform/registry.ts';
 import { buildOpenApi } from '../contract/openapi.ts';
 import { OPERATIONS, operations, pathMatcher, type Operation, type PublicOperationId } from '../contract/operations.ts';
 import { OPENAPI_PATH } from '../contract/scopes.ts';
@@ -69,7 +69,8 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
   );
   /** The public operations, answered here without the pipeline (no bearer, no audit). */
   const PUBLIC: Record<PublicOperationId, () => Response> = {
-    getAgentOperationsManifest: () => Response.json(buildManifest(core.config.publicUrl, available, { adminApiVersion: apiVersionStatus(core.clock.now()) })),
+    getAgentOperationsManifest: () =>
+      Response.json(buildManifest(core.config.publicUrl, available, { adminApiVersion: appPlatform.apiVersion(core.clock.now()) })),
   };
   const deps: PipelineDeps = { ...shared, limiter: new RateLimiter(core.repo, core.clock, core.config.rateLimits), inflight: new Map() };
 

@@ -9,16 +9,16 @@ import { AUTH_FAILURE_LIMITS } from '../contract/limits.ts';
 import { iso } from '../lib/clock.ts';
 import { EndpointCache } from '../relay/endpoint-cache.ts';
 import { createInboundHandler } from '../relay/inbound.ts';
-import { CONFIRM_ACTION } from '../contract/triggers.ts';
-import { createConfirmationHandler } from '../relay/confirmations.ts';
-import { createLifecycleHandler } from '../relay/lifecycle.ts';
+import { heldSecrets } from '../held-secrets.ts';
+import { platforms } from '../platform/registry.ts';
+import type { PlatformOps } from '../platform/types.ts';
 import { describeFault, StorageHealth } from '../relay/storage-health.ts';
 import { ReceiptWriter } from '../relay/writer.ts';
 import type { AgentApi } from './agent-api.ts';
 import { errorResponse } from './http.ts';
 import { createMetricsHandler } from './metrics.ts';
 import { VERSION } from '../version.ts';
-import { AuthFailureLimiter, lazyClient, trustsProxy } from '../lib/auth-failures.ts';
+import { AuthFailureLimiter, type ClientOf, lazyClient, trustsProxy } from '../lib/auth-failures.ts';
 import { bodyClient } from '../lib/body.ts';
 import { createUnsignedRoutes } from './unsigned-routes.ts';
 
@@ -86,8 +86,6 @@ export function createApp(core: Core): App {
   const inbound = createInboundHandler({ core, endpoints, writer, authFailures });
   // Routes anyone reaches without a credential of ours: limited per address, their refusals summed up in the log.
   const unsigned = createUnsignedRoutes(core, authFailures);
-  const lifecycle = unsigned.signed('flow lifecycle callback', 'json', createLifecycleHandler(core));
-  const confirmation = unsigned.signed('flow action run', 'json', createConfirmationHandler(core));
   const metrics = createMetricsHandler(core, authFailures);
   let alsoChanged: (id: string) => void = () => {};
   const endpointChanged = (id: string) => {
@@ -95,13 +93,19 @@ export function createApp(core: Core): App {
     alsoChanged(id);
     core.repo.notify?.('endpoint', id).catch(() => {}); // peers drop it too; their cache TTL bounds a lost signal
   };
-  // Loaded with their first request, as the agent API is: the Shopify app's install, billing pages and webhooks.
-  const appInstall = lazy(() => import('../ops/app-install.ts').then((m) => m.createAppInstall(core)));
-  const billingPages = lazy(() => import('../ops/billing.ts').then((m) => m.createBilling(core)));
-  const shopifyWebhooks = lazy(() => import('../ops/shopify-webhooks.ts').then((m) => m.shopifyWebhooks(core)));
-  const install = unsigned.install(async (req) => (await appInstall()).install(req));
-  const callback = unsigned.signed('app install callback', 'page', async (req) => (await appInstall()).callback(req));
-  const webhook = unsigned.signed('shopify webhook', 'json', async (req) => (await shopifyWebhooks()).handle(req));
+  // Each platform's routes (install, billing, webhooks, Flow's callbacks), guarded as each asks; what they need of
+  // the layers above is handed in, as the MCP endpoint receives its pipeline.
+  const ops: PlatformOps = { newStoreRow: async (...args) => (await import('../ops/stores.ts')).newStoreRow(...args), heldSecrets };
+  const routes = new Map<string, { methods?: readonly string[]; run: (req: Request, client: ClientOf) => Promise<Response> }>();
+  for (const platform of platforms) {
+    for (const route of platform.routes(core, ops)) {
+      if (routes.has(route.path)) throw new Error(`two platforms answer ${route.path}`);
+      const g = route.guard;
+      const run =
+        g.kind === 'signed' ? unsigned.signed(g.name, g.audience, route.handle) : g.kind === 'install' ? unsigned.install(route.handle) : route.handle;
+      routes.set(route.path, { methods: route.methods, run });
+    }
+  }
   let agent: Promise<AgentApi> | null = null;
   const agentApi = () =>
     (agent ??= import('./agent-api.ts').then((m) => m.createAgentApi({ core, endpointChanged, authFailures, storage }, (req) => fetch(req))));
@@ -116,17 +120,8 @@ export function createApp(core: Core): App {
       if (id && !id.includes('/')) return inbound(req, id, client);
       return Response.json({ code: 'not_found', message: 'No such endpoint.' }, { status: 404 });
     }
-    if (path === '/flow/lifecycle') return lifecycle(req, client);
-    if (path === CONFIRM_ACTION.path) return confirmation(req, client);
-    if (path === '/auth/install') return install(req, client);
-    if (path === '/auth/callback') return callback(req, client);
-    if (path === '/shopify/webhooks') return webhook(req, client);
-    if (req.method === 'GET' && (path === '/app' || path.startsWith('/billing/'))) {
-      const billing = await billingPages();
-      if (path === '/app') return billing.app(req);
-      if (path === '/billing/subscribe') return billing.subscribe(req);
-      if (path === '/billing/return') return billing.returned(req);
-    }
+    const route = routes.get(path);
+    if (route && (!route.methods || route.methods.includes(req.method))) return route.run(req, client);
     if (path === '/metrics') return metrics(req, client);
     if (req.method === 'GET' && path === '/status') return status();
     if (path.startsWith(`${API_PREFIX}/`) || (req.method === 'GET' && (path === '/docs' || path === '/')))
@@ -214,10 +209,4 @@ export function createApp(core: Core): App {
     },
     storage,
   };
-}
-
-/** A module loaded (and its handler made) on first use, once. */
-function lazy<T>(load: () => Promise<T>): () => Promise<T> {
-  let p: Promise<T> | null = null;
-  return () => (p ??= load());
 }

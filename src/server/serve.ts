@@ -14,6 +14,7 @@ import { clientAddress, trustsProxy } from '../lib/auth-failures.ts';
 import { nextRequestId, tagRequest } from '../lib/request-ids.ts';
 import { proveBoxKey } from '../ops/box-key.ts';
 import { unlogged } from '../lib/refusal-log.ts';
+import { appPlatform } from '../platform/registry.ts';
 
 export interface RunningServer {
   app: App;
@@ -205,12 +206,10 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
   // this worker before its next poll.
   const unlisten = await core.repo.listen?.((signal, payload) => (signal === 'endpoint' ? app.endpoints.invalidate(payload) : worker.wake()));
 
-  // Shopify webhooks recorded but not processed (a crash between their 200 and their processing, a failed run) are
-  // taken up once a minute (the module is loaded with the first sweep, not at start); so are peers' dead executions.
+  // The app's webhooks recorded but not processed (a crash between their 200 and their processing, a failed run) are
+  // taken up once a minute (AppPlatform.sweep: the module is loaded with the first sweep, not at start); so are peers' dead executions.
   const webhookSweep = setInterval(() => {
-    void import('../ops/shopify-webhooks.ts')
-      .then((m) => m.processPendingShopifyWebhooks(core))
-      .catch((err: unknown) => core.log.error(`shopify webhooks sweep: ${err instanceof Error ? err.message : 'error'}`));
+    void appPlatform.sweep(core).catch((err: unknown) => core.log.error(`shopify webhooks sweep: ${err instanceof Error ? err.message : 'error'}`));
     // On PostgreSQL a peer may die mid-execute while this instance runs: its intents are reopened here too.
     if (core.repo.capabilities.multiInstance) void reopen().catch(() => {});
   }, 60_000);

@@ -2,7 +2,7 @@
  * The routes anyone can reach without a credential of hookrelay's own: GET /auth/install, and what Shopify signs with
  * the app's client secret (GET /auth/callback, POST /shopify/webhooks, Flow's action runs and lifecycle callbacks).
  * A request to them costs nothing that outlives it:
- *   - an install writes nothing (its state is signed, see src/ops/app-install.ts), and is limited per client address
+ *   - an install writes nothing (its state is signed, see src/platform/shopify/app-install.ts), and is limited per client address
  *     (APP_INSTALL_LIMITS, counted in memory per instance): 429 past the limit;
  *   - a signed route's 401 (its signature did not verify; for the callback, anything about the install link) counts
  *     as a failed authentication from its address, with /hooks' and the agent API's (AUTH_FAILURE_LIMITS, shared by
@@ -16,7 +16,6 @@ import type { Core } from '../core.ts';
 import { AuthFailureLimiter, type ClientOf } from '../lib/auth-failures.ts';
 import { RefusalLog, refusalReason, unlogged } from '../lib/refusal-log.ts';
 import { htmlPage } from '../lib/web.ts';
-import { APP_SECRET_ENV } from '../platform/shopify/app.ts';
 
 type Handler = (req: Request) => Promise<Response>;
 type Guarded = (req: Request, client: ClientOf) => Promise<Response>;
@@ -34,14 +33,13 @@ function tooMany(audience: Audience, what: string, retryAfterSeconds: number): R
   return res;
 }
 
-/** The reason a refusal gives: the handler's own word for a page, the `code` of a JSON answer. */
+/** The reason a refusal gives: the handler's own word (a page; a 503 naming the variable to set), else the `code` of a JSON answer. */
 async function reasonOf(res: Response): Promise<string> {
   const set = refusalReason.get(res);
   if (set) return set;
   if (!res.headers.get('content-type')?.includes('json')) return `HTTP ${res.status}`;
   const body = (await res.clone().json()) as { code?: unknown; message?: unknown };
   if (typeof body.code !== 'string') return `HTTP ${res.status}`;
-  if (body.code.endsWith('_not_configured')) return `${body.code}: set ${APP_SECRET_ENV[0]} to the app's client secret`;
   return typeof body.message === 'string' ? `${body.code}: ${body.message}` : body.code;
 }
 

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'bun:test';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { linkCheckAdvice } from '../../src/contract/platform.ts';
-import { markUninstalled } from '../../src/ops/app-install.ts';
+import { markUninstalled } from '../../src/platform/shopify/app-install.ts';
 import { setStoreSettings, showStores } from '../../src/ops/stores.ts';
 import { admin, adminBox, SPAWN_TIMEOUT_MS } from '../cli/admin-run.ts';
 import { addGrant, addStore, call, createEndpoint, createTestEnv, orderEvent, sendHook } from '../helpers.ts';

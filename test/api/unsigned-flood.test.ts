@@ -162,6 +162,14 @@ describe('forged requests to the routes Shopify signs', () => {
       expect(line).toMatch(/^warn flow (action run|lifecycle callback): refused with 503 \(\w+_not_configured: set HOOKRELAY_SHOPIFY_APP_SECRET /);
   });
 
+  test('without the app secret, Shopify webhooks answer 503 with one log line a minute that names the variable, not one per request', async () => {
+    const env = await createTestEnv();
+    for (let i = 0; i < 300; i++) expect((await forged['shopify webhook']!(env, '203.0.113.91')).status).toBe(503);
+    expect(env.log.lines.filter((l) => l.includes('HOOKRELAY_SHOPIFY_APP_SECRET'))).toHaveLength(1);
+    expect(env.log.lines).toHaveLength(1);
+    expect(env.log.lines[0]).toMatch(/^warn shopify webhook: refused with 503 \(webhooks_not_configured: set HOOKRELAY_SHOPIFY_APP_SECRET /);
+  });
+
   test('the routes share one failure count per address with the agent API (as /hooks does)', async () => {
     const env = await setup();
     const routes = Object.values(forged);

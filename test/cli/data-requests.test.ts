@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { openCore } from '../../src/boot.ts';
-import { CUSTOMER_DATA_REQUEST } from '../../src/ops/shopify-webhooks.ts';
+import { CUSTOMER_DATA_REQUEST } from '../../src/platform/shopify/webhook-handler.ts';
 import { initStore } from '../../src/ops/stores.ts';
 import { admin, adminBox, SPAWN_TIMEOUT_MS } from './admin-run.ts';
 

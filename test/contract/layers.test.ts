@@ -37,6 +37,13 @@ const RULES: Rule[] = [
   { from: 'src/', not: ['commands/'], why: 'commands/ is the entry; nothing imports it' },
 ];
 
+/**
+ * A platform's folder (src/platform/<name>/) is imported from inside it and by the registry only: everything else
+ * asks the registry for the store's platform, and no platform imports another's folder.
+ */
+const PLATFORM_FOLDER = /^src\/platform\/[^/]+\//;
+const REGISTRY = 'src/platform/registry.ts';
+
 interface Import {
   line: number;
   /** Repository path of the imported file, or `..`-prefixed when it leaves the repository. */
@@ -74,6 +81,9 @@ function violations(files: { path: string; text: string }[]): string[] {
         out.push(`${path}:${line} imports ${target} (outside the repository)`);
         continue;
       }
+      const folder = PLATFORM_FOLDER.exec(target)?.[0];
+      if (folder && path !== REGISTRY && !path.startsWith(folder))
+        out.push(`${path}:${line} imports ${target} (only src/platform/registry.ts imports a platform's folder)`);
       for (const rule of RULES) {
         if (!path.startsWith(rule.from) || target.startsWith(rule.from)) continue;
         const bad = rule.not.find((prefix) => target.startsWith(prefix));
@@ -108,6 +118,26 @@ describe('layers', () => {
     expect(targets('commands/index.ts')).toContain('commands/serve.ts');
     // A generated import inside a string is not an import of the generator.
     expect(targets('db/migration-index.ts')).toEqual([]);
+  });
+
+  it("lets only the registry import a platform's folder", () => {
+    const planted = [
+      { path: 'src/ops/stores.ts', text: "import { shopifyPlatform } from '../platform/shopify/platform.ts';\n" },
+      { path: 'commands/serve.ts', text: "const m = await import('../src/platform/shopify/app.ts');\n" },
+      { path: 'src/platform/log/index.ts', text: "import { flow } from '../shopify/index.ts';\n" },
+      {
+        path: 'src/relay/worker.ts',
+        text: "import { logDestination } from '../platform/log/destination.ts';\nimport { platformOf } from '../platform/registry.ts';\n",
+      },
+      { path: 'src/platform/registry.ts', text: "import { logPlatform } from './log/index.ts';\nimport { shopify } from './shopify/index.ts';\n" },
+      { path: 'src/platform/shopify/index.ts', text: "import { shopifyPlatform } from './platform.ts';\nimport type { Platform } from '../types.ts';\n" },
+    ];
+    expect(violations(planted)).toEqual([
+      "src/ops/stores.ts:1 imports src/platform/shopify/platform.ts (only src/platform/registry.ts imports a platform's folder)",
+      "commands/serve.ts:1 imports src/platform/shopify/app.ts (only src/platform/registry.ts imports a platform's folder)",
+      "src/platform/log/index.ts:1 imports src/platform/shopify/index.ts (only src/platform/registry.ts imports a platform's folder)",
+      "src/relay/worker.ts:1 imports src/platform/log/destination.ts (only src/platform/registry.ts imports a platform's folder)",
+    ]);
   });
 
   it('names the file and line of each import that points the wrong way', () => {

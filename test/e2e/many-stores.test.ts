@@ -10,7 +10,7 @@
  */
 import { afterAll, afterEach, describe, expect, it } from 'bun:test';
 import { ShopifyWebhooks } from '../../db/shopify-webhooks.ts';
-import { shopifyWebhooks } from '../../src/ops/shopify-webhooks.ts';
+import { shopifyWebhooks } from '../../src/platform/shopify/webhook-handler.ts';
 import { showStores } from '../../src/ops/stores.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { b, fakeShopifyForFile, lostAnswer, webhookPayloads, type FakeShopify } from '../fixtures/fake-shopify.ts';

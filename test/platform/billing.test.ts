@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'bun:test';
 import { ShopifyWebhooks } from '../../db/shopify-webhooks.ts';
-import { processPendingShopifyWebhooks, shopifyWebhooks } from '../../src/ops/shopify-webhooks.ts';
+import { processPendingShopifyWebhooks, shopifyWebhooks } from '../../src/platform/shopify/webhook-handler.ts';
 import { signChoice } from '../../src/platform/shopify/billing.ts';
 import { fakeShopifyForFile, webhookPayloads } from '../fixtures/fake-shopify.ts';
 import { addGrant, addStore, BASE, call, createTestEnv, type TestEnv } from '../helpers.ts';

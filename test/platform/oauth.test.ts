@@ -5,7 +5,7 @@
  * store until a reinstall; an uninstall keeping every event and a reinstall draining them.
  */
 import { describe, expect, it } from 'bun:test';
-import { markUninstalled } from '../../src/ops/app-install.ts';
+import { markUninstalled } from '../../src/platform/shopify/app-install.ts';
 import { credentialVariableMissing, describeDestination } from '../../src/ops/stores.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { fakeShopifyForFile } from '../fixtures/fake-shopify.ts';

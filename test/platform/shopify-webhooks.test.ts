@@ -10,7 +10,7 @@
 import { afterEach, describe, expect, it } from 'bun:test';
 import { ShopifyWebhooks } from '../../db/shopify-webhooks.ts';
 import { hmacBase64 } from '../../src/lib/crypto.ts';
-import { CUSTOMER_DATA_REQUEST, processPendingShopifyWebhooks, shopifyWebhooks } from '../../src/ops/shopify-webhooks.ts';
+import { CUSTOMER_DATA_REQUEST, processPendingShopifyWebhooks, shopifyWebhooks } from '../../src/platform/shopify/webhook-handler.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
 import { fakeShopifyForFile, webhookPayloads } from '../fixtures/fake-shopify.ts';
 import { dumpDatabase } from '../security/dump.ts';

@@ -14,7 +14,7 @@ import { ALERT_TRIGGER } from '../../src/contract/triggers.ts';
 import { iso } from '../../src/lib/clock.ts';
 import { diagnosisFor } from '../../src/contract/diagnoses.ts';
 import { hmacBase64, hmacHex } from '../../src/lib/crypto.ts';
-import { shopifyWebhooks } from '../../src/ops/shopify-webhooks.ts';
+import { shopifyWebhooks } from '../../src/platform/shopify/webhook-handler.ts';
 import type { TriggerRequest } from '../../src/platform/types.ts';
 import { AlertWatch } from '../../src/relay/alerts.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';

@@ -7,7 +7,7 @@ import { COMMON_FIELDS, TRIGGERS } from '../../src/contract/triggers.ts';
 import { apiVersionStatus, SHOPIFY_ADMIN_API_VERSION } from '../../src/platform/shopify/version.ts';
 import { APP_TOPICS, COMPLIANCE_TOPICS, WEBHOOK_PATH } from '../../src/platform/shopify/webhooks.ts';
 import { CONFIRM_ACTION } from '../../src/contract/triggers.ts';
-import { buildFlowPayload } from '../../src/relay/flow.ts';
+import { buildFlowPayload } from '../../src/platform/shopify/flow.ts';
 import { BASE, createTestEnv, eventRow } from '../helpers.ts';
 
 const ROOT = join(import.meta.dir, '../../shopify');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'bun:test';
 import { FLOW_PAYLOAD_MAX_BYTES } from '../../src/contract/triggers.ts';
-import { flowPayloadBytes, flowPayloadFits, type FlowPayload } from '../../src/relay/flow.ts';
+import { flowPayloadBytes, flowPayloadFits, type FlowPayload } from '../../src/platform/shopify/flow.ts';
 
 describe('flowPayloadFits', () => {
   it('agrees with the serialised size on both sides of the limit, whatever the characters cost', () => {

@@ -1,5 +1,6 @@
 /** Events as reads show them: receipts, handoff attempts, recovery options. Never a raw body. */
 import { z } from 'zod';
+import { DESTINATIONS } from '../platform.ts';
 import { HandoffStateSchema } from '../platform-schemas.ts';
 import { CONFIRMATION_OUTCOMES } from '../triggers.ts';
 import { Id, Timestamp } from './common.ts';
@@ -32,7 +33,7 @@ export type EventSummary = z.infer<typeof EventSummarySchema>;
 const AttemptSchema = z
   .object({
     number: z.number().int().min(1),
-    destination: z.enum(['shopify', 'log']),
+    destination: z.enum(DESTINATIONS),
     startedAt: Timestamp,
     finishedAt: Timestamp.nullable().describe('null while the attempt is still sending'),
     outcome: z

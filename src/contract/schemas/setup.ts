@@ -1,6 +1,7 @@
 /** Setup state, plan usage and the billing handoff (the Setup reads). */
 import { z } from 'zod';
 import { METERS } from '../limits.ts';
+import { BILLING_MODES, DESTINATIONS } from '../platform.ts';
 import { HandoffStateSchema, PlatformLinkStateSchema } from '../platform-schemas.ts';
 import { DIAGNOSES, DIAGNOSIS_CODES } from '../diagnoses.ts';
 import { Timestamp } from './common.ts';
@@ -21,7 +22,7 @@ const SignatureDiagnosisSchema = z
 
 export const SetupStateSchema = z
   .object({
-    store: z.object({ shopDomain: z.string(), plan: z.string(), destination: z.enum(['shopify', 'log']) }),
+    store: z.object({ shopDomain: z.string(), plan: z.string(), destination: z.enum(DESTINATIONS) }),
     handoff: HandoffStateSchema,
     platform: PlatformLinkStateSchema.nullable().describe('The live link to Shopify; null when the store hands off to the log destination'),
     endpoints: z.array(
@@ -95,7 +96,7 @@ export const BillingHandoffReadSchema = z
   .object({
     billingStatus: z.string(),
     currentPlan: z.string(),
-    billing: z.enum(['off', 'shopify', 'shopify-test']).describe('Whether this deployment bills through Shopify (`off`: its operator sets plans)'),
+    billing: z.enum(BILLING_MODES).describe('Whether this deployment bills through Shopify (`off`: its operator sets plans)'),
     appBillingUrl: z.string().describe('Where a human chooses a plan and approves its charge: the app in the Shopify admin when billing is on'),
     paidPlanOptions: z.array(
       z.object({ plan: z.string(), priceUsd: z.number(), acceptedEventsPer30Days: z.number().int(), replayExecutions: z.number().int() }),

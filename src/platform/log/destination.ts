@@ -1,6 +1,6 @@
 /** The `log` destination: records what would have been sent to Flow, so a new install runs end to end. */
 import type { Log } from '../../lib/log.ts';
-import type { Destination } from '../../platform/types.ts';
+import type { Destination } from '../types.ts';
 
 export function logDestination(log: Log): Destination {
   // A trigger's payload always has the same fields: joined once per handle.

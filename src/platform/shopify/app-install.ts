@@ -6,22 +6,22 @@
  * pair, ends any pause, and lands the merchant on a page that says what to do next. Nothing here answers JSON or
  * carries a token, code or secret in what it shows or logs.
  */
-import { AppInstalls } from '../../db/app-installs.ts';
-import type { Repo } from '../../db/repo.ts';
-import type { StoreRow } from '../../db/types.ts';
-import { DEFAULT_PLAN } from '../contract/plans.ts';
-import type { Core } from '../core.ts';
-import { hmacDigest, sameDigest, sha256Hex } from '../lib/crypto.ts';
-import { randomBase62 } from '../lib/ids.ts';
-import { refusalReason } from '../lib/refusal-log.ts';
-import { escapeHtml as esc, htmlPage as page, publicLink, redirectTo } from '../lib/web.ts';
-import { adminGraphql, exchangeAuthorizationCode, graphqlUrl, tokenUrl } from '../platform/shopify/admin-api.ts';
-import { APP_CLIENT_ID_ENV, APP_SECRET_ENV, appClientId, authorizeUrl, shopDomainOf, signedQueryProblem } from '../platform/shopify/app.ts';
-import { obtainedToken } from '../platform/shopify/credentials.ts';
-import { billingMode } from '../platform/shopify/billing.ts';
-import { shopifyPlatform } from '../platform/shopify/platform.ts';
-import { planChoices } from './billing.ts';
-import { newStoreRow } from './stores.ts';
+import { AppInstalls } from '../../../db/app-installs.ts';
+import type { Repo } from '../../../db/repo.ts';
+import type { StoreRow } from '../../../db/types.ts';
+import { DEFAULT_PLAN } from '../../contract/plans.ts';
+import type { Core } from '../../core.ts';
+import { hmacDigest, sameDigest, sha256Hex } from '../../lib/crypto.ts';
+import { randomBase62 } from '../../lib/ids.ts';
+import { refusalReason } from '../../lib/refusal-log.ts';
+import { escapeHtml as esc, htmlPage as page, publicLink, redirectTo } from '../../lib/web.ts';
+import { adminGraphql, exchangeAuthorizationCode, graphqlUrl, tokenUrl } from './admin-api.ts';
+import { APP_CLIENT_ID_ENV, APP_SECRET_ENV, appClientId, authorizeUrl, shopDomainOf, signedQueryProblem } from './app.ts';
+import { obtainedToken } from './credentials.ts';
+import { billingMode } from './billing.ts';
+import type { PlatformOps } from '../types.ts';
+import { shopifyPlatform } from './platform.ts';
+import { planChoices } from './billing-pages.ts';
 
 /** An install begun must come back within this long. */
 const STATE_TTL_MS = 10 * 60_000;
@@ -66,7 +66,8 @@ function stateExpiry(secret: string, state: string, shop: string, now: number): 
 /** The numeric tail of a GraphQL id (`gid://shopify/Shop/548380009` → `548380009`), or the id as given. */
 const idTail = (gid: string) => gid.split('/').pop() || gid;
 
-export function createAppInstall(core: Core) {
+/** The install pages; `ops` makes a new store's row (src/ops/stores.ts), handed in by the server. */
+export function createAppInstall(core: Core, ops: Pick<PlatformOps, 'newStoreRow'>) {
   const installs = new AppInstalls(core.repo.sql);
   const secretVar = () => APP_SECRET_ENV.find((name) => !!core.config.env(name));
   const notConfigured = () =>
@@ -161,7 +162,7 @@ export function createAppInstall(core: Core) {
     }
 
     const now = core.clock.now();
-    const store = await upsertStore(core.repo, core, shop, clientId, secretName, now);
+    const store = await upsertStore(core.repo, core, ops, shop, clientId, secretName, now);
     await installs.setStoreIdentity(store.id, idTail(shopGid), idTail(installGid), now);
     await core.repo.links.installToken(store.id, obtainedToken(core.box, reply, clientId, asked), now);
     await core.repo.links.resume(store.id, now);
@@ -184,7 +185,15 @@ export function createAppInstall(core: Core) {
 }
 
 /** The store for an install: created (destination Shopify, OAuth credentials) or brought back, uninstalled no more. */
-async function upsertStore(repo: Repo, core: Core, shop: string, clientId: string, secretVar: string, now: number): Promise<StoreRow> {
+async function upsertStore(
+  repo: Repo,
+  core: Core,
+  ops: Pick<PlatformOps, 'newStoreRow'>,
+  shop: string,
+  clientId: string,
+  secretVar: string,
+  now: number,
+): Promise<StoreRow> {
   const existing = await repo.getStoreByShop(shop);
   const credentials = { destination: 'shopify', credentialMode: 'oauth', clientId, clientSecretEnv: secretVar, adminTokenEnv: null } as const;
   if (existing) {
@@ -193,7 +202,7 @@ async function upsertStore(repo: Repo, core: Core, shop: string, clientId: strin
     return row;
   }
   // A deployment that bills starts stores on its free plan; a self-hosted box caps nothing.
-  const row = newStoreRow(core, shop, { ...credentials, plan: billingMode(core.config.env) === 'off' ? DEFAULT_PLAN : 'free' });
+  const row = await ops.newStoreRow(core, shop, { ...credentials, plan: billingMode(core.config.env) === 'off' ? DEFAULT_PLAN : 'free' });
   await repo.insertStore(row);
   return row;
 }

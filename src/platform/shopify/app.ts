@@ -5,6 +5,7 @@
  */
 import { readCapped } from '../../lib/body.ts';
 import { constantTimeEqual, hmacBase64, verifyHmacHex } from '../../lib/crypto.ts';
+import { refusalReason } from '../../lib/refusal-log.ts';
 import { adminBase } from './admin-api.ts';
 
 /** The app's client secret, read from the first of these variables that is set. */
@@ -21,6 +22,16 @@ type Env = (name: string) => string | undefined;
 /** The app's client secret, or undefined: serve and setup state warn without it. */
 export function appSecret(env: Env): string | undefined {
   return APP_SECRET_ENV.map((name) => env(name)).find((v) => !!v);
+}
+
+/**
+ * A 503 for want of the app's secret. Its reason, which the unsigned routes log once a minute (src/lib/refusal-log.ts),
+ * names the variable to set; the answer itself does not.
+ */
+export function notConfigured(code: string, message: string): Response {
+  const res = Response.json({ code, message }, { status: 503 });
+  refusalReason.set(res, `${code}: set ${APP_SECRET_ENV[0]} to the app's client secret`);
+  return res;
 }
 
 /** The app's client id: HOOKRELAY_SHOPIFY_CLIENT_ID, else the one `hookrelay store set --app-client-id` stored. */

@@ -7,14 +7,14 @@
  * store's plan and billing status to what Shopify reports when asked back (never what the webhook's body says), and
  * the meters follow. With billing off nothing here is reachable.
  */
-import { AppInstalls } from '../../db/app-installs.ts';
-import type { StoreRow } from '../../db/types.ts';
-import { paidPlans } from '../contract/plans.ts';
-import type { Core } from '../core.ts';
-import { appSecret, shopDomainOf, signedQueryProblem } from '../platform/shopify/app.ts';
-import { billingMode, CHOICE_TTL_MS, choiceValid, planOfSubscription, signChoice } from '../platform/shopify/billing.ts';
-import { shopifyPlatform } from '../platform/shopify/platform.ts';
-import { escapeHtml as esc, htmlPage, publicLink, redirectTo } from '../lib/web.ts';
+import { AppInstalls } from '../../../db/app-installs.ts';
+import type { StoreRow } from '../../../db/types.ts';
+import { paidPlans } from '../../contract/plans.ts';
+import type { Core } from '../../core.ts';
+import { appSecret, shopDomainOf, signedQueryProblem } from './app.ts';
+import { billingMode, CHOICE_TTL_MS, choiceValid, planOfSubscription, signChoice } from './billing.ts';
+import { shopifyPlatform } from './platform.ts';
+import { escapeHtml as esc, htmlPage, publicLink, redirectTo } from '../../lib/web.ts';
 
 /** The app's own pages (GET /app, where Shopify's admin opens the app, and the billing pages reached from it): Shopify's admin may frame them. */
 const page = (status: number, title: string, paragraphs: string[]) => htmlPage(status, title, paragraphs, {}, 'shopify-admin');

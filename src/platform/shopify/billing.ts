@@ -3,10 +3,8 @@
  * merchant approves in their admin (`appSubscriptionCreate` returns the confirmation page; the app never approves),
  * and the signed links by which only the merchant — who opened the app from Shopify — can start one.
  */
+import type { BillingMode } from '../../contract/platform.ts';
 import { hmacHex, verifyHmacHex } from '../../lib/crypto.ts';
-
-export const BILLING_MODES = ['off', 'shopify', 'shopify-test'] as const;
-export type BillingMode = (typeof BILLING_MODES)[number];
 
 /** HOOKRELAY_BILLING: `off` (default, a self-hosted box), `shopify`, or `shopify-test` (Shopify's test charges). */
 export function billingMode(env: (name: string) => string | undefined): BillingMode {

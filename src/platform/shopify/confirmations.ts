@@ -9,13 +9,13 @@
  * 4xx as a final failure whose answer the merchant sees on the run: refusals that a resend cannot cure (a forged
  * signature, an unknown store or event, a malformed field) are 4xx with a message a merchant can act on.
  */
-import type { ConfirmationStore } from '../../db/areas/confirmations.ts';
-import type { EventReads, TenantStore } from '../../db/repo.ts';
-import { CONFIRM_ACTION, CONFIRMATION_OUTCOMES } from '../contract/triggers.ts';
-import type { CoreWith } from '../core.ts';
-import { heldSecrets } from '../held-secrets.ts';
-import { redactText } from '../lib/redact.ts';
-import { appSecret, malformedFields, readSignedBody, signedJson } from '../platform/shopify/app.ts';
+import type { ConfirmationStore } from '../../../db/areas/confirmations.ts';
+import type { EventReads, TenantStore } from '../../../db/repo.ts';
+import { CONFIRM_ACTION, CONFIRMATION_OUTCOMES } from '../../contract/triggers.ts';
+import type { CoreWith } from '../../core.ts';
+import { redactText } from '../../lib/redact.ts';
+import type { PlatformOps } from '../types.ts';
+import { appSecret, malformedFields, notConfigured, readSignedBody, signedJson } from './app.ts';
 
 /** What a note keeps: secrets (those serve holds too) and email addresses redacted, then its first 500 characters. */
 const NOTE_MAX = 500;
@@ -40,13 +40,17 @@ let schema: ReturnType<typeof runSchema> | undefined;
 
 const reply = (status: number, code: string, message: string) => Response.json({ code, message }, { status });
 
-export function createConfirmationHandler(core: CoreWith<Pick<TenantStore, 'getStoreByShop'> & Pick<EventReads, 'getEvent'> & ConfirmationStore>) {
+/** The confirm action's route; `ops` gives the secrets serve holds, redacted from a run's note. */
+export function createConfirmationHandler(
+  core: CoreWith<Pick<TenantStore, 'getStoreByShop'> & Pick<EventReads, 'getEvent'> & ConfirmationStore>,
+  ops: Pick<PlatformOps, 'heldSecrets'>,
+) {
   return async function handleConfirmation(req: Request): Promise<Response> {
     if (req.method !== 'POST') return Response.json({ code: 'method_not_allowed', message: 'Use POST.' }, { status: 405, headers: { Allow: 'POST' } });
     const secret = appSecret(core.config.env);
     if (!secret) {
       // A 503: Flow resends the run for up to 36 hours, time for the operator to set the secret.
-      return reply(503, 'confirmations_not_configured', 'This server has no Shopify app secret configured, so it cannot verify Flow action runs yet.');
+      return notConfigured('confirmations_not_configured', 'This server has no Shopify app secret configured, so it cannot verify Flow action runs yet.');
     }
     const signed = await readSignedBody(req, secret, 'Flow action runs');
     const json = signed.ok ? signedJson(signed.body) : signed;
@@ -85,7 +89,7 @@ export function createConfirmationHandler(core: CoreWith<Pick<TenantStore, 'getS
       eventId: event.id,
       endpointId: event.endpointId,
       outcome: outcome as (typeof CONFIRMATION_OUTCOMES)[number],
-      note: note ? [...redactText(note, heldSecrets(core, [store]))].slice(0, NOTE_MAX).join('') : null,
+      note: note ? [...redactText(note, ops.heldSecrets(core, [store]))].slice(0, NOTE_MAX).join('') : null,
       confirmedAt: core.clock.now(),
     });
     // Never the note: it is the merchant's text, stored redacted and shown by the reads only.

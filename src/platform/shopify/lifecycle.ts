@@ -4,10 +4,10 @@
  * What it records is trigger readiness: setup state shows it, and the handoff worker ends events for a trigger
  * without a workflow as `no_workflow` instead of handing them off.
  */
-import { ALERT_TRIGGER, TRIGGERS } from '../contract/triggers.ts';
-import type { ReadinessStore, TenantStore } from '../../db/repo.ts';
-import type { CoreWith } from '../core.ts';
-import { appSecret, malformedFields, readSignedBody, signedJson } from '../platform/shopify/app.ts';
+import { ALERT_TRIGGER, TRIGGERS } from '../../contract/triggers.ts';
+import type { ReadinessStore, TenantStore } from '../../../db/repo.ts';
+import type { CoreWith } from '../../core.ts';
+import { appSecret, malformedFields, notConfigured, readSignedBody, signedJson } from './app.ts';
 
 /** The app's triggers: one per endpoint variant, and the alert trigger (whose readiness decides whether alerts are sent). */
 const HANDLES: ReadonlySet<string> = new Set([...Object.values(TRIGGERS).map((t) => t.handle), ALERT_TRIGGER.handle]);
@@ -32,7 +32,7 @@ export function createLifecycleHandler(core: CoreWith<Pick<TenantStore, 'getStor
     if (req.method !== 'POST') return Response.json({ code: 'method_not_allowed', message: 'Use POST.' }, { status: 405, headers: { Allow: 'POST' } });
     const secret = appSecret(core.config.env);
     if (!secret) {
-      return reply(503, 'lifecycle_not_configured', 'This server has no Shopify app secret configured, so it cannot verify lifecycle callbacks.');
+      return notConfigured('lifecycle_not_configured', 'This server has no Shopify app secret configured, so it cannot verify lifecycle callbacks.');
     }
     const signed = await readSignedBody(req, secret, 'Lifecycle callbacks');
     const json = signed.ok ? signedJson(signed.body) : signed;

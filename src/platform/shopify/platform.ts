@@ -110,7 +110,7 @@ export class ShopifyPlatform implements Destination {
   }
 
   /**
-   * Asks Shopify for a recurring app subscription on the store (a human chose the plan; see src/ops/billing.ts):
+   * Asks Shopify for a recurring app subscription on the store (a human chose the plan; see src/platform/shopify/billing-pages.ts):
    * the confirmation page the merchant approves it on, or why not. Nothing is charged until they do.
    */
   async subscribe(

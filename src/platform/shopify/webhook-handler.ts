@@ -9,17 +9,17 @@
  * (a customer's erasure, a data request, a shop's erasure per uninstall): replays change nothing beyond the first.
  * Log lines carry the topic, the shop, the webhook id and counts: never a payload value or a secret.
  */
-import { Redaction } from '../../db/redaction.ts';
-import { ShopifyWebhooks, type ShopifyWebhookRow } from '../../db/shopify-webhooks.ts';
-import type { StoreRow } from '../../db/types.ts';
-import type { Core } from '../core.ts';
-import { endBilledPlan, reconcileSubscription } from './billing.ts';
-import { iso } from '../lib/clock.ts';
-import { sha256Hex } from '../lib/crypto.ts';
-import { APP_SECRET_ENV, appSecret, shopDomainOf } from '../platform/shopify/app.ts';
-import { shopifyPlatform } from '../platform/shopify/platform.ts';
-import { readWebhook, type NamedShop, type ShopifyId, type WebhookPayloads, type WebhookTopic } from '../platform/shopify/webhooks.ts';
-import { normalizeResourceId } from '../relay/mapping.ts';
+import { Redaction } from '../../../db/redaction.ts';
+import { ShopifyWebhooks, type ShopifyWebhookRow } from '../../../db/shopify-webhooks.ts';
+import type { StoreRow } from '../../../db/types.ts';
+import type { Core } from '../../core.ts';
+import { endBilledPlan, reconcileSubscription } from './billing-pages.ts';
+import { iso } from '../../lib/clock.ts';
+import { sha256Hex } from '../../lib/crypto.ts';
+import { appSecret, notConfigured, shopDomainOf } from './app.ts';
+import { shopifyPlatform } from './platform.ts';
+import { readWebhook, type NamedShop, type ShopifyId, type WebhookPayloads, type WebhookTopic } from './webhooks.ts';
+import { normalizeResourceId } from './ids.ts';
 import { markUninstalled } from './app-install.ts';
 
 /** A run of a delivery's processing holds it this long; one that dies is taken up again after. */
@@ -96,8 +96,8 @@ function createShopifyWebhooks(core: Core): ShopifyWebhookHandler {
     if (req.method !== 'POST') return Response.json({ code: 'method_not_allowed', message: 'Use POST.' }, { status: 405, headers: { Allow: 'POST' } });
     const secret = appSecret(core.config.env);
     if (!secret) {
-      core.log.warn(`shopify webhook refused: set ${APP_SECRET_ENV[0]} to the app's client secret`);
-      return reply(503, 'webhooks_not_configured', 'This server has no Shopify app secret configured, so it cannot verify webhooks.');
+      // Logged by the route's refusal log, once a minute with the variable to set: not once per request.
+      return notConfigured('webhooks_not_configured', 'This server has no Shopify app secret configured, so it cannot verify webhooks.');
     }
     const read = await readWebhook(req, secret).catch(() => null);
     if (!read) return reply(400, 'invalid_input', 'The body could not be read.');
@@ -407,7 +407,7 @@ function variantOf(config: string | null): string | null {
 
 /**
  * A subscription the merchant approved, declined or that ended: the plan follows what Shopify reports now, for the
- * subscriptions hookrelay created for this store (src/ops/billing.ts reconcileSubscription). The body only says which
+ * subscriptions hookrelay created for this store (src/platform/shopify/billing-pages.ts reconcileSubscription). The body only says which
  * subscription to look at; a body naming one hookrelay did not create for the store changes nothing.
  */
 async function subscriptionUpdated(core: Core, d: Delivery<'app_subscriptions/update'>): Promise<string> {

@@ -2,7 +2,7 @@
  * Shopify's webhooks as Shopify sends them (POST, JSON, X-Shopify-* headers, the body signed with the app's client
  * secret): the topics the app subscribes to (shopify/shopify.app.toml), and the reading of one delivery — its size,
  * its signature, its headers, its payload — into what hookrelay acts on. What each topic does to hookrelay's data is
- * src/ops/shopify-webhooks.ts. Of a payload only what processing needs is kept: never a customer's email or phone.
+ * src/platform/shopify/webhook-handler.ts. Of a payload only what processing needs is kept: never a customer's email or phone.
  */
 import { malformedFields, readSignedBody, shopDomainOf, signedJson, type SignedRefusal } from './app.ts';
 
@@ -20,7 +20,7 @@ const KNOWN: ReadonlySet<string> = new Set<string>([...APP_TOPICS, ...COMPLIANCE
 export type ShopifyId = number | string;
 
 /**
- * The shop a payload names, checked before anything is acted on (src/ops/shopify-webhooks.ts): its domain must be
+ * The shop a payload names, checked before anything is acted on (src/platform/shopify/webhook-handler.ts): its domain must be
  * X-Shopify-Shop-Domain's and its id the store's. Absent in rows recorded before this was kept.
  */
 export interface NamedShop {
