@@ -12,7 +12,7 @@ import type { Handoff } from '../types.ts';
 export type FlowPayload = Record<string, string | number>;
 type PayloadEndpoint = Pick<EndpointRow, 'triggerVariant' | 'sourceLabel'>;
 
-export function triggerFor(variant: string) {
+function triggerFor(variant: string) {
   return TRIGGERS[variant as TriggerVariant];
 }
 

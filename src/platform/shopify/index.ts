@@ -173,7 +173,6 @@ export const flow = {
   budgetView: budgetState,
   lifecycleCheck: LIFECYCLE_CHECK,
 } satisfies Partial<Platform> & { lifecycleCheck: string };
-export type FlowParts = typeof flow;
 
 /** The platform this box is an app of: the Shopify app's secret variables, API version and billing link. */
 export const shopifyApp: AppPlatform = {
