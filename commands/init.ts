@@ -1,6 +1,6 @@
 import { defineCommand } from 'citty';
 import { describeStorage, locateDataDir, locateDatabaseUrl, openCore } from '../src/boot.ts';
-import type { DestinationName } from '../src/contract/platform.ts';
+import { DESTINATIONS, type DestinationName } from '../src/contract/platform.ts';
 import { stderrLog } from '../src/lib/log.ts';
 import { pgTarget } from '../src/lib/pg-target.ts';
 import { auditAdmin, humanActor, storeIdOf } from '../src/ops/human-audit.ts';
@@ -23,7 +23,7 @@ export default defineCommand({
     'platform-account-id': { type: 'string', description: 'Platform account id' },
     'installation-id': { type: 'string', description: 'App installation id' },
     plan: { type: 'string', description: PLAN_NAMES },
-    destination: { type: 'string', description: 'log (default) | shopify' },
+    destination: { type: 'string', description: `log (default) | ${DESTINATIONS.filter((d) => d !== 'log').join(' | ')}` },
     ...credentialArgs,
     ...actorArg,
     ...storageArgs,

@@ -1,6 +1,7 @@
 /** `hookrelay store show|set`: a store's settings and the box-wide public URL, on the local database. */
 import { defineCommand } from 'citty';
 import { openCore } from '../src/boot.ts';
+import { DESTINATIONS } from '../src/contract/platform.ts';
 import { stderrLog } from '../src/lib/log.ts';
 import { auditAdmin, humanActor, storeIdOf } from '../src/ops/human-audit.ts';
 import { describeMovedTo, movedMarker } from '../src/ops/moved-box.ts';
@@ -42,7 +43,7 @@ const set = defineCommand({
   },
   args: {
     shop: { type: 'string', description: 'Shop domain (required unless only box-wide settings are given: --public-url, --app-client-id)' },
-    destination: { type: 'string', description: 'log | shopify (shopify needs credentials, given now or before)' },
+    destination: { type: 'string', description: `${DESTINATIONS.join(' | ')} (shopify needs credentials, given now or before)` },
     ...credentialArgs,
     plan: { type: 'string', description: PLAN_NAMES },
     'public-url': {
