@@ -99,7 +99,8 @@ export function createApp(core: Core): App {
   const routes = new Map<string, { methods?: readonly string[]; run: (req: Request, client: ClientOf) => Promise<Response> }>();
   for (const platform of platforms) {
     for (const route of platform.routes(core, ops)) {
-      if (routes.has(route.path)) throw new Error(`two platforms answer ${route.path}`);
+      const own = route.path.startsWith('/hooks/') || route.path.startsWith(`${API_PREFIX}/`) || ['/', '/docs', '/metrics', '/status'].includes(route.path);
+      if (own || routes.has(route.path)) throw new Error(`a platform's route ${route.path} is taken`);
       const g = route.guard;
       const run =
         g.kind === 'signed' ? unsigned.signed(g.name, g.audience, route.handle) : g.kind === 'install' ? unsigned.install(route.handle) : route.handle;
