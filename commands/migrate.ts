@@ -2,7 +2,7 @@ import { defineCommand } from 'citty';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type pg from 'pg';
-import { migrateSqlite, openSqliteDatabase, SqliteRepo } from '../db/sqlite/repo.ts';
+import { migrateSqlite, openSqliteDatabase, sqliteRepo } from '../db/sqlite/repo.ts';
 import { checkPostgresUrl, databasePath, describeStorage, locateDataDir, locateDatabaseUrl, prepareDataDir } from '../src/boot.ts';
 import { AppError } from '../src/contract/errors.ts';
 import { defaultConfig } from '../src/core.ts';
@@ -56,7 +56,7 @@ export default defineCommand({
     const sqlite = openSqliteDatabase({ path: databasePath(dir) });
     try {
       const applied = await migrateSqlite(sqlite);
-      const repo = new SqliteRepo(sqlite);
+      const repo = sqliteRepo(sqlite);
       if (moved) {
         await unmarkMoved(repo, dir, Date.now());
         log.warn(`this box is no longer marked moved to ${describeMovedTo(moved.to)}: serve runs on it again, so run only one of the two.`);
@@ -81,10 +81,10 @@ const appliedSummary = (applied: string[]) => `applied ${applied.length} migrati
  */
 async function openTarget(url: string): Promise<{ pool: pg.Pool; applied: string[]; audit: AuditDeps }> {
   checkPostgresUrl(url);
-  const { migratePg, openPgPool, PgRepo } = await import('../db/pg/repo.ts');
+  const { migratePg, openPgPool, pgRepo } = await import('../db/pg/repo.ts');
   const pool = openPgPool({ url, max: 2 });
   try {
-    return { pool, applied: await migratePg(pool), audit: adminAuditDeps(new PgRepo(pool, url)) };
+    return { pool, applied: await migratePg(pool), audit: adminAuditDeps(pgRepo(pool, url)) };
   } catch (err) {
     await pool.end().catch(() => {});
     throw pgOpenError(err, url);
@@ -176,7 +176,7 @@ async function markBox(path: string, dataDir: string, url: string, log: Log): Pr
   try {
     const src = openSqliteDatabase({ path });
     try {
-      return await markMoved(new SqliteRepo(src), dataDir, pgTarget(url), Date.now());
+      return await markMoved(sqliteRepo(src), dataDir, pgTarget(url), Date.now());
     } finally {
       src.close();
     }

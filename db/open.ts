@@ -16,9 +16,9 @@ export function isPostgresUrl(url: string | null | undefined): url is string {
 /** Opens and migrates the storage a deployment uses. The PostgreSQL driver is loaded only when one is named. */
 export async function openStorage(target: StorageTarget): Promise<Repo> {
   if (isPostgresUrl(target.url)) {
-    const { PgRepo } = await import('./pg/repo.ts');
-    return PgRepo.open({ url: target.url });
+    const { openPgRepo } = await import('./pg/repo.ts');
+    return openPgRepo({ url: target.url });
   }
-  const { SqliteRepo } = await import('./sqlite/repo.ts');
-  return SqliteRepo.open({ path: target.sqlitePath, synchronous: target.synchronous });
+  const { openSqliteRepo } = await import('./sqlite/repo.ts');
+  return openSqliteRepo({ path: target.sqlitePath, synchronous: target.synchronous });
 }

@@ -1,9 +1,11 @@
 /**
  * The storage interfaces, split by area. Each consumer names the narrowest area it uses; `Repo`, the
  * intersection, is what db/open.ts returns. The areas that are one logic on both backends are written once
- * (db/areas/); a dialect (db/sqlite/repo.ts, db/pg/repo.ts) implements only what differs, and says what it can do
- * in `capabilities`, which code above db/ asks instead of naming a dialect. Rules (dedupe, capacity hold, lease
- * policy) are decided in db/receipt-rules.ts, not here: an area only stores and reads.
+ * (db/areas/, one file per resource); a dialect (db/sqlite/repo.ts, db/pg/repo.ts) implements only what differs,
+ * and says what it can do in `capabilities`, which code above db/ asks instead of naming a dialect. No handle
+ * exposes its SQL runner or its dialect (db/dialect.ts): code above db/ reaches storage through these methods
+ * only. Rules (dedupe, capacity hold, lease policy) are decided in db/areas/receipt-rules.ts, not here: an area
+ * only stores and reads.
  */
 import type {
   AuditRow,
@@ -26,9 +28,17 @@ import type {
   StoreRow,
 } from './types.ts';
 import type { AlertStore } from './areas/alerts.ts';
+import type { AppInstallStore } from './areas/app-installs.ts';
+import type { BulkReplayStore } from './areas/bulk-replay.ts';
 import type { ConfirmationStore } from './areas/confirmations.ts';
-import type { PlatformLinkStore } from './platform-links.ts';
-import type { SqlRunner } from './runner.ts';
+import type { PlatformLinkStore } from './areas/platform-links.ts';
+import type { RedactionStore } from './areas/redaction.ts';
+import type { RetentionCut, RetentionSwept } from './areas/retention.ts';
+import type { ShopifyWebhookStore } from './areas/shopify-webhooks.ts';
+import type { BatchOutcome, Write } from './runner.ts';
+
+/** A write an area builds for an intent's batch (IntentStore.executeIntent), and what the batch did. */
+export type { BatchOutcome, Write };
 
 /** The inbound path's one write: receipts and failed authentications, group-committed. */
 export interface IngestStore {
@@ -39,7 +49,7 @@ export interface IngestStore {
   commitIngest(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease?: IngestLease | null): Promise<CommittedReceipt[]>;
 }
 
-/** The handoff queue: leases, the attempt journal, held events and retention (replays requeue through db/intent-journal.ts). */
+/** The handoff queue: leases, the attempt journal, held events and retention (replays requeue through an intent's batch: db/areas/events.ts). */
 export interface HandoffQueue {
   /**
    * Leases up to `limit` events due at `now` so no other worker takes them until `leaseUntil`. An attempt of a
@@ -102,6 +112,31 @@ export interface IntentStore {
   getIntent(storeId: string, id: string): Promise<IntentRow | null>;
   /** Moves an intent from `fromState` only (compare-and-set); false when it was not in that state. */
   transitionIntent(id: string, fromState: string, patch: Partial<IntentRow>): Promise<boolean>;
+  /**
+   * Claims an intent for execution: `previewed`, or `executing` by `from` (an executor no longer alive, whose change
+   * never committed). The confirmation hash stays until the intent ends, so a reopened intent can still be executed.
+   */
+  claimIntent(
+    id: string,
+    from: { state: 'previewed' } | { state: 'executing'; executor: string },
+    to: { executor: string; key: string | null; at: number },
+  ): Promise<boolean>;
+  /**
+   * Commits an execute's writes (compare-and-set, each from the state its preview showed) and the intent's
+   * completion in one transaction, the completion last so `result` can count the rows each write changed. It is the
+   * batch's fence: only the executor holding the claim completes it, so one whose claim was taken over rolls its
+   * change back. A failed outcome names the write that found its state gone (`writes.length`: the completion).
+   */
+  executeIntent(id: string, executor: string, writes: Write[], result: (changes: number[]) => string, at: number): Promise<BatchOutcome>;
+  /** Ends an execution that changed nothing: `refused` or `failed`, with its refusal. */
+  endIntent(id: string, executor: string, state: 'refused' | 'failed', refusal: string | null, at: number): Promise<boolean>;
+  /** Puts an execution that changed nothing back to `previewed` (its storage failed): the confirmation works again. */
+  reopenIntent(id: string, executor: string, at: number): Promise<boolean>;
+  /**
+   * Reopens every intent left `executing` by an executor no longer alive (killed mid-execute): nothing it meant to
+   * change was committed, so it is `previewed` again. Returns how many.
+   */
+  reopenDeadExecutions(at: number): Promise<number>;
 }
 
 /** Idempotency-Key claims and stored responses of the agent API. */
@@ -118,6 +153,8 @@ export interface IdempotencyStore {
     since: number,
     staleBefore: number,
   ): Promise<IdempotencyRow | null>;
+  /** Takes over a pending claim whose holder is gone (`from`), for `to`; false when another took it first. */
+  takeOverIdempotency(storeId: string, key: string, from: string | null, to: string, at: number): Promise<boolean>;
   /** Drops a pending claim whose request failed, so a retry may run. */
   releaseIdempotency(storeId: string, key: string): Promise<void>;
 }
@@ -137,18 +174,26 @@ export interface LimitStore {
   addRate(counts: { key: string; n: number }[], windowStart: number): Promise<number[]>;
 }
 
+/** Box-wide settings (`hookrelay store set --public-url`, metrics tokens, the box key check): key -> JSON text. */
+export interface SettingStore {
+  getSetting(key: string): Promise<string | null>;
+  putSetting(key: string, value: string, at: number): Promise<void>;
+  /** Writes the setting unless it is set already (the first of two racing writers wins). */
+  addSetting(key: string, value: string, at: number): Promise<void>;
+  /** The settings whose key starts with `prefix`, in no order. */
+  listSettings(prefix: string): Promise<{ key: string; value: string }[]>;
+  /** A sealed value of the box (an endpoint's secret, else the box key check's), or null when it holds none. */
+  sealedSample(): Promise<string | null>;
+}
+
 /** Stores (tenants), box-wide settings and grants. */
-export interface TenantStore {
+export interface TenantStore extends SettingStore {
   getStore(id: string): Promise<StoreRow | null>;
   /** Replaces the store's mutable fields (plan, billing status, destination, token variable). */
   updateStore(row: StoreRow): Promise<void>;
   getStoreByShop(shopDomain: string): Promise<StoreRow | null>;
   listStores(): Promise<StoreRow[]>;
   insertStore(row: StoreRow): Promise<void>;
-
-  // box-wide settings (`hookrelay store set --public-url`): key -> JSON text
-  getSetting(key: string): Promise<string | null>;
-  putSetting(key: string, value: string, at: number): Promise<void>;
 
   insertGrant(row: GrantRow): Promise<void>;
   getGrantByTokenHash(tokenHash: string): Promise<GrantRow | null>;
@@ -191,7 +236,16 @@ export interface UsageStore {
 export interface RecordStore {
   insertRecord(row: RecordRow): Promise<void>;
   getRecord(storeId: string, kind: string, id: string): Promise<RecordRow | null>;
+  /** The operator's read across stores: the newest first, at most `limit`, of these kinds, with the filing shop. */
+  listRecords(filter: { kinds: readonly string[]; storeId?: string; since?: number; limit: number }): Promise<ShopRecordRow[]>;
+  /** One record by id, whichever store filed it, when it is of one of these kinds. */
+  findRecord(id: string, kinds: readonly string[]): Promise<ShopRecordRow | null>;
+  /** How many records of each of these kinds the store holds (kinds with none left out). */
+  countRecords(storeId: string, kinds: readonly string[]): Promise<{ kind: string; n: number }[]>;
 }
+
+/** A record with the shop domain of the store that filed it (null when the store is gone). */
+export type ShopRecordRow = RecordRow & { shopDomain: string | null };
 
 /** The operator's bookkeeping: tenants, endpoints, audit, readiness, meters and records. */
 export type AdminStore = TenantStore & EndpointStore & AuditLog & ReadinessStore & UsageStore & RecordStore;
@@ -218,35 +272,35 @@ export interface Capabilities {
   readonly relayFile: { path: string; synchronous: 'FULL' | 'NORMAL' } | null;
 }
 
-/** Where the two schemas differ, for the areas written once that clear a lease or find a raw body. */
-export interface StorageLayout {
-  /** The SET list that ends an event's lease (PostgreSQL's events also carry the claim's token). */
-  readonly clearLease: string;
-  /**
-   * How event_bodies is keyed: SQLite by an integer the event row holds (`events.body_key`, cleared with the body
-   * so a key used again never leads back), PostgreSQL by the event id.
-   */
-  readonly bodyKey: 'integer' | 'event-id';
+/** Retention of every kind of row but raw bodies and Idempotency-Keys (db/areas/retention.ts). */
+export interface RetentionStore {
+  sweepRetention(cut: RetentionCut): Promise<RetentionSwept>;
 }
 
+/** The areas written once for both dialects (db/areas/index.ts), as a handle carries them. */
+export type SharedAreas = AdminStore &
+  EventReads &
+  IntentStore &
+  IdempotencyStore &
+  Pick<HandoffQueue, 'nextDueAt'> &
+  ConfirmationStore &
+  AlertStore &
+  RetentionStore & {
+    /** Each store's link to its platform: tokens, renewal, answered API version, handoff pause. */
+    readonly links: PlatformLinkStore;
+    /** App installs: used OAuth states, the store's identity, the subscriptions hookrelay asked for. */
+    readonly installs: AppInstallStore;
+    /** Shopify's webhook deliveries and their once-only effects. */
+    readonly shopifyWebhooks: ShopifyWebhookStore;
+    /** Erasure (shop/redact, customers/redact) and a customer data request's reads. */
+    readonly redaction: RedactionStore;
+    /** Bulk replay's selection and requeue. */
+    readonly bulkReplays: BulkReplayStore;
+  };
+
 /** Every area of one storage handle: what the factory returns. */
-export interface Repo
-  extends IngestStore,
-    HandoffQueue,
-    EventReads,
-    IntentStore,
-    IdempotencyStore,
-    LimitStore,
-    AdminStore,
-    Signals,
-    ConfirmationStore,
-    AlertStore {
+export interface Repo extends IngestStore, HandoffQueue, LimitStore, Signals, SharedAreas {
   readonly capabilities: Capabilities;
-  readonly layout: StorageLayout;
-  /** Each store's link to its platform: tokens, renewal, answered API version, handoff pause (db/platform-links.ts). */
-  readonly links: PlatformLinkStore;
-  /** The dialect's thin runner: a storage area written once for both dialects runs its plain SQL here (`?` placeholders). */
-  readonly sql: SqlRunner;
   /** This handle as an executor of intents and holder of Idempotency-Key claims, and whether another still lives. */
   readonly instance: Instance;
   close(): Promise<void>;

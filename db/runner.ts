@@ -1,15 +1,20 @@
 /**
- * The thin runner of the storage areas written once for both dialects (db/areas/, platform links, app installs,
- * Shopify webhooks, erasure, bulk replay): plain SQL that SQLite and PostgreSQL both run as written, with `?`
+ * The thin runner of the storage areas written once for both dialects (db/areas/): plain SQL that SQLite and PostgreSQL both run as written, with `?`
  * placeholders, or `?1`, `?2`… to use one parameter twice (the PostgreSQL runner turns both into `$n`, so no `?`
  * inside a literal). Integers, bigint included, come back as numbers on both (the PostgreSQL pool parses int8);
  * sums do not on PostgreSQL (numeric): CAST them AS BIGINT. Booleans bind as they are and read back as SQLite's
  * 0 / 1 or PostgreSQL's booleans: a table's codec (tableRows) makes them booleans.
  */
 import { getTableColumns, getTableName, type Table } from 'drizzle-orm';
+import type { Dialect } from './dialect.ts';
 
-/** What a dialect gives an area: rows of a query, the rows a statement changed, and writes in one transaction. */
+/**
+ * What a dialect gives an area: rows of a query, the rows a statement changed, and writes in one transaction. Only
+ * db/ holds a runner: the areas take it when a handle is made (db/areas/index.ts), and no handle exposes it.
+ */
 export interface SqlRunner {
+  /** Where the schemas differ (db/dialect.ts), for the areas that clear a lease or find a raw body. */
+  readonly dialect: Dialect;
   all<T>(sql: string, params: unknown[]): Promise<T[]>;
   /**
    * The rows a statement changed. `relaxed`: bookkeeping whose loss to a power cut loses nothing acknowledged
@@ -24,9 +29,12 @@ export interface SqlRunner {
   batch(writes: Write[]): Promise<BatchOutcome>;
 }
 
-/** One statement of a batch. */
+/**
+ * One statement of a batch, built by an area (db/areas/) and committed by one (the intent journal's
+ * IntentStore.executeIntent): a description of a write, never run above db/. Its SQL may depend on the dialect.
+ */
 export interface Write {
-  sql: string;
+  sql: string | ((dialect: Dialect) => string);
   /** Its parameters, or a function of the rows each earlier write changed (a result that counts them). */
   params: unknown[] | ((changes: number[]) => unknown[]);
   /** A compare-and-set: changing no row means the state it expected is gone, and the batch rolls back. */
@@ -36,14 +44,19 @@ export interface Write {
 export type BatchOutcome = { ok: true; changes: number[] } | { ok: false; failed: number };
 
 /** A batch's rule once for both dialects: yields each statement with its parameters and is sent the rows it changed. */
-export function* batchSteps(writes: Write[]): Generator<[sql: string, params: unknown[]], BatchOutcome, number> {
+export function* batchSteps(writes: Write[], dialect: Dialect): Generator<[sql: string, params: unknown[]], BatchOutcome, number> {
   const changes: number[] = [];
   for (const [i, w] of writes.entries()) {
-    const n = yield [w.sql, typeof w.params === 'function' ? w.params(changes) : w.params];
+    const n = yield [sqlOf(w, dialect), typeof w.params === 'function' ? w.params(changes) : w.params];
     changes.push(n);
     if (w.mustChange && n === 0) return { ok: false, failed: i };
   }
   return { ok: true, changes };
+}
+
+/** A write's statement on a dialect. */
+export function sqlOf(w: Write, dialect: Dialect): string {
+  return typeof w.sql === 'function' ? w.sql(dialect) : w.sql;
 }
 
 /** The first row of a query, or null. */
@@ -105,4 +118,23 @@ export function tableRows<T>(table: Table, opts: { omit?: string[] } = {}): Tabl
       return { sql: present.map(([key]) => `${nameOf.get(key)} = ?`).join(', '), params: present.map(([, v]) => v) };
     },
   };
+}
+
+/** Each handle's runner, kept out of the handle (see runnerOf). */
+const runners = new WeakMap<object, SqlRunner>();
+
+/** Records `sql` as the runner behind `handle` (each dialect's factory), and returns the handle. */
+export function withRunner<T extends object>(handle: T, sql: SqlRunner): T {
+  runners.set(handle, sql);
+  return handle;
+}
+
+/**
+ * Tests only: the runner behind a handle, for a test that reads a table no area serves or holds a statement
+ * mid-batch. No handle exposes its runner, and nothing above db/ may import this file (test/contract/layers.test.ts).
+ */
+export function runnerOf(handle: object): SqlRunner {
+  const sql = runners.get(handle);
+  if (!sql) throw new Error('not a storage handle');
+  return sql;
 }

@@ -1,8 +1,8 @@
 /** Shared test harness: a fresh storage (in-memory SQLite, or PostgreSQL), a manual clock, a store, grants, the app and table reads. */
-import { migrateSqlite, openSqliteDatabase, SqliteRepo } from '../db/sqlite/repo.ts';
+import { migrateSqlite, openSqliteDatabase, type SqliteRepo, sqliteRepo as sqliteHandle } from '../db/sqlite/repo.ts';
 import type { Repo } from '../db/repo.ts';
 import type { EventRow, StoreRow } from '../db/types.ts';
-import { PgRepo } from '../db/pg/repo.ts';
+import { type PgRepo, openPgRepo } from '../db/pg/repo.ts';
 import { TEST_DATABASE_URL, testSchema } from './fixtures/storage.ts';
 import type { Tier } from '../src/contract/scopes.ts';
 import { createCore, defaultConfig, type Config, type Core, type HandoffConfig } from '../src/core.ts';
@@ -39,7 +39,7 @@ const KEEP_PG_REPOS_OPEN = 10;
 /** A fresh, migrated storage of the selected backend; PostgreSQL in a schema of its own, dropped after the run. */
 async function testRepo(): Promise<Repo> {
   if (backend === 'postgres') {
-    const repo = await PgRepo.open({ url: TEST_DATABASE_URL!, schema: testSchema(), max: 4, idleTimeoutMillis: 1000 });
+    const repo = await openPgRepo({ url: TEST_DATABASE_URL!, schema: testSchema(), max: 4, idleTimeoutMillis: 1000 });
     // Most tests never close their deployment; on PostgreSQL each holds connections (its pool, and the lease
     // liveness lock's own), and a run opens hundreds. Only the newest few stay open, within max_connections (100).
     openPgRepos.push(repo);
@@ -52,7 +52,7 @@ async function testRepo(): Promise<Repo> {
   }
   const sqlite = openSqliteDatabase({ path: ':memory:' });
   await migrateSqlite(sqlite);
-  return new SqliteRepo(sqlite);
+  return sqliteHandle(sqlite);
 }
 
 /**
@@ -90,8 +90,8 @@ export async function createTestEnv(config: Partial<Omit<Config, 'handoff'>> & {
 
 /** The SQLite handle under a test deployment, for tests about SQLite itself (they run only where `sqliteOnly`). */
 export function sqliteRepo(env: TestEnv): SqliteRepo {
-  if (!(env.repo instanceof SqliteRepo)) throw new Error('this test is about SQLite itself: run it under describe.if(sqliteOnly)');
-  return env.repo;
+  if (!('sqlite' in env.repo)) throw new Error('this test is about SQLite itself: run it under describe.if(sqliteOnly)');
+  return env.repo as SqliteRepo;
 }
 
 /**
@@ -100,9 +100,9 @@ export function sqliteRepo(env: TestEnv): SqliteRepo {
  * sums included) and blobs as Uint8Array on both.
  */
 export async function rows<T = Record<string, any>>(env: TestEnv, query: string, ...params: unknown[]): Promise<T[]> {
-  if (env.repo instanceof PgRepo) {
+  if ('pool' in env.repo) {
     let i = 0;
-    const r = await env.repo.pool.query(
+    const r = await (env.repo as PgRepo).pool.query(
       query.replace(/\?/g, () => `$${++i}`),
       params,
     );

@@ -31,6 +31,15 @@ export function idempotencyStore(sql: SqlRunner): IdempotencyStore {
       );
       return claimed.length ? null : await get(row.storeId, row.key, 0);
     },
+    /** Takes over a pending claim whose holder is gone (`from`), for `to`. */
+    takeOverIdempotency: async (storeId, key, from, to, at) =>
+      (await sql.run("UPDATE idempotency_keys SET owner = ?, created_at = ? WHERE store_id = ? AND key = ? AND status = 0 AND COALESCE(owner, '') = ?", [
+        to,
+        at,
+        storeId,
+        key,
+        from ?? '',
+      ])) > 0,
     releaseIdempotency: async (storeId, key) => {
       await sql.run('DELETE FROM idempotency_keys WHERE store_id = ? AND key = ? AND status = 0', [storeId, key]);
     },

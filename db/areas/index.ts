@@ -1,34 +1,53 @@
 /**
- * The storage areas that are one logic on both backends, written once over the thin runner (db/runner.ts). A
- * dialect's repo holds only what truly differs (the ingest commit, the handoff queue's leases, rate windows,
- * signals, liveness) and takes these as they are.
+ * Every storage area written once for both dialects, attached to a handle one way: each resource's file gives a
+ * factory of its area over the thin runner (db/runner.ts), and this composes them. A dialect's repo (db/sqlite/repo.ts,
+ * db/pg/repo.ts) adds only what truly differs (the ingest commit, the handoff queue's leases, rate windows, signals,
+ * liveness) and keeps the runner to itself. Areas whose methods name their resource are members of the handle; those
+ * whose methods are named for their own table (platform links, app installs, Shopify webhooks, erasure, bulk replay)
+ * are under one member each.
  */
-import type { AdminStore, EventReads, HandoffQueue, IdempotencyStore, IntentStore } from '../repo.ts';
+import type { Instance, SharedAreas } from '../repo.ts';
 import type { SqlRunner } from '../runner.ts';
-import { alertStore, type AlertStore } from './alerts.ts';
+import { alertStore } from './alerts.ts';
+import { appInstallStore } from './app-installs.ts';
 import { auditLog } from './audit.ts';
-import { confirmationStore, type ConfirmationStore } from './confirmations.ts';
+import { bulkReplayStore } from './bulk-replay.ts';
+import { confirmationStore } from './confirmations.ts';
 import { endpointStore } from './endpoints.ts';
-import { eventReads } from './event-reads.ts';
+import { eventReads } from './events.ts';
 import { grantStore } from './grants.ts';
 import { idempotencyStore } from './idempotency.ts';
 import { intentStore } from './intents.ts';
 import { meterStore } from './meters.ts';
+import { platformLinkStore } from './platform-links.ts';
+import { readinessStore } from './readiness.ts';
+import { recordStore } from './records.ts';
+import { redactionStore } from './redaction.ts';
+import { retentionStore } from './retention.ts';
+import { settingStore } from './settings.ts';
+import { shopifyWebhookStore } from './shopify-webhooks.ts';
 import { tenants } from './tenants.ts';
 
-export type SharedAreas = AdminStore & EventReads & IntentStore & IdempotencyStore & Pick<HandoffQueue, 'nextDueAt'> & ConfirmationStore & AlertStore;
-
-export function sharedAreas(sql: SqlRunner): SharedAreas {
+export function sharedAreas(sql: SqlRunner, instance: Instance): SharedAreas {
   return {
     ...tenants(sql),
+    ...settingStore(sql),
     ...grantStore(sql),
     ...endpointStore(sql),
     ...auditLog(sql),
     ...meterStore(sql),
-    ...intentStore(sql),
+    ...readinessStore(sql),
+    ...recordStore(sql),
+    ...intentStore(sql, instance),
     ...idempotencyStore(sql),
     ...eventReads(sql),
     ...confirmationStore(sql),
     ...alertStore(sql),
+    ...retentionStore(sql),
+    links: platformLinkStore(sql),
+    installs: appInstallStore(sql),
+    shopifyWebhooks: shopifyWebhookStore(sql),
+    redaction: redactionStore(sql),
+    bulkReplays: bulkReplayStore(sql),
   };
 }

@@ -1,16 +1,11 @@
 /**
- * The operator's bookkeeping, written once for both dialects over the thin runner (db/runner.ts): plan meters per
- * store and 30-day period, Flow's trigger readiness, and records (diagnostics shares and requests).
+ * Plan meters per store and 30-day period, written once for both dialects over the thin runner (db/runner.ts): the
+ * counts, and a unit counted with the change it pays for (countUsage) in an intent's batch.
  */
-import type { ReadinessStore, RecordStore, UsageStore } from '../repo.ts';
-import { first, tableRows, type SqlRunner } from '../runner.ts';
-import * as s from '../sqlite/schema.ts';
-import type { RecordRow, TriggerReadinessRow } from '../types.ts';
+import type { UsageStore } from '../repo.ts';
+import type { SqlRunner, Write } from '../runner.ts';
 
-const readiness = tableRows<TriggerReadinessRow>(s.triggerReadiness);
-const records = tableRows<RecordRow>(s.records);
-
-export function meterStore(sql: SqlRunner): UsageStore & ReadinessStore & RecordStore {
+export function meterStore(sql: SqlRunner): UsageStore {
   return {
     addUsage: async (storeId, meter, periodStart, n) => {
       await sql.run(
@@ -28,22 +23,34 @@ export function meterStore(sql: SqlRunner): UsageStore & ReadinessStore & Record
       );
       return Object.fromEntries(rows.map((r) => [r.meter, r.used]));
     },
-
-    listTriggerReadiness: async (storeId) =>
-      (await sql.all(`SELECT ${readiness.select} FROM trigger_readiness WHERE store_id = ?`, [storeId])).map(readiness.decode),
-    setTriggerReadiness: async (row) => {
-      await sql.run(
-        `INSERT INTO trigger_readiness (store_id, handle, has_enabled_flow, updated_at) VALUES (?, ?, ?, ?)
-         ON CONFLICT (store_id, handle) DO UPDATE SET has_enabled_flow = excluded.has_enabled_flow, updated_at = excluded.updated_at`,
-        [row.storeId, row.handle, row.hasEnabledFlow, row.updatedAt],
-      );
-    },
-
-    insertRecord: async (row) => {
-      const insert = records.insert(row);
-      await sql.run(insert.sql, insert.params);
-    },
-    getRecord: (storeId, kind, id) =>
-      first<RecordRow>(sql, `SELECT ${records.select} FROM records WHERE store_id = ? AND kind = ? AND id = ?`, [storeId, kind, id]),
   };
+}
+
+/**
+ * One unit on a plan meter, counted with the change it pays for. With a `cap`, the count and the check are one
+ * step: the row made at 0 when missing, then raised only while below the cap (a compare-and-set: at the cap it
+ * changes nothing and the batch, the change with it, rolls back). PostgreSQL's UPDATE waits for a concurrent
+ * count's commit and checks the cap against what it wrote, so executes on any number of instances stop at the cap.
+ */
+export function countUsage(storeId: string, meter: string, periodStart: number, cap: number | null = null): Write[] {
+  if (cap === null) {
+    return [
+      {
+        sql: `INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES (?, ?, ?, 1)
+              ON CONFLICT (store_id, meter, period_start) DO UPDATE SET used = usage_counters.used + 1`,
+        params: [storeId, meter, periodStart],
+      },
+    ];
+  }
+  return [
+    {
+      sql: 'INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES (?, ?, ?, 0) ON CONFLICT (store_id, meter, period_start) DO NOTHING',
+      params: [storeId, meter, periodStart],
+    },
+    {
+      sql: 'UPDATE usage_counters SET used = used + 1 WHERE store_id = ? AND meter = ? AND period_start = ? AND used < ?',
+      params: [storeId, meter, periodStart, cap],
+      mustChange: true,
+    },
+  ];
 }

@@ -1,4 +1,4 @@
-/** Stores (tenants) and box-wide settings, written once for both dialects over the thin runner (db/runner.ts). */
+/** Stores (tenants), written once for both dialects over the thin runner (db/runner.ts). */
 import type { TenantStore } from '../repo.ts';
 import { first, tableRows, type SqlRunner } from '../runner.ts';
 import * as s from '../sqlite/schema.ts';
@@ -6,7 +6,7 @@ import type { StoreRow } from '../types.ts';
 
 const stores = tableRows<StoreRow>(s.stores);
 
-type Tenants = Pick<TenantStore, 'getStore' | 'updateStore' | 'getStoreByShop' | 'listStores' | 'insertStore' | 'getSetting' | 'putSetting'>;
+type Tenants = Pick<TenantStore, 'getStore' | 'updateStore' | 'getStoreByShop' | 'listStores' | 'insertStore'>;
 
 export function tenants(sql: SqlRunner): Tenants {
   return {
@@ -22,13 +22,6 @@ export function tenants(sql: SqlRunner): Tenants {
       const { plan, billingStatus, destination, adminTokenEnv, credentialMode, clientId, clientSecretEnv, uninstalledAt, updatedAt } = row;
       const set = stores.set({ plan, billingStatus, destination, adminTokenEnv, credentialMode, clientId, clientSecretEnv, uninstalledAt, updatedAt });
       await sql.run(`UPDATE stores SET ${set.sql} WHERE id = ?`, [...set.params, row.id]);
-    },
-    getSetting: async (key) => (await first<{ value: string }>(sql, 'SELECT value FROM settings WHERE key = ?', [key]))?.value ?? null,
-    putSetting: async (key, value, at) => {
-      await sql.run(
-        'INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at',
-        [key, value, at],
-      );
     },
   };
 }

@@ -12,7 +12,8 @@
 import { randomUUID } from 'node:crypto';
 import { getTableColumns } from 'drizzle-orm';
 import pg from 'pg';
-import { sharedAreas, type SharedAreas } from '../areas/index.ts';
+import { sharedAreas } from '../areas/index.ts';
+import { POSTGRES } from '../dialect.ts';
 import { runMigrations, type Migration } from '../migrate.ts';
 import {
   answeredByServer,
@@ -25,11 +26,10 @@ import {
   type PgClientClass,
   type PgTimeouts,
 } from './client.ts';
-import { PlatformLinks } from '../platform-links.ts';
-import { batchSteps, numberPlaceholders, type SqlRunner } from '../runner.ts';
+import { batchSteps, numberPlaceholders, withRunner, type SqlRunner } from '../runner.ts';
 import { migrations as pgMigrations } from '../migrations/pg/index.ts';
-import { leaseToWorker, receiptRow } from '../receipt-rules.ts';
-import type { Capabilities, Instance, PendingAuthFailure, Repo, Signal, StorageLayout } from '../repo.ts';
+import { leaseToWorker, receiptRow } from '../areas/receipt-rules.ts';
+import type { Capabilities, Instance, PendingAuthFailure, Repo, Signal } from '../repo.ts';
 import type { AttemptResult, AttemptStart, CommittedReceipt, DueEvent, EventRow, IngestLease, PendingReceipt } from '../types.ts';
 import { METRIC, STATS_WIDTHS_MS, statsBucket, withEndpointsAndStores } from '../types.ts';
 import * as s from './schema.ts';
@@ -141,13 +141,14 @@ type Tx = pg.PoolClient;
 function pgRunner(pool: pg.Pool): SqlRunner {
   const numbered = numberPlaceholders;
   return {
+    dialect: POSTGRES,
     all: async <T>(q: string, params: unknown[]) => (await pool.query(numbered(q), params)).rows as T[],
     run: async (q, params) => (await pool.query(numbered(q), params)).rowCount ?? 0,
     batch: async (writes) => {
       const c = await pool.connect();
       try {
         await c.query('BEGIN');
-        const steps = batchSteps(writes);
+        const steps = batchSteps(writes, POSTGRES);
         let step = steps.next();
         while (!step.done) step = steps.next((await c.query(numbered(step.value[0]), step.value[1])).rowCount ?? 0);
         await c.query(step.value.ok ? 'COMMIT' : 'ROLLBACK');
@@ -162,77 +163,54 @@ function pgRunner(pool: pg.Pool): SqlRunner {
   };
 }
 
+/** A PostgreSQL handle: every area, and its pool (for tests and benchmarks). */
+export type PgRepo = Repo & { readonly pool: pg.Pool };
+
 /**
- * The areas written once (db/areas/), assigned to each handle in the constructor (Object.assign of sharedAreas),
- * which TypeScript cannot see: hence a merged declaration, not a checked one.
+ * The handle over a migrated database's pool. `url`: for the connections outside the pool (LISTEN, liveness);
+ * `schema`: the deployment's own schema, if any (NOTIFY channels are named after it).
  */
-export interface PgRepo extends SharedAreas {}
-
-// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the constructor assigns every member of the merged interface (sharedAreas)
-export class PgRepo implements Repo {
-  readonly capabilities: Capabilities = { multiInstance: true, relayFile: null };
-  readonly layout: StorageLayout = { clearLease: 'lease_until = NULL, lease_token = NULL', bodyKey: 'event-id' };
+export function pgRepo(pool: pg.Pool, url: string, schema?: string, timeouts: PgTimeouts | null = null): PgRepo {
+  const capabilities: Capabilities = { multiInstance: true, relayFile: null };
   /** Lease tokens of the events this process holds (claimed, or leased by its own ingest commits). */
-  private readonly leases = new Map<string, string>();
+  const leaseTokens = new Map<string, string>();
   /** This process's event_stats shard: concurrent instances add to different rows. */
-  private readonly shard = Math.floor(Math.random() * 16);
+  const shard = Math.floor(Math.random() * 16);
   /** The key of this handle's liveness lock (LIVENESS_LOCK), the prefix of every lease token it writes. */
-  private owner = randomOwner();
-  private liveness: pg.Client | null = null;
-  private livenessTaken: Promise<void> | null = null;
+  let owner = randomOwner();
+  let liveness: pg.Client | null = null;
+  let livenessTaken: Promise<void> | null = null;
   /** The live holders seen by the last claim (endDeadLeases); null before the first. */
-  private seenOwners: string | null = null;
-  private closed = false;
+  let seenOwners: string | null = null;
+  let closed = false;
   /** Connections outside the pool (LISTEN, liveness, settleCommit's): the pool's class and settings. */
-  private readonly Client: PgClientClass;
-  private readonly clientConfig: pg.ClientConfig;
-
-  constructor(
-    readonly pool: pg.Pool,
-    /** For the connections outside the pool (LISTEN, liveness). */
-    url: string,
-    private readonly schema?: string,
-    private readonly timeouts: PgTimeouts | null = null,
-  ) {
-    this.Client = pgClientClass(timeouts);
-    this.clientConfig = pgClientConfig(url, schema);
-    this.sql = pgRunner(pool);
-    this.links = new PlatformLinks(this.sql);
-    Object.assign(this, sharedAreas(this.sql));
-  }
-
-  readonly links: PlatformLinks;
+  const Client: PgClientClass = pgClientClass(timeouts);
+  const clientConfig: pg.ClientConfig = pgClientConfig(url, schema);
 
   /** A handle's id is its liveness key, taken on first use; it lives while pg_locks shows that lock granted. */
-  readonly instance: Instance = {
+  const instance: Instance = {
     id: async () => {
-      await this.alive();
-      return String(this.owner);
+      await alive();
+      return String(owner);
     },
     alive: async (id: string) =>
       (
-        await this.pool.query(
+        await pool.query(
           `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = ${LIVENESS_LOCK} AND objsubid = 2 AND granted AND objid::text = $1`,
           [id],
         )
       ).rowCount! > 0,
   };
-  readonly sql: SqlRunner;
-
-  static async open(opts: PgOptions): Promise<PgRepo> {
-    const timeouts = opts.timeouts === undefined ? PG_TIMEOUTS : opts.timeouts;
-    const pool = openPgPool({ ...opts, timeouts });
-    await migratePg(pool, pgMigrations, opts.schema);
-    return new PgRepo(pool, opts.url, opts.schema?.replace(/"/g, ''), timeouts);
-  }
+  const sql = pgRunner(pool);
+  const areas = sharedAreas(sql, instance);
 
   /**
    * The liveness lock, taken when this handle first leases (a claim, or a commit leasing to the worker): admin
    * commands and handles that never lease hold no extra connection.
    */
-  private alive(): Promise<void> {
-    return (this.livenessTaken ??= this.holdLiveness().catch((err) => {
-      this.livenessTaken = null;
+  function alive(): Promise<void> {
+    return (livenessTaken ??= holdLiveness().catch((err) => {
+      livenessTaken = null;
       throw err;
     }));
   }
@@ -242,27 +220,27 @@ export class PgRepo implements Repo {
    * connection drops while the handle is open. Leases written meanwhile may be claimed by peers: every write
    * of this handle checks its token, so it is fenced, as after a lease's expiry.
    */
-  private async holdLiveness(): Promise<void> {
-    const c = new this.Client(this.clientConfig);
+  async function holdLiveness(): Promise<void> {
+    const c = new Client(clientConfig);
     c.once('end', () => {
-      if (this.liveness !== c) return;
-      this.liveness = null;
-      this.retakeLiveness();
+      if (liveness !== c) return;
+      liveness = null;
+      retakeLiveness();
     });
     await c.connect();
     // Another live handle drew the same key (one in 2^31): draw again.
-    while (!(await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LIVENESS_LOCK, this.owner])).rows[0]!.ok) this.owner = randomOwner();
-    if (this.closed) await c.end();
-    else this.liveness = c;
+    while (!(await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LIVENESS_LOCK, owner])).rows[0]!.ok) owner = randomOwner();
+    if (closed) await c.end();
+    else liveness = c;
   }
 
-  private retakeLiveness(): void {
-    if (!this.closed) setTimeout(() => void this.holdLiveness().catch(() => this.retakeLiveness()), 1000);
+  function retakeLiveness(): void {
+    if (!closed) setTimeout(() => void holdLiveness().catch(() => retakeLiveness()), 1000);
   }
 
   /** A transaction on a pooled connection. A COMMIT whose answer was lost throws CommitUnknownError (see commitIngest). */
-  private async tx<T>(fn: (c: Tx) => Promise<T>): Promise<T> {
-    const c = await this.pool.connect();
+  async function tx<T>(fn: (c: Tx) => Promise<T>): Promise<T> {
+    const c = await pool.connect();
     let committing = false;
     try {
       await c.query('BEGIN');
@@ -278,38 +256,18 @@ export class PgRepo implements Repo {
     }
   }
 
-  // inbound
-  /**
-   * A COMMIT whose answer was lost is settled before anyone is answered: stored, and the receipts are returned as
-   * committed; certainly not stored, and the original failure is thrown (a plain 503); or not known within
-   * PgTimeouts.settleMs, and CommitUnknownError is thrown (the 503 names the receipt: see outcomeUnknown).
-   */
-  async commitIngest(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null = null): Promise<CommittedReceipt[]> {
-    if (lease) await this.alive();
-    let committed = null as CommittedReceipt[] | null;
-    try {
-      return await this.commitReceipts(receipts, authFailures, lease, (out) => (committed = out));
-    } catch (err) {
-      const first = committed?.[0]?.eventId;
-      const stored = err instanceof CommitUnknownError && first ? await this.settle(err.session, first) : false;
-      if (stored) return committed!;
-      for (const o of committed ?? []) if (o.leased) this.leases.delete(o.eventId);
-      throw stored === false && err instanceof CommitUnknownError ? err.cause : err;
-    }
-  }
-
   /** Whether the transaction of `session` that held `eventId` is stored; null when the database cannot say in time. */
-  private settle(session: string, eventId: string): Promise<boolean | null> {
+  function settle(session: string, eventId: string): Promise<boolean | null> {
     const stored = async (c: pg.Client) => ((await c.query('SELECT 1 FROM events WHERE id = $1', [eventId])).rowCount ?? 0) > 0;
-    return settleCommit(this.Client, this.clientConfig, session, stored, (this.timeouts ?? PG_TIMEOUTS).settleMs);
+    return settleCommit(Client, clientConfig, session, stored, (timeouts ?? PG_TIMEOUTS).settleMs);
   }
 
-  private commitReceipts(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null, sent: (out: CommittedReceipt[]) => void) {
-    return this.tx(async (c) => {
-      if (authFailures.length) await this.recordAuthFailures(c, authFailures);
-      const duplicates = await this.decideDuplicates(c, receipts);
-      const granted = await this.reserveCapacity(c, receipts, duplicates);
-      const token = lease ? this.newToken() : null;
+  function commitReceipts(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null, sent: (out: CommittedReceipt[]) => void) {
+    return tx(async (c) => {
+      if (authFailures.length) await recordAuthFailures(c, authFailures);
+      const duplicates = await decideDuplicates(c, receipts);
+      const granted = await reserveCapacity(c, receipts, duplicates);
+      const token = lease ? newToken() : null;
       let leases = lease?.max ?? 0;
       const rows: EventRow[] = [];
       const bodies: { id: string; body: Uint8Array; expiresAt: number }[] = [];
@@ -333,14 +291,14 @@ export class PgRepo implements Repo {
         const leased = leaseToWorker(row, lease, leases);
         if (leased) {
           leases--;
-          this.leases.set(e.id, token!);
+          leaseTokens.set(e.id, token!);
         }
         rows.push(row);
         if (!duplicateOf && p.body) bodies.push({ id: e.id, body: p.body, expiresAt: p.bodyExpiresAt });
         stats.add(row.storeId, row.receivedAt, METRIC.received(outcome));
         out.push({ eventId: row.id, receiptId: row.receiptId, outcome, duplicateOf, leased });
       }
-      await this.insertEvents(c, rows, token, new Set(out.filter((o) => o.leased).map((o) => o.eventId)));
+      await insertEvents(c, rows, token, new Set(out.filter((o) => o.leased).map((o) => o.eventId)));
       if (bodies.length) {
         await c.query('INSERT INTO event_bodies (event_id, body, expires_at) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bigint[])', [
           bodies.map((b) => b.id),
@@ -348,7 +306,7 @@ export class PgRepo implements Repo {
           bodies.map((b) => b.expiresAt),
         ]);
       }
-      await stats.flush(c, this.shard);
+      await stats.flush(c, shard);
       sent(out);
       return out;
     });
@@ -358,7 +316,7 @@ export class PgRepo implements Repo {
    * The first receipt per (endpoint, external id) within its window wins the key; the others link to it. The
    * database decides across instances: a concurrent commit holding the same key waits on its row, then sees it.
    */
-  private async decideDuplicates(c: Tx, receipts: PendingReceipt[]): Promise<Map<string, string>> {
+  async function decideDuplicates(c: Tx, receipts: PendingReceipt[]): Promise<Map<string, string>> {
     const dup = new Map<string, string>();
     const first = new Map<string, PendingReceipt>();
     for (const p of receipts) {
@@ -411,7 +369,7 @@ export class PgRepo implements Repo {
    * How many accepted receipts each meter takes in this commit: as many as fit below the hard limit, reserved
    * by one conditional update under the meter row's lock, so instances never count past the cap together.
    */
-  private async reserveCapacity(c: Tx, receipts: PendingReceipt[], duplicates: Map<string, string>): Promise<Map<string, number>> {
+  async function reserveCapacity(c: Tx, receipts: PendingReceipt[], duplicates: Map<string, string>): Promise<Map<string, number>> {
     const want = new Map<string, { storeId: string; meter: string; periodStart: number; hardLimit: number; n: number }>();
     for (const p of receipts) {
       if (p.event.outcome !== 'accepted' || !p.capacity || duplicates.has(p.event.id)) continue;
@@ -439,7 +397,7 @@ export class PgRepo implements Repo {
     return granted;
   }
 
-  private async insertEvents(c: Tx, rows: EventRow[], token: string | null, leased: Set<string>): Promise<void> {
+  async function insertEvents(c: Tx, rows: EventRow[], token: string | null, leased: Set<string>): Promise<void> {
     if (!rows.length) return;
     const cols = EVENT_COLUMNS.map(([, col]) => col);
     const arrays = cols.map(() => [] as unknown[]);
@@ -456,59 +414,16 @@ export class PgRepo implements Repo {
     );
   }
 
-  // handoff queue
-  async claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]> {
-    await this.alive();
-    const token = this.newToken();
-    let owners = '';
-    const claimed = await this.tx(async (c) => {
-      owners = await this.endDeadLeases(c, now);
-      const r = await c.query(
-        `UPDATE events SET lease_until = $1, outcome = 'queued', lease_token = $4
-         WHERE id IN (SELECT id FROM events WHERE next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until <= $2)
-                      ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-         RETURNING *`,
-        [leaseUntil, now, limit, token],
-      );
-      const events = r.rows.map(rowToEvent);
-      if (!events.length) return events;
-      // Attempts still `sending` were left by a worker that stopped or lost its lease mid-send: `unknown`, counted.
-      const left = await c.query<{ event_id: string; number: number }>(
-        `UPDATE attempts SET outcome = 'unknown', finished_at = $1, code = 'unknown', message = $2
-         WHERE event_id = ANY($3::text[]) AND outcome = 'sending' RETURNING event_id, number`,
-        [now, UNKNOWN_MESSAGE, events.map((e) => e.id)],
-      );
-      const top = new Map<string, number>();
-      for (const row of left.rows) top.set(row.event_id, Math.max(top.get(row.event_id) ?? 0, row.number));
-      for (const e of events) {
-        const n = top.get(e.id);
-        if (n == null) continue;
-        await c.query('UPDATE events SET attempts = GREATEST(attempts, $1), last_attempt_at = $2 WHERE id = $3', [n, now, e.id]);
-        e.attempts = Math.max(e.attempts, n);
-        e.lastAttemptAt = now;
-      }
-      return events;
-    });
-    this.seenOwners = owners;
-    for (const e of claimed) this.leases.set(e.id, token);
-    if (!claimed.length) return [];
-    return withEndpointsAndStores(
-      claimed,
-      (id) => this.getEndpointById(id),
-      (id) => this.getStore(id),
-    );
-  }
-
   /**
    * A lease ends at its time, or as soon as its holder's liveness lock is gone (stopped, or killed): when the set of
    * live holders changed since this handle's last claim (and at its first), leases of holders no longer live end
    * now, so the claim takes them and ends their `sending` attempts `unknown` (a token without an owner, written
    * by an older version still running, waits for its time). Returns the live set.
    */
-  private async endDeadLeases(c: Tx, now: number): Promise<string> {
+  async function endDeadLeases(c: Tx, now: number): Promise<string> {
     const live = `SELECT objid::text AS owner FROM pg_locks WHERE locktype = 'advisory' AND classid = ${LIVENESS_LOCK} AND objsubid = 2 AND granted`;
     const owners = (await c.query<{ owner: string }>(`${live} ORDER BY 1`)).rows.map((row) => row.owner).join(',');
-    if (owners === this.seenOwners) return owners;
+    if (owners === seenOwners) return owners;
     // The live set is read again inside the update, after its snapshot: a holder that leased rows this update
     // can see had taken its lock before, so a new instance's fresh leases are never ended by a stale list.
     await c.query(
@@ -520,218 +435,16 @@ export class PgRepo implements Repo {
     return owners;
   }
 
-  async journalAttempts(starts: AttemptStart[]): Promise<AttemptStart[]> {
-    if (!starts.length) return [];
-    // Only while this process's lease holds: same token, not expired. A send without a journal entry is never made.
-    const r = await this.pool.query<{ event_id: string }>(
-      `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome)
-       SELECT k.event_id, k.number, k.destination, k.started_at, k.started_at, 'sending'
-       FROM unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::text[]) AS k(event_id, number, destination, started_at, token)
-       JOIN events e ON e.id = k.event_id AND e.lease_token = k.token AND e.lease_until > k.started_at
-       ON CONFLICT DO NOTHING RETURNING event_id`,
-      [
-        starts.map((a) => a.eventId),
-        starts.map((a) => a.number),
-        starts.map((a) => a.destination),
-        starts.map((a) => a.startedAt),
-        starts.map((a) => this.leases.get(a.eventId) ?? ''),
-      ],
-    );
-    const ok = new Set(r.rows.map((row) => row.event_id));
-    return starts.filter((a) => ok.has(a.eventId));
-  }
-
-  async recordAttempts(results: AttemptResult[]) {
-    if (!results.length) return;
-    await this.tx(async (c) => {
-      const stats = new StatsBatch();
-      for (const { attempt: a, event: e, storeId, metrics, unsent } of results) {
-        if (unsent) {
-          const dropped = await c.query("DELETE FROM attempts WHERE event_id = $1 AND number = $2 AND outcome = 'sending'", [a.eventId, a.number]);
-          if (dropped.rowCount === 0) continue;
-          this.leases.delete(a.eventId);
-          await c.query("UPDATE events SET outcome = 'queued', next_attempt_at = $1, lease_until = NULL, lease_token = NULL WHERE id = $2", [
-            e.nextAttemptAt,
-            a.eventId,
-          ]);
-          for (const m of metrics) stats.add(storeId, a.finishedAt, m);
-          continue;
-        }
-        const closed = await c.query(
-          `UPDATE attempts SET started_at = $1, finished_at = $2, outcome = $3, http_status = $4, code = $5, message = $6, retry_at = $7
-           WHERE event_id = $8 AND number = $9 AND outcome = 'sending'`,
-          [a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt, a.eventId, a.number],
-        );
-        // Marked `unknown` by a claim after this worker's lease ended: it writes nothing more.
-        if (closed.rowCount === 0) continue;
-        this.leases.delete(a.eventId);
-        await c.query(
-          `UPDATE events SET outcome = $1, code = $2, next_attempt_at = $3, delivered_at = $4, lease_until = $5, attempts = $6, last_attempt_at = $7, lease_token = NULL
-           WHERE id = $8`,
-          [e.outcome, e.code, e.nextAttemptAt, e.deliveredAt, e.leaseUntil, a.number, a.finishedAt, a.eventId],
-        );
-        for (const m of metrics) stats.add(storeId, a.finishedAt, m);
-      }
-      await stats.flush(c, this.shard);
-    });
-  }
-
-  async sweepExpired(now: number, keysBefore: number, limit: number, bodiesBeforeId = '') {
-    // Past the expiry set when stored, or received before the retention in effect now (event ids sort by receipt).
-    const bodies = await this.pool.query(
-      `DELETE FROM event_bodies WHERE event_id IN
-         (SELECT event_id FROM event_bodies WHERE expires_at <= $1 OR event_id < $3 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-      [now, limit, bodiesBeforeId],
-    );
-    const keys = await this.pool.query(
-      `DELETE FROM idempotency_keys WHERE (store_id, key) IN
-         (SELECT store_id, key FROM idempotency_keys WHERE created_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-      [keysBefore, limit],
-    );
-    // Rate windows are a minute long: anything older than an hour is history no one reads.
-    await this.pool.query('DELETE FROM rate_counters WHERE window_start < $1', [now - 3600_000]);
-    return { bodies: bodies.rowCount ?? 0, idempotencyKeys: keys.rowCount ?? 0 };
-  }
-
-  /**
-   * Several instances share the queue: a starting instance never releases leases that live peers hold. A lease
-   * ends at its time, or as soon as its holder is gone (the liveness lock, in claimDue); none is this process's.
-   */
-  async releaseAllLeases(_now: number) {
-    return 0;
-  }
-
-  async releaseHeld(storeId: string, capacity: { meter: string; periodStart: number; hardLimit: number }, now: number) {
-    return this.tx(async (c) => {
-      await c.query('INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES ($1, $2, $3, 0) ON CONFLICT DO NOTHING', [
-        storeId,
-        capacity.meter,
-        capacity.periodStart,
-      ]);
-      const used =
-        (
-          await c.query<{ used: number }>('SELECT used FROM usage_counters WHERE store_id = $1 AND meter = $2 AND period_start = $3 FOR UPDATE', [
-            storeId,
-            capacity.meter,
-            capacity.periodStart,
-          ])
-        ).rows[0]?.used ?? 0;
-      const room = capacity.hardLimit - used;
-      if (room <= 0) return 0;
-      const r = await c.query(
-        `UPDATE events SET outcome = 'accepted', code = NULL, next_attempt_at = $1
-         WHERE id IN (SELECT id FROM events WHERE store_id = $2 AND outcome = 'held' ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)`,
-        [now, storeId, room],
-      );
-      const n = r.rowCount ?? 0;
-      if (n)
-        await c.query('UPDATE usage_counters SET used = used + $4 WHERE store_id = $1 AND meter = $2 AND period_start = $3', [
-          storeId,
-          capacity.meter,
-          capacity.periodStart,
-          n,
-        ]);
-      return n;
-    });
-  }
-
-  /** The retained body, for replay only. */
-  async getEventBody(eventId: string) {
-    const row = (await this.pool.query<{ body: Buffer }>('SELECT body FROM event_bodies WHERE event_id = $1', [eventId])).rows[0];
-    return row ? new Uint8Array(row.body) : null;
-  }
-
-  async takeRate(keys: { key: string; limit: number }[], windowStart: number) {
-    const sorted = keys.map((k) => k.key).sort();
-    return this.tx(async (c) => {
-      await c.query('INSERT INTO rate_counters (key, window_start, n) SELECT k, $2, 0 FROM unnest($1::text[]) AS k ON CONFLICT DO NOTHING', [
-        sorted,
-        windowStart,
-      ]);
-      // Locked in key order: two instances taking the same keys never deadlock.
-      const r = await c.query<{ key: string; n: number }>(
-        'SELECT key, n FROM rate_counters WHERE window_start = $2 AND key = ANY($1::text[]) ORDER BY key FOR UPDATE',
-        [sorted, windowStart],
-      );
-      const used = new Map(r.rows.map((row) => [row.key, row.n]));
-      const full = keys.findIndex((k) => (used.get(k.key) ?? 0) >= k.limit);
-      if (full >= 0) return full;
-      await c.query('UPDATE rate_counters SET n = n + 1 WHERE window_start = $2 AND key = ANY($1::text[])', [sorted, windowStart]);
-      return -1;
-    });
-  }
-  async addRate(counts: { key: string; n: number }[], windowStart: number) {
-    const sorted = [...counts].sort((x, y) => (x.key < y.key ? -1 : 1));
-    // Upserted in key order: two instances adding to the same keys never deadlock.
-    const r = await this.pool.query<{ key: string; n: number }>(
-      `INSERT INTO rate_counters (key, window_start, n) SELECT k, $3, d FROM unnest($1::text[], $2::int[]) AS t(k, d) ORDER BY k
-       ON CONFLICT (key, window_start) DO UPDATE SET n = rate_counters.n + excluded.n RETURNING key, n`,
-      [sorted.map((c) => c.key), sorted.map((c) => c.n), windowStart],
-    );
-    const after = new Map(r.rows.map((row) => [row.key, row.n]));
-    return counts.map((c) => after.get(c.key)!);
-  }
-
-  async notify(channel: Signal, payload: string) {
-    await this.pool.query('SELECT pg_notify($1, $2)', [this.channel(channel), payload]);
-  }
-
-  /**
-   * A dedicated connection LISTENs (a pooled one would be handed to other queries). Dropped, or failing to connect
-   * again while the database is away, it tries again every second: the first attempt's failure is the caller's.
-   */
-  async listen(fn: (channel: Signal, payload: string) => void) {
-    let client: pg.Client | null = null;
-    let stopped = false;
-    const connect = async (first: boolean): Promise<void> => {
-      const c = new this.Client(this.clientConfig);
-      let up = false;
-      let over = false;
-      const lost = () => {
-        if (over || stopped) return;
-        over = true;
-        if (client === c) client = null;
-        void c.end().catch(() => {});
-        if (up || !first) setTimeout(() => void (stopped ? null : connect(false).catch(() => {})), 1000);
-      };
-      c.on('notification', (m) => {
-        for (const channel of ['endpoint', 'due'] as const) if (m.channel === this.channel(channel)) fn(channel, m.payload ?? '');
-      });
-      c.on('error', lost);
-      try {
-        await c.connect();
-        for (const channel of ['endpoint', 'due'] as const) await c.query(`LISTEN "${this.channel(channel)}"`);
-      } catch (err) {
-        lost();
-        throw err;
-      }
-      up = true;
-      if (stopped) await c.end().catch(() => {});
-      else client = c;
-    };
-    await connect(true);
-    return async () => {
-      stopped = true;
-      await (client as pg.Client | null)?.end().catch(() => {});
-    };
-  }
-
-  async close() {
-    this.closed = true;
-    await this.liveness?.end().catch(() => {});
-    await this.pool.end();
-  }
-
   /** NOTIFY channels are database-wide: a deployment in its own schema signals only its own instances. */
-  private channel(signal: Signal): string {
-    return this.schema ? `${this.schema}_hookrelay_${signal}` : `hookrelay_${signal}`;
+  function channelName(signal: Signal): string {
+    return schema ? `${schema}_hookrelay_${signal}` : `hookrelay_${signal}`;
   }
 
   /**
    * Inserts the batch's auth failures; those of one endpoint, code and fold window beyond the window's `keepRows`
    * rows are added to its newest row instead (PendingAuthFailure): three statements per group, not one per failure.
    */
-  private async recordAuthFailures(c: Tx, failures: PendingAuthFailure[]): Promise<void> {
+  async function recordAuthFailures(c: Tx, failures: PendingAuthFailure[]): Promise<void> {
     const groups = new Map<string, PendingAuthFailure[]>();
     const insert: PendingAuthFailure[] = [];
     for (const f of failures) {
@@ -786,9 +499,290 @@ export class PgRepo implements Repo {
       ]);
   }
 
-  private newToken(): string {
-    return `${this.owner}:${randomUUID()}`;
+  function newToken(): string {
+    return `${owner}:${randomUUID()}`;
   }
+
+  return withRunner(
+    {
+      ...areas,
+      pool,
+      capabilities,
+      instance,
+
+      /**
+       * A COMMIT whose answer was lost is settled before anyone is answered: stored, and the receipts are returned as
+       * committed; certainly not stored, and the original failure is thrown (a plain 503); or not known within
+       * PgTimeouts.settleMs, and CommitUnknownError is thrown (the 503 names the receipt: see outcomeUnknown).
+       */
+      async commitIngest(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null = null): Promise<CommittedReceipt[]> {
+        if (lease) await alive();
+        let committed = null as CommittedReceipt[] | null;
+        try {
+          return await commitReceipts(receipts, authFailures, lease, (out) => (committed = out));
+        } catch (err) {
+          const first = committed?.[0]?.eventId;
+          const stored = err instanceof CommitUnknownError && first ? await settle(err.session, first) : false;
+          if (stored) return committed!;
+          for (const o of committed ?? []) if (o.leased) leaseTokens.delete(o.eventId);
+          throw stored === false && err instanceof CommitUnknownError ? err.cause : err;
+        }
+      },
+
+      async claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]> {
+        await alive();
+        const token = newToken();
+        let owners = '';
+        const claimed = await tx(async (c) => {
+          owners = await endDeadLeases(c, now);
+          const r = await c.query(
+            `UPDATE events SET lease_until = $1, outcome = 'queued', lease_token = $4
+         WHERE id IN (SELECT id FROM events WHERE next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until <= $2)
+                      ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+         RETURNING *`,
+            [leaseUntil, now, limit, token],
+          );
+          const events = r.rows.map(rowToEvent);
+          if (!events.length) return events;
+          // Attempts still `sending` were left by a worker that stopped or lost its lease mid-send: `unknown`, counted.
+          const left = await c.query<{ event_id: string; number: number }>(
+            `UPDATE attempts SET outcome = 'unknown', finished_at = $1, code = 'unknown', message = $2
+         WHERE event_id = ANY($3::text[]) AND outcome = 'sending' RETURNING event_id, number`,
+            [now, UNKNOWN_MESSAGE, events.map((e) => e.id)],
+          );
+          const top = new Map<string, number>();
+          for (const row of left.rows) top.set(row.event_id, Math.max(top.get(row.event_id) ?? 0, row.number));
+          for (const e of events) {
+            const n = top.get(e.id);
+            if (n == null) continue;
+            await c.query('UPDATE events SET attempts = GREATEST(attempts, $1), last_attempt_at = $2 WHERE id = $3', [n, now, e.id]);
+            e.attempts = Math.max(e.attempts, n);
+            e.lastAttemptAt = now;
+          }
+          return events;
+        });
+        seenOwners = owners;
+        for (const e of claimed) leaseTokens.set(e.id, token);
+        if (!claimed.length) return [];
+        return withEndpointsAndStores(
+          claimed,
+          (id) => areas.getEndpointById(id),
+          (id) => areas.getStore(id),
+        );
+      },
+
+      async journalAttempts(starts: AttemptStart[]): Promise<AttemptStart[]> {
+        if (!starts.length) return [];
+        // Only while this process's lease holds: same token, not expired. A send without a journal entry is never made.
+        const r = await pool.query<{ event_id: string }>(
+          `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome)
+       SELECT k.event_id, k.number, k.destination, k.started_at, k.started_at, 'sending'
+       FROM unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::text[]) AS k(event_id, number, destination, started_at, token)
+       JOIN events e ON e.id = k.event_id AND e.lease_token = k.token AND e.lease_until > k.started_at
+       ON CONFLICT DO NOTHING RETURNING event_id`,
+          [
+            starts.map((a) => a.eventId),
+            starts.map((a) => a.number),
+            starts.map((a) => a.destination),
+            starts.map((a) => a.startedAt),
+            starts.map((a) => leaseTokens.get(a.eventId) ?? ''),
+          ],
+        );
+        const ok = new Set(r.rows.map((row) => row.event_id));
+        return starts.filter((a) => ok.has(a.eventId));
+      },
+
+      async recordAttempts(results: AttemptResult[]) {
+        if (!results.length) return;
+        await tx(async (c) => {
+          const stats = new StatsBatch();
+          for (const { attempt: a, event: e, storeId, metrics, unsent } of results) {
+            if (unsent) {
+              const dropped = await c.query("DELETE FROM attempts WHERE event_id = $1 AND number = $2 AND outcome = 'sending'", [a.eventId, a.number]);
+              if (dropped.rowCount === 0) continue;
+              leaseTokens.delete(a.eventId);
+              await c.query("UPDATE events SET outcome = 'queued', next_attempt_at = $1, lease_until = NULL, lease_token = NULL WHERE id = $2", [
+                e.nextAttemptAt,
+                a.eventId,
+              ]);
+              for (const m of metrics) stats.add(storeId, a.finishedAt, m);
+              continue;
+            }
+            const closed = await c.query(
+              `UPDATE attempts SET started_at = $1, finished_at = $2, outcome = $3, http_status = $4, code = $5, message = $6, retry_at = $7
+           WHERE event_id = $8 AND number = $9 AND outcome = 'sending'`,
+              [a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt, a.eventId, a.number],
+            );
+            // Marked `unknown` by a claim after this worker's lease ended: it writes nothing more.
+            if (closed.rowCount === 0) continue;
+            leaseTokens.delete(a.eventId);
+            await c.query(
+              `UPDATE events SET outcome = $1, code = $2, next_attempt_at = $3, delivered_at = $4, lease_until = $5, attempts = $6, last_attempt_at = $7, lease_token = NULL
+           WHERE id = $8`,
+              [e.outcome, e.code, e.nextAttemptAt, e.deliveredAt, e.leaseUntil, a.number, a.finishedAt, a.eventId],
+            );
+            for (const m of metrics) stats.add(storeId, a.finishedAt, m);
+          }
+          await stats.flush(c, shard);
+        });
+      },
+
+      async sweepExpired(now: number, keysBefore: number, limit: number, bodiesBeforeId = '') {
+        // Past the expiry set when stored, or received before the retention in effect now (event ids sort by receipt).
+        const bodies = await pool.query(
+          `DELETE FROM event_bodies WHERE event_id IN
+         (SELECT event_id FROM event_bodies WHERE expires_at <= $1 OR event_id < $3 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+          [now, limit, bodiesBeforeId],
+        );
+        const keys = await pool.query(
+          `DELETE FROM idempotency_keys WHERE (store_id, key) IN
+         (SELECT store_id, key FROM idempotency_keys WHERE created_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+          [keysBefore, limit],
+        );
+        // Rate windows are a minute long: anything older than an hour is history no one reads.
+        await pool.query('DELETE FROM rate_counters WHERE window_start < $1', [now - 3600_000]);
+        return { bodies: bodies.rowCount ?? 0, idempotencyKeys: keys.rowCount ?? 0 };
+      },
+
+      /**
+       * Several instances share the queue: a starting instance never releases leases that live peers hold. A lease
+       * ends at its time, or as soon as its holder is gone (the liveness lock, in claimDue); none is this process's.
+       */
+      async releaseAllLeases(_now: number) {
+        return 0;
+      },
+
+      async releaseHeld(storeId: string, capacity: { meter: string; periodStart: number; hardLimit: number }, now: number) {
+        return tx(async (c) => {
+          await c.query('INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES ($1, $2, $3, 0) ON CONFLICT DO NOTHING', [
+            storeId,
+            capacity.meter,
+            capacity.periodStart,
+          ]);
+          const used =
+            (
+              await c.query<{ used: number }>('SELECT used FROM usage_counters WHERE store_id = $1 AND meter = $2 AND period_start = $3 FOR UPDATE', [
+                storeId,
+                capacity.meter,
+                capacity.periodStart,
+              ])
+            ).rows[0]?.used ?? 0;
+          const room = capacity.hardLimit - used;
+          if (room <= 0) return 0;
+          const r = await c.query(
+            `UPDATE events SET outcome = 'accepted', code = NULL, next_attempt_at = $1
+         WHERE id IN (SELECT id FROM events WHERE store_id = $2 AND outcome = 'held' ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)`,
+            [now, storeId, room],
+          );
+          const n = r.rowCount ?? 0;
+          if (n)
+            await c.query('UPDATE usage_counters SET used = used + $4 WHERE store_id = $1 AND meter = $2 AND period_start = $3', [
+              storeId,
+              capacity.meter,
+              capacity.periodStart,
+              n,
+            ]);
+          return n;
+        });
+      },
+
+      /** The retained body, for replay only. */
+      async getEventBody(eventId: string) {
+        const row = (await pool.query<{ body: Buffer }>('SELECT body FROM event_bodies WHERE event_id = $1', [eventId])).rows[0];
+        return row ? new Uint8Array(row.body) : null;
+      },
+
+      async takeRate(keys: { key: string; limit: number }[], windowStart: number) {
+        const sorted = keys.map((k) => k.key).sort();
+        return tx(async (c) => {
+          await c.query('INSERT INTO rate_counters (key, window_start, n) SELECT k, $2, 0 FROM unnest($1::text[]) AS k ON CONFLICT DO NOTHING', [
+            sorted,
+            windowStart,
+          ]);
+          // Locked in key order: two instances taking the same keys never deadlock.
+          const r = await c.query<{ key: string; n: number }>(
+            'SELECT key, n FROM rate_counters WHERE window_start = $2 AND key = ANY($1::text[]) ORDER BY key FOR UPDATE',
+            [sorted, windowStart],
+          );
+          const used = new Map(r.rows.map((row) => [row.key, row.n]));
+          const full = keys.findIndex((k) => (used.get(k.key) ?? 0) >= k.limit);
+          if (full >= 0) return full;
+          await c.query('UPDATE rate_counters SET n = n + 1 WHERE window_start = $2 AND key = ANY($1::text[])', [sorted, windowStart]);
+          return -1;
+        });
+      },
+      async addRate(counts: { key: string; n: number }[], windowStart: number) {
+        const sorted = [...counts].sort((x, y) => (x.key < y.key ? -1 : 1));
+        // Upserted in key order: two instances adding to the same keys never deadlock.
+        const r = await pool.query<{ key: string; n: number }>(
+          `INSERT INTO rate_counters (key, window_start, n) SELECT k, $3, d FROM unnest($1::text[], $2::int[]) AS t(k, d) ORDER BY k
+       ON CONFLICT (key, window_start) DO UPDATE SET n = rate_counters.n + excluded.n RETURNING key, n`,
+          [sorted.map((c) => c.key), sorted.map((c) => c.n), windowStart],
+        );
+        const after = new Map(r.rows.map((row) => [row.key, row.n]));
+        return counts.map((c) => after.get(c.key)!);
+      },
+
+      async notify(channel: Signal, payload: string) {
+        await pool.query('SELECT pg_notify($1, $2)', [channelName(channel), payload]);
+      },
+
+      /**
+       * A dedicated connection LISTENs (a pooled one would be handed to other queries). Dropped, or failing to connect
+       * again while the database is away, it tries again every second: the first attempt's failure is the caller's.
+       */
+      async listen(fn: (channel: Signal, payload: string) => void) {
+        let client: pg.Client | null = null;
+        let stopped = false;
+        const connect = async (first: boolean): Promise<void> => {
+          const c = new Client(clientConfig);
+          let up = false;
+          let over = false;
+          const lost = () => {
+            if (over || stopped) return;
+            over = true;
+            if (client === c) client = null;
+            void c.end().catch(() => {});
+            if (up || !first) setTimeout(() => void (stopped ? null : connect(false).catch(() => {})), 1000);
+          };
+          c.on('notification', (m) => {
+            for (const channel of ['endpoint', 'due'] as const) if (m.channel === channelName(channel)) fn(channel, m.payload ?? '');
+          });
+          c.on('error', lost);
+          try {
+            await c.connect();
+            for (const channel of ['endpoint', 'due'] as const) await c.query(`LISTEN "${channelName(channel)}"`);
+          } catch (err) {
+            lost();
+            throw err;
+          }
+          up = true;
+          if (stopped) await c.end().catch(() => {});
+          else client = c;
+        };
+        await connect(true);
+        return async () => {
+          stopped = true;
+          await (client as pg.Client | null)?.end().catch(() => {});
+        };
+      },
+
+      async close() {
+        closed = true;
+        await liveness?.end().catch(() => {});
+        await pool.end();
+      },
+    },
+    sql,
+  );
+}
+
+/** Opens a pool on the database, migrates it, and makes the handle (PgOptions.timeouts: PG_TIMEOUTS by default). */
+export async function openPgRepo(opts: PgOptions): Promise<PgRepo> {
+  const timeouts = opts.timeouts === undefined ? PG_TIMEOUTS : opts.timeouts;
+  const pool = openPgPool({ ...opts, timeouts });
+  await migratePg(pool, pgMigrations, opts.schema);
+  return pgRepo(pool, opts.url, opts.schema?.replace(/"/g, ''), timeouts);
 }
 
 /** A liveness lock key: a positive int4, so pg_locks shows it (an oid) as the same number. */

@@ -7,13 +7,13 @@
 import { randomUUID } from 'node:crypto';
 import { Database, type SQLQueryBindings, type Statement } from 'bun:sqlite';
 import { getTableColumns } from 'drizzle-orm';
-import { sharedAreas, type SharedAreas } from '../areas/index.ts';
+import { sharedAreas } from '../areas/index.ts';
+import { SQLITE, type Dialect } from '../dialect.ts';
 import { runMigrations, type Migration } from '../migrate.ts';
-import { PlatformLinks } from '../platform-links.ts';
-import { batchSteps, type BatchOutcome, type SqlRunner } from '../runner.ts';
+import { batchSteps, withRunner, type BatchOutcome, type SqlRunner } from '../runner.ts';
 import { migrations as sqliteMigrations } from '../migrations/sqlite/index.ts';
-import { leaseToWorker, receiptRow } from '../receipt-rules.ts';
-import type { Capabilities, Instance, PendingAuthFailure, Repo, StorageLayout } from '../repo.ts';
+import { leaseToWorker, receiptRow } from '../areas/receipt-rules.ts';
+import type { Capabilities, Instance, PendingAuthFailure, Repo } from '../repo.ts';
 import type { AttemptResult, AttemptStart, CommittedReceipt, DueEvent, EventRow, IngestLease, PendingReceipt } from '../types.ts';
 import * as s from './schema.ts';
 import { METRIC, STATS_WIDTHS_MS, statsBucket, withEndpointsAndStores } from '../types.ts';
@@ -171,7 +171,7 @@ export async function migrateSqlite(sqlite: Database, list: Migration[] = sqlite
  * The areas' runner (db/runner.ts): statements through bun:sqlite's cache of prepared statements; one that writes
  * takes the write lock first (see writeTransaction).
  */
-function sqliteRunner(sqlite: Database, relaxed: <T>(fn: () => T) => T): SqlRunner {
+function sqliteRunner(sqlite: Database, dialect: Dialect, relaxed: <T>(fn: () => T) => T): SqlRunner {
   const exec = <T>(q: string, params: unknown[], rows: boolean) => {
     const st = sqlite.query(q);
     const go = () => (rows ? st.all(...(params as SQLQueryBindings[])) : st.run(...(params as SQLQueryBindings[])).changes);
@@ -179,13 +179,14 @@ function sqliteRunner(sqlite: Database, relaxed: <T>(fn: () => T) => T): SqlRunn
   };
   const rollback = new Error('batch rolled back');
   return {
+    dialect,
     all: async <T>(q: string, params: unknown[]) => exec<T[]>(q, params, true),
     run: async (q, params, opts) => (opts?.relaxed ? relaxed(() => exec<number>(q, params, false)) : exec<number>(q, params, false)),
     batch: async (writes) => {
       let outcome!: BatchOutcome;
       try {
         writeTransaction(sqlite, () => {
-          const steps = batchSteps(writes);
+          const steps = batchSteps(writes, dialect);
           let step = steps.next();
           while (!step.done) step = steps.next(sqlite.query(step.value[0]).run(...(step.value[1] as SQLQueryBindings[])).changes);
           outcome = step.value;
@@ -199,203 +200,160 @@ function sqliteRunner(sqlite: Database, relaxed: <T>(fn: () => T) => T): SqlRunn
   };
 }
 
-/**
- * The areas written once (db/areas/), assigned to each handle in the constructor (Object.assign of sharedAreas),
- * which TypeScript cannot see: hence a merged declaration, not a checked one.
- */
-export interface SqliteRepo extends SharedAreas {}
+/** A SQLite handle: every area, and the database it runs on (for tests, benchmarks and the backup). */
+export type SqliteRepo = Repo & { readonly sqlite: Database };
 
-// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the constructor assigns every member of the merged interface (sharedAreas)
-export class SqliteRepo implements Repo {
-  readonly capabilities: Capabilities;
-  readonly layout: StorageLayout = { clearLease: 'lease_until = NULL', bodyKey: 'integer' };
-  private readonly insertEvents;
-  private readonly insertBodies;
-  private readonly lastBodyKey;
-  private readonly bodyOfEvent;
-  private readonly bodiesHead;
-  private readonly deleteBodiesThrough;
-  private readonly findFirstByExternalId;
-  private readonly insertAuthFailure;
-  private readonly recentAuthFailures;
-  private readonly foldAuthFailure;
-  private readonly getCounter;
-  private readonly bumpStat;
-  private readonly bumpCounter;
-  private readonly journalAttempt;
-  private readonly closeAttempt;
-  private readonly updateAfterAttempt;
-  private readonly dropSending;
-  private readonly deferEvent;
-  private readonly markUnknown;
-  private readonly countUnknown;
-  private readonly journalBatch;
-  private readonly recordBatch;
-  private readonly claimStatement;
-  private readonly claimTransaction;
-  private readonly commitBatch;
-
+/** The handle of an open, migrated database (see openSqliteRepo). */
+export function sqliteRepo(sqlite: Database): SqliteRepo {
+  const fullSync = (sqlite.query<{ synchronous: number }, []>('PRAGMA synchronous').get()?.synchronous ?? 2) >= 2;
   /**
    * Runs worker bookkeeping (leases, attempt rows) without an fsync at commit. Losing it to a power cut means
    * an event is handed off again (at-least-once), never that an acknowledged receipt is lost: receipts commit
    * with synchronous=FULL, and that fsync of the WAL also covers these earlier commits.
    */
-  private relaxed<T>(fn: () => T): T {
-    if (!this.fullSync) return fn();
-    this.sqlite.exec('PRAGMA synchronous = NORMAL');
+  const relaxed = <T>(fn: () => T): T => {
+    if (!fullSync) return fn();
+    sqlite.exec('PRAGMA synchronous = NORMAL');
     try {
       return fn();
     } finally {
-      this.sqlite.exec('PRAGMA synchronous = FULL');
+      sqlite.exec('PRAGMA synchronous = FULL');
     }
-  }
-
-  private readonly fullSync: boolean;
-
-  readonly links: PlatformLinks;
-  readonly sql: SqlRunner;
+  };
   /** The only live handle of this box as far as claims go (serve holds the data directory's lock). */
-  readonly instance: Instance = ((id) => ({ id: async () => id, alive: async (other: string) => other === id }))(`local:${randomUUID()}`);
-
-  constructor(readonly sqlite: Database) {
-    this.fullSync = (sqlite.query<{ synchronous: number }, []>('PRAGMA synchronous').get()?.synchronous ?? 2) >= 2;
-    this.sql = sqliteRunner(sqlite, (fn) => this.relaxed(fn));
-    this.links = new PlatformLinks(this.sql);
-    Object.assign(this, sharedAreas(this.sql));
-    const path = sqlite.filename;
-    this.capabilities = {
-      multiInstance: false,
-      relayFile: path && path !== ':memory:' ? { path, synchronous: this.fullSync ? 'FULL' : 'NORMAL' } : null,
-    };
-    this.insertEvents = batchInserts(sqlite, 'events', [...EVENT_COLUMNS.map(([, col]) => col.name), s.events.bodyKey.name]);
-    this.insertBodies = batchInserts(sqlite, 'event_bodies', ['key', 'event_id', 'expires_at', 'body']);
-    this.lastBodyKey = sqlite.prepare<{ key: number | null }, []>('SELECT max(key) AS key FROM event_bodies');
-    this.bodyOfEvent = sqlite.prepare<{ body: Uint8Array }, [string]>(
-      'SELECT b.body FROM events e JOIN event_bodies b ON b.key = e.body_key WHERE e.id = ? AND b.event_id = e.id',
-    );
-    this.bodiesHead = sqlite.prepare<{ key: number; expiresAt: number; eventId: string }, [number]>(
-      'SELECT key, expires_at AS expiresAt, event_id AS eventId FROM event_bodies ORDER BY key LIMIT ?',
-    );
-    this.deleteBodiesThrough = sqlite.prepare('DELETE FROM event_bodies WHERE key <= ?');
-    this.findFirstByExternalId = sqlite.prepare<{ id: string }, [string, string, number]>(
-      `SELECT id FROM events WHERE endpoint_id = ? AND external_event_id = ? AND received_at >= ?
-         AND outcome NOT IN ('duplicate_suppressed', 'rejected', 'test') ORDER BY received_at, id LIMIT 1`,
-    );
-    this.getCounter = sqlite.prepare<{ used: number }, [string, string, number]>(
-      'SELECT used FROM usage_counters WHERE store_id = ? AND meter = ? AND period_start = ?',
-    );
-    this.bumpCounter = sqlite.prepare(
-      `INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES (?1, ?2, ?3, ?4)
-       ON CONFLICT (store_id, meter, period_start) DO UPDATE SET used = used + ?4`,
-    );
-    this.insertAuthFailure = sqlite.prepare('INSERT INTO auth_failures (id, store_id, endpoint_id, code, diagnosis, at, count) VALUES (?, ?, ?, ?, ?, ?, ?)');
-    this.recentAuthFailures = sqlite.prepare<{ id: string }, [string, number, string, number]>(
-      'SELECT id FROM auth_failures WHERE endpoint_id = ? AND at >= ? AND code = ? ORDER BY at DESC, id DESC LIMIT ?',
-    );
-    this.foldAuthFailure = sqlite.prepare(
-      'UPDATE auth_failures SET count = count + ?1, at = max(at, ?2), diagnosis = CASE WHEN ?3 THEN ?4 ELSE diagnosis END WHERE id = ?5',
-    );
-    // Only while the event's lease holds at the start (as on PostgreSQL, where the lease also carries its holder's
-    // token): an attempt of an event never claimed, or claimed again after its lease ended, is never journaled.
-    this.journalAttempt = sqlite.prepare(
-      `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome)
-       SELECT ?1, ?2, ?3, ?4, ?4, 'sending' WHERE EXISTS (SELECT 1 FROM events WHERE id = ?1 AND lease_until > ?4)
-       ON CONFLICT DO NOTHING`,
-    );
-    this.closeAttempt = sqlite.prepare(
-      `UPDATE attempts SET started_at = ?, finished_at = ?, outcome = ?, http_status = ?, code = ?, message = ?, retry_at = ?
-       WHERE event_id = ? AND number = ? AND outcome = 'sending'`,
-    );
-    this.updateAfterAttempt = sqlite.prepare(
-      `UPDATE events SET outcome = ?, code = ?, next_attempt_at = ?, delivered_at = ?, lease_until = ?, attempts = ?, last_attempt_at = ?
-       WHERE id = ?`,
-    );
-    this.dropSending = sqlite.prepare("DELETE FROM attempts WHERE event_id = ? AND number = ? AND outcome = 'sending'");
-    this.deferEvent = sqlite.prepare("UPDATE events SET outcome = 'queued', next_attempt_at = ?, lease_until = NULL WHERE id = ?");
-    this.markUnknown = sqlite.prepare<{ number: number }, [number, string, string]>(
-      `UPDATE attempts SET outcome = 'unknown', finished_at = ?, code = 'unknown', message = ?
-       WHERE event_id = ? AND outcome = 'sending' RETURNING number`,
-    );
-    this.countUnknown = sqlite.prepare<unknown, [number, number, string]>('UPDATE events SET attempts = max(attempts, ?), last_attempt_at = ? WHERE id = ?');
-    this.journalBatch = writeTransaction(sqlite, (rows: AttemptStart[]) =>
-      rows.filter((a) => this.journalAttempt.run(a.eventId, a.number, a.destination, a.startedAt).changes === 1),
-    );
-    this.bumpStat = sqlite.prepare(
-      `INSERT INTO event_stats (store_id, width, bucket, metric, n) VALUES (?1, ?2, ?3, ?4, ?5)
-       ON CONFLICT (store_id, width, bucket, metric) DO UPDATE SET n = n + ?5`,
-    );
-    this.recordBatch = writeTransaction(sqlite, (results: AttemptResult[]) => {
-      const stats = this.statsBatch();
-      for (const { attempt: a, event: e, storeId, metrics, unsent } of results) {
-        if (unsent) {
-          if (this.dropSending.run(a.eventId, a.number).changes === 0) continue;
-          this.deferEvent.run(e.nextAttemptAt, a.eventId);
-          for (const m of metrics) stats.add(storeId, a.finishedAt, m);
-          continue;
-        }
-        const { changes } = this.closeAttempt.run(a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt, a.eventId, a.number);
-        // No journaled attempt to close: its lease ran out and a claim marked it `unknown`. This worker writes nothing.
-        if (changes === 0) continue;
-        this.updateAfterAttempt.run(e.outcome, e.code, e.nextAttemptAt, e.deliveredAt, e.leaseUntil, a.number, a.finishedAt, a.eventId);
+  const instance: Instance = ((id) => ({ id: async () => id, alive: async (other: string) => other === id }))(`local:${randomUUID()}`);
+  const sql = sqliteRunner(sqlite, SQLITE, relaxed);
+  const areas = sharedAreas(sql, instance);
+  const path = sqlite.filename;
+  const capabilities: Capabilities = {
+    multiInstance: false,
+    relayFile: path && path !== ':memory:' ? { path, synchronous: fullSync ? 'FULL' : 'NORMAL' } : null,
+  };
+  const insertEvents = batchInserts(sqlite, 'events', [...EVENT_COLUMNS.map(([, col]) => col.name), s.events.bodyKey.name]);
+  const insertBodies = batchInserts(sqlite, 'event_bodies', ['key', 'event_id', 'expires_at', 'body']);
+  const lastBodyKey = sqlite.prepare<{ key: number | null }, []>('SELECT max(key) AS key FROM event_bodies');
+  const bodyOfEvent = sqlite.prepare<{ body: Uint8Array }, [string]>(
+    'SELECT b.body FROM events e JOIN event_bodies b ON b.key = e.body_key WHERE e.id = ? AND b.event_id = e.id',
+  );
+  const bodiesHead = sqlite.prepare<{ key: number; expiresAt: number; eventId: string }, [number]>(
+    'SELECT key, expires_at AS expiresAt, event_id AS eventId FROM event_bodies ORDER BY key LIMIT ?',
+  );
+  const deleteBodiesThrough = sqlite.prepare('DELETE FROM event_bodies WHERE key <= ?');
+  const findFirstByExternalId = sqlite.prepare<{ id: string }, [string, string, number]>(
+    `SELECT id FROM events WHERE endpoint_id = ? AND external_event_id = ? AND received_at >= ?
+       AND outcome NOT IN ('duplicate_suppressed', 'rejected', 'test') ORDER BY received_at, id LIMIT 1`,
+  );
+  const getCounter = sqlite.prepare<{ used: number }, [string, string, number]>(
+    'SELECT used FROM usage_counters WHERE store_id = ? AND meter = ? AND period_start = ?',
+  );
+  const bumpCounter = sqlite.prepare(
+    `INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES (?1, ?2, ?3, ?4)
+     ON CONFLICT (store_id, meter, period_start) DO UPDATE SET used = used + ?4`,
+  );
+  const insertAuthFailure = sqlite.prepare('INSERT INTO auth_failures (id, store_id, endpoint_id, code, diagnosis, at, count) VALUES (?, ?, ?, ?, ?, ?, ?)');
+  const recentAuthFailures = sqlite.prepare<{ id: string }, [string, number, string, number]>(
+    'SELECT id FROM auth_failures WHERE endpoint_id = ? AND at >= ? AND code = ? ORDER BY at DESC, id DESC LIMIT ?',
+  );
+  const foldAuthFailure = sqlite.prepare(
+    'UPDATE auth_failures SET count = count + ?1, at = max(at, ?2), diagnosis = CASE WHEN ?3 THEN ?4 ELSE diagnosis END WHERE id = ?5',
+  );
+  // Only while the event's lease holds at the start (as on PostgreSQL, where the lease also carries its holder's
+  // token): an attempt of an event never claimed, or claimed again after its lease ended, is never journaled.
+  const journalAttempt = sqlite.prepare(
+    `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome)
+     SELECT ?1, ?2, ?3, ?4, ?4, 'sending' WHERE EXISTS (SELECT 1 FROM events WHERE id = ?1 AND lease_until > ?4)
+     ON CONFLICT DO NOTHING`,
+  );
+  const closeAttempt = sqlite.prepare(
+    `UPDATE attempts SET started_at = ?, finished_at = ?, outcome = ?, http_status = ?, code = ?, message = ?, retry_at = ?
+     WHERE event_id = ? AND number = ? AND outcome = 'sending'`,
+  );
+  const updateAfterAttempt = sqlite.prepare(
+    `UPDATE events SET outcome = ?, code = ?, next_attempt_at = ?, delivered_at = ?, lease_until = ?, attempts = ?, last_attempt_at = ?
+     WHERE id = ?`,
+  );
+  const dropSending = sqlite.prepare("DELETE FROM attempts WHERE event_id = ? AND number = ? AND outcome = 'sending'");
+  const deferEvent = sqlite.prepare("UPDATE events SET outcome = 'queued', next_attempt_at = ?, lease_until = NULL WHERE id = ?");
+  const markUnknown = sqlite.prepare<{ number: number }, [number, string, string]>(
+    `UPDATE attempts SET outcome = 'unknown', finished_at = ?, code = 'unknown', message = ?
+     WHERE event_id = ? AND outcome = 'sending' RETURNING number`,
+  );
+  const countUnknown = sqlite.prepare<unknown, [number, number, string]>('UPDATE events SET attempts = max(attempts, ?), last_attempt_at = ? WHERE id = ?');
+  const journalBatch = writeTransaction(sqlite, (rows: AttemptStart[]) =>
+    rows.filter((a) => journalAttempt.run(a.eventId, a.number, a.destination, a.startedAt).changes === 1),
+  );
+  const bumpStat = sqlite.prepare(
+    `INSERT INTO event_stats (store_id, width, bucket, metric, n) VALUES (?1, ?2, ?3, ?4, ?5)
+     ON CONFLICT (store_id, width, bucket, metric) DO UPDATE SET n = n + ?5`,
+  );
+  const recordBatch = writeTransaction(sqlite, (results: AttemptResult[]) => {
+    const stats = statsBatch();
+    for (const { attempt: a, event: e, storeId, metrics, unsent } of results) {
+      if (unsent) {
+        if (dropSending.run(a.eventId, a.number).changes === 0) continue;
+        deferEvent.run(e.nextAttemptAt, a.eventId);
         for (const m of metrics) stats.add(storeId, a.finishedAt, m);
+        continue;
       }
-      stats.flush();
-    });
-    this.claimStatement = sqlite.prepare<Record<string, unknown>, [number, number, number]>(
-      `UPDATE events SET lease_until = ?1, outcome = 'queued'
-       WHERE id IN (SELECT id FROM events WHERE next_attempt_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
-                    ORDER BY next_attempt_at LIMIT ?3)
-       RETURNING *`,
-    );
-    this.claimTransaction = writeTransaction(sqlite, (leaseUntil: number, now: number, limit: number) => {
-      const claimed = this.claimStatement.all(leaseUntil, now, limit).map(rowToEvent);
-      // A claimed event whose attempt is still `sending` was left by a worker that stopped or lost its lease
-      // mid-send: Flow may have the trigger. The attempt ends `unknown` and counts, so the next one is visible as a repeat.
-      for (const e of claimed) {
-        const left = this.markUnknown.all(now, UNKNOWN_MESSAGE, e.id);
-        if (!left.length) continue;
-        const number = Math.max(...left.map((r) => r.number));
-        this.countUnknown.run(number, now, e.id);
-        e.attempts = Math.max(e.attempts, number);
-        e.lastAttemptAt = now;
-      }
-      return claimed;
-    });
-    this.commitBatch = writeTransaction(sqlite, (batch: PendingReceipt[], failures: PendingAuthFailure[], lease: IngestLease | null) =>
-      this.commitInTransaction(batch, failures, lease),
-    );
-  }
+      const { changes } = closeAttempt.run(a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt, a.eventId, a.number);
+      // No journaled attempt to close: its lease ran out and a claim marked it `unknown`. This worker writes nothing.
+      if (changes === 0) continue;
+      updateAfterAttempt.run(e.outcome, e.code, e.nextAttemptAt, e.deliveredAt, e.leaseUntil, a.number, a.finishedAt, a.eventId);
+      for (const m of metrics) stats.add(storeId, a.finishedAt, m);
+    }
+    stats.flush();
+  });
+  const claimStatement = sqlite.prepare<Record<string, unknown>, [number, number, number]>(
+    `UPDATE events SET lease_until = ?1, outcome = 'queued'
+     WHERE id IN (SELECT id FROM events WHERE next_attempt_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
+                  ORDER BY next_attempt_at LIMIT ?3)
+     RETURNING *`,
+  );
+  const claimTransaction = writeTransaction(sqlite, (leaseUntil: number, now: number, limit: number) => {
+    const claimed = claimStatement.all(leaseUntil, now, limit).map(rowToEvent);
+    // A claimed event whose attempt is still `sending` was left by a worker that stopped or lost its lease
+    // mid-send: Flow may have the trigger. The attempt ends `unknown` and counts, so the next one is visible as a repeat.
+    for (const e of claimed) {
+      const left = markUnknown.all(now, UNKNOWN_MESSAGE, e.id);
+      if (!left.length) continue;
+      const number = Math.max(...left.map((r) => r.number));
+      countUnknown.run(number, now, e.id);
+      e.attempts = Math.max(e.attempts, number);
+      e.lastAttemptAt = now;
+    }
+    return claimed;
+  });
+  const commitBatch = writeTransaction(sqlite, (batch: PendingReceipt[], failures: PendingAuthFailure[], lease: IngestLease | null) =>
+    commitInTransaction(batch, failures, lease),
+  );
 
-  static async open(opts: SqliteOptions): Promise<SqliteRepo> {
-    const sqlite = openSqliteDatabase(opts);
-    await migrateSqlite(sqlite);
-    return new SqliteRepo(sqlite);
-  }
+  /** One process owns a SQLite file (the data directory lock): its rate windows live in memory. */
+  const windows = new Map<string, number>();
+  let takenStart = -1;
+  /** addRate's windows, apart from takeRate's: the two callers' windows need not line up. */
+  const added = new Map<string, number>();
+  let addedStart = -1;
 
-  async commitIngest(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null = null): Promise<CommittedReceipt[]> {
-    return this.commitBatch(receipts, authFailures, lease);
-  }
-
-  private commitInTransaction(batch: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null): CommittedReceipt[] {
+  function commitInTransaction(batch: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null): CommittedReceipt[] {
     let leases = lease?.max ?? 0;
-    for (const f of authFailures) this.recordAuthFailure(f);
+    for (const f of authFailures) recordAuthFailure(f);
     const seen = new Map<string, string>();
     // Accepted-events meter per store and period, read once per batch and written back once.
     type Meter = { storeId: string; meter: string; periodStart: number; used: number; added: number };
     const meters = new Map<string, Meter>();
     let lastMeter: Meter | undefined;
     const out: CommittedReceipt[] = [];
-    const stats = this.statsBatch();
-    const events = new RowBatch(this.insertEvents, EVENT_COLUMNS.length + 1);
-    const bodies = new RowBatch(this.insertBodies, 4);
+    const stats = statsBatch();
+    const events = new RowBatch(insertEvents, EVENT_COLUMNS.length + 1);
+    const bodies = new RowBatch(insertBodies, 4);
     // Bodies are keyed in the order they are stored (see event_bodies): the next keys after the last one.
-    let bodyKey = this.lastBodyKey.get()?.key ?? 0;
+    let bodyKey = lastBodyKey.get()?.key ?? 0;
     for (const p of batch) {
       const e = p.event;
       let duplicateOf: string | null = null;
       if (e.externalEventId != null && p.dedupeSince != null) {
         const key = `${e.endpointId}\u0000${e.externalEventId}`;
-        duplicateOf = seen.get(key) ?? this.findFirstByExternalId.get(e.endpointId, e.externalEventId, p.dedupeSince)?.id ?? null;
+        duplicateOf = seen.get(key) ?? findFirstByExternalId.get(e.endpointId, e.externalEventId, p.dedupeSince)?.id ?? null;
         if (duplicateOf == null) seen.set(key, e.id);
       }
       const capacity = p.capacity;
@@ -408,7 +366,7 @@ export class SqliteRepo implements Repo {
               const key = `${e.storeId}\u0000${meter}\u0000${periodStart}`;
               m = meters.get(key);
               if (!m) {
-                const used = this.getCounter.get(e.storeId, meter, periodStart)?.used ?? 0;
+                const used = getCounter.get(e.storeId, meter, periodStart)?.used ?? 0;
                 meters.set(key, (m = { storeId: e.storeId, meter, periodStart, used, added: 0 }));
               }
               lastMeter = m;
@@ -436,121 +394,27 @@ export class SqliteRepo implements Repo {
     }
     events.flush();
     bodies.flush();
-    for (const m of meters.values()) if (m.added) this.bumpCounter.run(m.storeId, m.meter, m.periodStart, m.added);
+    for (const m of meters.values()) if (m.added) bumpCounter.run(m.storeId, m.meter, m.periodStart, m.added);
     stats.flush();
     return out;
   }
 
   /** Inserts the failure, or folds it into the newest row of its endpoint and code once the window holds keepRows (its diagnosis the newest examined: PendingAuthFailure). */
-  private recordAuthFailure(f: PendingAuthFailure): void {
+  function recordAuthFailure(f: PendingAuthFailure): void {
     const count = f.count ?? 1;
     if (f.keepRows !== undefined && f.foldSince !== undefined) {
-      const recent = this.recentAuthFailures.all(f.endpointId, f.foldSince, f.code, f.keepRows);
-      if (recent.length >= f.keepRows && recent[0])
-        return void this.foldAuthFailure.run(count, f.at, f.diagnosis !== undefined, f.diagnosis ?? null, recent[0].id);
+      const recent = recentAuthFailures.all(f.endpointId, f.foldSince, f.code, f.keepRows);
+      if (recent.length >= f.keepRows && recent[0]) return void foldAuthFailure.run(count, f.at, f.diagnosis !== undefined, f.diagnosis ?? null, recent[0].id);
     }
-    this.insertAuthFailure.run(f.id, f.storeId, f.endpointId, f.code, f.diagnosis ?? null, f.at, count);
+    insertAuthFailure.run(f.id, f.storeId, f.endpointId, f.code, f.diagnosis ?? null, f.at, count);
   }
-
-  async claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]> {
-    const claimed = this.relaxed(() => this.claimTransaction(leaseUntil, now, limit));
-    if (!claimed.length) return [];
-    return withEndpointsAndStores(
-      claimed,
-      (id) => this.getEndpointById(id),
-      (id) => this.getStore(id),
-    );
-  }
-
-  async journalAttempts(starts: AttemptStart[]): Promise<AttemptStart[]> {
-    if (!starts.length) return [];
-    // Written to the WAL before any send, so a killed process leaves it for the next claim to find. Not fsynced
-    // on its own (synchronous = NORMAL, as the round's record): the next group commit, a millisecond away under
-    // load, syncs it. A power loss inside that window can lose the entry with the round's record, so its sends
-    // could repeat unrecorded; a process crash cannot. A FULL commit of its own cost a quarter more server CPU per
-    // receipt (bench:pair against the tree without the journal).
-    return this.relaxed(() => this.journalBatch(starts));
-  }
-
-  async recordAttempts(results: AttemptResult[]) {
-    if (!results.length) return;
-    this.relaxed(() => this.recordBatch(results));
-  }
-
-  async releaseAllLeases(now: number) {
-    // A receipt leased by its own commit waits until its lease ends (next_attempt_at = lease_until): due now.
-    return this.sqlite.prepare('UPDATE events SET lease_until = NULL, next_attempt_at = min(next_attempt_at, ?) WHERE lease_until IS NOT NULL').run(now)
-      .changes;
-  }
-
-  async getEventBody(eventId: string) {
-    const row = this.bodyOfEvent.get(eventId);
-    return row ? new Uint8Array(row.body) : null;
-  }
-  async releaseHeld(storeId: string, capacity: { meter: string; periodStart: number; hardLimit: number }, now: number) {
-    return writeTransaction(this.sqlite, () => {
-      const used = this.getCounter.get(storeId, capacity.meter, capacity.periodStart)?.used ?? 0;
-      const room = capacity.hardLimit - used;
-      if (room <= 0) return 0;
-      const { changes } = this.sqlite
-        .query(
-          `UPDATE events SET outcome = 'accepted', code = NULL, next_attempt_at = ?1
-           WHERE id IN (SELECT id FROM events WHERE store_id = ?2 AND outcome = 'held' ORDER BY id LIMIT ?3)`,
-        )
-        .run(now, storeId, room);
-      if (changes) this.bumpCounter.run(storeId, capacity.meter, capacity.periodStart, changes);
-      return changes;
-    })();
-  }
-  /**
-   * Bodies go from the lowest key up while they are past their expiry or their event was received before
-   * `bodiesBeforeId` (a retention shortened since they were stored), and the sweep stops at the first that is
-   * neither: keys follow the order bodies were stored, and so their receipt and expiry (see event_bodies). It
-   * reads at most `limit` keys from the head of the table, never the whole of it.
-   */
-  async sweepExpired(now: number, keysBefore: number, limit: number, bodiesBeforeId = '') {
-    return this.relaxed(() => ({
-      bodies: this.sweepBodies(now, limit, bodiesBeforeId),
-      idempotencyKeys: this.sqlite
-        .query('DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE created_at < ? LIMIT ?)')
-        .run(keysBefore, limit).changes,
-    }));
-  }
-  private sweepBodies(now: number, limit: number, beforeId: string): number {
+  function sweepBodies(now: number, limit: number, beforeId: string): number {
     let through = 0;
-    for (const b of this.bodiesHead.all(limit)) {
+    for (const b of bodiesHead.all(limit)) {
       if (b.expiresAt > now && !(b.eventId < beforeId)) break;
       through = b.key;
     }
-    return through ? this.deleteBodiesThrough.run(through).changes : 0;
-  }
-
-  /** One process owns a SQLite file (the data directory lock): its windows live in memory. */
-  private readonly windows = new Map<string, number>();
-  private windowStart = -1;
-  async takeRate(keys: { key: string; limit: number }[], windowStart: number) {
-    if (windowStart !== this.windowStart) {
-      this.windowStart = windowStart;
-      this.windows.clear();
-    }
-    const full = keys.findIndex((k) => (this.windows.get(k.key) ?? 0) >= k.limit);
-    if (full >= 0) return full;
-    for (const k of keys) this.windows.set(k.key, (this.windows.get(k.key) ?? 0) + 1);
-    return -1;
-  }
-  /** addRate's windows, apart from takeRate's: the two callers' windows need not line up. */
-  private readonly added = new Map<string, number>();
-  private addedStart = -1;
-  async addRate(counts: { key: string; n: number }[], windowStart: number) {
-    if (windowStart !== this.addedStart) {
-      this.addedStart = windowStart;
-      this.added.clear();
-    }
-    return counts.map(({ key, n }) => {
-      const after = (this.added.get(key) ?? 0) + n;
-      this.added.set(key, after);
-      return after;
-    });
+    return through ? deleteBodiesThrough.run(through).changes : 0;
   }
 
   /**
@@ -558,7 +422,7 @@ export class SqliteRepo implements Repo {
    * Events of a batch mostly share store and 5-minute bucket, so add() checks the metric's last entry first:
    * building a map key per event cost more than the rest of the bookkeeping.
    */
-  private statsBatch() {
+  function statsBatch() {
     type Entry = { storeId: string; metric: string; at: number; bucket: number; n: number };
     const entries = new Map<string, Entry>();
     // Per metric: a round's attempts add several metrics each, so one last entry for all would miss on every call.
@@ -588,12 +452,118 @@ export class SqliteRepo implements Repo {
             else rows.set(key, { storeId: e.storeId, width, bucket, metric: e.metric, n: e.n });
           }
         }
-        for (const c of rows.values()) this.bumpStat.run(c.storeId, c.width, c.bucket, c.metric, c.n);
+        for (const c of rows.values()) bumpStat.run(c.storeId, c.width, c.bucket, c.metric, c.n);
       },
     };
   }
 
-  async close() {
-    this.sqlite.close();
-  }
+  return withRunner(
+    {
+      ...areas,
+      sqlite,
+      capabilities,
+      instance,
+      async commitIngest(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null = null): Promise<CommittedReceipt[]> {
+        return commitBatch(receipts, authFailures, lease);
+      },
+
+      async claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]> {
+        const claimed = relaxed(() => claimTransaction(leaseUntil, now, limit));
+        if (!claimed.length) return [];
+        return withEndpointsAndStores(
+          claimed,
+          (id) => areas.getEndpointById(id),
+          (id) => areas.getStore(id),
+        );
+      },
+
+      async journalAttempts(starts: AttemptStart[]): Promise<AttemptStart[]> {
+        if (!starts.length) return [];
+        // Written to the WAL before any send, so a killed process leaves it for the next claim to find. Not fsynced
+        // on its own (synchronous = NORMAL, as the round's record): the next group commit, a millisecond away under
+        // load, syncs it. A power loss inside that window can lose the entry with the round's record, so its sends
+        // could repeat unrecorded; a process crash cannot. A FULL commit of its own cost a quarter more server CPU per
+        // receipt (bench:pair against the tree without the journal).
+        return relaxed(() => journalBatch(starts));
+      },
+
+      async recordAttempts(results: AttemptResult[]) {
+        if (!results.length) return;
+        relaxed(() => recordBatch(results));
+      },
+
+      async releaseAllLeases(now: number) {
+        // A receipt leased by its own commit waits until its lease ends (next_attempt_at = lease_until): due now.
+        return sqlite.prepare('UPDATE events SET lease_until = NULL, next_attempt_at = min(next_attempt_at, ?) WHERE lease_until IS NOT NULL').run(now).changes;
+      },
+
+      async getEventBody(eventId: string) {
+        const row = bodyOfEvent.get(eventId);
+        return row ? new Uint8Array(row.body) : null;
+      },
+      async releaseHeld(storeId: string, capacity: { meter: string; periodStart: number; hardLimit: number }, now: number) {
+        return writeTransaction(sqlite, () => {
+          const used = getCounter.get(storeId, capacity.meter, capacity.periodStart)?.used ?? 0;
+          const room = capacity.hardLimit - used;
+          if (room <= 0) return 0;
+          const { changes } = sqlite
+            .query(
+              `UPDATE events SET outcome = 'accepted', code = NULL, next_attempt_at = ?1
+           WHERE id IN (SELECT id FROM events WHERE store_id = ?2 AND outcome = 'held' ORDER BY id LIMIT ?3)`,
+            )
+            .run(now, storeId, room);
+          if (changes) bumpCounter.run(storeId, capacity.meter, capacity.periodStart, changes);
+          return changes;
+        })();
+      },
+      /**
+       * Bodies go from the lowest key up while they are past their expiry or their event was received before
+       * `bodiesBeforeId` (a retention shortened since they were stored), and the sweep stops at the first that is
+       * neither: keys follow the order bodies were stored, and so their receipt and expiry (see event_bodies). It
+       * reads at most `limit` keys from the head of the table, never the whole of it.
+       */
+      async sweepExpired(now: number, keysBefore: number, limit: number, bodiesBeforeId = '') {
+        return relaxed(() => ({
+          bodies: sweepBodies(now, limit, bodiesBeforeId),
+          idempotencyKeys: sqlite
+            .query('DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE created_at < ? LIMIT ?)')
+            .run(keysBefore, limit).changes,
+        }));
+      },
+
+      async takeRate(keys: { key: string; limit: number }[], windowStart: number) {
+        if (windowStart !== takenStart) {
+          takenStart = windowStart;
+          windows.clear();
+        }
+        const full = keys.findIndex((k) => (windows.get(k.key) ?? 0) >= k.limit);
+        if (full >= 0) return full;
+        for (const k of keys) windows.set(k.key, (windows.get(k.key) ?? 0) + 1);
+        return -1;
+      },
+      async addRate(counts: { key: string; n: number }[], windowStart: number) {
+        if (windowStart !== addedStart) {
+          addedStart = windowStart;
+          added.clear();
+        }
+        return counts.map(({ key, n }) => {
+          const after = (added.get(key) ?? 0) + n;
+          added.set(key, after);
+          return after;
+        });
+      },
+
+      async close() {
+        sqlite.close();
+      },
+    },
+    sql,
+  );
+}
+
+/** Opens and migrates a SQLite file. */
+export async function openSqliteRepo(opts: SqliteOptions): Promise<SqliteRepo> {
+  const sqlite = openSqliteDatabase(opts);
+  await migrateSqlite(sqlite);
+  return sqliteRepo(sqlite);
 }

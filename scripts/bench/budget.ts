@@ -19,9 +19,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { PgRepo } from '../../db/pg/repo.ts';
+import { openPgRepo } from '../../db/pg/repo.ts';
 import type { Repo } from '../../db/repo.ts';
-import { SqliteRepo } from '../../db/sqlite/repo.ts';
+import { openSqliteRepo } from '../../db/sqlite/repo.ts';
 import { newSecretKey, SecretBox } from '../../src/lib/crypto.ts';
 import type { Log } from '../../src/lib/log.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
@@ -105,7 +105,7 @@ async function drain(setup: string, repos: Repo[], delivered: () => Promise<numb
 
 async function onSqlite(): Promise<Result> {
   const dir = mkdtempSync(join(tmpdir(), 'hookrelay-bench-budget-'));
-  const repo = await SqliteRepo.open({ path: join(dir, 'hookrelay.db') });
+  const repo = await openSqliteRepo({ path: join(dir, 'hookrelay.db') });
   try {
     const q = repo.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM events WHERE outcome = 'delivered'");
     return await drain('sqlite', [repo], async () => q.get()!.n);
@@ -122,7 +122,7 @@ async function onPostgres(): Promise<Result> {
   await admin(`CREATE DATABASE "${name}"`);
   const url = new URL(PG_URL!);
   url.pathname = `/${name}`;
-  const repos = [await PgRepo.open({ url: url.toString() }), await PgRepo.open({ url: url.toString() })];
+  const repos = [await openPgRepo({ url: url.toString() }), await openPgRepo({ url: url.toString() })];
   try {
     return await drain('postgres', repos, async () =>
       Number((await repos[0]!.pool.query("SELECT count(*) AS n FROM events WHERE outcome = 'delivered'")).rows[0].n),

@@ -4,7 +4,7 @@
  * fresh database (dropped after), timing every statement the commit sends, and a bare durable commit for the floor.
  */
 import pg from 'pg';
-import { PgRepo } from '../../db/pg/repo.ts';
+import { openPgRepo } from '../../db/pg/repo.ts';
 import type { EventRow, PendingReceipt } from '../../db/types.ts';
 import { createIdGenerator } from '../../src/lib/ids.ts';
 import { systemClock } from '../../src/lib/clock.ts';
@@ -82,7 +82,7 @@ await admin(`CREATE DATABASE "${name}"`);
 const url = new URL(URL_BASE);
 url.pathname = `/${name}`;
 try {
-  const repo = await PgRepo.open({ url: url.toString(), max: 4 });
+  const repo = await openPgRepo({ url: url.toString(), max: 4 });
   const T0 = Date.now();
   const STORE = 'st_01jz0000000000000000000000';
   const EP = 'ep_01jz0000000000000000000000';

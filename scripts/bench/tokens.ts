@@ -24,7 +24,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { migrateSqlite, openSqliteDatabase, SqliteRepo } from '../../db/sqlite/repo.ts';
+import { migrateSqlite, openSqliteDatabase, type SqliteRepo, sqliteRepo } from '../../db/sqlite/repo.ts';
 import { defaultConfig } from '../../src/core.ts';
 import { newSecretKey, SecretBox } from '../../src/lib/crypto.ts';
 import type { Log } from '../../src/lib/log.ts';
@@ -112,7 +112,7 @@ interface Run {
 async function deployment(fake: FakeShopify, mode: Mode, events: number): Promise<Deployment & { warnings: () => number; close: () => Promise<void> }> {
   const sqlite = openSqliteDatabase({ path: ':memory:' });
   await migrateSqlite(sqlite);
-  const repo = new SqliteRepo(sqlite);
+  const repo = sqliteRepo(sqlite);
   let warnings = 0;
   const quiet: Log = { info: () => {}, warn: () => void warnings++, error: (m) => process.stderr.write(`[bench] deployment error: ${m}\n`) };
   const core = benchCore(repo, new SecretBox(newSecretKey()), fake.url, secretEnv, quiet);

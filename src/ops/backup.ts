@@ -17,11 +17,12 @@ import { closeSync, existsSync, fstatSync, fsyncSync, openSync, readFileSync, re
 import { basename, dirname, join, resolve } from 'node:path';
 import type { AuditLog } from '../../db/repo.ts';
 import { migrations as sqliteMigrations } from '../../db/migrations/sqlite/index.ts';
-import { openSqliteDatabase, SqliteRepo } from '../../db/sqlite/repo.ts';
+import { openSqliteDatabase, type SqliteRepo, sqliteRepo } from '../../db/sqlite/repo.ts';
 import { databasePath } from '../boot.ts';
 import { AppError } from '../contract/errors.ts';
 import { parseSecretKey, SecretBox } from '../lib/crypto.ts';
-import { opens, SEALED_SAMPLES } from './box-key.ts';
+import { SEALED_SAMPLES } from '../../db/areas/settings.ts';
+import { opens } from './box-key.ts';
 import { VERSION } from '../version.ts';
 import { adminAuditDeps, type AuditDeps } from './human-audit.ts';
 
@@ -125,7 +126,7 @@ export function boxAuditDeps(dataDir: string): AuditDeps {
     if (!existsSync(path)) throw new AppError('not_found', `No hookrelay database in ${dataDir} to write the audit row in.`);
     const sqlite = openSqliteDatabase({ path });
     try {
-      return await fn(new SqliteRepo(sqlite));
+      return await fn(sqliteRepo(sqlite));
     } finally {
       sqlite.close();
     }

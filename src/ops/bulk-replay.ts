@@ -3,7 +3,7 @@
  * many events. The preview binds what it showed (the newest event matched and the time it matched): execute leaves
  * out events received or attempted after it, so a replay made singly meanwhile is not made twice.
  */
-import { BulkReplays, type BulkReplayFilter } from '../../db/bulk-replay.ts';
+import type { BulkReplayFilter } from '../../db/areas/bulk-replay.ts';
 import type { EndpointStore, ReadinessStore, Repo, Signals, UsageStore } from '../../db/repo.ts';
 import { refuse } from '../contract/errors.ts';
 import { BULK_REPLAY_MAX_EVENTS } from '../contract/limits.ts';
@@ -16,11 +16,11 @@ import type { IntentKind, IntentPreview, IntentResult } from './intents.ts';
 import { outcomeNotReplayable, REPLAY_METER_COST } from './replay.ts';
 import { ensureCapacity } from './usage.ts';
 
-type Storage = EndpointStore & ReadinessStore & UsageStore & Signals & Pick<Repo, 'sql' | 'layout'>;
+type Storage = EndpointStore & ReadinessStore & UsageStore & Signals & Pick<Repo, 'bulkReplays'>;
 
 const SAMPLE_SIZE = 10;
 
-const storage = (ctx: OpContext<Storage>) => new BulkReplays(ctx.core.repo);
+const storage = (ctx: OpContext<Storage>) => ctx.core.repo.bulkReplays;
 
 /** The storage filter of the input: bodies count as retained while received within the body retention, as reads say. */
 function filterOf(ctx: OpContext<Storage>, f: BulkReplayInput['filter']): BulkReplayFilter {

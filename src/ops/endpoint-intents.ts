@@ -1,5 +1,5 @@
 /** Endpoint edit, delete (archive, then permanent) and secret rotation, as intents. */
-import { archiveEndpoint, deleteArchivedEndpoint, editEndpoint, rotateSecret } from '../../db/intent-journal.ts';
+import { archiveEndpoint, deleteArchivedEndpoint, editEndpoint, rotateSecret } from '../../db/areas/endpoints.ts';
 import type { EndpointStore, EventReads } from '../../db/repo.ts';
 import type { EndpointRow } from '../../db/types.ts';
 import { AppError, refuse } from '../contract/errors.ts';

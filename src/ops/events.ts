@@ -1,6 +1,6 @@
 /** Event reads: receipts, attempts, where handoff stopped and recovery options. Never a raw body. */
 import type { ConfirmationStore } from '../../db/areas/confirmations.ts';
-import type { PlatformLinkStore } from '../../db/platform-links.ts';
+import type { PlatformLinkStore } from '../../db/areas/platform-links.ts';
 import type { EventReads } from '../../db/repo.ts';
 import type { AttemptRow, EventRow } from '../../db/types.ts';
 import { AppError } from '../contract/errors.ts';

@@ -4,9 +4,8 @@
  * execute (by the grant that previewed; token checked; claimed by compare-and-set so a token works once; the change
  * committed with the completion) -> executed | refused | expired. Each kind supplies only its preview and its plan.
  */
-import { claimIntent, countUsage, endIntent, finishIntent, reopenIntent } from '../../db/intent-journal.ts';
-import type { IntentStore, Repo, UsageStore } from '../../db/repo.ts';
-import type { Write } from '../../db/runner.ts';
+import { countUsage } from '../../db/areas/meters.ts';
+import type { IntentStore, Repo, UsageStore, Write } from '../../db/repo.ts';
 import type { IntentRow } from '../../db/types.ts';
 import { AppError, inProgress, refuse, type Refusal } from '../contract/errors.ts';
 import { limitOf, period, type Meter } from '../contract/plans.ts';
@@ -20,8 +19,8 @@ import type { OpContext } from './context.ts';
 import { heldSecrets } from '../held-secrets.ts';
 import { exhaustedNow } from './usage.ts';
 
-/** What the lifecycle itself uses of storage: intents, meters, the runner its batches go through, and this instance. */
-type Journal = IntentStore & UsageStore & Pick<Repo, 'sql' | 'instance'>;
+/** What the lifecycle itself uses of storage: intents (and the batch an execute commits), meters, and this instance. */
+type Journal = IntentStore & UsageStore & Pick<Repo, 'instance'>;
 
 const CONFIRMATION_TTL_MS = 15 * 60_000;
 
@@ -49,7 +48,7 @@ export interface IntentResult {
  * storage failure mid-execute leaves nothing half done) and one that is `executed` has made its change once.
  */
 export interface IntentPlan {
-  /** Compare-and-set writes (db/intent-journal.ts), each from the state the preview showed. */
+  /** Compare-and-set writes (built by db/areas/: endpoints, events, records), each from the state the preview showed. */
   writes: Write[];
   /** Meters counted with the change, besides executed_actions, which every execute counts. */
   meters?: Meter[];
@@ -214,7 +213,7 @@ async function execute<I, R, B>(
     await repo.transitionIntent(row.id, 'previewed', { state: 'expired', updatedAt: now, confirmationHash: null });
     throw conflict('confirmation_expired', 'The confirmation expired. Preview again.', { state: 'expired' });
   }
-  if (!(await claimIntent(repo.sql, row.id, from, { executor: me, key, at: now }))) {
+  if (!(await repo.claimIntent(row.id, from, { executor: me, key, at: now }))) {
     throw inProgress('intent_executing', 'This intent is being executed.');
   }
   executing.add(row.id);
@@ -233,7 +232,7 @@ async function execute<I, R, B>(
       for (const w of countUsage(ctx.store.id, m, start, limitOf(ctx.store, m))) meterAt[writes.push(w) - 1] = m;
     }
     const at = core.clock.now();
-    const out = await repo.sql.batch([...writes, finishIntent(row.id, me, (changes) => JSON.stringify(plan.result(changes)), at)]);
+    const out = await repo.executeIntent(row.id, me, writes, (changes) => JSON.stringify(plan.result(changes)), at);
     if (!out.ok) {
       if (out.failed === writes.length) {
         throw inProgress('intent_executing', 'Another instance took this execution over.');
@@ -252,13 +251,13 @@ async function execute<I, R, B>(
   } catch (err) {
     const refusal = err instanceof AppError ? err.refusal : undefined;
     if (refusal && refusal.code !== 'intent_executing') {
-      await endIntent(repo.sql, row.id, me, 'refused', JSON.stringify(refusal), core.clock.now());
+      await repo.endIntent(row.id, me, 'refused', JSON.stringify(refusal), core.clock.now());
       throw err;
     }
     // A storage failure: whether the change committed is read back; when it did not, the confirmation works again.
     const after = await repo.getIntent(ctx.store.id, row.id).catch(() => null);
     if (after?.state === 'executed' && after.executor === me) return intentView(after, { secret: planned?.secret });
-    if (after?.state === 'executing') await reopenIntent(repo.sql, row.id, me, core.clock.now()).catch(() => {});
+    if (after?.state === 'executing') await repo.reopenIntent(row.id, me, core.clock.now()).catch(() => {});
     throw err;
   } finally {
     executing.delete(row.id);

@@ -5,7 +5,7 @@
  * reads one row by primary key (no cache, so a revoke applies to the next scrape on every instance), and issue and
  * revoke never rewrite a value another command may be writing, so instances on one PostgreSQL need no lock.
  */
-import type { Repo, TenantStore } from '../../db/repo.ts';
+import type { TenantStore } from '../../db/repo.ts';
 import type { StoreRow } from '../../db/types.ts';
 import { looksLikeToken } from '../client/config.ts';
 import { AppError } from '../contract/errors.ts';
@@ -22,7 +22,7 @@ const LABEL_MAX_LENGTH = 100;
 /** 32 random bytes in base62 are 43 characters. */
 const WELL_FORMED = /^hrm_[0-9A-Za-z]{43}$/;
 
-type Core = CoreWith<TenantStore & Pick<Repo, 'sql'>>;
+type Core = CoreWith<TenantStore>;
 
 /** One row's JSON value: never the token, whose hash is only the row's key. */
 interface StoredMetricsToken {
@@ -112,9 +112,7 @@ export async function revokeMetricsToken(core: Core, tokenId: string) {
 
 /** The rows, oldest first. The key (the hash) stays here: only revoke writes back under it. */
 async function storedTokens(core: Core): Promise<{ key: string; row: StoredMetricsToken }[]> {
-  const rows = await core.repo.sql.all<{ key: string; value: string }>('SELECT key AS "key", value AS "value" FROM settings WHERE key LIKE ?', [
-    `${KEY_PREFIX}%`,
-  ]);
+  const rows = await core.repo.listSettings(KEY_PREFIX);
   return rows
     .map((r) => ({ key: r.key, row: JSON.parse(r.value) as StoredMetricsToken }))
     .sort((a, b) => a.row.createdAt - b.row.createdAt || a.row.id.localeCompare(b.row.id));

@@ -2,9 +2,9 @@
  * What agents ask of the operator of this server: support, feature and expansion requests and diagnostics shares,
  * and what Shopify asks of them on a customer's behalf: customer data requests (customers/data_request, with the
  * date they must be answered by). All kept in the `records` table, as `hookrelay requests` lists and shows them,
- * the operator notification carries them and /metrics counts them. Plain SELECTs over the thin runner, the same on both dialects.
+ * the operator notification carries them and /metrics counts them (RecordStore's reads across stores).
  */
-import type { Repo } from '../../db/repo.ts';
+import type { RecordStore, ShopRecordRow } from '../../db/repo.ts';
 import type { RecordRow } from '../../db/types.ts';
 import { AppError } from '../contract/errors.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
@@ -37,8 +37,8 @@ export const REQUESTS_LIST_MAX = 1000;
 /** The longest one-line summary a listing shows; `requests show` has the whole request. */
 const SUMMARY_MAX = 200;
 
-/** The storage these reads take: the runner (no repo method reads records across stores). */
-type Sql = Pick<Repo, 'sql'>;
+/** The storage these reads take. */
+type Sql = RecordStore;
 
 /** A request as the operator sees it: its kind, store, time and what the agent wrote (redacted when stored, and again here). */
 export interface OperatorRequest {
@@ -61,13 +61,7 @@ export interface OperatorRequestDetail extends OperatorRequest {
   body: unknown;
 }
 
-type Row = RecordRow & { shopDomain: string | null };
-
-const COLUMNS =
-  'r.id AS "id", r.store_id AS "storeId", r.kind AS "kind", r.body AS "body", r.created_at AS "createdAt", r.expires_at AS "expiresAt", s.shop_domain AS "shopDomain"';
-const FROM = 'FROM records r LEFT JOIN stores s ON s.id = r.store_id';
 const KIND_LIST = Object.values(REQUEST_KINDS);
-const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
 
 /**
  * The newest requests first, at most `limit`: of one store or all, of some kinds or all four, created at or after
@@ -79,24 +73,13 @@ export async function listRequests(
   held?: HeldSecrets,
 ): Promise<OperatorRequest[]> {
   const kinds = (filter.kinds?.length ? filter.kinds : REQUEST_KIND_NAMES).map((k) => REQUEST_KINDS[k]);
-  const where = [`r.kind IN (${marks(kinds.length)})`];
-  const params: unknown[] = [...kinds];
-  if (filter.storeId !== undefined) {
-    where.push('r.store_id = ?');
-    params.push(filter.storeId);
-  }
-  if (filter.since !== undefined) {
-    where.push('r.created_at >= ?');
-    params.push(filter.since);
-  }
-  params.push(filter.limit);
-  const rows = await core.repo.sql.all<Row>(`SELECT ${COLUMNS} ${FROM} WHERE ${where.join(' AND ')} ORDER BY r.created_at DESC, r.id DESC LIMIT ?`, params);
+  const rows = await core.repo.listRecords({ kinds, storeId: filter.storeId, since: filter.since, limit: filter.limit });
   return rows.map((r) => overview(r, parseBody(r.body, held)));
 }
 
 /** One request by id, whichever store filed it, with its whole stored document; not_found (exit 6) for any other id. */
 export async function getRequest(core: { repo: Sql }, id: string, held?: HeldSecrets): Promise<OperatorRequestDetail> {
-  const [row] = await core.repo.sql.all<Row>(`SELECT ${COLUMNS} ${FROM} WHERE r.id = ? AND r.kind IN (${marks(KIND_LIST.length)})`, [id, ...KIND_LIST]);
+  const row = await core.repo.findRecord(id, KIND_LIST);
   if (!row) throw new AppError('not_found', `No request ${id}: see hookrelay requests list.`);
   return requestDetail(row, row.shopDomain, held);
 }
@@ -109,10 +92,7 @@ export function requestDetail(row: RecordRow, shop: string | null, held?: HeldSe
 
 /** How many requests of each kind a store holds (every kind present, 0 when none): one indexed GROUP BY, for /metrics. */
 export async function countRequests(core: { repo: Sql }, storeId: string): Promise<Record<RequestKind, number>> {
-  const rows = await core.repo.sql.all<{ kind: string; n: number }>(
-    `SELECT kind AS "kind", COUNT(*) AS "n" FROM records WHERE store_id = ? AND kind IN (${marks(KIND_LIST.length)}) GROUP BY kind`,
-    [storeId, ...KIND_LIST],
-  );
+  const rows = await core.repo.countRecords(storeId, KIND_LIST);
   const counts = Object.fromEntries(REQUEST_KIND_NAMES.map((k) => [k, 0])) as Record<RequestKind, number>;
   for (const r of rows) counts[KIND_OF_RECORD[r.kind]!] = Number(r.n);
   return counts;
@@ -134,7 +114,7 @@ function parseBody(text: string, held?: HeldSecrets): Record<string, unknown> {
   return redactDocument(doc, { text: redact, secretField: redact }) as Record<string, unknown>;
 }
 
-function overview(row: Row, body: Record<string, unknown>): OperatorRequest {
+function overview(row: ShopRecordRow, body: Record<string, unknown>): OperatorRequest {
   const kind = KIND_OF_RECORD[row.kind]!;
   return {
     id: row.id,
@@ -166,7 +146,7 @@ function summaryOf(kind: RequestKind, b: Record<string, unknown>): string {
 }
 
 /** When Shopify sent a customer data request (the record's requestedAt), else when it was recorded. */
-function requestedAt(row: Row, body: Record<string, unknown>): number {
+function requestedAt(row: ShopRecordRow, body: Record<string, unknown>): number {
   const at = typeof body.requestedAt === 'string' ? Date.parse(body.requestedAt) : Number.NaN;
   return Number.isFinite(at) ? at : row.createdAt;
 }

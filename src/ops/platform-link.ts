@@ -3,7 +3,7 @@
  * reliability reads and `hookrelay store show` take it from here; the rest of the link (credentials, budget, a live
  * check) is the store's platform's to show (Platform.linkState in src/platform/types.ts).
  */
-import type { PlatformLinkRow } from '../../db/platform-links.ts';
+import type { PlatformLinkRow } from '../../db/areas/platform-links.ts';
 import { PAUSE_CODES, type PauseCode, type PauseReason, pauseAction } from '../contract/platform.ts';
 import type { HandoffState } from '../contract/platform-schemas.ts';
 import { isoOrNull } from '../lib/clock.ts';

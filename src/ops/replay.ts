@@ -1,6 +1,6 @@
 /** Replay: hands a retained event off again as a new attempt, bypassing duplicate suppression. */
-import { requeueEvent } from '../../db/intent-journal.ts';
-import type { EndpointStore, EventReads, HandoffQueue, ReadinessStore, Repo, Signals, UsageStore } from '../../db/repo.ts';
+import { requeueEvent } from '../../db/areas/events.ts';
+import type { EndpointStore, EventReads, HandoffQueue, ReadinessStore, Signals, UsageStore } from '../../db/repo.ts';
 import { AppError, refuse, type Refusal } from '../contract/errors.ts';
 import { TRIGGERS } from '../contract/triggers.ts';
 import type { OpContext } from './context.ts';
@@ -82,11 +82,7 @@ const RETENTION_EXPIRED = {
 /** The event's state a replay was previewed on. */
 type EventState = { outcome: string; attempts: number };
 
-export const replayIntent: IntentKind<
-  ReplayInput,
-  EventReads & EndpointStore & ReadinessStore & UsageStore & HandoffQueue & Signals & Pick<Repo, 'layout'>,
-  EventState
-> = {
+export const replayIntent: IntentKind<ReplayInput, EventReads & EndpointStore & ReadinessStore & UsageStore & HandoffQueue & Signals, EventState> = {
   kind: 'replay',
   freeText: ['reason'],
   async preview(ctx, input, params) {
@@ -136,7 +132,7 @@ export const replayIntent: IntentKind<
       throw refuse(RETENTION_EXPIRED);
     }
     return {
-      writes: [requeueEvent(event.id, basis, ctx.core.clock.now(), ctx.core.repo.layout.clearLease)],
+      writes: [requeueEvent(event.id, basis, ctx.core.clock.now())],
       meters: ['replay_executions'],
       result: () => ({ summary: `Event ${event.id} is queued for attempt ${event.attempts + 1}.`, resourceId: event.id }),
       after: () => ctx.core.repo.notify?.('due', event.id),

@@ -1,5 +1,5 @@
 /** Handoff-only test intents, diagnostics shares, support requests and non-binding expansion/feature requests. */
-import { insertRecord } from '../../db/intent-journal.ts';
+import { insertRecord } from '../../db/areas/records.ts';
 import type { EndpointStore, EventReads, RecordStore, UsageStore } from '../../db/repo.ts';
 import { AppError } from '../contract/errors.ts';
 import type { OperationInput } from '../contract/operations.ts';

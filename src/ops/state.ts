@@ -1,7 +1,7 @@
 /** Store-level reads: setup state, plan usage, billing handoff, reliability health. */
 import { settingsInEffect } from '../settings.ts';
 import type { ConfirmationStore } from '../../db/areas/confirmations.ts';
-import type { PlatformLinkStore } from '../../db/platform-links.ts';
+import type { PlatformLinkStore } from '../../db/areas/platform-links.ts';
 import type { EndpointStore, EventReads, ReadinessStore, UsageStore } from '../../db/repo.ts';
 import type { OperationInput } from '../contract/operations.ts';
 import type { TriggerVariant } from '../contract/schemas.ts';

@@ -1,5 +1,5 @@
 /** Stores and box-wide settings: created and changed by the local admin (`hookrelay init`, `store set`), never over HTTP. */
-import type { PlatformLinkStore } from '../../db/platform-links.ts';
+import type { PlatformLinkStore } from '../../db/areas/platform-links.ts';
 import type { TenantStore } from '../../db/repo.ts';
 import type { StoreRow } from '../../db/types.ts';
 import { looksLikeToken, normalizeBaseUrl } from '../client/config.ts';

@@ -3,7 +3,7 @@
  * and, for a platform that can pause a store (credentials), a probe of the link. Everything platform-specific
  * (URLs, tokens, API versions, error shapes) stays behind this, in a sibling folder per platform.
  */
-import type { PlatformLinkRow, PlatformLinkStore } from '../../db/platform-links.ts';
+import type { PlatformLinkRow, PlatformLinkStore } from '../../db/areas/platform-links.ts';
 import type { ReadinessStore } from '../../db/repo.ts';
 import type { EndpointRow, EventRow, StoreRow } from '../../db/types.ts';
 import type { BillingMode, CredentialMode, DestinationName, LinkCheckResult, PauseCode, PauseReason } from '../contract/platform.ts';

@@ -7,7 +7,7 @@
  * pause), journaled `sending` under a lease before the send, retried on a short schedule, and counted on no meter.
  */
 import type { AlertHandoffResult, AlertRow, AlertStore, LeasedAlertHandoff } from '../../db/areas/alerts.ts';
-import type { PlatformLinkRow, PlatformLinkStore } from '../../db/platform-links.ts';
+import type { PlatformLinkRow, PlatformLinkStore } from '../../db/areas/platform-links.ts';
 import type { EndpointStore, EventReads, ReadinessStore, Signals, TenantStore } from '../../db/repo.ts';
 import type { EndpointRow, StoreRow } from '../../db/types.ts';
 import { diagnosisFor, isDiagnosisCode } from '../contract/diagnoses.ts';

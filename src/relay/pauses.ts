@@ -5,7 +5,7 @@
  * ends and the waiting events are due at once. The book is platform_links' paused rows, re-read every second, so
  * a pause or resume on a peer (or `hookrelay store set`) shows up here too.
  */
-import type { PlatformLinkRow, PlatformLinkStore } from '../../db/platform-links.ts';
+import type { PlatformLinkRow, PlatformLinkStore } from '../../db/areas/platform-links.ts';
 import type { Signals, TenantStore } from '../../db/repo.ts';
 import type { StoreRow } from '../../db/types.ts';
 import type { CoreWith } from '../core.ts';

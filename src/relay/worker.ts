@@ -4,12 +4,11 @@
  * crash loses nothing: undelivered events stay due and are picked up again on restart.
  */
 import { faultCode, storageFault } from './storage-health.ts';
-import type { PlatformLinkStore } from '../../db/platform-links.ts';
-import type { HandoffQueue, ReadinessStore, Signals, TenantStore } from '../../db/repo.ts';
+import type { PlatformLinkStore } from '../../db/areas/platform-links.ts';
+import type { HandoffQueue, ReadinessStore, RetentionStore, Signals, TenantStore } from '../../db/repo.ts';
 import type { AttemptResult, AttemptRow, DueEvent, EndpointRow, EventRow, StoreRow } from '../../db/types.ts';
 import { METRIC } from '../../db/types.ts';
-import { sweepRetention, type RetentionSwept } from '../../db/retention.ts';
-import type { SqlRunner } from '../../db/runner.ts';
+import type { RetentionSwept } from '../../db/areas/retention.ts';
 import type { CoreWith } from '../core.ts';
 import type { DestinationName } from '../contract/platform.ts';
 import { platformOf, platforms } from '../platform/registry.ts';
@@ -50,7 +49,8 @@ type WorkerCore = CoreWith<
   HandoffQueue &
     Pick<ReadinessStore, 'listTriggerReadiness'> &
     Pick<TenantStore, 'listStores' | 'getStore'> &
-    Signals & { links: PlatformLinkStore; sql: SqlRunner }
+    Signals &
+    RetentionStore & { links: PlatformLinkStore }
 >;
 
 export class HandoffWorker {
@@ -371,7 +371,7 @@ export class HandoffWorker {
     const now = (this.lastSweep = this.core.clock.now());
     const swept = await this.core.repo.sweepExpired(now, now - IDEMPOTENCY_TTL_MS, SWEEP_CHUNK, idFloor('evt', now - this.core.config.bodyRetentionMs));
     const r = this.core.config.retention;
-    const rows = await sweepRetention(this.core.repo.sql, {
+    const rows = await this.core.repo.sweepRetention({
       eventsBeforeId: idFloor('evt', now - r.events),
       auditBeforeId: idFloor('aud', now - r.audit),
       intentsBeforeId: idFloor('int', now - r.intents),

@@ -13,7 +13,6 @@ import type { Core, CoreWith } from '../core.ts';
 import { EDITION } from '../contract/scopes.ts';
 import { readCapped } from '../lib/body.ts';
 import { sha256Hex } from '../lib/crypto.ts';
-import { takeOverKey } from '../../db/intent-journal.ts';
 import { crashPoint } from '../lib/crash-points.ts';
 import { metrics } from '../lib/instruments.ts';
 import { redactDocument, redactSecretsIn } from '../lib/redact.ts';
@@ -127,7 +126,7 @@ export async function runOperation(
         // A pending claim whose holder is gone (killed mid-request; or this instance's own, left by a request that
         // could not release it: this one holds the key's in-flight slot) is taken over now, not when it turns stale.
         if (held?.status === 0 && held.owner !== null && (held.owner === me || !(await repo.instance.alive(held.owner)))) {
-          if (await takeOverKey(repo.sql, store.id, key, held.owner, me, now)) held = null;
+          if (await repo.takeOverIdempotency(store.id, key, held.owner, me, now)) held = null;
         }
         if (held) {
           if (held.operationId !== op.operationId || held.requestHash !== requestHash) {

@@ -3,7 +3,6 @@ import { storageFault, storageUnavailable } from '../relay/storage-health.ts';
 import type { Server } from 'bun';
 import { AppError } from '../contract/errors.ts';
 import type { Core } from '../core.ts';
-import { reopenDeadExecutions } from '../../db/intent-journal.ts';
 import { RelayThread } from '../relay/relay-host.ts';
 import { HandoffWorker, type Destinations } from '../relay/worker.ts';
 import { AlertWatch } from '../relay/alerts.ts';
@@ -98,7 +97,7 @@ const KEY_MISMATCH_LOG_EVERY_MS = 60_000;
 
 export async function startServer(core: Core, opts: StartOptions): Promise<RunningServer> {
   // The key must open the box's secrets before anyone is answered (src/ops/box-key.ts); exits 2 when it does not.
-  await proveBoxKey(core.repo.sql, core.box, core.repo.capabilities.multiInstance ? 'the PostgreSQL database' : 'this box', core.clock.now());
+  await proveBoxKey(core.repo, core.box, core.repo.capabilities.multiInstance ? 'the PostgreSQL database' : 'this box', core.clock.now());
   let mismatchLoggedAt = -Infinity;
   core.box.onMismatch = () => {
     const now = performance.now();
@@ -113,8 +112,8 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
   const file = opts.relayThread ? core.repo.capabilities.relayFile : null;
   // Leases of a previous run (this is the only serve of the file) before anyone takes receipts.
   if (!core.repo.capabilities.multiInstance) await core.repo.releaseAllLeases(core.clock.now());
-  // Intents a killed run left executing changed nothing (db/intent-journal.ts): previewed again before anyone asks.
-  const reopen = () => reopenDeadExecutions(core.repo.sql, core.repo.instance, core.clock.now());
+  // Intents a killed run left executing changed nothing (db/areas/intents.ts): previewed again before anyone asks.
+  const reopen = () => core.repo.reopenDeadExecutions(core.clock.now());
   const reopened = await reopen();
   if (reopened) core.log.info(`intents: ${reopened} execution(s) interrupted by a stop were reopened; nothing they meant to change was made`);
   const relay = file ? await RelayThread.start(core, { sqlitePath: file.path, synchronous: file.synchronous, worker: opts.worker ?? true }) : null;

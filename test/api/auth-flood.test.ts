@@ -8,8 +8,8 @@ import { RateLimitedResponseSchema } from '../../src/contract/schemas.ts';
 import { ManualClock } from '../../src/lib/clock.ts';
 import { newGrantToken } from '../../src/lib/crypto.ts';
 import { AuthFailureLimiter, clientKey, type SharedCounts } from '../../src/lib/auth-failures.ts';
-import { PgRepo } from '../../db/pg/repo.ts';
-import { SqliteRepo } from '../../db/sqlite/repo.ts';
+import { openPgRepo } from '../../db/pg/repo.ts';
+import { openSqliteRepo } from '../../db/sqlite/repo.ts';
 import { TEST_DATABASE_URL, testSchema } from '../fixtures/storage.ts';
 import { addGrant, addStore, BASE, createTestEnv, rows, type TestEnv } from '../helpers.ts';
 
@@ -164,7 +164,7 @@ describe('AuthFailureLimiter', () => {
 
   /** A storage's addRate, with the keys of every statement sent to it kept in `sent`. */
   async function sharedStorage(): Promise<{ shared: SharedCounts; sent: string[][]; close: () => Promise<void> }> {
-    const repo = await SqliteRepo.open({ path: ':memory:' });
+    const repo = await openSqliteRepo({ path: ':memory:' });
     const sent: string[][] = [];
     const shared: SharedCounts = {
       addRate: (counts, windowStart) => {
@@ -216,7 +216,7 @@ describe('AuthFailureLimiter', () => {
   });
 
   test.if(!!TEST_DATABASE_URL)('shared: while the storage does not answer, the instance counts alone', async () => {
-    const repo = await PgRepo.open({ url: TEST_DATABASE_URL!, schema: testSchema(), max: 2 });
+    const repo = await openPgRepo({ url: TEST_DATABASE_URL!, schema: testSchema(), max: 2 });
     await repo.close();
     const limiter = new AuthFailureLimiter(new ManualClock(), AUTH_FAILURE_LIMITS, repo);
     const limited: boolean[] = [];

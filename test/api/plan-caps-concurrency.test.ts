@@ -6,7 +6,7 @@
  * PostgreSQL database (when HOOKRELAY_TEST_DATABASE_URL is set).
  */
 import { describe, expect, it } from 'bun:test';
-import { PgRepo } from '../../db/pg/repo.ts';
+import { openPgRepo } from '../../db/pg/repo.ts';
 import { createCore, defaultConfig } from '../../src/core.ts';
 import { iso, ManualClock } from '../../src/lib/clock.ts';
 import { newSecretKey, SecretBox } from '../../src/lib/crypto.ts';
@@ -36,7 +36,7 @@ async function twoOnPostgres(): Promise<Deployment> {
   const key = newSecretKey();
   const clock = new ManualClock();
   const open = async (): Promise<TestEnv> => {
-    const repo = await PgRepo.open({ url: TEST_DATABASE_URL!, schema, max: 8 });
+    const repo = await openPgRepo({ url: TEST_DATABASE_URL!, schema, max: 8 });
     const log = memoryLog();
     const core = createCore({ repo, box: new SecretBox(key), clock, log, config: defaultConfig({ publicUrl: BASE, env: () => undefined }) });
     return { core, app: createApp(core), clock, log, repo };

@@ -4,7 +4,7 @@
  * it is not a duration. The CLI's create-endpoint sets it with --expected-every.
  */
 import { describe, expect, it } from 'bun:test';
-import { addGrant, addStore, call, createEndpoint, createTestEnv, executeIntent, row, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, call, createEndpoint, createTestEnv, executeIntent, row, rows, type TestEnv } from '../helpers.ts';
 
 async function setup() {
   const env = await createTestEnv();
@@ -91,9 +91,10 @@ describe('expectedEvery through the endpoint edit intent', () => {
     expect(await read(env, token, endpoint.id)).toMatchObject({ expectedEvery: null, configVersion: 4 });
     expect((await row(env, 'SELECT expected_every_ms AS ms FROM endpoints WHERE id = ?', endpoint.id))!.ms).toBeNull();
     // Each config version records the watch it had.
-    const versions = await env.repo.sql.all<{ version: number; config: string }>(
+    const versions = await rows<{ version: number; config: string }>(
+      env,
       'SELECT version, config FROM endpoint_versions WHERE endpoint_id = ? ORDER BY version',
-      [endpoint.id],
+      endpoint.id,
     );
     expect(versions.map((v) => JSON.parse(v.config).expectedEvery)).toEqual([null, '30m', '1d', null]);
   });

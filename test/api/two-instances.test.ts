@@ -4,7 +4,7 @@
  * HOOKRELAY_TEST_DATABASE_URL is set (CI sets it).
  */
 import { describe, expect, it } from 'bun:test';
-import { PgRepo } from '../../db/pg/repo.ts';
+import { openPgRepo } from '../../db/pg/repo.ts';
 import type { SqliteRepo } from '../../db/sqlite/repo.ts';
 import { RETRY_SAME_KEY } from '../../src/contract/errors.ts';
 import { AUTH_FAILURE_LIMITS, DEFAULT_RATE_LIMITS } from '../../src/contract/limits.ts';
@@ -18,13 +18,14 @@ import { startServer } from '../../src/server/serve.ts';
 import { until } from '../fixtures/handoff.ts';
 import { TEST_DATABASE_URL, testSchema } from '../fixtures/storage.ts';
 import { addGrant, addStore, BASE, call, createEndpoint, executeIntent, orderEvent, row, sendHook, type TestEnv } from '../helpers.ts';
+import { runnerOf } from '../../db/runner.ts';
 
 async function twoInstances(): Promise<[TestEnv, TestEnv, () => Promise<void>]> {
   const schema = testSchema();
   const key = newSecretKey();
   const clock = new ManualClock();
   const open = async (): Promise<TestEnv> => {
-    const repo = await PgRepo.open({ url: TEST_DATABASE_URL!, schema, max: 4 });
+    const repo = await openPgRepo({ url: TEST_DATABASE_URL!, schema, max: 4 });
     const log = memoryLog();
     const core = createCore({
       repo,
@@ -207,7 +208,7 @@ describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL, seen from a c
       // The same key on B while A holds it: the key's claim is the other instance's.
       const sameKey = await executeIntent(b, token, path, intent, 'exec-409');
       // Another key on B while A executes the intent (A now waits just before its commit).
-      const beforeCommit = hold(a.core.repo.sql, 'batch', 'intent claimed', (args) => JSON.stringify(args).includes("SET state = 'executed'"));
+      const beforeCommit = hold(runnerOf(a.core.repo), 'batch', 'intent claimed', (args) => JSON.stringify(args).includes("SET state = 'executed'"));
       afterKey();
       await until(async () => reached.includes('intent claimed'), 5_000);
       const otherKey = await executeIntent(b, token, path, intent, 'exec-409-b');

@@ -7,7 +7,7 @@ import { Database } from 'bun:sqlite';
 import { afterAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openSqliteDatabase, SqliteRepo } from '../../db/sqlite/repo.ts';
+import { openSqliteDatabase, sqliteRepo } from '../../db/sqlite/repo.ts';
 import { keyFingerprint } from '../../src/ops/backup.ts';
 import { proveBoxKey } from '../../src/ops/box-key.ts';
 import { parseSecretKey, SecretBox } from '../../src/lib/crypto.ts';
@@ -245,7 +245,7 @@ describe('restore and the key that opens the box', () => {
       // What serve's first start leaves in a box (src/ops/box-key.ts): a check sealed with the box's key.
       const sqlite = openSqliteDatabase({ path: join(sealedBox, 'hookrelay.db') });
       try {
-        await proveBoxKey(new SqliteRepo(sqlite).sql, new SecretBox(parseSecretKey(ownKey)!), 'this box', Date.now());
+        await proveBoxKey(sqliteRepo(sqlite), new SecretBox(parseSecretKey(ownKey)!), 'this box', Date.now());
       } finally {
         sqlite.close();
       }

@@ -14,6 +14,7 @@ import { createApp } from '../../src/server/app.ts';
 import { TEST_DATABASE_URL } from '../fixtures/storage.ts';
 import { admin, adminBox, SPAWN_TIMEOUT_MS } from './admin-run.ts';
 import { CANARY, dropCreated, freshDatabase } from './pg-db.ts';
+import { runnerOf } from '../../db/runner.ts';
 
 // These tests spawn the CLI: room for a loaded machine (a per-file default; see test/preload.ts).
 setDefaultTimeout(60_000);
@@ -196,12 +197,12 @@ describe.if(!!TEST_DATABASE_URL)('hookrelay metrics-token on PostgreSQL', () => 
   it('no table holds the token', async () => {
     const { token } = issued();
     await withCore(async (core) => {
-      const tables = await core.repo.sql.all<{ name: string }>(
+      const tables = await runnerOf(core.repo).all<{ name: string }>(
         'SELECT table_name AS "name" FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = \'BASE TABLE\'',
         [],
       );
       expect(tables.length).toBeGreaterThan(5);
-      for (const { name } of tables) expect(JSON.stringify(await core.repo.sql.all(`SELECT * FROM "${name}"`, []))).not.toContain(token.slice(4, 24));
+      for (const { name } of tables) expect(JSON.stringify(await runnerOf(core.repo).all(`SELECT * FROM "${name}"`, []))).not.toContain(token.slice(4, 24));
     });
   });
 });

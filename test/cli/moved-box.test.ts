@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { migrateSqlite, openSqliteDatabase, SqliteRepo } from '../../db/sqlite/repo.ts';
+import { migrateSqlite, openSqliteDatabase, sqliteRepo } from '../../db/sqlite/repo.ts';
 import { markMoved } from '../../src/ops/moved-box.ts';
 import { admin, adminBox, SPAWN_TIMEOUT_MS } from './admin-run.ts';
 import { startServe, type Served } from './pg-db.ts';
@@ -31,7 +31,7 @@ async function movedBox(name: string): Promise<string> {
   const db = openSqliteDatabase({ path: join(dataDir, 'hookrelay.db') });
   try {
     await migrateSqlite(db);
-    await markMoved(new SqliteRepo(db), dataDir, { name: 'hookrelay_prod', host: 'db.internal', port: 5432 }, Date.now());
+    await markMoved(sqliteRepo(db), dataDir, { name: 'hookrelay_prod', host: 'db.internal', port: 5432 }, Date.now());
   } finally {
     db.close();
   }

@@ -14,6 +14,7 @@ import { createApp } from '../../src/server/app.ts';
 import { TEST_DATABASE_URL } from '../fixtures/storage.ts';
 import { admin, adminBox, SPAWN_TIMEOUT_MS } from './admin-run.ts';
 import { CANARY, dropCreated, freshDatabase } from './pg-db.ts';
+import { runnerOf } from '../../db/runner.ts';
 
 const box = adminBox('hookrelay-requests-');
 const cwd = box.dir('work');
@@ -217,7 +218,7 @@ describe('hookrelay requests on SQLite', () => {
   const count = async () => {
     const core = await openCore({ dataDir: dir, create: false });
     try {
-      return (await core.repo.sql.all<{ n: number }>('SELECT COUNT(*) AS "n" FROM audit_log', []))[0]!.n;
+      return (await runnerOf(core.repo).all<{ n: number }>('SELECT COUNT(*) AS "n" FROM audit_log', []))[0]!.n;
     } finally {
       await core.repo.close();
     }
@@ -262,7 +263,7 @@ describe.if(!!TEST_DATABASE_URL)('hookrelay requests on PostgreSQL', () => {
     url = (await freshDatabase()).url;
     filed = await withPg(fileRequests);
   }, SPAWN_TIMEOUT_MS);
-  const count = () => withPg(async (core) => (await core.repo.sql.all<{ n: number }>('SELECT COUNT(*) AS "n" FROM audit_log', []))[0]!.n);
+  const count = () => withPg(async (core) => (await runnerOf(core.repo).all<{ n: number }>('SELECT COUNT(*) AS "n" FROM audit_log', []))[0]!.n);
   checks(
     () => ({ flags: [], env: { HOOKRELAY_DATABASE_URL: url, HOOKRELAY_SECRET_KEY: key } }),
     () => filed,

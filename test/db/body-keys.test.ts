@@ -5,7 +5,7 @@
 import { Database } from 'bun:sqlite';
 import { describe, expect, it } from 'bun:test';
 import { migrations } from '../../db/migrations/sqlite/index.ts';
-import { migrateSqlite, SqliteRepo } from '../../db/sqlite/repo.ts';
+import { migrateSqlite, sqliteRepo } from '../../db/sqlite/repo.ts';
 import type { PendingReceipt } from '../../db/types.ts';
 import { eventRow } from '../helpers.ts';
 
@@ -49,7 +49,7 @@ describe('event bodies keyed in storage order (migration 0007)', () => {
     ]);
     expect(db.query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'event_bodies'").all()).toEqual([]);
 
-    const repo = new SqliteRepo(db);
+    const repo = sqliteRepo(db);
     expect(text(await repo.getEventBody('evt_a'))).toBe('body-a');
     expect(text(await repo.getEventBody('evt_b'))).toBe('body-b');
     expect(await repo.getEventBody('evt_none')).toBeNull();
@@ -62,7 +62,7 @@ describe('event bodies keyed in storage order (migration 0007)', () => {
   it('a commit keys its bodies in order, skipping receipts without one, and each event finds its own', async () => {
     const db = new Database(':memory:', { strict: true });
     await migrateSqlite(db);
-    const repo = new SqliteRepo(db);
+    const repo = sqliteRepo(db);
     await repo.commitIngest([receipt('evt_1', 1, 'one'), receipt('evt_2', 2, null), receipt('evt_3', 3, 'three')], []);
     await repo.commitIngest(
       Array.from({ length: 40 }, (_, i) => receipt(`evt_m${String(i).padStart(2, '0')}`, 10 + i, `many-${i}`)),
@@ -78,7 +78,7 @@ describe('event bodies keyed in storage order (migration 0007)', () => {
   it('the sweep deletes the expired bodies from the lowest key up, stops at the first unexpired one, and reads at most its limit', async () => {
     const db = new Database(':memory:', { strict: true });
     await migrateSqlite(db);
-    const repo = new SqliteRepo(db);
+    const repo = sqliteRepo(db);
     // Expiries 100, 200, ..., 1000 in key order.
     await repo.commitIngest(
       Array.from({ length: 10 }, (_, i) => receipt(`evt_${i}`, i, `b${i}`, (i + 1) * 100)),
@@ -104,7 +104,7 @@ describe('event bodies keyed in storage order (migration 0007)', () => {
   it('a body that expires later than the one after it (a clock set back) holds the sweep until it expires, then both go', async () => {
     const db = new Database(':memory:', { strict: true });
     await migrateSqlite(db);
-    const repo = new SqliteRepo(db);
+    const repo = sqliteRepo(db);
     await repo.commitIngest([receipt('evt_late', 1, 'late', 500), receipt('evt_early', 2, 'early', 400)], []);
     expect((await repo.sweepExpired(450, 0, 100)).bodies).toBe(0);
     expect((await repo.sweepExpired(500, 0, 100)).bodies).toBe(2);

@@ -4,11 +4,12 @@
  * (PostgreSQL's lease token too).
  */
 import { describe, expect, it } from 'bun:test';
-import { BulkReplays, type BulkReplayFilter } from '../../db/bulk-replay.ts';
+import type { BulkReplayFilter, BulkReplayStore } from '../../db/areas/bulk-replay.ts';
 import type { Repo } from '../../db/repo.ts';
 import type { EventRow } from '../../db/types.ts';
 import { backends } from '../fixtures/storage.ts';
 import { eventRow, storeRow } from '../helpers.ts';
+import { runnerOf } from '../../db/runner.ts';
 
 const STORE = 'st_01jz0000000000000000000000';
 const OTHER_STORE = 'st_01jz0000000000000000000001';
@@ -38,7 +39,7 @@ const ev = (n: number, fields: Partial<EventRow> = {}) => {
   return { event, body: new TextEncoder().encode('{}'), bodyExpiresAt: receivedAt + 30 * 86400_000, dedupeSince: null };
 };
 
-async function withRepo(open: () => Promise<Repo>, fn: (repo: Repo, bulk: BulkReplays) => Promise<void>) {
+async function withRepo(open: () => Promise<Repo>, fn: (repo: Repo, bulk: BulkReplayStore) => Promise<void>) {
   const repo = await open();
   try {
     await repo.insertStore(store(STORE, 'demo.myshopify.com'));
@@ -56,7 +57,7 @@ async function withRepo(open: () => Promise<Repo>, fn: (repo: Repo, bulk: BulkRe
       ],
       [],
     );
-    await fn(repo, new BulkReplays(repo));
+    await fn(repo, repo.bulkReplays);
   } finally {
     await repo.close();
   }
@@ -106,9 +107,10 @@ for (const backend of backends()) {
 
     it('requeues in one statement only what the bound covers: not newer ids, not events attempted since', async () => {
       await withRepo(backend.open, async (repo, bulk) => {
-        if (backend.name === 'postgres') await repo.sql.run("UPDATE events SET lease_token = 'stale', lease_until = ? WHERE id = ?", [T0, 'evt_000000001']);
+        if (backend.name === 'postgres')
+          await runnerOf(repo).run("UPDATE events SET lease_token = 'stale', lease_until = ? WHERE id = ?", [T0, 'evt_000000001']);
         // evt 3 was attempted again after the preview (a single replay that failed again): skipped.
-        await repo.sql.run('UPDATE events SET last_attempt_at = ? WHERE id = ?', [T0 + 20 * MIN, 'evt_000000003']);
+        await runnerOf(repo).run('UPDATE events SET last_attempt_at = ? WHERE id = ?', [T0 + 20 * MIN, 'evt_000000003']);
         const now = T0 + 30 * MIN;
         const queued = await bulk.requeue(failed(), { throughId: 'evt_000000002', lastAttemptAtMost: T0 + 10 * MIN }, now);
         expect(queued).toBe(2);
@@ -116,7 +118,7 @@ for (const backend of backends()) {
           expect(await repo.getEvent(STORE, id)).toMatchObject({ outcome: 'queued', code: null, nextAttemptAt: now, leaseUntil: null, attempts: 1 });
         }
         if (backend.name === 'postgres') {
-          expect(await repo.sql.all('SELECT lease_token AS "t" FROM events WHERE id = ?', ['evt_000000001'])).toEqual([{ t: null }]);
+          expect(await runnerOf(repo).all('SELECT lease_token AS "t" FROM events WHERE id = ?', ['evt_000000001'])).toEqual([{ t: null }]);
         }
         expect((await repo.getEvent(STORE, 'evt_000000008'))!.outcome).toBe('failed'); // newer than the bound
         expect((await repo.getEvent(STORE, 'evt_000000003'))!.outcome).toBe('failed'); // attempted since

@@ -5,7 +5,7 @@
 import { Database } from 'bun:sqlite';
 import { describe, expect, it } from 'bun:test';
 import { migrations } from '../../db/migrations/sqlite/index.ts';
-import { migrateSqlite, SqliteRepo } from '../../db/sqlite/repo.ts';
+import { migrateSqlite, sqliteRepo } from '../../db/sqlite/repo.ts';
 import type { AttemptResult } from '../../db/types.ts';
 import { eventRow } from '../helpers.ts';
 
@@ -37,7 +37,7 @@ describe('clustered tables (migration 0005)', () => {
     for (const t of CLUSTERED) expect(tableSql(db, t)).toContain('WITHOUT ROWID');
     expect(db.query("SELECT name FROM sqlite_master WHERE name = 'attempts_event_idx'").all()).toEqual([]);
 
-    const repo = new SqliteRepo(db);
+    const repo = sqliteRepo(db);
     expect((await repo.listAttempts('evt_a')).map((a) => [a.number, a.outcome, a.httpStatus])).toEqual([
       [1, 'retry', 503],
       [2, 'delivered', 200],
@@ -55,7 +55,7 @@ describe('clustered tables (migration 0005)', () => {
   it('closing an attempt already closed keeps the first attempt, its event update and its counts; an unjournaled one writes nothing', async () => {
     const db = new Database(':memory:', { strict: true });
     await migrateSqlite(db);
-    const repo = new SqliteRepo(db);
+    const repo = sqliteRepo(db);
     const queued = eventRow({ id: 'evt_1', storeId: 'st_1', receivedAt: 1_000, nextAttemptAt: 9_000, leaseUntil: 9_000 });
     await repo.commitIngest([{ event: queued, body: null, bodyExpiresAt: 0, dedupeSince: null }], []);
     const result = (outcome: 'delivered' | 'failed', startedAt: number): AttemptResult => ({

@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { getTableColumns, getTableName, is } from 'drizzle-orm';
 import { PgTable } from 'drizzle-orm/pg-core';
 import { copySqliteToPostgres } from '../../db/copy.ts';
-import { migratePg, openPgPool, PgRepo } from '../../db/pg/repo.ts';
+import { migratePg, openPgPool, type PgRepo, openPgRepo } from '../../db/pg/repo.ts';
 import * as pgSchema from '../../db/pg/schema.ts';
-import { SqliteRepo } from '../../db/sqlite/repo.ts';
+import { type SqliteRepo, openSqliteRepo } from '../../db/sqlite/repo.ts';
 import { createCore, defaultConfig } from '../../src/core.ts';
 import { ManualClock } from '../../src/lib/clock.ts';
 import { newSecretKey, SecretBox } from '../../src/lib/crypto.ts';
@@ -41,7 +41,7 @@ describe.if(!!TEST_DATABASE_URL)('copy a SQLite box to PostgreSQL', () => {
     const key = newSecretKey();
     const clock = new ManualClock();
 
-    const before = envOn(await SqliteRepo.open({ path }), key, clock);
+    const before = envOn(await openSqliteRepo({ path }), key, clock);
     await addStore(before);
     const grant = await addGrant(before);
     const { endpoint, secret } = await createEndpoint(before, grant);
@@ -64,7 +64,7 @@ describe.if(!!TEST_DATABASE_URL)('copy a SQLite box to PostgreSQL', () => {
     expect(copySqliteToPostgres(path, pool, 0)).rejects.toThrow('already holds stores');
     await pool.end();
 
-    const after = envOn(await PgRepo.open({ url: TEST_DATABASE_URL!, schema }), key, clock);
+    const after = envOn(await openPgRepo({ url: TEST_DATABASE_URL!, schema }), key, clock);
     try {
       const eventsAfter = (await call(after, 'GET', '/agent/v1/events?limit=100', { token: grant })).json.data.events;
       expect(eventsAfter).toEqual(eventsBefore);
@@ -83,7 +83,7 @@ describe.if(!!TEST_DATABASE_URL)('copy a SQLite box to PostgreSQL', () => {
     const dir = mkdtempSync(join(tmpdir(), 'hookrelay-copy-'));
     dirs.push(dir);
     const path = join(dir, 'hookrelay.db');
-    await (await SqliteRepo.open({ path })).close();
+    await (await openSqliteRepo({ path })).close();
 
     const pgTables = new Map<string, PgTable>();
     for (const t of Object.values(pgSchema) as unknown[]) if (is(t, PgTable)) pgTables.set(getTableName(t), t);

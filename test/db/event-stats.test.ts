@@ -4,7 +4,7 @@ import { describe, expect, it } from 'bun:test';
 import { STATS_WIDTHS_MS, type AttemptResult } from '../../db/types.ts';
 import { eventRow } from '../helpers.ts';
 import { migrations } from '../../db/migrations/sqlite/index.ts';
-import { migrateSqlite, SqliteRepo } from '../../db/sqlite/repo.ts';
+import { migrateSqlite, sqliteRepo } from '../../db/sqlite/repo.ts';
 
 const FIVE = STATS_WIDTHS_MS[0];
 const DAY = 86400_000;
@@ -18,7 +18,7 @@ describe('event_stats', () => {
     let i = 0;
     for (let t = end - 10 * DAY; t <= end; t += FIVE) insert.run('st_1', t - (t % FIVE), i % 3 ? 'received:accepted' : 'handoff:delivered', 1 + (i++ % 5));
     await migrateSqlite(db, migrations);
-    const repo = new SqliteRepo(db);
+    const repo = sqliteRepo(db);
 
     const totals = db.query('SELECT width, sum(n) AS n FROM event_stats GROUP BY width ORDER BY width').all() as { width: number; n: number }[];
     expect(totals.map((r) => r.width)).toEqual([...STATS_WIDTHS_MS]);
@@ -42,7 +42,7 @@ describe('event_stats', () => {
   it('a commit and a round interleaving stores, buckets and metrics count each row where it belongs', async () => {
     const db = new Database(':memory:', { strict: true });
     await migrateSqlite(db);
-    const repo = new SqliteRepo(db);
+    const repo = sqliteRepo(db);
     const t0 = 10 * DAY; // a bucket start at every width
     // Store a, b, a in the next bucket, then a in the first bucket again: a cache that ignored the store or the
     // bucket would count some of these under another row.

@@ -8,14 +8,14 @@ import { describe, expect, it } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { migrateSqlite, openSqliteDatabase, PAGE_SIZE, SqliteRepo } from '../../db/sqlite/repo.ts';
+import { migrateSqlite, openSqliteDatabase, PAGE_SIZE, sqliteRepo } from '../../db/sqlite/repo.ts';
 import type { PendingReceipt } from '../../db/types.ts';
 import { eventRow } from '../helpers.ts';
 
 async function freshRepo() {
   const db = new Database(':memory:', { strict: true });
   await migrateSqlite(db);
-  return { db, repo: new SqliteRepo(db) };
+  return { db, repo: sqliteRepo(db) };
 }
 
 function receipts(n: number, from = 0): PendingReceipt[] {
@@ -89,7 +89,7 @@ describe('page size', () => {
       old.close();
       const reopened = openSqliteDatabase({ path: join(dir, 'old.db') });
       expect(reopened.query('PRAGMA page_size').get()).toEqual({ page_size: 4096 });
-      const repo = new SqliteRepo(reopened);
+      const repo = sqliteRepo(reopened);
       await repo.commitIngest(receipts(20), []);
       expect(reopened.query('SELECT count(*) AS n FROM events').get()).toEqual({ n: 20 });
       reopened.close();

@@ -6,10 +6,8 @@
  * effect taken by one delivery; the app subscriptions hookrelay created, by store.
  */
 import { describe, expect, it } from 'bun:test';
-import { AppInstalls } from '../../db/app-installs.ts';
-import { Redaction } from '../../db/redaction.ts';
 import type { Repo } from '../../db/repo.ts';
-import { ShopifyWebhooks, type NewShopifyWebhook } from '../../db/shopify-webhooks.ts';
+import type { NewShopifyWebhook } from '../../db/areas/shopify-webhooks.ts';
 import type { EndpointRow, EventRow } from '../../db/types.ts';
 import { backends } from '../fixtures/storage.ts';
 import { eventRow, storeRow } from '../helpers.ts';
@@ -76,7 +74,7 @@ for (const backend of backends()) {
   describe(`shopify_webhooks storage (${backend.name})`, () => {
     it('records a delivery once: a repeat of its webhook id writes nothing', async () => {
       await withRepo(backend.open, async (repo) => {
-        const hooks = new ShopifyWebhooks(repo.sql);
+        const hooks = repo.shopifyWebhooks;
         expect(await hooks.record(delivery('wh-1'))).toBe(true);
         expect(await hooks.record(delivery('wh-1', { topic: 'customers/redact', payloadSealed: 'v1.other' }))).toBe(false);
         expect(await hooks.get('wh-1')).toEqual({
@@ -103,7 +101,7 @@ for (const backend of backends()) {
 
     it('hands a delivery to one run at a time, due only once its run is free; done once, dropping the payload', async () => {
       await withRepo(backend.open, async (repo) => {
-        const hooks = new ShopifyWebhooks(repo.sql);
+        const hooks = repo.shopifyWebhooks;
         await hooks.record(delivery('wh-1'));
         await hooks.record(delivery('wh-2', { receivedAt: T0 + 1 }));
         expect(await hooks.due(T0 + 1000, 10)).toEqual([]); // the recording's run holds both
@@ -144,7 +142,7 @@ for (const backend of backends()) {
 
     it('gives a once-only effect to the first delivery that claims it (again to that delivery, never to another), and keeps it past pruning', async () => {
       await withRepo(backend.open, async (repo) => {
-        const hooks = new ShopifyWebhooks(repo.sql);
+        const hooks = repo.shopifyWebhooks;
         const key = `customers/redact ${'a'.repeat(64)}`;
         expect(await hooks.claimEffect(key, STORE, 'wh-1', T0)).toBe(true);
         expect(await hooks.claimEffect(key, STORE, 'wh-1', T0 + 1)).toBe(true); // its own retry after a failed run
@@ -158,7 +156,7 @@ for (const backend of backends()) {
 
     it("records the app subscriptions hookrelay created, once each, and lists a store's newest first", async () => {
       await withRepo(backend.open, async (repo) => {
-        const installs = new AppInstalls(repo.sql);
+        const installs = repo.installs;
         await installs.recordSubscription('gid://shopify/AppSubscription/1', STORE, 'starter', T0);
         await installs.recordSubscription('gid://shopify/AppSubscription/2', STORE, 'growth', T0 + 1000);
         await installs.recordSubscription('gid://shopify/AppSubscription/2', STORE, 'scale', T0 + 2000); // a repeat changes nothing
@@ -173,7 +171,7 @@ for (const backend of backends()) {
 
     it("sets a store's plan and billing only while they are as read and the store is (un)installed as said, writing nothing else", async () => {
       await withRepo(backend.open, async (repo) => {
-        const installs = new AppInstalls(repo.sql);
+        const installs = repo.installs;
         const before = (await repo.getStore(STORE))!;
         const free = { plan: before.plan, billingStatus: before.billingStatus };
         expect(await installs.setBilling(STORE, free, { plan: 'growth', billingStatus: 'active' }, T0 + 1)).toBe(true);
@@ -196,7 +194,7 @@ for (const backend of backends()) {
         const ev = (n: number, storeId = STORE) => withBody(eventRow({ id: `evt_00000000${n}`, storeId, receivedAt: T0 + n }));
         // Stored in this order, the bodies erased below hold the highest keys: SQLite hands them out again next.
         await repo.commitIngest([ev(4, OTHER), ev(3), ev(1), ev(2)], []);
-        const redaction = new Redaction(repo);
+        const redaction = repo.redaction;
         expect(await redaction.retainedEvents(STORE, '', 10)).toEqual(['evt_000000001', 'evt_000000002', 'evt_000000003']);
         expect(await redaction.retainedEvents(STORE, 'evt_000000001', 1)).toEqual(['evt_000000002']);
 
@@ -244,7 +242,7 @@ for (const backend of backends()) {
           ],
           [],
         );
-        const found = await new Redaction(repo).eventsByResource(STORE, ['207119551', '450789469']);
+        const found = await repo.redaction.eventsByResource(STORE, ['207119551', '450789469']);
         expect(found.map((e) => [e.id, e.endpointId, e.resourceId, e.config && JSON.parse(e.config).triggerVariant])).toEqual([
           ['evt_000000001', 'ep_customer', '207119551', 'customer'],
           ['evt_000000002', 'ep_order', '450789469', 'order'],
@@ -252,7 +250,7 @@ for (const backend of backends()) {
           ['evt_000000006', 'ep_gone', '207119551', null],
         ]);
         expect(found[0]).toMatchObject({ outcome: 'queued', bodyRetention: 'retained', receivedAt: T0 + 1 });
-        expect(await new Redaction(repo).eventsByResource(STORE, [])).toEqual([]);
+        expect(await repo.redaction.eventsByResource(STORE, [])).toEqual([]);
       });
     });
 
@@ -291,7 +289,7 @@ for (const backend of backends()) {
         await repo.insertIntent(intent('int_3', OTHER, 'replay'));
         await repo.putIdempotency({ storeId: STORE, key: 'k1', operationId: 'op', requestHash: 'h', status: 200, response: '{}', createdAt: T0, owner: null });
         await repo.putIdempotency({ storeId: OTHER, key: 'k1', operationId: 'op', requestHash: 'h', status: 200, response: '{}', createdAt: T0, owner: null });
-        const redaction = new Redaction(repo);
+        const redaction = repo.redaction;
         expect(await redaction.deleteRecords(STORE, ['support_request', 'diagnostics_share'])).toBe(2);
         expect(await redaction.deleteIntents(STORE, ['replay'])).toBe(1);
         expect(await redaction.deleteIdempotencyKeys(STORE)).toBe(1);

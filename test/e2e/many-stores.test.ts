@@ -9,7 +9,6 @@
  * and erases nothing while Shopify still accepts the store's token.
  */
 import { afterAll, afterEach, describe, expect, it } from 'bun:test';
-import { ShopifyWebhooks } from '../../db/shopify-webhooks.ts';
 import { shopifyWebhooks } from '../../src/platform/shopify/webhook-handler.ts';
 import { showStores } from '../../src/ops/stores.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
@@ -319,7 +318,7 @@ describe('two merchants install the app on one deployment', () => {
     expect([bodyAgain.status, redactEarly.status]).toEqual([200, 200]);
     await shopifyWebhooks(e.core).idle();
     for (const id of [bodyAgain.webhookId, redactEarly.webhookId]) {
-      expect((await new ShopifyWebhooks(e.repo.sql).get(id))!.result).toContain('not applied: Shopify still accepts');
+      expect((await e.repo.shopifyWebhooks.get(id))!.result).toContain('not applied: Shopify still accepts');
     }
     expect((await stateOf(a)).state).toBe('active');
     expect(await count(e, 'event_bodies', 'event_id IN (SELECT id FROM events WHERE store_id = ?)', a.storeId)).toBe(4);

@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { PgRepo } from '../../db/pg/repo.ts';
+import { openPgRepo } from '../../db/pg/repo.ts';
 import type { Repo } from '../../db/repo.ts';
-import { SqliteRepo } from '../../db/sqlite/repo.ts';
+import { openSqliteRepo } from '../../db/sqlite/repo.ts';
 import { createCore, defaultConfig } from '../../src/core.ts';
 import { ManualClock } from '../../src/lib/clock.ts';
 import { newSecretKey, SecretBox } from '../../src/lib/crypto.ts';
@@ -62,8 +62,8 @@ describe.if(!!TEST_DATABASE_URL)('two serve instances on one PostgreSQL', () => 
       const schema = testSchema();
       const key = newSecretKey();
       const clock = new ManualClock();
-      const a = await instance(await PgRepo.open({ url: TEST_DATABASE_URL!, schema, max: 4 }), key, clock);
-      const b = await instance(await PgRepo.open({ url: TEST_DATABASE_URL!, schema, max: 4 }), key, clock);
+      const a = await instance(await openPgRepo({ url: TEST_DATABASE_URL!, schema, max: 4 }), key, clock);
+      const b = await instance(await openPgRepo({ url: TEST_DATABASE_URL!, schema, max: 4 }), key, clock);
       try {
         await initStore(a.server.app.core, { shopDomain: SHOP });
         const mine = await issueGrant(a.server.app.core, { shopDomain: SHOP, tier: 'admin_assistant', ttlMs: 3600_000 });
@@ -110,8 +110,8 @@ describe.if(!!TEST_DATABASE_URL)('two serve instances on one PostgreSQL', () => 
     async () => {
       const schema = testSchema();
       const clock = new ManualClock();
-      const a = await instance(await PgRepo.open({ url: TEST_DATABASE_URL!, schema, max: 4 }), newSecretKey(), clock);
-      const other = await PgRepo.open({ url: TEST_DATABASE_URL!, schema, max: 4 });
+      const a = await instance(await openPgRepo({ url: TEST_DATABASE_URL!, schema, max: 4 }), newSecretKey(), clock);
+      const other = await openPgRepo({ url: TEST_DATABASE_URL!, schema, max: 4 });
       try {
         await initStore(a.server.app.core, { shopDomain: SHOP });
         const { token } = await issueGrant(a.server.app.core, { shopDomain: SHOP, tier: 'observer', ttlMs: 3600_000 });
@@ -140,7 +140,7 @@ describe('one SQLite box', () => {
       const path = join(dir, 'hookrelay.db');
       const key = newSecretKey();
       const clock = new ManualClock();
-      const first = await instance(await SqliteRepo.open({ path }), key, clock);
+      const first = await instance(await openSqliteRepo({ path }), key, clock);
       let second: Instance | null = null;
       try {
         await initStore(first.server.app.core, { shopDomain: SHOP });
@@ -151,7 +151,7 @@ describe('one SQLite box', () => {
         const session = transport.sessionId;
         await first.server.stop();
 
-        second = await instance(await SqliteRepo.open({ path }), key, clock);
+        second = await instance(await openSqliteRepo({ path }), key, clock);
         balancer.to = second;
         const run = await execute(client, `return (await api.call('getCurrentAgentGrant')).data.grant.id;`);
         expect(run.doc.result).toBe(grantId);

@@ -6,11 +6,11 @@
  * changes from a self-hosted box.
  */
 import { describe, expect, it } from 'bun:test';
-import { ShopifyWebhooks } from '../../db/shopify-webhooks.ts';
 import { processPendingShopifyWebhooks, shopifyWebhooks } from '../../src/platform/shopify/webhook-handler.ts';
 import { signChoice } from '../../src/platform/shopify/billing.ts';
 import { fakeShopifyForFile, webhookPayloads } from '../fixtures/fake-shopify.ts';
 import { addGrant, addStore, BASE, call, createTestEnv, type TestEnv } from '../helpers.ts';
+import { runnerOf } from '../../db/runner.ts';
 
 const CLIENT = { clientId: 'billing-app-client-0001', clientSecret: 'billing-app-secret-canary-77a0' };
 const SHOP = 'billed-store.myshopify.com';
@@ -213,7 +213,7 @@ function subscriptionBody(id: string, name: string, status: string) {
   });
 }
 
-const resultOf = async (e: TestEnv, webhookId: string) => (await new ShopifyWebhooks(e.repo.sql).get(webhookId))?.result;
+const resultOf = async (e: TestEnv, webhookId: string) => (await e.repo.shopifyWebhooks.get(webhookId))?.result;
 const planOf = async (e: TestEnv, shop = SHOP) => {
   const s = (await e.repo.getStoreByShop(shop))!;
   return `${s.plan}/${s.billingStatus}`;
@@ -282,7 +282,7 @@ describe('app_subscriptions/update moves a plan only as Shopify reports it (issu
     const r = await deliver(e, 'app_subscriptions/update', approved);
     expect(r.status).toBe(200);
     await shopifyWebhooks(e.core).idle();
-    expect(await new ShopifyWebhooks(e.repo.sql).get(r.webhookId)).toMatchObject({ processedAt: null, lastError: 'shopify_unconfirmed' });
+    expect(await e.repo.shopifyWebhooks.get(r.webhookId)).toMatchObject({ processedAt: null, lastError: 'shopify_unconfirmed' });
     expect(await planOf(e)).toBe('free/active');
     fake.setDown(false);
     e.clock.advance(31_000);
@@ -311,13 +311,13 @@ describe('app_subscriptions/update moves a plan only as Shopify reports it (issu
   it('a subscription that could not be recorded is not offered to the merchant (503, no confirmation page)', async () => {
     const e = await setup('shopify-test');
     const html = await install(e);
-    const run = e.repo.sql.run.bind(e.repo.sql);
-    e.repo.sql.run = async (sql, params) => {
+    const run = runnerOf(e.repo).run.bind(runnerOf(e.repo));
+    runnerOf(e.repo).run = async (sql, params) => {
       if (sql.includes('INSERT INTO app_subscriptions')) throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
       return run(sql, params);
     };
     const started = await e.app.fetch(new Request(links(html).growth!));
-    e.repo.sql.run = run;
+    runnerOf(e.repo).run = run;
     expect(started.status).toBe(503);
     expect(started.headers.get('location')).toBeNull();
     expect(fake.subscriptions.map((s) => s.status)).toEqual(['PENDING']); // left to expire unapproved

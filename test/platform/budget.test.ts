@@ -5,7 +5,7 @@
  * instances share one budget.
  */
 import { describe, expect, it } from 'bun:test';
-import { PgRepo } from '../../db/pg/repo.ts';
+import { openPgRepo } from '../../db/pg/repo.ts';
 import { createCore, defaultConfig, type Core } from '../../src/core.ts';
 import { ManualClock } from '../../src/lib/clock.ts';
 import { hmacHex, newSecretKey, SecretBox } from '../../src/lib/crypto.ts';
@@ -86,7 +86,7 @@ describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL', () => {
     clock = shared;
     const open = async (): Promise<Core> =>
       createCore({
-        repo: await PgRepo.open({ url: TEST_DATABASE_URL!, schema, max: 4 }),
+        repo: await openPgRepo({ url: TEST_DATABASE_URL!, schema, max: 4 }),
         box: new SecretBox(key),
         clock: shared,
         log: memoryLog(),

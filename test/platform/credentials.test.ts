@@ -4,7 +4,7 @@
  * refuses every token pauses the store's handoff (events wait, a bounded number of probes) and drains it after.
  */
 import { describe, expect, it } from 'bun:test';
-import { PgRepo } from '../../db/pg/repo.ts';
+import { openPgRepo } from '../../db/pg/repo.ts';
 import { createCore, defaultConfig } from '../../src/core.ts';
 import { ManualClock } from '../../src/lib/clock.ts';
 import { newSecretKey, SecretBox } from '../../src/lib/crypto.ts';
@@ -325,7 +325,7 @@ describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL', () => {
     const shared = new ManualClock();
     clock = shared;
     const open = async () => {
-      const repo = await PgRepo.open({ url: TEST_DATABASE_URL!, schema, max: 4 });
+      const repo = await openPgRepo({ url: TEST_DATABASE_URL!, schema, max: 4 });
       return createCore({
         repo,
         box: new SecretBox(key),

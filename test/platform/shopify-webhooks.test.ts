@@ -8,7 +8,6 @@
  * hmacBase64 over the exact bytes, or sent by the fake as Shopify sends them.
  */
 import { afterEach, describe, expect, it } from 'bun:test';
-import { ShopifyWebhooks } from '../../db/shopify-webhooks.ts';
 import { hmacBase64 } from '../../src/lib/crypto.ts';
 import { CUSTOMER_DATA_REQUEST, processPendingShopifyWebhooks, shopifyWebhooks } from '../../src/platform/shopify/webhook-handler.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
@@ -128,7 +127,7 @@ const bodyOf = async (e: TestEnv, id: string) => {
   const b = await e.repo.getEventBody(id);
   return b ? new TextDecoder().decode(b) : null;
 };
-const webhookRow = (e: TestEnv, id: string) => new ShopifyWebhooks(e.repo.sql).get(id);
+const webhookRow = (e: TestEnv, id: string) => e.repo.shopifyWebhooks.get(id);
 
 describe('POST /shopify/webhooks refuses', () => {
   it('what is not signed with the app secret (401), and records nothing of it', async () => {
@@ -297,7 +296,7 @@ describe('app/uninstalled', () => {
     const uninstalledAt = e.clock.now() + 1000;
     e.clock.set(uninstalledAt);
     fake.uninstall();
-    await new ShopifyWebhooks(e.repo.sql).record({
+    await e.repo.shopifyWebhooks.record({
       webhookId: 'wh-late',
       topic: 'app/uninstalled',
       shopDomain: SHOP,

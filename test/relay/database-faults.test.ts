@@ -8,7 +8,7 @@ import { createHmac } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'bun:test';
 import type pg from 'pg';
 import type { PgTimeouts } from '../../db/pg/client.ts';
-import { PgRepo } from '../../db/pg/repo.ts';
+import { type PgRepo, openPgRepo } from '../../db/pg/repo.ts';
 import { createCore, defaultConfig } from '../../src/core.ts';
 import { ManualClock } from '../../src/lib/clock.ts';
 import { hmacHex, newSecretKey, SecretBox } from '../../src/lib/crypto.ts';
@@ -40,7 +40,7 @@ interface Box {
 
 /** `serve` on a fresh schema of the private server, with a store, a grant and an endpoint. */
 async function serveOn(timeouts: PgTimeouts, worker = false): Promise<Box> {
-  const repo = await PgRepo.open({ url: server.url, schema: `faults_${schemas++}`, max: 4, timeouts });
+  const repo = await openPgRepo({ url: server.url, schema: `faults_${schemas++}`, max: 4, timeouts });
   const clock = new ManualClock();
   const log = memoryLog();
   const core = createCore({

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteRepo } from '../../db/sqlite/repo.ts';
+import { type SqliteRepo, openSqliteRepo } from '../../db/sqlite/repo.ts';
 import { openCore } from '../../src/boot.ts';
 import type { ManualClock } from '../../src/lib/clock.ts';
 import { memoryLog } from '../../src/lib/log.ts';
@@ -93,7 +93,7 @@ describe('serve on a SQLite file: the relay thread', () => {
     await s.running.stop();
     const accepted = answers.filter((a) => a.status === 202).map((a) => a.json.eventId as string);
     expect(accepted.length).toBe(25);
-    const reopened = await SqliteRepo.open({ path: join(s.dataDir, 'hookrelay.db') });
+    const reopened = await openSqliteRepo({ path: join(s.dataDir, 'hookrelay.db') });
     const storeId = (await reopened.listStores())[0]!.id;
     for (const id of accepted) expect(await reopened.getEvent(storeId, id)).not.toBeNull();
     await reopened.close();

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteRepo } from '../../db/sqlite/repo.ts';
+import { type SqliteRepo, openSqliteRepo } from '../../db/sqlite/repo.ts';
 import { openCore } from '../../src/boot.ts';
 import { createCore, defaultConfig, type Config, type Core } from '../../src/core.ts';
 import { ManualClock } from '../../src/lib/clock.ts';
@@ -48,7 +48,7 @@ function fileEnvs(clock: ManualClock): () => Promise<TestEnv> {
   const key = newSecretKey();
   return async () => {
     const log = memoryLog();
-    const repo = await SqliteRepo.open({ path });
+    const repo = await openSqliteRepo({ path });
     return envFor(createCore({ repo, box: new SecretBox(key), clock, log, config: defaultConfig(config()) }), log);
   };
 }

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteRepo } from '../../db/sqlite/repo.ts';
+import { openSqliteRepo } from '../../db/sqlite/repo.ts';
 import { createCore, defaultConfig } from '../../src/core.ts';
 import { ManualClock } from '../../src/lib/clock.ts';
 import { newGrantToken, newSecretKey, SecretBox } from '../../src/lib/crypto.ts';
@@ -29,7 +29,7 @@ async function fileEnv(): Promise<TestEnv> {
   if (!sqliteOnly) return createTestEnv();
   dir = mkdtempSync(join(tmpdir(), 'hookrelay-endpoints-at-rest-'));
   dbPath = join(dir, 'hookrelay.db');
-  const repo = await SqliteRepo.open({ path: dbPath });
+  const repo = await openSqliteRepo({ path: dbPath });
   const clock = new ManualClock();
   const log = memoryLog();
   const core = createCore({

@@ -6,7 +6,6 @@
  * pair, ends any pause, and lands the merchant on a page that says what to do next. Nothing here answers JSON or
  * carries a token, code or secret in what it shows or logs.
  */
-import { AppInstalls } from '../../../db/app-installs.ts';
 import type { Repo } from '../../../db/repo.ts';
 import type { StoreRow } from '../../../db/types.ts';
 import { DEFAULT_PLAN } from '../../contract/plans.ts';
@@ -45,7 +44,7 @@ const STATE = /^([0-9a-z]{1,12})\.([0-9A-Za-z]{16,64})\.([0-9A-Za-z_-]{43})$/;
 /**
  * An install's `state`: `<expiry, base-36 seconds>.<nonce>.<MAC>`, the MAC (HMAC-SHA256, base64url) over the shop,
  * the expiry and the nonce. Nothing is stored when it is made: the callback checks it, and records it as used only
- * once Shopify's signature, the cookie and the MAC have verified (see AppInstalls.useState).
+ * once Shopify's signature, the cookie and the MAC have verified (see Repo.installs.useState).
  */
 function makeState(secret: string, shop: string, expiresAt: number): string {
   const expires = Math.ceil(expiresAt / 1000).toString(36);
@@ -68,7 +67,7 @@ const idTail = (gid: string) => gid.split('/').pop() || gid;
 
 /** The install pages; `ops` makes a new store's row (src/ops/stores.ts), handed in by the server. */
 export function createAppInstall(core: Core, ops: Pick<PlatformOps, 'newStoreRow'>) {
-  const installs = new AppInstalls(core.repo.sql);
+  const installs = core.repo.installs;
   const secretVar = () => APP_SECRET_ENV.find((name) => !!core.config.env(name));
   const notConfigured = () =>
     page(503, 'Installs are not set up on this server', [

@@ -7,7 +7,6 @@
  * store's plan and billing status to what Shopify reports when asked back (never what the webhook's body says), and
  * the meters follow. With billing off nothing here is reachable.
  */
-import { AppInstalls } from '../../../db/app-installs.ts';
 import type { StoreRow } from '../../../db/types.ts';
 import { paidPlans } from '../../contract/plans.ts';
 import type { Core } from '../../core.ts';
@@ -79,7 +78,7 @@ export function createBilling(core: Core) {
     // Recorded before the merchant can approve it: only subscriptions listed here ever move this store's plan. Not
     // recorded, the merchant is not sent on (the subscription stays pending at Shopify and expires unapproved).
     try {
-      await new AppInstalls(core.repo.sql).recordSubscription(made.id, store.id, plan, core.clock.now());
+      await core.repo.installs.recordSubscription(made.id, store.id, plan, core.clock.now());
     } catch {
       core.log.error(`billing: Shopify subscription ${made.id} for ${shop} could not be recorded; the merchant was asked to try again`);
       return page(503, 'Please try again', [
@@ -116,7 +115,7 @@ export function createBilling(core: Core) {
 export async function reconcileSubscription(core: Core, bound: StoreRow, subscriptionId: string): Promise<string> {
   // A box that does not bill made no subscription: its plans stay its operator's.
   if (billingMode(core.config.env) === 'off') return 'no change';
-  const installs = new AppInstalls(core.repo.sql);
+  const installs = core.repo.installs;
   const ours = await installs.subscriptionsOf(bound.id);
   if (!ours.some((s) => s.subscriptionId === subscriptionId))
     return `not acted on: the subscription is not one hookrelay created for store ${bound.id}; plan unchanged`;
@@ -163,6 +162,6 @@ export async function endBilledPlan(core: Core, storeId: string, at: number): Pr
   if (billingMode(core.config.env) === 'off') return '';
   const store = await core.repo.getStore(storeId);
   if (!store || store.plan === 'free') return '';
-  if (!(await new AppInstalls(core.repo.sql).setBilling(store.id, store, { plan: 'free', billingStatus: 'cancelled' }, at, false))) return '';
+  if (!(await core.repo.installs.setBilling(store.id, store, { plan: 'free', billingStatus: 'cancelled' }, at, false))) return '';
   return `; plan ${store.plan} -> free (Shopify cancels subscriptions on uninstall)`;
 }

@@ -8,7 +8,7 @@
  * is deferred once, not again and again. The model follows its own spending; a reply rewrites it only when it
  * teaches something: the first report, a THROTTLED answer, another maximum, rate or cost.
  */
-import type { PlatformLinkRow, PlatformLinkStore } from '../../../db/platform-links.ts';
+import type { PlatformLinkRow, PlatformLinkStore } from '../../../db/areas/platform-links.ts';
 import type { CoreWith } from '../../core.ts';
 import type { QueryCost } from './admin-api.ts';
 

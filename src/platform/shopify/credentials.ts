@@ -7,7 +7,7 @@
  * and across instances the one holding platform_links' renewal lease renews while the others wait for its token.
  */
 import { randomUUID } from 'node:crypto';
-import type { ObtainedToken, PlatformLinkRow, PlatformLinkStore } from '../../../db/platform-links.ts';
+import type { ObtainedToken, PlatformLinkRow, PlatformLinkStore } from '../../../db/areas/platform-links.ts';
 import type { StoreRow } from '../../../db/types.ts';
 import type { CredentialMode } from '../../contract/platform.ts';
 import { CREDENTIAL_MODES } from '../../contract/platform.ts';

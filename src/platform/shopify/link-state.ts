@@ -3,7 +3,7 @@
  * the cost budget, the API version asked for and the one that answered, and a live check with the current
  * credentials. Setup state, `hookrelay store show` and the reliability reads take it through the registry.
  */
-import type { PlatformLinkRow } from '../../../db/platform-links.ts';
+import type { PlatformLinkRow } from '../../../db/areas/platform-links.ts';
 import type { StoreRow } from '../../../db/types.ts';
 import type { PlatformLinkState } from '../../contract/platform-schemas.ts';
 import { iso, isoOrNull } from '../../lib/clock.ts';

@@ -4,7 +4,7 @@
  * and a cheap `shop { id }` query for probes and live checks. One instance per runtime (shopifyPlatform), so the
  * worker, setup state and doctor share one token cache and one renewal per store.
  */
-import type { PlatformLinkStore } from '../../../db/platform-links.ts';
+import type { PlatformLinkStore } from '../../../db/areas/platform-links.ts';
 import type { StoreRow } from '../../../db/types.ts';
 import { PAUSE_CODES } from '../../contract/platform.ts';
 import type { CoreWith } from '../../core.ts';

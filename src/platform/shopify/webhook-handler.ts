@@ -9,8 +9,8 @@
  * (a customer's erasure, a data request, a shop's erasure per uninstall): replays change nothing beyond the first.
  * Log lines carry the topic, the shop, the webhook id and counts: never a payload value or a secret.
  */
-import { Redaction } from '../../../db/redaction.ts';
-import { ShopifyWebhooks, type ShopifyWebhookRow } from '../../../db/shopify-webhooks.ts';
+import type { RedactionStore } from '../../../db/areas/redaction.ts';
+import type { ShopifyWebhookRow, ShopifyWebhookStore } from '../../../db/areas/shopify-webhooks.ts';
 import type { StoreRow } from '../../../db/types.ts';
 import type { Core } from '../../core.ts';
 import { endBilledPlan, reconcileSubscription } from './billing-pages.ts';
@@ -85,7 +85,7 @@ export function shopifyWebhooks(core: Core): ShopifyWebhookHandler {
 }
 
 function createShopifyWebhooks(core: Core): ShopifyWebhookHandler {
-  const store = new ShopifyWebhooks(core.repo.sql);
+  const store = core.repo.shopifyWebhooks;
   const running = new Set<Promise<unknown>>();
   const background = (work: Promise<unknown>) => {
     const p = work.catch(() => {}).finally(() => running.delete(p));
@@ -165,10 +165,10 @@ function rowOf(
  * more than 30 days ago. Returns how many it processed.
  */
 export async function processPendingShopifyWebhooks(core: Core, limit = 50): Promise<number> {
-  return sweep(core, new ShopifyWebhooks(core.repo.sql), limit);
+  return sweep(core, core.repo.shopifyWebhooks, limit);
 }
 
-async function sweep(core: Core, store: ShopifyWebhooks, limit = 50): Promise<number> {
+async function sweep(core: Core, store: ShopifyWebhookStore, limit = 50): Promise<number> {
   const now = core.clock.now();
   let processed = 0;
   for (const id of await store.due(now, limit)) {
@@ -181,7 +181,7 @@ async function sweep(core: Core, store: ShopifyWebhooks, limit = 50): Promise<nu
 }
 
 /** One run of a delivery's processing; true when it ended processed. Never throws. */
-async function run(core: Core, store: ShopifyWebhooks, id: string, row: ShopifyWebhookRow, inHand: unknown): Promise<boolean> {
+async function run(core: Core, store: ShopifyWebhookStore, id: string, row: ShopifyWebhookRow, inHand: unknown): Promise<boolean> {
   const topic = row.topic as WebhookTopic;
   const what = `shopify webhook ${row.topic} ${id} for ${row.shopDomain}`;
   try {
@@ -285,9 +285,9 @@ async function shopRedact(core: Core, d: Delivery<'shop/redact'>): Promise<strin
     return `not applied: Shopify still accepts store ${store.id}'s token; it sends shop/redact only after an uninstall (a delivery sent again?)`;
   // Once per uninstall: the same body sent again while the store stays uninstalled erases nothing more.
   const effect = `shop/redact ${sha256Hex(`${store.id}\n${store.uninstalledAt ?? 'unrecorded'}`)}`;
-  if (!(await new ShopifyWebhooks(core.repo.sql).claimEffect(effect, store.id, d.row.webhookId, core.clock.now())))
+  if (!(await core.repo.shopifyWebhooks.claimEffect(effect, store.id, d.row.webhookId, core.clock.now())))
     return `${NOT_ACTED_ON}store ${store.id} was erased already for this uninstall (a delivery sent again)`;
-  const redaction = new Redaction(core.repo);
+  const redaction = core.repo.redaction;
   const bodies = await eraseAll(redaction, store);
   const records = await redaction.deleteRecords(store.id, FREE_TEXT_RECORDS);
   const intents = await redaction.deleteIntents(store.id, FREE_TEXT_INTENTS);
@@ -298,7 +298,7 @@ async function shopRedact(core: Core, d: Delivery<'shop/redact'>): Promise<strin
   return `store ${store.id}: ${bodies} event bodies erased (events and counts kept), ${records} records and ${intents} intents deleted, tokens cleared, ${notes} confirmation notes erased`;
 }
 
-async function eraseAll(redaction: Redaction, store: StoreRow): Promise<number> {
+async function eraseAll(redaction: RedactionStore, store: StoreRow): Promise<number> {
   let erased = 0;
   let after = '';
   for (;;) {
@@ -322,9 +322,9 @@ async function customersRedact(core: Core, d: Delivery<'customers/redact'>): Pro
   const store = d.store;
   const digest = d.payload.digest;
   if (!digest) return `${NOT_ACTED_ON}recorded by a version that kept no digest of its signed body, so it cannot be told from a replay; nothing erased`;
-  if (!(await new ShopifyWebhooks(core.repo.sql).claimEffect(`customers/redact ${digest}`, store.id, d.row.webhookId, core.clock.now())))
+  if (!(await core.repo.shopifyWebhooks.claimEffect(`customers/redact ${digest}`, store.id, d.row.webhookId, core.clock.now())))
     return `${NOT_ACTED_ON}this erasure request (the same signed body) was acted on already (a delivery sent again)`;
-  const redaction = new Redaction(core.repo);
+  const redaction = core.repo.redaction;
   const events = await customerEvents(redaction, store, d.payload.customerId, d.payload.ordersToRedact);
   let erased = 0;
   for (let i = 0; i < events.length; i += ERASE_CHUNK)
@@ -344,7 +344,7 @@ async function customersDataRequest(core: Core, d: Delivery<'customers/data_requ
   // One record per request: the same signed body sent again under another webhook id finds it.
   const id = `cdr_${sha256Hex(d.payload.digest ? `${store.id}\n${d.payload.digest}` : d.row.webhookId).slice(0, 26)}`;
   if (await core.repo.getRecord(store.id, CUSTOMER_DATA_REQUEST, id)) return `recorded already as ${id}`;
-  const redaction = new Redaction(core.repo);
+  const redaction = core.repo.redaction;
   const now = core.clock.now();
   const events = await customerEvents(redaction, store, d.payload.customerId, d.payload.ordersRequested);
   const retainedAfter = now - core.config.bodyRetentionMs;
@@ -383,7 +383,7 @@ const ids = (values: ShopifyId[]) => [...new Set(values.map(normalizeResourceId)
  * those naming one of the orders on an `order` endpoint (the trigger as it was when the event arrived). An event
  * whose endpoint was deleted since is counted in when it names any of the ids: erasure errs on the side of erasing.
  */
-async function customerEvents(redaction: Redaction, store: StoreRow, customerId: ShopifyId | null, orderIds: ShopifyId[]) {
+async function customerEvents(redaction: RedactionStore, store: StoreRow, customerId: ShopifyId | null, orderIds: ShopifyId[]) {
   const customer = customerId == null ? null : normalizeResourceId(customerId);
   const orders = new Set(ids(orderIds));
   const wanted = [...new Set([...(customer ? [customer] : []), ...orders])];

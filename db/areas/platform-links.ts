@@ -4,8 +4,8 @@
  * the PostgreSQL runner numbers). Each change is one statement, so instances racing on a store's row serialise
  * on it: one renewal, one probe, one pause.
  */
-import { tableRows, type SqlRunner } from './runner.ts';
-import { platformLinks } from './sqlite/schema.ts';
+import { tableRows, type SqlRunner } from '../runner.ts';
+import { platformLinks } from '../sqlite/schema.ts';
 
 export type PlatformLinkRow = typeof platformLinks.$inferSelect;
 
@@ -97,140 +97,138 @@ const tokenParams = (t: ObtainedToken, now: number) => [
   now,
 ];
 
-export class PlatformLinks implements PlatformLinkStore {
-  constructor(private readonly sql: SqlRunner) {}
+export function platformLinkStore(sql: SqlRunner): PlatformLinkStore {
+  const ensure = (storeId: string, now: number) =>
+    sql.run('INSERT INTO platform_links (store_id, updated_at) VALUES (?, ?) ON CONFLICT (store_id) DO NOTHING', [storeId, now]);
+  return {
+    async get(storeId: string) {
+      return (await sql.all<PlatformLinkRow>(`SELECT ${COLUMNS} FROM platform_links WHERE store_id = ?`, [storeId]))[0] ?? null;
+    },
 
-  async get(storeId: string) {
-    return (await this.sql.all<PlatformLinkRow>(`SELECT ${COLUMNS} FROM platform_links WHERE store_id = ?`, [storeId]))[0] ?? null;
-  }
+    listPaused() {
+      return sql.all<PlatformLinkRow>(`SELECT ${COLUMNS} FROM platform_links WHERE pause_reason IS NOT NULL ORDER BY store_id`, []);
+    },
 
-  listPaused() {
-    return this.sql.all<PlatformLinkRow>(`SELECT ${COLUMNS} FROM platform_links WHERE pause_reason IS NOT NULL ORDER BY store_id`, []);
-  }
-
-  private ensure(storeId: string, now: number) {
-    return this.sql.run('INSERT INTO platform_links (store_id, updated_at) VALUES (?, ?) ON CONFLICT (store_id) DO NOTHING', [storeId, now]);
-  }
-
-  async takeRenewal(storeId: string, owner: string, now: number, until: number) {
-    await this.ensure(storeId, now);
-    const changed = await this.sql.run(
-      `UPDATE platform_links SET renewal_lease_until = ?, renewal_owner = ?, updated_at = ?
+    async takeRenewal(storeId: string, owner: string, now: number, until: number) {
+      await ensure(storeId, now);
+      const changed = await sql.run(
+        `UPDATE platform_links SET renewal_lease_until = ?, renewal_owner = ?, updated_at = ?
        WHERE store_id = ? AND (renewal_lease_until IS NULL OR renewal_lease_until <= ? OR renewal_owner = ?)`,
-      [until, owner, now, storeId, now, owner],
-    );
-    return changed === 1;
-  }
+        [until, owner, now, storeId, now, owner],
+      );
+      return changed === 1;
+    },
 
-  async saveToken(storeId: string, owner: string, t: ObtainedToken, now: number) {
-    const rows = await this.sql.all<{ generation: number }>(
-      `UPDATE platform_links SET ${TOKEN_SET} WHERE store_id = ? AND renewal_owner = ? RETURNING token_generation AS "generation"`,
-      [...tokenParams(t, now), storeId, owner],
-    );
-    return rows[0]?.generation ?? null;
-  }
+    async saveToken(storeId: string, owner: string, t: ObtainedToken, now: number) {
+      const rows = await sql.all<{ generation: number }>(
+        `UPDATE platform_links SET ${TOKEN_SET} WHERE store_id = ? AND renewal_owner = ? RETURNING token_generation AS "generation"`,
+        [...tokenParams(t, now), storeId, owner],
+      );
+      return rows[0]?.generation ?? null;
+    },
 
-  async failRenewal(storeId: string, owner: string, code: string | null, now: number) {
-    await this.sql.run(
-      `UPDATE platform_links SET renewal_lease_until = NULL, renewal_owner = NULL, last_renewal_error = COALESCE(?, last_renewal_error), updated_at = ?
+    async failRenewal(storeId: string, owner: string, code: string | null, now: number) {
+      await sql.run(
+        `UPDATE platform_links SET renewal_lease_until = NULL, renewal_owner = NULL, last_renewal_error = COALESCE(?, last_renewal_error), updated_at = ?
        WHERE store_id = ? AND renewal_owner = ?`,
-      [code, now, storeId, owner],
-    );
-  }
+        [code, now, storeId, owner],
+      );
+    },
 
-  async clearToken(storeId: string, now: number) {
-    await this.sql.run(
-      `UPDATE platform_links SET token_sealed = NULL, token_expires_at = NULL, token_obtained_at = NULL, token_scope = NULL,
+    async clearToken(storeId: string, now: number) {
+      await sql.run(
+        `UPDATE platform_links SET token_sealed = NULL, token_expires_at = NULL, token_obtained_at = NULL, token_scope = NULL,
          token_client_id = NULL, refresh_sealed = NULL, refresh_expires_at = NULL, token_generation = token_generation + 1,
          last_renewal_error = NULL, updated_at = ?
        WHERE store_id = ?`,
-      [now, storeId],
-    );
-  }
+        [now, storeId],
+      );
+    },
 
-  async installToken(storeId: string, t: ObtainedToken, now: number) {
-    await this.ensure(storeId, now);
-    const rows = await this.sql.all<{ generation: number }>(
-      `UPDATE platform_links SET ${TOKEN_SET} WHERE store_id = ? RETURNING token_generation AS "generation"`,
-      [...tokenParams(t, now), storeId],
-    );
-    return rows[0]!.generation;
-  }
+    async installToken(storeId: string, t: ObtainedToken, now: number) {
+      await ensure(storeId, now);
+      const rows = await sql.all<{ generation: number }>(
+        `UPDATE platform_links SET ${TOKEN_SET} WHERE store_id = ? RETURNING token_generation AS "generation"`,
+        [...tokenParams(t, now), storeId],
+      );
+      return rows[0]!.generation;
+    },
 
-  async noteApiVersion(storeId: string, version: string, now: number) {
-    await this.ensure(storeId, now);
-    await this.sql.run('UPDATE platform_links SET answered_api_version = ?, answered_api_version_at = ?, updated_at = ? WHERE store_id = ?', [
-      version,
-      now,
-      now,
-      storeId,
-    ]);
-  }
+    async noteApiVersion(storeId: string, version: string, now: number) {
+      await ensure(storeId, now);
+      await sql.run('UPDATE platform_links SET answered_api_version = ?, answered_api_version_at = ?, updated_at = ? WHERE store_id = ?', [
+        version,
+        now,
+        now,
+        storeId,
+      ]);
+    },
 
-  async pause(storeId: string, p: PendingPause, now: number, probes: number, nextProbeAt: number) {
-    await this.ensure(storeId, now);
-    const rows = await this.sql.all<PlatformLinkRow>(
-      `UPDATE platform_links SET
+    async pause(storeId: string, p: PendingPause, now: number, probes: number, nextProbeAt: number) {
+      await ensure(storeId, now);
+      const rows = await sql.all<PlatformLinkRow>(
+        `UPDATE platform_links SET
          probes = CASE WHEN pause_reason IS NULL THEN ? ELSE probes END,
          next_probe_at = CASE WHEN pause_reason IS NULL THEN ? ELSE next_probe_at END,
          paused_since = CASE WHEN pause_reason IS NULL THEN ? ELSE paused_since END,
          pause_reason = ?, pause_code = ?, pause_message = ?, updated_at = ?
        WHERE store_id = ? RETURNING ${COLUMNS}`,
-      [probes, nextProbeAt, now, p.reason, p.code, p.message, now, storeId],
-    );
-    return rows[0]!;
-  }
+        [probes, nextProbeAt, now, p.reason, p.code, p.message, now, storeId],
+      );
+      return rows[0]!;
+    },
 
-  async takeProbe(storeId: string, now: number, leaseUntil: number) {
-    const rows = await this.sql.all<PlatformLinkRow>(
-      `UPDATE platform_links SET probe_lease_until = ?, last_probe_at = ?, updated_at = ?
+    async takeProbe(storeId: string, now: number, leaseUntil: number) {
+      const rows = await sql.all<PlatformLinkRow>(
+        `UPDATE platform_links SET probe_lease_until = ?, last_probe_at = ?, updated_at = ?
        WHERE store_id = ? AND pause_reason IS NOT NULL AND next_probe_at <= ? AND (probe_lease_until IS NULL OR probe_lease_until <= ?)
        RETURNING ${COLUMNS}`,
-      [leaseUntil, now, now, storeId, now, now],
-    );
-    return rows[0] ?? null;
-  }
+        [leaseUntil, now, now, storeId, now, now],
+      );
+      return rows[0] ?? null;
+    },
 
-  async probeFailed(storeId: string, p: PendingPause, now: number, nextProbeAt: number) {
-    await this.sql.run(
-      `UPDATE platform_links SET probes = probes + 1, next_probe_at = ?, probe_lease_until = NULL, pause_reason = ?, pause_code = ?,
+    async probeFailed(storeId: string, p: PendingPause, now: number, nextProbeAt: number) {
+      await sql.run(
+        `UPDATE platform_links SET probes = probes + 1, next_probe_at = ?, probe_lease_until = NULL, pause_reason = ?, pause_code = ?,
          pause_message = ?, updated_at = ?
        WHERE store_id = ? AND pause_reason IS NOT NULL`,
-      [nextProbeAt, p.reason, p.code, p.message, now, storeId],
-    );
-  }
+        [nextProbeAt, p.reason, p.code, p.message, now, storeId],
+      );
+    },
 
-  async spendBudget(storeId: string, version: number, available: number, at: number, horizon: number | null) {
-    const changed = await this.sql.run(
-      `UPDATE platform_links SET budget_available = ?, budget_at = ?, budget_horizon = ?, budget_version = budget_version + 1
+    async spendBudget(storeId: string, version: number, available: number, at: number, horizon: number | null) {
+      const changed = await sql.run(
+        `UPDATE platform_links SET budget_available = ?, budget_at = ?, budget_horizon = ?, budget_version = budget_version + 1
        WHERE store_id = ? AND budget_version = ?`,
-      [available, at, horizon, storeId, version],
-    );
-    return changed === 1;
-  }
+        [available, at, horizon, storeId, version],
+      );
+      return changed === 1;
+    },
 
-  async observeBudget(storeId: string, b: ObservedBudget, at: number) {
-    await this.ensure(storeId, at);
-    await this.sql.run(
-      `UPDATE platform_links SET budget_max = ?, budget_available = ?, budget_rate = ?, budget_cost = ?, budget_at = ?,
+    async observeBudget(storeId: string, b: ObservedBudget, at: number) {
+      await ensure(storeId, at);
+      await sql.run(
+        `UPDATE platform_links SET budget_max = ?, budget_available = ?, budget_rate = ?, budget_cost = ?, budget_at = ?,
          budget_version = budget_version + 1 WHERE store_id = ?`,
-      [b.max, b.available, b.rate, b.cost, at, storeId],
-    );
-  }
+        [b.max, b.available, b.rate, b.cost, at, storeId],
+      );
+    },
 
-  async resume(storeId: string, now: number) {
-    const ended = await this.sql.run(
-      `UPDATE platform_links SET pause_reason = NULL, pause_code = NULL, pause_message = NULL, paused_since = NULL, next_probe_at = NULL,
+    async resume(storeId: string, now: number) {
+      const ended = await sql.run(
+        `UPDATE platform_links SET pause_reason = NULL, pause_code = NULL, pause_message = NULL, paused_since = NULL, next_probe_at = NULL,
          probe_lease_until = NULL, resumed_at = ?, updated_at = ?
        WHERE store_id = ? AND pause_reason IS NOT NULL`,
-      [now, now, storeId],
-    );
-    if (ended === 0) return false;
-    // Events deferred while paused wait for the next probe time; leased ones are a worker's, which decides.
-    await this.sql.run(
-      `UPDATE events SET next_attempt_at = ? WHERE store_id = ? AND outcome IN ('accepted', 'queued') AND lease_until IS NULL AND next_attempt_at > ?`,
-      [now, storeId, now],
-    );
-    return true;
-  }
+        [now, now, storeId],
+      );
+      if (ended === 0) return false;
+      // Events deferred while paused wait for the next probe time; leased ones are a worker's, which decides.
+      await sql.run(
+        `UPDATE events SET next_attempt_at = ? WHERE store_id = ? AND outcome IN ('accepted', 'queued') AND lease_until IS NULL AND next_attempt_at > ?`,
+        [now, storeId, now],
+      );
+      return true;
+    },
+  };
 }

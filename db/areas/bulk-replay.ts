@@ -1,11 +1,10 @@
 /**
  * Bulk replay's storage: the events a filter selects, and their requeue in one statement. Written once for both
- * dialects over the thin runner (as db/platform-links.ts is): plain SQL both SQLite and PostgreSQL run as written,
- * `?` placeholders. The one difference is PostgreSQL's `lease_token` column, which a requeue clears there too.
+ * dialects over the thin runner (as db/areas/platform-links.ts is): plain SQL both SQLite and PostgreSQL run as written,
+ * `?` placeholders. The one difference is PostgreSQL's `lease_token` column, which a requeue clears there too (the dialect's clearLease).
  * Which events may be replayed, and why not, is decided above (src/ops/bulk-replay.ts); this only selects and writes.
  */
-import type { Repo } from './repo.ts';
-import type { SqlRunner, Write } from './runner.ts';
+import type { SqlRunner, Write } from '../runner.ts';
 
 /** What selects the events of one bulk replay. Times are epoch ms. */
 export interface BulkReplayFilter {
@@ -93,79 +92,72 @@ function retained(f: BulkReplayFilter): { sql: string; params: unknown[] } {
   return { sql: `${w.sql} AND ${RETAINED}`, params: [...w.params, f.retainedAfter] };
 }
 
-export class BulkReplays implements BulkReplayStore {
-  /** The lease columns a requeue clears: PostgreSQL's events also carry the token each claim sets. */
-  private readonly clearLease: string;
-
-  private readonly sql: SqlRunner;
-
-  constructor(storage: Pick<Repo, 'sql' | 'layout'>) {
-    this.sql = storage.sql;
-    this.clearLease = storage.layout.clearLease;
-  }
-
-  async counts(f: BulkReplayFilter): Promise<BulkReplayCounts> {
-    const w = where(f);
-    const r = f.retainedAfter;
-    const rows = await this.sql.all<BulkReplayCounts>(
-      `SELECT coalesce(sum(CASE WHEN ${RETAINED} THEN 1 ELSE 0 END), 0) AS "count",
+export function bulkReplayStore(sql: SqlRunner): BulkReplayStore {
+  /** The requeue as one write of a batch: an intent's execute commits it with the intent's completion. */
+  const requeueWrite = (f: BulkReplayFilter, bound: BulkReplayBound, now: number): Write => {
+    const w = retained(f);
+    return {
+      sql: `UPDATE events SET outcome = 'queued', code = NULL, next_attempt_at = ?, ${sql.dialect.clearLease}
+       WHERE ${w.sql} AND id <= ? AND (last_attempt_at IS NULL OR last_attempt_at <= ?)`,
+      params: [now, ...w.params, bound.throughId, bound.lastAttemptAtMost],
+    };
+  };
+  return {
+    async counts(f: BulkReplayFilter): Promise<BulkReplayCounts> {
+      const w = where(f);
+      const r = f.retainedAfter;
+      const rows = await sql.all<BulkReplayCounts>(
+        `SELECT coalesce(sum(CASE WHEN ${RETAINED} THEN 1 ELSE 0 END), 0) AS "count",
               coalesce(sum(CASE WHEN ${RETAINED} THEN 0 ELSE 1 END), 0) AS "bodyNotRetained",
               min(CASE WHEN ${RETAINED} THEN received_at END) AS "oldestReceivedAt",
               max(CASE WHEN ${RETAINED} THEN received_at END) AS "newestReceivedAt",
               max(CASE WHEN ${RETAINED} THEN id END) AS "throughId"
        FROM events WHERE ${w.sql}`,
-      [r, r, r, r, r, ...w.params],
-    );
-    const c = rows[0]!;
-    return {
-      count: Number(c.count),
-      bodyNotRetained: Number(c.bodyNotRetained),
-      oldestReceivedAt: c.oldestReceivedAt == null ? null : Number(c.oldestReceivedAt),
-      newestReceivedAt: c.newestReceivedAt == null ? null : Number(c.newestReceivedAt),
-      throughId: c.throughId ?? null,
-    };
-  }
+        [r, r, r, r, r, ...w.params],
+      );
+      const c = rows[0]!;
+      return {
+        count: Number(c.count),
+        bodyNotRetained: Number(c.bodyNotRetained),
+        oldestReceivedAt: c.oldestReceivedAt == null ? null : Number(c.oldestReceivedAt),
+        newestReceivedAt: c.newestReceivedAt == null ? null : Number(c.newestReceivedAt),
+        throughId: c.throughId ?? null,
+      };
+    },
 
-  async sample(f: BulkReplayFilter, limit: number): Promise<BulkReplaySample[]> {
-    const w = retained(f);
-    const rows = await this.sql.all<BulkReplaySample>(
-      `SELECT id, endpoint_id AS "endpointId", outcome, code, received_at AS "receivedAt"
+    async sample(f: BulkReplayFilter, limit: number): Promise<BulkReplaySample[]> {
+      const w = retained(f);
+      const rows = await sql.all<BulkReplaySample>(
+        `SELECT id, endpoint_id AS "endpointId", outcome, code, received_at AS "receivedAt"
        FROM events WHERE ${w.sql} ORDER BY id LIMIT ?`,
-      [...w.params, limit],
-    );
-    return rows.map((e) => ({ ...e, receivedAt: Number(e.receivedAt) }));
-  }
+        [...w.params, limit],
+      );
+      return rows.map((e) => ({ ...e, receivedAt: Number(e.receivedAt) }));
+    },
 
-  async endpointIds(f: BulkReplayFilter): Promise<string[]> {
-    const w = retained(f);
-    const rows = await this.sql.all<{ endpointId: string }>(
-      `SELECT DISTINCT endpoint_id AS "endpointId" FROM events WHERE ${w.sql} ORDER BY endpoint_id`,
-      w.params,
-    );
-    return rows.map((r) => r.endpointId);
-  }
+    async endpointIds(f: BulkReplayFilter): Promise<string[]> {
+      const w = retained(f);
+      const rows = await sql.all<{ endpointId: string }>(
+        `SELECT DISTINCT endpoint_id AS "endpointId" FROM events WHERE ${w.sql} ORDER BY endpoint_id`,
+        w.params,
+      );
+      return rows.map((r) => r.endpointId);
+    },
 
-  async receivedAtAfter(f: BulkReplayFilter, offset: number): Promise<number | null> {
-    const w = retained(f);
-    const rows = await this.sql.all<{ receivedAt: number }>(
-      `SELECT received_at AS "receivedAt" FROM events WHERE ${w.sql} ORDER BY received_at, id LIMIT 1 OFFSET ?`,
-      [...w.params, offset],
-    );
-    return rows[0] ? Number(rows[0].receivedAt) : null;
-  }
+    async receivedAtAfter(f: BulkReplayFilter, offset: number): Promise<number | null> {
+      const w = retained(f);
+      const rows = await sql.all<{ receivedAt: number }>(
+        `SELECT received_at AS "receivedAt" FROM events WHERE ${w.sql} ORDER BY received_at, id LIMIT 1 OFFSET ?`,
+        [...w.params, offset],
+      );
+      return rows[0] ? Number(rows[0].receivedAt) : null;
+    },
 
-  requeue(f: BulkReplayFilter, bound: BulkReplayBound, now: number): Promise<number> {
-    const w = this.requeueWrite(f, bound, now);
-    return this.sql.run(w.sql, w.params as unknown[]);
-  }
+    requeue(f: BulkReplayFilter, bound: BulkReplayBound, now: number): Promise<number> {
+      const w = requeueWrite(f, bound, now);
+      return sql.run(w.sql as string, w.params as unknown[]);
+    },
 
-  /** The requeue as one write of a batch: an intent's execute commits it with the intent's completion. */
-  requeueWrite(f: BulkReplayFilter, bound: BulkReplayBound, now: number): Write {
-    const w = retained(f);
-    return {
-      sql: `UPDATE events SET outcome = 'queued', code = NULL, next_attempt_at = ?, ${this.clearLease}
-       WHERE ${w.sql} AND id <= ? AND (last_attempt_at IS NULL OR last_attempt_at <= ?)`,
-      params: [now, ...w.params, bound.throughId, bound.lastAttemptAtMost],
-    };
-  }
+    requeueWrite,
+  };
 }

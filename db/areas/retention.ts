@@ -6,8 +6,8 @@
  * sort by creation (the caller passes `<prefix>_<time>` floors: see src/lib/ids.ts idFloor), so each batch reads
  * the primary key's oldest end. An event still waiting for its handoff is never swept, whatever its age.
  */
-import type { SqlRunner } from './runner.ts';
-import { PENDING_OUTCOMES } from './types.ts';
+import type { SqlRunner } from '../runner.ts';
+import { PENDING_OUTCOMES } from '../types.ts';
 
 /** What to sweep: everything older than these, and how many rows of each kind at most in this pass. */
 export interface RetentionCut {
@@ -31,8 +31,13 @@ export type RetentionSwept = Record<'events' | 'attempts' | 'audit' | 'intents' 
 const PENDING = PENDING_OUTCOMES.map((o) => `'${o}'`).join(', ');
 const placeholders = (n: number) => Array(n).fill('?').join(', ');
 
+/** Retention of the kinds above (Repo.sweepRetention). */
+export function retentionStore(sql: SqlRunner): { sweepRetention(cut: RetentionCut): Promise<RetentionSwept> } {
+  return { sweepRetention: (cut) => sweepRetention(sql, cut) };
+}
+
 /** One pass over every kind. A kind that filled its batch has more waiting: the caller comes back sooner. */
-export async function sweepRetention(sql: SqlRunner, cut: RetentionCut): Promise<RetentionSwept> {
+async function sweepRetention(sql: SqlRunner, cut: RetentionCut): Promise<RetentionSwept> {
   const swept: RetentionSwept = { events: 0, attempts: 0, audit: 0, intents: 0, requests: 0, authFailures: 0 };
 
   const ended = await sql.all<{ id: string }>(`SELECT id FROM events WHERE id < ? AND outcome NOT IN (${PENDING}) ORDER BY id LIMIT ?`, [

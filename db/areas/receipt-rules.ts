@@ -2,7 +2,7 @@
  * What a group commit stores for one receipt, decided once for every dialect. A dialect only answers the
  * questions (is this external id taken? does the meter have room?); these rules turn its answers into the row.
  */
-import type { EventRow, IngestLease } from './types.ts';
+import type { EventRow, IngestLease } from '../types.ts';
 
 /**
  * The row for a receipt: a duplicate links its first receipt and keeps no body; an accepted receipt the meter has

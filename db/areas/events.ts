@@ -1,10 +1,10 @@
 /**
  * What the agent API and the operator read about events, attempts, failed authentications and reliability, and
- * the worker's next-due lookup: written once for both dialects over the thin runner (db/runner.ts). Every read is
- * one statement on an index (test/db/query-plans.test.ts checks SQLite's plans).
+ * the worker's next-due lookup, and a replay's requeue: written once for both dialects over the thin runner
+ * (db/runner.ts). Every read is one statement on an index (test/db/query-plans.test.ts checks SQLite's plans).
  */
 import type { EventReads, HandoffQueue } from '../repo.ts';
-import { first, tableRows, type SqlRunner } from '../runner.ts';
+import { first, tableRows, type SqlRunner, type Write } from '../runner.ts';
 import * as s from '../sqlite/schema.ts';
 import { PENDING_OUTCOMES, STATS_WIDTHS_MS, statsBucket, type AttemptRow, type AuthFailureRow, type EventFilter, type EventRow } from '../types.ts';
 
@@ -125,5 +125,17 @@ export function eventReads(sql: SqlRunner): EventReads & Pick<HandoffQueue, 'nex
           [],
         )
       )?.at ?? null,
+  };
+}
+
+/**
+ * Queues one event for a new attempt now (a replay), from the outcome and attempt count the preview showed; its
+ * lease ends as the dialect ends one (db/dialect.ts: PostgreSQL's events also carry a lease token).
+ */
+export function requeueEvent(eventId: string, from: { outcome: string; attempts: number }, at: number): Write {
+  return {
+    sql: (d) => `UPDATE events SET outcome = 'queued', code = NULL, next_attempt_at = ?, ${d.clearLease} WHERE id = ? AND outcome = ? AND attempts = ?`,
+    params: [at, eventId, from.outcome, from.attempts],
+    mustChange: true,
   };
 }
