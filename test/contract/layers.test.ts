@@ -35,6 +35,12 @@ const RULES: Rule[] = [
   },
   { from: 'src/lib/', not: ['src/ops/', 'src/server/', 'src/mcp/', 'src/relay/', 'src/client/', 'commands/'], why: 'src/lib is shared below every layer' },
   { from: 'src/', not: ['commands/'], why: 'commands/ is the entry; nothing imports it' },
+  // Storage is sealed: above db/, storage is the Repo's areas (db/repo.ts); the SQL runner and the dialect stay below.
+  ...['src/', 'commands/'].map((from) => ({
+    from,
+    not: ['db/runner.ts', 'db/dialect.ts'],
+    why: 'nothing above db/ reaches a SQL runner or names a dialect: storage is the areas of db/repo.ts',
+  })),
 ];
 
 /**
@@ -157,6 +163,21 @@ describe('layers', () => {
       'db/open.ts:1 imports src/contract/errors.ts (db/ knows nothing above it)',
       'src/contract/limits.ts:1 imports src/core.ts (src/contract is read by every layer and reads none)',
       'src/lib/x.ts:1 imports ../outside.ts (outside the repository)',
+    ]);
+  });
+
+  it('finds a runner or a dialect reached from above db/, and lets db/ and the tests use them', () => {
+    const planted = [
+      { path: 'src/ops/intents.ts', text: "import type { Write } from '../../db/runner.ts';\n" },
+      { path: 'src/server/serve.ts', text: "const { POSTGRES } = await import('../../db/dialect.ts');\n" },
+      { path: 'commands/requests.ts', text: "import { runnerOf } from '../db/runner.ts';\n" },
+      { path: 'db/areas/intents.ts', text: "import type { SqlRunner } from '../runner.ts';\n" },
+    ];
+    const why = 'nothing above db/ reaches a SQL runner or names a dialect: storage is the areas of db/repo.ts';
+    expect(violations(planted)).toEqual([
+      `src/ops/intents.ts:1 imports db/runner.ts (${why})`,
+      `src/server/serve.ts:1 imports db/dialect.ts (${why})`,
+      `commands/requests.ts:1 imports db/runner.ts (${why})`,
     ]);
   });
 });
