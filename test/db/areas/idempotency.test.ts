@@ -101,4 +101,14 @@ areaSuite('IdempotencyStore', (test) => {
     expect((await repo.getIdempotency(STORE, 'k1', 0))?.owner).toBe(`o${winner}`);
     expect(claims.filter((c) => c !== null).every((c) => c!.owner === `o${winner}` && c!.status === 0)).toBe(true);
   });
+
+  test('takeOverIdempotency moves a pending claim from its gone holder to the caller, once; a finished key stays', async (repo) => {
+    await repo.claimIdempotency(claim({ owner: 'local:a' }), since(T0), staleBefore(T0));
+    expect(await repo.takeOverIdempotency(STORE, 'k1', 'local:b', 'local:c', T0 + 1)).toBe(false);
+    expect(await repo.takeOverIdempotency(STORE, 'k1', 'local:a', 'local:c', T0 + 1)).toBe(true);
+    expect(await repo.getIdempotency(STORE, 'k1', 0)).toMatchObject({ owner: 'local:c', createdAt: T0 + 1, status: 0 });
+    expect(await repo.takeOverIdempotency(STORE, 'k1', 'local:a', 'local:d', T0 + 2)).toBe(false);
+    await repo.putIdempotency(done({ owner: 'local:c', status: 200 }));
+    expect(await repo.takeOverIdempotency(STORE, 'k1', 'local:c', 'local:d', T0 + 3)).toBe(false);
+  });
 });
