@@ -4,7 +4,7 @@
  * `?` placeholders. The one difference is PostgreSQL's `lease_token` column, which a requeue clears there too (the dialect's clearLease).
  * Which events may be replayed, and why not, is decided above (src/ops/bulk-replay.ts); this only selects and writes.
  */
-import type { SqlRunner, Write } from '../runner.ts';
+import { sqlOf, type SqlRunner, type Write } from '../runner.ts';
 
 /** What selects the events of one bulk replay. Times are epoch ms. */
 export interface BulkReplayFilter {
@@ -155,7 +155,7 @@ export function bulkReplayStore(sql: SqlRunner): BulkReplayStore {
 
     requeue(f: BulkReplayFilter, bound: BulkReplayBound, now: number): Promise<number> {
       const w = requeueWrite(f, bound, now);
-      return sql.run(w.sql as string, w.params as unknown[]);
+      return sql.run(sqlOf(w, sql.dialect), w.params as unknown[]);
     },
 
     requeueWrite,
