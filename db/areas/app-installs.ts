@@ -1,6 +1,6 @@
 /**
  * App installs (Shopify's authorization code grant), written once for both dialects over the thin runner (see
- * db/platform-links.ts): the `state`s of installs whose callback verified (oauth_states: kept as their SHA-256, once
+ * db/areas/platform-links.ts): the `state`s of installs whose callback verified (oauth_states: kept as their SHA-256, once
  * used, so none is used twice), the store identity Shopify reports once an install completes, and the app
  * subscriptions hookrelay asked Shopify for (the only ones whose webhooks move a plan).
  */

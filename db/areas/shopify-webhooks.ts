@@ -1,6 +1,6 @@
 /**
  * The shopify_webhooks area (see the table in db/sqlite/schema.ts), written once for both dialects over the thin
- * runner (as db/platform-links.ts is): plain SQL both run as written, `?` placeholders. A delivery is recorded once
+ * runner (as db/areas/platform-links.ts is): plain SQL both run as written, `?` placeholders. A delivery is recorded once
  * by its webhook id (a repeat changes nothing), and runs of its processing are taken by compare-and-set on the row,
  * so instances (or a sweep and the run the recording began) never process one delivery at the same time.
  * Which topic does what is decided above (src/platform/shopify/webhook-handler.ts); this only records and hands out.

@@ -57,7 +57,7 @@ export interface PgOptions {
   max?: number;
   /** How long an idle pooled connection stays open, ms (pg's default 10 s); tests that open many handles shorten it. */
   idleTimeoutMillis?: number;
-  /** Deadlines on every connection and query (see db/pg/client.ts): PgRepo.open's default PG_TIMEOUTS; openPgPool's none. */
+  /** Deadlines on every connection and query (see db/pg/client.ts): openPgRepo's default PG_TIMEOUTS; openPgPool's none. */
   timeouts?: PgTimeouts | null;
 }
 

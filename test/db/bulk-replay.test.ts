@@ -1,5 +1,5 @@
 /**
- * Bulk replay's storage, written once for both dialects (db/bulk-replay.ts), run on each: what a filter counts and
+ * Bulk replay's storage, written once for both dialects (db/areas/bulk-replay.ts), run on each: what a filter counts and
  * leaves out, the sample and the split point, and one requeue within the preview's bound that clears the lease
  * (PostgreSQL's lease token too).
  */

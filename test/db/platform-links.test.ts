@@ -1,5 +1,5 @@
 /**
- * platform_links, written once for both dialects (db/platform-links.ts), run on each: one renewal at a time and a
+ * platform_links, written once for both dialects (db/areas/platform-links.ts), run on each: one renewal at a time and a
  * token saved only under it; a pause kept in place when re-reported; one probe at a time, only when due; a resume
  * that makes the store's waiting events due; an unsent attempt withdrawn without counting.
  */

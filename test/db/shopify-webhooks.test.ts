@@ -1,6 +1,6 @@
 /**
- * The storage of Shopify webhooks and of erasure, written once for both dialects (db/shopify-webhooks.ts,
- * db/redaction.ts), run on each: a delivery recorded once, one run at a time, done once, retried after a failure,
+ * The storage of Shopify webhooks and of erasure, written once for both dialects (db/areas/shopify-webhooks.ts,
+ * db/areas/redaction.ts), run on each: a delivery recorded once, one run at a time, done once, retried after a failure,
  * forgotten long after; bodies erased by event (SQLite's body keys cleared, so a key used again never leads back),
  * rows and other stores untouched; a customer's events found with their endpoint's trigger at the time; a once-only
  * effect taken by one delivery; the app subscriptions hookrelay created, by store.
