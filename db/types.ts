@@ -85,13 +85,13 @@ export interface DueEvent {
  */
 export async function withEndpointsAndStores(
   claimed: EventRow[],
-  endpoint: (id: string) => EndpointRow | null | undefined | Promise<EndpointRow | null | undefined>,
-  store: (id: string) => StoreRow | null | undefined | Promise<StoreRow | null | undefined>,
+  reads: { getEndpointById(id: string): Promise<EndpointRow | null>; getStore(id: string): Promise<StoreRow | null> },
 ): Promise<DueEvent[]> {
+  if (!claimed.length) return [];
   const eps = new Map<string, EndpointRow | null | undefined>();
   const sts = new Map<string, StoreRow | null | undefined>();
-  for (const id of new Set(claimed.map((e) => e.endpointId))) eps.set(id, await endpoint(id));
-  for (const id of new Set(claimed.map((e) => e.storeId))) sts.set(id, await store(id));
+  for (const id of new Set(claimed.map((e) => e.endpointId))) eps.set(id, await reads.getEndpointById(id));
+  for (const id of new Set(claimed.map((e) => e.storeId))) sts.set(id, await reads.getStore(id));
   return claimed.flatMap((event) => {
     const ep = eps.get(event.endpointId);
     const st = sts.get(event.storeId);

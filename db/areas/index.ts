@@ -6,7 +6,7 @@
  * whose methods are named for their own table (platform links, app installs, Shopify webhooks, erasure, bulk replay)
  * are under one member each.
  */
-import type { Instance, SharedAreas } from '../repo.ts';
+import type { Capabilities, Instance, SharedAreas } from '../repo.ts';
 import type { SqlRunner } from '../runner.ts';
 import { alertStore } from './alerts.ts';
 import { appInstallStore } from './app-installs.ts';
@@ -28,8 +28,11 @@ import { settingStore } from './settings.ts';
 import { shopifyWebhookStore } from './shopify-webhooks.ts';
 import { tenants } from './tenants.ts';
 
-export function sharedAreas(sql: SqlRunner, instance: Instance): SharedAreas {
+/** What every handle carries besides its dialect's own part: the areas, its instance and its capabilities. */
+export function sharedAreas(sql: SqlRunner, instance: Instance, capabilities: Capabilities): SharedAreas & { instance: Instance; capabilities: Capabilities } {
   return {
+    instance,
+    capabilities,
     ...tenants(sql),
     ...settingStore(sql),
     ...grantStore(sql),

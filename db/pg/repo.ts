@@ -29,7 +29,7 @@ import {
 import { batchSteps, numberPlaceholders, withRunner, type SqlRunner } from '../runner.ts';
 import { migrations as pgMigrations } from '../migrations/pg/index.ts';
 import { leaseToWorker, receiptRow } from '../areas/receipt-rules.ts';
-import type { Capabilities, Instance, PendingAuthFailure, Repo, Signal } from '../repo.ts';
+import type { Instance, PendingAuthFailure, Repo, Signal } from '../repo.ts';
 import type { AttemptResult, AttemptStart, CommittedReceipt, DueEvent, EventRow, IngestLease, PendingReceipt } from '../types.ts';
 import { METRIC, STATS_WIDTHS_MS, statsBucket, withEndpointsAndStores } from '../types.ts';
 import * as s from './schema.ts';
@@ -171,7 +171,6 @@ export type PgRepo = Repo & { readonly pool: pg.Pool };
  * `schema`: the deployment's own schema, if any (NOTIFY channels are named after it).
  */
 export function pgRepo(pool: pg.Pool, url: string, schema?: string, timeouts: PgTimeouts | null = null): PgRepo {
-  const capabilities: Capabilities = { multiInstance: true, relayFile: null };
   /** Lease tokens of the events this process holds (claimed, or leased by its own ingest commits). */
   const leaseTokens = new Map<string, string>();
   /** This process's event_stats shard: concurrent instances add to different rows. */
@@ -202,7 +201,7 @@ export function pgRepo(pool: pg.Pool, url: string, schema?: string, timeouts: Pg
       ).rowCount! > 0,
   };
   const sql = pgRunner(pool);
-  const areas = sharedAreas(sql, instance);
+  const areas = sharedAreas(sql, instance, { multiInstance: true, relayFile: null });
 
   /**
    * The liveness lock, taken when this handle first leases (a claim, or a commit leasing to the worker): admin
@@ -507,8 +506,6 @@ export function pgRepo(pool: pg.Pool, url: string, schema?: string, timeouts: Pg
     {
       ...areas,
       pool,
-      capabilities,
-      instance,
 
       /**
        * A COMMIT whose answer was lost is settled before anyone is answered: stored, and the receipts are returned as
@@ -563,12 +560,7 @@ export function pgRepo(pool: pg.Pool, url: string, schema?: string, timeouts: Pg
         });
         seenOwners = owners;
         for (const e of claimed) leaseTokens.set(e.id, token);
-        if (!claimed.length) return [];
-        return withEndpointsAndStores(
-          claimed,
-          (id) => areas.getEndpointById(id),
-          (id) => areas.getStore(id),
-        );
+        return withEndpointsAndStores(claimed, areas);
       },
 
       async journalAttempts(starts: AttemptStart[]): Promise<AttemptStart[]> {

@@ -13,7 +13,7 @@ import { runMigrations, type Migration } from '../migrate.ts';
 import { batchSteps, withRunner, type BatchOutcome, type SqlRunner } from '../runner.ts';
 import { migrations as sqliteMigrations } from '../migrations/sqlite/index.ts';
 import { leaseToWorker, receiptRow } from '../areas/receipt-rules.ts';
-import type { Capabilities, Instance, PendingAuthFailure, Repo } from '../repo.ts';
+import type { Instance, PendingAuthFailure, Repo } from '../repo.ts';
 import type { AttemptResult, AttemptStart, CommittedReceipt, DueEvent, EventRow, IngestLease, PendingReceipt } from '../types.ts';
 import * as s from './schema.ts';
 import { METRIC, STATS_WIDTHS_MS, statsBucket, withEndpointsAndStores } from '../types.ts';
@@ -223,12 +223,11 @@ export function sqliteRepo(sqlite: Database): SqliteRepo {
   /** The only live handle of this box as far as claims go (serve holds the data directory's lock). */
   const instance: Instance = ((id) => ({ id: async () => id, alive: async (other: string) => other === id }))(`local:${randomUUID()}`);
   const sql = sqliteRunner(sqlite, SQLITE, relaxed);
-  const areas = sharedAreas(sql, instance);
   const path = sqlite.filename;
-  const capabilities: Capabilities = {
+  const areas = sharedAreas(sql, instance, {
     multiInstance: false,
     relayFile: path && path !== ':memory:' ? { path, synchronous: fullSync ? 'FULL' : 'NORMAL' } : null,
-  };
+  });
   const insertEvents = batchInserts(sqlite, 'events', [...EVENT_COLUMNS.map(([, col]) => col.name), s.events.bodyKey.name]);
   const insertBodies = batchInserts(sqlite, 'event_bodies', ['key', 'event_id', 'expires_at', 'body']);
   const lastBodyKey = sqlite.prepare<{ key: number | null }, []>('SELECT max(key) AS key FROM event_bodies');
@@ -461,20 +460,13 @@ export function sqliteRepo(sqlite: Database): SqliteRepo {
     {
       ...areas,
       sqlite,
-      capabilities,
-      instance,
       async commitIngest(receipts: PendingReceipt[], authFailures: PendingAuthFailure[], lease: IngestLease | null = null): Promise<CommittedReceipt[]> {
         return commitBatch(receipts, authFailures, lease);
       },
 
       async claimDue(now: number, limit: number, leaseUntil: number): Promise<DueEvent[]> {
         const claimed = relaxed(() => claimTransaction(leaseUntil, now, limit));
-        if (!claimed.length) return [];
-        return withEndpointsAndStores(
-          claimed,
-          (id) => areas.getEndpointById(id),
-          (id) => areas.getStore(id),
-        );
+        return withEndpointsAndStores(claimed, areas);
       },
 
       async journalAttempts(starts: AttemptStart[]): Promise<AttemptStart[]> {
