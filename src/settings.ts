@@ -152,7 +152,8 @@ export function loadSettings(opts: { file?: string | null; dataDir?: string | nu
     }
     for (const [key, raw] of flatten(doc)) {
       const setting = SETTINGS.find((s) => s.key === key);
-      if (!setting) throw new AppError('invalid_input', `${file}: unknown setting ${key}${didYouMean(key)}. Settings: ${SETTINGS.map((s) => s.key).join(', ')}.`);
+      if (!setting)
+        throw new AppError('invalid_input', `${file}: unknown setting ${key}${didYouMean(key)}. Settings: ${SETTINGS.map((s) => s.key).join(', ')}.`);
       values.set(setting, parse(setting, raw, file));
       sources[key] = 'file';
     }
