@@ -10,11 +10,9 @@
  */
 import { requestIdOf } from '../lib/request-ids.ts';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import type { AuditLog, TenantStore } from '../../db/repo.ts';
 import { checkExpectedContext, EXPECTED_CONTEXT } from '../contract/context.ts';
 import { AppError } from '../contract/errors.ts';
-import type { CoreWith } from '../core.ts';
-import { authenticateBearer, type Principal } from '../ops/grants.ts';
+import type { Principal } from '../ops/grants.ts';
 import type { OpContext } from '../ops/context.ts';
 import { NO_CLIENT, type ClientOf } from '../lib/auth-failures.ts';
 import { codeModeAvailable } from './code-mode.ts';
@@ -41,13 +39,16 @@ type Scoped = Pick<OpContext, 'store' | 'grant' | 'scopes' | 'actor'> | null;
 export interface McpPipeline {
   /** Audits a connect or its refusal as the MCP operation (surface `mcp`). */
   audit(ctx: Scoped, status: number, err: AppError | null, requestId: string): Promise<void>;
-  /** A failed bearer authentication: 401, or 429 past the client's limit; audited or folded as the pipeline does. */
-  failedAuthentication(err: AppError, client: ClientOf, requestId: string): Promise<Response>;
+  /**
+   * The pipeline's one bearer step: the grant behind `authorization`, or the answer to a failed authentication (401,
+   * or 429 past the client's limit; audited or folded as the API's are).
+   */
+  authenticate(authorization: string | null, client: ClientOf, requestId: string): Promise<Principal | Response>;
   /** The error envelope. */
   errorResponse(ctx: Scoped, err: AppError): Response;
 }
 
-export function createMcpEndpoint(deps: ServerDeps & { core: CoreWith<AuditLog & TenantStore>; pipeline: McpPipeline }): McpEndpoint {
+export function createMcpEndpoint(deps: ServerDeps & { pipeline: McpPipeline }): McpEndpoint {
   const { core, pipeline } = deps;
   const sessionIds = createSessionIds(core.box);
 
@@ -55,13 +56,8 @@ export function createMcpEndpoint(deps: ServerDeps & { core: CoreWith<AuditLog &
     const requestId = requestIdOf(req);
     const misdirected = hostOriginRefusal(req.headers, core.config.publicUrl, { origins: core.config.mcp.allowedOrigins, hosts: core.config.mcp.allowedHosts });
     if (misdirected) return refused(misdirected, requestId);
-    let ctx: Principal;
-    try {
-      ctx = await authenticateBearer(core, req.headers.get('authorization'));
-    } catch (err) {
-      if (err instanceof AppError) return pipeline.failedAuthentication(err, client, requestId);
-      throw err;
-    }
+    const ctx = await pipeline.authenticate(req.headers.get('authorization'), client, requestId);
+    if (ctx instanceof Response) return ctx;
     const { grant, store, scopes } = ctx;
     try {
       checkExpectedContext(req.headers, store); // as REST: a session never binds to a store the client did not expect

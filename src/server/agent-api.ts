@@ -10,34 +10,31 @@ import { appPlatform } from '../platform/registry.ts';
 import { buildOpenApi } from '../contract/openapi.ts';
 import { OPERATIONS, operations, pathMatcher, type Operation, type PublicOperationId } from '../contract/operations.ts';
 import { OPENAPI_PATH } from '../contract/scopes.ts';
-import { AppError, refuse } from '../contract/errors.ts';
+import { AppError } from '../contract/errors.ts';
 import type { ClientOf } from '../lib/auth-failures.ts';
-import { withCappedBody } from '../lib/body.ts';
+import { readCapped, withCappedBody } from '../lib/body.ts';
 import type { McpEndpoint, McpPipeline } from '../mcp/endpoint.ts';
+import { surfaceOf } from '../mcp/surface.ts';
 import { VERSION } from '../version.ts';
 import { docsResponse } from './docs.ts';
 import { HANDLERS } from './handlers.ts';
-import { errorResponse } from './http.ts';
-import { audit, failedAuthentication, runOperation, type AnyHandler, type PipelineDeps } from './pipeline.ts';
+import { errorResponse, toResponse } from './http.ts';
+import { createInvoke, type Call, type PipelineDeps } from './pipeline.ts';
 import { RateLimiter } from './rate-limit.ts';
+import { audit } from './steps/audit.ts';
+import { authenticate, Refused } from './steps/authenticate.ts';
+
+const UTF8 = new TextDecoder();
 
 interface Route {
   op: Operation;
   pattern: RegExp;
   names: string[];
-  handler: AnyHandler | undefined;
 }
 
 function compile(op: Operation): Route {
   const { re, names } = pathMatcher(op.path);
-  return { op, pattern: re, names, handler: (HANDLERS as Partial<Record<string, AnyHandler>>)[op.operationId] };
-}
-
-/** A handler that refuses: the pipeline still authenticates, rate-limits and audits the attempt. */
-function refuseHumanOnly(write: NonNullable<Operation['humanOnlyWrite']>): AnyHandler {
-  return async () => {
-    throw refuse({ category: 'human_only', ...write });
-  };
+  return { op, pattern: re, names };
 }
 
 export interface AgentApi {
@@ -59,13 +56,18 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
   let mcp: Promise<McpEndpoint> | null = null;
   const mcpPipeline: McpPipeline = {
     audit: (ctx, status, err, requestId) => audit(core, MCP, ctx, {}, status, null, err, requestId, false, 'mcp'),
-    failedAuthentication: (err, client, requestId) => failedAuthentication({ core, authFailures: shared.authFailures }, MCP, err, client, requestId, 'mcp'),
+    async authenticate(authorization, client, requestId) {
+      const who = await authenticate(shared, MCP, authorization, { client, requestId, surface: 'mcp' });
+      return who instanceof Refused ? toResponse(who.answer) : who;
+    },
     errorResponse,
   };
   const mcpEndpoint = () =>
     (mcp ??= import('../mcp/endpoint.ts').then((m) => m.createMcpEndpoint({ core, version: VERSION, appFetch, pipeline: mcpPipeline })));
   const available = new Set(
-    routes.filter((r) => r.handler || r.op.auth === 'none' || (r.op.transport === 'mcp' && core.config.mcp.codeMode)).map((r) => r.op.operationId),
+    routes
+      .filter((r) => Object.hasOwn(HANDLERS, r.op.operationId) || r.op.auth === 'none' || (r.op.transport === 'mcp' && core.config.mcp.codeMode))
+      .map((r) => r.op.operationId),
   );
   /** The public operations, answered here without the pipeline (no bearer, no audit). */
   const PUBLIC: Record<PublicOperationId, () => Response> = {
@@ -73,14 +75,14 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
       Response.json(buildManifest(core.config.publicUrl, available, { adminApiVersion: appPlatform.apiVersion(core.clock.now()) })),
   };
   const deps: PipelineDeps = { ...shared, limiter: new RateLimiter(core.repo, core.clock, core.config.rateLimits), inflight: new Map() };
+  const invoke = createInvoke(deps);
 
   async function fetch(req: Request, path: string, client: ClientOf, decode: (s: string) => string | null): Promise<Response> {
-    const requestId = () => requestIdOf(req);
     if (path === MCP.path) {
       // POST, and GET / DELETE of its streams and sessions. The SDK buffers any body whole: cap it first.
       const capped = await withCappedBody(req, MAX_API_BODY_BYTES);
       if (!capped) return errorResponse(null, new AppError('payload_too_large', 'Request bodies are limited to 1 MiB.'));
-      tagRequest(capped, requestId());
+      tagRequest(capped, requestIdOf(req));
       return (await mcpEndpoint()).fetch(capped, client);
     }
     if (req.method === 'GET' && path === OPENAPI_PATH) return Response.json(buildOpenApi(core.config.publicUrl));
@@ -93,14 +95,14 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
       const m = r.pattern.exec(path);
       if (!m) continue;
       if (r.op.method !== req.method) {
-        if (req.method === 'POST' && r.op.humanOnlyWrite) return runOperation(deps, r.op, refuseHumanOnly(r.op.humanOnlyWrite), req, {}, requestId(), client);
+        if (req.method === 'POST' && r.op.humanOnlyWrite) return toResponse(await invoke(r.op, callOf(req, r.op, {}, client, true)));
         methodMismatch = r.op;
         continue;
       }
       if (r.op.auth === 'none') return PUBLIC[r.op.operationId as PublicOperationId]();
       const params = Object.fromEntries(r.names.map((n, i) => [n, decode(m[i + 1]!) ?? '']));
       // Every other operation reached here has a handler: HANDLERS is total over them, and the transport is answered above.
-      return runOperation(deps, r.op, r.handler!, req, params, requestId(), client);
+      return toResponse(await invoke(r.op, callOf(req, r.op, params, client)));
     }
     if (methodMismatch) {
       return errorResponse(
@@ -119,4 +121,39 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
       if (mcp) await (await mcp).close();
     },
   };
+}
+
+/** A request to `op`'s route as a call: its bearer, headers, query, Idempotency-Key; its body is read once authorized. */
+function callOf(req: Request, op: Operation, params: Record<string, string>, client: ClientOf, humanOnlyWrite = false): Call {
+  return {
+    authorization: req.headers.get('authorization'),
+    expected: req.headers,
+    params,
+    query: op.query ? Object.fromEntries(new URL(req.url).searchParams) : undefined,
+    readBody: op.body ? () => readJsonBody(req) : undefined,
+    idempotencyKey: req.headers.get('idempotency-key'),
+    requestId: requestIdOf(req),
+    client,
+    surface: surfaceOf(req),
+    humanOnlyWrite,
+    aborted: () => req.signal.aborted,
+  };
+}
+
+/**
+ * The request body as JSON: `{}` when empty, 415 for another type, 413 past 1 MiB (declared, or found while
+ * reading a body sent without a length: never buffered whole), 400 when malformed.
+ */
+async function readJsonBody(req: Request): Promise<unknown> {
+  const bytes = await readCapped(req, MAX_API_BODY_BYTES);
+  if (!bytes) throw new AppError('payload_too_large', 'Request bodies are limited to 1 MiB.');
+  const text = UTF8.decode(bytes);
+  if (text.trim() === '') return {};
+  const type = req.headers.get('content-type') ?? '';
+  if (!/^application\/json\s*(;|$)/i.test(type)) throw new AppError('unsupported_media_type', 'Send Content-Type: application/json.');
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new AppError('invalid_input', 'The body is not valid JSON.', [{ path: 'body', code: 'invalid_json', message: 'Malformed JSON' }]);
+  }
 }

@@ -28,8 +28,30 @@ export function supportCodeOf(res: Response): string | undefined {
   return supportCodes.get(res);
 }
 
+/**
+ * A contract operation's answer as data: what `invoke` returns and the HTTP route sends (`toResponse`). `headers`
+ * are the answer's own (Retry-After, WWW-Authenticate, Allow); an error answer names its support code.
+ */
+export interface Answer {
+  status: number;
+  body: Record<string, unknown>;
+  headers?: Record<string, string>;
+  /** An error answer's support code, also in its body: the request's log line shows it (supportCodeOf). */
+  supportCode?: string;
+  /** A stored answer given again for its Idempotency-Key (sent with `Idempotent-Replayed: true`). */
+  replayed?: boolean;
+}
+
+const REPLAYED = { 'Idempotent-Replayed': 'true' };
+
+/** The HTTP response of an answer. */
+export function toResponse(a: Answer): Response {
+  const res = Response.json(a.body, { status: a.status, headers: a.replayed ? REPLAYED : a.headers });
+  return a.supportCode === undefined ? res : withSupportCode(res, a.supportCode);
+}
+
 /** An error envelope; `requestId`, when known, is beside the support code (and in the `X-Request-Id` header serve sets). */
-export function errorResponse(ctx: Scoped, err: AppError, supportCode = newSupportCode(), requestId?: string): Response {
+export function errorAnswer(ctx: Scoped, err: AppError, supportCode = newSupportCode(), requestId?: string): Answer {
   const body = {
     edition: EDITION,
     scope: scopeOf(ctx),
@@ -43,11 +65,16 @@ export function errorResponse(ctx: Scoped, err: AppError, supportCode = newSuppo
       ...(err.details !== undefined ? { details: err.details } : {}),
     },
   };
-  return withSupportCode(Response.json(body, { status: ERROR_CODES[err.code].status, headers: err.headers }), supportCode);
+  return { status: ERROR_CODES[err.code].status, body, headers: err.headers, supportCode };
+}
+
+/** errorAnswer as a response. */
+export function errorResponse(ctx: Scoped, err: AppError, supportCode = newSupportCode(), requestId?: string): Response {
+  return toResponse(errorAnswer(ctx, err, supportCode, requestId));
 }
 
 /** Remembers the support code an error response carries in its body, for its log line. */
-export function withSupportCode(res: Response, supportCode: string): Response {
+function withSupportCode(res: Response, supportCode: string): Response {
   supportCodes.set(res, supportCode);
   return res;
 }

@@ -12,11 +12,12 @@ import { NO_CLIENT, type AuthFailureLimiter, type ClientOf } from '../lib/auth-f
 import { metrics, processRegistry } from '../lib/instruments.ts';
 import { PROMETHEUS_CONTENT_TYPE, Registry, renderText } from '../lib/metrics.ts';
 import { requestIdOf } from '../lib/request-ids.ts';
-import { authenticateBearer, missingScopeRefusal } from '../ops/grants.ts';
+import type { Principal } from '../ops/grants.ts';
 import { authenticateMetricsToken, metricsTokenIn } from '../ops/metrics-tokens.ts';
 import { countRequests } from '../ops/operator-requests.ts';
 import { VERSION } from '../version.ts';
-import { errorResponse, newSupportCode } from './http.ts';
+import { errorResponse, newSupportCode, toResponse } from './http.ts';
+import { authenticate, authorize, Refused } from './steps/authenticate.ts';
 
 const FROM_DATABASE = "Read from the database at scrape time: the database's figure, the same on every instance (do not sum across instances).";
 /** What a failed metrics-token authentication is audited and counted as (no contract operation: /metrics is outside the table). */
@@ -24,50 +25,37 @@ const SCRAPE_METRICS = { operationId: 'scrapeMetrics' };
 
 /**
  * The scrape handler. Errors are the API's envelope (401 with WWW-Authenticate, 403 missing scope or context).
- * Scrapes are not audited (one every 15 s would flood the audit log) and carry no store id, token or body. A metrics
- * token that fails to authenticate goes through `authFailures` and the audit as a bad grant token on the API does.
+ * Scrapes are not audited (one every 15 s would flood the audit log) and carry no store id, token or body. The bearer
+ * goes through the pipeline's authentication step: a metrics token that fails is limited per client and audited (or
+ * folded) as a bad grant token on the API is; a grant that fails is counted on /metrics' series only.
  */
 export function createMetricsHandler(core: Core, authFailures: AuthFailureLimiter) {
+  const deps = { core, authFailures };
   return async function handleMetrics(req: Request, client: ClientOf = NO_CLIENT): Promise<Response> {
     if (req.method !== 'GET') {
       return errorResponse(null, new AppError('method_not_allowed', 'Use GET /metrics.', undefined, undefined, { Allow: 'GET' }));
     }
-    const metricsToken = metricsTokenIn(req.headers.get('authorization'));
-    if (metricsToken !== null) return scrapeWithToken(req, metricsToken, client);
-    let ctx: Parameters<typeof errorResponse>[0] = null;
+    const authorization = req.headers.get('authorization');
+    const metricsToken = metricsTokenIn(authorization);
+    let ctx: Principal | null = null;
     try {
-      const principal = await authenticateBearer(core, req.headers.get('authorization'));
+      if (metricsToken !== null) {
+        const attempt = { client, requestId: requestIdOf(req), surface: () => import('../mcp/surface.ts').then((m) => m.surfaceOf(req)) };
+        const store = await authenticate(deps, SCRAPE_METRICS, authorization, attempt, () => authenticateMetricsToken(core, metricsToken));
+        if (store instanceof Refused) return toResponse(store.answer);
+        checkExpectedContext(req.headers, store);
+        return await scrape(store.id);
+      }
+      const principal = await authenticate(deps, SCRAPE_METRICS, authorization, null);
+      if (principal instanceof Refused) return toResponse(principal.answer);
       ctx = principal;
-      checkExpectedContext(req.headers, principal.store);
-      const lacking = missingScopeRefusal('/metrics', METRICS_SCOPES, principal.scopes);
-      if (lacking) throw lacking;
+      authorize(principal, req.headers, '/metrics', METRICS_SCOPES);
       return await scrape(principal.store.id);
     } catch (err) {
       if (!(err instanceof AppError)) return internalError(ctx, err);
-      if (!ctx) metrics.unauthenticated('metrics');
       return errorResponse(ctx, err);
     }
   };
-
-  /**
-   * A metrics token's scrape: the same series a grant of its store sees. Its failed authentication is limited per
-   * client and audited (or folded) by the API's failedAuthentication, which counts it with the API's bearer failures.
-   */
-  async function scrapeWithToken(req: Request, token: string, client: ClientOf): Promise<Response> {
-    let authenticated = false;
-    try {
-      const store = await authenticateMetricsToken(core, token);
-      authenticated = true;
-      checkExpectedContext(req.headers, store);
-      return await scrape(store.id);
-    } catch (err) {
-      if (!(err instanceof AppError)) return internalError(null, err);
-      if (authenticated) return errorResponse(null, err);
-      // Loaded on the first failure only: the agent API's pipeline, which a scrape otherwise never needs.
-      const [{ failedAuthentication }, { surfaceOf }] = await Promise.all([import('./pipeline.ts'), import('../mcp/surface.ts')]);
-      return failedAuthentication({ core, authFailures }, SCRAPE_METRICS, err, client, requestIdOf(req), surfaceOf(req));
-    }
-  }
 
   function internalError(ctx: Parameters<typeof errorResponse>[0], err: unknown): Response {
     // The database away (or failing) is no bug of ours: 503 storage_unavailable, as every other route answers it.
