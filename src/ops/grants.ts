@@ -91,8 +91,8 @@ export interface Principal {
 }
 
 /**
- * The one authentication step of every grant-authenticated surface (the pipeline, /metrics, the MCP endpoint):
- * the bearer token to a live grant of an existing store. Throws 401 `unauthorized`.
+ * The bearer token to a live grant of an existing store: the lookup of the one authentication step of the API,
+ * /metrics and the MCP endpoint (src/server/steps/authenticate.ts, which answers failures). Throws 401 `unauthorized`.
  */
 export async function authenticateBearer(core: CoreWith<TenantStore>, authorization: string | null): Promise<Principal> {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');

@@ -129,7 +129,7 @@ export async function storeIdOf(core: { repo: Pick<TenantStore, 'getStoreByShop'
   return (await core.repo.getStoreByShop(shopDomain.trim().toLowerCase()))?.id ?? null;
 }
 
-/** The row, filled as the agent pipeline fills its own (src/server/pipeline.ts `audit`), the actor a person. */
+/** The row, filled as the agent pipeline fills its own (src/server/steps/audit.ts `audit`), the actor a person. */
 async function writeRow(core: AuditDeps, actor: string, operationId: AdminOperation, facts: AdminAuditFacts, err: AppError | null): Promise<void> {
   await core.repo.insertAudit({
     id: core.ids.next('aud'),
