@@ -36,7 +36,8 @@ export interface PipelineDeps extends AuthDeps, IdempotencyDeps {
  * One call of a contract operation. The caller is a grant authenticated once for several calls (`principal`: MCP
  * authenticates once per MCP request), or the `authorization` header to authenticate now; either way the expected
  * context and the scopes are checked on every call. `params` are the raw path parameters even when the input comes
- * `validated`: they name the audit row's target and key the idempotency hash.
+ * `validated`: they name the audit row's target and key the idempotency hash. A `principal` is not looked up again:
+ * a grant revoked or expired meanwhile is refused from its next authentication on (MCP: the next MCP request).
  */
 export interface Call extends RawInput {
   principal?: Principal;
