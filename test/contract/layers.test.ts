@@ -25,15 +25,24 @@ interface Rule {
 const RULES: Rule[] = [
   { from: 'db/', not: ['src/', 'commands/', 'scripts/', 'test/'], why: 'db/ knows nothing above it' },
   { from: 'src/contract/', not: ['src/', 'db/', 'commands/'], why: 'src/contract is read by every layer and reads none' },
-  { from: 'src/relay/', not: ['src/ops/', 'src/server/', 'src/mcp/', 'src/client/', 'commands/'], why: 'the hot path does not import the agent-API pipeline' },
+  {
+    from: 'src/relay/',
+    not: ['src/ops/', 'src/server/', 'src/mcp/', 'src/seat/', 'src/client/', 'commands/'],
+    why: 'the hot path does not import the agent-API pipeline',
+  },
   { from: 'src/mcp/', not: ['src/server/', 'commands/'], why: 'the MCP endpoint receives what it needs of the server from the app' },
-  { from: 'src/ops/', not: ['src/server/', 'src/mcp/', 'commands/'], why: 'src/ops sits below the server and the MCP endpoint' },
+  { from: 'src/ops/', not: ['src/server/', 'src/mcp/', 'src/seat/', 'commands/'], why: 'src/ops sits below the server, the MCP endpoint and the seat' },
+  { from: 'src/seat/', not: ['src/server/', 'src/mcp/', 'commands/'], why: "the merchant's seat receives invoke from the app, as the MCP endpoint does" },
   {
     from: 'src/platform/',
-    not: ['src/ops/', 'src/server/', 'src/mcp/', 'src/client/', 'src/relay/', 'commands/'],
+    not: ['src/ops/', 'src/server/', 'src/mcp/', 'src/seat/', 'src/client/', 'src/relay/', 'commands/'],
     why: 'a platform module is called by the relay and the ops and calls neither (one folder per platform)',
   },
-  { from: 'src/lib/', not: ['src/ops/', 'src/server/', 'src/mcp/', 'src/relay/', 'src/client/', 'commands/'], why: 'src/lib is shared below every layer' },
+  {
+    from: 'src/lib/',
+    not: ['src/ops/', 'src/server/', 'src/mcp/', 'src/seat/', 'src/relay/', 'src/client/', 'commands/'],
+    why: 'src/lib is shared below every layer',
+  },
   { from: 'src/', not: ['commands/'], why: 'commands/ is the entry; nothing imports it' },
   // Storage is sealed: above db/, storage is the Repo's areas (db/repo.ts); the SQL runner and the dialect stay below.
   ...['src/', 'commands/'].map((from) => ({
