@@ -28,7 +28,7 @@ export interface ClientOptions {
 
 export interface Envelope<T> {
   edition: { platformKey: string; editionKey: string; name: string };
-  scope: { storeId: string; shopDomain: string; grantId: string; scopes: string[] } | null;
+  scope: { storeId: string; shopDomain: string; grantId: string | null; scopes: string[] } | null;
   actor: { kind: string; grantId: string | null; label: string } | null;
   refusal: Refusal | null;
   data: T;

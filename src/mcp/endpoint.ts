@@ -12,7 +12,7 @@ import { requestIdOf } from '../lib/request-ids.ts';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { checkExpectedContext, EXPECTED_CONTEXT } from '../contract/context.ts';
 import { AppError } from '../contract/errors.ts';
-import type { Principal } from '../ops/grants.ts';
+import type { AgentPrincipal } from '../ops/grants.ts';
 import type { OpContext } from '../ops/context.ts';
 import { NO_CLIENT, type ClientOf } from '../lib/auth-failures.ts';
 import { codeModeAvailable } from './code-mode.ts';
@@ -43,7 +43,7 @@ export interface McpPipeline {
    * The pipeline's one bearer step: the grant behind `authorization`, or the answer to a failed authentication (401,
    * or 429 past the client's limit; audited or folded as the API's are).
    */
-  authenticate(authorization: string | null, client: ClientOf, requestId: string): Promise<Principal | Response>;
+  authenticate(authorization: string | null, client: ClientOf, requestId: string): Promise<AgentPrincipal | Response>;
   /** The error envelope. */
   errorResponse(ctx: Scoped, err: AppError): Response;
 }

@@ -6,7 +6,8 @@
  */
 import { CLI_USER_AGENT_PREFIX } from '../contract/scopes.ts';
 
-export type Surface = 'http' | 'mcp' | 'cli';
+/** `embedded` and `console`: the merchant's seat (src/seat), its two faces, calling invoke in process. */
+export type Surface = 'http' | 'mcp' | 'cli' | 'embedded' | 'console';
 
 const fromCodeMode = new WeakSet<Request>();
 

@@ -10,11 +10,22 @@ export interface Actor {
   label: string;
 }
 
-/** `R`: the storage areas a handler uses (db/repo.ts); the pipeline passes the whole Repo. */
+/**
+ * Who a call's limits, intents and folds are keyed to: the grant (an agent), or the human by their actor label
+ * (a merchant acting from the seat, who holds no grant). The two never collide: grant ids are `gr_…`.
+ */
+export function holderOf(p: { grant: GrantRow | null; actor: Actor }): string {
+  return p.grant ? p.grant.id : `human:${p.actor.label}`;
+}
+
+/**
+ * `R`: the storage areas a handler uses (db/repo.ts); the pipeline passes the whole Repo. `grant` is null for a
+ * human acting from the merchant's seat (actor kind `human`).
+ */
 export interface OpContext<R = Repo> {
   core: CoreWith<R>;
   store: StoreRow;
-  grant: GrantRow;
+  grant: GrantRow | null;
   scopes: Scope[];
   actor: Actor;
   requestId: string;

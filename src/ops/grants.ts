@@ -81,20 +81,38 @@ export async function revokeGrant(core: CoreWith<TenantStore>, grantId: string) 
   return grantView(g, core.clock.now());
 }
 
-/** Resolves a bearer token to its grant and store; 401 for anything not currently valid. */
-/** Who a bearer grant is: its grant, store and scopes, and the actor audit rows and envelopes name. */
+/**
+ * Who calls an operation: a bearer grant (its grant, store and scopes), or a human acting from the merchant's seat
+ * (no grant); and the actor audit rows and envelopes name.
+ */
 export interface Principal {
-  grant: GrantRow;
+  grant: GrantRow | null;
   store: StoreRow;
   scopes: Scope[];
   actor: Actor;
+}
+
+/** A principal authenticated by a grant token. */
+export interface AgentPrincipal extends Principal {
+  grant: GrantRow;
+}
+
+/** Every scope of the contract's tiers: what the merchant holds on their own store (still checked per operation). */
+export const MERCHANT_SCOPES: readonly Scope[] = [...new Set(Object.values(TIERS).flat())];
+
+/**
+ * The merchant acting on their store from the seat (src/seat): actor kind `human`, no grant and no token, every
+ * scope of the tiers. The seat authenticates the person (an ID token, a console session) before it builds this.
+ */
+export function humanPrincipal(store: StoreRow, label: string): Principal {
+  return { grant: null, store, scopes: [...MERCHANT_SCOPES], actor: { kind: 'human', grantId: null, label } };
 }
 
 /**
  * The bearer token to a live grant of an existing store: the lookup of the one authentication step of the API,
  * /metrics and the MCP endpoint (src/server/steps/authenticate.ts, which answers failures). Throws 401 `unauthorized`.
  */
-export async function authenticateBearer(core: CoreWith<TenantStore>, authorization: string | null): Promise<Principal> {
+export async function authenticateBearer(core: CoreWith<TenantStore>, authorization: string | null): Promise<AgentPrincipal> {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
   if (!m) throw unauthorized('Send Authorization: Bearer <grant token>.');
   const token = m[1]!;
@@ -129,6 +147,7 @@ function unauthorized(message: string): AppError {
 
 export async function getCurrentAgentGrant(ctx: OpContext<unknown>) {
   const { grant, store } = ctx;
+  if (!grant) throw new AppError('not_found', "A person signed in to the merchant's seat acts without a grant; there is no current grant to show.");
   const now = ctx.core.clock.now();
   return {
     grant: {

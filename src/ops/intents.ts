@@ -15,7 +15,7 @@ import { crashPoint } from '../lib/crash-points.ts';
 import { constantTimeEqual, sha256Hex } from '../lib/crypto.ts';
 import { randomBase62 } from '../lib/ids.ts';
 import { REDACTED_WARNING, redactInput } from '../lib/redact.ts';
-import type { OpContext } from './context.ts';
+import { holderOf, type OpContext } from './context.ts';
 import { heldSecrets } from '../held-secrets.ts';
 import { exhaustedNow } from './usage.ts';
 
@@ -131,7 +131,7 @@ async function preview<I, R, B>(ctx: OpContext<R & Journal>, operationId: string
   const row: IntentRow = {
     id: core.ids.next('int'),
     storeId: ctx.store.id,
-    grantId: ctx.grant.id,
+    grantId: holderOf(ctx),
     kind: def.kind,
     operationId,
     targetId,
@@ -183,11 +183,11 @@ async function execute<I, R, B>(
   if (!row || row.operationId !== operationId || (target !== undefined && row.targetId !== target)) {
     throw new AppError('not_found', 'No such intent for this operation and target.');
   }
-  if (row.grantId !== ctx.grant.id) {
+  if (row.grantId !== holderOf(ctx)) {
     throw refuse({
       category: 'scope',
       code: 'intent_of_another_grant',
-      reason: 'This intent was previewed by another grant; only the grant that was shown a preview may confirm it.',
+      reason: 'This intent was previewed by another grant or person; only the one who was shown a preview may confirm it.',
       recommendedAction: 'Preview the change with this grant and execute that preview with its own confirmation token.',
     });
   }

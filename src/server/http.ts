@@ -8,7 +8,7 @@ import type { OpContext } from '../ops/context.ts';
 type Scoped = Pick<OpContext, 'store' | 'grant' | 'scopes' | 'actor'> | null;
 
 function scopeOf(ctx: Scoped) {
-  return ctx ? { storeId: ctx.store.id, shopDomain: ctx.store.shopDomain, grantId: ctx.grant.id, scopes: ctx.scopes } : null;
+  return ctx ? { storeId: ctx.store.id, shopDomain: ctx.store.shopDomain, grantId: ctx.grant?.id ?? null, scopes: ctx.scopes } : null;
 }
 
 /** A success envelope: edition, scope, actor, refusal, data. */

@@ -31,7 +31,8 @@ export class RateLimiter {
   }
 
   /** Counts one call against both windows unless either is full. */
-  async take(cls: RateLimitClass, grantId: string, storeId: string): Promise<RateDecision> {
+  /** `holder`: the grant's id, or the human's key (ops/context.ts holderOf). */
+  async take(cls: RateLimitClass, holder: string, storeId: string): Promise<RateDecision> {
     const now = this.clock.now();
     const w = Math.floor(now / WINDOW_MS);
     const resetAt = (w + 1) * WINDOW_MS;
@@ -39,7 +40,7 @@ export class RateLimiter {
     const limit = this.limits[cls];
     const full = await this.store.takeRate(
       [
-        { key: `${cls}|g|${grantId}`, limit: limit.grant },
+        { key: `${cls}|g|${holder}`, limit: limit.grant },
         { key: `${cls}|s|${storeId}`, limit: limit.store },
       ],
       w * WINDOW_MS,
@@ -51,7 +52,10 @@ export class RateLimiter {
 /** A grant's refused calls of one operation in a window that got no audit row of their own. */
 export interface FoldedRefusals {
   storeId: string;
-  grantId: string;
+  /** The grant's id or the human's key (holderOf): what the fold is keyed by. */
+  holder: string;
+  grantId: string | null;
+  actorKind: 'agent' | 'human';
   actorLabel: string;
   operationId: string;
   count: number;
@@ -77,10 +81,10 @@ export class RefusalFolds {
   ) {}
 
   /** True when this refusal gets its own audit row; else it is folded into its window's summary. */
-  own(r: { storeId: string; grantId: string; actorLabel: string; operationId: string }): boolean {
+  own(r: Omit<FoldedRefusals, 'count' | 'from' | 'to' | 'lastAt'>): boolean {
     const now = this.clock.now();
     this.roll(now);
-    const key = `${r.grantId}\u0000${r.operationId}`;
+    const key = `${r.holder}\u0000${r.operationId}`;
     if (!this.seen.has(key) && this.seen.size < this.maxTracked) {
       this.seen.add(key);
       return true;

@@ -8,8 +8,8 @@ export const EditionSchema = z
   .meta({ id: 'Edition', description: 'The platform edition that answered.' });
 
 export const EnvelopeScopeSchema = z
-  .object({ storeId: z.string(), shopDomain: z.string(), grantId: z.string(), scopes: z.array(ScopeSchema) })
-  .meta({ id: 'EnvelopeScope', description: 'The store and grant a response is scoped to.' });
+  .object({ storeId: z.string(), shopDomain: z.string(), grantId: z.string().nullable(), scopes: z.array(ScopeSchema) })
+  .meta({ id: 'EnvelopeScope', description: 'The store and grant a response is scoped to (grantId null: the merchant acting from the seat).' });
 
 export const ActorSchema = z
   .object({ kind: z.enum(['agent', 'human']), grantId: z.string().nullable(), label: z.string() })

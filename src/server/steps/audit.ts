@@ -32,8 +32,8 @@ export async function audit(
     id: core.ids.next('aud'),
     at: core.clock.now(),
     storeId: ctx?.store.id ?? null,
-    grantId: ctx?.grant.id ?? null,
-    actorKind: ctx ? 'agent' : 'anonymous',
+    grantId: ctx?.grant?.id ?? null,
+    actorKind: ctx ? ctx.actor.kind : 'anonymous',
     actorLabel: ctx?.actor.label ?? 'unauthenticated',
     operationId: op.operationId,
     scopes: JSON.stringify(ctx?.scopes ?? []),
@@ -59,7 +59,7 @@ export async function auditSummary(
   f: {
     storeId: string | null;
     grantId: string | null;
-    actorKind: 'agent' | 'anonymous';
+    actorKind: 'agent' | 'human' | 'anonymous';
     actorLabel: string;
     operationId: string;
     lastAt: number;

@@ -13,7 +13,7 @@ import type { AuthFailureLimiter, ClientOf } from '../../lib/auth-failures.ts';
 import { iso } from '../../lib/clock.ts';
 import { metrics } from '../../lib/instruments.ts';
 import type { Surface } from '../../mcp/surface.ts';
-import { authenticateBearer, missingScopeRefusal, type Principal } from '../../ops/grants.ts';
+import { authenticateBearer, missingScopeRefusal, type AgentPrincipal, type Principal } from '../../ops/grants.ts';
 import { errorAnswer, type Answer } from '../http.ts';
 import { audit, auditSummary } from './audit.ts';
 import { rateLimited } from './rate-limit.ts';
@@ -51,7 +51,7 @@ export function authenticate(
   op: Pick<Operation, 'operationId'>,
   authorization: string | null,
   attempt: Attempt | null,
-): Promise<Principal | Refused>;
+): Promise<AgentPrincipal | Refused>;
 export function authenticate<T>(
   deps: AuthDeps,
   op: Pick<Operation, 'operationId'>,

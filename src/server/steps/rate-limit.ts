@@ -9,7 +9,7 @@ import type { Core } from '../../core.ts';
 import { iso } from '../../lib/clock.ts';
 import { metrics } from '../../lib/instruments.ts';
 import type { Surface } from '../../mcp/surface.ts';
-import type { Actor, OpContext } from '../../ops/context.ts';
+import { holderOf, type Actor, type OpContext } from '../../ops/context.ts';
 import { newSupportCode, type Answer } from '../http.ts';
 import type { RateLimiter } from '../rate-limit.ts';
 import { audit, auditSummary } from './audit.ts';
@@ -28,15 +28,26 @@ export async function rateLimit(
 ): Promise<Answer | null> {
   const cls = op.rateLimitClass;
   if (!cls) return null;
-  const { store, grant } = ctx;
-  const d = await deps.limiter.take(cls, grant.id, store.id);
+  const { store } = ctx;
+  // Per grant, or per human (the merchant from the seat, by actor label): the per-grant window keys either.
+  const holder = holderOf(ctx);
+  const d = await deps.limiter.take(cls, holder, store.id);
   const { refusals } = deps.limiter;
   for (const f of refusals.takeFolded()) {
     const transition = `folded: ${f.count} further rate-limited calls from ${iso(f.from)} to ${iso(f.to)}`;
-    await auditSummary(deps.core, { ...f, actorKind: 'agent', status: 429, errorCode: 'rate_limited', transition }).catch(() => {});
+    await auditSummary(deps.core, { ...f, status: 429, errorCode: 'rate_limited', transition }).catch(() => {});
   }
   if (!d.limited) return null;
-  if (refusals.own({ storeId: store.id, grantId: grant.id, actorLabel: ctx.actor.label, operationId: op.operationId })) {
+  if (
+    refusals.own({
+      storeId: store.id,
+      holder,
+      grantId: ctx.grant?.id ?? null,
+      actorKind: ctx.actor.kind,
+      actorLabel: ctx.actor.label,
+      operationId: op.operationId,
+    })
+  ) {
     const err = new AppError('rate_limited', `Too many ${cls} calls for this ${d.scope}.`);
     await audit(deps.core, op, ctx, call.params, 429, null, err, call.requestId, false, call.surface).catch(() => {});
   } else metrics.agentCall(store.id, op.operationId, 429);
