@@ -29,6 +29,7 @@ import type {
 } from './types.ts';
 import type { AlertStore } from './areas/alerts.ts';
 import type { AppInstallStore } from './areas/app-installs.ts';
+import type { ConsoleStore } from './areas/console.ts';
 import type { BulkReplayStore } from './areas/bulk-replay.ts';
 import type { ConfirmationStore } from './areas/confirmations.ts';
 import type { PlatformLinkStore } from './areas/platform-links.ts';
@@ -290,6 +291,8 @@ export type SharedAreas = AdminStore &
     readonly links: PlatformLinkStore;
     /** App installs: used OAuth states, the store's identity, the subscriptions hookrelay asked for. */
     readonly installs: AppInstallStore;
+    /** The console's sign-in links and sessions (hashes only). */
+    readonly console: ConsoleStore;
     /** Shopify's webhook deliveries and their once-only effects. */
     readonly shopifyWebhooks: ShopifyWebhookStore;
     /** Erasure (shop/redact, customers/redact) and a customer data request's reads. */

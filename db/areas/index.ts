@@ -13,6 +13,7 @@ import { appInstallStore } from './app-installs.ts';
 import { auditLog } from './audit.ts';
 import { bulkReplayStore } from './bulk-replay.ts';
 import { confirmationStore } from './confirmations.ts';
+import { consoleStore } from './console.ts';
 import { endpointStore } from './endpoints.ts';
 import { eventReads } from './events.ts';
 import { grantStore } from './grants.ts';
@@ -49,6 +50,7 @@ export function sharedAreas(sql: SqlRunner, instance: Instance, capabilities: Ca
     ...retentionStore(sql),
     links: platformLinkStore(sql),
     installs: appInstallStore(sql),
+    console: consoleStore(sql),
     shopifyWebhooks: shopifyWebhookStore(sql),
     redaction: redactionStore(sql),
     bulkReplays: bulkReplayStore(sql),

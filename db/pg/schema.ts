@@ -395,6 +395,37 @@ export const oauthStates = pgTable('oauth_states', {
 });
 
 /**
+ * The self-hosted console's sign-in links (`hookrelay console`): single use, short-lived, bound to a store. Only the
+ * SHA-256 of a link's token is stored; `used_at` is set by the one sign-in it allows.
+ */
+export const consoleLinks = pgTable('console_links', {
+  tokenHash: text('token_hash').primaryKey(),
+  storeId: text('store_id').notNull(),
+  actor: text('actor').notNull(),
+  createdAt: ms('created_at').notNull(),
+  expiresAt: ms('expires_at').notNull(),
+  usedAt: ms('used_at'),
+});
+
+/**
+ * The console's sessions, one per sign-in: the SHA-256 of the session cookie's token (never the token), the store and
+ * the person, and when it expires or was signed out.
+ */
+export const consoleSessions = pgTable(
+  'console_sessions',
+  {
+    tokenHash: text('token_hash').primaryKey(),
+    id: text('id').notNull(),
+    storeId: text('store_id').notNull(),
+    actor: text('actor').notNull(),
+    createdAt: ms('created_at').notNull(),
+    expiresAt: ms('expires_at').notNull(),
+    endedAt: ms('ended_at'),
+  },
+  (t) => [index('console_sessions_expiry_idx').on(t.expiresAt)],
+);
+
+/**
  * Shopify's webhooks (POST /shopify/webhooks), one row per delivery (X-Shopify-Webhook-Id): recorded before the 200,
  * processed after it and again until done. What processing needs of the payload is sealed, and dropped once processed.
  */

@@ -380,6 +380,37 @@ export const oauthStates = sqliteTable('oauth_states', {
 });
 
 /**
+ * The self-hosted console's sign-in links (`hookrelay console`): single use, short-lived, bound to a store. Only the
+ * SHA-256 of a link's token is stored; `used_at` is set by the one sign-in it allows.
+ */
+export const consoleLinks = sqliteTable('console_links', {
+  tokenHash: text('token_hash').primaryKey(),
+  storeId: text('store_id').notNull(),
+  actor: text('actor').notNull(),
+  createdAt: integer('created_at').notNull(),
+  expiresAt: integer('expires_at').notNull(),
+  usedAt: integer('used_at'),
+});
+
+/**
+ * The console's sessions, one per sign-in: the SHA-256 of the session cookie's token (never the token), the store and
+ * the person, and when it expires or was signed out.
+ */
+export const consoleSessions = sqliteTable(
+  'console_sessions',
+  {
+    tokenHash: text('token_hash').primaryKey(),
+    id: text('id').notNull(),
+    storeId: text('store_id').notNull(),
+    actor: text('actor').notNull(),
+    createdAt: integer('created_at').notNull(),
+    expiresAt: integer('expires_at').notNull(),
+    endedAt: integer('ended_at'),
+  },
+  (t) => [index('console_sessions_expiry_idx').on(t.expiresAt)],
+);
+
+/**
  * Shopify's webhooks (POST /shopify/webhooks), one row per delivery (X-Shopify-Webhook-Id): recorded before the 200,
  * so a repeat is known and not processed again; processed after it, and again later when that did not finish (a
  * crash, an error) until it has. What processing needs of the payload (a customer's id, the orders named) is kept

@@ -183,6 +183,26 @@ export interface Platform {
   startWarnings(stores: StoreRow[], env: (name: string) => string | undefined, now: number): string[];
 }
 
+/** Who an embedded page's ID token says is there: the shop, the staff user, the admin session. */
+export interface EmbeddedIdentity {
+  shop: string;
+  staffUser: string;
+  sessionId: string;
+}
+
+/** The app embedded in the platform's admin (the merchant's seat, face `embedded`): its ID tokens and managed install. */
+export interface EmbeddedApp {
+  /** The app's client id (the page's `shopify-api-key`), or null when the app is not configured. */
+  clientId(): string | null;
+  /** An ID token's identity when valid now; else why not (for the log; never the token). */
+  verify(idToken: string): { ok: true; identity: EmbeddedIdentity } | { ok: false; why: string };
+  /**
+   * The store of a verified identity, installed: a shop this box has no token for is exchanged (token exchange),
+   * created or brought back. `status` of a failure: 401 for a token the platform refused, 502/503 otherwise.
+   */
+  ensureInstalled(identity: EmbeddedIdentity, idToken: string): Promise<{ ok: true; store: StoreRow } | { ok: false; status: number; why: string }>;
+}
+
 /**
  * The platform this box is an app of (its install, billing and webhooks), whatever each store's destination: the
  * manifest's API version, setup state's billing link, and the app's secret variables.
@@ -196,4 +216,6 @@ export interface AppPlatform {
   ): { billing: BillingMode; appBillingUrl: string };
   /** serve's sweep once a minute: what the app received but has not processed yet (webhooks after a crash). */
   sweep(core: Core): Promise<unknown>;
+  /** The app embedded in the admin (loaded on first use): ID tokens and managed install. */
+  embedded(core: Core, ops: Pick<PlatformOps, 'newStoreRow'>): Promise<EmbeddedApp>;
 }

@@ -19,7 +19,7 @@ import { VERSION } from '../version.ts';
 import { docsResponse } from './docs.ts';
 import { HANDLERS } from './handlers.ts';
 import { errorResponse, toResponse } from './http.ts';
-import { createInvoke, type Call, type PipelineDeps } from './pipeline.ts';
+import { createInvoke, type Call, type Invoke, type PipelineDeps } from './pipeline.ts';
 import { RateLimiter } from './rate-limit.ts';
 import { audit } from './steps/audit.ts';
 import { authenticate, Refused } from './steps/authenticate.ts';
@@ -42,6 +42,8 @@ export interface AgentApi {
   fetch(req: Request, path: string, client: ClientOf, decode: (s: string) => string | null): Promise<Response>;
   /** Ends open MCP sessions and their streams. */
   closeMcp(): Promise<void>;
+  /** The pipeline's invoke, shared with the merchant's seat (one limiter and idempotency map for both). */
+  invoke: Invoke;
 }
 
 /** What the app shares with the API: the same store of failed authentications and storage health as the hooks. */
@@ -120,6 +122,7 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
     async closeMcp() {
       if (mcp) await (await mcp).close();
     },
+    invoke,
   };
 }
 

@@ -10,11 +10,12 @@ import { iso } from '../lib/clock.ts';
 import { EndpointCache } from '../relay/endpoint-cache.ts';
 import { createInboundHandler } from '../relay/inbound.ts';
 import { heldSecrets } from '../held-secrets.ts';
-import { platforms } from '../platform/registry.ts';
+import { appPlatform, platforms } from '../platform/registry.ts';
 import type { PlatformOps } from '../platform/types.ts';
 import { describeFault, StorageHealth } from '../relay/storage-health.ts';
 import { ReceiptWriter } from '../relay/writer.ts';
 import type { AgentApi } from './agent-api.ts';
+import type { Seat } from '../seat/router.ts';
 import { errorResponse } from './http.ts';
 import { createMetricsHandler } from './metrics.ts';
 import { VERSION } from '../version.ts';
@@ -108,6 +109,14 @@ export function createApp(core: Core): App {
     }
   }
   let agent: Promise<AgentApi> | null = null;
+  // The merchant's seat (/app, /console), loaded with its first request; it acts through the API's invoke.
+  let seat: Promise<Seat> | null = null;
+  const seatFront = () =>
+    (seat ??= Promise.all([agentApi(), import('../seat/router.ts')]).then(([api, m]) =>
+      m.createSeat({ core, invoke: api.invoke, embedded: () => appPlatform.embedded(core, ops) }),
+    ));
+  // A seat request whose credential (ID token, session) does not verify counts against its address as a signed route's.
+  const seatRoute = (path: string, client: ClientOf) => unsigned.signed('merchant seat', 'page', async (req) => (await seatFront()).fetch(req, path, client));
   const agentApi = () =>
     (agent ??= import('./agent-api.ts').then((m) => m.createAgentApi({ core, endpointChanged, authFailures, storage }, (req) => fetch(req))));
 
@@ -124,6 +133,7 @@ export function createApp(core: Core): App {
     const route = routes.get(path);
     if (route && (!route.methods || route.methods.includes(req.method))) return route.run(req, client);
     if (path === '/metrics') return metrics(req, client);
+    if (path === '/app' || path.startsWith('/app/') || path === '/console' || path.startsWith('/console/')) return seatRoute(path, client)(req, client);
     if (req.method === 'GET' && path === '/status') return status();
     if (path.startsWith(`${API_PREFIX}/`) || (req.method === 'GET' && (path === '/docs' || path === '/')))
       return (await agentApi()).fetch(req, path, client, safeDecode);

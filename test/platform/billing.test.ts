@@ -138,15 +138,16 @@ describe('billing through Shopify', () => {
     expect((await e.repo.getStoreByShop(SHOP))!.plan).toBe('free');
   });
 
-  it('shows the plans on the app page Shopify opens (signed launch) and nothing without the signature', async () => {
+  // The plan choice moved from /app (now Home, test/seat/) to the seat's Plan page.
+  it('answers a signed launch of /app without an ID token with no plan page: the seat asks App Bridge for a token', async () => {
     const e = await setup('shopify-test');
     await install(e);
     const q = new URLSearchParams({ host: 'YWRtaW4', shop: SHOP, timestamp: String(Math.floor(e.clock.now() / 1000)) });
     const sorted = new URLSearchParams([...q].sort(([a], [b]) => a.localeCompare(b)));
     q.set('hmac', new Bun.CryptoHasher('sha256', CLIENT.clientSecret).update(sorted.toString()).digest('hex'));
     const page = await e.app.fetch(new Request(`${BASE}/app?${q}`));
-    expect(page.status).toBe(200);
-    expect(Object.keys(links(await page.text()))).toEqual(['starter', 'growth', 'scale']);
+    expect(page.status).toBe(401);
+    expect(Object.keys(links(await page.text()))).toEqual([]);
     expect((await e.app.fetch(new Request(`${BASE}/app?shop=${SHOP}`))).status).toBe(401);
   });
 

@@ -8,6 +8,7 @@ import m5 from './0005_shopify_webhooks.sql' with { type: 'text' };
 import m6 from './0006_intent_journal.sql' with { type: 'text' };
 import m7 from './0007_beyond_delivered.sql' with { type: 'text' };
 import m8 from './0008_billing_bound_webhooks.sql' with { type: 'text' };
+import m9 from './0009_console_sessions.sql' with { type: 'text' };
 
 import type { Migration } from '../../migrate.ts';
 
@@ -21,4 +22,5 @@ export const migrations: Migration[] = [
   { tag: '0006_intent_journal', when: 1795648588201, sql: m6 },
   { tag: '0007_beyond_delivered', when: 1795834843783, sql: m7 },
   { tag: '0008_billing_bound_webhooks', when: 1795871734652, sql: m8 },
+  { tag: '0009_console_sessions', when: 1795874785408, sql: m9 },
 ];

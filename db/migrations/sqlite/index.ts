@@ -14,6 +14,7 @@ import m11 from './0011_shopify_webhooks.sql' with { type: 'text' };
 import m12 from './0012_intent_journal.sql' with { type: 'text' };
 import m13 from './0013_beyond_delivered.sql' with { type: 'text' };
 import m14 from './0014_billing_bound_webhooks.sql' with { type: 'text' };
+import m15 from './0015_console_sessions.sql' with { type: 'text' };
 
 import type { Migration } from '../../migrate.ts';
 
@@ -33,4 +34,5 @@ export const migrations: Migration[] = [
   { tag: '0012_intent_journal', when: 1795648586950, sql: m12 },
   { tag: '0013_beyond_delivered', when: 1795834839856, sql: m13 },
   { tag: '0014_billing_bound_webhooks', when: 1795871733916, sql: m14 },
+  { tag: '0015_console_sessions', when: 1795874784655, sql: m15 },
 ];

@@ -166,6 +166,26 @@ export function exchangeAuthorizationCode(url: string, clientId: string, clientS
   return requestToken(url, { client_id: clientId, client_secret: clientSecret, code, expiring: '1' }, timeoutMs);
 }
 
+/**
+ * Token exchange (managed install): the ID token App Bridge gave the page, for an expiring offline token (60 min) and
+ * its refresh token, as the authorization code would give. 400 (`invalid_subject_token`) for an invalid or expired one.
+ */
+export function exchangeIdToken(url: string, clientId: string, clientSecret: string, idToken: string, timeoutMs: number): Promise<TokenReply> {
+  return requestToken(
+    url,
+    {
+      client_id: clientId,
+      client_secret: clientSecret,
+      grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
+      subject_token: idToken,
+      subject_token_type: 'urn:ietf:params:oauth:token-type:id_token',
+      requested_token_type: 'urn:shopify:params:oauth:token-type:offline-access-token',
+      expiring: '1',
+    },
+    timeoutMs,
+  );
+}
+
 /** A refresh token for a new access token and a new refresh token (Shopify rotates both). */
 export function refreshAccessToken(url: string, clientId: string, clientSecret: string, refreshToken: string, timeoutMs: number): Promise<TokenReply> {
   return requestToken(url, { grant_type: 'refresh_token', client_id: clientId, client_secret: clientSecret, refresh_token: refreshToken }, timeoutMs);

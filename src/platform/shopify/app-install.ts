@@ -184,7 +184,7 @@ export function createAppInstall(core: Core, ops: Pick<PlatformOps, 'newStoreRow
 }
 
 /** The store for an install: created (destination Shopify, OAuth credentials) or brought back, uninstalled no more. */
-async function upsertStore(
+export async function upsertStore(
   repo: Repo,
   core: Core,
   ops: Pick<PlatformOps, 'newStoreRow'>,

@@ -122,7 +122,6 @@ function routes(core: Core, ops: PlatformOps): PlatformRoute[] {
       handle: async (req) => (await appInstall()).callback(req),
     },
     { path: WEBHOOK_PATH, guard: json('shopify webhook'), handle: async (req) => (await webhooks()).handle(req) },
-    { path: '/app', methods: GET, guard: { kind: 'open' }, handle: async (req) => (await billing()).app(req) },
     { path: '/billing/subscribe', methods: GET, guard: { kind: 'open' }, handle: async (req) => (await billing()).subscribe(req) },
     { path: '/billing/return', methods: GET, guard: { kind: 'open' }, handle: async (req) => (await billing()).returned(req) },
   ];
@@ -191,4 +190,5 @@ export const shopifyApp: AppPlatform = {
   },
   // The webhook module is loaded with the first sweep, not at start.
   sweep: (core) => import('./webhook-handler.ts').then((m) => m.processPendingShopifyWebhooks(core)),
+  embedded: (core, ops) => import('./embedded.ts').then((m) => m.shopifyEmbedded(core, ops)),
 };

@@ -1,0 +1,20 @@
+CREATE TABLE "console_links" (
+	"token_hash" text PRIMARY KEY NOT NULL,
+	"store_id" text NOT NULL,
+	"actor" text NOT NULL,
+	"created_at" bigint NOT NULL,
+	"expires_at" bigint NOT NULL,
+	"used_at" bigint
+);
+--> statement-breakpoint
+CREATE TABLE "console_sessions" (
+	"token_hash" text PRIMARY KEY NOT NULL,
+	"id" text NOT NULL,
+	"store_id" text NOT NULL,
+	"actor" text NOT NULL,
+	"created_at" bigint NOT NULL,
+	"expires_at" bigint NOT NULL,
+	"ended_at" bigint
+);
+--> statement-breakpoint
+CREATE INDEX "console_sessions_expiry_idx" ON "console_sessions" USING btree ("expires_at");

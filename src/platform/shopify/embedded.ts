@@ -1,0 +1,132 @@
+/**
+ * The app embedded in the Shopify admin (managed installation): the ID token App Bridge gives the page — verified on
+ * every request (HS256 with the app's client secret, `aud` the client id, `exp`/`nbf` with a few seconds of skew,
+ * `dest` a shop) — and, the first time a shop's page loads without a token of ours, the token exchange of that ID
+ * token for the expiring offline token and refresh token the `oauth` credential mode renews. No cookie, no state.
+ */
+import type { StoreRow } from '../../../db/types.ts';
+import type { Core } from '../../core.ts';
+import { hmacDigest, sameDigest } from '../../lib/crypto.ts';
+import type { EmbeddedApp, EmbeddedIdentity, PlatformOps } from '../types.ts';
+import { adminGraphql, exchangeIdToken, graphqlUrl, tokenUrl } from './admin-api.ts';
+import { APP_SECRET_ENV, appClientId, shopDomainOf } from './app.ts';
+import { upsertStore } from './app-install.ts';
+import { obtainedToken } from './credentials.ts';
+import { shopifyPlatform } from './platform.ts';
+
+/** How far `exp`/`nbf` may be from this box's clock. */
+export const ID_TOKEN_SKEW_MS = 5_000;
+/** An ID token is 1 minute; anything much longer is not one Shopify made. */
+const MAX_TOKEN_BYTES = 4096;
+const IDENTITY_QUERY = 'query hookrelayInstall { shop { id myshopifyDomain } currentAppInstallation { id } }';
+
+const b64urlJson = (part: string): Record<string, unknown> | null => {
+  if (!/^[A-Za-z0-9_-]*$/.test(part)) return null;
+  try {
+    const v = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+};
+
+/** The shop of a `dest`/`iss` claim (`https://shop.myshopify.com[/admin]`), or null. */
+function shopOfUrl(value: unknown): string | null {
+  if (typeof value !== 'string') return null;
+  try {
+    const u = new URL(value);
+    return u.protocol === 'https:' ? shopDomainOf(u.hostname) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * An ID token's identity when it is one Shopify made for this app and is valid at `now`: signature (HS256, the
+ * client secret, constant time), `aud`, `exp`, `nbf`, `dest` (and `iss`, when present, the same shop). Else why not
+ * (a short reason for the log, never the token).
+ */
+export function verifyIdToken(
+  token: string,
+  app: { clientId: string; secret: string },
+  now: number,
+): { ok: true; identity: EmbeddedIdentity } | { ok: false; why: string } {
+  if (token.length > MAX_TOKEN_BYTES) return { ok: false, why: 'too long' };
+  const parts = token.split('.');
+  if (parts.length !== 3) return { ok: false, why: 'not a JWT' };
+  const [h, p, s] = parts as [string, string, string];
+  const header = b64urlJson(h);
+  if (header?.alg !== 'HS256') return { ok: false, why: 'not HS256' };
+  if (!/^[A-Za-z0-9_-]{43}$/.test(s)) return { ok: false, why: 'bad signature' };
+  if (!sameDigest(hmacDigest(app.secret, `${h}.${p}`), Buffer.from(s, 'base64url'))) return { ok: false, why: 'bad signature' };
+  const claims = b64urlJson(p);
+  if (!claims) return { ok: false, why: 'unreadable claims' };
+  const aud = claims.aud;
+  if (!(aud === app.clientId || (Array.isArray(aud) && aud.includes(app.clientId)))) return { ok: false, why: 'wrong audience' };
+  const exp = claims.exp;
+  if (typeof exp !== 'number' || exp * 1000 + ID_TOKEN_SKEW_MS <= now) return { ok: false, why: 'expired' };
+  const nbf = claims.nbf;
+  if (nbf !== undefined && (typeof nbf !== 'number' || nbf * 1000 - ID_TOKEN_SKEW_MS > now)) return { ok: false, why: 'not yet valid' };
+  const shop = shopOfUrl(claims.dest);
+  if (!shop) return { ok: false, why: 'no shop' };
+  if (claims.iss !== undefined && shopOfUrl(claims.iss) !== shop) return { ok: false, why: 'issuer is another shop' };
+  const sub = typeof claims.sub === 'string' && /^[0-9A-Za-z_-]{1,64}$/.test(claims.sub) ? claims.sub : null;
+  if (!sub) return { ok: false, why: 'no staff user' };
+  const sid = typeof claims.sid === 'string' ? claims.sid.slice(0, 128) : '';
+  return { ok: true, identity: { shop, staffUser: sub, sessionId: sid } };
+}
+
+/** The embedded app's part of the platform (AppPlatform.embedded). */
+export function shopifyEmbedded(core: Core, ops: Pick<PlatformOps, 'newStoreRow'>): EmbeddedApp {
+  const appConfig = () => {
+    const clientId = appClientId(core.config);
+    const secretVar = APP_SECRET_ENV.find((name) => !!core.config.env(name));
+    return clientId && secretVar ? { clientId, secretVar, secret: core.config.env(secretVar)! } : null;
+  };
+  return {
+    clientId: () => appConfig()?.clientId ?? null,
+    verify(token) {
+      const app = appConfig();
+      if (!app) return { ok: false, why: 'the app is not configured' };
+      return verifyIdToken(token, app, core.clock.now());
+    },
+    async ensureInstalled(identity, idToken): Promise<{ ok: true; store: StoreRow } | { ok: false; status: number; why: string }> {
+      const app = appConfig();
+      if (!app) return { ok: false, status: 503, why: 'the app is not configured' };
+      const existing = await core.repo.getStoreByShop(identity.shop);
+      if (existing && existing.uninstalledAt == null && existing.credentialMode === 'oauth') {
+        const link = await core.repo.links.get(existing.id);
+        if (link?.tokenSealed || link?.refreshSealed) return { ok: true, store: existing };
+      } else if (existing && existing.uninstalledAt == null && existing.credentialMode !== 'oauth') {
+        // A store set up by its operator with other credentials (a custom app's token): nothing to exchange.
+        return { ok: true, store: existing };
+      }
+      const shop = identity.shop;
+      const timeout = core.config.handoff.timeoutMs;
+      const asked = core.clock.now();
+      const reply = await exchangeIdToken(tokenUrl(shop, core.config.shopifyAdminUrl), app.clientId, app.secret, idToken, timeout);
+      if (reply.kind !== 'issued') {
+        const why = reply.kind === 'refused' ? `HTTP ${reply.status}${reply.error ? `, ${reply.error}` : ''}` : reply.why;
+        core.log.warn(`token exchange for ${shop}: Shopify issued no token (${why})`);
+        return { ok: false, status: reply.kind === 'refused' && reply.status < 500 ? 401 : 502, why: `Shopify issued no token (${why})` };
+      }
+      const identityReply = await adminGraphql(graphqlUrl(shop, core.config.shopifyAdminUrl), reply.accessToken, IDENTITY_QUERY, undefined, timeout);
+      const data = identityReply.kind === 'answered' ? identityReply.data : undefined;
+      const shopGid = (data?.shop as { id?: unknown } | undefined)?.id;
+      const installGid = (data?.currentAppInstallation as { id?: unknown } | undefined)?.id;
+      if (typeof shopGid !== 'string' || typeof installGid !== 'string') {
+        core.log.warn(`token exchange for ${shop}: the shop's identity could not be read`);
+        return { ok: false, status: 502, why: "the shop's identity could not be read" };
+      }
+      const now = core.clock.now();
+      const store = await upsertStore(core.repo, core, ops, shop, app.clientId, app.secretVar, now);
+      const tail = (gid: string) => gid.split('/').pop() || gid;
+      await core.repo.installs.setStoreIdentity(store.id, tail(shopGid), tail(installGid), now);
+      await core.repo.links.installToken(store.id, obtainedToken(core.box, reply, app.clientId, asked), now);
+      await core.repo.links.resume(store.id, now);
+      shopifyPlatform(core).forget(store.id);
+      core.log.info(`app installed on ${shop} (store ${store.id}; token exchange, expiring offline token)`);
+      return { ok: true, store: (await core.repo.getStore(store.id)) ?? store };
+    },
+  };
+}

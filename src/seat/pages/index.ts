@@ -1,0 +1,13 @@
+/**
+ * The seat's pages, in nav order: one line per page — its path under the base (`''` is Home), its nav title, and its
+ * module (loaded with its first request), which exports `page: SeatPage`.
+ */
+import type { SeatPage } from '../types.ts';
+
+export interface PageEntry {
+  path: string;
+  title: string;
+  load(): Promise<{ page: SeatPage }>;
+}
+
+export const PAGES: readonly PageEntry[] = [{ path: '', title: 'Home', load: () => import('./home.ts') }];
