@@ -41,7 +41,8 @@ label{display:block;margin:8px 0 4px;font-weight:500}
 .badge{display:inline-block;font-size:12px;padding:0 8px;border-radius:10px;border:1px solid currentColor}
 .notice{border-left:4px solid var(--warn);padding:8px 12px;background:#fff8e6;margin:0 0 16px}
 .notice.bad{border-color:var(--bad);background:#fdecea;color:var(--fg)}
-.meter{height:8px;background:#e3e3e3;border-radius:4px;overflow:hidden}.meter>span{display:block;height:100%;background:var(--accent)}
+progress{width:100%;max-width:240px;height:10px;accent-color:var(--accent)}
+.visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 ul.checklist{list-style:none;padding:0;margin:0}ul.checklist li{padding:4px 0}
 s-page,s-section{display:block}
 `;
@@ -118,7 +119,7 @@ export function seatHeaders(opts: { nonce: string; embeddedShop: string | null; 
     `style-src ${n}${cdn}`,
     `img-src 'self' data:${cdn}`,
     `font-src 'self'${cdn}`,
-    `connect-src 'self'${opts.embedded ? ' https://cdn.shopify.com https://*.shopify.com' : ''}`,
+    `connect-src 'self'${cdn}`,
     "form-action 'self'",
     "base-uri 'none'",
     `frame-ancestors ${ancestors}`,

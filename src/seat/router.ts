@@ -116,6 +116,18 @@ export function createSeat(deps: SeatDeps): Seat {
       );
     }
     const { identity } = verified;
+    // The admin names the shop in the query too: a token of another shop is not this page's.
+    if (url.searchParams.has('shop') && url.searchParams.get('shop') !== identity.shop) {
+      core.log.warn('seat: an ID token was refused (another shop than the page names)');
+      return bare(
+        401,
+        'Not signed in',
+        '<p>This session token is for another store. Open hookrelay again from your Shopify admin.</p>',
+        'embedded',
+        nonce,
+        claimedShop,
+      );
+    }
     const installed = await app.ensureInstalled(identity, idToken);
     if (!installed.ok) {
       const status = installed.status;
