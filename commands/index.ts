@@ -23,6 +23,7 @@ export const main = defineCommand({
     init: () => load(import('./init.ts')),
     store: () => load(import('./store.ts')),
     grant: () => load(import('./grant.ts')),
+    console: () => load(import('./console.ts')),
     'metrics-token': () => load(import('./metrics-token.ts')),
     migrate: () => load(import('./migrate.ts')),
     backup: () => load(import('./backup.ts')),

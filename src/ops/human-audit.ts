@@ -17,6 +17,7 @@ export type AdminOperation =
   | 'initStore'
   | 'issueGrant'
   | 'revokeGrant'
+  | 'issueConsoleLink'
   | 'issueMetricsToken'
   | 'revokeMetricsToken'
   | 'setPlan'

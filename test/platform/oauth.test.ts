@@ -48,7 +48,9 @@ describe('installing the app', () => {
     expect(landed.status).toBe(200);
     const html = await landed.text();
     expect(html).toContain(`hookrelay is installed on ${SHOP}`);
-    expect(html).toContain(`hookrelay grant issue --shop ${SHOP}`);
+    // The landing page sends the merchant to Home (the app in their admin), not to the operator's terminal.
+    expect(html).toContain(`https://admin.shopify.com/store/${SHOP.replace('.myshopify.com', '')}/apps/${CLIENT.clientId}`);
+    expect(html).not.toContain('hookrelay grant issue');
     expect(html).not.toContain(CLIENT.clientSecret);
     expect(fake.tokenRequests.map((t) => [t.grantType, t.outcome])).toEqual([['authorization_code', 'issued']]);
 

@@ -172,7 +172,7 @@ export function createAppInstall(core: Core, ops: Pick<PlatformOps, 'newStoreRow
       `hookrelay is installed on ${shop}`,
       [
         "Events sent to this store's hookrelay endpoints are now handed to Shopify Flow.",
-        `Next, for an AI agent to set it up: the operator of this hookrelay issues it a grant, e.g. <code>hookrelay grant issue --shop ${esc(shop)} --tier operator --ttl 8h --label "setup agent"</code>, and the agent creates an endpoint per sender.`,
+        `Next, <a href="${esc(`https://admin.shopify.com/store/${shop.replace(/\.myshopify\.com$/, '')}/apps/${clientId}`)}" target="_top">open hookrelay in your Shopify admin</a>: its Home shows what to set up next, and its Agents page gives an AI agent a grant to set it up for you.`,
         'In Shopify Flow, create a workflow that starts from one of hookrelay\'s triggers ("Relay order event received" and the others) and turn it on.',
         ...choices(core, shop),
       ],
