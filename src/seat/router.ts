@@ -9,6 +9,7 @@ import type { StoreRow } from '../../db/types.ts';
 import type { Core, CoreWith } from '../core.ts';
 import { readCapped } from '../lib/body.ts';
 import { randomBase62 } from '../lib/ids.ts';
+import { refusalReason, unlogged } from '../lib/refusal-log.ts';
 import { requestIdOf } from '../lib/request-ids.ts';
 import { escapeHtml as esc } from '../lib/web.ts';
 import type { EmbeddedApp } from '../platform/types.ts';
@@ -28,6 +29,14 @@ export interface SeatDeps {
 export interface Seat {
   /** Answers a path under /app or /console. `client`: the caller's address key, for the operations' limits. */
   fetch(req: Request, path: string, client: () => string | null): Promise<Response>;
+  /** The 429 of an address past its failed sign-ins (the app counts the seat's 401s), framed as the path's face. */
+  tooMany(req: Request, path: string, retryAfterSeconds: number): Response;
+}
+
+/** A refusal's reason for the app's per-minute refusal log (never the token), rather than a log line per refusal. */
+function refused(reason: string, res: Response): Response {
+  refusalReason.set(res, reason);
+  return res;
 }
 
 /** A form a page posts: URL-encoded, at most this many bytes. */
@@ -102,30 +111,26 @@ export function createSeat(deps: SeatDeps): Seat {
     }
     const verified = app.verify(idToken);
     if (!verified.ok) {
-      core.log.warn(`seat: an ID token was refused (${verified.why})`);
-      return bare(
-        401,
-        'Not signed in',
-        '<p>Your session token is not valid. Open hookrelay again from your Shopify admin.</p>',
-        'embedded',
-        nonce,
-        claimedShop,
-        {
+      return refused(
+        `ID token refused: ${verified.why}`,
+        bare(401, 'Not signed in', '<p>Your session token is not valid. Open hookrelay again from your Shopify admin.</p>', 'embedded', nonce, claimedShop, {
           'WWW-Authenticate': 'Bearer realm="hookrelay"',
-        },
+        }),
       );
     }
     const { identity } = verified;
     // The admin names the shop in the query too: a token of another shop is not this page's.
     if (url.searchParams.has('shop') && url.searchParams.get('shop') !== identity.shop) {
-      core.log.warn('seat: an ID token was refused (another shop than the page names)');
-      return bare(
-        401,
-        'Not signed in',
-        '<p>This session token is for another store. Open hookrelay again from your Shopify admin.</p>',
-        'embedded',
-        nonce,
-        claimedShop,
+      return refused(
+        'ID token refused: another shop than the page names',
+        bare(
+          401,
+          'Not signed in',
+          '<p>This session token is for another store. Open hookrelay again from your Shopify admin.</p>',
+          'embedded',
+          nonce,
+          claimedShop,
+        ),
       );
     }
     const installed = await app.ensureInstalled(identity, idToken);
@@ -287,7 +292,23 @@ export function createSeat(deps: SeatDeps): Seat {
     return new Response(renderLayout({ ctx, title: result.title, main: result.html, nav: PAGES, clientId }), { status: result.status ?? 200, headers });
   }
 
-  return { fetch };
+  function tooMany(req: Request, path: string, retryAfterSeconds: number): Response {
+    const embedded = path === '/app' || path.startsWith('/app/');
+    const shop = new URL(req.url).searchParams.get('shop') ?? '';
+    const res = bare(
+      429,
+      'Too many tries',
+      `<p>Too many sign-ins that did not verify came from your address. Wait ${retryAfterSeconds} seconds, then open hookrelay again.</p>`,
+      embedded ? 'embedded' : 'console',
+      randomBase62(16),
+      embedded && SHOP.test(shop) ? shop : null,
+      { 'Retry-After': String(retryAfterSeconds) },
+    );
+    unlogged.add(res);
+    return res;
+  }
+
+  return { fetch, tooMany };
 }
 
 /** The page a path under the base is (the longest registered path that is it or its parent), or null. */

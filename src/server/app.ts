@@ -116,7 +116,10 @@ export function createApp(core: Core): App {
       m.createSeat({ core, invoke: api.invoke, embedded: () => appPlatform.embedded(core, ops) }),
     ));
   // A seat request whose credential (ID token, session) does not verify counts against its address as a signed route's.
-  const seatRoute = (path: string, client: ClientOf) => unsigned.signed('merchant seat', 'page', async (req) => (await seatFront()).fetch(req, path, client));
+  const seatRoute = async (req: Request, path: string, client: ClientOf) => {
+    const res = await unsigned.signed('merchant seat', 'page', async (r) => (await seatFront()).fetch(r, path, client))(req, client);
+    return res.status === 429 ? (await seatFront()).tooMany(req, path, Number(res.headers.get('retry-after')) || 60) : res;
+  };
   const agentApi = () =>
     (agent ??= import('./agent-api.ts').then((m) => m.createAgentApi({ core, endpointChanged, authFailures, storage }, (req) => fetch(req))));
 
@@ -133,7 +136,7 @@ export function createApp(core: Core): App {
     const route = routes.get(path);
     if (route && (!route.methods || route.methods.includes(req.method))) return route.run(req, client);
     if (path === '/metrics') return metrics(req, client);
-    if (path === '/app' || path.startsWith('/app/') || path === '/console' || path.startsWith('/console/')) return seatRoute(path, client)(req, client);
+    if (path === '/app' || path.startsWith('/app/') || path === '/console' || path.startsWith('/console/')) return seatRoute(req, path, client);
     if (req.method === 'GET' && path === '/status') return status();
     if (path.startsWith(`${API_PREFIX}/`) || (req.method === 'GET' && (path === '/docs' || path === '/')))
       return (await agentApi()).fetch(req, path, client, safeDecode);

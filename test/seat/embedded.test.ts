@@ -137,3 +137,27 @@ describe('shopify.app.toml', () => {
     expect(toml.access_scopes).toEqual({ scopes: 'read_orders,read_customers,read_products', use_legacy_install_flow: false });
   });
 });
+
+describe('the embedded seat, further answers', () => {
+  it('frames a page that does not exist per shop too, and limits failed sign-ins per address (429 past 30 a minute)', async () => {
+    expect((await firstLoad()).status).toBe(200);
+    const missing = await withBearer(`/app/no-such-page?shop=${SHOP}`, fake.idToken());
+    expect(missing.status).toBe(404);
+    expectFramedBy(missing, SHOP);
+    const forged = fake.idToken({ signWith: 'not-the-app-secret' });
+    const statuses: number[] = [];
+    for (let i = 0; i < 32; i++) {
+      const res = await e.app.fetch(new Request(`${BASE}/app?shop=${SHOP}`, { headers: { authorization: `Bearer ${forged}` } }), '203.0.113.9');
+      statuses.push(res.status);
+    }
+    expect(statuses.slice(0, 30)).toEqual(Array(30).fill(401));
+    expect(statuses.at(-1)).toBe(429);
+    const limited = await e.app.fetch(new Request(`${BASE}/app?shop=${SHOP}`, { headers: { authorization: `Bearer ${forged}` } }), '203.0.113.9');
+    expect(limited.status).toBe(429);
+    expectFramedBy(limited, SHOP);
+    // Another address is not limited by it.
+    expect(
+      (await e.app.fetch(new Request(`${BASE}/app?shop=${SHOP}`, { headers: { authorization: `Bearer ${fake.idToken()}` } }), '203.0.113.10')).status,
+    ).toBe(200);
+  });
+});
