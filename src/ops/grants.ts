@@ -98,7 +98,7 @@ export interface AgentPrincipal extends Principal {
 }
 
 /** Every scope of the contract's tiers: what the merchant holds on their own store (still checked per operation). */
-export const MERCHANT_SCOPES: readonly Scope[] = [...new Set(Object.values(TIERS).flat())];
+const MERCHANT_SCOPES: readonly Scope[] = [...new Set(Object.values(TIERS).flat())];
 
 /**
  * The merchant acting on their store from the seat (src/seat): actor kind `human`, no grant and no token, every

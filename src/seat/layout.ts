@@ -9,10 +9,10 @@ import { escapeHtml as esc } from '../lib/web.ts';
 import type { SeatContext } from './types.ts';
 
 export const APP_BRIDGE_SRC = 'https://cdn.shopify.com/shopifycloud/app-bridge.js';
-export const POLARIS_SRC = 'https://cdn.shopify.com/shopifycloud/polaris.js';
+const POLARIS_SRC = 'https://cdn.shopify.com/shopifycloud/polaris.js';
 
 /** The project's own stylesheet: plain, readable, and enough on its own (no CDN). */
-export const STYLESHEET = `
+const STYLESHEET = `
 :root{color-scheme:light;--fg:#1a1a1a;--muted:#5c5f62;--line:#d9d9d9;--bg:#f6f6f7;--card:#fff;--accent:#005bd3;--bad:#b3261e;--warn:#8a6100;--good:#1a7f37}
 *{box-sizing:border-box}
 body{margin:0;font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
@@ -52,7 +52,7 @@ s-page,s-section{display:block}
  * (`shopify.idToken()`), since a navigation inside the admin's frame sends no Authorization header and no cookie.
  * Without App Bridge (CDN blocked) the first load's token is used while it lasts.
  */
-export const EMBEDDED_SCRIPT = `(()=>{const q=new URLSearchParams(location.search);let last=q.get('id_token');
+const EMBEDDED_SCRIPT = `(()=>{const q=new URLSearchParams(location.search);let last=q.get('id_token');
 const fresh=async()=>{try{if(window.shopify&&shopify.idToken){last=await shopify.idToken()}}catch(e){}return last};
 const keep=(u)=>{for(const k of ['embedded','shop','host','locale']){const v=q.get(k);if(v&&!u.searchParams.has(k))u.searchParams.set(k,v)}};
 document.addEventListener('click',async(e)=>{const a=e.target.closest&&e.target.closest('a[href]');if(!a||e.defaultPrevented||e.button!==0||e.metaKey||e.ctrlKey)return;

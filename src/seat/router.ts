@@ -43,11 +43,6 @@ function refused(reason: string, res: Response): Response {
 const FORM_MAX_BYTES = 64 * 1024;
 const SHOP = /^[a-z0-9][a-z0-9-]*\.myshopify\.com$/;
 
-/** Whether `path` is the seat's: /app, /console and what is under them. */
-export function isSeatPath(path: string): boolean {
-  return path === '/app' || path.startsWith('/app/') || path === '/console' || path.startsWith('/console/');
-}
-
 export function createSeat(deps: SeatDeps): Seat {
   const { core } = deps;
   const loaded = new Map<string, Promise<SeatPage>>();

@@ -11,7 +11,7 @@ import { constantTimeEqual, sha256Hex } from '../lib/crypto.ts';
 import { randomBase62 } from '../lib/ids.ts';
 import { publicLink } from '../lib/web.ts';
 
-export const SESSION_COOKIE = 'hookrelay_console';
+const SESSION_COOKIE = 'hookrelay_console';
 /** A sign-in link's life by default, and its longest. */
 export const LINK_TTL_MS = 10 * 60_000;
 export const LINK_TTL_MAX_MS = 60 * 60_000;

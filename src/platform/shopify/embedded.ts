@@ -15,7 +15,7 @@ import { obtainedToken } from './credentials.ts';
 import { shopifyPlatform } from './platform.ts';
 
 /** How far `exp`/`nbf` may be from this box's clock. */
-export const ID_TOKEN_SKEW_MS = 5_000;
+const ID_TOKEN_SKEW_MS = 5_000;
 /** An ID token is 1 minute; anything much longer is not one Shopify made. */
 const MAX_TOKEN_BYTES = 4096;
 const IDENTITY_QUERY = 'query hookrelayInstall { shop { id myshopifyDomain } currentAppInstallation { id } }';
@@ -46,7 +46,7 @@ function shopOfUrl(value: unknown): string | null {
  * client secret, constant time), `aud`, `exp`, `nbf`, `dest` (and `iss`, when present, the same shop). Else why not
  * (a short reason for the log, never the token).
  */
-export function verifyIdToken(
+function verifyIdToken(
   token: string,
   app: { clientId: string; secret: string },
   now: number,
