@@ -61,8 +61,10 @@ export function createSeat(deps: SeatDeps): Seat {
     const sub = path.slice(base.length).replace(/\/+$/, '');
     const nonce = randomBase62(16);
     const url = new URL(req.url);
+    // Before the token is verified, an embedded refusal is framed for the shop the admin's query names.
+    const claimed = face === 'embedded' && SHOP.test(url.searchParams.get('shop') ?? '') ? url.searchParams.get('shop') : null;
     if (req.method !== 'GET' && req.method !== 'POST')
-      return bare(405, 'Method not allowed', '<p>Use GET or POST.</p>', face, nonce, null, { Allow: 'GET, POST' });
+      return bare(405, 'Method not allowed', '<p>Use GET or POST.</p>', face, nonce, claimed, { Allow: 'GET, POST' });
     try {
       return face === 'embedded' ? await embeddedRequest(req, url, sub, nonce, client) : await consoleRequest(req, url, sub, nonce, client);
     } catch (err) {
@@ -70,7 +72,7 @@ export function createSeat(deps: SeatDeps): Seat {
       core.log.error(
         `seat ${face} ${req.method} ${sub || '/'} failed request=${requestIdOf(req)} support=${support}: ${err instanceof Error ? err.name : 'error'}`,
       );
-      return bare(500, 'Something went wrong', `<p>Something went wrong on our side. Quote ${esc(support)}.</p>`, face, nonce, null);
+      return bare(500, 'Something went wrong', `<p>Something went wrong on our side. Quote ${esc(support)}.</p>`, face, nonce, claimed);
     }
   }
 

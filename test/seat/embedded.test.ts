@@ -161,3 +161,15 @@ describe('the embedded seat, further answers', () => {
     ).toBe(200);
   });
 });
+
+describe('the embedded seat mends a store', () => {
+  it('whose refresh token Shopify refused (reinstall required): the next load exchanges its ID token and resumes', async () => {
+    expect((await firstLoad()).status).toBe(200);
+    const store = (await e.core.repo.getStoreByShop(SHOP))!;
+    const now = e.clock.now();
+    await e.core.repo.links.pause(store.id, { reason: 'credentials', code: 'SVC_REINSTALL_REQUIRED', message: 'refused' }, now, 0, now + 60_000);
+    expect((await withBearer(`/app?shop=${SHOP}`, fake.idToken())).status).toBe(200);
+    expect(exchanges()).toHaveLength(2);
+    expect((await e.core.repo.links.get(store.id))!.pauseReason).toBeNull();
+  });
+});

@@ -83,6 +83,7 @@ export function shopifyEmbedded(core: Core, ops: Pick<PlatformOps, 'newStoreRow'
     const secretVar = APP_SECRET_ENV.find((name) => !!core.config.env(name));
     return clientId && secretVar ? { clientId, secretVar, secret: core.config.env(secretVar)! } : null;
   };
+  const installing = new Map<string, Promise<Installed>>();
   return {
     clientId: () => appConfig()?.clientId ?? null,
     verify(token) {
@@ -90,43 +91,58 @@ export function shopifyEmbedded(core: Core, ops: Pick<PlatformOps, 'newStoreRow'
       if (!app) return { ok: false, why: 'the app is not configured' };
       return verifyIdToken(token, app, core.clock.now());
     },
-    async ensureInstalled(identity, idToken): Promise<{ ok: true; store: StoreRow } | { ok: false; status: number; why: string }> {
-      const app = appConfig();
-      if (!app) return { ok: false, status: 503, why: 'the app is not configured' };
-      const existing = await core.repo.getStoreByShop(identity.shop);
-      if (existing && existing.uninstalledAt == null && existing.credentialMode === 'oauth') {
-        const link = await core.repo.links.get(existing.id);
-        if (link?.tokenSealed || link?.refreshSealed) return { ok: true, store: existing };
-      } else if (existing && existing.uninstalledAt == null && existing.credentialMode !== 'oauth') {
-        // A store set up by its operator with other credentials (a custom app's token): nothing to exchange.
-        return { ok: true, store: existing };
+    ensureInstalled(identity, idToken) {
+      // The admin's first load often comes with a second request at once: one exchange per shop in this process.
+      let p = installing.get(identity.shop);
+      if (!p) {
+        p = install(identity, idToken).finally(() => installing.delete(identity.shop));
+        installing.set(identity.shop, p);
       }
-      const shop = identity.shop;
-      const timeout = core.config.handoff.timeoutMs;
-      const asked = core.clock.now();
-      const reply = await exchangeIdToken(tokenUrl(shop, core.config.shopifyAdminUrl), app.clientId, app.secret, idToken, timeout);
-      if (reply.kind !== 'issued') {
-        const why = reply.kind === 'refused' ? `HTTP ${reply.status}${reply.error ? `, ${reply.error}` : ''}` : reply.why;
-        core.log.warn(`token exchange for ${shop}: Shopify issued no token (${why})`);
-        return { ok: false, status: reply.kind === 'refused' && reply.status < 500 ? 401 : 502, why: `Shopify issued no token (${why})` };
-      }
-      const identityReply = await adminGraphql(graphqlUrl(shop, core.config.shopifyAdminUrl), reply.accessToken, IDENTITY_QUERY, undefined, timeout);
-      const data = identityReply.kind === 'answered' ? identityReply.data : undefined;
-      const shopGid = (data?.shop as { id?: unknown } | undefined)?.id;
-      const installGid = (data?.currentAppInstallation as { id?: unknown } | undefined)?.id;
-      if (typeof shopGid !== 'string' || typeof installGid !== 'string') {
-        core.log.warn(`token exchange for ${shop}: the shop's identity could not be read`);
-        return { ok: false, status: 502, why: "the shop's identity could not be read" };
-      }
-      const now = core.clock.now();
-      const store = await upsertStore(core.repo, core, ops, shop, app.clientId, app.secretVar, now);
-      const tail = (gid: string) => gid.split('/').pop() || gid;
-      await core.repo.installs.setStoreIdentity(store.id, tail(shopGid), tail(installGid), now);
-      await core.repo.links.installToken(store.id, obtainedToken(core.box, reply, app.clientId, asked), now);
-      await core.repo.links.resume(store.id, now);
-      shopifyPlatform(core).forget(store.id);
-      core.log.info(`app installed on ${shop} (store ${store.id}; token exchange, expiring offline token)`);
-      return { ok: true, store: (await core.repo.getStore(store.id)) ?? store };
+      return p;
     },
   };
+
+  async function install(identity: EmbeddedIdentity, idToken: string): Promise<Installed> {
+    const app = appConfig();
+    if (!app) return { ok: false, status: 503, why: 'the app is not configured' };
+    const existing = await core.repo.getStoreByShop(identity.shop);
+    if (existing && existing.uninstalledAt == null && existing.credentialMode === 'oauth') {
+      const link = await core.repo.links.get(existing.id);
+      // A token held and not refused for good: nothing to exchange. A store paused for want of a token Shopify would
+      // give (its refresh refused: reinstall required) is mended by the exchange of its merchant's ID token.
+      const mendable = link?.pauseReason === 'credentials' && link.pauseCode === 'SVC_REINSTALL_REQUIRED';
+      if ((link?.tokenSealed || link?.refreshSealed) && !mendable) return { ok: true, store: existing };
+    } else if (existing && existing.uninstalledAt == null && existing.credentialMode !== 'oauth') {
+      // A store set up by its operator with other credentials (a custom app's token): nothing to exchange.
+      return { ok: true, store: existing };
+    }
+    const shop = identity.shop;
+    const timeout = core.config.handoff.timeoutMs;
+    const asked = core.clock.now();
+    const reply = await exchangeIdToken(tokenUrl(shop, core.config.shopifyAdminUrl), app.clientId, app.secret, idToken, timeout);
+    if (reply.kind !== 'issued') {
+      const why = reply.kind === 'refused' ? `HTTP ${reply.status}${reply.error ? `, ${reply.error}` : ''}` : reply.why;
+      core.log.warn(`token exchange for ${shop}: Shopify issued no token (${why})`);
+      return { ok: false, status: reply.kind === 'refused' && reply.status < 500 ? 401 : 502, why: `Shopify issued no token (${why})` };
+    }
+    const identityReply = await adminGraphql(graphqlUrl(shop, core.config.shopifyAdminUrl), reply.accessToken, IDENTITY_QUERY, undefined, timeout);
+    const data = identityReply.kind === 'answered' ? identityReply.data : undefined;
+    const shopGid = (data?.shop as { id?: unknown } | undefined)?.id;
+    const installGid = (data?.currentAppInstallation as { id?: unknown } | undefined)?.id;
+    if (typeof shopGid !== 'string' || typeof installGid !== 'string') {
+      core.log.warn(`token exchange for ${shop}: the shop's identity could not be read`);
+      return { ok: false, status: 502, why: "the shop's identity could not be read" };
+    }
+    const now = core.clock.now();
+    const store = await upsertStore(core.repo, core, ops, shop, app.clientId, app.secretVar, now);
+    const tail = (gid: string) => gid.split('/').pop() || gid;
+    await core.repo.installs.setStoreIdentity(store.id, tail(shopGid), tail(installGid), now);
+    await core.repo.links.installToken(store.id, obtainedToken(core.box, reply, app.clientId, asked), now);
+    await core.repo.links.resume(store.id, now);
+    shopifyPlatform(core).forget(store.id);
+    core.log.info(`app installed on ${shop} (store ${store.id}; token exchange, expiring offline token)`);
+    return { ok: true, store: (await core.repo.getStore(store.id)) ?? store };
+  }
 }
+
+type Installed = { ok: true; store: StoreRow } | { ok: false; status: number; why: string };
