@@ -173,3 +173,13 @@ describe('the embedded seat mends a store', () => {
     expect((await e.core.repo.links.get(store.id))!.pauseReason).toBeNull();
   });
 });
+
+describe("the fake Shopify's ID tokens for a browser", () => {
+  it('GET /_fake/id-token gives a stand-in App Bridge a fresh token the seat accepts', async () => {
+    expect((await firstLoad()).status).toBe(200);
+    const res = await fetch(`${fake.url}/_fake/id-token?sub=7`);
+    expect(res.headers.get('access-control-allow-origin')).toBe('*');
+    const { idToken } = (await res.json()) as { idToken: string };
+    expect((await withBearer(`/app?shop=${SHOP}`, idToken)).status).toBe(200);
+  });
+});
