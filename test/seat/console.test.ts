@@ -95,6 +95,20 @@ describe('the console', () => {
     expect((await get('/console', cookie)).status).toBe(401);
   });
 
+  it("checks CSRF on every page's write before the page sees it: 403 without, the page's own answer with", async () => {
+    const { cookie } = await signIn();
+    const csrf = csrfOf(await (await get('/console', cookie)).text())!;
+    expect((await post('/console', cookie, { anything: '1' })).status).toBe(403);
+    expect((await post('/console/events', cookie, {})).status).toBe(403);
+    // Home takes no form: with its token the write reaches the router's page dispatch (405), not a refusal.
+    expect((await post('/console', cookie, { csrf })).status).toBe(405);
+    // Another session's token is not this one's.
+    const other = await signIn('bob@laptop');
+    const otherCsrf = csrfOf(await (await get('/console', other.cookie)).text())!;
+    expect(otherCsrf).not.toBe(csrf);
+    expect((await post('/console', cookie, { csrf: otherCsrf })).status).toBe(403);
+  });
+
   it("closes an uninstalled store's console", async () => {
     const { cookie } = await signIn();
     const store = (await env.core.repo.getStoreByShop(SHOP))!;
