@@ -94,7 +94,7 @@ export function renderLayout({ ctx, title, main, nav, clientId }: LayoutInput): 
 <title>${esc(title)} · hookrelay</title>${shopify}<style nonce="${nonce}">${STYLESHEET}</style>${script}</head>
 <body><a class="seat-skip" href="#main">Skip to content</a><header class="seat-top"><span class="seat-brand">hookrelay</span>
 <nav class="seat-nav" aria-label="hookrelay"><ul>${links}</ul></nav><div class="seat-who"><span>${esc(ctx.human.store.shopDomain)} · ${esc(ctx.human.actor)}</span>${signOut}</div></header>
-<main id="main"><s-page heading="${esc(title)}"><h1>${esc(title)}</h1>${main}</s-page></main></body></html>`;
+<main id="main"><s-page><h1>${esc(title)}</h1>${main}</s-page></main></body></html>`;
 }
 
 /** A page of the seat's own (sign-in, refusals) without nav: same head and stylesheet. */

@@ -25,7 +25,7 @@ const failure = (what: string, a: SeatAnswer) => {
 };
 const section = (ctx: SeatContext, heading: string, body: string) =>
   ctx.embedded
-    ? `<s-section heading="${esc(heading)}"><section aria-label="${esc(heading)}"><h2>${esc(heading)}</h2>${body}</section></s-section>`
+    ? `<s-section><section aria-label="${esc(heading)}"><h2>${esc(heading)}</h2>${body}</section></s-section>`
     : `<section aria-label="${esc(heading)}"><h2>${esc(heading)}</h2>${body}</section>`;
 const when = (iso: string | null) => (iso ? `<time datetime="${esc(iso)}">${esc(iso.replace('T', ' ').replace(/\.\d+Z$|Z$/, ' UTC'))}</time>` : '');
 
