@@ -22,6 +22,7 @@ import { VERSION } from '../version.ts';
 import { AuthFailureLimiter, type ClientOf, lazyClient, trustsProxy } from '../lib/auth-failures.ts';
 import { bodyClient } from '../lib/body.ts';
 import { createUnsignedRoutes } from './unsigned-routes.ts';
+import { unlogged } from '../lib/refusal-log.ts';
 
 /** How long GET /status waits for its read of the database. */
 const STATUS_PROBE_MS = 2_000;
@@ -51,6 +52,9 @@ export function pathOf(url: string): string {
   const path = url.slice(start, end);
   return /[.%\\#]/.test(path) ? new URL(url).pathname : path;
 }
+
+/** The merchant's seat's paths (src/seat/router.ts): /app, /console and what is under them. */
+const seatPath = (path: string) => path === '/app' || path.startsWith('/app/') || path === '/console' || path.startsWith('/console/');
 
 export interface App {
   /**
@@ -100,7 +104,11 @@ export function createApp(core: Core): App {
   const routes = new Map<string, { methods?: readonly string[]; run: (req: Request, client: ClientOf) => Promise<Response> }>();
   for (const platform of platforms) {
     for (const route of platform.routes(core, ops)) {
-      const own = route.path.startsWith('/hooks/') || route.path.startsWith(`${API_PREFIX}/`) || ['/', '/docs', '/metrics', '/status'].includes(route.path);
+      const own =
+        route.path.startsWith('/hooks/') ||
+        route.path.startsWith(`${API_PREFIX}/`) ||
+        seatPath(route.path) ||
+        ['/', '/docs', '/metrics', '/status'].includes(route.path);
       if (own || routes.has(route.path)) throw new Error(`a platform's route ${route.path} is taken`);
       const g = route.guard;
       const run =
@@ -118,7 +126,8 @@ export function createApp(core: Core): App {
   // A seat request whose credential (ID token, session) does not verify counts against its address as a signed route's.
   const seatRoute = async (req: Request, path: string, client: ClientOf) => {
     const res = await unsigned.signed('merchant seat', 'page', async (r) => (await seatFront()).fetch(r, path, client))(req, client);
-    return res.status === 429 ? (await seatFront()).tooMany(req, path, Number(res.headers.get('retry-after')) || 60) : res;
+    // The guard's own 429 (an address past its failed sign-ins), not a page's answer, is framed as the seat frames.
+    return res.status === 429 && unlogged.has(res) ? (await seatFront()).tooMany(req, path, Number(res.headers.get('retry-after')) || 60) : res;
   };
   const agentApi = () =>
     (agent ??= import('./agent-api.ts').then((m) => m.createAgentApi({ core, endpointChanged, authFailures, storage }, (req) => fetch(req))));
@@ -136,7 +145,7 @@ export function createApp(core: Core): App {
     const route = routes.get(path);
     if (route && (!route.methods || route.methods.includes(req.method))) return route.run(req, client);
     if (path === '/metrics') return metrics(req, client);
-    if (path === '/app' || path.startsWith('/app/') || path === '/console' || path.startsWith('/console/')) return seatRoute(req, path, client);
+    if (seatPath(path)) return seatRoute(req, path, client);
     if (req.method === 'GET' && path === '/status') return status();
     if (path.startsWith(`${API_PREFIX}/`) || (req.method === 'GET' && (path === '/docs' || path === '/')))
       return (await agentApi()).fetch(req, path, client, safeDecode);
