@@ -65,16 +65,17 @@ async function deployment() {
 }
 
 /**
- * One merchant's browser: /auth/install (from an install link, or from the admin: the app opened on a store it is
- * not installed on sends it there), its shop's authorize page (the fake approves), back to /auth/callback.
+ * One merchant's browser: /auth/install from an install link, its shop's authorize page (the fake approves), back to
+ * /auth/callback; or from the admin (managed installation): the embedded app's first load, whose ID token hookrelay
+ * exchanges for the store's tokens, rendering Home.
  */
 async function install(e: TestEnv, shop: string, from: 'link' | 'admin' = 'link'): Promise<void> {
-  let start = `${BASE}/auth/install?shop=${shop}`;
+  const start = `${BASE}/auth/install?shop=${shop}`;
   if (from === 'admin') {
-    const opened = await e.app.fetch(new Request(fakes[shop]!.appLaunchUrl(`${BASE}/app`)));
-    expect(opened.status).toBe(302);
-    expect(opened.headers.get('location')).toBe(start);
-    start = opened.headers.get('location')!;
+    const opened = await e.app.fetch(new Request(fakes[shop]!.embeddedAppUrl(`${BASE}/app`)));
+    expect(opened.status).toBe(200);
+    expect(await opened.text()).toContain(`hookrelay on ${shop}`);
+    return;
   }
   const begin = await e.app.fetch(new Request(start));
   expect(begin.status).toBe(302);
@@ -148,7 +149,7 @@ describe('two merchants install the app on one deployment', () => {
     const [la, lb] = [(await e.repo.links.get(a.storeId))!, (await e.repo.links.get(bb.storeId))!];
     expect(la.tokenSealed).not.toBe(lb.tokenSealed);
     // Opened from its admin now that it is installed, the app shows the store's own page.
-    const opened = await e.app.fetch(new Request(fakes[B]!.appLaunchUrl(`${BASE}/app`)));
+    const opened = await e.app.fetch(new Request(fakes[B]!.embeddedAppUrl(`${BASE}/app`)));
     expect(opened.status).toBe(200);
     expect(await opened.text()).toContain(`hookrelay on ${B}`);
 
