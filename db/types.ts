@@ -54,6 +54,10 @@ export interface IngestLease {
 export interface EventFilter {
   storeId: string;
   endpointId?: string;
+  /** Only events whose sender's external_event_id is exactly this. */
+  externalEventId?: string;
+  /** Only events of the store's endpoints whose trigger variant is this now (a deleted endpoint's events match none). */
+  triggerVariant?: string;
   outcome?: string;
   since?: number;
   until?: number;

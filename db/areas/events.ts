@@ -25,6 +25,11 @@ function eventFilter(f: EventFilter): { where: string; params: unknown[] } {
     params.push(value);
   };
   if (f.endpointId) add('endpoint_id = ?', f.endpointId);
+  if (f.externalEventId) add('external_event_id = ?', f.externalEventId);
+  if (f.triggerVariant) {
+    where.push('endpoint_id IN (SELECT id FROM endpoints WHERE store_id = ? AND trigger_variant = ?)');
+    params.push(f.storeId, f.triggerVariant);
+  }
   if (f.outcome) add('outcome = ?', f.outcome);
   if (f.since != null) add('received_at >= ?', f.since);
   if (f.until != null) add('received_at < ?', f.until);

@@ -119,6 +119,8 @@ export async function listEvents(ctx: OpContext<EventReads>, { query }: Operatio
   const rows = await core.repo.listEvents({
     storeId: store.id,
     endpointId: query.endpointId,
+    externalEventId: query.externalEventId,
+    triggerVariant: query.triggerVariant,
     outcome: query.outcome,
     since,
     sinceId: since === undefined ? undefined : idFloor('evt', since),

@@ -115,6 +115,26 @@ describe('events reads', () => {
     expect(recent.json.data.events).toHaveLength(5);
   });
 
+  it("filters by the sender's external event id and by the endpoint's trigger variant", async () => {
+    const a = await createEndpoint(env, token);
+    const b = await createEndpoint(env, token, { triggerVariant: 'customer', resourceIdPath: 'order.id' });
+    const sent = async (ep: typeof a, ext: string) => (await sendHook(env, ep.endpoint, ep.secret, orderEvent(ext))).json.eventId as string;
+    const a1 = await sent(a, 'ext-shared');
+    const a2 = await sent(a, 'ext-a');
+    const b1 = await sent(b, 'ext-shared');
+    const ids = async (query: string) => {
+      const r = await call(env, 'GET', `/agent/v1/events?${query}`, { token });
+      expect(r.status).toBe(200);
+      return r.json.data.events.map((e: { id: string }) => e.id);
+    };
+    expect(await ids('externalEventId=ext-shared')).toEqual([b1, a1]);
+    expect(await ids(`externalEventId=ext-shared&endpointId=${a.endpoint.id}`)).toEqual([a1]);
+    expect(await ids('triggerVariant=order')).toEqual([a2, a1]);
+    expect(await ids('triggerVariant=customer&externalEventId=ext-a')).toEqual([]);
+    const bad = await call(env, 'GET', '/agent/v1/events?triggerVariant=orders', { token });
+    expect([bad.status, bad.json.error.details[0].path]).toEqual([400, 'query.triggerVariant']);
+  });
+
   it('shows detail with attempts, where handoff stopped and recovery options, never the body', async () => {
     const { endpoint, secret } = await createEndpoint(env, token);
     const body = JSON.stringify({ event_type: 'order.flagged', external_event_id: 'detail-1', order: { id: 77 }, note: 'BODY_MARKER_91c' });

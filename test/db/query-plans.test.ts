@@ -111,6 +111,13 @@ describe.if(sqliteOnly)('read query plans', () => {
     const [sql] = await sqlOf(() => repo.listEvents({ storeId, since: 0, sinceId: 'evt_0000000000', limit: 26 }));
     expect(plan(repo.sqlite, sql!).some((d) => /\bid>\?/.test(d))).toBe(true);
   });
+  it("listEvents filtered by external event id or by trigger (the seat's Events search)", async () => {
+    expectIndexed(await sqlOf(() => repo.listEvents({ storeId, externalEventId: 'ext-1', limit: 26 })));
+    expectIndexed(await sqlOf(() => repo.listEvents({ storeId, triggerVariant: 'order', outcome: 'failed', beforeId: eventId, limit: 26 })));
+    const [sql] = await sqlOf(() => repo.listEvents({ storeId, triggerVariant: 'order', limit: 26 }));
+    // The trigger's endpoints are found on endpoints_store_idx, once, not per event.
+    expect(plan(repo.sqlite, sql!).some((d) => /endpoints_store_idx/.test(d))).toBe(true);
+  });
   it('listEvents with every filter and a cursor', async () => {
     expectIndexed(await sqlOf(() => repo.listEvents({ storeId, endpointId, outcome: 'delivered', since: 0, until: Date.now(), beforeId: eventId, limit: 26 })));
   });

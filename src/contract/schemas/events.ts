@@ -4,6 +4,7 @@ import { DESTINATIONS } from '../platform.ts';
 import { HandoffStateSchema } from '../platform-schemas.ts';
 import { CONFIRMATION_OUTCOMES } from '../triggers.ts';
 import { Id, Timestamp } from './common.ts';
+import { TriggerVariantSchema } from './endpoints.ts';
 
 export const EVENT_OUTCOMES = ['accepted', 'queued', 'delivered', 'no_workflow', 'failed', 'duplicate_suppressed', 'rejected', 'held', 'test'] as const;
 export const EventOutcomeSchema = z.enum(EVENT_OUTCOMES);
@@ -92,6 +93,13 @@ export const EventListQuerySchema = z
     limit: z.coerce.number().int().min(1).max(100).default(25).describe('Page size, 1 to 100'),
     cursor: z.string().max(200).optional().describe('Opaque cursor from nextCursor'),
     endpointId: z.string().max(100).optional(),
+    externalEventId: z
+      .string()
+      .min(1)
+      .max(255)
+      .optional()
+      .describe("Only events whose sender's external_event_id is exactly this (as stored: its first 255 characters)"),
+    triggerVariant: TriggerVariantSchema.optional().describe("Only events of the store's endpoints whose trigger variant is this now"),
     outcome: EventOutcomeSchema.optional(),
     since: z.iso.datetime().optional().describe('Received at or after (RFC 3339)'),
     until: z.iso.datetime().optional().describe('Received before (RFC 3339)'),
