@@ -183,6 +183,15 @@ export interface Platform {
   startWarnings(stores: StoreRow[], env: (name: string) => string | undefined, now: number): string[];
 }
 
+/** A paid plan as a merchant chooses it: its price and limits, and the signed link that starts its subscription. */
+export interface PlanChoice {
+  plan: string;
+  priceUsd: number;
+  acceptedEventsPer30Days: number;
+  replayExecutions: number;
+  href: string;
+}
+
 /** Who an embedded page's ID token says is there: the shop, the staff user, the admin session. */
 export interface EmbeddedIdentity {
   shop: string;
@@ -214,6 +223,12 @@ export interface AppPlatform {
     config: { env: (name: string) => string | undefined; appClientId: string | null },
     shopDomain: string,
   ): { billing: BillingMode; appBillingUrl: string };
+  /**
+   * The paid plans a merchant of `shop` may choose here, each behind a link this app signed (the app's subscription
+   * flow: Shopify asks the merchant to approve the charge); empty when the box does not bill. Human-only: only the
+   * merchant's seat shows them.
+   */
+  planChoices(core: Core, shop: string): Promise<PlanChoice[]>;
   /** serve's sweep once a minute: what the app received but has not processed yet (webhooks after a crash). */
   sweep(core: Core): Promise<unknown>;
   /** The app embedded in the admin (loaded on first use): ID tokens and managed install. */

@@ -10,6 +10,7 @@
 import type { StoreRow } from '../../../db/types.ts';
 import { paidPlans } from '../../contract/plans.ts';
 import type { Core } from '../../core.ts';
+import type { PlanChoice } from '../types.ts';
 import { appSecret, shopDomainOf, signedQueryProblem } from './app.ts';
 import { billingMode, CHOICE_TTL_MS, choiceValid, planOfSubscription, signChoice } from './billing.ts';
 import { shopifyPlatform } from './platform.ts';
@@ -18,15 +19,26 @@ import { escapeHtml as esc, htmlPage, publicLink, redirectTo } from '../../lib/w
 /** The app's own pages (GET /app, where Shopify's admin opens the app, and the billing pages reached from it): Shopify's admin may frame them. */
 const page = (status: number, title: string, paragraphs: string[]) => htmlPage(status, title, paragraphs, {}, 'shopify-admin');
 
-/** The plans as a merchant chooses them: one signed link each (HTML list items); empty with billing off. */
-export function planChoices(core: Core, shop: string): string[] {
+/**
+ * The plans a merchant may choose, each with its choose link this app signed for that shop and plan (15 minutes):
+ * following it asks Shopify for the subscription and sends the merchant to approve it. Empty with billing off.
+ */
+export function planChoiceLinks(core: Core, shop: string): PlanChoice[] {
   const secret = appSecret(core.config.env);
   if (billingMode(core.config.env) === 'off' || !secret) return [];
   const expires = core.clock.now() + CHOICE_TTL_MS;
   return paidPlans().map((p) => {
     const q = new URLSearchParams({ shop, plan: p.plan, expires: String(expires), sig: signChoice(secret, shop, p.plan, expires) });
-    return `<a href="${esc(publicLink(core.config.publicUrl, `/billing/subscribe?${q}`))}">${esc(p.plan)}</a>: US$${p.priceUsd} every 30 days, ${p.acceptedEventsPer30Days.toLocaleString('en')} events, ${p.replayExecutions.toLocaleString('en')} replays`;
+    return { ...p, href: publicLink(core.config.publicUrl, `/billing/subscribe?${q}`) };
   });
+}
+
+/** The plans as a merchant chooses them: one signed link each (HTML list items); empty with billing off. */
+export function planChoices(core: Core, shop: string): string[] {
+  return planChoiceLinks(core, shop).map(
+    (p) =>
+      `<a href="${esc(p.href)}">${esc(p.plan)}</a>: US$${p.priceUsd} every 30 days, ${p.acceptedEventsPer30Days.toLocaleString('en')} events, ${p.replayExecutions.toLocaleString('en')} replays`,
+  );
 }
 
 export function createBilling(core: Core) {

@@ -188,6 +188,8 @@ export const shopifyApp: AppPlatform = {
         : `https://admin.shopify.com/store/${handle}/settings/billing`;
     return { billing, appBillingUrl };
   },
+  // The billing pages' module is loaded when the seat's Plan page first asks.
+  planChoices: (core, shop) => import('./billing-pages.ts').then((m) => m.planChoiceLinks(core, shop)),
   // The webhook module is loaded with the first sweep, not at start.
   sweep: (core) => import('./webhook-handler.ts').then((m) => m.processPendingShopifyWebhooks(core)),
   embedded: (core, ops) => import('./embedded.ts').then((m) => m.shopifyEmbedded(core, ops)),
