@@ -5,11 +5,12 @@
  * are shown with the contract's recommended action; every value a sender or an agent chose comes out escaped.
  */
 import { describe, expect, it } from 'bun:test';
+import { BULK_REPLAY_MAX_EVENTS } from '../../src/contract/limits.ts';
 import { recoveryPage } from '../../src/seat/pages/recovery.ts';
 import type { PageResult } from '../../src/seat/types.ts';
 import { fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { htmlOf, seatOf } from '../fixtures/seat.ts';
-import { call, count, execSql, rows } from '../helpers.ts';
+import { call, count, eventRow, execSql, rows } from '../helpers.ts';
 import { expectInert, SHOP_TOKEN, world, type World, XSS } from './_world.ts';
 
 const fake = fakeShopifyForFile({ token: SHOP_TOKEN });
@@ -134,6 +135,41 @@ describe('Recovery page', () => {
     expect(nonePage).toContain('nothing_to_replay');
     // The form comes back with what was asked, escaped.
     expect(nonePage).toContain('value="&#60;b&#62;NO_SUCH_CODE&#60;/b&#62;"');
+  });
+
+  it(`a filter matching more than ${BULK_REPLAY_MAX_EVENTS} events: the refusal said plainly, and a button that previews the oldest share`, async () => {
+    const w = await world(fake);
+    const store = (await w.env.repo.listStores())[0]!;
+    const t0 = w.env.clock.now() - 3600_000;
+    const receipts = Array.from({ length: BULK_REPLAY_MAX_EVENTS + 1 }, (_, i) => ({
+      event: eventRow({
+        id: `evt_${(t0 + i).toString(32).padStart(10, '0')}${'0'.repeat(16)}`,
+        storeId: store.id,
+        endpointId: w.orders.endpoint.id,
+        receivedAt: t0 + i,
+        outcome: 'failed',
+        code: 'SVC_HANDOFF_RETRY_EXHAUSTED',
+        attempts: 1,
+        lastAttemptAt: t0 + i,
+        nextAttemptAt: null,
+      }),
+      body: null,
+      bodyExpiresAt: t0 + i + 30 * 86400_000,
+      dedupeSince: null,
+    }));
+    await w.env.repo.commitIngest(receipts, []);
+    const seat = await seatOf(w.env);
+    const r = await seat.post(recoveryPage, { action: 'bulk-preview', outcome: 'failed', endpointId: w.orders.endpoint.id });
+    expect(statusOf(r)).toBe(403);
+    const page = htmlOf(r);
+    expect(page).toContain(`The filter matches ${BULK_REPLAY_MAX_EVENTS + 1} events; one bulk replay hands off at most ${BULK_REPLAY_MAX_EVENTS}.`);
+    expect(page).toContain('What to do: Narrow the filter');
+    const until = new Date(t0 + BULK_REPLAY_MAX_EVENTS).toISOString();
+    const split = page.slice(page.indexOf('<form', page.indexOf('not previewed')));
+    const fields = hiddenFields(split.slice(0, split.indexOf('</form>')));
+    expect(fields).toMatchObject({ action: 'bulk-preview', outcome: 'failed', endpointId: w.orders.endpoint.id, until });
+    const narrowed = htmlOf(await seat.post(recoveryPage, fields));
+    expect(narrowed).toContain(`<th scope="row">Events to replay</th><td><strong>${BULK_REPLAY_MAX_EVENTS}</strong></td>`);
   });
 
   it('refuses a confirm form whose token was tampered with, changing nothing', async () => {

@@ -205,8 +205,29 @@ async function previewBulk(ctx: SeatContext, form: URLSearchParams): Promise<Pag
     operationId: 'createBulkReplayIntent',
     body: { mode: 'preview', input: { filter, ...(reason === undefined ? {} : { reason }) } },
   });
-  if (a.status !== 201) return overview(ctx, { notice: refused('The bulk replay was not previewed', a), status: a.status, bulk: { ...f, reason } });
+  if (a.status !== 201) {
+    const notice = html`${refused('The bulk replay was not previewed', a)}${splitForm(ctx, a, { ...f, reason })}`;
+    return overview(ctx, { notice, status: a.status, bulk: { ...f, reason } });
+  }
   return confirmPage(ctx, (a.body.data as { intent: Intent }).intent, await endpointNames(ctx));
+}
+
+/**
+ * A filter that matched more than one bulk replay takes: the same filter up to the time the contract suggests (its
+ * oldest share), as one button; the rest is a second replay afterwards.
+ */
+function splitForm(ctx: SeatContext, a: SeatAnswer, f: Record<string, string | undefined>): Html {
+  const refusal = a.body.refusal as { code?: string } | null | undefined;
+  const details = (a.body.error as { details?: { suggestedUntil?: unknown; max?: unknown } } | undefined)?.details;
+  if (refusal?.code !== 'bulk_replay_too_many' || typeof details?.suggestedUntil !== 'string') return html``;
+  const until = details.suggestedUntil;
+  const keep = Object.entries({ ...f, until }).filter(([, v]) => v !== undefined) as [string, string][];
+  return postForm(
+    ctx,
+    'recovery',
+    html`<input type="hidden" name="action" value="bulk-preview">${keep.map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}
+<p><button type="submit">Preview the oldest ${typeof details.max === 'number' ? details.max : ''} (received before ${until})</button></p>`,
+  );
 }
 
 async function execute(ctx: SeatContext, form: URLSearchParams, bulk: boolean): Promise<PageResult> {
