@@ -49,14 +49,14 @@ const replayButton = (ctx: SeatContext, e: EventSummary): Html =>
     : html`<span class="muted">${e.bodyRetention === 'retained' ? 'not replayable' : `body ${e.bodyRetention}`}</span>`;
 
 /** One listEvents read of this page, with its "older" link (each list pages by a cursor of its own). */
-async function listPart(ctx: SeatContext, names: Map<string, EndpointName>, query: Record<string, string>, cursorName: string): Promise<Html> {
+async function listPart(ctx: SeatContext, names: Map<string, EndpointName>, query: Record<string, string>, cursorName: string, label: string): Promise<Html> {
   const cursor = ctx.url.searchParams.get(cursorName) ?? undefined;
   const a = await ctx.call({ operationId: 'listEvents', query: { ...query, limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) } });
   if (a.status !== 200) return problem(a);
   const { events, nextCursor } = a.body.data as { events: EventSummary[]; nextCursor: string | null };
   const keep = Object.fromEntries([...ctx.url.searchParams].filter(([k]) => !['done', 'intent', 'queued', 'skipped', 'event', cursorName].includes(k)));
   return html`${eventsTable(ctx, events, names, (e) => replayButton(ctx, e))}
-<nav class="pages">${cursor ? html`<a href="${`${ctx.base}/recovery${queryOf(keep)}`}">Newest</a> ` : ''}${
+<nav class="pages" aria-label="${label}">${cursor ? html`<a href="${`${ctx.base}/recovery${queryOf(keep)}`}">Newest</a> ` : ''}${
     nextCursor ? html`<a href="${`${ctx.base}/recovery${queryOf({ ...keep, [cursorName]: nextCursor })}`}" rel="next">Older</a>` : ''
   }</nav>`;
 }
@@ -107,8 +107,8 @@ async function overview(ctx: SeatContext, opts: { notice?: Html; status?: number
   const names = await endpointNames(ctx);
   const minutesText = ctx.url.searchParams.get('unconfirmedFor')?.trim() || DEFAULT_UNCONFIRMED_MINUTES;
   const [failed, unconfirmed] = await Promise.all([
-    listPart(ctx, names, { outcome: 'failed' }, 'failedCursor'),
-    listPart(ctx, names, { unconfirmedFor: minutesText }, 'unconfirmedCursor'),
+    listPart(ctx, names, { outcome: 'failed' }, 'failedCursor', 'Pages of failed events'),
+    listPart(ctx, names, { unconfirmedFor: minutesText }, 'unconfirmedCursor', 'Pages of unconfirmed events'),
   ]);
   const minutesForm = html`<form method="get" action="${`${ctx.base}/recovery`}"><label>Delivered more than <input type="number" name="unconfirmedFor" min="1" max="43200" value="${minutesText}"> minutes ago</label> <button type="submit">Show</button></form>`;
   return {
