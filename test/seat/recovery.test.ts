@@ -57,6 +57,10 @@ describe('Recovery page', () => {
     const later = htmlOf(await seat.get(recoveryPage, '?unconfirmedFor=180'));
     expect(later.slice(later.indexOf('<h2>Delivered, never confirmed'), later.indexOf('<h2>Bulk replay'))).not.toContain(delivered);
     expect(page).toContain('<input type="hidden" name="csrf" value="csrf-test-token">');
+    // Minutes the contract refuses: said in that list, and by the page's status.
+    const bad = await seat.get(recoveryPage, '?unconfirmedFor=0');
+    expect(statusOf(bad)).toBe(400);
+    expect(htmlOf(bad)).toContain('query.unconfirmedFor');
   });
 
   it('bulk replay: preview shows count, sample and cost; confirm queues exactly the previewed events; the same submit again changes nothing', async () => {

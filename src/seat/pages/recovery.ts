@@ -49,16 +49,23 @@ const replayButton = (ctx: SeatContext, e: EventSummary): Html =>
     : html`<span class="muted">${e.bodyRetention === 'retained' ? 'not replayable' : `body ${e.bodyRetention}`}</span>`;
 
 /** One listEvents read of this page, with its "older" link (each list pages by a cursor of its own). */
-async function listPart(ctx: SeatContext, names: Map<string, EndpointName>, query: Record<string, string>, cursorName: string, label: string): Promise<Html> {
+async function listPart(
+  ctx: SeatContext,
+  names: Map<string, EndpointName>,
+  query: Record<string, string>,
+  cursorName: string,
+  label: string,
+): Promise<{ html: Html; status: number }> {
   const cursor = ctx.url.searchParams.get(cursorName) ?? undefined;
   const a = await ctx.call({ operationId: 'listEvents', query: { ...query, limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) } });
-  if (a.status !== 200) return problem(a);
+  if (a.status !== 200) return { html: problem(a), status: a.status };
   const { events, nextCursor } = a.body.data as { events: EventSummary[]; nextCursor: string | null };
   const keep = Object.fromEntries([...ctx.url.searchParams].filter(([k]) => !['done', 'intent', 'queued', 'skipped', 'event', cursorName].includes(k)));
-  return html`${eventsTable(ctx, events, names, (e) => replayButton(ctx, e))}
+  const part = html`${eventsTable(ctx, events, names, (e) => replayButton(ctx, e))}
 <nav class="pages" aria-label="${label}">${cursor ? html`<a href="${`${ctx.base}/recovery${queryOf(keep)}`}">Newest</a> ` : ''}${
     nextCursor ? html`<a href="${`${ctx.base}/recovery${queryOf({ ...keep, [cursorName]: nextCursor })}`}" rel="next">Older</a>` : ''
   }</nav>`;
+  return { html: part, status: 200 };
 }
 
 function bulkForm(ctx: SeatContext, names: Map<string, EndpointName>, f: Record<string, string | undefined> = {}): Html {
@@ -111,15 +118,17 @@ async function overview(ctx: SeatContext, opts: { notice?: Html; status?: number
     listPart(ctx, names, { unconfirmedFor: minutesText }, 'unconfirmedCursor', 'Pages of unconfirmed events'),
   ]);
   const minutesForm = html`<form method="get" action="${`${ctx.base}/recovery`}"><label>Delivered more than <input type="number" name="unconfirmedFor" min="1" max="43200" value="${minutesText}"> minutes ago</label> <button type="submit">Show</button></form>`;
+  // A list the contract refused (a malformed cursor or minutes in the link) says so, and so does the page's status.
+  const refusedList = [failed, unconfirmed].find((p) => p.status !== 200);
   return {
     title: 'Recovery',
-    status: opts.status,
+    status: opts.status ?? refusedList?.status,
     html: html`${opts.notice ?? doneBanner(ctx)}
-${section(ctx, 'Failed events', html`<p class="muted">Handoff stopped for these. Fix the cause (see each event), then replay one, or many at once below.</p>${failed}`)}
+${section(ctx, 'Failed events', html`<p class="muted">Handoff stopped for these. Fix the cause (see each event), then replay one, or many at once below.</p>${failed.html}`)}
 ${section(
   ctx,
   'Delivered, never confirmed',
-  html`<p class="muted">Handed to Flow, but no workflow run confirmed them (the Flow action Confirm hookrelay event): workflows that did not finish.</p>${minutesForm}${unconfirmed}`,
+  html`<p class="muted">Handed to Flow, but no workflow run confirmed them (the Flow action Confirm hookrelay event): workflows that did not finish.</p>${minutesForm}${unconfirmed.html}`,
 )}
 ${section(ctx, 'Bulk replay', html`<p>Replay every retained event a filter selects, as one replay execution.</p>${bulkForm(ctx, names, opts.bulk)}`)}`.text,
   };
