@@ -1,6 +1,6 @@
 import { defineCommand } from 'citty';
 import { AppError } from '../src/contract/errors.ts';
-import { EVENT_OUTCOMES } from '../src/contract/schemas.ts';
+import { EVENT_OUTCOMES, TRIGGER_VARIANTS } from '../src/contract/schemas.ts';
 import { followEvents } from '../src/client/follow.ts';
 import { connectionArgs, parseSince, SINCE_HELP } from './_args.ts';
 import { connect, emit, type Connection } from './_cli.ts';
@@ -55,6 +55,8 @@ export default defineCommand({
     limit: { type: 'string', description: 'Page size, 1 to 100 (default 25)' },
     cursor: { type: 'string', description: 'nextCursor of the previous page' },
     endpoint: { type: 'string', description: 'Only this endpoint (ep_…)' },
+    'external-id': { type: 'string', description: "Only events whose sender's external_event_id is exactly this" },
+    trigger: { type: 'string', description: `Only events of endpoints with this trigger variant: ${TRIGGER_VARIANTS.join(' | ')}` },
     outcome: { type: 'string', description: EVENT_OUTCOMES.join(' | ') },
     since: { type: 'string', description: `Received at or after: ${SINCE_HELP}` },
     until: { type: 'string', description: `Received before: ${SINCE_HELP}` },
@@ -67,7 +69,7 @@ export default defineCommand({
   },
   async run({ args }) {
     if (args.follow) {
-      const refused = (['limit', 'cursor', 'outcome', 'until', 'unconfirmed-for'] as const).filter((k) => args[k] !== undefined);
+      const refused = (['limit', 'cursor', 'outcome', 'until', 'unconfirmed-for', 'external-id', 'trigger'] as const).filter((k) => args[k] !== undefined);
       if (refused.length)
         throw new AppError('invalid_input', `--follow prints every new receipt; it does not take ${refused.map((k) => `--${k}`).join(', ')}.`);
       return follow(args, await connect(args, { token: 'required' }));
@@ -81,6 +83,8 @@ export default defineCommand({
         limit: args.limit,
         cursor: args.cursor,
         endpointId: args.endpoint,
+        externalEventId: args['external-id'],
+        triggerVariant: args.trigger,
         outcome: args.outcome,
         since: at(args.since, '--since'),
         until: at(args.until, '--until'),

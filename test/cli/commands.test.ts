@@ -194,6 +194,18 @@ describe('events and event', () => {
     expect(second.json.data.nextCursor).toBeNull();
   });
 
+  it('--external-id and --trigger find events by the sender id and the endpoint trigger; an unknown trigger exits 2', async () => {
+    const byId = await run(['events', '--external-id', 'e-2'], { HOOKRELAY_TOKEN: observer });
+    expect(byId.code).toBe(0);
+    expect(byId.json.data.events.map((e: { externalEventId: string }) => e.externalEventId)).toEqual(['e-2']);
+    const byTrigger = await run(['events', '--trigger', 'order', '--endpoint', endpointId], { HOOKRELAY_TOKEN: observer });
+    expect(byTrigger.json.data.events).toHaveLength(3);
+    expect((await run(['events', '--trigger', 'customer', '--endpoint', endpointId], { HOOKRELAY_TOKEN: observer })).json.data.events).toEqual([]);
+    const bad = await run(['events', '--trigger', 'orders'], { HOOKRELAY_TOKEN: observer });
+    expect(bad.code).toBe(2);
+    expect(bad.json.error.details[0].path).toBe('query.triggerVariant');
+  });
+
   it('--since and --until take the durations audit takes (1h, 24h, 7d) or an RFC 3339 time', async () => {
     const reader = await api.grant('observer');
     const duration = await run(['events', '--since', '24h'], { HOOKRELAY_TOKEN: reader });
