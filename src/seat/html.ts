@@ -1,37 +1,57 @@
 /**
- * The seat's one HTML template: `html` escapes every interpolated value (escapeHtml) unless it is markup this module
- * made (another `html` result, or `raw` for a constant the page author wrote). Lists are joined; null, undefined and
- * false render nothing.
+ * The seat's one tagged template: every interpolated value is escaped (src/lib/web.ts escapeHtml) unless it is markup
+ * this template made (`Html`) or was explicitly marked safe; and the small parts every page's forms and tables share.
  */
+import { randomUUID } from 'node:crypto';
 import { escapeHtml } from '../lib/web.ts';
-import type { SeatContext } from './types.ts';
+import type { SeatAnswer, SeatContext } from './types.ts';
 
-/** Markup already safe to put in a page. */
+/** Markup already safe: made by `html`, or marked with `trusted` (a constant of the page, never data). */
 export class Html {
-  constructor(readonly text: string) {}
+  constructor(readonly markup: string) {}
   toString(): string {
-    return this.text;
+    return this.markup;
   }
 }
 
-export type HtmlValue = string | number | boolean | null | undefined | Html | readonly HtmlValue[];
+type Part = string | number | boolean | null | undefined | Html | readonly Part[];
 
-function render(v: HtmlValue): string {
-  if (v === null || v === undefined || v === false) return '';
-  if (v instanceof Html) return v.text;
-  if (Array.isArray(v)) return v.map(render).join('');
-  return escapeHtml(String(v));
-}
+const render = (v: Part): string =>
+  v == null || v === false ? '' : v instanceof Html ? v.markup : Array.isArray(v) ? v.map(render).join('') : escapeHtml(String(v));
 
-/** A tagged template: `html\`<td>${name}</td>\`` with `name` escaped. */
-export function html(strings: TemplateStringsArray, ...values: HtmlValue[]): Html {
+/** HTML with every value escaped; arrays are joined, null, undefined and false are nothing. */
+export function html(strings: TemplateStringsArray, ...values: Part[]): Html {
   let out = strings[0]!;
   for (let i = 0; i < values.length; i++) out += render(values[i]!) + strings[i + 1]!;
   return new Html(out);
 }
 
-/** Markup the page author wrote as a constant (never a value that came from a request, an agent or a sender). */
-export const raw = (text: string) => new Html(text);
+/** A constant string of markup (never data from a request, an agent or a sender). */
+export const trusted = (markup: string) => new Html(markup);
+
+/** The hidden CSRF field of a POST form (console), or nothing (embedded: the ID token carries the proof). */
+export const csrfField = (ctx: SeatContext) => (ctx.csrf === null ? html`` : html`<input type="hidden" name="csrf" value="${ctx.csrf}">`);
+
+/** A fresh Idempotency-Key for a form: a double submit of the form sends the same key, so it is one change. */
+export const newFormKey = () => `seat-${randomUUID()}`;
+
+/** A POST form to `action` with its hidden fields (the CSRF field first) and one submit button. */
+export function postForm(ctx: SeatContext, action: string, hidden: Record<string, string>, button: string, body: Html = html``): Html {
+  return html`<form method="post" action="${action}">${csrfField(ctx)}${Object.entries(hidden).map(
+    ([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`,
+  )}${body}<button type="submit">${button}</button></form>`;
+}
+
+/** A section of a page: Polaris's `<s-section>` when embedded (readable as plain content without its script). */
+export function section(ctx: SeatContext, heading: string, body: Html): Html {
+  return ctx.embedded ? html`<s-section heading="${heading}"><h2>${heading}</h2>${body}</s-section>` : html`<section><h2>${heading}</h2>${body}</section>`;
+}
+
+/** A form field's value, trimmed; undefined when absent or empty. */
+export function field(ctx: SeatContext, name: string): string | undefined {
+  const v = ctx.form?.get(name)?.trim();
+  return v ? v : undefined;
+}
 
 /** A query string of the non-empty values, for links that keep a page's filters. */
 export function queryOf(values: Record<string, string | undefined>): string {
@@ -41,24 +61,8 @@ export function queryOf(values: Record<string, string | undefined>): string {
   return s ? `?${s}` : '';
 }
 
-/**
- * A part of a page: a plain `<section>` with its heading, or, embedded, Polaris's `<s-section>` around the same
- * heading and content (without the CDN script the element is inert and its content reads as it is).
- */
-export function section(ctx: Pick<SeatContext, 'embedded'>, heading: string, body: HtmlValue): Html {
-  return ctx.embedded ? html`<s-section><h2>${heading}</h2>${body}</s-section>` : html`<section><h2>${heading}</h2>${body}</section>`;
-}
-
-/** The hidden CSRF field a console form carries (none embedded: the ID token authenticates the request). */
-export const csrfField = (ctx: Pick<SeatContext, 'csrf'>) => (ctx.csrf === null ? html`` : html`<input type="hidden" name="csrf" value="${ctx.csrf}">`);
-
-/** A POST form to a seat page, with its CSRF field. */
-export function postForm(ctx: Pick<SeatContext, 'csrf' | 'base'>, page: string, fields: HtmlValue, opts: { className?: string } = {}): Html {
-  return html`<form method="post" action="${`${ctx.base}/${page}`}"${opts.className ? html` class="${opts.className}"` : ''}>${csrfField(ctx)}${fields}</form>`;
-}
-
 /** A refusal or error answer of the contract, said plainly: what happened and the recommended action. */
-export function problem(answer: { status: number; body: Record<string, unknown> }): Html {
+export function problem(answer: SeatAnswer): Html {
   const error = answer.body.error as { code?: string; message?: string; supportCode?: string; details?: unknown } | undefined;
   const refusal = answer.body.refusal as { code: string; reason: string; recommendedAction: string } | null | undefined;
   const retry = typeof answer.body.retryAfterSeconds === 'number' ? answer.body.retryAfterSeconds : null;

@@ -57,7 +57,7 @@ async function list(ctx: SeatContext): Promise<PageResult> {
   const a = await ctx.call({ operationId: 'listEvents', query });
   const title = 'Events';
   if (a.status !== 200) {
-    return { title, status: a.status, html: html`${section(ctx, 'Search', searchForm(ctx, form, names))}${problem(a)}`.text };
+    return { title, status: a.status, html: html`${section(ctx, 'Search', searchForm(ctx, form, names))}${problem(a)}`.markup };
   }
   const { events, nextCursor } = a.body.data as { events: EventSummary[]; nextCursor: string | null };
   const pages = html`<nav class="pages" aria-label="Result pages">
@@ -71,7 +71,7 @@ ${section(
   ctx,
   cursor ? 'Older events' : 'Newest events',
   html`<p class="muted">Newest first, ${PAGE_SIZE} a page. Event bodies are never shown here.</p>${eventsTable(ctx, events, names)}${pages}`,
-)}`.text,
+)}`.markup,
   };
 }
 
@@ -121,9 +121,10 @@ function recovery(ctx: SeatContext, e: EventDetail): Html {
       o.action === 'replay' && o.available
         ? postForm(
             ctx,
-            'recovery',
-            html`<input type="hidden" name="action" value="replay-preview"><input type="hidden" name="eventId" value="${e.id}">
-<label>Reason (for the audit trail) <input name="reason" maxlength="500"></label> <button type="submit">Preview a replay</button>`,
+            `${ctx.base}/recovery`,
+            { action: 'replay-preview', eventId: e.id },
+            'Preview a replay',
+            html`<label>Reason (for the audit trail) <input name="reason" maxlength="500"></label> `,
           )
         : '';
     return html`<li><strong>${o.action.replaceAll('_', ' ')}</strong>${o.available ? '' : ' (not available)'}: ${o.reason}${form}</li>`;
@@ -133,7 +134,7 @@ function recovery(ctx: SeatContext, e: EventDetail): Html {
 async function detail(ctx: SeatContext, eventId: string): Promise<PageResult> {
   const [a, names] = await Promise.all([ctx.call({ operationId: 'getEventDetail', params: { eventId } }), endpointNames(ctx)]);
   const back = html`<p><a href="${`${ctx.base}/events`}">All events</a></p>`;
-  if (a.status !== 200) return { title: 'Event', status: a.status, html: html`${back}${problem(a)}`.text };
+  if (a.status !== 200) return { title: 'Event', status: a.status, html: html`${back}${problem(a)}`.markup };
   const e = (a.body.data as { event: EventDetail }).event;
   const c = e.confirmation;
   const facts = html`<table class="facts"><tbody>
@@ -159,7 +160,7 @@ ${row('Body', `${e.bodyBytes} bytes, ${e.bodyRetention} (never shown here)`)}
   return {
     title: `Event ${e.id}`,
     html: html`${back}${section(ctx, 'Receipt', facts)}${section(ctx, 'Handoff attempts', attemptsTable(e.attemptsDetail))}${section(ctx, 'Confirmation', confirmation)}${section(ctx, 'Recovery', recovery(ctx, e))}`
-      .text,
+      .markup,
   };
 }
 

@@ -96,7 +96,7 @@ async function options(ctx: SeatContext, usage: Usage): Promise<Html> {
 
 async function get(ctx: SeatContext): Promise<PageResult> {
   const a = await ctx.call({ operationId: 'getPlanUsage' });
-  if (a.status !== 200) return { title: 'Plan', status: a.status, html: problem(a).text };
+  if (a.status !== 200) return { title: 'Plan', status: a.status, html: problem(a).markup };
   const usage = a.body.data as Usage;
   const state =
     usage.enforcement === 'ok'
@@ -108,7 +108,7 @@ async function get(ctx: SeatContext): Promise<PageResult> {
       ctx,
       'Current plan',
       html`<p>Plan <strong>${usage.plan}</strong>, billing ${usage.billingStatus}. This period: ${when(usage.periodStart)} to ${when(usage.periodEnd)}.</p>${metersTable(usage.meters)}`,
-    )}${section(ctx, 'At the cap', atTheCap(usage))}${section(ctx, 'Plans', await options(ctx, usage))}`.text,
+    )}${section(ctx, 'At the cap', atTheCap(usage))}${section(ctx, 'Plans', await options(ctx, usage))}`.markup,
   };
 }
 

@@ -6,7 +6,7 @@
  * Refusals (a plan's cap, a filter matching too many) are shown as the contract words them, with its recommended action.
  */
 import type { EventSummary } from '../../contract/schemas.ts';
-import { html, postForm, problem, queryOf, section, when, type Html } from '../html.ts';
+import { field, html, newFormKey, postForm, problem, queryOf, section, when, type Html } from '../html.ts';
 import type { PageResult, SeatAnswer, SeatContext, SeatPage } from '../types.ts';
 import { endpointLabel, endpointNames, eventHref, eventsTable, instantOf, localOf, type EndpointName } from './_events.ts';
 
@@ -41,11 +41,7 @@ interface Intent {
 
 const replayButton = (ctx: SeatContext, e: EventSummary): Html =>
   e.replayable
-    ? postForm(
-        ctx,
-        'recovery',
-        html`<input type="hidden" name="action" value="replay-preview"><input type="hidden" name="eventId" value="${e.id}"><button type="submit">Preview a replay</button>`,
-      )
+    ? postForm(ctx, `${ctx.base}/recovery`, { action: 'replay-preview', eventId: e.id }, 'Preview a replay')
     : html`<span class="muted">${e.bodyRetention === 'retained' ? 'not replayable' : `body ${e.bodyRetention}`}</span>`;
 
 /** One listEvents read of this page, with its "older" link (each list pages by a cursor of its own). */
@@ -72,9 +68,10 @@ function bulkForm(ctx: SeatContext, names: Map<string, EndpointName>, f: Record<
   const sel = (v: string, current: string | undefined) => (v === current ? html` selected` : '');
   return postForm(
     ctx,
-    'recovery',
-    html`<input type="hidden" name="action" value="bulk-preview">
-<p><label>Outcome <select name="outcome">${BULK_OUTCOMES.map((o) => html`<option value="${o}"${sel(o, f.outcome ?? 'failed')}>${o}</option>`)}</select></label>
+    `${ctx.base}/recovery`,
+    { action: 'bulk-preview' },
+    'Preview the bulk replay',
+    html`<p><label>Outcome <select name="outcome">${BULK_OUTCOMES.map((o) => html`<option value="${o}"${sel(o, f.outcome ?? 'failed')}>${o}</option>`)}</select></label>
 <label>Endpoint <select name="endpointId"><option value="">any</option>${[...names.values()].map(
       (e) => html`<option value="${e.id}"${sel(e.id, f.endpointId)}>${e.name} (${e.id})</option>`,
     )}</select></label>
@@ -82,7 +79,7 @@ function bulkForm(ctx: SeatContext, names: Map<string, EndpointName>, f: Record<
 <p><label>Received from <input type="datetime-local" name="since" value="${localOf(f.since)}"></label>
 <label>until <input type="datetime-local" name="until" value="${localOf(f.until)}"></label> <span class="muted">(UTC)</span></p>
 <p><label>Reason (for the audit trail) <input name="reason" value="${f.reason ?? ''}" maxlength="500"></label></p>
-<p><button type="submit">Preview the bulk replay</button> <span class="muted">Nothing is replayed until you confirm the preview.</span></p>`,
+<p class="muted">Nothing is replayed until you confirm the preview.</p>`,
   );
 }
 
@@ -130,7 +127,7 @@ ${section(
   'Delivered, never confirmed',
   html`<p class="muted">Handed to Flow, but no workflow run confirmed them (the Flow action Confirm hookrelay event): workflows that did not finish.</p>${minutesForm}${unconfirmed.html}`,
 )}
-${section(ctx, 'Bulk replay', html`<p>Replay every retained event a filter selects, as one replay execution.</p>${bulkForm(ctx, names, opts.bulk)}`)}`.text,
+${section(ctx, 'Bulk replay', html`<p>Replay every retained event a filter selects, as one replay execution.</p>${bulkForm(ctx, names, opts.bulk)}`)}`.markup,
   };
 }
 
@@ -142,7 +139,6 @@ function confirmPage(ctx: SeatContext, intent: Intent, names: Map<string, Endpoi
   const p = intent.preview;
   const s = p.selection;
   const bulk = intent.kind === 'bulk_replay';
-  const key = `seat-${crypto.randomUUID()}`;
   const selection = s
     ? html`<table class="facts"><tbody>
 <tr><th scope="row">Events to replay</th><td><strong>${s.count}</strong></td></tr>
@@ -161,17 +157,19 @@ function confirmPage(ctx: SeatContext, intent: Intent, names: Map<string, Endpoi
       ? html`<p>Event <a href="${eventHref(ctx, eventId)}"><code>${eventId}</code></a>.</p>`
       : '';
   const form = intent.confirmation
-    ? postForm(
+    ? html`<p class="muted">This confirmation works once, until ${when(intent.confirmation.expiresAt)}.</p>${postForm(
         ctx,
-        'recovery',
-        html`<input type="hidden" name="action" value="${bulk ? 'bulk-execute' : 'replay-execute'}">
-${eventId ? html`<input type="hidden" name="eventId" value="${eventId}">` : ''}
-<input type="hidden" name="intentId" value="${intent.id}">
-<input type="hidden" name="confirmationToken" value="${intent.confirmation.token}">
-<input type="hidden" name="idempotencyKey" value="${key}">
-<p><button type="submit">${bulk ? `Replay ${s?.count ?? ''} events` : 'Replay this event'}</button> <a href="${`${ctx.base}/recovery`}">Cancel</a></p>
-<p class="muted">This confirmation works once, until ${when(intent.confirmation.expiresAt)}.</p>`,
-      )
+        `${ctx.base}/recovery`,
+        {
+          action: bulk ? 'bulk-execute' : 'replay-execute',
+          ...(eventId ? { eventId } : {}),
+          intentId: intent.id,
+          confirmationToken: intent.confirmation.token,
+          // One key per preview shown: the same form submitted twice is one execute (the second gets its answer).
+          idempotencyKey: newFormKey(),
+        },
+        bulk ? `Replay ${s?.count ?? ''} events` : 'Replay this event',
+      )}<p><a href="${`${ctx.base}/recovery`}">Cancel</a> (nothing is replayed)</p>`
     : html`<p>This preview cannot be confirmed.</p>`;
   return {
     title: bulk ? 'Confirm the bulk replay' : 'Confirm the replay',
@@ -182,15 +180,13 @@ ${eventId ? html`<input type="hidden" name="eventId" value="${eventId}">` : ''}
 <h3>Cost</h3>${meterList(p.meterCost)}
 <h3>Side effects</h3>${list(p.sideEffects)}
 ${p.warnings.length ? html`<h3>Warnings</h3>${list(p.warnings)}` : ''}`,
-    )}${section(ctx, 'Confirm', form)}`.text,
+    )}${section(ctx, 'Confirm', form)}`.markup,
   };
 }
 
-const field = (form: URLSearchParams, name: string) => form.get(name)?.trim() || undefined;
-
-async function previewReplay(ctx: SeatContext, form: URLSearchParams): Promise<PageResult> {
-  const eventId = field(form, 'eventId') ?? '';
-  const reason = field(form, 'reason');
+async function previewReplay(ctx: SeatContext): Promise<PageResult> {
+  const eventId = field(ctx, 'eventId') ?? '';
+  const reason = field(ctx, 'reason');
   const a = await ctx.call({
     operationId: 'createReplayIntent',
     params: { eventId },
@@ -200,15 +196,15 @@ async function previewReplay(ctx: SeatContext, form: URLSearchParams): Promise<P
   return confirmPage(ctx, (a.body.data as { intent: Intent }).intent, await endpointNames(ctx), eventId);
 }
 
-async function previewBulk(ctx: SeatContext, form: URLSearchParams): Promise<PageResult> {
+async function previewBulk(ctx: SeatContext): Promise<PageResult> {
   const f = {
-    outcome: field(form, 'outcome') ?? 'failed',
-    endpointId: field(form, 'endpointId'),
-    code: field(form, 'code'),
-    since: instantOf(form.get('since')),
-    until: instantOf(form.get('until')),
+    outcome: field(ctx, 'outcome') ?? 'failed',
+    endpointId: field(ctx, 'endpointId'),
+    code: field(ctx, 'code'),
+    since: instantOf(field(ctx, 'since') ?? null),
+    until: instantOf(field(ctx, 'until') ?? null),
   };
-  const reason = field(form, 'reason');
+  const reason = field(ctx, 'reason');
   const filter = Object.fromEntries(Object.entries(f).filter(([, v]) => v !== undefined));
   const a = await ctx.call({
     operationId: 'createBulkReplayIntent',
@@ -233,19 +229,19 @@ function splitForm(ctx: SeatContext, a: SeatAnswer, f: Record<string, string | u
   const keep = Object.entries({ ...f, until }).filter(([, v]) => v !== undefined) as [string, string][];
   return postForm(
     ctx,
-    'recovery',
-    html`<input type="hidden" name="action" value="bulk-preview">${keep.map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}
-<p><button type="submit">Preview the oldest ${typeof details.max === 'number' ? details.max : ''} (received before ${until})</button></p>`,
+    `${ctx.base}/recovery`,
+    { action: 'bulk-preview', ...Object.fromEntries(keep) },
+    `Preview the oldest ${typeof details.max === 'number' ? details.max : ''} (received before ${until})`,
   );
 }
 
-async function execute(ctx: SeatContext, form: URLSearchParams, bulk: boolean): Promise<PageResult> {
-  const eventId = field(form, 'eventId') ?? '';
+async function execute(ctx: SeatContext, bulk: boolean): Promise<PageResult> {
+  const eventId = field(ctx, 'eventId') ?? '';
   const a = await ctx.call({
     operationId: bulk ? 'createBulkReplayIntent' : 'createReplayIntent',
     params: bulk ? undefined : { eventId },
-    body: { mode: 'execute', intentId: field(form, 'intentId') ?? '', confirmationToken: field(form, 'confirmationToken') ?? '' },
-    idempotencyKey: field(form, 'idempotencyKey'),
+    body: { mode: 'execute', intentId: field(ctx, 'intentId') ?? '', confirmationToken: field(ctx, 'confirmationToken') ?? '' },
+    idempotencyKey: field(ctx, 'idempotencyKey'),
   });
   if (a.status !== 200) return overview(ctx, { notice: refused('The replay was not made', a), status: a.status });
   const intent = (a.body.data as { intent: Intent }).intent;
@@ -262,16 +258,15 @@ export const recoveryPage: SeatPage = {
   title: 'Recovery',
   get: (ctx) => overview(ctx),
   async post(ctx) {
-    const form = ctx.form ?? new URLSearchParams();
-    switch (form.get('action')) {
+    switch (field(ctx, 'action')) {
       case 'replay-preview':
-        return previewReplay(ctx, form);
+        return previewReplay(ctx);
       case 'bulk-preview':
-        return previewBulk(ctx, form);
+        return previewBulk(ctx);
       case 'replay-execute':
-        return execute(ctx, form, false);
+        return execute(ctx, false);
       case 'bulk-execute':
-        return execute(ctx, form, true);
+        return execute(ctx, true);
       default:
         return overview(ctx, { notice: html`<div class="problem" role="alert"><p>Unknown action.</p></div>`, status: 400 });
     }
