@@ -19,9 +19,9 @@ import { initStore } from '../../src/ops/stores.ts';
 import { createApp } from '../../src/server/app.ts';
 import { createInvoke } from '../../src/server/pipeline.ts';
 import { RateLimiter } from '../../src/server/rate-limit.ts';
-import { eventsPage } from '../../src/seat/pages/events.ts';
-import { planPage } from '../../src/seat/pages/plan.ts';
-import { recoveryPage } from '../../src/seat/pages/recovery.ts';
+import { page as eventsPage } from '../../src/seat/pages/events.ts';
+import { page as planPage } from '../../src/seat/pages/plan.ts';
+import { page as recoveryPage } from '../../src/seat/pages/recovery.ts';
 import type { SeatContext, SeatPage } from '../../src/seat/types.ts';
 import { seedEvents } from './seed.ts';
 

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'bun:test';
 import { CONFIRM_ACTION } from '../../src/contract/triggers.ts';
 import { escapeHtml } from '../../src/lib/web.ts';
-import { eventsPage } from '../../src/seat/pages/events.ts';
+import { page as eventsPage } from '../../src/seat/pages/events.ts';
 import { startServer, type RunningServer } from '../../src/server/serve.ts';
 import { fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { htmlOf, seatOf } from '../fixtures/seat.ts';

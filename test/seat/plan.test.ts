@@ -5,7 +5,7 @@
  * the operator sets plans.
  */
 import { describe, expect, it } from 'bun:test';
-import { planPage } from '../../src/seat/pages/plan.ts';
+import { page as planPage } from '../../src/seat/pages/plan.ts';
 import { fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { htmlOf, seatOf } from '../fixtures/seat.ts';
 import { addStore, createTestEnv, execSql } from '../helpers.ts';

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'bun:test';
 import { BULK_REPLAY_MAX_EVENTS } from '../../src/contract/limits.ts';
-import { recoveryPage } from '../../src/seat/pages/recovery.ts';
+import { page as recoveryPage } from '../../src/seat/pages/recovery.ts';
 import type { PageResult } from '../../src/seat/types.ts';
 import { fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { htmlOf, seatOf } from '../fixtures/seat.ts';

@@ -164,7 +164,7 @@ ${row('Body', `${e.bodyBytes} bytes, ${e.bodyRetention} (never shown here)`)}
   };
 }
 
-export const eventsPage: SeatPage = {
+export const page: SeatPage = {
   path: 'events',
   title: 'Events',
   get(ctx) {
