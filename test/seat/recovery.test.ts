@@ -7,10 +7,11 @@
 import { describe, expect, it } from 'bun:test';
 import { BULK_REPLAY_MAX_EVENTS } from '../../src/contract/limits.ts';
 import { page as recoveryPage } from '../../src/seat/pages/recovery.ts';
+import { issueSignInLink } from '../../src/seat/session.ts';
 import type { PageResult } from '../../src/seat/types.ts';
 import { fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { htmlOf, seatOf } from '../fixtures/seat.ts';
-import { call, count, eventRow, execSql, rows } from '../helpers.ts';
+import { BASE, call, count, eventRow, execSql, rows } from '../helpers.ts';
 import { expectInert, SHOP_TOKEN, world, type World, XSS } from './_world.ts';
 
 const fake = fakeShopifyForFile({ token: SHOP_TOKEN });
@@ -174,6 +175,52 @@ describe('Recovery page', () => {
     expect(fields).toMatchObject({ action: 'bulk-preview', outcome: 'failed', endpointId: w.orders.endpoint.id, until });
     const narrowed = htmlOf(await seat.post(recoveryPage, fields));
     expect(narrowed).toContain(`<th scope="row">Events to replay</th><td><strong>${BULK_REPLAY_MAX_EVENTS}</strong></td>`);
+  });
+
+  it('through the console (the router, its session and CSRF): the human previews, confirms once, and is audited as the human', async () => {
+    const w = await world(fake, { plan: 'free' });
+    const failed = [await w.send('console-1', { fail: true }), await w.send(XSS.externalId, { fail: true })];
+    const link = new URL((await issueSignInLink(w.env.core, 'demo.myshopify.com', 'jane@laptop')).url);
+    const signedIn = await w.env.app.fetch(new Request(`${BASE}${link.pathname}${link.search}`));
+    const cookie = signedIn.headers.get('set-cookie')!.split(';')[0]!;
+    const get = (path: string) => w.env.app.fetch(new Request(`${BASE}${path}`, { headers: { cookie } }));
+    const post = (form: Record<string, string>) =>
+      w.env.app.fetch(
+        new Request(`${BASE}/console/recovery`, {
+          method: 'POST',
+          headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams(form).toString(),
+        }),
+      );
+    for (const path of ['/console/events', `/console/events?event=${failed[0]}`, '/console/recovery', '/console/plan']) {
+      const r = await get(path);
+      expect([path, r.status]).toEqual([path, 200]);
+      const page = await r.text();
+      expect(page).toContain('<a href="/console/recovery"');
+      expectInert(page.slice(page.indexOf('<main')), []);
+    }
+    const csrf = /name="csrf" value="([^"]+)"/.exec(await (await get('/console/recovery')).text())![1]!;
+    const preview = await post({ csrf, action: 'bulk-preview', outcome: 'failed' });
+    expect(preview.status).toBe(200);
+    const page = await preview.text();
+    const form = hiddenFields(page.slice(page.lastIndexOf('<form')));
+    const done = await post(form);
+    expect(done.status).toBe(303);
+    expect(done.headers.get('location')).toBe(`/console/recovery?done=bulk&intent=${form.intentId}&queued=2&skipped=0`);
+    const again = await post(form);
+    expect([again.status, again.headers.get('location')]).toEqual([303, done.headers.get('location')]);
+    expect(await count(w.env, 'events', "outcome = 'queued'")).toBe(2);
+    expect(await replayExecutions(w)).toBe(1);
+    expect(
+      await rows(
+        w.env,
+        "SELECT actor_kind AS kind, actor_label AS label, transition FROM audit_log WHERE operation_id = 'createBulkReplayIntent' ORDER BY at, id",
+      ),
+    ).toEqual([
+      { kind: 'human', label: 'jane@laptop', transition: 'previewed' },
+      { kind: 'human', label: 'jane@laptop', transition: 'executed' },
+      { kind: 'human', label: 'jane@laptop', transition: 'executed (idempotent replay)' },
+    ]);
   });
 
   it('refuses a confirm form whose token was tampered with, changing nothing', async () => {

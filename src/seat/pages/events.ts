@@ -165,7 +165,7 @@ ${row('Body', `${e.bodyBytes} bytes, ${e.bodyRetention} (never shown here)`)}
 }
 
 export const page: SeatPage = {
-  path: 'events',
+  path: '/events',
   title: 'Events',
   get(ctx) {
     const id = ctx.url.searchParams.get('event');

@@ -10,4 +10,9 @@ export interface PageEntry {
   load(): Promise<{ page: SeatPage }>;
 }
 
-export const PAGES: readonly PageEntry[] = [{ path: '', title: 'Home', load: () => import('./home.ts') }];
+export const PAGES: readonly PageEntry[] = [
+  { path: '', title: 'Home', load: () => import('./home.ts') },
+  { path: '/events', title: 'Events', load: () => import('./events.ts') },
+  { path: '/recovery', title: 'Recovery', load: () => import('./recovery.ts') },
+  { path: '/plan', title: 'Plan', load: () => import('./plan.ts') },
+];

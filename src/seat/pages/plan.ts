@@ -112,4 +112,4 @@ async function get(ctx: SeatContext): Promise<PageResult> {
   };
 }
 
-export const page: SeatPage = { path: 'plan', title: 'Plan', get };
+export const page: SeatPage = { path: '/plan', title: 'Plan', get };

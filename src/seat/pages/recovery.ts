@@ -254,7 +254,7 @@ async function execute(ctx: SeatContext, bulk: boolean): Promise<PageResult> {
 const refused = (what: string, a: SeatAnswer) => html`<div class="refused"><h2>${what}</h2>${problem(a)}</div>`;
 
 export const page: SeatPage = {
-  path: 'recovery',
+  path: '/recovery',
   title: 'Recovery',
   get: (ctx) => overview(ctx),
   async post(ctx) {
