@@ -10,11 +10,10 @@ import { parseArgs } from 'node:util';
 import type { SqliteRepo } from '../../db/sqlite/repo.ts';
 import { openCore } from '../../src/boot.ts';
 import { DEFAULT_RATE_LIMITS } from '../../src/contract/limits.ts';
-import { operations, type Operation } from '../../src/contract/operations.ts';
 import type { Config } from '../../src/core.ts';
 import { AuthFailureLimiter } from '../../src/lib/auth-failures.ts';
 import { stderrLog } from '../../src/lib/log.ts';
-import { authenticateBearer, issueGrant } from '../../src/ops/grants.ts';
+import { issueGrant } from '../../src/ops/grants.ts';
 import { initStore } from '../../src/ops/stores.ts';
 import { createApp } from '../../src/server/app.ts';
 import { createInvoke } from '../../src/server/pipeline.ts';
@@ -22,7 +21,8 @@ import { RateLimiter } from '../../src/server/rate-limit.ts';
 import { page as eventsPage } from '../../src/seat/pages/events.ts';
 import { page as planPage } from '../../src/seat/pages/plan.ts';
 import { page as recoveryPage } from '../../src/seat/pages/recovery.ts';
-import type { SeatContext, SeatPage } from '../../src/seat/types.ts';
+import { seatCall } from '../../src/seat/call.ts';
+import type { Human, SeatContext, SeatPage } from '../../src/seat/types.ts';
 import { seedEvents } from './seed.ts';
 
 const { values: a } = parseArgs({ options: { events: { type: 'string', default: '100000' }, runs: { type: 'string', default: '30' } } });
@@ -57,7 +57,6 @@ try {
   const pick = (q: string) => sqlite.query<{ id: string; ext: string | null }, []>(q).get()!;
   const deep = pick('SELECT id, external_event_id AS ext FROM events WHERE external_event_id IS NOT NULL ORDER BY id LIMIT 1 OFFSET 10');
 
-  const principal = await authenticateBearer(core, `Bearer ${token}`);
   const invoke = createInvoke({
     core,
     endpointChanged: () => {},
@@ -65,10 +64,11 @@ try {
     authFailures: new AuthFailureLimiter(core.clock),
     inflight: new Map(),
   });
+  const human: Human = { face: 'console', store: (await core.repo.getStoreByShop(SHOP))!, actor: 'bench@local', sessionId: 'ses_bench' };
   let n = 0;
   const ctx = (path: string): SeatContext => ({
     core,
-    human: { face: 'console', store: principal.store, actor: 'bench@local', sessionId: 'ses_bench' },
+    human,
     url: new URL(path, 'http://bench.local'),
     form: null,
     base: '/console',
@@ -76,18 +76,7 @@ try {
     nonce: 'nonce',
     publicUrl: core.config.publicUrl,
     embedded: false,
-    call: (c) =>
-      invoke(operations[c.operationId as keyof typeof operations] as Operation, {
-        principal,
-        expected: new Headers(),
-        params: c.params ?? {},
-        query: c.query,
-        body: c.body,
-        idempotencyKey: c.idempotencyKey ?? null,
-        requestId: `req_bench_${++n}`,
-        client: () => null,
-        surface: 'http',
-      }),
+    call: seatCall(invoke, human, `req_bench_${++n}`, () => null),
   });
 
   const cases: [string, SeatPage, string][] = [
