@@ -30,7 +30,7 @@ export function html(strings: TemplateStringsArray, ...values: Part[]): Html {
 export const trusted = (markup: string) => new Html(markup);
 
 /** The hidden CSRF field of a POST form (console), or nothing (embedded: the ID token carries the proof). */
-export const csrfField = (ctx: SeatContext) => (ctx.csrf === null ? html`` : html`<input type="hidden" name="csrf" value="${ctx.csrf}">`);
+const csrfField = (ctx: SeatContext) => (ctx.csrf === null ? html`` : html`<input type="hidden" name="csrf" value="${ctx.csrf}">`);
 
 /** A fresh Idempotency-Key for a form: a double submit of the form sends the same key, so it is one change. */
 export const newFormKey = () => `seat-${randomUUID()}`;
