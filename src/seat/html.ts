@@ -42,9 +42,13 @@ export function postForm(ctx: SeatContext, action: string, hidden: Record<string
   )}${body}<button type="submit">${button}</button></form>`;
 }
 
-/** A section of a page: Polaris's `<s-section>` when embedded (readable as plain content without its script). */
+/**
+ * A section of a page: embedded, inside Polaris's `<s-section>` (readable as plain content without its script), with
+ * no heading of the wrapper's own: the section's h2 is its one heading, with or without the CDN.
+ */
 export function section(ctx: SeatContext, heading: string, body: Html): Html {
-  return ctx.embedded ? html`<s-section heading="${heading}"><h2>${heading}</h2>${body}</s-section>` : html`<section><h2>${heading}</h2>${body}</section>`;
+  const plain = html`<section><h2>${heading}</h2>${body}</section>`;
+  return ctx.embedded ? html`<s-section>${plain}</s-section>` : plain;
 }
 
 /** A form field's value, trimmed; undefined when absent or empty. */

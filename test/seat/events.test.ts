@@ -120,7 +120,7 @@ describe('Events page', () => {
     const failed = await w.send('emb-1', { fail: true });
     const seat = await seatOf(w.env, { embedded: true, csrf: null });
     const page = htmlOf(await seat.get(eventsPage, `?event=${failed}`));
-    expect(page).toContain('<s-section heading="Receipt"><h2>Receipt</h2>');
+    expect(page).toContain('<s-section><section><h2>Receipt</h2>');
     expect(page).toContain('action="/app/recovery"');
     expect(page).not.toContain('name="csrf"');
   });
