@@ -27,6 +27,8 @@ export interface SeatAnswer {
   status: number;
   /** The contract's envelope: `data` on success, `error` and `refusal` otherwise. */
   body: Record<string, unknown>;
+  /** A stored answer given again for its Idempotency-Key (a double submit): a secret it held reads as redacted. */
+  replayed?: boolean;
 }
 
 /** What a page's call names: the operation and its raw input (validated by the pipeline, once). */
@@ -59,8 +61,11 @@ export interface SeatContext {
   embedded: boolean;
 }
 
-/** What a page answers: HTML for the layout's main area, or a redirect after a write (POST → 303 → GET). */
-export type PageResult = { html: string; title: string; status?: number } | { redirect: string };
+/**
+ * What a page answers: HTML for the layout's main area, or a redirect after a write (POST → 303 → GET). `noStore`:
+ * the answer holds something shown once (a new secret or grant token, a confirmation token): `Cache-Control: no-store`.
+ */
+export type PageResult = { html: string; title: string; status?: number; noStore?: boolean } | { redirect: string };
 
 /** One page of the seat: its path under the base (`''` is Home), its nav title, GET and an optional POST. */
 export interface SeatPage {

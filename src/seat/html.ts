@@ -1,0 +1,83 @@
+/**
+ * The seat's one tagged template: every interpolated value is escaped (src/lib/web.ts escapeHtml) unless it is markup
+ * this template made (`Html`) or was explicitly marked safe; and the small parts every page's forms and tables share.
+ */
+import { randomUUID } from 'node:crypto';
+import { escapeHtml } from '../lib/web.ts';
+import type { SeatAnswer, SeatContext } from './types.ts';
+
+/** Markup already safe: made by `html`, or marked with `trusted` (a constant of the page, never data). */
+export class Html {
+  constructor(readonly markup: string) {}
+  toString(): string {
+    return this.markup;
+  }
+}
+
+type Part = string | number | boolean | null | undefined | Html | readonly Part[];
+
+const render = (v: Part): string =>
+  v == null || v === false ? '' : v instanceof Html ? v.markup : Array.isArray(v) ? v.map(render).join('') : escapeHtml(String(v));
+
+/** HTML with every value escaped; arrays are joined, null, undefined and false are nothing. */
+export function html(strings: TemplateStringsArray, ...values: Part[]): Html {
+  let out = strings[0]!;
+  for (let i = 0; i < values.length; i++) out += render(values[i]!) + strings[i + 1]!;
+  return new Html(out);
+}
+
+/** A constant string of markup (never data from a request, an agent or a sender). */
+export const trusted = (markup: string) => new Html(markup);
+
+/** The hidden CSRF field of a POST form (console), or nothing (embedded: the ID token carries the proof). */
+export const csrfField = (ctx: SeatContext) => (ctx.csrf === null ? html`` : html`<input type="hidden" name="csrf" value="${ctx.csrf}">`);
+
+/** A fresh Idempotency-Key for a form: a double submit of the form sends the same key, so it is one change. */
+export const newFormKey = () => `seat-${randomUUID()}`;
+
+/** A POST form to `action` with its hidden fields (the CSRF field first) and one submit button. */
+export function postForm(ctx: SeatContext, action: string, hidden: Record<string, string>, button: string, body: Html = html``): Html {
+  return html`<form method="post" action="${action}">${csrfField(ctx)}${Object.entries(hidden).map(
+    ([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`,
+  )}${body}<button type="submit">${button}</button></form>`;
+}
+
+/** A table with a caption and a header row: readable without CSS. */
+export function table(caption: string, head: readonly string[], rows: readonly (readonly Part[])[]): Html {
+  if (!rows.length) return html`<p>${caption}: none.</p>`;
+  return html`<table><caption>${caption}</caption><thead><tr>${head.map((h) => html`<th scope="col">${h}</th>`)}</tr></thead><tbody>${rows.map(
+    (r) => html`<tr>${r.map((c) => html`<td>${c}</td>`)}</tr>`,
+  )}</tbody></table>`;
+}
+
+/** A section of a page: Polaris's `<s-section>` when embedded (readable as plain content without its script). */
+export function section(ctx: SeatContext, heading: string, body: Html): Html {
+  return ctx.embedded ? html`<s-section heading="${heading}"><h2>${heading}</h2>${body}</s-section>` : html`<section><h2>${heading}</h2>${body}</section>`;
+}
+
+/** What an error answer says to a person: its message, and a refusal's reason and next step. */
+export function answerError(a: SeatAnswer): Html {
+  const error = a.body.error as { code?: string; message?: string } | undefined;
+  const refusal = a.body.refusal as { reason?: string; recommendedAction?: string } | null | undefined;
+  return html`<div role="alert"><p><strong>Not done</strong> (${error?.code ?? `status ${a.status}`}): ${error?.message ?? ''}</p>${
+    refusal?.reason ? html`<p>${refusal.reason}</p>` : ''
+  }${refusal?.recommendedAction ? html`<p>Next: ${refusal.recommendedAction}</p>` : ''}</div>`;
+}
+
+/** A form field's value, trimmed; undefined when absent or empty. */
+export function field(ctx: SeatContext, name: string): string | undefined {
+  const v = ctx.form?.get(name)?.trim();
+  return v ? v : undefined;
+}
+
+/**
+ * A secret or token shown this once: a read-only input, and a copy button whose tiny script runs with the page's
+ * nonce (without the script the button does nothing and the person selects the input's text by hand).
+ */
+export function shownOnce(ctx: SeatContext, id: string, label: string, value: string): Html {
+  return html`<p><label for="${id}">${label}</label><br><input id="${id}" type="text" readonly size="60" autocomplete="off" spellcheck="false" value="${value}">
+<button type="button" id="${id}-copy">Copy</button></p>
+<script nonce="${ctx.nonce}">(function(){var i=document.getElementById(${trusted(JSON.stringify(id))});var b=document.getElementById(${trusted(
+    JSON.stringify(`${id}-copy`),
+  )});i.addEventListener('focus',function(){i.select()});b.addEventListener('click',function(){i.select();if(navigator.clipboard){navigator.clipboard.writeText(i.value).then(function(){b.textContent='Copied'})}else{document.execCommand('copy');b.textContent='Copied'}})})();</script>`;
+}

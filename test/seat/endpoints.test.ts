@@ -1,0 +1,163 @@
+/**
+ * The Endpoints page (src/seat/pages/endpoints.ts) as a person uses it: create (the secret once), edit, rotate and
+ * delete as preview → confirm → execute through the contract's intents, over a real deployment.
+ */
+import { beforeEach, describe, expect, it } from 'bun:test';
+import { endpointsPage } from '../../src/seat/pages/endpoints.ts';
+import type { PageResult } from '../../src/seat/types.ts';
+import { count, orderEvent, rows, sendHook } from '../helpers.ts';
+import { dumpDatabase } from '../security/dump.ts';
+import { formOf, htmlOf, occurrences, redirectOf, seat, type Seat } from './_seat.ts';
+
+let s: Seat;
+beforeEach(async () => {
+  s = await seat();
+});
+
+const secretIn = (page: string) => /value="(whsec_[A-Za-z0-9]+)"/.exec(page)?.[1];
+
+/** Creates an endpoint through the page's form; answers the result page and the form sent. */
+async function createThroughPage(fields: Record<string, string> = { name: 'Orders', triggerVariant: 'order', resourceIdPath: 'order.id' }) {
+  const form = { ...formOf(htmlOf(await s.get(endpointsPage, 'new=1')), 'Create endpoint'), ...fields };
+  return { result: await s.post(endpointsPage, form), form };
+}
+
+const endpointId = async () => (await rows<{ id: string }>(s.env, 'SELECT id FROM endpoints'))[0]!.id;
+const endpoint = async (id: string) => (await s.env.core.repo.getEndpoint(s.human.store.id, id))!;
+
+/** Every trace a secret could leave outside the one page: the whole database (audit rows included) and the log. */
+async function expectNowhereStored(secret: string) {
+  for (const [table, text] of Object.entries(await dumpDatabase(s.env))) expect(text.includes(secret), table).toBe(false);
+  expect(s.env.log.lines.join('\n')).not.toContain(secret);
+}
+
+/** Previews `kind` from the endpoint's page with `fields`, then answers the confirmation page. */
+async function previewThroughPage(id: string, button: string, fields: Record<string, string> = {}) {
+  const form = { ...formOf(htmlOf(await s.get(endpointsPage, `id=${id}`)), button), ...fields };
+  return s.post(endpointsPage, form);
+}
+
+describe('Endpoints page: create', () => {
+  it('shows the new secret exactly once, not cached, with the sender preset instructions; the secret works and is stored nowhere in clear', async () => {
+    const form = htmlOf(await s.get(endpointsPage, 'new=1'));
+    expect(form).toContain(`name="csrf" value="${s.csrf}"`);
+    expect(form).toMatch(/name="idempotencyKey" value="seat-[0-9a-f-]{36}"/);
+    const { result } = await createThroughPage({ name: 'Zaps', triggerVariant: 'order', resourceIdPath: 'order.id', senderProfile: 'zapier' });
+    const page = htmlOf(result);
+    expect('noStore' in result && result.noStore).toBe(true);
+    const secret = secretIn(page)!;
+    expect(secret).toBeDefined();
+    expect(occurrences(page, secret)).toBe(1);
+    expect(page).toContain('Webhooks by Zapier');
+    expect(page).toContain('X-Hookrelay-Token');
+    expect(page).toContain(`<script nonce="nonce-test">`);
+    const id = await endpointId();
+    expect(page).toContain(`http://local/hooks/${id}`);
+    const e = await endpoint(id);
+    expect((await sendHook(s.env, { id, auth: { headerName: e.headerName, mode: e.authMode } }, secret, orderEvent('x-1'))).status).toBe(202);
+    await expectNowhereStored(secret);
+    // The list and the endpoint's own page show its last four characters only.
+    expect(htmlOf(await s.get(endpointsPage))).not.toContain(secret);
+    expect(htmlOf(await s.get(endpointsPage, `id=${id}`))).not.toContain(secret);
+  });
+
+  it('makes a double submit of the form one endpoint, and does not show its secret again', async () => {
+    const { result, form } = await createThroughPage();
+    const again = await s.post(endpointsPage, form);
+    expect(await count(s.env, 'endpoints')).toBe(1);
+    expect(secretIn(htmlOf(result))).toBeDefined();
+    expect(secretIn(htmlOf(again))).toBeUndefined();
+    expect(htmlOf(again)).toContain('already sent');
+  });
+
+  it('answers bad input with the form again, the error named, what was typed kept and escaped', async () => {
+    const { result } = await createThroughPage({ name: '"><script>alert(1)</script>', triggerVariant: 'order', resourceIdPath: 'not a path' });
+    expect('status' in result && result.status).toBe(400);
+    const page = htmlOf(result);
+    expect(page).toContain('invalid_input');
+    expect(page).toContain('&#34;&#62;&#60;script&#62;alert(1)&#60;/script&#62;');
+    expect(page).not.toContain('<script>alert');
+    expect(await count(s.env, 'endpoints')).toBe(0);
+  });
+});
+
+describe('Endpoints page: changes as preview → confirm → execute', () => {
+  let id: string;
+  beforeEach(async () => {
+    await createThroughPage();
+    id = await endpointId();
+  });
+
+  it('edits: the preview shows the change and changes nothing; the execute redirects to the endpoint; a double submit is one change', async () => {
+    const confirm = await previewThroughPage(id, 'Preview the change', { name: 'Orders (EU)', eventType: 'order.flagged' });
+    const page = htmlOf(confirm);
+    expect('noStore' in confirm && confirm.noStore).toBe(true);
+    expect(page).toContain('Orders (EU)');
+    expect((await endpoint(id)).configVersion).toBe(1);
+    const execute = formOf(page, 'Change the endpoint');
+    expect(execute.csrf).toBe(s.csrf);
+    expect(execute.idempotencyKey).toMatch(/^seat-/);
+    const first = redirectOf(await s.post(endpointsPage, execute));
+    expect(first).toBe(`/console/endpoints?id=${id}&done=edit`);
+    expect(redirectOf(await s.post(endpointsPage, execute))).toBe(first);
+    const e = await endpoint(id);
+    expect([e.name, e.eventType, e.configVersion]).toEqual(['Orders (EU)', 'order.flagged', 2]);
+    expect(htmlOf(await s.get(endpointsPage, `id=${id}&done=edit`))).toContain('new config version');
+  });
+
+  it('rotates: the new secret is shown once on the execute answer, works, is stored nowhere in clear; a double submit rotates once', async () => {
+    const before = (await endpoint(id)).secretLast4;
+    const confirm = htmlOf(await previewThroughPage(id, 'Preview the rotation', { overlapHours: '0' }));
+    expect(confirm).toContain('stops working immediately');
+    const execute = formOf(confirm, 'Rotate the secret');
+    const result = await s.post(endpointsPage, execute);
+    expect('noStore' in result && result.noStore).toBe(true);
+    const secret = secretIn(htmlOf(result))!;
+    expect(occurrences(htmlOf(result), secret)).toBe(1);
+    const e = await endpoint(id);
+    expect(e.secretLast4).not.toBe(before);
+    expect(secret.endsWith(e.secretLast4)).toBe(true);
+    expect((await sendHook(s.env, { id, auth: { headerName: e.headerName, mode: e.authMode } }, secret, orderEvent('x-2'))).status).toBe(202);
+    const again = htmlOf(await s.post(endpointsPage, execute));
+    expect(secretIn(again)).toBeUndefined();
+    expect(again).toContain('already sent');
+    expect((await endpoint(id)).secretLast4).toBe(e.secretLast4);
+    await expectNowhereStored(secret);
+  });
+
+  it('archives, then deletes permanently, each after its own confirmation', async () => {
+    const archive = formOf(htmlOf(await previewThroughPage(id, 'Preview archiving')), 'Archive');
+    expect(redirectOf(await s.post(endpointsPage, archive))).toBe(`/console/endpoints?id=${id}&done=archive`);
+    expect((await endpoint(id)).status).toBe('archived');
+    const detail = htmlOf(await s.get(endpointsPage, `id=${id}&done=archive`));
+    expect(detail).not.toContain('Preview the change');
+    const permanent = formOf(htmlOf(await previewThroughPage(id, 'Preview permanent delete')), 'Delete permanently');
+    expect(redirectOf(await s.post(endpointsPage, permanent))).toBe('/console/endpoints?done=permanent');
+    expect(await count(s.env, 'endpoints')).toBe(0);
+  });
+
+  it('says why an execute is refused (a confirmation token that is not the preview’s), and changes nothing', async () => {
+    const execute = formOf(htmlOf(await previewThroughPage(id, 'Preview the change', { name: 'Other' })), 'Change the endpoint');
+    const r: PageResult = await s.post(endpointsPage, { ...execute, confirmationToken: 'wrong' });
+    expect('status' in r && r.status).toBeGreaterThanOrEqual(400);
+    expect(htmlOf(r)).toContain('Not done');
+    expect((await endpoint(id)).configVersion).toBe(1);
+  });
+});
+
+describe('Endpoints page: values from agents and senders', () => {
+  it('escapes an endpoint name on the list, the endpoint and the confirmation', async () => {
+    const payloads = ['<script>alert(1)</script>', '"><img src=x onerror=alert(2)>', "'><svg onload=alert(3)>"];
+    for (const name of payloads) await createThroughPage({ name, triggerVariant: 'order', resourceIdPath: 'order.id' });
+    const ids = (await rows<{ id: string }>(s.env, 'SELECT id FROM endpoints')).map((r) => r.id);
+    const pages = [htmlOf(await s.get(endpointsPage))];
+    for (const id of ids) {
+      pages.push(htmlOf(await s.get(endpointsPage, `id=${id}`)));
+      pages.push(htmlOf(await previewThroughPage(id, 'Preview the change', { name: `${payloads[0]} 2` })));
+    }
+    for (const page of pages) {
+      expect(page).not.toMatch(/<script>|<img|<svg/);
+    }
+    expect(pages[0]).toContain('&#60;script&#62;alert(1)&#60;/script&#62;');
+  });
+});
