@@ -3,6 +3,7 @@
  * `invoke` (src/server/pipeline.ts) with the human's principal. Until the human principal lands on main, that
  * principal is an admin_assistant grant's, acting under the human's actor label.
  */
+import { expect } from 'bun:test';
 import { operations, type Operation } from '../../src/contract/operations.ts';
 import { AuthFailureLimiter } from '../../src/lib/auth-failures.ts';
 import { authenticateBearer, type Principal } from '../../src/ops/grants.ts';
@@ -16,7 +17,7 @@ export interface Seat {
   human: Human;
   principal: Principal;
   /** The CSRF token forms must carry (the router checks it; here it must simply be in every POST form). */
-  csrf: string;
+  csrf: string | null;
   get(page: SeatPage, query?: string): Promise<PageResult>;
   post(page: SeatPage, form: Record<string, string> | URLSearchParams, query?: string): Promise<PageResult>;
 }
@@ -24,7 +25,7 @@ export interface Seat {
 let requests = 0;
 
 /** A deployment with one store and its human, signed in on the console face. */
-export async function seat(opts: { shop?: string; actor?: string } = {}): Promise<Seat> {
+export async function seat(opts: { shop?: string; actor?: string; embedded?: boolean } = {}): Promise<Seat> {
   const env = await createTestEnv();
   const shopDomain = opts.shop ?? 'demo.myshopify.com';
   await addStore(env, { shopDomain });
@@ -40,17 +41,18 @@ export async function seat(opts: { shop?: string; actor?: string } = {}): Promis
     authFailures: new AuthFailureLimiter(core.clock),
     inflight: new Map(),
   });
-  const csrf = 'csrf-test-token';
+  // Embedded pages prove the request with the ID token instead: no CSRF field.
+  const csrf = opts.embedded ? null : 'csrf-test-token';
   const ctxFor = (path: string, query: string, form: URLSearchParams | null): SeatContext => ({
     core,
     human,
     url: new URL(`http://local/console/${path}${query ? `?${query}` : ''}`),
     form,
-    base: '/console',
+    base: opts.embedded ? '/app' : '/console',
     csrf,
     nonce: 'nonce-test',
     publicUrl: 'http://local',
-    embedded: false,
+    embedded: opts.embedded === true,
     async call(c): Promise<SeatAnswer> {
       const a = await invoke(operations[c.operationId as keyof typeof operations] as Operation, {
         principal,
@@ -101,6 +103,16 @@ export function formOf(page: string, button: string): Record<string, string> {
 }
 
 const fromHtml = (s: string) => s.replace(/&#(\d+);/g, (_m, n: string) => String.fromCharCode(Number(n)));
+
+/** Every POST form of the page carries the CSRF field (console), or none does (embedded: `csrf` null). */
+export function expectCsrfOnEveryPostForm(page: string, csrf: string | null) {
+  const forms = [...page.matchAll(/<form method="post"[^>]*>([\s\S]*?)<\/form>/g)].map((m) => m[1]!);
+  for (const f of forms) {
+    if (csrf === null) expect(f).not.toContain('name="csrf"');
+    else expect(f).toContain(`<input type="hidden" name="csrf" value="${csrf}">`);
+  }
+  return forms.length;
+}
 
 /** How many times `needle` occurs in `hay`. */
 export const occurrences = (hay: string, needle: string) => hay.split(needle).length - 1;

@@ -6,7 +6,7 @@ import { beforeEach, describe, expect, it } from 'bun:test';
 import { agentsPage } from '../../src/seat/pages/agents.ts';
 import { addGrant, addStore, call, rows } from '../helpers.ts';
 import { dumpDatabase } from '../security/dump.ts';
-import { formOf, htmlOf, occurrences, redirectOf, seat, type Seat } from './_seat.ts';
+import { expectCsrfOnEveryPostForm, formOf, htmlOf, occurrences, redirectOf, seat, type Seat } from './_seat.ts';
 
 let s: Seat;
 beforeEach(async () => {
@@ -76,6 +76,8 @@ describe('Agents page', () => {
     const history = htmlOf(await s.get(agentsPage, `grant=${g.id}`));
     expect(history).toContain('getSetupState');
     expect(history).toContain('agent: reader');
+    expect(expectCsrfOnEveryPostForm(list, s.csrf)).toBe(3);
+    expect(expectCsrfOnEveryPostForm(history, s.csrf)).toBe(1);
     const revoke = formOf(history, 'Revoke');
     expect(revoke).toEqual({ csrf: s.csrf, action: 'revoke', grantId: g.id });
     expect(redirectOf(await s.post(agentsPage, revoke))).toBe('/console/agents?done=revoked');

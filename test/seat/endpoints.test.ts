@@ -7,7 +7,7 @@ import { endpointsPage } from '../../src/seat/pages/endpoints.ts';
 import type { PageResult } from '../../src/seat/types.ts';
 import { count, orderEvent, rows, sendHook } from '../helpers.ts';
 import { dumpDatabase } from '../security/dump.ts';
-import { formOf, htmlOf, occurrences, redirectOf, seat, type Seat } from './_seat.ts';
+import { expectCsrfOnEveryPostForm, formOf, htmlOf, occurrences, redirectOf, seat, type Seat } from './_seat.ts';
 
 let s: Seat;
 beforeEach(async () => {
@@ -159,5 +159,24 @@ describe('Endpoints page: values from agents and senders', () => {
       expect(page).not.toMatch(/<script>|<img|<svg/);
     }
     expect(pages[0]).toContain('&#60;script&#62;alert(1)&#60;/script&#62;');
+  });
+});
+
+describe('Endpoints page: forms and faces', () => {
+  it('puts the CSRF field in every POST form of the console; the embedded face has none, uses Polaris sections and stays plain HTML', async () => {
+    await createThroughPage();
+    const id = await endpointId();
+    const onConsole = [htmlOf(await s.get(endpointsPage, 'new=1')), htmlOf(await s.get(endpointsPage, `id=${id}`))];
+    onConsole.push(htmlOf(await previewThroughPage(id, 'Preview the change', { name: 'Renamed' })));
+    expect(onConsole.map((p) => expectCsrfOnEveryPostForm(p, s.csrf))).toEqual([1, 3, 1]);
+    s = await seat({ embedded: true });
+    const { result } = await createThroughPage();
+    const embedded = htmlOf(result);
+    expect(embedded).toContain('<s-section heading="Orders">');
+    expect(embedded).toContain('<h2>Orders</h2>');
+    const detail = htmlOf(await s.get(endpointsPage, `id=${await endpointId()}`));
+    expect(expectCsrfOnEveryPostForm(detail, null)).toBe(3);
+    expect(detail).toContain('action="/app/endpoints"');
+    expect(detail).toContain('<button type="submit">Preview the change</button>');
   });
 });
