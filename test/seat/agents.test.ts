@@ -79,7 +79,7 @@ describe('Agents page', () => {
     expect(expectCsrfOnEveryPostForm(list, s.csrf)).toBe(3);
     expect(expectCsrfOnEveryPostForm(history, s.csrf)).toBe(1);
     const revoke = formOf(history, 'Revoke');
-    expect(revoke).toEqual({ csrf: s.csrf, action: 'revoke', grantId: g.id });
+    expect(revoke).toEqual({ csrf: s.csrf!, action: 'revoke', grantId: g.id });
     expect(redirectOf(await s.post(agentsPage, revoke))).toBe('/console/agents?done=revoked');
     expect((await call(s.env, 'GET', '/agent/v1/setup-state', { token })).status).toBe(401);
     expect(htmlOf(await s.get(agentsPage, 'done=revoked'))).toContain('was revoked');
@@ -93,7 +93,7 @@ describe('Agents page', () => {
     await addStore(s.env, { shopDomain: 'other.myshopify.com' });
     const otherToken = await addGrant(s.env, 'observer', { shop: 'other.myshopify.com' });
     const other = (await grantsOf()).find((g) => g.storeId !== s.human.store.id)!;
-    const r = await s.post(agentsPage, { csrf: s.csrf, action: 'revoke', grantId: other.id });
+    const r = await s.post(agentsPage, { csrf: s.csrf!, action: 'revoke', grantId: other.id });
     expect('status' in r && r.status).toBe(404);
     expect((await call(s.env, 'GET', '/agent/v1/grant', { token: otherToken })).status).toBe(200);
     const history = await s.get(agentsPage, `grant=${other.id}`);

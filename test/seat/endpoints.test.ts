@@ -95,7 +95,7 @@ describe('Endpoints page: changes as preview → confirm → execute', () => {
     expect(page).toContain('Orders (EU)');
     expect((await endpoint(id)).configVersion).toBe(1);
     const execute = formOf(page, 'Change the endpoint');
-    expect(execute.csrf).toBe(s.csrf);
+    expect(execute.csrf).toBe(s.csrf!);
     expect(execute.idempotencyKey).toMatch(/^seat-/);
     const first = redirectOf(await s.post(endpointsPage, execute));
     expect(first).toBe(`/console/endpoints?id=${id}&done=edit`);
