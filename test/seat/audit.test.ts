@@ -97,11 +97,16 @@ describe('Audit page', () => {
     expect(htmlOf(await s.get(auditPage, 'cursor=nope'))).toContain('invalid_input');
   });
 
-  it('escapes labels and filter values', async () => {
-    await addGrant(s.env, 'observer').then((t) => call(s.env, 'GET', '/agent/v1/grant', { token: t }));
+  it('escapes grant labels (the agent rows’ actor) and filter values', async () => {
+    const label = '<img src=x onerror=alert(1)><script>alert(2)</script>';
+    const issued = htmlOf(await s.post(agentsPage, { ...formOf(htmlOf(await s.get(agentsPage)), 'Issue grant'), tier: 'observer', ttl: '1h', label }));
+    const token = /value="(hrg_[A-Za-z0-9]+)"/.exec(issued)![1]!;
+    expect((await call(s.env, 'GET', '/agent/v1/grant', { token })).status).toBe(200);
+    const rowsPage = htmlOf(await s.get(auditPage, 'actorKind=agent'));
+    expect(rowsPage).toContain('agent: &#60;img src=x onerror=alert(1)&#62;&#60;script&#62;alert(2)&#60;/script&#62;');
     const payload = '"><script>alert(1)</script>';
-    const page = htmlOf(await s.get(auditPage, `operationId=${encodeURIComponent(payload)}`));
-    expect(page).not.toMatch(/<script>|<img|<svg/);
-    expect(page).toContain('&#34;&#62;&#60;script&#62;');
+    const filtered = htmlOf(await s.get(auditPage, `operationId=${encodeURIComponent(payload)}&grantId=${encodeURIComponent(label)}`));
+    expect(filtered).toContain('value="&#34;&#62;&#60;script&#62;');
+    for (const page of [rowsPage, filtered]) expect(page).not.toMatch(/<script>|<img|<svg/);
   });
 });
