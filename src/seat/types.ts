@@ -61,11 +61,8 @@ export interface SeatContext {
   embedded: boolean;
 }
 
-/**
- * What a page answers: HTML for the layout's main area, or a redirect after a write (POST → 303 → GET). `noStore`:
- * the answer holds something shown once (a new secret or grant token, a confirmation token): `Cache-Control: no-store`.
- */
-export type PageResult = { html: string; title: string; status?: number; noStore?: boolean } | { redirect: string };
+/** What a page answers: HTML for the layout's main area, or a redirect after a write (POST → 303 → GET). */
+export type PageResult = { html: string; title: string; status?: number } | { redirect: string };
 
 /** One page of the seat: its path under the base (`''` is Home), its nav title, GET and an optional POST. */
 export interface SeatPage {
