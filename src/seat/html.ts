@@ -27,10 +27,10 @@ export function html(strings: TemplateStringsArray, ...values: Part[]): Html {
 }
 
 /** A constant string of markup (never data from a request, an agent or a sender). */
-export const trusted = (markup: string) => new Html(markup);
+const trusted = (markup: string) => new Html(markup);
 
 /** The hidden CSRF field of a POST form (console), or nothing (embedded: the ID token carries the proof). */
-export const csrfField = (ctx: SeatContext) => (ctx.csrf === null ? html`` : html`<input type="hidden" name="csrf" value="${ctx.csrf}">`);
+const csrfField = (ctx: SeatContext) => (ctx.csrf === null ? html`` : html`<input type="hidden" name="csrf" value="${ctx.csrf}">`);
 
 /** A fresh Idempotency-Key for a form: a double submit of the form sends the same key, so it is one change. */
 export const newFormKey = () => `seat-${randomUUID()}`;
@@ -50,9 +50,13 @@ export function table(caption: string, head: readonly string[], rows: readonly (
   )}</tbody></table>`;
 }
 
-/** A section of a page: Polaris's `<s-section>` when embedded (readable as plain content without its script). */
+/**
+ * A section of a page, its one heading the page's own h2: embedded, inside Polaris's `<s-section>` (which carries no
+ * heading of its own), so it reads the same with or without Polaris's script.
+ */
 export function section(ctx: SeatContext, heading: string, body: Html): Html {
-  return ctx.embedded ? html`<s-section heading="${heading}"><h2>${heading}</h2>${body}</s-section>` : html`<section><h2>${heading}</h2>${body}</section>`;
+  const plain = html`<section aria-label="${heading}"><h2>${heading}</h2>${body}</section>`;
+  return ctx.embedded ? html`<s-section>${plain}</s-section>` : plain;
 }
 
 /** What an error answer says to a person: its message, and a refusal's reason and next step. */

@@ -3,7 +3,7 @@
  * human's action), listed, used, its history read, revoked; over a real deployment.
  */
 import { beforeEach, describe, expect, it } from 'bun:test';
-import { agentsPage } from '../../src/seat/pages/agents.ts';
+import { page as agentsPage } from '../../src/seat/pages/agents.ts';
 import { addGrant, addStore, call, rows } from '../helpers.ts';
 import { dumpDatabase } from '../security/dump.ts';
 import { expectCsrfOnEveryPostForm, formOf, htmlOf, occurrences, redirectOf, seat, type Seat } from './_seat.ts';
@@ -26,9 +26,9 @@ const grantsOf = () =>
     'SELECT id, label, tier, store_id AS "storeId", revoked_at AS "revokedAt" FROM grants ORDER BY created_at, id',
   );
 const humanRows = () =>
-  rows<{ operationId: string; actorKind: string; actorLabel: string; targetId: string; storeId: string }>(
+  rows<{ operationId: string; actorKind: string; actorLabel: string; targetId: string; storeId: string; surface: string }>(
     s.env,
-    `SELECT operation_id AS "operationId", actor_kind AS "actorKind", actor_label AS "actorLabel", target_id AS "targetId", store_id AS "storeId" FROM audit_log WHERE actor_kind = 'human' AND operation_id IN ('issueGrant', 'revokeGrant') ORDER BY at, id`,
+    `SELECT operation_id AS "operationId", actor_kind AS "actorKind", actor_label AS "actorLabel", target_id AS "targetId", store_id AS "storeId", surface FROM audit_log WHERE actor_kind = 'human' AND operation_id IN ('issueGrant', 'revokeGrant') ORDER BY at, id`,
   );
 
 describe('Agents page', () => {
@@ -37,15 +37,15 @@ describe('Agents page', () => {
     expect(form).toContain(`name="csrf" value="${s.csrf}"`);
     const result = await issueThroughPage({ tier: 'operator', ttl: '8h', label: 'ci bot' });
     const page = htmlOf(result);
-    expect('noStore' in result && result.noStore).toBe(true);
+    expect(result.headers.get('cache-control')).toBe('no-store');
     const token = tokenIn(page)!;
     expect(token).toBeDefined();
     expect(occurrences(page, token)).toBe(1);
     const g = (await grantsOf()).find((r) => r.label === 'ci bot')!;
-    expect([g.tier, g.storeId]).toEqual(['operator', s.human.store.id]);
+    expect([g.tier, g.storeId]).toEqual(['operator', s.store.id]);
     expect((await call(s.env, 'GET', '/agent/v1/grant', { token })).json.data.grant.id).toBe(g.id);
     expect(await humanRows()).toEqual([
-      { operationId: 'issueGrant', actorKind: 'human', actorLabel: 'jane@example.test', targetId: g.id, storeId: s.human.store.id },
+      { operationId: 'issueGrant', actorKind: 'human', actorLabel: 'jane@example.test', targetId: g.id, storeId: s.store.id, surface: 'console' },
     ]);
     for (const [table, text] of Object.entries(await dumpDatabase(s.env))) expect(text.includes(token), table).toBe(false);
     expect(s.env.log.lines.join('\n')).not.toContain(token);
@@ -60,7 +60,7 @@ describe('Agents page', () => {
       { tier: 'observer', ttl: 'soon' },
     ]) {
       const r = await issueThroughPage(fields);
-      expect('status' in r && r.status).toBe(400);
+      expect(r.status).toBe(400);
       expect(htmlOf(r)).toContain('invalid_input');
       expect(tokenIn(htmlOf(r))).toBeUndefined();
     }
@@ -76,10 +76,10 @@ describe('Agents page', () => {
     const history = htmlOf(await s.get(agentsPage, `grant=${g.id}`));
     expect(history).toContain('getSetupState');
     expect(history).toContain('agent: reader');
-    expect(expectCsrfOnEveryPostForm(list, s.csrf)).toBe(3);
-    expect(expectCsrfOnEveryPostForm(history, s.csrf)).toBe(1);
+    expect(expectCsrfOnEveryPostForm(list, s.csrf)).toBe(3); // Revoke, Issue grant, Sign out
+    expect(expectCsrfOnEveryPostForm(history, s.csrf)).toBe(2); // Revoke, and the layout’s Sign out
     const revoke = formOf(history, 'Revoke');
-    expect(revoke).toEqual({ csrf: s.csrf!, action: 'revoke', grantId: g.id });
+    expect(revoke).toEqual({ csrf: s.csrf, action: 'revoke', grantId: g.id });
     expect(redirectOf(await s.post(agentsPage, revoke))).toBe('/console/agents?done=revoked');
     expect((await call(s.env, 'GET', '/agent/v1/setup-state', { token })).status).toBe(401);
     expect(htmlOf(await s.get(agentsPage, 'done=revoked'))).toContain('was revoked');
@@ -92,12 +92,12 @@ describe('Agents page', () => {
   it('does not revoke, or show the history of, a grant of another store', async () => {
     await addStore(s.env, { shopDomain: 'other.myshopify.com' });
     const otherToken = await addGrant(s.env, 'observer', { shop: 'other.myshopify.com' });
-    const other = (await grantsOf()).find((g) => g.storeId !== s.human.store.id)!;
-    const r = await s.post(agentsPage, { csrf: s.csrf!, action: 'revoke', grantId: other.id });
-    expect('status' in r && r.status).toBe(404);
+    const other = (await grantsOf()).find((g) => g.storeId !== s.store.id)!;
+    const r = await s.post(agentsPage, { csrf: s.csrf, action: 'revoke', grantId: other.id });
+    expect(r.status).toBe(404);
     expect((await call(s.env, 'GET', '/agent/v1/grant', { token: otherToken })).status).toBe(200);
     const history = await s.get(agentsPage, `grant=${other.id}`);
-    expect('status' in history && history.status).toBe(404);
+    expect(history.status).toBe(404);
   });
 
   it('escapes grant labels and agent-written values on the list and the history', async () => {

@@ -3,9 +3,9 @@
  * and agents, filtered and paginated, scoped to the store, escaped, never a secret.
  */
 import { beforeEach, describe, expect, it } from 'bun:test';
-import { agentsPage } from '../../src/seat/pages/agents.ts';
-import { auditPage } from '../../src/seat/pages/audit.ts';
-import { endpointsPage } from '../../src/seat/pages/endpoints.ts';
+import { page as agentsPage } from '../../src/seat/pages/agents.ts';
+import { page as auditPage } from '../../src/seat/pages/audit.ts';
+import { page as endpointsPage } from '../../src/seat/pages/endpoints.ts';
 import { addGrant, addStore, call } from '../helpers.ts';
 import { formOf, htmlOf, seat, type Seat } from './_seat.ts';
 
@@ -24,7 +24,7 @@ beforeEach(async () => {
     triggerVariant: 'order',
     resourceIdPath: 'order.id',
   });
-  expect('status' in created && created.status).toBe(201);
+  expect(created.status).toBe(201);
 });
 
 const list = async (query: Record<string, string>) => {
@@ -41,6 +41,11 @@ describe('Audit page', () => {
       expect(page, needle).toContain(needle);
     }
     expect(page.indexOf(cell('issueGrant'))).toBeGreaterThan(page.indexOf(cell('createEndpoint')));
+    // The page's own write is the human's, through the contract, on the console: no grant.
+    expect(page).toMatch(/<td>human: jane@example\.test<\/td><td>—<\/td><td>createEndpoint<\/td><td>—<\/td><td>ok · 201<\/td><td>console<\/td>/);
+    expect(page).toMatch(
+      /<td>human: jane@example\.test<\/td><td>—<\/td><td>issueGrant<\/td><td><code>gr_[0-9a-z]+<\/code><\/td><td>ok · 200 · issued observer/,
+    );
   });
 
   it('filters by actor kind, operation and grant, and by time', async () => {
@@ -92,7 +97,7 @@ describe('Audit page', () => {
 
   it('answers a bad filter as the contract’s invalid_input, on the page', async () => {
     const r = await s.get(auditPage, 'actorKind=robot');
-    expect('status' in r && r.status).toBe(400);
+    expect(r.status).toBe(400);
     expect(htmlOf(r)).toContain('invalid_input');
     expect(htmlOf(await s.get(auditPage, 'cursor=nope'))).toContain('invalid_input');
   });

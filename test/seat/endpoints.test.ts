@@ -3,11 +3,10 @@
  * delete as preview → confirm → execute through the contract's intents, over a real deployment.
  */
 import { beforeEach, describe, expect, it } from 'bun:test';
-import { endpointsPage } from '../../src/seat/pages/endpoints.ts';
-import type { PageResult } from '../../src/seat/types.ts';
+import { page as endpointsPage } from '../../src/seat/pages/endpoints.ts';
 import { count, orderEvent, rows, sendHook } from '../helpers.ts';
 import { dumpDatabase } from '../security/dump.ts';
-import { expectCsrfOnEveryPostForm, formOf, htmlOf, occurrences, redirectOf, seat, type Seat } from './_seat.ts';
+import { direct, expectCsrfOnEveryPostForm, formOf, htmlOf, occurrences, redirectOf, seat, type Answer, type Seat } from './_seat.ts';
 
 let s: Seat;
 beforeEach(async () => {
@@ -23,7 +22,7 @@ async function createThroughPage(fields: Record<string, string> = { name: 'Order
 }
 
 const endpointId = async () => (await rows<{ id: string }>(s.env, 'SELECT id FROM endpoints'))[0]!.id;
-const endpoint = async (id: string) => (await s.env.core.repo.getEndpoint(s.human.store.id, id))!;
+const endpoint = async (id: string) => (await s.env.core.repo.getEndpoint(s.store.id, id))!;
 
 /** Every trace a secret could leave outside the one page: the whole database (audit rows included) and the log. */
 async function expectNowhereStored(secret: string) {
@@ -44,13 +43,13 @@ describe('Endpoints page: create', () => {
     expect(form).toMatch(/name="idempotencyKey" value="seat-[0-9a-f-]{36}"/);
     const { result } = await createThroughPage({ name: 'Zaps', triggerVariant: 'order', resourceIdPath: 'order.id', senderProfile: 'zapier' });
     const page = htmlOf(result);
-    expect('noStore' in result && result.noStore).toBe(true);
+    expect(result.headers.get('cache-control')).toBe('no-store');
     const secret = secretIn(page)!;
     expect(secret).toBeDefined();
     expect(occurrences(page, secret)).toBe(1);
     expect(page).toContain('Webhooks by Zapier');
     expect(page).toContain('X-Hookrelay-Token');
-    expect(page).toContain(`<script nonce="nonce-test">`);
+    expect(page).toMatch(/<script nonce="[A-Za-z0-9+/=]+">\(function\(\)\{var i=document\.getElementById\("secret"\)/);
     const id = await endpointId();
     expect(page).toContain(`http://local/hooks/${id}`);
     const e = await endpoint(id);
@@ -72,7 +71,7 @@ describe('Endpoints page: create', () => {
 
   it('answers bad input with the form again, the error named, what was typed kept and escaped', async () => {
     const { result } = await createThroughPage({ name: '"><script>alert(1)</script>', triggerVariant: 'order', resourceIdPath: 'not a path' });
-    expect('status' in result && result.status).toBe(400);
+    expect(result.status).toBe(400);
     const page = htmlOf(result);
     expect(page).toContain('invalid_input');
     expect(page).toContain('&#34;&#62;&#60;script&#62;alert(1)&#60;/script&#62;');
@@ -91,14 +90,14 @@ describe('Endpoints page: changes as preview → confirm → execute', () => {
   it('edits: the preview shows the change and changes nothing; the execute redirects to the endpoint; a double submit is one change', async () => {
     const confirm = await previewThroughPage(id, 'Preview the change', { name: 'Orders (EU)', eventType: 'order.flagged' });
     const page = htmlOf(confirm);
-    expect('noStore' in confirm && confirm.noStore).toBe(true);
+    expect(confirm.headers.get('cache-control')).toBe('no-store');
     expect(page).toContain('Orders (EU)');
     expect((await endpoint(id)).configVersion).toBe(1);
     const execute = formOf(page, 'Change the endpoint');
     expect(execute.csrf).toBe(s.csrf!);
     expect(execute.idempotencyKey).toMatch(/^seat-/);
     const first = redirectOf(await s.post(endpointsPage, execute));
-    expect(first).toBe(`/console/endpoints?id=${id}&done=edit`);
+    expect(first).toBe(`/console/endpoints/${id}?done=edit`);
     expect(redirectOf(await s.post(endpointsPage, execute))).toBe(first);
     const e = await endpoint(id);
     expect([e.name, e.eventType, e.configVersion]).toEqual(['Orders (EU)', 'order.flagged', 2]);
@@ -111,7 +110,7 @@ describe('Endpoints page: changes as preview → confirm → execute', () => {
     expect(confirm).toContain('stops working immediately');
     const execute = formOf(confirm, 'Rotate the secret');
     const result = await s.post(endpointsPage, execute);
-    expect('noStore' in result && result.noStore).toBe(true);
+    expect(result.headers.get('cache-control')).toBe('no-store');
     const secret = secretIn(htmlOf(result))!;
     expect(occurrences(htmlOf(result), secret)).toBe(1);
     const e = await endpoint(id);
@@ -127,7 +126,7 @@ describe('Endpoints page: changes as preview → confirm → execute', () => {
 
   it('archives, then deletes permanently, each after its own confirmation', async () => {
     const archive = formOf(htmlOf(await previewThroughPage(id, 'Preview archiving')), 'Archive');
-    expect(redirectOf(await s.post(endpointsPage, archive))).toBe(`/console/endpoints?id=${id}&done=archive`);
+    expect(redirectOf(await s.post(endpointsPage, archive))).toBe(`/console/endpoints/${id}?done=archive`);
     expect((await endpoint(id)).status).toBe('archived');
     const detail = htmlOf(await s.get(endpointsPage, `id=${id}&done=archive`));
     expect(detail).not.toContain('Preview the change');
@@ -138,8 +137,8 @@ describe('Endpoints page: changes as preview → confirm → execute', () => {
 
   it('says why an execute is refused (a confirmation token that is not the preview’s), and changes nothing', async () => {
     const execute = formOf(htmlOf(await previewThroughPage(id, 'Preview the change', { name: 'Other' })), 'Change the endpoint');
-    const r: PageResult = await s.post(endpointsPage, { ...execute, confirmationToken: 'wrong' });
-    expect('status' in r && r.status).toBeGreaterThanOrEqual(400);
+    const r: Answer = await s.post(endpointsPage, { ...execute, confirmationToken: 'wrong' });
+    expect(r.status).toBeGreaterThanOrEqual(400);
     expect(htmlOf(r)).toContain('Not done');
     expect((await endpoint(id)).configVersion).toBe(1);
   });
@@ -163,18 +162,23 @@ describe('Endpoints page: values from agents and senders', () => {
 });
 
 describe('Endpoints page: forms and faces', () => {
-  it('puts the CSRF field in every POST form of the console; the embedded face has none, uses Polaris sections and stays plain HTML', async () => {
+  it('puts the CSRF field in every POST form of the console (the layout’s sign-out too), and opens an endpoint at its own path as Home links it', async () => {
     await createThroughPage();
     const id = await endpointId();
-    const onConsole = [htmlOf(await s.get(endpointsPage, 'new=1')), htmlOf(await s.get(endpointsPage, `id=${id}`))];
+    const onConsole = [htmlOf(await s.get(endpointsPage, 'new=1')), htmlOf(await s.get(endpointsPage, '', `/${id}`))];
     onConsole.push(htmlOf(await previewThroughPage(id, 'Preview the change', { name: 'Renamed' })));
-    expect(onConsole.map((p) => expectCsrfOnEveryPostForm(p, s.csrf))).toEqual([1, 3, 1]);
-    s = await seat({ embedded: true });
-    const { result } = await createThroughPage();
-    const embedded = htmlOf(result);
-    expect(embedded).toContain('<s-section heading="Orders">');
-    expect(embedded).toContain('<h2>Orders</h2>');
-    const detail = htmlOf(await s.get(endpointsPage, `id=${await endpointId()}`));
+    expect(onConsole.map((p) => expectCsrfOnEveryPostForm(p, s.csrf))).toEqual([2, 4, 2]);
+    expect(onConsole[1]).toContain(`<code>http://local/hooks/${id}</code>`);
+  });
+
+  it('embedded: no CSRF field (the ID token proves the form), Polaris sections around the plain headings and buttons', async () => {
+    const d = await direct();
+    const form = formOf(htmlOf(await d.get(endpointsPage, '/endpoints?new=1')), 'Create endpoint');
+    expect(form.csrf).toBeUndefined();
+    const created = htmlOf(await d.post(endpointsPage, { ...form, name: 'Orders', triggerVariant: 'order', resourceIdPath: 'order.id' }));
+    expect(created).toContain('<s-section><section aria-label="Orders"><h2>Orders</h2>');
+    const id = (await rows<{ id: string }>(d.env, 'SELECT id FROM endpoints'))[0]!.id;
+    const detail = htmlOf(await d.get(endpointsPage, `/endpoints/${id}`));
     expect(expectCsrfOnEveryPostForm(detail, null)).toBe(3);
     expect(detail).toContain('action="/app/endpoints"');
     expect(detail).toContain('<button type="submit">Preview the change</button>');

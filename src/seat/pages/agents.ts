@@ -48,6 +48,7 @@ export async function issueAgentGrant(core: Core, human: Human, req: AgentGrantR
     () => issueGrant(core, { shopDomain: store.shopDomain, tier: req.tier as Tier, ttlMs, label }),
     (g) => ({ storeId: store.id, targetId: g.grantId, transition: `issued ${g.tier} (${g.scopes.join(', ')}) for ${ttlMs / 1000} s` }),
     async () => store.id,
+    human.face,
   );
 }
 
@@ -64,6 +65,7 @@ export async function revokeAgentGrant(core: Core, human: Human, grantId: string
     },
     (g) => ({ storeId: store.id, targetId: g.grantId, transition: 'revoked' }),
     async () => store.id,
+    human.face,
   );
 }
 
@@ -71,8 +73,8 @@ const DONE: Record<string, string> = { revoked: 'The grant was revoked: its next
 
 const link = (ctx: SeatContext, query = '') => `${ctx.base}/agents${query ? `?${query}` : ''}`;
 
-export const agentsPage: SeatPage = {
-  path: 'agents',
+export const page: SeatPage = {
+  path: '/agents',
   title: 'Agents',
   async get(ctx) {
     const grantId = ctx.url.searchParams.get('grant');
@@ -133,8 +135,7 @@ function issued(ctx: SeatContext, g: Awaited<ReturnType<typeof issueAgentGrant>>
   return {
     title: 'Grant issued',
     status: 201,
-    // The token is in this answer only: never redirected to, never in a URL, not for a cache.
-    noStore: true,
+    // The token is in this answer only (never redirected to, never in a URL); every seat answer is no-store.
     html: html`<h1>Grant issued</h1>${section(
       ctx,
       `${g.tier} grant`,

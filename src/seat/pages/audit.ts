@@ -60,8 +60,8 @@ export async function auditSection(
   };
 }
 
-export const auditPage: SeatPage = {
-  path: 'audit',
+export const page: SeatPage = {
+  path: '/audit',
   title: 'Audit',
   async get(ctx): Promise<PageResult> {
     const p = ctx.url.searchParams;

@@ -39,13 +39,28 @@ const DONE: Record<string, string> = {
 };
 
 const link = (ctx: SeatContext, query = '') => `${ctx.base}/endpoints${query ? `?${query}` : ''}`;
+/** One endpoint's page: `/endpoints/<id>` (as Home links it), with `done` naming what a redirect just did. */
+const endpointLink = (ctx: SeatContext, id: string, done?: string) => `${ctx.base}/endpoints/${encodeURIComponent(id)}${done ? `?done=${done}` : ''}`;
+
+/** The endpoint a GET names: the path's segment after /endpoints/, or `?id=`; null for the list. */
+function endpointIdOf(ctx: SeatContext): string | null {
+  const rest = ctx.url.pathname.slice(`${ctx.base}/endpoints/`.length);
+  if (ctx.url.pathname.startsWith(`${ctx.base}/endpoints/`) && rest) {
+    try {
+      return decodeURIComponent(rest.split('/')[0]!);
+    } catch {
+      return rest;
+    }
+  }
+  return ctx.url.searchParams.get('id');
+}
 const data = <T>(a: SeatAnswer) => a.body.data as T;
 
-export const endpointsPage: SeatPage = {
-  path: 'endpoints',
+export const page: SeatPage = {
+  path: '/endpoints',
   title: 'Endpoints',
   async get(ctx) {
-    const id = ctx.url.searchParams.get('id');
+    const id = endpointIdOf(ctx);
     if (id) return showEndpoint(ctx, id);
     if (ctx.url.searchParams.has('new')) return createForm(ctx);
     return list(ctx);
@@ -62,20 +77,20 @@ export const endpointsPage: SeatPage = {
   },
 };
 
-const page = (title: string, body: Html, extra: { status?: number; noStore?: boolean } = {}): PageResult => ({ title, html: body.markup, ...extra });
+const result = (title: string, body: Html, extra: { status?: number } = {}): PageResult => ({ title, html: body.markup, ...extra });
 
 async function list(ctx: SeatContext): Promise<PageResult> {
   const a = await ctx.call({ operationId: 'getSetupState' });
-  if (a.status !== 200) return page('Endpoints', answerError(a), { status: a.status });
+  if (a.status !== 200) return result('Endpoints', answerError(a), { status: a.status });
   const endpoints = data<{ endpoints: EndpointSummary[] }>(a).endpoints;
   const done = DONE[ctx.url.searchParams.get('done') ?? ''];
-  return page(
+  return result(
     'Endpoints',
     html`<h1>Endpoints</h1>${done ? html`<p role="status">${done}</p>` : ''}<p><a href="${link(ctx, 'new=1')}">Create an endpoint</a></p>${table(
       'Endpoints of this store',
       ['Name', 'Id', 'Trigger', 'Auth', 'Secret ends', 'Status'],
       endpoints.map((e) => [
-        html`<a href="${link(ctx, `id=${encodeURIComponent(e.id)}`)}">${e.name}</a>`,
+        html`<a href="${endpointLink(ctx, e.id)}">${e.name}</a>`,
         html`<code>${e.id}</code>`,
         e.triggerVariant,
         `${e.authMode} (${e.headerName})`,
@@ -104,7 +119,7 @@ function createForm(ctx: SeatContext, error?: SeatAnswer, status?: number): Page
     Object.keys(PRESET_STEPS),
     'your own code (HMAC-SHA256)',
   )}${input('eventType', 'Default event type')}${input('expectedEvery', 'Expect an event at least every', 'e.g. 2h; empty: no silence watch')}`;
-  return page(
+  return result(
     'Create an endpoint',
     html`<h1>Create an endpoint</h1>${error ? answerError(error) : ''}${section(
       ctx,
@@ -126,7 +141,7 @@ async function create(ctx: SeatContext): Promise<PageResult> {
   const r = data<{ endpoint: Endpoint; secret: string; signing: { headerName: string; instructions: string }; warnings: string[] }>(a);
   const e = r.endpoint;
   const preset = PRESET_STEPS[e.senderProfile ?? 'custom_http'];
-  return page(
+  return result(
     'Endpoint created',
     html`<h1>Endpoint created</h1>${section(
       ctx,
@@ -136,14 +151,15 @@ async function create(ctx: SeatContext): Promise<PageResult> {
           ? html`<p role="status">This form was already sent: the endpoint was created once, and its secret was shown then, only then. If it was not kept, rotate the secret.</p>`
           : html`<p><strong>Copy the secret now: it is shown this once and cannot be read again.</strong></p>${shownOnce(ctx, 'secret', 'Endpoint secret', r.secret)}`
       }<h3>Set up the sender</h3><p>${preset}</p><p>${r.signing.instructions}</p>${r.warnings.map((w) => html`<p>${w}</p>`)}`,
-    )}<p><a href="${link(ctx, `id=${encodeURIComponent(e.id)}`)}">Go to the endpoint</a> · <a href="${link(ctx)}">All endpoints</a></p>`,
-    { status: a.replayed ? 200 : 201, noStore: true },
+    )}<p><a href="${endpointLink(ctx, e.id)}">Go to the endpoint</a> · <a href="${link(ctx)}">All endpoints</a></p>`,
+    { status: a.replayed ? 200 : 201 },
   );
 }
 
 async function showEndpoint(ctx: SeatContext, id: string): Promise<PageResult> {
   const a = await ctx.call({ operationId: 'getEndpointDetail', params: { endpointId: id } });
-  if (a.status !== 200) return page('Endpoint', html`<h1>Endpoint</h1>${answerError(a)}<p><a href="${link(ctx)}">All endpoints</a></p>`, { status: a.status });
+  if (a.status !== 200)
+    return result('Endpoint', html`<h1>Endpoint</h1>${answerError(a)}<p><a href="${link(ctx)}">All endpoints</a></p>`, { status: a.status });
   const e = data<{ endpoint: Endpoint }>(a).endpoint;
   const done = DONE[ctx.url.searchParams.get('done') ?? ''];
   const facts = table(
@@ -197,7 +213,7 @@ async function showEndpoint(ctx: SeatContext, id: string): Promise<PageResult> {
   const remove = active
     ? postForm(ctx, link(ctx), { ...hidden('delete'), stage: 'archive' }, 'Preview archiving')
     : postForm(ctx, link(ctx), { ...hidden('delete'), stage: 'permanent' }, 'Preview permanent delete');
-  return page(
+  return result(
     e.name,
     html`<h1>${e.name}</h1>${done ? html`<p role="status">${done}</p>` : ''}${facts}${active ? html`${section(ctx, 'Edit', edit)}${section(ctx, 'Rotate the secret', rotate)}` : ''}${section(
       ctx,
@@ -234,13 +250,13 @@ const VERB: Record<IntentKind, string> = { edit: 'Change the endpoint', rotate: 
 
 async function preview(ctx: SeatContext, kind: IntentKind, endpointId: string): Promise<PageResult> {
   const a = await ctx.call({ operationId: INTENT_OPS[kind], params: { endpointId }, body: { mode: 'preview', input: intentInput(ctx, kind) } });
-  const back = html`<p><a href="${link(ctx, `id=${encodeURIComponent(endpointId)}`)}">Back to the endpoint</a></p>`;
-  if (a.status !== 201) return page('Not previewed', html`<h1>Not previewed</h1>${answerError(a)}${back}`, { status: a.status });
+  const back = html`<p><a href="${endpointLink(ctx, endpointId)}">Back to the endpoint</a></p>`;
+  if (a.status !== 201) return result('Not previewed', html`<h1>Not previewed</h1>${answerError(a)}${back}`, { status: a.status });
   const intent = data<{ intent: Intent }>(a).intent;
   const p = intent.preview;
   const show = (v: unknown) => (v === null || v === undefined ? '—' : typeof v === 'string' ? v : JSON.stringify(v));
   const verb = kind === 'delete' ? (field(ctx, 'stage') === 'permanent' ? 'Delete permanently' : 'Archive') : VERB[kind];
-  return page(
+  return result(
     'Confirm',
     html`<h1>Confirm: ${verb}</h1><p>${p.summary}</p>${table(
       'What changes',
@@ -262,8 +278,6 @@ async function preview(ctx: SeatContext, kind: IntentKind, endpointId: string): 
       },
       verb,
     )}${back}`,
-    // The confirmation token is in the form: not for a cache.
-    { noStore: true },
   );
 }
 
@@ -274,17 +288,17 @@ async function execute(ctx: SeatContext, kind: IntentKind, endpointId: string): 
     body: { mode: 'execute', intentId: field(ctx, 'intentId') ?? '', confirmationToken: field(ctx, 'confirmationToken') ?? '' },
     idempotencyKey: field(ctx, 'idempotencyKey'),
   });
-  const back = html`<p><a href="${link(ctx, `id=${encodeURIComponent(endpointId)}`)}">Back to the endpoint</a></p>`;
-  if (a.status !== 200) return page('Not done', html`<h1>Not done</h1>${answerError(a)}${back}`, { status: a.status });
+  const back = html`<p><a href="${endpointLink(ctx, endpointId)}">Back to the endpoint</a></p>`;
+  if (a.status !== 200) return result('Not done', html`<h1>Not done</h1>${answerError(a)}${back}`, { status: a.status });
   const intent = data<{ intent: Intent }>(a).intent;
   if (kind === 'delete') {
     const stage = field(ctx, 'stage') === 'permanent' ? 'permanent' : 'archive';
-    return { redirect: stage === 'permanent' ? link(ctx, 'done=permanent') : link(ctx, `id=${encodeURIComponent(endpointId)}&done=archive`) };
+    return { redirect: stage === 'permanent' ? link(ctx, 'done=permanent') : endpointLink(ctx, endpointId, 'archive') };
   }
-  if (kind === 'edit') return { redirect: link(ctx, `id=${encodeURIComponent(endpointId)}&done=edit`) };
+  if (kind === 'edit') return { redirect: endpointLink(ctx, endpointId, 'edit') };
   // A rotation's new secret is in this answer only: shown here, once, never redirected to or put in a URL.
   const secret = a.replayed ? undefined : intent.result?.secret;
-  return page(
+  return result(
     'Secret rotated',
     html`<h1>Secret rotated</h1><p>${intent.result?.summary ?? ''}</p>${
       secret
@@ -296,6 +310,5 @@ async function execute(ctx: SeatContext, kind: IntentKind, endpointId: string): 
           )}`
         : html`<p role="status">This confirmation was already sent: the secret was rotated once, and the new secret was shown then, only then. If it was not kept, rotate again.</p>`
     }${back}`,
-    { noStore: true },
   );
 }

@@ -10,4 +10,9 @@ export interface PageEntry {
   load(): Promise<{ page: SeatPage }>;
 }
 
-export const PAGES: readonly PageEntry[] = [{ path: '', title: 'Home', load: () => import('./home.ts') }];
+export const PAGES: readonly PageEntry[] = [
+  { path: '', title: 'Home', load: () => import('./home.ts') },
+  { path: '/endpoints', title: 'Endpoints', load: () => import('./endpoints.ts') },
+  { path: '/agents', title: 'Agents', load: () => import('./agents.ts') },
+  { path: '/audit', title: 'Audit', load: () => import('./audit.ts') },
+];
