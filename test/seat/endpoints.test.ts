@@ -82,8 +82,9 @@ describe('Endpoints page: create', () => {
 
 describe('Endpoints page: changes as preview → confirm → execute', () => {
   let id: string;
+  let secret0: string;
   beforeEach(async () => {
-    await createThroughPage();
+    secret0 = secretIn(htmlOf((await createThroughPage()).result))!;
     id = await endpointId();
   });
 
@@ -135,6 +136,17 @@ describe('Endpoints page: changes as preview → confirm → execute', () => {
     expect(await count(s.env, 'endpoints')).toBe(0);
   });
 
+  it('prepares a test event the sender sends (never the secret), and the receipt it brings is a test', async () => {
+    const test = htmlOf(await s.post(endpointsPage, formOf(htmlOf(await s.get(endpointsPage, '', `/${id}`)), 'Prepare a test event')));
+    expect(test).toContain(`<code>POST http://local/hooks/${id}</code>`);
+    const body = /<pre>([^<]+)<\/pre>/.exec(test)![1]!.replace(/&#(\d+);/g, (_m, n: string) => String.fromCharCode(Number(n)));
+    expect(test).not.toContain(secret0);
+    const e = await endpoint(id);
+    // The sender signs those bytes with the secret it was given once: the receipt is a test, not handed off.
+    const sent = await sendHook(s.env, { id, auth: { headerName: e.headerName, mode: e.authMode } }, secret0, body);
+    expect([sent.status, sent.json.status]).toEqual([202, 'test']);
+  });
+
   it('says why an execute is refused (a confirmation token that is not the preview’s), and changes nothing', async () => {
     const execute = formOf(htmlOf(await previewThroughPage(id, 'Preview the change', { name: 'Other' })), 'Change the endpoint');
     const r: Answer = await s.post(endpointsPage, { ...execute, confirmationToken: 'wrong' });
@@ -167,7 +179,7 @@ describe('Endpoints page: forms and faces', () => {
     const id = await endpointId();
     const onConsole = [htmlOf(await s.get(endpointsPage, 'new=1')), htmlOf(await s.get(endpointsPage, '', `/${id}`))];
     onConsole.push(htmlOf(await previewThroughPage(id, 'Preview the change', { name: 'Renamed' })));
-    expect(onConsole.map((p) => expectCsrfOnEveryPostForm(p, s.csrf))).toEqual([2, 4, 2]);
+    expect(onConsole.map((p) => expectCsrfOnEveryPostForm(p, s.csrf))).toEqual([2, 5, 2]);
     expect(onConsole[1]).toContain(`<code>http://local/hooks/${id}</code>`);
   });
 
@@ -179,7 +191,7 @@ describe('Endpoints page: forms and faces', () => {
     expect(created).toContain('<s-section><section aria-label="Orders"><h2>Orders</h2>');
     const id = (await rows<{ id: string }>(d.env, 'SELECT id FROM endpoints'))[0]!.id;
     const detail = htmlOf(await d.get(endpointsPage, `/endpoints/${id}`));
-    expect(expectCsrfOnEveryPostForm(detail, null)).toBe(3);
+    expect(expectCsrfOnEveryPostForm(detail, null)).toBe(4);
     expect(detail).toContain('action="/app/endpoints"');
     expect(detail).toContain('<button type="submit">Preview the change</button>');
   });

@@ -68,6 +68,7 @@ export const page: SeatPage = {
   async post(ctx) {
     const action = field(ctx, 'action');
     if (action === 'create') return create(ctx);
+    if (action === 'test') return prepareTest(ctx, field(ctx, 'endpointId') ?? '');
     const kind = field(ctx, 'kind');
     const endpointId = field(ctx, 'endpointId');
     if (!isKind(kind) || !endpointId) return { title: 'Endpoints', status: 400, html: html`<p role="alert">This form is not one of this page's.</p>`.markup };
@@ -210,12 +211,13 @@ async function showEndpoint(ctx: SeatContext, id: string): Promise<PageResult> {
     'Preview the rotation',
     html`<p><label for="r-overlap">Keep the current secret working for (hours, 0 to 168)</label><br><input id="r-overlap" name="overlapHours" inputmode="numeric" value="24"></p>`,
   );
+  const test = postForm(ctx, link(ctx), { action: 'test', endpointId: e.id }, 'Prepare a test event');
   const remove = active
     ? postForm(ctx, link(ctx), { ...hidden('delete'), stage: 'archive' }, 'Preview archiving')
     : postForm(ctx, link(ctx), { ...hidden('delete'), stage: 'permanent' }, 'Preview permanent delete');
   return result(
     e.name,
-    html`<h1>${e.name}</h1>${done ? html`<p role="status">${done}</p>` : ''}${facts}${active ? html`${section(ctx, 'Edit', edit)}${section(ctx, 'Rotate the secret', rotate)}` : ''}${section(
+    html`<h1>${e.name}</h1>${done ? html`<p role="status">${done}</p>` : ''}${facts}${active ? html`${section(ctx, 'Send a test event', test)}${section(ctx, 'Edit', edit)}${section(ctx, 'Rotate the secret', rotate)}` : ''}${section(
       ctx,
       active ? 'Archive' : 'Delete permanently',
       remove,
@@ -310,5 +312,29 @@ async function execute(ctx: SeatContext, kind: IntentKind, endpointId: string): 
           )}`
         : html`<p role="status">This confirmation was already sent: the secret was rotated once, and the new secret was shown then, only then. If it was not kept, rotate again.</p>`
     }${back}`,
+  );
+}
+
+/** A test event the sender sends (the contract prepares it and sends nothing): its URL, header, exact body and how to sign. */
+async function prepareTest(ctx: SeatContext, endpointId: string): Promise<PageResult> {
+  const a = await ctx.call({ operationId: 'createEndpointTestIntent', params: { endpointId }, body: {} });
+  const back = html`<p><a href="${endpointLink(ctx, endpointId)}">Back to the endpoint</a></p>`;
+  if (a.status !== 201) return result('Not prepared', html`<h1>Not prepared</h1>${answerError(a)}${back}`, { status: a.status });
+  const t = data<{ test: { url: string; headerName: string; authMode: string; bodyText: string; howToSign: string; expectedReceipt: string } }>(a).test;
+  return result(
+    'Test event',
+    html`<h1>Test event</h1>${section(
+      ctx,
+      'What the sender sends',
+      html`${table(
+        'The request',
+        ['Part', 'Value'],
+        [
+          ['Method and URL', html`<code>POST ${t.url}</code>`],
+          ['Content-Type', html`<code>application/json</code>`],
+          ['Header', html`<code>${t.headerName}</code> (${t.authMode})`],
+        ],
+      )}<p>Body, exactly these bytes:</p><pre>${t.bodyText}</pre><p>${t.howToSign}</p><p>Expected: ${t.expectedReceipt}</p>`,
+    )}${back}`,
   );
 }
