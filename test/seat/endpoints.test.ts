@@ -69,7 +69,7 @@ describe('Endpoints page: create', () => {
     expect(htmlOf(again)).toContain('already sent');
   });
 
-  it('answers bad input with the form again, the error named, what was typed kept and escaped', async () => {
+  it('answers bad input with the form again, the error named, what was typed kept and escaped; corrected, it creates', async () => {
     const { result } = await createThroughPage({ name: '"><script>alert(1)</script>', triggerVariant: 'order', resourceIdPath: 'not a path' });
     expect(result.status).toBe(400);
     const page = htmlOf(result);
@@ -77,6 +77,9 @@ describe('Endpoints page: create', () => {
     expect(page).toContain('&#34;&#62;&#60;script&#62;alert(1)&#60;/script&#62;');
     expect(page).not.toContain('<script>alert');
     expect(await count(s.env, 'endpoints')).toBe(0);
+    const again = await s.post(endpointsPage, { ...formOf(page, 'Create endpoint'), name: 'Fixed', triggerVariant: 'order', resourceIdPath: 'order.id' });
+    expect(again.status).toBe(201);
+    expect(await count(s.env, 'endpoints')).toBe(1);
   });
 });
 

@@ -125,7 +125,8 @@ function createForm(ctx: SeatContext, error?: SeatAnswer, status?: number): Page
     html`<h1>Create an endpoint</h1>${error ? answerError(error) : ''}${section(
       ctx,
       'New endpoint',
-      postForm(ctx, link(ctx), { action: 'create', idempotencyKey: field(ctx, 'idempotencyKey') ?? newFormKey() }, 'Create endpoint', body),
+      // A fresh key each time the form is shown: the same key with corrected input would be another request (422).
+      postForm(ctx, link(ctx), { action: 'create', idempotencyKey: newFormKey() }, 'Create endpoint', body),
     )}<p><a href="${link(ctx)}">Back to endpoints</a></p>`,
     status ? { status } : {},
   );
