@@ -82,6 +82,11 @@ describe('Agents page', () => {
     expect(revoke).toEqual({ csrf: s.csrf, action: 'revoke', grantId: g.id });
     expect(redirectOf(await s.post(agentsPage, revoke))).toBe('/console/agents?done=revoked');
     expect((await call(s.env, 'GET', '/agent/v1/setup-state', { token })).status).toBe(401);
+    // Sent twice, it is one revocation: the same redirect, no second row.
+    s.env.clock.advance(5_000);
+    const revokedAt = (await grantsOf()).find((r) => r.id === g.id)!.revokedAt;
+    expect(redirectOf(await s.post(agentsPage, revoke))).toBe('/console/agents?done=revoked');
+    expect((await grantsOf()).find((r) => r.id === g.id)!.revokedAt).toBe(revokedAt);
     expect(htmlOf(await s.get(agentsPage, 'done=revoked'))).toContain('was revoked');
     expect((await humanRows()).map((r) => [r.operationId, r.actorKind, r.targetId])).toEqual([
       ['issueGrant', 'human', g.id],

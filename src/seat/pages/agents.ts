@@ -52,15 +52,20 @@ export async function issueAgentGrant(core: Core, human: Human, req: AgentGrantR
   );
 }
 
-/** Revokes a grant of the human's store only (an id of another store's grant is not found), audited as the human's. */
+/**
+ * Revokes a grant of the human's store only (an id of another store's grant is not found), audited as the human's.
+ * A grant already revoked is left as it is, with no second row: a form sent twice is one change.
+ */
 export async function revokeAgentGrant(core: Core, human: Human, grantId: string) {
   const { store } = human;
+  const grant = (await listGrants(core, store.shopDomain)).find((g) => g.grantId === grantId);
+  if (grant?.state === 'revoked') return grant;
   return auditAdmin(
     core,
     human.actor,
     'revokeGrant',
     async () => {
-      if (!(await listGrants(core, store.shopDomain)).some((g) => g.grantId === grantId)) throw new AppError('not_found', 'No such grant in this store.');
+      if (!grant) throw new AppError('not_found', 'No such grant in this store.');
       return revokeGrant(core, grantId);
     },
     (g) => ({ storeId: store.id, targetId: g.grantId, transition: 'revoked' }),
