@@ -2,6 +2,7 @@ import { defineCommand } from 'citty';
 import { AppError } from '../src/contract/errors.ts';
 import { TIER_NAMES, type Tier } from '../src/contract/scopes.ts';
 import { parseDuration } from '../src/contract/durations.ts';
+import { GRANT_MAX_TTL_MS } from '../src/contract/limits.ts';
 import { issueGrant, listGrants, revokeGrant } from '../src/ops/grants.ts';
 import { auditAdmin, humanActor, storeIdOf } from '../src/ops/human-audit.ts';
 import { actorArg, storageArgs } from './_args.ts';
@@ -26,7 +27,7 @@ const issue = defineCommand({
     if (!TIER_NAMES.includes(args.tier as Tier)) throw new AppError('invalid_input', `--tier must be one of ${TIER_NAMES.join(', ')}.`);
     const ttlMs = parseDuration(args.ttl);
     if (!ttlMs) throw new AppError('invalid_input', '--ttl must look like 30m, 8h or 7d.');
-    if (ttlMs > 90 * 86400_000) throw new AppError('invalid_input', '--ttl may be at most 90d: grants are time-bounded.');
+    if (ttlMs > GRANT_MAX_TTL_MS) throw new AppError('invalid_input', '--ttl may be at most 90d: grants are time-bounded.');
     const actor = humanActor(args.actor);
     await withCore(args, (core) =>
       auditAdmin(

@@ -221,6 +221,23 @@ export interface AuditLog {
   listAudit(filter: { storeId?: string; since?: number; limit: number }): Promise<AuditRow[]>;
 }
 
+/** A page of one store's audit rows, newest first: after `before` (the previous page's last row), filtered. */
+export interface AuditPageFilter {
+  storeId: string;
+  actorKind?: string;
+  operationId?: string;
+  grantId?: string;
+  since?: number;
+  until?: number;
+  before?: { at: number; id: string };
+  limit: number;
+}
+
+/** The store's own read of its audit log (the contract's listAuditEntries). */
+export interface AuditReads {
+  pageAudit(filter: AuditPageFilter): Promise<AuditRow[]>;
+}
+
 /** Flow's lifecycle reports: which triggers have an enabled workflow. */
 export interface ReadinessStore {
   listTriggerReadiness(storeId: string): Promise<TriggerReadinessRow[]>;
@@ -249,7 +266,7 @@ export interface RecordStore {
 export type ShopRecordRow = RecordRow & { shopDomain: string | null };
 
 /** The operator's bookkeeping: tenants, endpoints, audit, readiness, meters and records. */
-export type AdminStore = TenantStore & EndpointStore & AuditLog & ReadinessStore & UsageStore & RecordStore;
+export type AdminStore = TenantStore & EndpointStore & AuditLog & AuditReads & ReadinessStore & UsageStore & RecordStore;
 
 /**
  * Cross-instance signals (PostgreSQL LISTEN/NOTIFY): `endpoint` carries an endpoint id whose cached config is

@@ -1,12 +1,12 @@
 /** The audit log, written once for both dialects over the thin runner (db/runner.ts). */
-import type { AuditLog } from '../repo.ts';
+import type { AuditLog, AuditReads } from '../repo.ts';
 import { tableRows, type SqlRunner } from '../runner.ts';
 import * as s from '../sqlite/schema.ts';
 import type { AuditRow } from '../types.ts';
 
 const audit = tableRows<AuditRow>(s.auditLog);
 
-export function auditLog(sql: SqlRunner): AuditLog {
+export function auditLog(sql: SqlRunner): AuditLog & AuditReads {
   return {
     insertAudit: async (row) => {
       const insert = audit.insert(row);
@@ -29,6 +29,22 @@ export function auditLog(sql: SqlRunner): AuditLog {
         [...params, f.limit],
       );
       return rows.reverse();
+    },
+    /** Newest first over (at, id), the order audit_store_idx serves: a page starts strictly after `before`. */
+    pageAudit: async (f) => {
+      const where = ['store_id = ?'];
+      const params: unknown[] = [f.storeId];
+      const add = (clause: string, ...values: unknown[]) => {
+        where.push(clause);
+        params.push(...values);
+      };
+      if (f.actorKind) add('actor_kind = ?', f.actorKind);
+      if (f.operationId) add('operation_id = ?', f.operationId);
+      if (f.grantId) add('grant_id = ?', f.grantId);
+      if (f.since != null) add('at >= ?', f.since);
+      if (f.until != null) add('at < ?', f.until);
+      if (f.before) add('(at < ? OR (at = ? AND id < ?))', f.before.at, f.before.at, f.before.id);
+      return sql.all<AuditRow>(`SELECT ${audit.select} FROM audit_log WHERE ${where.join(' AND ')} ORDER BY at DESC, id DESC LIMIT ?`, [...params, f.limit]);
     },
   };
 }

@@ -10,6 +10,9 @@ export const DEFAULT_RATE_LIMITS: RateLimits = {
   endpoint_preview: { grant: 10, store: 50 },
 };
 
+/** The longest life a grant may be issued with (DESIGN.md "The merchant's seat": TTL ≤ 90 d): grants are time-bounded. */
+export const GRANT_MAX_TTL_MS = 90 * 86_400_000;
+
 /** How long an Idempotency-Key holds its stored response (DESIGN: 24 h); older keys are swept. */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 

@@ -9,6 +9,8 @@ import { API_PREFIX, type Scope } from './scopes.ts';
 import {
   ActionIntentReadSchema,
   AgentEventResultReadSchema,
+  AuditListSchema,
+  AuditQuerySchema,
   AgentGrantIntrospectionReadSchema,
   AgentOperationsManifestSchema,
   BillingHandoffReadSchema,
@@ -275,6 +277,23 @@ export const operations = {
       reason: 'Grants are minted by the merchant or operator, never by an agent.',
       recommendedAction: 'Ask the merchant to run `hookrelay grant issue` with the tier you need.',
     },
+  }),
+  listAuditEntries: op({
+    operationId: 'listAuditEntries',
+    method: 'GET',
+    path: `${P}/audit`,
+    scopes: ['setup:read'],
+    effect: 'read_only',
+    confirmation: false,
+    tag: 'Audit',
+    summary: 'Read the audit trail',
+    description:
+      "The store's audit rows, newest first: each operation call, intent transition and human action (grants issued and revoked), by humans and agents, with actor, grant, target, outcome and refusal. Filter by actor kind, operation, grant and time; cursor-paginated. Never inputs, bodies or secrets.",
+    query: AuditQuerySchema,
+    response: AuditListSchema,
+    rateLimitClass: 'rich_read',
+    extension:
+      "DESIGN.md, \"The merchant's seat and agent consent\": the seat's Audit page and each grant's history read who did what through the contract, as every page reads",
   }),
   getLatestEventResult: op({
     operationId: 'getLatestEventResult',

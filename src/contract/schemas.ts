@@ -26,6 +26,7 @@ export {
 } from './schemas/events.ts';
 export type { EventOutcome, EventSummary } from './schemas/events.ts';
 export { AgentGrantIntrospectionReadSchema } from './schemas/grants.ts';
+export { AuditQuerySchema, AuditListSchema } from './schemas/audit.ts';
 export { SetupStateSchema, PlanUsageStateSchema, BillingHandoffReadSchema } from './schemas/setup.ts';
 export { WINDOW_MS, ReliabilityQuerySchema, ReliabilityHealthSchema } from './schemas/reliability.ts';
 export type { Window } from './schemas/reliability.ts';

@@ -29,6 +29,9 @@ export type AdminOperation =
 /** The longest `--actor`: a name or login, not a note. */
 const ACTOR_MAX_LENGTH = 64;
 
+/** Where a person acted: an admin command (`cli`), or a page of the merchant's seat (its face). */
+export type AdminSurface = 'cli' | 'console' | 'embedded';
+
 /** What a successful run adds to its row: the store it touched (null: box-wide), its target, what changed. */
 export interface AdminAuditFacts {
   storeId: string | null;
@@ -103,6 +106,7 @@ export async function auditAdmin<T>(
   run: () => Promise<T>,
   describe: (result: T) => AdminAuditFacts | Promise<AdminAuditFacts>,
   storeOnError: () => Promise<string | null> = async () => null,
+  surface: AdminSurface = 'cli',
 ): Promise<T> {
   let result: T;
   try {
@@ -111,11 +115,11 @@ export async function auditAdmin<T>(
     const failure = err instanceof AppError ? err : new AppError('internal_error', 'internal error');
     await storeOnError()
       .catch(() => null)
-      .then((storeId) => writeRow(core, actor, operationId, { storeId }, failure))
+      .then((storeId) => writeRow(core, actor, operationId, { storeId }, failure, surface))
       .catch(() => {});
     throw err;
   }
-  await writeRow(core, actor, operationId, await describe(result), null);
+  await writeRow(core, actor, operationId, await describe(result), null, surface);
   return result;
 }
 
@@ -131,7 +135,14 @@ export async function storeIdOf(core: { repo: Pick<TenantStore, 'getStoreByShop'
 }
 
 /** The row, filled as the agent pipeline fills its own (src/server/steps/audit.ts `audit`), the actor a person. */
-async function writeRow(core: AuditDeps, actor: string, operationId: AdminOperation, facts: AdminAuditFacts, err: AppError | null): Promise<void> {
+async function writeRow(
+  core: AuditDeps,
+  actor: string,
+  operationId: AdminOperation,
+  facts: AdminAuditFacts,
+  err: AppError | null,
+  surface: AdminSurface = 'cli',
+): Promise<void> {
   await core.repo.insertAudit({
     id: core.ids.next('aud'),
     at: core.clock.now(),
@@ -150,6 +161,6 @@ async function writeRow(core: AuditDeps, actor: string, operationId: AdminOperat
     refusalCategory: err?.refusal?.category ?? null,
     refusalCode: err?.refusal?.code ?? null,
     requestId: null,
-    surface: 'cli',
+    surface,
   });
 }

@@ -23,7 +23,7 @@ export interface SeatInvokeCall {
 }
 
 /** The app's `invoke` as the seat sees it (the seat does not import src/server: it receives invoke, as MCP does). */
-export type SeatInvoke = (op: Operation, call: SeatInvokeCall) => Promise<{ status: number; body: Record<string, unknown> }>;
+export type SeatInvoke = (op: Operation, call: SeatInvokeCall) => Promise<{ status: number; body: Record<string, unknown>; replayed?: boolean }>;
 
 const BY_ID = operations as unknown as Partial<Record<string, Operation>>;
 
@@ -45,7 +45,7 @@ export function seatCall(invoke: SeatInvoke, human: Human, requestId: string, cl
       client,
       surface: human.face,
     });
-    return { status: answer.status, body: answer.body };
+    return { status: answer.status, body: answer.body, ...(answer.replayed ? { replayed: true } : {}) };
   };
 }
 

@@ -51,6 +51,14 @@ export function section(ctx: SeatContext, heading: string, body: Html): Html {
   return ctx.embedded ? html`<s-section>${plain}</s-section>` : plain;
 }
 
+/** A table with a caption and a header row: readable without CSS. */
+export function table(caption: string, head: readonly string[], rows: readonly (readonly Part[])[]): Html {
+  if (!rows.length) return html`<p>${caption}: none.</p>`;
+  return html`<table><caption>${caption}</caption><thead><tr>${head.map((h) => html`<th scope="col">${h}</th>`)}</tr></thead><tbody>${rows.map(
+    (r) => html`<tr>${r.map((c) => html`<td>${c}</td>`)}</tr>`,
+  )}</tbody></table>`;
+}
+
 /** A form field's value, trimmed; undefined when absent or empty. */
 export function field(ctx: SeatContext, name: string): string | undefined {
   const v = ctx.form?.get(name)?.trim();
@@ -85,3 +93,14 @@ ${error?.supportCode ? html`<p class="muted">Support code: <code>${error.support
 /** A time as the contract gives it (RFC 3339, UTC), in a `<time>` element; an em dash for none. */
 export const when = (iso: string | null | undefined) =>
   iso ? html`<time datetime="${iso}">${iso.replace('T', ' ').replace(/\.\d+Z$|Z$/, ' UTC')}</time>` : html`—`;
+/**
+ * A secret or token shown this once: a read-only input, and a copy button whose tiny script runs with the page's
+ * nonce (without the script the button does nothing and the person selects the input's text by hand).
+ */
+export function shownOnce(ctx: SeatContext, id: string, label: string, value: string): Html {
+  return html`<p><label for="${id}">${label}</label><br><input id="${id}" type="text" readonly size="60" autocomplete="off" spellcheck="false" value="${value}">
+<button type="button" id="${id}-copy">Copy</button></p>
+<script nonce="${ctx.nonce}">(function(){var i=document.getElementById(${trusted(JSON.stringify(id))});var b=document.getElementById(${trusted(
+    JSON.stringify(`${id}-copy`),
+  )});i.addEventListener('focus',function(){i.select()});b.addEventListener('click',function(){i.select();if(navigator.clipboard){navigator.clipboard.writeText(i.value).then(function(){b.textContent='Copied'})}else{document.execCommand('copy');b.textContent='Copied'}})})();</script>`;
+}

@@ -27,6 +27,8 @@ export interface SeatAnswer {
   status: number;
   /** The contract's envelope: `data` on success, `error` and `refusal` otherwise. */
   body: Record<string, unknown>;
+  /** A stored answer given again for its Idempotency-Key (a double submit): a secret it held reads as redacted. */
+  replayed?: boolean;
 }
 
 /** What a page's call names: the operation and its raw input (validated by the pipeline, once). */

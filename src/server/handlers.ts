@@ -4,6 +4,7 @@ import type { OpContext } from '../ops/context.ts';
 import { createEndpoint, getEndpointDetail } from '../ops/endpoints.ts';
 import { getEventDetail, getLatestEventResult, listEvents } from '../ops/events.ts';
 import { getCurrentAgentGrant } from '../ops/grants.ts';
+import { listAuditEntries } from '../ops/audit.ts';
 import { endpointDeleteIntent, endpointEditIntent, secretRotationIntent } from '../ops/endpoint-intents.ts';
 import { intentHandler } from '../ops/intents.ts';
 import { bulkReplayIntent } from '../ops/bulk-replay.ts';
@@ -15,6 +16,7 @@ type Handlers = { [K in HandledOperationId]: (ctx: OpContext, input: OperationIn
 
 export const HANDLERS: Handlers = {
   getCurrentAgentGrant,
+  listAuditEntries,
   createEndpoint,
   getEndpointDetail,
   listEvents,

@@ -53,7 +53,7 @@ describe('status and docs', () => {
       status: `${api.url}/status`,
     });
     expect(r.json.schemaVersion).toBe('2026-06-17');
-    expect(r.json.operations.declared).toBe(23); // the spec's 22 and createBulkReplayIntent
+    expect(r.json.operations.declared).toBe(24); // the spec's 22, createBulkReplayIntent and listAuditEntries
   });
 
   it('writes logs to stderr only and one compact JSON document to stdout', async () => {

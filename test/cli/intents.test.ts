@@ -245,7 +245,7 @@ describe('request', () => {
   it('reads the public manifest without a token', async () => {
     const r = await run(['request', 'GET', '/agent/v1/manifest'], undefined);
     expect(r.code).toBe(0);
-    expect(r.json.operations).toHaveLength(23); // the spec's 22 and createBulkReplayIntent
+    expect(r.json.operations).toHaveLength(24); // the spec's 22, createBulkReplayIntent and listAuditEntries
   });
 
   it('exits 6 for an unknown id', async () => {

@@ -34,6 +34,14 @@ async function specTable() {
 /** Operations beyond the spec's table, each decided in DESIGN.md: the contract declares these and no others. */
 const EXTENSIONS = [
   {
+    method: 'GET',
+    path: '/agent/v1/audit',
+    operationId: 'listAuditEntries',
+    scopes: ['setup:read'],
+    effect: 'read_only',
+    confirmation: false,
+  },
+  {
     method: 'POST',
     path: '/agent/v1/replay-intents',
     operationId: 'createBulkReplayIntent',

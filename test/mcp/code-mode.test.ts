@@ -76,7 +76,7 @@ describe('search', () => {
     'filters by effect and scope, marks callable by the grant, and leaves out the MCP transport',
     async () => {
       const all = (await tool(client, 'search', { schemas: false })).doc;
-      expect(all.total).toBe(22);
+      expect(all.total).toBe(23); // every operation but the MCP transport
       expect(all.operations.map((o: { operationId: string }) => o.operationId)).not.toContain('connectMcpAgentOperations');
       const writes = (await tool(client, 'search', { effect: 'preview_or_execute', schemas: false })).doc.operations;
       expect(writes.length).toBe(7);

@@ -15,4 +15,7 @@ export const PAGES: readonly PageEntry[] = [
   { path: '/events', title: 'Events', load: () => import('./events.ts') },
   { path: '/recovery', title: 'Recovery', load: () => import('./recovery.ts') },
   { path: '/plan', title: 'Plan', load: () => import('./plan.ts') },
+  { path: '/endpoints', title: 'Endpoints', load: () => import('./endpoints.ts') },
+  { path: '/agents', title: 'Agents', load: () => import('./agents.ts') },
+  { path: '/audit', title: 'Audit', load: () => import('./audit.ts') },
 ];

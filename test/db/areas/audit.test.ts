@@ -53,4 +53,24 @@ areaSuite('AuditLog', (test) => {
     expect((await repo.listAudit({ storeId: STORE, limit: 10 })).map((a) => a.id)).toEqual(['aud_0', 'aud_a', 'aud_b', 'aud_c', 'aud_d', 'aud_e']);
     expect((await repo.listAudit({ storeId: STORE, limit: 3 })).map((a) => a.id)).toEqual(['aud_c', 'aud_d', 'aud_e']);
   });
+
+  test('pageAudit: one store, newest first, filtered, each page strictly after the previous one’s last row (ties by id)', async (repo) => {
+    // aud_01…aud_25: odd rows human, even rows agent of gr_a; aud_10 and aud_11 at the same time; one row of another store.
+    const rows = ROWS.map((r, i) => ({
+      ...r,
+      at: i === 10 ? ROWS[9]!.at : r.at,
+      actorKind: i % 2 === 0 ? 'human' : 'agent',
+      grantId: i % 2 === 0 ? null : 'gr_a',
+      operationId: i % 5 === 0 ? 'issueGrant' : 'getSetupState',
+    }));
+    for (const row of shuffled(rows)) await repo.insertAudit(row);
+    await repo.insertAudit(audit({ id: 'aud_99', at: T0 + 99_000, storeId: OTHER_STORE }));
+    const page = async (f: Partial<Parameters<typeof repo.pageAudit>[0]>) => (await repo.pageAudit({ storeId: STORE, limit: 100, ...f })).map((a) => a.id);
+    expect(await page({ limit: 3 })).toEqual(['aud_25', 'aud_24', 'aud_23']);
+    expect(await page({ limit: 3, before: { at: rows[10]!.at, id: 'aud_11' } })).toEqual(['aud_10', 'aud_09', 'aud_08']);
+    expect(await page({ actorKind: 'agent', limit: 2 })).toEqual(['aud_24', 'aud_22']);
+    expect(await page({ grantId: 'gr_a', since: T0 + 20_000 })).toEqual(['aud_24', 'aud_22', 'aud_20']);
+    expect(await page({ operationId: 'issueGrant', until: T0 + 16_000 })).toEqual(['aud_11', 'aud_06', 'aud_01']);
+    expect(await page({ storeId: OTHER_STORE })).toEqual(['aud_99']);
+  });
 });
