@@ -50,7 +50,9 @@ s-page,s-section{display:block}
 /**
  * The embedded page's script: every link inside the app and every form carries a fresh ID token from App Bridge
  * (`shopify.idToken()`), since a navigation inside the admin's frame sends no Authorization header and no cookie.
- * Without App Bridge (CDN blocked) the first load's token is used while it lasts.
+ * Without App Bridge (CDN blocked) the first load's token is used while it lasts; a form's URL carries it too, so
+ * the links of the page the form answers keep it. A form's `action` and `submit()` are read from the element's
+ * attribute and prototype: a field named `action` or `submit` (the pages have them) shadows the properties.
  */
 const EMBEDDED_SCRIPT = `(()=>{const q=new URLSearchParams(location.search);let last=q.get('id_token');
 const fresh=async()=>{try{if(window.shopify&&shopify.idToken){last=await shopify.idToken()}}catch(e){}return last};
@@ -59,7 +61,7 @@ document.addEventListener('click',async(e)=>{const a=e.target.closest&&e.target.
 const u=new URL(a.href,location.href);if(u.origin!==location.origin||!u.pathname.startsWith('/app'))return;e.preventDefault();keep(u);const t=await fresh();if(t)u.searchParams.set('id_token',t);location.assign(u.toString())});
 document.addEventListener('submit',async(e)=>{const f=e.target;if(!(f instanceof HTMLFormElement)||f.dataset.tokened)return;e.preventDefault();const t=await fresh();
 let i=f.querySelector('input[name=id_token]');if(!i){i=document.createElement('input');i.type='hidden';i.name='id_token';f.appendChild(i)}i.value=t||'';
-const u=new URL(f.action||location.href,location.href);keep(u);f.action=u.toString();f.dataset.tokened='1';if(e.submitter&&e.submitter.name){const s=document.createElement('input');s.type='hidden';s.name=e.submitter.name;s.value=e.submitter.value;f.appendChild(s)}f.submit()});})();`;
+const u=new URL(f.getAttribute('action')||location.href,location.href);keep(u);if(t)u.searchParams.set('id_token',t);f.setAttribute('action',u.toString());f.dataset.tokened='1';if(e.submitter&&e.submitter.name){const s=document.createElement('input');s.type='hidden';s.name=e.submitter.name;s.value=e.submitter.value;f.appendChild(s)}HTMLFormElement.prototype.submit.call(f)});})();`;
 
 /** What the layout needs besides the page's own HTML. */
 export interface LayoutInput {
