@@ -48,6 +48,7 @@ const pages: Record<string, (url: URL, req: Request) => Response> = {
 
 let browser: BrowserFixture;
 let tab: Tab;
+let minted = 0;
 const server = loopbackServer();
 server.use((req) => {
   const url = new URL(req.url);
@@ -56,7 +57,7 @@ server.use((req) => {
 
 beforeAll(async () => {
   browser = await launchBrowser();
-  tab = await browser.tab({ idToken: () => 'header.claims.signature' });
+  tab = await browser.tab({ idToken: () => `header.claims.${++minted}` });
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
@@ -72,7 +73,13 @@ describe('the CDN stand-ins and the network', () => {
     expect(await tab.page.evaluate(() => (globalThis as unknown as { shopify: { config: { apiKey: string } } }).shopify.config.apiKey)).toBe('client-harness');
     await tab.page.click('#ask');
     await tab.page.waitForSelector('#auth:not(:empty)');
-    expect(await tab.page.$eval('#auth', (e) => e.textContent)).toBe('Bearer header.claims.signature');
+    expect(await tab.page.$eval('#auth', (e) => e.textContent)).toMatch(/^Bearer header\.claims\.\d+$/);
+    // A fresh token on each call, as App Bridge gives.
+    const [a, b] = await tab.page.evaluate(async () => {
+      const s = (globalThis as unknown as { shopify: { idToken(): Promise<string> } }).shopify;
+      return [await s.idToken(), await s.idToken()];
+    });
+    expect(a).not.toBe(b);
     expect(tab.spy).toEqual({ xss: [], dialogs: [], errors: [], csp: [] });
   });
 
