@@ -18,6 +18,8 @@ export type AdminOperation =
   | 'issueGrant'
   | 'revokeGrant'
   | 'issueConsoleLink'
+  | 'signInConsole'
+  | 'signOutConsole'
   | 'issueMetricsToken'
   | 'revokeMetricsToken'
   | 'setPlan'
@@ -123,9 +125,19 @@ export async function auditAdmin<T>(
   return result;
 }
 
-/** The row of an action already done (migrate: the audit log exists only once its migrations are applied). */
-export function recordAdminAction(core: AuditDeps, actor: string, operationId: AdminOperation, facts: AdminAuditFacts): Promise<void> {
-  return writeRow(core, actor, operationId, facts, null);
+/**
+ * The row of an action already done (migrate: the audit log exists only once its migrations are applied; a console
+ * sign-in or sign-out, with its face and request id).
+ */
+export function recordAdminAction(
+  core: AuditDeps,
+  actor: string,
+  operationId: AdminOperation,
+  facts: AdminAuditFacts,
+  surface: AdminSurface = 'cli',
+  requestId: string | null = null,
+): Promise<void> {
+  return writeRow(core, actor, operationId, facts, null, surface, requestId);
 }
 
 /** The id of the store with this shop domain, or null: for the row of an action that failed. */
@@ -142,6 +154,7 @@ async function writeRow(
   facts: AdminAuditFacts,
   err: AppError | null,
   surface: AdminSurface = 'cli',
+  requestId: string | null = null,
 ): Promise<void> {
   await core.repo.insertAudit({
     id: core.ids.next('aud'),
@@ -160,7 +173,7 @@ async function writeRow(
     errorCode: err?.code ?? null,
     refusalCategory: err?.refusal?.category ?? null,
     refusalCode: err?.refusal?.code ?? null,
-    requestId: null,
+    requestId,
     surface,
   });
 }

@@ -4,15 +4,14 @@
  * (cookie, CSRF token on every write) — builds the page's SeatContext (its `call` is invoke with the human as
  * principal), dispatches to the page, and frames the answer (layout.ts) with the security headers of its face.
  */
-import type { AuditLog } from '../../db/repo.ts';
-import type { StoreRow } from '../../db/types.ts';
-import type { Core, CoreWith } from '../core.ts';
+import type { Core } from '../core.ts';
 import { readCapped } from '../lib/body.ts';
 import { randomBase62 } from '../lib/ids.ts';
 import { refusalReason, unlogged } from '../lib/refusal-log.ts';
 import { requestIdOf } from '../lib/request-ids.ts';
 import { escapeHtml as esc } from '../lib/web.ts';
 import type { EmbeddedApp } from '../platform/types.ts';
+import { recordAdminAction } from '../ops/human-audit.ts';
 import { seatCall, type SeatInvoke } from './call.ts';
 import { APP_BRIDGE_SRC, renderBare, renderLayout, seatHeaders } from './layout.ts';
 import { PAGES, type PageEntry } from './pages/index.ts';
@@ -196,7 +195,7 @@ export function createSeat(deps: SeatDeps): Seat {
       form = read;
       if (sub === '/sign-out') {
         await signOut(core, session.token);
-        await auditHuman(core, store, session.actor, 'signOutConsole', requestIdOf(req));
+        await recordAdminAction(core, session.actor, 'signOutConsole', { storeId: store.id }, 'console', requestIdOf(req));
         return bare(200, 'Signed out', '<p>You are signed out. Run <code>hookrelay console</code> for a new link.</p>', 'console', nonce, null, {
           'Set-Cookie': sessionCookie('', 0, secure),
         });
@@ -222,7 +221,7 @@ export function createSeat(deps: SeatDeps): Seat {
         null,
       );
     }
-    await auditHuman(core, started.store, started.actor, 'signInConsole', `req_${randomBase62(8)}`);
+    await recordAdminAction(core, started.actor, 'signInConsole', { storeId: started.store.id }, 'console', `req_${randomBase62(8)}`);
     const head = '<meta http-equiv="refresh" content="0;url=/console">';
     return bare(
       200,
@@ -345,28 +344,4 @@ async function readForm(req: Request): Promise<URLSearchParams | 'too_large' | '
   const bytes = await readCapped(req, FORM_MAX_BYTES);
   if (!bytes) return 'too_large';
   return new URLSearchParams(new TextDecoder().decode(bytes));
-}
-
-/** A console sign-in or sign-out, audited as the human (no grant; never the link or session token). */
-async function auditHuman(core: CoreWith<AuditLog>, store: StoreRow, actor: string, operationId: string, requestId: string): Promise<void> {
-  await core.repo.insertAudit({
-    id: core.ids.next('aud'),
-    at: core.clock.now(),
-    storeId: store.id,
-    grantId: null,
-    actorKind: 'human',
-    actorLabel: actor,
-    operationId,
-    scopes: '[]',
-    targetId: null,
-    intentId: null,
-    transition: null,
-    outcome: 'ok',
-    status: 200,
-    errorCode: null,
-    refusalCategory: null,
-    refusalCode: null,
-    requestId,
-    surface: 'console',
-  });
 }
