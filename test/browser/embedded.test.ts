@@ -10,11 +10,11 @@
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
 import { hmacHex } from '../../src/lib/crypto.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { type BrowserFixture, type CdnMode, launchBrowser, loopbackServer, type Tab } from '../fixtures/browser.ts';
-import { b, fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
-import { createTestEnv, rows, type TestEnv } from '../helpers.ts';
+import { type BrowserFixture, type CdnMode, launchBrowser, type Tab } from '../fixtures/browser.ts';
+import { b } from '../fixtures/fake-shopify.ts';
+import { rows } from '../helpers.ts';
 import { fill, follow, mainText, press, rowText } from './_moves.ts';
-import { checkPage } from './_seat.ts';
+import { checkPage, embeddedWorld } from './_seat.ts';
 
 setDefaultTimeout(120_000);
 
@@ -23,10 +23,7 @@ const axeReport = new Map<string, number>();
 
 const CLIENT = { clientId: 'browser-app-client-0001', clientSecret: 'browser-app-secret-canary-5c1e' };
 const SHOP = 'browser-store.myshopify.com';
-let env: TestEnv | null = null;
-const fake = fakeShopifyForFile({ app: CLIENT, shop: { domain: SHOP }, now: () => (env ? env.clock.now() : Date.now()) });
-const vars: Record<string, string> = { HOOKRELAY_SHOPIFY_CLIENT_ID: CLIENT.clientId, HOOKRELAY_SHOPIFY_APP_SECRET: CLIENT.clientSecret };
-const server = loopbackServer();
+const { fake, server, start } = embeddedWorld(CLIENT, SHOP);
 
 let browser: BrowserFixture;
 beforeAll(async () => {
@@ -39,8 +36,7 @@ afterAll(async () => {
 });
 
 async function journey(cdn: CdnMode): Promise<void> {
-  const e = (env = await createTestEnv({ shopifyAdminUrl: fake.url, env: (n) => vars[n], publicUrl: server.url }));
-  server.use((req, peer) => e.app.fetch(req, peer));
+  const e = await start();
   const worker = new HandoffWorker(e.core);
   const tab: Tab = await browser.tab({ cdn, idToken: () => fake.idToken({ sub: '77' }) });
   const { page } = tab;

@@ -6,24 +6,20 @@
  * violation at that size. The figures are printed.
  */
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
-import { type BrowserFixture, launchBrowser, loopbackServer, type Tab, type Vitals, vitals } from '../fixtures/browser.ts';
-import { fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
+import { type BrowserFixture, launchBrowser, type Tab, type Vitals, vitals } from '../fixtures/browser.ts';
 import { seedEvents } from '../fixtures/seed-events.ts';
-import { createTestEnv, rows, type TestEnv } from '../helpers.ts';
+import { rows, type TestEnv } from '../helpers.ts';
 import { issueGrant } from '../../src/ops/grants.ts';
 import { PAGES } from '../../src/seat/pages/index.ts';
 import { issueSignInLink } from '../../src/seat/session.ts';
-import { checkPage } from './_seat.ts';
+import { checkPage, embeddedWorld } from './_seat.ts';
 
 setDefaultTimeout(120_000);
 
 const EVENTS = 100_000;
 const CLIENT = { clientId: 'vitals-app-client-0001', clientSecret: 'vitals-app-secret-canary-4e2a' };
 const SHOP = 'vitals-store.myshopify.com';
-let env: TestEnv | null = null;
-const fake = fakeShopifyForFile({ app: CLIENT, shop: { domain: SHOP }, now: () => (env ? env.clock.now() : Date.now()) });
-const vars: Record<string, string> = { HOOKRELAY_SHOPIFY_CLIENT_ID: CLIENT.clientId, HOOKRELAY_SHOPIFY_APP_SECRET: CLIENT.clientSecret };
-const server = loopbackServer();
+const { fake, server, start } = embeddedWorld(CLIENT, SHOP);
 
 let browser: BrowserFixture;
 let tab: Tab;
@@ -33,8 +29,7 @@ const figures: Record<string, Vitals> = {};
 const pages: [string, string][] = [];
 
 beforeAll(async () => {
-  e = env = await createTestEnv({ shopifyAdminUrl: fake.url, env: (n) => vars[n], publicUrl: server.url });
-  server.use((req, peer) => e.app.fetch(req, peer));
+  e = await start();
   browser = await launchBrowser();
   tab = await browser.tab({ cdn: 'stand-in', idToken: () => fake.idToken({ sub: '5' }) });
   await tab.page.goto(fake.embeddedAppUrl(`${server.url}/app`, { sub: '5' }), { waitUntil: 'load' });

@@ -9,19 +9,17 @@ import type { Tier } from '../../src/contract/scopes.ts';
 import { hmacHex } from '../../src/lib/crypto.ts';
 import { issueGrant } from '../../src/ops/grants.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { type BrowserFixture, launchBrowser, loopbackServer, nextFrames, type Tab } from '../fixtures/browser.ts';
-import { b, fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
+import { type BrowserFixture, launchBrowser, nextFrames, type Tab } from '../fixtures/browser.ts';
+import { b } from '../fixtures/fake-shopify.ts';
 import { liveMarkup, XSS_PAYLOADS } from '../fixtures/xss-payloads.ts';
-import { createTestEnv, type TestEnv } from '../helpers.ts';
+import type { TestEnv } from '../helpers.ts';
+import { embeddedWorld } from './_seat.ts';
 
 setDefaultTimeout(180_000);
 
 const CLIENT = { clientId: 'xss-app-client-0001', clientSecret: 'xss-app-secret-canary-0b7d' };
 const SHOP = 'xss-store.myshopify.com';
-let env: TestEnv | null = null;
-const fake = fakeShopifyForFile({ app: CLIENT, shop: { domain: SHOP }, now: () => (env ? env.clock.now() : Date.now()) });
-const vars: Record<string, string> = { HOOKRELAY_SHOPIFY_CLIENT_ID: CLIENT.clientId, HOOKRELAY_SHOPIFY_APP_SECRET: CLIENT.clientSecret };
-const server = loopbackServer();
+const { fake, server, start } = embeddedWorld(CLIENT, SHOP);
 
 let browser: BrowserFixture;
 let tab: Tab;
@@ -44,8 +42,7 @@ async function api(token: string, method: string, path: string, body?: unknown, 
 }
 
 beforeAll(async () => {
-  e = env = await createTestEnv({ shopifyAdminUrl: fake.url, env: (n) => vars[n], publicUrl: server.url });
-  server.use((req, peer) => e.app.fetch(req, peer));
+  e = await start();
   browser = await launchBrowser();
   tab = await browser.tab({ cdn: 'stand-in', idToken: () => fake.idToken({ sub: '91' }) });
   // The merchant installs (token exchange); then agents and senders write what they like.
