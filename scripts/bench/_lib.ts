@@ -275,3 +275,35 @@ export async function pgStatement(url: string, sql: string): Promise<void> {
     await c.end();
   }
 }
+
+/**
+ * `n` requests, `concurrency` in flight (at most `perSecond` a second when given), stopping after `capMs` when given:
+ * how many were sent and the answers by status (`network` for a request that got none).
+ */
+export async function flood(
+  n: number,
+  concurrency: number,
+  request: (i: number) => Promise<Response>,
+  o: { perSecond?: number; capMs?: number } = {},
+): Promise<{ sent: number; answers: Record<string, number> }> {
+  const answers: Record<string, number> = {};
+  let sent = 0;
+  const start = Date.now();
+  const deadline = o.capMs ? start + o.capMs : Number.POSITIVE_INFINITY;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (sent < n && Date.now() < deadline) {
+        const i = sent++;
+        if (o.perSecond) await Bun.sleep(Math.max(0, start + (i * 1000) / o.perSecond - Date.now()));
+        try {
+          const res = await request(i);
+          await res.arrayBuffer();
+          answers[res.status] = (answers[res.status] ?? 0) + 1;
+        } catch {
+          answers.network = (answers.network ?? 0) + 1;
+        }
+      }
+    }),
+  );
+  return { sent, answers };
+}

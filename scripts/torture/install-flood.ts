@@ -17,7 +17,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { cpuSeconds, createHookEndpoint, freePort, HOOK_BODY, hookHeaders, ROOT, round } from '../bench/_lib.ts';
+import { cpuSeconds, createHookEndpoint, flood, freePort, HOOK_BODY, hookHeaders, ROOT, round } from '../bench/_lib.ts';
 
 /** Nearest-rank percentile of sorted values. */
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
@@ -99,30 +99,6 @@ async function paced(url: string, secret: string, stop: Promise<void>): Promise<
   return { samples, statuses };
 }
 
-/** `n` requests, `concurrency` in flight (at most `perSecond` a second), for at most RUN_CAP_MS: the answers by status. */
-async function flood(n: number, request: (i: number) => Promise<Response>, perSecond = 0): Promise<{ sent: number; answers: Record<string, number> }> {
-  const answers: Record<string, number> = {};
-  let sent = 0;
-  const start = Date.now();
-  const deadline = start + RUN_CAP_MS;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (sent < n && Date.now() < deadline) {
-        const i = sent++;
-        if (perSecond) await Bun.sleep(Math.max(0, start + (i * 1000) / perSecond - Date.now()));
-        try {
-          const res = await request(i);
-          await res.arrayBuffer();
-          answers[res.status] = (answers[res.status] ?? 0) + 1;
-        } catch {
-          answers.network = (answers.network ?? 0) + 1;
-        }
-      }
-    }),
-  );
-  return { sent, answers };
-}
-
 /** A forged request to each route Shopify signs: a wrong HMAC, as anyone can send. */
 const FORGED: Record<string, (base: string, i: number) => Promise<Response>> = {
   '/shopify/webhooks': (base, i) =>
@@ -159,7 +135,7 @@ const target = (base: string, i: number) => (a.baseline ? `${base}/no-such-route
 if (a['flood-child']) {
   const base = a['flood-child'];
   const from = Date.now();
-  const result = await flood(requests, (i) => fetch(target(base, i), { redirect: 'manual' }), rate);
+  const result = await flood(requests, concurrency, (i) => fetch(target(base, i), { redirect: 'manual' }), { perSecond: rate, capMs: RUN_CAP_MS });
   process.stdout.write(JSON.stringify({ ...result, from, to: Date.now() }));
   process.exit(0);
 }
@@ -236,7 +212,7 @@ try {
     if (!forgedCount) break;
     say(`forged: ${forgedCount} to ${path} from 127.0.0.1`);
     const before = logLines().length;
-    const { answers } = await flood(forgedCount, (i) => send(base, i));
+    const { answers } = await flood(forgedCount, concurrency, (i) => send(base, i), { capMs: RUN_CAP_MS });
     await Bun.sleep(1500);
     forged[path] = { answers, logLines: logLines().length - before };
   }

@@ -16,7 +16,7 @@
  * raises, both documented), 5xx answers.
  */
 import { browse, FAKE_WEBHOOK_TOPICS, startFakeShopifyHost, type FakeHostWebhook, type FakeShopifyHost } from '../../test/fixtures/fake-shopify.ts';
-import { api, freePort, sign } from '../bench/_lib.ts';
+import { api, flood, freePort, sign } from '../bench/_lib.ts';
 import { Box, log } from './_box.ts';
 import type { Rand } from './_rand.ts';
 
@@ -181,25 +181,6 @@ function limiterAlertRows(box: Box): { alerts: number; alert_handoffs: number } 
   }));
 }
 
-async function flood(n: number, concurrency: number, request: (i: number) => Promise<Response>): Promise<Record<string, number>> {
-  const statuses: Record<string, number> = {};
-  let next = 0;
-  const worker = async () => {
-    while (next < n) {
-      const i = next++;
-      try {
-        const res = await request(i);
-        await res.arrayBuffer();
-        statuses[res.status] = (statuses[res.status] ?? 0) + 1;
-      } catch {
-        statuses.network = (statuses.network ?? 0) + 1;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  return statuses;
-}
-
 async function floodAll(box: Box, o: ShopifyOptions, t: Tenant): Promise<FloodedPath[]> {
   const hex = (n: number) => o.rand.chars(n, '0123456789abcdef');
   const b64 = () => Buffer.from(o.rand.chars(32, '0123456789abcdef'), 'hex').toString('base64');
@@ -280,7 +261,7 @@ async function floodAll(box: Box, o: ShopifyOptions, t: Tenant): Promise<Flooded
     const before = tableCounts(box);
     const alertsBefore = limiterAlertRows(box);
     const linesBefore = box.serverLog().split('\n').length;
-    const statuses = await flood(o.floodEach, o.concurrency, p.request);
+    const statuses = (await flood(o.floodEach, o.concurrency, p.request)).answers;
     await Bun.sleep(600);
     const after = tableCounts(box);
     const alertsAfter = limiterAlertRows(box);

@@ -110,6 +110,27 @@ export function signedJson(body: Uint8Array): { ok: true; doc: unknown } | Signe
   }
 }
 
+/**
+ * What a POST Flow signs (a lifecycle callback, an action run) must pass before its fields are read: POST, the app
+ * secret configured (else `notConfigured(code, message)`, a 503 Flow retries), the body signed (readSignedBody) and
+ * JSON. Returns the document, or the Response refusing the request.
+ */
+export async function readSignedFlowPost(
+  req: Request,
+  env: Env,
+  what: string,
+  unconfigured: { code: string; message: string },
+): Promise<{ ok: true; doc: unknown } | { ok: false; res: Response }> {
+  if (req.method !== 'POST')
+    return { ok: false, res: Response.json({ code: 'method_not_allowed', message: 'Use POST.' }, { status: 405, headers: { Allow: 'POST' } }) };
+  const secret = appSecret(env);
+  if (!secret) return { ok: false, res: notConfigured(unconfigured.code, unconfigured.message) };
+  const signed = await readSignedBody(req, secret, what);
+  const json = signed.ok ? signedJson(signed.body) : signed;
+  if (!json.ok) return { ok: false, res: Response.json({ code: json.code, message: json.message }, { status: json.status }) };
+  return json;
+}
+
 /** The fields a payload lacked or got wrong, for a 400: their paths, never their values. */
 export function malformedFields(issues: readonly { path: readonly PropertyKey[] }[]): string {
   return [...new Set(issues.map((i) => i.path.map(String).join('.') || 'body'))].join(', ');

@@ -15,7 +15,7 @@ import { CONFIRM_ACTION, CONFIRMATION_OUTCOMES } from '../../contract/triggers.t
 import type { CoreWith } from '../../core.ts';
 import { redactText } from '../../lib/redact.ts';
 import type { PlatformOps } from '../types.ts';
-import { appSecret, malformedFields, notConfigured, readSignedBody, signedJson } from './app.ts';
+import { malformedFields, readSignedFlowPost } from './app.ts';
 
 /** What a note keeps: secrets (those serve holds too) and email addresses redacted, then its first 500 characters. */
 const NOTE_MAX = 500;
@@ -46,15 +46,12 @@ export function createConfirmationHandler(
   ops: Pick<PlatformOps, 'heldSecrets'>,
 ) {
   return async function handleConfirmation(req: Request): Promise<Response> {
-    if (req.method !== 'POST') return Response.json({ code: 'method_not_allowed', message: 'Use POST.' }, { status: 405, headers: { Allow: 'POST' } });
-    const secret = appSecret(core.config.env);
-    if (!secret) {
-      // A 503: Flow resends the run for up to 36 hours, time for the operator to set the secret.
-      return notConfigured('confirmations_not_configured', 'This server has no Shopify app secret configured, so it cannot verify Flow action runs yet.');
-    }
-    const signed = await readSignedBody(req, secret, 'Flow action runs');
-    const json = signed.ok ? signedJson(signed.body) : signed;
-    if (!json.ok) return reply(json.status, json.code, json.message);
+    // Without the secret a 503: Flow resends the run for up to 36 hours, time for the operator to set it.
+    const json = await readSignedFlowPost(req, core.config.env, 'Flow action runs', {
+      code: 'confirmations_not_configured',
+      message: 'This server has no Shopify app secret configured, so it cannot verify Flow action runs yet.',
+    });
+    if (!json.ok) return json.res;
     const parsed = (await (schema ??= runSchema())).safeParse(json.doc);
     if (!parsed.success) return reply(400, 'invalid_input', `The action run is missing or has malformed fields: ${malformedFields(parsed.error.issues)}.`);
     const run = parsed.data;

@@ -7,7 +7,7 @@
 import { ALERT_TRIGGER, TRIGGERS } from '../../contract/triggers.ts';
 import type { ReadinessStore, TenantStore } from '../../../db/repo.ts';
 import type { CoreWith } from '../../core.ts';
-import { appSecret, malformedFields, notConfigured, readSignedBody, signedJson } from './app.ts';
+import { malformedFields, readSignedFlowPost } from './app.ts';
 
 /** The app's triggers: one per endpoint variant, and the alert trigger (whose readiness decides whether alerts are sent). */
 const HANDLES: ReadonlySet<string> = new Set([...Object.values(TRIGGERS).map((t) => t.handle), ALERT_TRIGGER.handle]);
@@ -29,14 +29,11 @@ const reply = (status: number, code: string, message: string) => Response.json({
 
 export function createLifecycleHandler(core: CoreWith<Pick<TenantStore, 'getStoreByShop'> & ReadinessStore>) {
   return async function handleLifecycle(req: Request): Promise<Response> {
-    if (req.method !== 'POST') return Response.json({ code: 'method_not_allowed', message: 'Use POST.' }, { status: 405, headers: { Allow: 'POST' } });
-    const secret = appSecret(core.config.env);
-    if (!secret) {
-      return notConfigured('lifecycle_not_configured', 'This server has no Shopify app secret configured, so it cannot verify lifecycle callbacks.');
-    }
-    const signed = await readSignedBody(req, secret, 'Lifecycle callbacks');
-    const json = signed.ok ? signedJson(signed.body) : signed;
-    if (!json.ok) return reply(json.status, json.code, json.message);
+    const json = await readSignedFlowPost(req, core.config.env, 'Lifecycle callbacks', {
+      code: 'lifecycle_not_configured',
+      message: 'This server has no Shopify app secret configured, so it cannot verify lifecycle callbacks.',
+    });
+    if (!json.ok) return json.res;
     const parsed = (await (schema ??= lifecycleSchema())).safeParse(json.doc);
     if (!parsed.success) return reply(400, 'invalid_input', `The callback is missing or has malformed fields: ${malformedFields(parsed.error.issues)}.`);
     const cb = parsed.data;
