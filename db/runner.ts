@@ -64,6 +64,9 @@ export async function first<T>(runner: SqlRunner, sql: string, params: unknown[]
   return (await runner.all<T>(sql, params))[0] ?? null;
 }
 
+/** `?, ?, …`: n placeholders, for an `IN (…)` list. */
+export const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
+
 /** Turns `?` and `?n` placeholders into PostgreSQL's `$n`. */
 export function numberPlaceholders(sql: string): string {
   let i = 0;

@@ -139,15 +139,17 @@ export function loadSettings(opts: { file?: string | null; dataDir?: string | nu
   const sources: LoadedSettings['sources'] = {};
   if (file) {
     let doc: unknown;
-    let text = '';
+    let text: string;
     try {
       text = readFileSync(file, 'utf8');
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      throw new AppError('invalid_input', `${file}: ${code === 'ENOENT' ? 'no such file' : `not readable (${code ?? (err as Error).message})`}.`);
+    }
+    try {
       doc = Bun.TOML.parse(text);
     } catch (err) {
-      const why =
-        (err as NodeJS.ErrnoException).code === 'ENOENT'
-          ? 'no such file'
-          : `not valid TOML at line ${tomlErrorLine(text)} (${(err as Error).message.split('\n')[0]?.replace(/^TOML Parse error: /, '')})`;
+      const why = `not valid TOML at line ${tomlErrorLine(text)} (${(err as Error).message.split('\n')[0]?.replace(/^TOML Parse error: /, '')})`;
       throw new AppError('invalid_input', `${file}: ${why}.`);
     }
     for (const [key, raw] of flatten(doc)) {

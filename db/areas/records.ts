@@ -4,7 +4,7 @@
  * the shop that filed each), and a record written with an intent's change (insertRecord).
  */
 import type { RecordStore } from '../repo.ts';
-import { first, tableRows, type SqlRunner, type Write } from '../runner.ts';
+import { first, marks, tableRows, type SqlRunner, type Write } from '../runner.ts';
 import * as s from '../sqlite/schema.ts';
 import type { RecordRow } from '../types.ts';
 
@@ -13,7 +13,6 @@ const records = tableRows<RecordRow>(s.records);
 const COLUMNS =
   'r.id AS "id", r.store_id AS "storeId", r.kind AS "kind", r.body AS "body", r.created_at AS "createdAt", r.expires_at AS "expiresAt", s.shop_domain AS "shopDomain"';
 const FROM = 'FROM records r LEFT JOIN stores s ON s.id = r.store_id';
-const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
 
 export function recordStore(sql: SqlRunner): RecordStore {
   return {

@@ -5,7 +5,7 @@
  * PostgreSQL keys it by the event id. Receipts stay: an erased event keeps its row, its counts and its outcome, and
  * says its body is no longer retained. Which events and records a request covers is decided above.
  */
-import type { SqlRunner } from '../runner.ts';
+import { marks, type SqlRunner } from '../runner.ts';
 
 /** An event that names one of the resource ids looked for, with the config of the endpoint it was received under. */
 export interface ResourceEvent {
@@ -18,8 +18,6 @@ export interface ResourceEvent {
   /** The endpoint's config snapshot at the event's config version (JSON text); null when the endpoint was deleted. */
   config: string | null;
 }
-
-const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
 
 /** Erasure and the reads a customer data request needs (Repo.redaction). */
 export type RedactionStore = ReturnType<typeof redactionStore>;

@@ -6,7 +6,7 @@
  * sort by creation (the caller passes `<prefix>_<time>` floors: see src/lib/ids.ts idFloor), so each batch reads
  * the primary key's oldest end. An event still waiting for its handoff is never swept, whatever its age.
  */
-import type { SqlRunner } from '../runner.ts';
+import { marks, type SqlRunner } from '../runner.ts';
 import { PENDING_OUTCOMES } from '../types.ts';
 
 /** What to sweep: everything older than these, and how many rows of each kind at most in this pass. */
@@ -29,7 +29,6 @@ export interface RetentionCut {
 export type RetentionSwept = Record<'events' | 'attempts' | 'audit' | 'intents' | 'requests' | 'authFailures', number>;
 
 const PENDING = PENDING_OUTCOMES.map((o) => `'${o}'`).join(', ');
-const placeholders = (n: number) => Array(n).fill('?').join(', ');
 
 /** Retention of the kinds above (Repo.sweepRetention). */
 export function retentionStore(sql: SqlRunner): { sweepRetention(cut: RetentionCut): Promise<RetentionSwept> } {
@@ -47,9 +46,9 @@ async function sweepRetention(sql: SqlRunner, cut: RetentionCut): Promise<Retent
   if (ended.length) {
     const ids = ended.map((e) => e.id);
     const out = await sql.batch([
-      { sql: `DELETE FROM attempts WHERE event_id IN (${placeholders(ids.length)})`, params: ids },
+      { sql: `DELETE FROM attempts WHERE event_id IN (${marks(ids.length)})`, params: ids },
       // Outcome checked again: an event replayed since the select is waiting again, and stays.
-      { sql: `DELETE FROM events WHERE id IN (${placeholders(ids.length)}) AND outcome NOT IN (${PENDING})`, params: ids },
+      { sql: `DELETE FROM events WHERE id IN (${marks(ids.length)}) AND outcome NOT IN (${PENDING})`, params: ids },
     ]);
     if (out.ok) [swept.attempts, swept.events] = out.changes as [number, number];
   }

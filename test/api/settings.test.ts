@@ -98,6 +98,8 @@ describe('loadSettings', () => {
     );
     expect(fail(() => loadSettings({ dataDir: withFile('[retention]\nevents = = "30d"\n'), env: {} })).message).toContain('not valid TOML');
     expect(fail(() => loadSettings({ file: join(dir, 'nope.toml'), env: {} })).message).toContain('nope.toml: no such file');
+    // A file that cannot be read is said so, not called bad TOML.
+    expect(fail(() => loadSettings({ file: dir, env: {} })).message).toBe(`${dir}: not readable (EISDIR).`);
     expect(fail(() => loadSettings({ env: { HOOKRELAY_RETENTION_AUDIT: 'soon' } })).message).toContain(
       'HOOKRELAY_RETENTION_AUDIT: retention.audit must be a duration',
     );

@@ -286,6 +286,18 @@ describe('the platform refusing every token for a while', () => {
     expect(await count(s.env, 'events', "outcome = 'delivered'")).toBe(3);
   });
 
+  it('pauses on a token endpoint that answers 429 as an outage, not as refused credentials', async () => {
+    const s = await setup();
+    fake.failTokenRequests({ status: 429 });
+    const ids = await sendMany(s, 'token-429', 1);
+    await s.worker.drain();
+    expect(fake.requests).toHaveLength(0);
+    const ev = (await call(s.env, 'GET', `/agent/v1/events/${ids[0]}`, { token: s.grant })).json.data.event;
+    expect(ev).toMatchObject({ outcome: 'queued', attempts: 0, handoffPause: { reason: 'platform_unavailable', code: 'SVC_PLATFORM_UNAVAILABLE' } });
+    expect(ev.handoffPause.message).toContain('HTTP 429');
+    fake.failTokenRequests(null);
+  });
+
   it("pauses on a token endpoint that answers 503 as an outage (Shopify's, not the credentials'), and resumes once it answers", async () => {
     const s = await setup();
     fake.failTokenRequests({ status: 503 });

@@ -118,7 +118,7 @@ export type TokenReply =
       refreshToken: string | null;
       refreshExpiresInSeconds: number | null;
     }
-  /** The platform refused the request (invalid_client, invalid_grant and other 4xx): the OAuth `error` code, never the body. */
+  /** The platform refused the request (invalid_client, invalid_grant and other 4xx but 429): the OAuth `error` code, never the body. */
   | { kind: 'refused'; status: number; error: string | null }
   | { kind: 'unavailable'; status: number | null; why: 'timeout' | 'network' | 'server_error' | 'unreadable' };
 
@@ -142,7 +142,8 @@ async function requestToken(url: string, body: Record<string, string>, timeoutMs
   } catch {
     doc = null;
   }
-  if (res.status >= 500) return { kind: 'unavailable', status: res.status, why: 'server_error' };
+  // A 429 is Shopify throttling the endpoint, as a 5xx is it failing: neither says anything of the credentials.
+  if (res.status >= 500 || res.status === 429) return { kind: 'unavailable', status: res.status, why: 'server_error' };
   if (res.status !== 200) return { kind: 'refused', status: res.status, error: typeof doc?.error === 'string' ? doc.error.slice(0, 64) : null };
   const token = doc?.access_token;
   if (typeof token !== 'string' || !token) return { kind: 'unavailable', status: res.status, why: 'unreadable' };

@@ -14,6 +14,7 @@ import { hmacDigest, sameDigest, sha256Hex } from '../../lib/crypto.ts';
 import { randomBase62 } from '../../lib/ids.ts';
 import { refusalReason } from '../../lib/refusal-log.ts';
 import { escapeHtml as esc, htmlPage as page, publicLink, redirectTo } from '../../lib/web.ts';
+import { installLink } from '../../contract/platform.ts';
 import { adminGraphql, exchangeAuthorizationCode, graphqlUrl, tokenUrl } from './admin-api.ts';
 import { APP_CLIENT_ID_ENV, APP_SECRET_ENV, appClientId, authorizeUrl, shopDomainOf, signedQueryProblem } from './app.ts';
 import { obtainedToken } from './credentials.ts';
@@ -77,7 +78,7 @@ export function createAppInstall(core: Core, ops: Pick<PlatformOps, 'newStoreRow
   /** Where a merchant starts (again): the install link for `shop` when it is known, else how to write one. */
   const startAgain = (shop: string | null) => {
     if (!shop) return 'your store: <code>/auth/install?shop=your-store.myshopify.com</code>';
-    const link = esc(publicLink(core.config.publicUrl, `/auth/install?shop=${encodeURIComponent(shop)}`));
+    const link = esc(installLink({ publicUrl: core.config.publicUrl, shopDomain: shop }));
     return `<a href="${link}">${link}</a>`;
   };
 

@@ -15,6 +15,7 @@ import { appSecret, shopDomainOf, signedQueryProblem } from './app.ts';
 import { billingMode, CHOICE_TTL_MS, choiceValid, planOfSubscription, signChoice } from './billing.ts';
 import { shopifyPlatform } from './platform.ts';
 import { escapeHtml as esc, htmlPage, publicLink, redirectTo } from '../../lib/web.ts';
+import { installLink } from '../../contract/platform.ts';
 
 /** The app's own pages (GET /app, where Shopify's admin opens the app, and the billing pages reached from it): Shopify's admin may frame them. */
 const page = (status: number, title: string, paragraphs: string[]) => htmlPage(status, title, paragraphs, {}, 'shopify-admin');
@@ -57,7 +58,7 @@ export function createBilling(core: Core) {
     const store = await core.repo.getStoreByShop(shop);
     // Opened from Shopify (the App Store, an install link) on a store it is not installed on: install it, as Shopify expects.
     if (!store || store.uninstalledAt != null) {
-      return redirectTo(publicLink(core.config.publicUrl, `/auth/install?shop=${encodeURIComponent(shop)}`));
+      return redirectTo(installLink({ publicUrl: core.config.publicUrl, shopDomain: shop }));
     }
     const choices = planChoices(core, shop);
     return page(200, `hookrelay on ${shop}`, [

@@ -5,6 +5,7 @@
  * `unlimited`, nor where the operator sets plans (billing off).
  */
 import { PLANS } from '../../contract/plans.ts';
+import type { BillingMode } from '../../contract/platform.ts';
 import { appPlatform } from '../../platform/registry.ts';
 import { html, problem, section, when, type Html } from '../html.ts';
 import type { PageResult, SeatContext, SeatPage } from '../types.ts';
@@ -29,7 +30,7 @@ interface Usage {
 }
 
 interface Handoff {
-  billing: 'off' | 'shopify' | 'shopify-test';
+  billing: BillingMode;
   currentPlan: string;
   note: string;
 }
