@@ -88,6 +88,35 @@ export async function createTestEnv(config: Partial<Omit<Config, 'handoff'>> & {
   return { core, app: createApp(core), clock, log, repo };
 }
 
+/**
+ * `n` app instances on one fresh PostgreSQL schema (HOOKRELAY_TEST_DATABASE_URL), with one box key and one clock, as
+ * a deployment of several instances is; `config` overrides defaults for each. `close` closes their writers and pools.
+ */
+export async function pgInstances(
+  n: number,
+  opts: { max: number; config?: Partial<Omit<Config, 'handoff'>> },
+): Promise<{ envs: TestEnv[]; close(): Promise<void> }> {
+  const schema = testSchema();
+  const key = newSecretKey();
+  const clock = new ManualClock();
+  const envs: TestEnv[] = [];
+  for (let i = 0; i < n; i++) {
+    const repo = await openPgRepo({ url: TEST_DATABASE_URL!, schema, max: opts.max });
+    const log = memoryLog();
+    const core = createCore({ repo, box: new SecretBox(key), clock, log, config: defaultConfig({ publicUrl: BASE, env: () => undefined, ...opts.config }) });
+    envs.push({ core, app: createApp(core), clock, log, repo });
+  }
+  const close = async () => {
+    await Promise.all(
+      envs.map(async (e) => {
+        await e.app.writer.close();
+        await e.core.repo.close();
+      }),
+    );
+  };
+  return { envs, close };
+}
+
 /** The SQLite handle under a test deployment, for tests about SQLite itself (they run only where `sqliteOnly`). */
 export function sqliteRepo(env: TestEnv): SqliteRepo {
   if (!('sqlite' in env.repo)) throw new Error('this test is about SQLite itself: run it under describe.if(sqliteOnly)');

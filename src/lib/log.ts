@@ -15,6 +15,16 @@ export interface Log {
 export type LogFormat = 'text' | 'json';
 export const LOG_FORMATS: readonly LogFormat[] = ['text', 'json'];
 
+/**
+ * What a log line may say of a thrown error: its class and first line, with anything after `params:` dropped (a
+ * driver's message echoes a failed query's bound values there: payloads, sealed tokens), at most 200 characters.
+ */
+export function errorLine(err: unknown): string {
+  if (!(err instanceof Error)) return 'non-error thrown';
+  const first = (err.message.split('\n')[0] ?? '').split(/params:/i)[0]!.slice(0, 200);
+  return `${err.name}: ${first}`;
+}
+
 export const silentLog: Log = { info() {}, warn() {}, error() {} };
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what a log line escapes

@@ -13,6 +13,7 @@ import { clientAddress, trustsProxy } from '../lib/auth-failures.ts';
 import { nextRequestId, tagRequest } from '../lib/request-ids.ts';
 import { proveBoxKey } from '../ops/box-key.ts';
 import { unlogged } from '../lib/refusal-log.ts';
+import { errorLine } from '../lib/log.ts';
 import { appPlatform } from '../platform/registry.ts';
 
 export interface RunningServer {
@@ -208,7 +209,7 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
   // The app's webhooks recorded but not processed (a crash between their 200 and their processing, a failed run) are
   // taken up once a minute (AppPlatform.sweep: the module is loaded with the first sweep, not at start); so are peers' dead executions.
   const webhookSweep = setInterval(() => {
-    void appPlatform.sweep(core).catch((err: unknown) => core.log.error(`shopify webhooks sweep: ${err instanceof Error ? err.message : 'error'}`));
+    void appPlatform.sweep(core).catch((err: unknown) => core.log.error(`shopify webhooks sweep: ${errorLine(err)}`));
     // On PostgreSQL a peer may die mid-execute while this instance runs: its intents are reopened here too.
     if (core.repo.capabilities.multiInstance) void reopen().catch(() => {});
   }, 60_000);
@@ -219,10 +220,8 @@ export async function startServer(core: Core, opts: StartOptions): Promise<Runni
   const alerts = (opts.worker ?? true) ? new AlertWatch(core) : null;
   const alertSweep = setInterval(() => {
     void alerts?.sweep().catch((err: unknown) => {
-      // A driver's message may echo a query's parameters after `params:`: its first line up to there only.
       const fault = storageFault(err);
-      const what = err instanceof Error ? `${err.name}: ${(err.message.split('\n')[0] ?? '').split(/params:/i)[0]!.slice(0, 200)}` : 'error';
-      core.log.error(`alert sweep: ${fault ? `storage unavailable (${fault})` : what}`);
+      core.log.error(`alert sweep: ${fault ? `storage unavailable (${fault})` : errorLine(err)}`);
     });
   }, opts.alertSweepMs ?? ALERTS.sweepEveryMs);
   alertSweep.unref();

@@ -6,15 +6,23 @@
  * PostgreSQL database (when HOOKRELAY_TEST_DATABASE_URL is set).
  */
 import { describe, expect, it } from 'bun:test';
-import { openPgRepo } from '../../db/pg/repo.ts';
-import { createCore, defaultConfig } from '../../src/core.ts';
-import { iso, ManualClock } from '../../src/lib/clock.ts';
-import { newSecretKey, SecretBox } from '../../src/lib/crypto.ts';
-import { memoryLog } from '../../src/lib/log.ts';
+import { iso } from '../../src/lib/clock.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { createApp } from '../../src/server/app.ts';
-import { TEST_DATABASE_URL, testSchema } from '../fixtures/storage.ts';
-import { addGrant, addStore, BASE, call, count, createEndpoint, createTestEnv, executeIntent, orderEvent, row, sendHook, type TestEnv } from '../helpers.ts';
+import { TEST_DATABASE_URL } from '../fixtures/storage.ts';
+import {
+  addGrant,
+  addStore,
+  call,
+  count,
+  createEndpoint,
+  createTestEnv,
+  executeIntent,
+  orderEvent,
+  pgInstances,
+  row,
+  sendHook,
+  type TestEnv,
+} from '../helpers.ts';
 
 const CAP = 25;
 const TRIES = 30;
@@ -31,26 +39,8 @@ async function single(): Promise<Deployment> {
 }
 
 /** Two app instances on one PostgreSQL schema, with one key and one clock. */
-async function twoOnPostgres(): Promise<Deployment> {
-  const schema = testSchema();
-  const key = newSecretKey();
-  const clock = new ManualClock();
-  const open = async (): Promise<TestEnv> => {
-    const repo = await openPgRepo({ url: TEST_DATABASE_URL!, schema, max: 8 });
-    const log = memoryLog();
-    const core = createCore({ repo, box: new SecretBox(key), clock, log, config: defaultConfig({ publicUrl: BASE, env: () => undefined }) });
-    return { core, app: createApp(core), clock, log, repo };
-  };
-  const envs = [await open(), await open()];
-  return {
-    envs,
-    close: async () => {
-      for (const e of envs) {
-        await e.app.writer.close();
-        await e.core.repo.close();
-      }
-    },
-  };
+function twoOnPostgres(): Promise<Deployment> {
+  return pgInstances(2, { max: 8 });
 }
 
 /** What one scenario previews: the path and input of its i-th intent, given the events it may replay. */

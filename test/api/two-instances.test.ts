@@ -4,49 +4,19 @@
  * HOOKRELAY_TEST_DATABASE_URL is set (CI sets it).
  */
 import { describe, expect, it } from 'bun:test';
-import { openPgRepo } from '../../db/pg/repo.ts';
-import type { SqliteRepo } from '../../db/sqlite/repo.ts';
 import { RETRY_SAME_KEY } from '../../src/contract/errors.ts';
 import { AUTH_FAILURE_LIMITS, DEFAULT_RATE_LIMITS } from '../../src/contract/limits.ts';
-import { createCore, defaultConfig } from '../../src/core.ts';
-import { ManualClock } from '../../src/lib/clock.ts';
-import { newGrantToken, newSecretKey, SecretBox } from '../../src/lib/crypto.ts';
-import { memoryLog } from '../../src/lib/log.ts';
+import { newGrantToken } from '../../src/lib/crypto.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
-import { createApp } from '../../src/server/app.ts';
 import { startServer } from '../../src/server/serve.ts';
 import { until } from '../fixtures/handoff.ts';
-import { TEST_DATABASE_URL, testSchema } from '../fixtures/storage.ts';
-import { addGrant, addStore, BASE, call, createEndpoint, executeIntent, orderEvent, row, sendHook, type TestEnv } from '../helpers.ts';
+import { TEST_DATABASE_URL } from '../fixtures/storage.ts';
+import { addGrant, addStore, BASE, call, createEndpoint, executeIntent, orderEvent, pgInstances, row, sendHook, type TestEnv } from '../helpers.ts';
 import { runnerOf } from '../../db/runner.ts';
 
 async function twoInstances(): Promise<[TestEnv, TestEnv, () => Promise<void>]> {
-  const schema = testSchema();
-  const key = newSecretKey();
-  const clock = new ManualClock();
-  const open = async (): Promise<TestEnv> => {
-    const repo = await openPgRepo({ url: TEST_DATABASE_URL!, schema, max: 4 });
-    const log = memoryLog();
-    const core = createCore({
-      repo,
-      box: new SecretBox(key),
-      clock,
-      log,
-      config: defaultConfig({ publicUrl: BASE, env: () => undefined, rateLimits: { ...DEFAULT_RATE_LIMITS, simple_read: { grant: 6, store: 100 } } }),
-    });
-    return { core, app: createApp(core), clock, log, repo: repo as unknown as SqliteRepo };
-  };
-  const a = await open();
-  const b = await open();
-  const close = async () => {
-    await Promise.all(
-      [a, b].map(async (e) => {
-        await e.app.writer.close();
-        await e.core.repo.close();
-      }),
-    );
-  };
-  return [a, b, close];
+  const { envs, close } = await pgInstances(2, { max: 4, config: { rateLimits: { ...DEFAULT_RATE_LIMITS, simple_read: { grant: 6, store: 100 } } } });
+  return [envs[0]!, envs[1]!, close];
 }
 
 const { perClient, perEndpoint } = AUTH_FAILURE_LIMITS;

@@ -4,7 +4,7 @@
  * stderr sink of `serve` (a child process) and on the log of a real MCP server.
  */
 import { describe, expect, it } from 'bun:test';
-import { escapeLogLine } from '../../src/lib/log.ts';
+import { errorLine, escapeLogLine } from '../../src/lib/log.ts';
 import { execute, startMcpServer } from '../mcp/harness.ts';
 
 const FORGED = 'boom\n2026-01-01T00:00:00.000Z ERROR forged line\r\u001b[31mred\u001b[0m\u2028tail\u0000';
@@ -14,6 +14,15 @@ describe('escapeLogLine', () => {
   it('turns control characters, ESC and line separators into visible escapes; leaves the rest alone', () => {
     expect(escapeLogLine(FORGED)).toBe('boom\\n2026-01-01T00:00:00.000Z ERROR forged line\\r\\x1b[31mred\\x1b[0m\\u2028tail\\u0000');
     expect(escapeLogLine('plain text, ünïcode and a \\ backslash')).toBe('plain text, ünïcode and a \\ backslash');
+  });
+});
+
+describe('errorLine', () => {
+  it("keeps a thrown error's class and first line, never a driver's bound values after `params:`", () => {
+    const err = new Error('Failed query: insert into "shopify_webhooks" values ($1, $2)\nparams: shpat_CANARY,{"email":"a@b.c"}');
+    expect(errorLine(err)).toBe('Error: Failed query: insert into "shopify_webhooks" values ($1, $2)');
+    expect(errorLine(new TypeError('bad params: shpat_CANARY'))).toBe('TypeError: bad ');
+    expect(errorLine('shpat_CANARY')).toBe('non-error thrown');
   });
 });
 

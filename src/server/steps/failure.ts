@@ -8,6 +8,7 @@ import type { Operation } from '../../contract/operations.ts';
 import type { Core } from '../../core.ts';
 import type { Surface } from '../../mcp/surface.ts';
 import type { OpContext } from '../../ops/context.ts';
+import { errorLine } from '../../lib/log.ts';
 import { storageFault, storageUnavailable, type StorageHealth } from '../../relay/storage-health.ts';
 import { errorAnswer, newSupportCode, type Answer } from '../http.ts';
 import { audit } from './audit.ts';
@@ -28,16 +29,9 @@ export async function failure(
   else if (fault) appErr = storageUnavailable(fault);
   else {
     supportCode = newSupportCode();
-    deps.core.log.error(`internal error in ${op.operationId} request=${call.requestId} support=${supportCode}: ${describe(err)}`);
+    deps.core.log.error(`internal error in ${op.operationId} request=${call.requestId} support=${supportCode}: ${errorLine(err)}`);
     appErr = new AppError('internal_error', 'Something went wrong on our side. Quote the support code.');
   }
   await audit(deps.core, op, ctx, call.params, appErr.status, null, appErr, call.requestId, false, call.surface).catch(() => {});
   return errorAnswer(ctx, appErr, supportCode, call.requestId);
-}
-
-/** An error's class and first line, with anything after `params:` dropped (drivers echo bound values there). */
-function describe(err: unknown): string {
-  if (!(err instanceof Error)) return 'non-error thrown';
-  const first = (err.message.split('\n')[0] ?? '').split(/params:/i)[0]!.slice(0, 200);
-  return `${err.name}: ${first}`;
 }
