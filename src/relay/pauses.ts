@@ -11,6 +11,7 @@ import type { StoreRow } from '../../db/types.ts';
 import type { CoreWith } from '../core.ts';
 import type { PauseCode, PauseReason } from '../contract/platform.ts';
 import type { Destination, PauseRequest } from '../platform/types.ts';
+import { errorLine } from '../lib/log.ts';
 
 /** How often the book is read again from storage. */
 const REFRESH_EVERY_MS = 1000;
@@ -64,7 +65,7 @@ export class HandoffPauses {
       const fallback = this.core.clock.now() + this.delay(0);
       flight = this.write(store, p)
         .catch((err: unknown) => {
-          this.core.log.error(`handoff pause for ${store.shopDomain} not recorded: ${err instanceof Error ? err.message : 'error'}`);
+          this.core.log.error(`handoff pause for ${store.shopDomain} not recorded: ${errorLine(err)}`);
           return fallback;
         })
         .finally(() => this.pausing.delete(store.id));
