@@ -50,6 +50,9 @@ export interface AgentApi {
 export type AgentApiDeps = Omit<PipelineDeps, 'limiter' | 'inflight'>;
 
 /** `appFetch` is the whole app's fetch: code mode's `api.*` calls go through it as any HTTP request would. */
+/** 413 for a request body past MAX_API_BODY_BYTES, whether it was declared or found while reading. */
+const tooLarge = () => new AppError('payload_too_large', `Request bodies are limited to ${MAX_API_BODY_BYTES / 1024 / 1024} MiB.`);
+
 export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) => Promise<Response>): AgentApi {
   const { core } = shared;
   const routes = OPERATIONS.map(compile);
@@ -83,7 +86,7 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
     if (path === MCP.path) {
       // POST, and GET / DELETE of its streams and sessions. The SDK buffers any body whole: cap it first.
       const capped = await withCappedBody(req, MAX_API_BODY_BYTES);
-      if (!capped) return errorResponse(null, new AppError('payload_too_large', 'Request bodies are limited to 1 MiB.'));
+      if (!capped) return errorResponse(null, tooLarge());
       tagRequest(capped, requestIdOf(req));
       return (await mcpEndpoint()).fetch(capped, client);
     }
@@ -149,7 +152,7 @@ function callOf(req: Request, op: Operation, params: Record<string, string>, cli
  */
 async function readJsonBody(req: Request): Promise<unknown> {
   const bytes = await readCapped(req, MAX_API_BODY_BYTES);
-  if (!bytes) throw new AppError('payload_too_large', 'Request bodies are limited to 1 MiB.');
+  if (!bytes) throw tooLarge();
   const text = UTF8.decode(bytes);
   if (text.trim() === '') return {};
   const type = req.headers.get('content-type') ?? '';
