@@ -130,7 +130,7 @@ async function overview(ctx: SeatContext, error?: Html, status?: number): Promis
   return {
     title: 'Agents',
     ...(status ? { status } : {}),
-    html: html`<h1>Agents</h1><p>Agents act in this store only through a grant you issue: a tier of scopes, for a limited time. Only a person can issue or revoke one.</p>${
+    html: html`<p>Agents act in this store only through a grant you issue: a tier of scopes, for a limited time. Only a person can issue or revoke one.</p>${
       done ? html`<p role="status">${done}</p>` : ''
     }${error ?? ''}${table('Grants', ['Label', 'Id', 'Tier', 'State', 'Expires', 'Revoke'], rows)}${section(ctx, 'Issue a grant', issueForm)}`.markup,
   };
@@ -141,7 +141,7 @@ function issued(ctx: SeatContext, g: Awaited<ReturnType<typeof issueAgentGrant>>
     title: 'Grant issued',
     status: 201,
     // The token is in this answer only (never redirected to, never in a URL); every seat answer is no-store.
-    html: html`<h1>Grant issued</h1>${section(
+    html: html`${section(
       ctx,
       `${g.tier} grant`,
       html`<p><strong>Copy the token now: it is shown this once and cannot be read again.</strong> Give it to the agent as its bearer token; it expires ${g.expiresAt}.</p>${shownOnce(
@@ -158,16 +158,16 @@ async function grantHistory(ctx: SeatContext, grantId: string): Promise<PageResu
   const grant = (await listGrants(ctx.core, ctx.human.store.shopDomain)).find((g) => g.grantId === grantId);
   if (!grant)
     return {
-      title: 'Agents',
+      title: 'Grant',
       status: 404,
-      html: html`<h1>Grant</h1><p role="alert">No such grant in this store.</p><p><a href="${link(ctx)}">All grants</a></p>`.markup,
+      html: html`<p role="alert">No such grant in this store.</p><p><a href="${link(ctx)}">All grants</a></p>`.markup,
     };
   const cursor = ctx.url.searchParams.get('cursor') ?? '';
   const { body, status } = await auditSection(ctx, { grantId, cursor }, (q) => link(ctx, `grant=${encodeURIComponent(grantId)}&${q}`));
   return {
     title: grant.label,
     status,
-    html: html`<h1>${grant.label}</h1>${table(
+    html: html`${table(
       'Grant',
       ['Field', 'Value'],
       [

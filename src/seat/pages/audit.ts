@@ -80,7 +80,7 @@ export const page: SeatPage = {
     return {
       title: 'Audit',
       status,
-      html: html`<h1>Audit</h1><p>Every call, confirmation and grant change in this store, by people and by agents. Never inputs or secrets.</p>${section(
+      html: html`<p>Every call, confirmation and grant change in this store, by people and by agents. Never inputs or secrets.</p>${section(
         ctx,
         'Filter',
         form,
