@@ -11,7 +11,7 @@ import { TIER_LABELS, TIER_NAMES, type Tier } from '../../contract/scopes.ts';
 import type { Core } from '../../core.ts';
 import { issueGrant, listGrants, revokeGrant } from '../../ops/grants.ts';
 import { auditAdmin } from '../../ops/human-audit.ts';
-import { field, html, postForm, section, shownOnce, table, type Html } from '../html.ts';
+import { field, html, postForm, section, shownOnce, table, when, type Html } from '../html.ts';
 import type { Human, PageResult, SeatContext, SeatPage } from '../types.ts';
 import { auditSection } from './audit.ts';
 
@@ -113,8 +113,8 @@ async function overview(ctx: SeatContext, error?: Html, status?: number): Promis
     html`<code>${g.grantId}</code>`,
     g.tier,
     g.state,
-    g.expiresAt,
-    g.state === 'active' ? postForm(ctx, link(ctx), { action: 'revoke', grantId: g.grantId }, 'Revoke') : (g.revokedAt ?? '—'),
+    when(g.expiresAt),
+    g.state === 'active' ? postForm(ctx, link(ctx), { action: 'revoke', grantId: g.grantId }, 'Revoke') : when(g.revokedAt),
   ]);
   const v = (name: string, fallback: string) => (error ? (field(ctx, name) ?? fallback) : fallback);
   const issueForm = postForm(
@@ -144,7 +144,7 @@ function issued(ctx: SeatContext, g: Awaited<ReturnType<typeof issueAgentGrant>>
     html: html`${section(
       ctx,
       `${g.tier} grant`,
-      html`<p><strong>Copy the token now: it is shown this once and cannot be read again.</strong> Give it to the agent as its bearer token; it expires ${g.expiresAt}.</p>${shownOnce(
+      html`<p><strong>Copy the token now: it is shown this once and cannot be read again.</strong> Give it to the agent as its bearer token; it expires ${when(g.expiresAt)}.</p>${shownOnce(
         ctx,
         'token',
         'Grant token',
@@ -175,8 +175,8 @@ async function grantHistory(ctx: SeatContext, grantId: string): Promise<PageResu
         ['Tier', grant.tier],
         ['Scopes', grant.scopes.join(', ')],
         ['State', grant.state],
-        ['Issued', grant.createdAt],
-        ['Expires', grant.expiresAt],
+        ['Issued', when(grant.createdAt)],
+        ['Expires', when(grant.expiresAt)],
       ],
     )}${grant.state === 'active' ? postForm(ctx, link(ctx), { action: 'revoke', grantId: grant.grantId }, 'Revoke') : ''}${section(ctx, 'What it did', body)}<p><a href="${link(ctx)}">All grants</a></p>`
       .markup,
