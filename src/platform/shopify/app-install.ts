@@ -13,7 +13,7 @@ import type { Core } from '../../core.ts';
 import { hmacDigest, sameDigest, sha256Hex } from '../../lib/crypto.ts';
 import { randomBase62 } from '../../lib/ids.ts';
 import { refusalReason } from '../../lib/refusal-log.ts';
-import { escapeHtml as esc, htmlPage as page, publicLink, redirectTo } from '../../lib/web.ts';
+import { cookieOf, escapeHtml as esc, htmlPage as page, publicLink, redirectTo } from '../../lib/web.ts';
 import { adminGraphql, exchangeAuthorizationCode, graphqlUrl, tokenUrl, type TokenReply } from './admin-api.ts';
 import { APP_CLIENT_ID_ENV, APP_SECRET_ENV, appClientId, authorizeUrl, shopDomainOf, signedQueryProblem } from './app.ts';
 import { obtainedToken } from './credentials.ts';
@@ -26,14 +26,6 @@ import { planChoices } from './billing-pages.ts';
 const STATE_TTL_MS = 10 * 60_000;
 const COOKIE = 'hookrelay_install';
 const IDENTITY_QUERY = 'query hookrelayInstall { shop { id myshopifyDomain } currentAppInstallation { id } }';
-
-function cookieOf(req: Request, name: string): string | null {
-  for (const part of (req.headers.get('cookie') ?? '').split(';')) {
-    const [k, ...v] = part.trim().split('=');
-    if (k === name) return v.join('=');
-  }
-  return null;
-}
 
 /** The state's MAC key: derived from the app's client secret, so no MAC of ours is one Shopify makes with it. */
 const stateKey = (secret: string) => hmacDigest(secret, 'hookrelay/install-state/v1').toString('base64url');
