@@ -307,11 +307,11 @@ export function createSeat(deps: SeatDeps): Seat {
   return { fetch, tooMany };
 }
 
-/** The page a path under the base is (the longest registered path that is it or its parent), or null. */
+/** The page a path under the base is (its registered path, or the parent of an item's path), or null. */
 function findPage(sub: string): PageEntry | null {
   let best: PageEntry | null = null;
   for (const e of PAGES) {
-    const hit = e.path === '' ? sub === '' : sub === e.path || sub.startsWith(`${e.path}/`);
+    const hit = e.path === '' ? sub === '' : sub === e.path || (e.items === true && sub.startsWith(`${e.path}/`));
     if (hit && (!best || e.path.length > best.path.length)) best = e;
   }
   return best;

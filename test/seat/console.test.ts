@@ -132,6 +132,13 @@ describe('the console', () => {
     expect(new Set(audit.map((r) => `${r.kind} ${r.label}`))).toEqual(new Set(['human ops@box']));
   });
 
+  it('answers 404 for a path under a page that takes none (only Endpoints has items under it)', async () => {
+    const { cookie } = await signIn();
+    for (const path of ['/console/agents/x', '/console/events/ev_x', '/console/audit/x/y', '/console/plan/x'])
+      expect((await get(path, cookie)).status).toBe(404);
+    expect((await get('/console/agents', cookie)).status).toBe(200);
+  });
+
   it("records a sign-in under the request's own id", async () => {
     const link = await issueSignInLink(env.core, SHOP, 'ops@box');
     const req = new Request(`${BASE}${pathOf(link.url)}`);
