@@ -12,6 +12,9 @@ import { memoryLog } from '../src/lib/log.ts';
 import { issueGrant } from '../src/ops/grants.ts';
 import { initStore, type InitStoreInput } from '../src/ops/stores.ts';
 import { createApp, type App } from '../src/server/app.ts';
+import { AuthFailureLimiter } from '../src/lib/auth-failures.ts';
+import { createInvoke, type Invoke } from '../src/server/pipeline.ts';
+import { RateLimiter } from '../src/server/rate-limit.ts';
 
 export const BASE = 'http://local';
 
@@ -21,6 +24,18 @@ export interface TestEnv {
   clock: ManualClock;
   log: ReturnType<typeof memoryLog>;
   repo: Repo;
+}
+
+/** The contract without HTTP (createInvoke) over the env's core, with fresh limiters and no in-flight calls. */
+export function testInvoke(env: TestEnv, endpointChanged: (id: string) => void = () => {}): Invoke {
+  const { core } = env;
+  return createInvoke({
+    core,
+    endpointChanged,
+    limiter: new RateLimiter(core.repo, core.clock, core.config.rateLimits),
+    authFailures: new AuthFailureLimiter(core.clock),
+    inflight: new Map(),
+  });
 }
 
 /**

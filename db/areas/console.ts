@@ -20,10 +20,12 @@ export type ConsoleStore = ReturnType<typeof consoleStore>;
 const KEEP_MS = 24 * 3600_000;
 
 export function consoleStore(sql: SqlRunner) {
+  /** Drops the rows of `table` that expired more than KEEP_MS before `now`. */
+  const prune = (table: 'console_links' | 'console_sessions', now: number) => sql.run(`DELETE FROM ${table} WHERE expires_at < ?`, [now - KEEP_MS]);
   return {
     /** Records a new sign-in link (its token's hash), bound to the store and the person. */
     async addLink(link: { tokenHash: string; storeId: string; actor: string; createdAt: number; expiresAt: number }): Promise<void> {
-      await sql.run('DELETE FROM console_links WHERE expires_at < ?', [link.createdAt - KEEP_MS]);
+      await prune('console_links', link.createdAt);
       await sql.run('INSERT INTO console_links (token_hash, store_id, actor, created_at, expires_at, used_at) VALUES (?, ?, ?, ?, ?, NULL)', [
         link.tokenHash,
         link.storeId,
@@ -47,7 +49,7 @@ export function consoleStore(sql: SqlRunner) {
     },
 
     async addSession(row: ConsoleSessionRow): Promise<void> {
-      await sql.run('DELETE FROM console_sessions WHERE expires_at < ?', [row.createdAt - KEEP_MS]);
+      await prune('console_sessions', row.createdAt);
       await sql.run('INSERT INTO console_sessions (token_hash, id, store_id, actor, created_at, expires_at, ended_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
         row.tokenHash,
         row.id,

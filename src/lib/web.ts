@@ -56,3 +56,12 @@ export const publicLink = (publicUrl: string, path: string) => `${publicUrl.repl
 
 /** A redirect people follow (never cached). */
 export const redirectTo = (location: string) => new Response(null, { status: 302, headers: { Location: location, 'Cache-Control': 'no-store' } });
+
+/** The value of the cookie `name` a request carries, or null. */
+export function cookieOf(req: Request, name: string): string | null {
+  for (const part of (req.headers.get('cookie') ?? '').split(';')) {
+    const [k, ...v] = part.trim().split('=');
+    if (k === name) return v.join('=');
+  }
+  return null;
+}

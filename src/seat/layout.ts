@@ -36,7 +36,7 @@ button,.button{font:inherit;border:1px solid var(--line);background:#fff;border-
 button.primary,.button.primary{background:var(--accent);border-color:var(--accent);color:#fff}
 button.danger{border-color:var(--bad);color:var(--bad)}
 input,select,textarea{font:inherit;padding:5px 8px;border:1px solid #8c9196;border-radius:6px;max-width:100%}
-label{display:block;margin:8px 0 4px;font-weight:500}
+label{display:block;margin:8px 0 4px;font-weight:500}input[type=radio]+label,input[type=checkbox]+label{display:inline;margin:0 0 0 4px}
 .muted{color:var(--muted)}.bad{color:var(--bad)}.warn{color:var(--warn)}.good{color:var(--good)}
 .badge{display:inline-block;font-size:12px;padding:0 8px;border-radius:10px;border:1px solid currentColor}
 .notice{border-left:4px solid var(--warn);padding:8px 12px;background:#fff8e6;margin:0 0 16px}

@@ -163,7 +163,7 @@ export function createSeat(deps: SeatDeps): Seat {
   // ——— console: the session cookie, CSRF on writes ———
 
   async function consoleRequest(req: Request, url: URL, sub: string, nonce: string, client: () => string | null): Promise<Response> {
-    if (sub === '/sign-in' && req.method === 'GET') return signInPage(url, nonce);
+    if (sub === '/sign-in' && req.method === 'GET') return signInPage(req, url, nonce);
     const session = await sessionOf(core, req);
     if (!session)
       return bare(
@@ -209,7 +209,7 @@ export function createSeat(deps: SeatDeps): Seat {
    * Opens a sign-in link: used once, a session started. The answer sets the cookie and moves on to /console with a
    * refresh from this page (same site), since a SameSite=Strict cookie is not sent on a redirect begun elsewhere.
    */
-  async function signInPage(url: URL, nonce: string): Promise<Response> {
+  async function signInPage(req: Request, url: URL, nonce: string): Promise<Response> {
     const started = await signIn(core, url.searchParams.get('token') ?? '');
     if (!started) {
       return bare(
@@ -221,7 +221,7 @@ export function createSeat(deps: SeatDeps): Seat {
         null,
       );
     }
-    await recordAdminAction(core, started.actor, 'signInConsole', { storeId: started.store.id }, 'console', `req_${randomBase62(8)}`);
+    await recordAdminAction(core, started.actor, 'signInConsole', { storeId: started.store.id }, 'console', requestIdOf(req));
     const head = '<meta http-equiv="refresh" content="0;url=/console">';
     return bare(
       200,
@@ -307,11 +307,11 @@ export function createSeat(deps: SeatDeps): Seat {
   return { fetch, tooMany };
 }
 
-/** The page a path under the base is (the longest registered path that is it or its parent), or null. */
+/** The page a path under the base is (its registered path, or the parent of an item's path), or null. */
 function findPage(sub: string): PageEntry | null {
   let best: PageEntry | null = null;
   for (const e of PAGES) {
-    const hit = e.path === '' ? sub === '' : sub === e.path || sub.startsWith(`${e.path}/`);
+    const hit = e.path === '' ? sub === '' : sub === e.path || (e.items === true && sub.startsWith(`${e.path}/`));
     if (hit && (!best || e.path.length > best.path.length)) best = e;
   }
   return best;

@@ -9,7 +9,7 @@ import { AppError } from '../contract/errors.ts';
 import type { Core } from '../core.ts';
 import { constantTimeEqual, sha256Hex } from '../lib/crypto.ts';
 import { randomBase62 } from '../lib/ids.ts';
-import { publicLink } from '../lib/web.ts';
+import { cookieOf, publicLink } from '../lib/web.ts';
 
 const SESSION_COOKIE = 'hookrelay_console';
 /** A sign-in link's life by default, and its longest. */
@@ -74,12 +74,4 @@ export const csrfOk = (sessionToken: string, given: string | null | undefined) =
 /** The session cookie: HttpOnly, SameSite=Strict, under /console, Secure when served over https. */
 export function sessionCookie(token: string, maxAgeMs: number, secure: boolean): string {
   return `${SESSION_COOKIE}=${token}; Path=/console; Max-Age=${Math.max(0, Math.floor(maxAgeMs / 1000))}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
-}
-
-function cookieOf(req: Request, name: string): string | null {
-  for (const part of (req.headers.get('cookie') ?? '').split(';')) {
-    const [k, ...v] = part.trim().split('=');
-    if (k === name) return v.join('=');
-  }
-  return null;
 }

@@ -4,11 +4,9 @@
  */
 import { beforeEach, describe, expect, it } from 'bun:test';
 import { operations, type Operation } from '../../src/contract/operations.ts';
-import { AuthFailureLimiter } from '../../src/lib/auth-failures.ts';
 import { authenticateBearer, revokeGrant, type Principal } from '../../src/ops/grants.ts';
-import { createInvoke, type Call, type Invoke } from '../../src/server/pipeline.ts';
-import { RateLimiter } from '../../src/server/rate-limit.ts';
-import { addGrant, addStore, call as httpCall, createTestEnv, rows, type TestEnv } from '../helpers.ts';
+import type { Call, Invoke } from '../../src/server/pipeline.ts';
+import { addGrant, addStore, call as httpCall, createTestEnv, rows, type TestEnv, testInvoke } from '../helpers.ts';
 
 let env: TestEnv;
 let token: string;
@@ -18,14 +16,7 @@ beforeEach(async () => {
   env = await createTestEnv();
   await addStore(env);
   token = await addGrant(env, 'admin_assistant');
-  const { core } = env;
-  invoke = createInvoke({
-    core,
-    endpointChanged: () => {},
-    limiter: new RateLimiter(core.repo, core.clock, core.config.rateLimits),
-    authFailures: new AuthFailureLimiter(core.clock),
-    inflight: new Map(),
-  });
+  invoke = testInvoke(env);
 });
 
 const op = (id: keyof typeof operations) => operations[id] as Operation;

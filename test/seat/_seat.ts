@@ -6,13 +6,10 @@
  */
 import { expect } from 'bun:test';
 import type { StoreRow } from '../../db/types.ts';
-import { AuthFailureLimiter } from '../../src/lib/auth-failures.ts';
-import { createInvoke } from '../../src/server/pipeline.ts';
-import { RateLimiter } from '../../src/server/rate-limit.ts';
 import { seatCall } from '../../src/seat/call.ts';
 import { issueSignInLink } from '../../src/seat/session.ts';
 import type { Human, PageResult, SeatContext, SeatPage } from '../../src/seat/types.ts';
-import { addStore, BASE, createTestEnv, type TestEnv } from '../helpers.ts';
+import { addStore, BASE, createTestEnv, type TestEnv, testInvoke } from '../helpers.ts';
 
 /** An answer of the seat as the browser gets it. */
 export interface Answer {
@@ -79,13 +76,7 @@ export async function direct(): Promise<{
   const store = (await env.core.repo.getStoreByShop(SHOP))!;
   const human: Human = { face: 'embedded', store, actor: 'shopify-staff:42', sessionId: 'sid-test' };
   const { core } = env;
-  const invoke = createInvoke({
-    core,
-    endpointChanged: (id) => env.app.endpoints.invalidate(id),
-    limiter: new RateLimiter(core.repo, core.clock, core.config.rateLimits),
-    authFailures: new AuthFailureLimiter(core.clock),
-    inflight: new Map(),
-  });
+  const invoke = testInvoke(env, (id) => env.app.endpoints.invalidate(id));
   const ctx = (path: string, form: URLSearchParams | null): SeatContext => ({
     core,
     human,

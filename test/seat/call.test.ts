@@ -6,13 +6,11 @@ import { beforeEach, describe, expect, it } from 'bun:test';
 import type { StoreRow } from '../../db/types.ts';
 import { operations, type Operation } from '../../src/contract/operations.ts';
 import { DEFAULT_RATE_LIMITS } from '../../src/contract/limits.ts';
-import { AuthFailureLimiter } from '../../src/lib/auth-failures.ts';
 import { authenticateBearer } from '../../src/ops/grants.ts';
-import { createInvoke, type Call, type Invoke } from '../../src/server/pipeline.ts';
-import { RateLimiter } from '../../src/server/rate-limit.ts';
+import type { Call, Invoke } from '../../src/server/pipeline.ts';
 import { seatCall } from '../../src/seat/call.ts';
 import type { Human, SeatContext } from '../../src/seat/types.ts';
-import { addGrant, addStore, createTestEnv, rows, type TestEnv } from '../helpers.ts';
+import { addGrant, addStore, createTestEnv, rows, type TestEnv, testInvoke } from '../helpers.ts';
 
 let env: TestEnv;
 let store: StoreRow;
@@ -22,14 +20,7 @@ async function setUp(rateLimits = DEFAULT_RATE_LIMITS) {
   env = await createTestEnv({ rateLimits });
   await addStore(env);
   store = (await env.core.repo.getStoreByShop('demo.myshopify.com'))!;
-  const { core } = env;
-  invoke = createInvoke({
-    core,
-    endpointChanged: () => {},
-    limiter: new RateLimiter(core.repo, core.clock, core.config.rateLimits),
-    authFailures: new AuthFailureLimiter(core.clock),
-    inflight: new Map(),
-  });
+  invoke = testInvoke(env);
 }
 
 beforeEach(() => setUp());

@@ -4,6 +4,7 @@
  * sessions expire; an uninstalled store's console refuses. Sign-in is audited as the human.
  */
 import { beforeEach, describe, expect, it } from 'bun:test';
+import { tagRequest } from '../../src/lib/request-ids.ts';
 import { issueSignInLink, LINK_TTL_MS, SESSION_TTL_MS } from '../../src/seat/session.ts';
 import { addStore, BASE, createTestEnv, rows, type TestEnv } from '../helpers.ts';
 
@@ -129,6 +130,22 @@ describe('the console', () => {
     // Home's reads between them went through invoke as the same human.
     expect(audit.find((r) => r.op === 'getSetupState')).toEqual(row('getSetupState'));
     expect(new Set(audit.map((r) => `${r.kind} ${r.label}`))).toEqual(new Set(['human ops@box']));
+  });
+
+  it('answers 404 for a path under a page that takes none (only Endpoints has items under it)', async () => {
+    const { cookie } = await signIn();
+    for (const path of ['/console/agents/x', '/console/events/ev_x', '/console/audit/x/y', '/console/plan/x'])
+      expect((await get(path, cookie)).status).toBe(404);
+    expect((await get('/console/agents', cookie)).status).toBe(200);
+  });
+
+  it("records a sign-in under the request's own id", async () => {
+    const link = await issueSignInLink(env.core, SHOP, 'ops@box');
+    const req = new Request(`${BASE}${pathOf(link.url)}`);
+    tagRequest(req, 'req_console_sign_in');
+    expect((await env.app.fetch(req)).status).toBe(200);
+    const audit = await rows(env, `SELECT request_id AS "requestId" FROM audit_log WHERE operation_id = 'signInConsole'`);
+    expect(audit).toEqual([{ requestId: 'req_console_sign_in' }]);
   });
 
   it("sends the console's security headers: frame-ancestors 'none', script and style by nonce, no store", async () => {

@@ -13,9 +13,9 @@ import type { Core } from '../../core.ts';
 import { hmacDigest, sameDigest, sha256Hex } from '../../lib/crypto.ts';
 import { randomBase62 } from '../../lib/ids.ts';
 import { refusalReason } from '../../lib/refusal-log.ts';
-import { escapeHtml as esc, htmlPage as page, publicLink, redirectTo } from '../../lib/web.ts';
+import { cookieOf, escapeHtml as esc, htmlPage as page, publicLink, redirectTo } from '../../lib/web.ts';
+import { adminGraphql, exchangeAuthorizationCode, graphqlUrl, tokenUrl, type TokenReply } from './admin-api.ts';
 import { installLink } from '../../contract/platform.ts';
-import { adminGraphql, exchangeAuthorizationCode, graphqlUrl, tokenUrl } from './admin-api.ts';
 import { APP_CLIENT_ID_ENV, APP_SECRET_ENV, appClientId, authorizeUrl, shopDomainOf, signedQueryProblem } from './app.ts';
 import { obtainedToken } from './credentials.ts';
 import { billingMode } from './billing.ts';
@@ -27,14 +27,6 @@ import { planChoices } from './billing-pages.ts';
 const STATE_TTL_MS = 10 * 60_000;
 const COOKIE = 'hookrelay_install';
 const IDENTITY_QUERY = 'query hookrelayInstall { shop { id myshopifyDomain } currentAppInstallation { id } }';
-
-function cookieOf(req: Request, name: string): string | null {
-  for (const part of (req.headers.get('cookie') ?? '').split(';')) {
-    const [k, ...v] = part.trim().split('=');
-    if (k === name) return v.join('=');
-  }
-  return null;
-}
 
 /** The state's MAC key: derived from the app's client secret, so no MAC of ours is one Shopify makes with it. */
 const stateKey = (secret: string) => hmacDigest(secret, 'hookrelay/install-state/v1').toString('base64url');
@@ -147,11 +139,8 @@ export function createAppInstall(core: Core, ops: Pick<PlatformOps, 'newStoreRow
         clear,
       );
     }
-    const identity = await adminGraphql(graphqlUrl(shop, core.config.shopifyAdminUrl), reply.accessToken, IDENTITY_QUERY, undefined, timeout);
-    const shopGid = identity.kind === 'answered' ? ((identity.data?.shop as { id?: unknown } | undefined)?.id as string | undefined) : undefined;
-    const installGid =
-      identity.kind === 'answered' ? ((identity.data?.currentAppInstallation as { id?: unknown } | undefined)?.id as string | undefined) : undefined;
-    if (typeof shopGid !== 'string' || typeof installGid !== 'string') {
+    const store = await completeInstall(core, ops, shop, clientId, secretName, reply, asked, 'OAuth');
+    if (!store) {
       core.log.warn(`app install for ${shop}: the shop's identity could not be read`);
       return page(
         502,
@@ -160,14 +149,6 @@ export function createAppInstall(core: Core, ops: Pick<PlatformOps, 'newStoreRow
         clear,
       );
     }
-
-    const now = core.clock.now();
-    const store = await upsertStore(core.repo, core, ops, shop, clientId, secretName, now);
-    await installs.setStoreIdentity(store.id, idTail(shopGid), idTail(installGid), now);
-    await core.repo.links.installToken(store.id, obtainedToken(core.box, reply, clientId, asked), now);
-    await core.repo.links.resume(store.id, now);
-    shopifyPlatform(core).forget(store.id);
-    core.log.info(`app installed on ${shop} (store ${store.id}; OAuth, expiring offline token)`);
     return page(
       200,
       `hookrelay is installed on ${shop}`,
@@ -184,8 +165,44 @@ export function createAppInstall(core: Core, ops: Pick<PlatformOps, 'newStoreRow
   return { install, callback };
 }
 
+/**
+ * An install whose token Shopify issued (by OAuth's code or the embedded app's token exchange): the shop's identity
+ * read with it, the store created or brought back, the token sealed, handoff resumed. Null when the identity could
+ * not be read (nothing written).
+ */
+export async function completeInstall(
+  core: Core,
+  ops: Pick<PlatformOps, 'newStoreRow'>,
+  shop: string,
+  clientId: string,
+  secretVar: string,
+  reply: Extract<TokenReply, { kind: 'issued' }>,
+  asked: number,
+  how: string,
+): Promise<StoreRow | null> {
+  const identity = await adminGraphql(
+    graphqlUrl(shop, core.config.shopifyAdminUrl),
+    reply.accessToken,
+    IDENTITY_QUERY,
+    undefined,
+    core.config.handoff.timeoutMs,
+  );
+  const data = identity.kind === 'answered' ? identity.data : undefined;
+  const shopGid = (data?.shop as { id?: unknown } | undefined)?.id;
+  const installGid = (data?.currentAppInstallation as { id?: unknown } | undefined)?.id;
+  if (typeof shopGid !== 'string' || typeof installGid !== 'string') return null;
+  const now = core.clock.now();
+  const store = await upsertStore(core.repo, core, ops, shop, clientId, secretVar, now);
+  await core.repo.installs.setStoreIdentity(store.id, idTail(shopGid), idTail(installGid), now);
+  await core.repo.links.installToken(store.id, obtainedToken(core.box, reply, clientId, asked), now);
+  await core.repo.links.resume(store.id, now);
+  shopifyPlatform(core).forget(store.id);
+  core.log.info(`app installed on ${shop} (store ${store.id}; ${how}, expiring offline token)`);
+  return (await core.repo.getStore(store.id)) ?? store;
+}
+
 /** The store for an install: created (destination Shopify, OAuth credentials) or brought back, uninstalled no more. */
-export async function upsertStore(
+async function upsertStore(
   repo: Repo,
   core: Core,
   ops: Pick<PlatformOps, 'newStoreRow'>,

@@ -8,17 +8,14 @@ import type { StoreRow } from '../../../db/types.ts';
 import type { Core } from '../../core.ts';
 import { hmacDigest, sameDigest } from '../../lib/crypto.ts';
 import type { EmbeddedApp, EmbeddedIdentity, PlatformOps } from '../types.ts';
-import { adminGraphql, exchangeIdToken, graphqlUrl, tokenUrl } from './admin-api.ts';
+import { exchangeIdToken, tokenUrl } from './admin-api.ts';
 import { APP_SECRET_ENV, appClientId, shopDomainOf } from './app.ts';
-import { upsertStore } from './app-install.ts';
-import { obtainedToken } from './credentials.ts';
-import { shopifyPlatform } from './platform.ts';
+import { completeInstall } from './app-install.ts';
 
 /** How far `exp`/`nbf` may be from this box's clock. */
 const ID_TOKEN_SKEW_MS = 5_000;
 /** An ID token is 1 minute; anything much longer is not one Shopify made. */
 const MAX_TOKEN_BYTES = 4096;
-const IDENTITY_QUERY = 'query hookrelayInstall { shop { id myshopifyDomain } currentAppInstallation { id } }';
 
 const b64urlJson = (part: string): Record<string, unknown> | null => {
   if (!/^[A-Za-z0-9_-]*$/.test(part)) return null;
@@ -125,23 +122,12 @@ export function shopifyEmbedded(core: Core, ops: Pick<PlatformOps, 'newStoreRow'
       core.log.warn(`token exchange for ${shop}: Shopify issued no token (${why})`);
       return { ok: false, status: reply.kind === 'refused' && reply.status < 500 ? 401 : 502, why: `Shopify issued no token (${why})` };
     }
-    const identityReply = await adminGraphql(graphqlUrl(shop, core.config.shopifyAdminUrl), reply.accessToken, IDENTITY_QUERY, undefined, timeout);
-    const data = identityReply.kind === 'answered' ? identityReply.data : undefined;
-    const shopGid = (data?.shop as { id?: unknown } | undefined)?.id;
-    const installGid = (data?.currentAppInstallation as { id?: unknown } | undefined)?.id;
-    if (typeof shopGid !== 'string' || typeof installGid !== 'string') {
+    const store = await completeInstall(core, ops, shop, app.clientId, app.secretVar, reply, asked, 'token exchange');
+    if (!store) {
       core.log.warn(`token exchange for ${shop}: the shop's identity could not be read`);
       return { ok: false, status: 502, why: "the shop's identity could not be read" };
     }
-    const now = core.clock.now();
-    const store = await upsertStore(core.repo, core, ops, shop, app.clientId, app.secretVar, now);
-    const tail = (gid: string) => gid.split('/').pop() || gid;
-    await core.repo.installs.setStoreIdentity(store.id, tail(shopGid), tail(installGid), now);
-    await core.repo.links.installToken(store.id, obtainedToken(core.box, reply, app.clientId, asked), now);
-    await core.repo.links.resume(store.id, now);
-    shopifyPlatform(core).forget(store.id);
-    core.log.info(`app installed on ${shop} (store ${store.id}; token exchange, expiring offline token)`);
-    return { ok: true, store: (await core.repo.getStore(store.id)) ?? store };
+    return { ok: true, store };
   }
 }
 

@@ -11,7 +11,7 @@ import { TIER_LABELS, TIER_NAMES, type Tier } from '../../contract/scopes.ts';
 import type { Core } from '../../core.ts';
 import { issueGrant, listGrants, revokeGrant } from '../../ops/grants.ts';
 import { auditAdmin } from '../../ops/human-audit.ts';
-import { field, html, postForm, section, shownOnce, table, type Html } from '../html.ts';
+import { field, html, postForm, section, shownOnce, table, when, type Html } from '../html.ts';
 import type { Human, PageResult, SeatContext, SeatPage } from '../types.ts';
 import { auditSection } from './audit.ts';
 
@@ -113,8 +113,8 @@ async function overview(ctx: SeatContext, error?: Html, status?: number): Promis
     html`<code>${g.grantId}</code>`,
     g.tier,
     g.state,
-    g.expiresAt,
-    g.state === 'active' ? postForm(ctx, link(ctx), { action: 'revoke', grantId: g.grantId }, 'Revoke') : (g.revokedAt ?? '—'),
+    when(g.expiresAt),
+    g.state === 'active' ? postForm(ctx, link(ctx), { action: 'revoke', grantId: g.grantId }, 'Revoke') : when(g.revokedAt),
   ]);
   const v = (name: string, fallback: string) => (error ? (field(ctx, name) ?? fallback) : fallback);
   const issueForm = postForm(
@@ -130,7 +130,7 @@ async function overview(ctx: SeatContext, error?: Html, status?: number): Promis
   return {
     title: 'Agents',
     ...(status ? { status } : {}),
-    html: html`<h1>Agents</h1><p>Agents act in this store only through a grant you issue: a tier of scopes, for a limited time. Only a person can issue or revoke one.</p>${
+    html: html`<p>Agents act in this store only through a grant you issue: a tier of scopes, for a limited time. Only a person can issue or revoke one.</p>${
       done ? html`<p role="status">${done}</p>` : ''
     }${error ?? ''}${table('Grants', ['Label', 'Id', 'Tier', 'State', 'Expires', 'Revoke'], rows)}${section(ctx, 'Issue a grant', issueForm)}`.markup,
   };
@@ -141,10 +141,10 @@ function issued(ctx: SeatContext, g: Awaited<ReturnType<typeof issueAgentGrant>>
     title: 'Grant issued',
     status: 201,
     // The token is in this answer only (never redirected to, never in a URL); every seat answer is no-store.
-    html: html`<h1>Grant issued</h1>${section(
+    html: html`${section(
       ctx,
       `${g.tier} grant`,
-      html`<p><strong>Copy the token now: it is shown this once and cannot be read again.</strong> Give it to the agent as its bearer token; it expires ${g.expiresAt}.</p>${shownOnce(
+      html`<p><strong>Copy the token now: it is shown this once and cannot be read again.</strong> Give it to the agent as its bearer token; it expires ${when(g.expiresAt)}.</p>${shownOnce(
         ctx,
         'token',
         'Grant token',
@@ -158,16 +158,16 @@ async function grantHistory(ctx: SeatContext, grantId: string): Promise<PageResu
   const grant = (await listGrants(ctx.core, ctx.human.store.shopDomain)).find((g) => g.grantId === grantId);
   if (!grant)
     return {
-      title: 'Agents',
+      title: 'Grant',
       status: 404,
-      html: html`<h1>Grant</h1><p role="alert">No such grant in this store.</p><p><a href="${link(ctx)}">All grants</a></p>`.markup,
+      html: html`<p role="alert">No such grant in this store.</p><p><a href="${link(ctx)}">All grants</a></p>`.markup,
     };
   const cursor = ctx.url.searchParams.get('cursor') ?? '';
   const { body, status } = await auditSection(ctx, { grantId, cursor }, (q) => link(ctx, `grant=${encodeURIComponent(grantId)}&${q}`));
   return {
     title: grant.label,
     status,
-    html: html`<h1>${grant.label}</h1>${table(
+    html: html`${table(
       'Grant',
       ['Field', 'Value'],
       [
@@ -175,8 +175,8 @@ async function grantHistory(ctx: SeatContext, grantId: string): Promise<PageResu
         ['Tier', grant.tier],
         ['Scopes', grant.scopes.join(', ')],
         ['State', grant.state],
-        ['Issued', grant.createdAt],
-        ['Expires', grant.expiresAt],
+        ['Issued', when(grant.createdAt)],
+        ['Expires', when(grant.expiresAt)],
       ],
     )}${grant.state === 'active' ? postForm(ctx, link(ctx), { action: 'revoke', grantId: grant.grantId }, 'Revoke') : ''}${section(ctx, 'What it did', body)}<p><a href="${link(ctx)}">All grants</a></p>`
       .markup,

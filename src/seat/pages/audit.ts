@@ -4,7 +4,7 @@
  * grant's history with the same table.
  */
 import { ACTOR_KINDS } from '../../contract/schemas/audit.ts';
-import { problem, html, section, table, type Html } from '../html.ts';
+import { problem, html, section, table, when, type Html } from '../html.ts';
 import type { PageResult, SeatContext, SeatPage } from '../types.ts';
 
 type Entry = {
@@ -44,7 +44,7 @@ export async function auditSection(
   for (const [k, v] of Object.entries(filters)) if (v && k !== 'cursor') next.set(k, v);
   if (nextCursor) next.set('cursor', nextCursor);
   const rows = entries.map((e) => [
-    html`<time datetime="${e.at}">${e.at.replace('T', ' ').replace(/\.\d+Z$|Z$/, ' UTC')}</time>`,
+    when(e.at),
     html`${e.actorKind}: ${e.actorLabel}`,
     e.grantId ? html`<code>${e.grantId}</code>` : '—',
     e.operationId,
@@ -80,7 +80,7 @@ export const page: SeatPage = {
     return {
       title: 'Audit',
       status,
-      html: html`<h1>Audit</h1><p>Every call, confirmation and grant change in this store, by people and by agents. Never inputs or secrets.</p>${section(
+      html: html`<p>Every call, confirmation and grant change in this store, by people and by agents. Never inputs or secrets.</p>${section(
         ctx,
         'Filter',
         form,

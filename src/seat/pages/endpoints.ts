@@ -87,7 +87,7 @@ async function list(ctx: SeatContext): Promise<PageResult> {
   const done = DONE[ctx.url.searchParams.get('done') ?? ''];
   return result(
     'Endpoints',
-    html`<h1>Endpoints</h1>${done ? html`<p role="status">${done}</p>` : ''}<p><a href="${link(ctx, 'new=1')}">Create an endpoint</a></p>${table(
+    html`${done ? html`<p role="status">${done}</p>` : ''}<p><a href="${link(ctx, 'new=1')}">Create an endpoint</a></p>${table(
       'Endpoints of this store',
       ['Name', 'Id', 'Trigger', 'Auth', 'Secret ends', 'Status'],
       endpoints.map((e) => [
@@ -122,7 +122,7 @@ function createForm(ctx: SeatContext, error?: SeatAnswer, status?: number): Page
   )}${input('eventType', 'Default event type')}${input('expectedEvery', 'Expect an event at least every', 'e.g. 2h; empty: no silence watch')}`;
   return result(
     'Create an endpoint',
-    html`<h1>Create an endpoint</h1>${error ? problem(error) : ''}${section(
+    html`${error ? problem(error) : ''}${section(
       ctx,
       'New endpoint',
       // A fresh key each time the form is shown: the same key with corrected input would be another request (422).
@@ -145,7 +145,7 @@ async function create(ctx: SeatContext): Promise<PageResult> {
   const preset = PRESET_STEPS[e.senderProfile ?? 'custom_http'];
   return result(
     'Endpoint created',
-    html`<h1>Endpoint created</h1>${section(
+    html`${section(
       ctx,
       e.name,
       html`<p>Senders POST JSON to <code>${e.url}</code>.</p>${
@@ -160,7 +160,7 @@ async function create(ctx: SeatContext): Promise<PageResult> {
 
 async function showEndpoint(ctx: SeatContext, id: string): Promise<PageResult> {
   const a = await ctx.call({ operationId: 'getEndpointDetail', params: { endpointId: id } });
-  if (a.status !== 200) return result('Endpoint', html`<h1>Endpoint</h1>${problem(a)}<p><a href="${link(ctx)}">All endpoints</a></p>`, { status: a.status });
+  if (a.status !== 200) return result('Endpoint', html`${problem(a)}<p><a href="${link(ctx)}">All endpoints</a></p>`, { status: a.status });
   const e = data<{ endpoint: Endpoint }>(a).endpoint;
   const done = DONE[ctx.url.searchParams.get('done') ?? ''];
   const facts = table(
@@ -217,7 +217,7 @@ async function showEndpoint(ctx: SeatContext, id: string): Promise<PageResult> {
     : postForm(ctx, link(ctx), { ...hidden('delete'), stage: 'permanent' }, 'Preview permanent delete');
   return result(
     e.name,
-    html`<h1>${e.name}</h1>${done ? html`<p role="status">${done}</p>` : ''}${facts}${active ? html`${section(ctx, 'Send a test event', test)}${section(ctx, 'Edit', edit)}${section(ctx, 'Rotate the secret', rotate)}` : ''}${section(
+    html`${done ? html`<p role="status">${done}</p>` : ''}${facts}${active ? html`${section(ctx, 'Send a test event', test)}${section(ctx, 'Edit', edit)}${section(ctx, 'Rotate the secret', rotate)}` : ''}${section(
       ctx,
       active ? 'Archive' : 'Delete permanently',
       remove,
@@ -253,14 +253,14 @@ const VERB: Record<IntentKind, string> = { edit: 'Change the endpoint', rotate: 
 async function preview(ctx: SeatContext, kind: IntentKind, endpointId: string): Promise<PageResult> {
   const a = await ctx.call({ operationId: INTENT_OPS[kind], params: { endpointId }, body: { mode: 'preview', input: intentInput(ctx, kind) } });
   const back = html`<p><a href="${endpointLink(ctx, endpointId)}">Back to the endpoint</a></p>`;
-  if (a.status !== 201) return result('Not previewed', html`<h1>Not previewed</h1>${problem(a)}${back}`, { status: a.status });
+  if (a.status !== 201) return result('Not previewed', html`${problem(a)}${back}`, { status: a.status });
   const intent = data<{ intent: Intent }>(a).intent;
   const p = intent.preview;
   const show = (v: unknown) => (v === null || v === undefined ? '—' : typeof v === 'string' ? v : JSON.stringify(v));
   const verb = kind === 'delete' ? (field(ctx, 'stage') === 'permanent' ? 'Delete permanently' : 'Archive') : VERB[kind];
   return result(
-    'Confirm',
-    html`<h1>Confirm: ${verb}</h1><p>${p.summary}</p>${table(
+    `Confirm: ${verb}`,
+    html`<p>${p.summary}</p>${table(
       'What changes',
       ['Field', 'Now', 'After'],
       p.changes.map((c) => [c.field, show(c.from), show(c.to)]),
@@ -291,7 +291,7 @@ async function execute(ctx: SeatContext, kind: IntentKind, endpointId: string): 
     idempotencyKey: field(ctx, 'idempotencyKey'),
   });
   const back = html`<p><a href="${endpointLink(ctx, endpointId)}">Back to the endpoint</a></p>`;
-  if (a.status !== 200) return result('Not done', html`<h1>Not done</h1>${problem(a)}${back}`, { status: a.status });
+  if (a.status !== 200) return result('Not done', html`${problem(a)}${back}`, { status: a.status });
   const intent = data<{ intent: Intent }>(a).intent;
   if (kind === 'delete') {
     const stage = field(ctx, 'stage') === 'permanent' ? 'permanent' : 'archive';
@@ -302,7 +302,7 @@ async function execute(ctx: SeatContext, kind: IntentKind, endpointId: string): 
   const secret = a.replayed ? undefined : intent.result?.secret;
   return result(
     'Secret rotated',
-    html`<h1>Secret rotated</h1><p>${intent.result?.summary ?? ''}</p>${
+    html`<p>${intent.result?.summary ?? ''}</p>${
       secret
         ? html`<p><strong>Copy the new secret now: it is shown this once and cannot be read again.</strong> Put it in the sender before the overlap ends.</p>${shownOnce(
             ctx,
@@ -319,11 +319,11 @@ async function execute(ctx: SeatContext, kind: IntentKind, endpointId: string): 
 async function prepareTest(ctx: SeatContext, endpointId: string): Promise<PageResult> {
   const a = await ctx.call({ operationId: 'createEndpointTestIntent', params: { endpointId }, body: {} });
   const back = html`<p><a href="${endpointLink(ctx, endpointId)}">Back to the endpoint</a></p>`;
-  if (a.status !== 201) return result('Not prepared', html`<h1>Not prepared</h1>${problem(a)}${back}`, { status: a.status });
+  if (a.status !== 201) return result('Not prepared', html`${problem(a)}${back}`, { status: a.status });
   const t = data<{ test: { url: string; headerName: string; authMode: string; bodyText: string; howToSign: string; expectedReceipt: string } }>(a).test;
   return result(
     'Test event',
-    html`<h1>Test event</h1>${section(
+    html`${section(
       ctx,
       'What the sender sends',
       html`${table(
