@@ -84,28 +84,11 @@ export class HookrelayClient {
   }
 
   /**
-   * Validates params, query and body with the operation's schemas (invalid_input, exit 2, before any request),
-   * then sends it. The body goes as the caller wrote it; the server applies its own defaults.
+   * Checks the input (checkInput: invalid_input, exit 2, before any request), then sends it. The body goes as the
+   * caller wrote it; the server applies its own defaults.
    */
   async send(op: Operation, input: SendInput = {}): Promise<ApiResponse<unknown>> {
-    check(op.params, input.params ?? {}, 'path');
-    const query = Object.fromEntries(
-      Object.entries(input.query ?? {})
-        .filter(([, v]) => v !== undefined)
-        .map(([k, v]) => [k, String(v)]),
-    );
-    if (op.query) check(op.query, query, 'query');
-    else if (Object.keys(query).length) throw new AppError('invalid_input', `${op.operationId} takes no query parameters.`);
-    if (input.body !== undefined) {
-      if (!op.body) throw new AppError('invalid_input', `${op.operationId} takes no request body.`);
-      check(op.body, input.body, 'body');
-    } else if (op.body && op.method === 'POST' && op.transport === undefined) {
-      check(op.body, {}, 'body');
-    }
-    if (input.idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(input.idempotencyKey)) {
-      throw new AppError('invalid_input', `The idempotency key must be 1-${IDEMPOTENCY_KEY_MAX_LENGTH} printable ASCII characters without spaces.`);
-    }
-
+    const { query } = checkInput(op, input);
     const path = op.path.replace(/\{(\w+)\}/g, (_m, name: string) => encodeURIComponent(input.params?.[name] ?? ''));
     const qs = new URLSearchParams(query).toString();
     // The audit's `surface` is `cli` for this User-Agent (self-declared, like any User-Agent).
@@ -179,14 +162,47 @@ export class HookrelayClient {
       }
       return { status: response.status, headers: response.headers, body: json, date, localMidpoint: res.localMidpoint };
     }
-    throw errorFromAnswer(response, parsed ? json : null, this.baseUrl);
+    throw errorFromAnswer(response.status, response.headers.get('retry-after'), parsed ? json : null, this.baseUrl);
   }
 }
 
-function check(schema: z.ZodType | undefined, value: unknown, where: string) {
-  if (!schema) return;
+/** A call's input as its operation's schemas parse it (each part undefined where the operation has none). */
+export interface CheckedInput {
+  params: unknown;
+  query: unknown;
+  body: unknown;
+}
+
+/**
+ * Checks a call's params, query, body and idempotency key against its operation before anything is sent:
+ * invalid_input (exit 2) naming the first offending field, never its value. Returns the query as it is sent
+ * (strings) and each part as the schemas parse it, defaults applied: what the server's validation makes of it,
+ * so an in-process caller (code mode) hands `parsed` on as the call's one validation.
+ */
+export function checkInput(op: Operation, input: SendInput): { query: Record<string, string>; parsed: CheckedInput } {
+  const params = check(op.params, input.params ?? {}, 'path');
+  const query = Object.fromEntries(
+    Object.entries(input.query ?? {})
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => [k, String(v)]),
+  );
+  if (!op.query && Object.keys(query).length) throw new AppError('invalid_input', `${op.operationId} takes no query parameters.`);
+  const parsedQuery = check(op.query, query, 'query');
+  if (input.body !== undefined && !op.body) throw new AppError('invalid_input', `${op.operationId} takes no request body.`);
+  // No body is an empty one: the server reads `{}` (a POST), as the schema then sees it.
+  const body =
+    op.body && (input.body !== undefined || (op.method === 'POST' && op.transport === undefined)) ? check(op.body, input.body ?? {}, 'body') : undefined;
+  if (input.idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(input.idempotencyKey)) {
+    throw new AppError('invalid_input', `The idempotency key must be 1-${IDEMPOTENCY_KEY_MAX_LENGTH} printable ASCII characters without spaces.`);
+  }
+  return { query, parsed: { params, query: parsedQuery, body } };
+}
+
+/** `value` parsed by `schema` (undefined without one); invalid_input naming the offending fields, never their values. */
+function check(schema: z.ZodType | undefined, value: unknown, where: string): unknown {
+  if (!schema) return undefined;
   const r = schema.safeParse(value);
-  if (r.success) return;
+  if (r.success) return r.data;
   // Issues without the offending values: an input may hold something private.
   const details = r.error.issues.map((i) => ({ path: [where, ...i.path.map(String)].join('.'), code: i.code, message: i.message }));
   const first = details[0];
@@ -231,16 +247,19 @@ function unreachable(baseUrl: string, err: unknown, timeoutMs: number): ClientEr
   });
 }
 
-/** The error answer as a ClientError: the envelope's error, refusal and rate-limit guidance. */
-function errorFromAnswer(res: Response, json: unknown, baseUrl: string): ClientError {
+/**
+ * An error answer (its status, Retry-After header and JSON body, null when it had none) as a ClientError: the
+ * envelope's error, refusal and rate-limit guidance. `source` names who answered, for an answer with no message.
+ */
+export function errorFromAnswer(status: number, retryAfter: string | null, json: unknown, source: string): ClientError {
   const body = (json && typeof json === 'object' ? json : {}) as Record<string, unknown>;
   const err = (body.error && typeof body.error === 'object' ? body.error : typeof body.code === 'string' ? body : {}) as Record<string, unknown>;
-  const code = typeof err.code === 'string' ? err.code : `http_${res.status}`;
+  const code = typeof err.code === 'string' ? err.code : `http_${status}`;
   const message =
-    typeof err.message === 'string' ? err.message : `The server answered HTTP ${res.status}${json === null ? ' without a JSON body' : ''} (${baseUrl}).`;
+    typeof err.message === 'string' ? err.message : `The server answered HTTP ${status}${json === null ? ' without a JSON body' : ''} (${source}).`;
   let rateLimit: RateLimitInfo | undefined;
-  if (res.status === 429) {
-    const header = Number(res.headers.get('retry-after'));
+  if (status === 429) {
+    const header = Number(retryAfter);
     const fromBody = typeof body.retryAfterSeconds === 'number' ? body.retryAfterSeconds : NaN;
     const retryAfterSeconds = Math.max(1, Math.ceil(Number.isFinite(fromBody) ? fromBody : Number.isFinite(header) ? header : 1));
     rateLimit = {
@@ -251,8 +270,8 @@ function errorFromAnswer(res: Response, json: unknown, baseUrl: string): ClientE
       recommendedAction: typeof body.recommendedAction === 'string' ? body.recommendedAction : undefined,
     };
   }
-  return new ClientError(code, message, exitCodeFor(res.status, typeof err.code === 'string' ? err.code : undefined), {
-    status: res.status,
+  return new ClientError(code, message, exitCodeFor(status, typeof err.code === 'string' ? err.code : undefined), {
+    status,
     supportCode: typeof err.supportCode === 'string' ? err.supportCode : undefined,
     details: err.details,
     refusal: (body.refusal as Refusal | null | undefined) ?? null,

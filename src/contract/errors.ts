@@ -1,4 +1,5 @@
 /** The one error table: every stable code with its HTTP status and CLI exit code (HTTP, MCP and CLI read it). */
+import { MAX_API_BODY_BYTES } from './limits.ts';
 
 export const REFUSAL_CATEGORIES = ['scope', 'usage', 'target_state', 'safety', 'product_boundary', 'human_only', 'edition'] as const;
 export type RefusalCategory = (typeof REFUSAL_CATEGORIES)[number];
@@ -88,6 +89,11 @@ export const IN_PROGRESS_CODES = ['request_in_progress', 'intent_executing'] as 
 /** 409 for a request that is running now, advising RETRY_SAME_KEY. */
 export function inProgress(code: (typeof IN_PROGRESS_CODES)[number], reason: string, details?: unknown): AppError {
   return new AppError('conflict', reason, details, { category: 'target_state', code, reason, recommendedAction: RETRY_SAME_KEY }, { 'Retry-After': '1' });
+}
+
+/** 413 for an API request body past MAX_API_BODY_BYTES: sent over HTTP, or built by code mode's `api.*`. */
+export function bodyTooLarge(): AppError {
+  return new AppError('payload_too_large', `Request bodies are limited to ${MAX_API_BODY_BYTES / 1024 / 1024} MiB.`);
 }
 
 /** The refusal a code carries by default (null when the code is no refusal), with `reason` as its reason. */

@@ -1,22 +1,26 @@
 /**
- * `api.call` and `api.request` of code mode. Each call is a Request to the app's own fetch, in process, with
- * the caller's Authorization and expected-context headers: bearer auth, scopes, rate limits, idempotency,
- * metering, audit and redaction are exactly the HTTP ones. Only contract operations under /agent/v1 are
- * reachable; the MCP transport, /hooks and every other path are refused before anything is sent.
+ * `api.call` and `api.request` of code mode: each call goes to the pipeline's `invoke` in process, as the grant the
+ * MCP request already authenticated, with that request's expected-context headers and its request id. Scopes, rate
+ * limits, idempotency, metering, audit and redaction are the pipeline's, as for any HTTP call; what is not done again
+ * is the bearer lookup (once per MCP request), the HTTP round trip, and a second validation (the input is checked
+ * here, once, as the CLI's client checks it, and handed on validated). Only contract operations under /agent/v1 are
+ * reachable; the MCP transport, /hooks and every other path are refused before anything runs.
+ *
+ * A grant revoked or expired during a run still answers the rest of that run's calls; the next MCP request is
+ * refused (pipeline.ts, `Call.principal`).
  */
 import { z } from 'zod';
-import { AppError } from '../contract/errors.ts';
-import { operations, type Operation, type OperationId } from '../contract/operations.ts';
-import type { ExpectedContext } from '../client/config.ts';
+import { AppError, bodyTooLarge } from '../contract/errors.ts';
+import { MAX_API_BODY_BYTES } from '../contract/limits.ts';
+import { operations, pathMatcher, type Operation, type OperationId } from '../contract/operations.ts';
 import { ClientError } from '../client/errors.ts';
-import { HookrelayClient, type SendInput } from '../client/http.ts';
+import { checkInput, errorFromAnswer, type SendInput } from '../client/http.ts';
 import { matchOperation } from '../client/routes.ts';
+import { NO_CLIENT } from '../lib/auth-failures.ts';
+import type { AgentPrincipal } from '../ops/grants.ts';
+import type { Invoke } from '../server/pipeline.ts';
 import type { Host, HostAnswer } from './code-mode.ts';
 import type { SandboxError } from './sandbox.ts';
-import { markCodeMode } from './surface.ts';
-
-/** In-process requests need a base; the app routes on the path alone. */
-const IN_PROCESS_BASE = 'http://hookrelay.in-process';
 
 const Query = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]));
 const SandboxRequestSchema = z.discriminatedUnion('kind', [
@@ -41,26 +45,66 @@ const SandboxRequestSchema = z.discriminatedUnion('kind', [
   }),
 ]);
 
+/** Who runs the code: what the MCP request that carries the `execute` call established. */
 export interface Caller {
-  /** The bearer token of the MCP request that runs the code. */
-  token: string;
-  expected: ExpectedContext;
+  /** The grant its bearer token authenticated, once for the whole request. */
+  principal: AgentPrincipal;
+  /** Its expected-context headers (X-Service-Expected-*), checked again on every call. */
+  expected: Headers;
+  /** Its request id: every call of the run, and the run's own audit row, carry it. */
+  requestId: string;
 }
 
-/** The host answering a run's `api.*` calls for `caller`, through `appFetch`. */
-export function apiHost(appFetch: (req: Request) => Promise<Response>, caller: Caller): Host {
-  const inProcess = ((url: string, init?: RequestInit) => appFetch(markCodeMode(new Request(url, init)))) as typeof fetch;
-  const client = new HookrelayClient({ baseUrl: IN_PROCESS_BASE, token: caller.token, expected: caller.expected, fetch: inProcess });
+/** Who answered, for an error answer without a message of its own (errorFromAnswer). */
+const SOURCE = 'in process';
+
+/** The host answering a run's `api.*` calls for `caller`, through `invoke`. */
+export function apiHost(invoke: Invoke, caller: Caller): Host {
   return async (raw): Promise<HostAnswer> => {
     let operationId: string | undefined;
     try {
       const { op, input } = resolve(raw);
       operationId = op.operationId;
-      return { ok: true, value: (await client.send(op, input)).body };
+      const answer = await invoke(op, callOf(op, input, caller));
+      if (answer.status >= 200 && answer.status < 300) return { ok: true, value: answer.body };
+      throw errorFromAnswer(answer.status, answer.headers?.['Retry-After'] ?? null, answer.body, SOURCE);
     } catch (err) {
       return { ok: false, error: { ...facts(err), ...(operationId ? { operationId } : {}) } };
     }
   };
+}
+
+/**
+ * The pipeline call of `op` for `input`: checked and parsed here (invalid_input before anything runs, as the CLI's
+ * client refuses it), a body past the API's limit refused as HTTP refuses it, and the path parameters as the route
+ * would have matched them (they name the audit row's target and key the idempotency hash).
+ */
+function callOf(op: Operation, input: SendInput, caller: Caller) {
+  const { parsed } = checkInput(op, input);
+  if (input.body !== undefined && Buffer.byteLength(JSON.stringify(input.body)) > MAX_API_BODY_BYTES) throw answered(bodyTooLarge());
+  return {
+    principal: caller.principal,
+    expected: caller.expected,
+    params: Object.fromEntries(paramNames(op).map((n) => [n, input.params?.[n] ?? ''])),
+    validated: parsed,
+    idempotencyKey: input.idempotencyKey ?? null,
+    requestId: caller.requestId,
+    client: NO_CLIENT,
+    surface: 'mcp' as const,
+  };
+}
+
+/** An error HTTP answers before the pipeline, given as that answer (its status included), with no round trip. */
+function answered(err: AppError): ClientError {
+  return errorFromAnswer(err.status, null, { refusal: err.refusal ?? null, error: { code: err.code, message: err.message } }, SOURCE);
+}
+
+const names = new Map<Operation, string[]>();
+/** The names of `op`'s path parameters, in order. */
+function paramNames(op: Operation): string[] {
+  let n = names.get(op);
+  if (!n) names.set(op, (n = pathMatcher(op.path).names));
+  return n;
 }
 
 /** The contract operation and input a sandbox request names. */

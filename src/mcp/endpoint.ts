@@ -96,7 +96,8 @@ export function createMcpEndpoint(deps: ServerDeps & { pipeline: McpPipeline }):
       clientId: grant.id,
       scopes,
       expiresAt: Math.floor(grant.expiresAt / 1000),
-      extra: { expected: expectedContext(req) },
+      // What `execute` runs as (api.ts Caller): the grant authenticated above, once for the whole request.
+      extra: { principal: ctx, expected: expectedContext(req), requestId },
     };
     try {
       const res = await transport.handleRequest(req, { authInfo });
@@ -133,6 +134,6 @@ function methodNotAllowed(method: string): Response {
 }
 
 /** The expected-context headers of the MCP request, passed on to every call `execute` makes. */
-function expectedContext(req: Request): Record<string, string> {
-  return Object.fromEntries(EXPECTED_CONTEXT.flatMap((c) => (req.headers.get(c.header) === null ? [] : [[c.key, req.headers.get(c.header)!]])));
+function expectedContext(req: Request): Headers {
+  return new Headers(EXPECTED_CONTEXT.flatMap((c) => (req.headers.get(c.header) === null ? [] : [[c.header, req.headers.get(c.header)!]])));
 }

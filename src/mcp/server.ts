@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { EDITION, OPENAPI_PATH, type Scope } from '../contract/scopes.ts';
 import type { AuditLog } from '../../db/repo.ts';
 import type { CoreWith } from '../core.ts';
+import type { Invoke } from '../server/pipeline.ts';
 import { apiHost, type Caller } from './api.ts';
 import { executeHints, searchCatalogue, SearchInputShape } from './catalogue.ts';
 import { runCode } from './code-mode.ts';
@@ -24,8 +25,8 @@ export interface SessionGrant {
 export interface ServerDeps {
   core: CoreWith<AuditLog>;
   version: string;
-  /** The app's own fetch: `execute` calls go through it in process. */
-  appFetch(req: Request): Promise<Response>;
+  /** The pipeline's invoke: `execute` calls go to it in process, as the grant the MCP request authenticated. */
+  invoke: Invoke;
 }
 
 const EDITION_ID = `${EDITION.platformKey}/${EDITION.editionKey}`;
@@ -100,10 +101,10 @@ function ownSdkToolErrors(server: McpServer): void {
     );
 }
 
-/** The caller of a tool call: the token and expected context of the HTTP request that carried it. */
-function callerOf(extra: { authInfo?: { token: string; extra?: Record<string, unknown> } }): Caller | null {
-  const auth = extra.authInfo;
-  return auth ? { token: auth.token, expected: (auth.extra?.expected ?? {}) as Caller['expected'] } : null;
+/** The caller of a tool call: the grant, expected context and request id of the HTTP request that carried it (endpoint.ts). */
+function callerOf(extra: { authInfo?: { extra?: Record<string, unknown> } }): Caller | null {
+  const caller = extra.authInfo?.extra as Partial<Caller> | undefined;
+  return caller?.principal && caller.expected && caller.requestId ? (caller as Caller) : null;
 }
 
 export function createMcpServer(deps: ServerDeps, grant: SessionGrant): McpServer {
@@ -134,10 +135,10 @@ export function createMcpServer(deps: ServerDeps, grant: SessionGrant): McpServe
       const caller = callerOf(extra);
       if (!caller) return result({ error: { code: 'unauthorized', message: 'No grant on this request.' } }, true);
       const started = performance.now();
-      const run = await runCode(code, deps.core.config.mcp.limits, apiHost(deps.appFetch, caller), grant.storeId);
+      const run = await runCode(code, deps.core.config.mcp.limits, apiHost(deps.invoke, caller), grant.storeId);
       const ms = (performance.now() - started).toFixed(0);
       deps.core.log.info(`mcp execute grant=${grant.grantId} calls=${run.calls} outcome=${run.ok ? 'ok' : run.error.code} ${ms}ms`);
-      await auditRun(deps.core, grant, run).catch((err: unknown) =>
+      await auditRun(deps.core, grant, run, caller.requestId).catch((err: unknown) =>
         deps.core.log.warn(`mcp execute audit failed: ${err instanceof Error ? err.message : 'error'}`),
       );
       const logs = run.logs.length ? { logs: run.logs } : {};
@@ -148,11 +149,11 @@ export function createMcpServer(deps: ServerDeps, grant: SessionGrant): McpServe
 }
 
 /**
- * One audit row per `execute` run, besides the rows of the calls it made (surface `mcp`): so a run that made
- * no call, or that a sandbox limit ended (`error_code` sandbox_*), is on record too. Transition `execute`
- * tells it apart from the session start, which is audited under the same operation.
+ * One audit row per `execute` run, besides the rows of the calls it made (surface `mcp`, the same request id): so a
+ * run that made no call, or that a sandbox limit ended (`error_code` sandbox_*), is on record too. Transition
+ * `execute` tells it apart from the session start, which is audited under the same operation.
  */
-async function auditRun(core: CoreWith<AuditLog>, grant: SessionGrant, run: SandboxOutcome): Promise<void> {
+async function auditRun(core: CoreWith<AuditLog>, grant: SessionGrant, run: SandboxOutcome, requestId: string): Promise<void> {
   await core.repo.insertAudit({
     id: core.ids.next('aud'),
     at: core.clock.now(),
@@ -170,7 +171,7 @@ async function auditRun(core: CoreWith<AuditLog>, grant: SessionGrant, run: Sand
     errorCode: run.ok ? null : run.error.code,
     refusalCategory: null,
     refusalCode: null,
-    requestId: null,
+    requestId,
     surface: 'mcp',
   });
 }

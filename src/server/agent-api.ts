@@ -10,7 +10,7 @@ import { appPlatform } from '../platform/registry.ts';
 import { buildOpenApi } from '../contract/openapi.ts';
 import { OPERATIONS, operations, pathMatcher, type Operation, type PublicOperationId } from '../contract/operations.ts';
 import { OPENAPI_PATH } from '../contract/scopes.ts';
-import { AppError } from '../contract/errors.ts';
+import { AppError, bodyTooLarge } from '../contract/errors.ts';
 import type { ClientOf } from '../lib/auth-failures.ts';
 import { readCapped, withCappedBody } from '../lib/body.ts';
 import type { McpEndpoint, McpPipeline } from '../mcp/endpoint.ts';
@@ -42,18 +42,14 @@ export interface AgentApi {
   fetch(req: Request, path: string, client: ClientOf, decode: (s: string) => string | null): Promise<Response>;
   /** Ends open MCP sessions and their streams. */
   closeMcp(): Promise<void>;
-  /** The pipeline's invoke, shared with the merchant's seat (one limiter and idempotency map for both). */
+  /** The pipeline's invoke, shared with the merchant's seat and MCP code mode (one limiter and idempotency map for all). */
   invoke: Invoke;
 }
 
 /** What the app shares with the API: the same store of failed authentications and storage health as the hooks. */
 export type AgentApiDeps = Omit<PipelineDeps, 'limiter' | 'inflight'>;
 
-/** `appFetch` is the whole app's fetch: code mode's `api.*` calls go through it as any HTTP request would. */
-/** 413 for a request body past MAX_API_BODY_BYTES, whether it was declared or found while reading. */
-const tooLarge = () => new AppError('payload_too_large', `Request bodies are limited to ${MAX_API_BODY_BYTES / 1024 / 1024} MiB.`);
-
-export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) => Promise<Response>): AgentApi {
+export function createAgentApi(shared: AgentApiDeps): AgentApi {
   const { core } = shared;
   const routes = OPERATIONS.map(compile);
   const MCP = operations.connectMcpAgentOperations;
@@ -67,8 +63,7 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
     },
     errorResponse,
   };
-  const mcpEndpoint = () =>
-    (mcp ??= import('../mcp/endpoint.ts').then((m) => m.createMcpEndpoint({ core, version: VERSION, appFetch, pipeline: mcpPipeline })));
+  const mcpEndpoint = () => (mcp ??= import('../mcp/endpoint.ts').then((m) => m.createMcpEndpoint({ core, version: VERSION, invoke, pipeline: mcpPipeline })));
   const available = new Set(
     routes
       .filter((r) => Object.hasOwn(HANDLERS, r.op.operationId) || r.op.auth === 'none' || (r.op.transport === 'mcp' && core.config.mcp.codeMode))
@@ -86,7 +81,7 @@ export function createAgentApi(shared: AgentApiDeps, appFetch: (req: Request) =>
     if (path === MCP.path) {
       // POST, and GET / DELETE of its streams and sessions. The SDK buffers any body whole: cap it first.
       const capped = await withCappedBody(req, MAX_API_BODY_BYTES);
-      if (!capped) return errorResponse(null, tooLarge());
+      if (!capped) return errorResponse(null, bodyTooLarge());
       tagRequest(capped, requestIdOf(req));
       return (await mcpEndpoint()).fetch(capped, client);
     }
@@ -152,7 +147,7 @@ function callOf(req: Request, op: Operation, params: Record<string, string>, cli
  */
 async function readJsonBody(req: Request): Promise<unknown> {
   const bytes = await readCapped(req, MAX_API_BODY_BYTES);
-  if (!bytes) throw tooLarge();
+  if (!bytes) throw bodyTooLarge();
   const text = UTF8.decode(bytes);
   if (text.trim() === '') return {};
   const type = req.headers.get('content-type') ?? '';

@@ -129,8 +129,7 @@ export function createApp(core: Core): App {
     // The guard's own 429 (an address past its failed sign-ins), not a page's answer, is framed as the seat frames.
     return res.status === 429 && unlogged.has(res) ? (await seatFront()).tooMany(req, path, Number(res.headers.get('retry-after')) || 60) : res;
   };
-  const agentApi = () =>
-    (agent ??= import('./agent-api.ts').then((m) => m.createAgentApi({ core, endpointChanged, authFailures, storage }, (req) => fetch(req))));
+  const agentApi = () => (agent ??= import('./agent-api.ts').then((m) => m.createAgentApi({ core, endpointChanged, authFailures, storage })));
 
   async function fetch(req: Request, peer: string | null | (() => string | null) = null): Promise<Response> {
     const path = pathOf(req.url);
