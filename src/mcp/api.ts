@@ -18,7 +18,7 @@ import { checkInput, errorFromAnswer, type SendInput } from '../client/http.ts';
 import { matchOperation } from '../client/routes.ts';
 import { NO_CLIENT } from '../lib/auth-failures.ts';
 import type { AgentPrincipal } from '../ops/grants.ts';
-import type { Invoke } from '../server/pipeline.ts';
+import type { Call, Invoke } from '../server/pipeline.ts';
 import type { Host, HostAnswer } from './code-mode.ts';
 import type { SandboxError } from './sandbox.ts';
 
@@ -76,27 +76,23 @@ export function apiHost(invoke: Invoke, caller: Caller): Host {
 
 /**
  * The pipeline call of `op` for `input`: checked and parsed here (invalid_input before anything runs, as the CLI's
- * client refuses it), a body past the API's limit refused as HTTP refuses it, and the path parameters as the route
- * would have matched them (they name the audit row's target and key the idempotency hash).
+ * client refuses it) and handed on validated, with the path parameters as the route would have matched them (they
+ * name the audit row's target and key the idempotency hash). A body past the API's limit is refused where HTTP
+ * refuses it: read once the call is authorized, and audited (413).
  */
-function callOf(op: Operation, input: SendInput, caller: Caller) {
+function callOf(op: Operation, input: SendInput, caller: Caller): Call {
   const { parsed } = checkInput(op, input);
-  if (input.body !== undefined && Buffer.byteLength(JSON.stringify(input.body)) > MAX_API_BODY_BYTES) throw answered(bodyTooLarge());
+  const oversize = input.body !== undefined && Buffer.byteLength(JSON.stringify(input.body)) > MAX_API_BODY_BYTES;
   return {
     principal: caller.principal,
     expected: caller.expected,
     params: Object.fromEntries(paramNames(op).map((n) => [n, input.params?.[n] ?? ''])),
-    validated: parsed,
+    ...(oversize ? { readBody: () => Promise.reject(bodyTooLarge()) } : { validated: parsed }),
     idempotencyKey: input.idempotencyKey ?? null,
     requestId: caller.requestId,
     client: NO_CLIENT,
-    surface: 'mcp' as const,
+    surface: 'mcp',
   };
-}
-
-/** An error HTTP answers before the pipeline, given as that answer (its status included), with no round trip. */
-function answered(err: AppError): ClientError {
-  return errorFromAnswer(err.status, null, { refusal: err.refusal ?? null, error: { code: err.code, message: err.message } }, SOURCE);
 }
 
 const names = new Map<Operation, string[]>();
