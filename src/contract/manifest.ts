@@ -1,7 +1,7 @@
 /** The public manifest, derived from the contract table. */
 import { EXPECTED_CONTEXT_HEADERS } from './context.ts';
 import { REFUSAL_CATEGORIES } from './errors.ts';
-import { OPERATIONS } from './operations.ts';
+import { extensionMark, OPERATIONS } from './operations.ts';
 import { API_PREFIX, EDITION, OPENAPI_PATH, SCHEMA_VERSION, TIERS } from './scopes.ts';
 
 const SAFETY_BOUNDARIES = [
@@ -65,6 +65,7 @@ export function buildManifest(publicUrl: string, available: ReadonlySet<string>,
       confirmation: o.confirmation,
       available: available.has(o.operationId),
       summary: o.summary,
+      ...extensionMark(o),
     })),
     platform: { platformKey: 'shopify' as const, adminApiVersion: platform.adminApiVersion },
     rereadGuidance:

@@ -94,7 +94,10 @@ interface OperationSpec {
    * a charge). A POST there answers this refusal, category `human_only`, instead of 405.
    */
   humanOnlyWrite?: { code: string; reason: string; recommendedAction: string };
-  /** An operation beyond the spec's table: where it was decided (OpenAPI marks it `x-extension`). */
+  /**
+   * An operation beyond the spec's table: where it was decided (OpenAPI marks it `x-extension`; the manifest and MCP
+   * `search` by extensionMark).
+   */
   extension?: string;
   /** false: a request may come without a body (OpenAPI's `requestBody.required`). */
   bodyRequired?: boolean;
@@ -590,6 +593,14 @@ export function pathMatcher(path: string): { re: RegExp; names: string[] } {
 /** Whether the answer to this call (an operation and its request body) holds a secret shown once: see `secretInAnswer`. */
 export function answerHoldsSecret(op: Pick<Operation, 'secretInAnswer'>, body: unknown): boolean {
   return op.secretInAnswer === 'always' || (op.secretInAnswer === 'execute' && executesChange(body));
+}
+
+/**
+ * How the manifest's entries and MCP `search` results mark an operation beyond the spec's table (as OpenAPI's
+ * `x-extension`), saying where it was decided; nothing on the spec's own operations.
+ */
+export function extensionMark(op: Pick<Operation, 'extension'>): { extension?: true; extensionDecidedIn?: string } {
+  return op.extension ? { extension: true, extensionDecidedIn: op.extension } : {};
 }
 
 /** The table as a list, in the spec's order (an extension beside the spec's operation it extends). */

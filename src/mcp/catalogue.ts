@@ -1,7 +1,7 @@
 /** The MCP catalogue: the contract table as `search` shows it, and tool hints derived from effect classes. */
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { OPERATIONS, type Effect, type Operation } from '../contract/operations.ts';
+import { extensionMark, OPERATIONS, type Effect, type Operation } from '../contract/operations.ts';
 import { EffectSchema } from '../contract/schemas.ts';
 import { SCOPES, type Scope } from '../contract/scopes.ts';
 
@@ -40,6 +40,8 @@ function describeOperation(op: Operation) {
     /** `execute`: execute steps need an idempotency key; `optional`: one is honoured. */
     idempotency: op.idempotency,
     hints: EFFECT_HINTS[op.effect as OperationEffect],
+    /** Beyond the spec's table, and where that was decided (absent on the spec's operations). */
+    ...extensionMark(op),
     input: {
       ...(op.params ? { params: jsonSchema(op.params, 'input') } : {}),
       ...(op.query ? { query: jsonSchema(op.query, 'input') } : {}),

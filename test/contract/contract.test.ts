@@ -156,6 +156,20 @@ describe('manifest', () => {
     expect(m.operations.find((o) => o.operationId === 'listEvents')?.available).toBe(false);
     expect(m.authentication.tiers.admin_assistant).toHaveLength(10);
   });
+
+  it("marks the operations beyond the spec's table, saying where each was decided, and only those", () => {
+    const m = buildManifest('https://relay.example', new Set(), { adminApiVersion: apiVersionStatus(Date.parse('2026-11-25T00:00:00Z')) });
+    const marked = m.operations.filter((o) => o.extension);
+    expect(marked.map((o) => o.operationId)).toEqual(EXTENSIONS.map((e) => e.operationId));
+    expect(marked.map((o) => o.operationId)).toContain('createBulkReplayIntent');
+    for (const o of m.operations) {
+      const row = OPERATIONS.find((op) => op.operationId === o.operationId)!;
+      expect(o.extension, o.operationId).toBe(row.extension ? true : undefined);
+      expect(o.extensionDecidedIn, o.operationId).toBe(row.extension);
+    }
+    expect(marked.every((o) => o.extensionDecidedIn?.startsWith('DESIGN.md'))).toBe(true);
+    expect(AgentOperationsManifestSchema.safeParse(m).success).toBe(true);
+  });
 });
 
 describe('migrations bundle', () => {

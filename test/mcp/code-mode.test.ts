@@ -65,6 +65,7 @@ describe('search', () => {
         callable: true,
         hints: { readOnlyHint: false, destructiveHint: true },
       });
+      expect(replay).not.toHaveProperty('extension'); // the spec's own operation
       expect(replay.input.params.required).toEqual(['eventId']);
       expect(JSON.stringify(replay.input.body)).toContain('confirmationToken');
       expect(replay.output).toBeDefined();
@@ -379,7 +380,7 @@ describe('redaction', () => {
 
 describe('bulk replay', () => {
   it(
-    'is in the catalogue, and code mode previews then executes it once per idempotency key',
+    'is in the catalogue, marked as an extension beyond the spec, and code mode previews then executes it once per idempotency key',
     async () => {
       const found = (await tool(client, 'search', { query: 'bulk replay' })).doc.operations;
       const bulk = found.find((o: { operationId: string }) => o.operationId === 'createBulkReplayIntent');
@@ -391,6 +392,8 @@ describe('bulk replay', () => {
         confirmation: true,
         idempotency: 'execute',
         callable: true,
+        extension: true,
+        extensionDecidedIn: expect.stringContaining('DESIGN.md, "The platform link"'),
       });
       expect(JSON.stringify(bulk.input.body)).toContain('filter');
 

@@ -16,6 +16,8 @@ const OperationSummarySchema = z
     confirmation: z.boolean(),
     available: z.boolean().describe('false when this server does not serve the operation yet'),
     summary: z.string(),
+    extension: z.literal(true).optional().describe("Present on an operation beyond the spec's table (bulk replay, the audit read), as OpenAPI's x-extension"),
+    extensionDecidedIn: z.string().optional().describe('Where the extension was decided, and why'),
   })
   .meta({ id: 'OperationSummary' });
 
