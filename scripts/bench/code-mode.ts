@@ -1,0 +1,144 @@
+/**
+ * `bun scripts/bench/code-mode.ts --b <checkout> [--a <checkout>] [--calls 20] [--op getSetupState] [--rounds 15]
+ * [--runs 4] [--sync FULL]`: what one `api.call` of MCP code mode costs, in two trees side by side. Each tree's relay server
+ * (scripts/bench/server.ts, rate limits out of reach) runs on core 0; this driver, on core 1, opens an MCP session
+ * on each and sends `execute` runs of `--calls` calls of `--op`, and runs that make no call, alternating trees
+ * every `--runs` runs for `--rounds` rounds so that both see the same host. A call's cost is what a run of calls
+ * costs beyond a run of none, divided by the calls: the server process's CPU (the host's side of a call; each
+ * run's sandbox process, which does the same work in both trees, is left out), and the run's time on the clock
+ * (median). A checkout is any directory holding this repository
+ * (`git worktree add /tmp/before <commit>`, with node_modules linked); A defaults to this one.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { cpuSeconds, log, median, PINNED, ROOT, round, spawnReady, stop, type Child } from './_lib.ts';
+
+const { values: a } = parseArgs({
+  options: {
+    a: { type: 'string', default: ROOT },
+    b: { type: 'string' },
+    calls: { type: 'string', default: '20' },
+    op: { type: 'string', default: 'getSetupState' },
+    rounds: { type: 'string', default: '15' },
+    runs: { type: 'string', default: '4' },
+    /** SQLite's synchronous setting for both servers: FULL as serve runs, NORMAL to leave the fsyncs out. */
+    sync: { type: 'string', default: 'FULL' },
+  },
+});
+if (!a.b) {
+  process.stderr.write('usage: bun scripts/bench/code-mode.ts --b <checkout> [--a <checkout>] [--calls 20] [--op getSetupState] [--rounds 15] [--runs 4] [--sync FULL]\n');
+  process.exit(2);
+}
+const CALLS = Number(a.calls);
+const ROUNDS = Number(a.rounds);
+const RUNS = Number(a.runs);
+
+interface Side {
+  label: string;
+  server: Child;
+  dir: string;
+  mcp: string;
+  headers: Record<string, string>;
+  id: number;
+}
+
+const JSON_RPC = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+
+async function rpc(side: Side, body: Record<string, unknown>): Promise<Response> {
+  const res = await fetch(side.mcp, { method: 'POST', headers: side.headers, body: JSON.stringify({ jsonrpc: '2.0', ...body }) });
+  if (res.status >= 300) throw new Error(`${side.label}: ${body.method} answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
+  return res;
+}
+
+async function start(label: string, checkout: string): Promise<Side> {
+  const dir = mkdtempSync(join(tmpdir(), `hookrelay-code-mode-${label}-`));
+  const cmd = ['bun', join(resolve(checkout), 'scripts/bench/server.ts'), 'relay', '--data-dir', dir, '--worker', '0', '--request-log', '0', '--sync', a.sync!];
+  const server = await spawnReady(0, cmd, { stderrTo: join(dir, 'log') });
+  const side: Side = {
+    label,
+    server,
+    dir,
+    mcp: `${server.ready.url}/agent/v1/mcp`,
+    headers: { ...JSON_RPC, authorization: `Bearer ${server.ready.token}` },
+    id: 0,
+  };
+  const init = await rpc(side, {
+    id: ++side.id,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+  });
+  side.headers['mcp-session-id'] = init.headers.get('mcp-session-id')!;
+  side.headers['mcp-protocol-version'] = '2025-06-18';
+  await rpc(side, { method: 'notifications/initialized' });
+  return side;
+}
+
+/** One `execute` run; its time on the clock, ms. */
+async function execute(side: Side, code: string, expected: number): Promise<number> {
+  const started = performance.now();
+  const res = await rpc(side, { id: ++side.id, method: 'tools/call', params: { name: 'execute', arguments: { code } } });
+  const ms = performance.now() - started;
+  const out = (await res.json()) as { result?: { isError?: boolean; structuredContent?: { result?: unknown; error?: unknown } } };
+  const doc = out.result?.structuredContent;
+  if (out.result?.isError || doc?.result !== expected) throw new Error(`${side.label}: the run failed: ${JSON.stringify(out).slice(0, 400)}`);
+  return ms;
+}
+
+const WITH_CALLS = `for (let i = 0; i < ${CALLS}; i++) await api.call(${JSON.stringify(a.op)}); return ${CALLS};`;
+const WITHOUT = 'return 0;';
+
+interface Tally {
+  cpu: number;
+  ms: number[];
+}
+const tally = (): Tally => ({ cpu: 0, ms: [] });
+
+/** `RUNS` runs of `code` on `side`, added to `t`. */
+async function batch(side: Side, code: string, expected: number, t: Tally): Promise<void> {
+  const before = cpuSeconds(side.server.pid)!;
+  for (let i = 0; i < RUNS; i++) t.ms.push(await execute(side, code, expected));
+  t.cpu += cpuSeconds(side.server.pid)! - before;
+}
+
+const sides: Side[] = [];
+try {
+  sides.push(await start('A', a.a!));
+  sides.push(await start('B', a.b));
+  log(`A: ${resolve(a.a!)}; B: ${resolve(a.b)}; ${CALLS} × ${a.op} per run; ${ROUNDS} rounds of ${RUNS} runs each${PINNED ? '' : ' (not pinned: no taskset)'}`);
+  // Warm both: the first runs load MCP, the contract and the sandbox.
+  for (const s of sides) for (let i = 0; i < 3; i++) await execute(s, WITH_CALLS, CALLS);
+  const results = sides.map(() => ({ calls: tally(), none: tally() }));
+  for (let r = 0; r < ROUNDS; r++) {
+    const order = r % 2 === 0 ? [0, 1] : [1, 0];
+    for (const i of order) {
+      await batch(sides[i]!, WITH_CALLS, CALLS, results[i]!.calls);
+      await batch(sides[i]!, WITHOUT, 0, results[i]!.none);
+    }
+  }
+  const n = ROUNDS * RUNS;
+  const perCall = sides.map((s, i) => {
+    const { calls, none } = results[i]!;
+    return {
+      tree: s.label,
+      serverUs: round(((calls.cpu - none.cpu) / n / CALLS) * 1e6, 0),
+      wallUs: round(((median(calls.ms) - median(none.ms)) / CALLS) * 1000, 0),
+      runMs: round(median(calls.ms), 1),
+      emptyRunMs: round(median(none.ms), 1),
+    };
+  });
+  const [ra, rb] = perCall;
+  process.stdout.write(
+    [
+      `| tree | server CPU per call, µs | time per call, µs | run of ${CALLS}, ms (median) | run of none, ms (median) |`,
+      '|---|---:|---:|---:|---:|',
+      ...perCall.map((p) => `| ${p.tree} | ${p.serverUs} | ${p.wallUs} | ${p.runMs} | ${p.emptyRunMs} |`),
+      `| B/A | ${round(rb!.serverUs! / ra!.serverUs!, 2)} | ${round(rb!.wallUs! / ra!.wallUs!, 2)} | | |`,
+      '',
+    ].join('\n'),
+  );
+} finally {
+  await Promise.all(sides.map((s) => stop(s.server)));
+  for (const s of sides) rmSync(s.dir, { recursive: true, force: true });
+}
