@@ -14,11 +14,10 @@ import { AppError, bodyTooLarge } from '../contract/errors.ts';
 import { MAX_API_BODY_BYTES } from '../contract/limits.ts';
 import { operations, pathMatcher, type Operation, type OperationId } from '../contract/operations.ts';
 import { ClientError } from '../client/errors.ts';
-import { checkInput, errorFromAnswer, type SendInput } from '../client/http.ts';
+import { checkInput, errorFromAnswer, type CheckedInput, type SendInput } from '../client/http.ts';
 import { matchOperation } from '../client/routes.ts';
-import { NO_CLIENT } from '../lib/auth-failures.ts';
+import { NO_CLIENT, type ClientOf } from '../lib/auth-failures.ts';
 import type { AgentPrincipal } from '../ops/grants.ts';
-import type { Call, Invoke } from '../server/pipeline.ts';
 import type { Host, HostAnswer } from './code-mode.ts';
 import type { SandboxError } from './sandbox.ts';
 
@@ -45,6 +44,25 @@ const SandboxRequestSchema = z.discriminatedUnion('kind', [
   }),
 ]);
 
+/** What code mode hands invoke (src/server/pipeline.ts Call, the fields code mode sets). */
+export interface CodeModeCall {
+  principal: AgentPrincipal;
+  expected: Headers;
+  params: Record<string, string>;
+  validated?: CheckedInput;
+  readBody?: () => Promise<unknown>;
+  idempotencyKey: string | null;
+  requestId: string;
+  client: ClientOf;
+  surface: 'mcp';
+}
+
+/** The app's `invoke` as code mode sees it (MCP does not import src/server: it receives invoke from the app). */
+export type CodeModeInvoke = (
+  op: Operation,
+  call: CodeModeCall,
+) => Promise<{ status: number; body: Record<string, unknown>; headers?: Record<string, string> }>;
+
 /** Who runs the code: what the MCP request that carries the `execute` call established. */
 export interface Caller {
   /** The grant its bearer token authenticated, once for the whole request. */
@@ -59,7 +77,7 @@ export interface Caller {
 const SOURCE = 'in process';
 
 /** The host answering a run's `api.*` calls for `caller`, through `invoke`. */
-export function apiHost(invoke: Invoke, caller: Caller): Host {
+export function apiHost(invoke: CodeModeInvoke, caller: Caller): Host {
   return async (raw): Promise<HostAnswer> => {
     let operationId: string | undefined;
     try {
@@ -80,7 +98,7 @@ export function apiHost(invoke: Invoke, caller: Caller): Host {
  * name the audit row's target and key the idempotency hash). A body past the API's limit is refused where HTTP
  * refuses it: read once the call is authorized, and audited (413).
  */
-function callOf(op: Operation, input: SendInput, caller: Caller): Call {
+function callOf(op: Operation, input: SendInput, caller: Caller): CodeModeCall {
   const { parsed } = checkInput(op, input);
   const oversize = input.body !== undefined && Buffer.byteLength(JSON.stringify(input.body)) > MAX_API_BODY_BYTES;
   return {

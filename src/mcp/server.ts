@@ -5,8 +5,7 @@ import { z } from 'zod';
 import { EDITION, OPENAPI_PATH, type Scope } from '../contract/scopes.ts';
 import type { AuditLog } from '../../db/repo.ts';
 import type { CoreWith } from '../core.ts';
-import type { Invoke } from '../server/pipeline.ts';
-import { apiHost, type Caller } from './api.ts';
+import { apiHost, type Caller, type CodeModeInvoke } from './api.ts';
 import { executeHints, searchCatalogue, SearchInputShape } from './catalogue.ts';
 import { runCode } from './code-mode.ts';
 import type { SandboxOutcome } from './sandbox.ts';
@@ -26,7 +25,7 @@ export interface ServerDeps {
   core: CoreWith<AuditLog>;
   version: string;
   /** The pipeline's invoke: `execute` calls go to it in process, as the grant the MCP request authenticated. */
-  invoke: Invoke;
+  invoke: CodeModeInvoke;
 }
 
 const EDITION_ID = `${EDITION.platformKey}/${EDITION.editionKey}`;
