@@ -28,7 +28,9 @@ const { values: a } = parseArgs({
   },
 });
 if (!a.b) {
-  process.stderr.write('usage: bun scripts/bench/code-mode.ts --b <checkout> [--a <checkout>] [--calls 20] [--op getSetupState] [--rounds 15] [--runs 4] [--sync FULL]\n');
+  process.stderr.write(
+    'usage: bun scripts/bench/code-mode.ts --b <checkout> [--a <checkout>] [--calls 20] [--op getSetupState] [--rounds 15] [--runs 4] [--sync FULL]\n',
+  );
   process.exit(2);
 }
 const CALLS = Number(a.calls);
