@@ -1,13 +1,13 @@
 /**
  * `bun scripts/bench/code-mode.ts --b <checkout> [--a <checkout>] [--calls 20] [--op getSetupState] [--rounds 15]
- * [--runs 4] [--sync FULL]`: what one `api.call` of MCP code mode costs, in two trees side by side. Each tree's relay server
- * (scripts/bench/server.ts, rate limits out of reach) runs on core 0; this driver, on core 1, opens an MCP session
- * on each and sends `execute` runs of `--calls` calls of `--op`, and runs that make no call, alternating trees
- * every `--runs` runs for `--rounds` rounds so that both see the same host. A call's cost is what a run of calls
- * costs beyond a run of none, divided by the calls: the server process's CPU (the host's side of a call; each
- * run's sandbox process, which does the same work in both trees, is left out), and the run's time on the clock
- * (median). A checkout is any directory holding this repository
- * (`git worktree add /tmp/before <commit>`, with node_modules linked); A defaults to this one.
+ * [--runs 4] [--sync FULL]`: what one `api.call` of MCP code mode costs, in two trees side by side. Each tree's
+ * relay server (scripts/bench/server.ts, rate limits out of reach) runs on core 0; this driver, on core 1, opens an
+ * MCP session on each and sends `execute` runs of `--calls` calls of `--op`, and runs that make no call,
+ * alternating trees every `--runs` runs for `--rounds` rounds so that both see the same host. A call's cost is
+ * what a run of calls costs beyond a run of none, divided by the calls: the server process's CPU (the host's side
+ * of a call; each run's sandbox process, which does the same work in both trees, is left out), and the run's time
+ * on the clock (median). A checkout is any directory holding this repository (`git worktree add /tmp/before
+ * <commit>`, with node_modules linked); A defaults to this one.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
