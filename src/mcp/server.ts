@@ -1,4 +1,10 @@
-/** The MCP server of one request of a session (endpoint.ts): code mode's two tools, `search` and `execute`, over the contract. */
+/**
+ * The MCP server of one request (endpoint.ts): code mode's two tools, `search` and `execute`, over the contract.
+ * One definition serves both eras: a 2025-era request (2025-06-18, 2025-11-25) gets an instance of the 1.x SDK's
+ * McpServer, which its sessionful transport serves exactly as before; a 2026-07-28 request gets the 2.x SDK's,
+ * which its per-request handler serves. The tools are registered on either the same way.
+ */
+import { McpServer as ModernMcpServer } from '@modelcontextprotocol/server';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SUPPORTED_PROTOCOL_VERSIONS, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
@@ -27,6 +33,9 @@ export interface ServerDeps {
   /** The app's own fetch: `execute` calls go through it in process. */
   appFetch(req: Request): Promise<Response>;
 }
+
+/** The stateless revision, served beside the 2025-era ones the 1.x SDK lists (SUPPORTED_PROTOCOL_VERSIONS). */
+export const MODERN_PROTOCOL_VERSION = '2026-07-28';
 
 const EDITION_ID = `${EDITION.platformKey}/${EDITION.editionKey}`;
 
@@ -67,10 +76,9 @@ export function endpointDescription(version: string, publicUrl: string) {
       serverInfo: serverInfo(version),
       transport: 'streamable-http',
       endpoint: publicLink(publicUrl, operations.connectMcpAgentOperations.path),
-      protocolVersions: SUPPORTED_PROTOCOL_VERSIONS,
+      protocolVersions: [MODERN_PROTOCOL_VERSION, ...SUPPORTED_PROTOCOL_VERSIONS],
       tools: ['search', 'execute'],
-      start:
-        'POST a JSON-RPC initialize request with your bearer grant, Content-Type: application/json and Accept: application/json, text/event-stream; send the Mcp-Session-Id it answers, and MCP-Protocol-Version, with every later request.',
+      start: `${MODERN_PROTOCOL_VERSION}: POST server/discover, then each request on its own, with your bearer grant, the protocol version, client info and capabilities in its params._meta, and the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers. 2025-11-25 and 2025-06-18: POST a JSON-RPC initialize request with your bearer grant, Content-Type: application/json and Accept: application/json, text/event-stream; send the Mcp-Session-Id it answers, and MCP-Protocol-Version, with every later request.`,
       docs: { manifest: publicLink(publicUrl, operations.getAgentOperationsManifest.path), openapi: publicLink(publicUrl, OPENAPI_PATH) },
     },
   };
@@ -100,14 +108,44 @@ function ownSdkToolErrors(server: McpServer): void {
     );
 }
 
-/** The caller of a tool call: the token and expected context of the HTTP request that carried it. */
-function callerOf(extra: { authInfo?: { token: string; extra?: Record<string, unknown> } }): Caller | null {
-  const auth = extra.authInfo;
+type AuthOfCall = { token: string; extra?: Record<string, unknown> };
+
+/**
+ * The caller of a tool call: the token and expected context of the HTTP request that carried it (the 1.x SDK
+ * hands it as `extra.authInfo`, the 2.x SDK as `ctx.http.authInfo`).
+ */
+function callerOf(extra: { authInfo?: AuthOfCall; http?: { authInfo?: AuthOfCall } }): Caller | null {
+  const auth = extra.authInfo ?? extra.http?.authInfo;
   return auth ? { token: auth.token, expected: (auth.extra?.expected ?? {}) as Caller['expected'] } : null;
 }
 
+/**
+ * How long a 2026-07-28 client may keep the tool list and the discover answer: the tools a grant sees (their hints
+ * follow its scopes) do not change while it lives, and `private` keeps one grant's list from another's cache.
+ */
+const CACHE_HINT = { ttlMs: 300_000, cacheScope: 'private' as const };
+
+/** The server of a 2025-era request (1.x SDK, served by endpoint.ts's sessionful transport). */
 export function createMcpServer(deps: ServerDeps, grant: SessionGrant): McpServer {
   const server = new McpServer(serverInfo(deps.version), { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  registerTools(server, deps, grant);
+  return server;
+}
+
+/** The server of a 2026-07-28 request (2.x SDK, served by its per-request handler): the same tools. */
+export function createModernMcpServer(deps: ServerDeps, grant: SessionGrant): ModernMcpServer {
+  const server = new ModernMcpServer(serverInfo(deps.version), {
+    capabilities: { tools: {} },
+    instructions: INSTRUCTIONS,
+    cacheHints: { 'tools/list': CACHE_HINT, 'server/discover': CACHE_HINT },
+  });
+  // The two SDKs' registerTool take the same (name, config, callback) for a zod shape; only their types differ.
+  registerTools(server as unknown as McpServer, deps, grant);
+  return server;
+}
+
+/** Registers `search` and `execute` for `grant`, in that order (tools/list is deterministic). */
+function registerTools(server: McpServer, deps: ServerDeps, grant: SessionGrant): void {
   ownSdkToolErrors(server);
 
   server.registerTool(
@@ -144,7 +182,6 @@ export function createMcpServer(deps: ServerDeps, grant: SessionGrant): McpServe
       return run.ok ? result({ result: run.result, ...logs, calls: run.calls }) : result({ error: run.error, ...logs, calls: run.calls }, true);
     },
   );
-  return server;
 }
 
 /**
