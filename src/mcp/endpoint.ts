@@ -148,7 +148,7 @@ export function createMcpEndpoint(deps: ServerDeps & { pipeline: McpPipeline }):
 /**
  * Names the edition in every JSON-RPC frame of a JSON answer, as every answer of the HTTP API does: a result in
  * `result._meta.edition` (`_meta` is where MCP lets a server add to any result, so both SDKs' clients keep it), an
- * error in `error.data.edition`. Frames the SDKs build themselves (tools/list, header and version refusals) get it
+ * error in `error.data.edition`; only an empty result (ping's) is left as it is. Frames the SDKs build themselves (tools/list, header and version refusals) get it
  * here, the same way for both eras.
  */
 async function withEdition(res: Response): Promise<Response> {
@@ -170,7 +170,8 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 function stampFrame(frame: unknown): unknown {
   if (!isObject(frame)) return frame;
-  if (isObject(frame.result)) {
+  // An empty result (ping's answer) stays `{}`, as the spec words it and the conformance suite checks.
+  if (isObject(frame.result) && Object.keys(frame.result).length > 0) {
     const meta = isObject(frame.result._meta) ? frame.result._meta : {};
     return { ...frame, result: { ...frame.result, _meta: { ...meta, edition: EDITION } } };
   }
