@@ -14,6 +14,7 @@ import type { CoreWith } from '../core.ts';
 import { apiHost, type Caller } from './api.ts';
 import { executeHints, searchCatalogue, SearchInputShape } from './catalogue.ts';
 import { runCode } from './code-mode.ts';
+import { consentFor } from './consent.ts';
 import type { SandboxOutcome } from './sandbox.ts';
 import { operations } from '../contract/operations.ts';
 import { publicLink } from '../lib/web.ts';
@@ -44,6 +45,7 @@ Edition: ${EDITION.name} (platformKey ${EDITION.platformKey}, editionKey ${EDITI
 1. search: find operations (operationId, scopes, effect, input/output JSON Schema; callable says whether this grant may call it).
 2. execute: run JavaScript that calls them and returns only what you need.
 Changes are two steps: a preview ({mode: "preview", input}) answers an intent with a confirmation token; then execute ({mode: "execute", intentId, confirmationToken}) with an idempotencyKey.
+On ${MODERN_PROTOCOL_VERSION}, a client that declares elicitation is also asked to have its person confirm each execute step (input_required); the retry runs the code again, its earlier calls answered from the record, so keep a run's calls the same on each round.
 "delivered" only means the trigger was handed to Shopify Flow; downstream results must be confirmed separately.`;
 
 const EXECUTE_DESCRIPTION = `Run JavaScript (the body of an async function) in a sandbox with no network, file system or timers. Return a JSON value.
@@ -171,13 +173,20 @@ function registerTools(server: McpServer, deps: ServerDeps, grant: SessionGrant)
     async ({ code }, extra) => {
       const caller = callerOf(extra);
       if (!caller) return result({ error: { code: 'unauthorized', message: 'No grant on this request.' } }, true);
+      // 2026-07-28, a client that can ask its person: an execute step waits for the person's yes (consent.ts).
+      const consent = consentFor(extra, grant.grantId, code, deps.core.box, deps.core.clock.now());
+      if (consent && 'error' in consent) return result({ error: consent.error, calls: 0 }, true);
+      const api = apiHost(deps.appFetch, caller);
       const started = performance.now();
-      const run = await runCode(code, deps.core.config.mcp.limits, apiHost(deps.appFetch, caller), grant.storeId);
+      const run = await runCode(code, deps.core.config.mcp.limits, consent ? consent.host(api) : api, grant.storeId);
       const ms = (performance.now() - started).toFixed(0);
       deps.core.log.info(`mcp execute grant=${grant.grantId} calls=${run.calls} outcome=${run.ok ? 'ok' : run.error.code} ${ms}ms`);
       await auditRun(deps.core, grant, run).catch((err: unknown) =>
         deps.core.log.warn(`mcp execute audit failed: ${err instanceof Error ? err.message : 'error'}`),
       );
+      const stopped = consent?.stopped();
+      if (stopped && 'ask' in stopped) return stopped.ask as unknown as CallToolResult;
+      if (stopped) return result({ error: stopped.error, calls: run.calls }, true);
       const logs = run.logs.length ? { logs: run.logs } : {};
       return run.ok ? result({ result: run.result, ...logs, calls: run.calls }) : result({ error: run.error, ...logs, calls: run.calls }, true);
     },

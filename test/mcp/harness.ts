@@ -13,6 +13,9 @@ import { startServer } from '../../src/server/serve.ts';
 import { closedPort } from '../cli/harness.ts';
 import { addStore, createTestEnv, type TestEnv } from '../helpers.ts';
 
+/** What a test's person answers an elicitation with. */
+export type ElicitAnswer = { action: 'accept'; content: Record<string, string | number | boolean> } | { action: 'decline' | 'cancel' };
+
 export interface McpServerUnderTest {
   /** The test env, its `app` being the served one. */
   env: TestEnv;
@@ -21,7 +24,10 @@ export interface McpServerUnderTest {
   grant(tier?: Tier): Promise<{ grantId: string; token: string }>;
   connect(token: string | null, headers?: Record<string, string>): Promise<Client>;
   /** The 2.x client; `mode` as its versionNegotiation (default: pinned to 2026-07-28). */
-  connectModern(token: string | null, opts?: { headers?: Record<string, string>; mode?: 'legacy' | 'auto' }): Promise<ModernClient>;
+  connectModern(
+    token: string | null,
+    opts?: { headers?: Record<string, string>; mode?: 'legacy' | 'auto'; onElicit?: (params: { message: string }) => ElicitAnswer },
+  ): Promise<ModernClient>;
   stop(): Promise<void>;
 }
 
@@ -47,9 +53,11 @@ export async function startMcpServer(config: Partial<Config> = {}): Promise<McpS
       clients.push(client);
       return client;
     },
-    async connectModern(token, { headers = {}, mode } = {}) {
+    async connectModern(token, { headers = {}, mode, onElicit } = {}) {
       const versionNegotiation = { mode: mode ?? { pin: MODERN_PROTOCOL_VERSION } };
-      const client = new ModernClient({ name: 'hookrelay-test-2026', version: '1.0.0' }, { versionNegotiation });
+      const capabilities = onElicit ? { elicitation: { form: {} } } : {};
+      const client = new ModernClient({ name: 'hookrelay-test-2026', version: '1.0.0' }, { versionNegotiation, capabilities });
+      if (onElicit) client.setRequestHandler('elicitation/create', async (req) => onElicit(req.params as { message: string }));
       const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
       await client.connect(new ModernTransport(mcpUrl, { requestInit: { headers: { ...auth, ...headers } } }));
       clients.push(client);

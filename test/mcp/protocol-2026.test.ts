@@ -175,6 +175,123 @@ describe('2026-07-28 with the 2.x client', () => {
   );
 });
 
+describe('2026-07-28: asking the person before an execute step (MRTR)', () => {
+  /** A failed event of its own, to replay. */
+  const newEvent = async (tag: string) => {
+    const created = await createEndpoint(s.env, admin.token);
+    const id = (await sendHook(s.env, created.endpoint, created.secret, orderEvent(tag))).json.eventId as string;
+    await new HandoffWorker(s.env.core).drain();
+    return id;
+  };
+  /** Preview then execute in one run; the code catches a refused execute and returns its code. */
+  const previewAndExecute = (id: string, reason = "'asked'") => `
+    const params = { eventId: ${JSON.stringify(id)} };
+    const p = await api.call('createReplayIntent', { params, body: { mode: 'preview', input: { reason: ${reason} } } });
+    const body = { mode: 'execute', intentId: p.data.intent.id, confirmationToken: p.data.intent.confirmation.token };
+    try {
+      const e = await api.call('createReplayIntent', { params, body, idempotencyKey: 'mrtr-' + p.data.intent.id });
+      return { id: p.data.intent.id, state: e.data.intent.state };
+    } catch (err) {
+      return { id: p.data.intent.id, refused: err.code };
+    }`;
+  const transitions = async (intentId: string) =>
+    (await s.env.repo.listAudit({ limit: 1000 })).filter((a) => a.operationId === 'createReplayIntent' && a.intentId === intentId).map((a) => a.transition);
+
+  it(
+    'asks once; on yes the retried run replays the preview from the record and sends the execute once',
+    async () => {
+      const asked: string[] = [];
+      const client = await s.connectModern(admin.token, {
+        onElicit: ({ message }) => {
+          asked.push(message);
+          return { action: 'accept', content: { execute: true } };
+        },
+      });
+      const r = await execute(client, previewAndExecute(await newEvent('mrtr-yes')));
+      expect(r.isError).toBe(false);
+      expect(r.doc.result.state).toBe('executed');
+      expect(asked).toHaveLength(1);
+      expect(asked[0]).toContain(r.doc.result.id);
+      expect(await transitions(r.doc.result.id)).toEqual(['previewed', 'executed']);
+    },
+    SLOW,
+  );
+
+  it(
+    'on no the step is not sent: the code gets confirmation_declined, and the preview was made once',
+    async () => {
+      const client = await s.connectModern(admin.token, { onElicit: () => ({ action: 'decline' }) });
+      const r = await execute(client, previewAndExecute(await newEvent('mrtr-no')));
+      expect(r.doc.result.refused).toBe('confirmation_declined');
+      expect(await transitions(r.doc.result.id)).toEqual(['previewed']);
+    },
+    SLOW,
+  );
+
+  it(
+    'the first round answers input_required with the question and a sealed state, and sends nothing past the preview',
+    async () => {
+      const id = await newEvent('mrtr-raw');
+      const meta = { ...MODERN_META, 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } } };
+      const call = (extra: Record<string, unknown>) =>
+        rpc(
+          s.mcpUrl,
+          { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'execute', arguments: { code: previewAndExecute(id) }, _meta: meta, ...extra } },
+          { authorization: `Bearer ${admin.token}`, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'execute' },
+        ).then((res) => res.json() as Promise<any>);
+      const first = await call({});
+      expect(first.result).toMatchObject({ resultType: 'input_required', _meta: { edition: EDITION } });
+      expect(first.result.inputRequests.execute).toMatchObject({ method: 'elicitation/create', params: { requestedSchema: { required: ['execute'] } } });
+      expect(first.result.requestState).toStartWith('v1.');
+      expect(first.result.requestState).not.toContain('confirmation'); // sealed, not only signed
+      const previews = (await s.env.repo.listAudit({ limit: 1000 })).filter((a) => a.operationId === 'createReplayIntent' && a.transition === 'previewed');
+      const intentId = previews.at(-1)!.intentId!;
+      expect(await transitions(intentId)).toEqual(['previewed']);
+
+      // A forged or altered state is refused before any code runs.
+      const altered = first.result.requestState.slice(0, -4) + (first.result.requestState.endsWith('AAAA') ? 'BBBB' : 'AAAA');
+      const forged = await call({ requestState: altered, inputResponses: { execute: { action: 'accept', content: { execute: true } } } });
+      expect(forged.result.isError).toBe(true);
+      expect(forged.result.structuredContent.error.code).toBe('invalid_input');
+      expect(await transitions(intentId)).toEqual(['previewed']);
+
+      // The same state for another grant is refused too.
+      const other = await s.grant('admin_assistant');
+      const stolen = await rpc(
+        s.mcpUrl,
+        {
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'tools/call',
+          params: { name: 'execute', arguments: { code: previewAndExecute(id) }, _meta: meta, requestState: first.result.requestState, inputResponses: {} },
+        },
+        { authorization: `Bearer ${other.token}`, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'execute' },
+      );
+      expect(((await stolen.json()) as any).result.structuredContent.error.code).toBe('invalid_input');
+
+      // The genuine retry with a yes: the preview answered from the record, the execute sent once.
+      const done = await call({ requestState: first.result.requestState, inputResponses: { execute: { action: 'accept', content: { execute: true } } } });
+      expect(done.result.structuredContent.result).toEqual({ id: intentId, state: 'executed' });
+      expect(await transitions(intentId)).toEqual(['previewed', 'executed']);
+    },
+    SLOW,
+  );
+
+  it(
+    'code that calls differently on the retry is stopped at the difference: sandbox_replay_diverged, nothing sent twice',
+    async () => {
+      const client = await s.connectModern(admin.token, { onElicit: () => ({ action: 'accept', content: { execute: true } }) });
+      const id = await newEvent('mrtr-random');
+      const r = await execute(client, previewAndExecute(id, 'String(Math.random())'));
+      expect(r.isError).toBe(true);
+      expect(r.doc.error.code).toBe('sandbox_replay_diverged');
+      const audited = (await s.env.repo.listAudit({ limit: 1000 })).filter((a) => a.operationId === 'createReplayIntent' && a.targetId === id);
+      expect(audited.map((a) => a.transition)).toEqual(['previewed']);
+    },
+    SLOW,
+  );
+});
+
 describe('the edition in tool lists and JSON-RPC errors, both eras', () => {
   it(
     '2025-11-25: tools/list carries it in _meta; an unknown method, an unknown session and GET carry it in error.data',
