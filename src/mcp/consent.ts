@@ -64,16 +64,17 @@ export interface Consent {
 }
 
 /**
- * The consent of one `execute` call: null when the person cannot be asked (a 2025-era request, or a client that did
- * not declare elicitation); a refusal when the retry's requestState is not one this server sealed for this grant and
- * code, or it expired.
+ * The consent of one `execute` call: null when the person cannot be asked (a 2025-era request, or a first round from a
+ * client that did not declare elicitation); a refusal when the retry's requestState is not one this server sealed for
+ * this grant and code, or it expired.
  */
 export function consentFor(extra: unknown, grantId: string, code: string, box: SecretBox, now: number): Consent | { error: SandboxError } | null {
   const req = (extra as ModernExtra).mcpReq;
-  if (!req?.envelope?.['io.modelcontextprotocol/clientCapabilities']?.elicitation) return null;
+  const raw = req?.requestState?.();
+  // A retry is a round of its own whatever it declares: running it afresh would make its recorded calls again.
+  if (!req || (raw === undefined && !req.envelope?.['io.modelcontextprotocol/clientCapabilities']?.elicitation)) return null;
   const sealer = stateBox(box);
   const codeHash = createHash('sha256').update(code).digest('base64url');
-  const raw = req.requestState?.();
   let state: RoundState | null = null;
   if (raw !== undefined) {
     state = typeof raw === 'string' ? openState(sealer, raw) : null;

@@ -253,6 +253,9 @@ describe('2026-07-28: asking the person before an execute step (MRTR)', () => {
       const forged = await call({ requestState: altered, inputResponses: { execute: { action: 'accept', content: { execute: true } } } });
       expect(forged.result.isError).toBe(true);
       expect(forged.result.structuredContent.error.code).toBe('invalid_input');
+      // A retry is a round of the asking even when its _meta no longer declares elicitation: never run afresh.
+      const undeclared = await call({ _meta: MODERN_META, requestState: altered, inputResponses: {} });
+      expect(undeclared.result.structuredContent.error.code).toBe('invalid_input');
       expect(await transitions(intentId)).toEqual(['previewed']);
 
       // The same state for another grant is refused too.
