@@ -142,10 +142,10 @@ const P = API_PREFIX;
 const McpJsonRpcErrorSchema = z
   .object({
     jsonrpc: z.literal('2.0'),
-    id: z.null(),
+    id: z.union([z.string(), z.number(), z.null()]),
     error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }),
   })
-  .meta({ id: 'McpJsonRpcError', description: 'A JSON-RPC error frame of the MCP transport.' });
+  .meta({ id: 'McpJsonRpcError', description: 'A JSON-RPC error frame of the MCP transport; `error.data.edition` names the edition.' });
 
 export const operations = {
   getAgentOperationsManifest: op({
@@ -174,7 +174,7 @@ export const operations = {
     tag: 'MCP',
     summary: 'Remote MCP transport over this contract',
     description:
-      'Streamable HTTP MCP. Same bearer grant, scopes, confirmations, idempotency, audit, metering and redaction as HTTP. Code mode exposes `search` and `execute`.',
+      'Streamable HTTP MCP, 2026-07-28 (stateless: `server/discover`, then each request with its `_meta`) and 2025-11-25 or 2025-06-18 (`initialize` and a session), chosen per request. Same bearer grant, scopes, confirmations, idempotency, audit, metering and redaction as HTTP. Code mode exposes `search` and `execute`.',
     body: McpFrameSchema,
     bodyRequired: false,
     response: McpResponseSchema,
@@ -182,13 +182,13 @@ export const operations = {
     responses: {
       200: {
         description:
-          'A JSON-RPC response frame (JSON: this server answers a POST without an SSE stream). To a POST without a body, a frame with id null whose result describes the endpoint: edition, serverInfo, transport, endpoint, protocolVersions, tools, how to start a session, docs',
+          'A JSON-RPC response frame (JSON: this server answers a POST without an SSE stream). To a POST without a body, a frame with id null whose result describes the endpoint: edition, serverInfo, transport, endpoint, protocolVersions, tools, how to start a session, docs. 2026-07-28: an `execute` call from a client that declared elicitation may answer `resultType: "input_required"` (the person is asked to confirm an execute step; retry with `inputResponses` and the `requestState`)',
         body: McpResponseSchema,
       },
       202: { description: 'Accepted: the client or session uses asynchronous streaming (the frame was a notification or a response; no body)' },
       400: {
         description:
-          'The body is not JSON or not a JSON-RPC message (-32700), or a request other than initialize came without a session, without Mcp-Session-Id or with an unsupported MCP-Protocol-Version (-32000, -32600)',
+          "The body is not JSON or not a JSON-RPC message (-32700), or a request other than initialize came without a session, without Mcp-Session-Id or with an unsupported MCP-Protocol-Version (-32000, -32600). 2026-07-28: the MCP-Protocol-Version, Mcp-Method or Mcp-Name header missing or not the body's (-32020 HeaderMismatch), a protocol version in `_meta` this server does not serve (-32022 UnsupportedProtocolVersion, `data.supported`), or a malformed `_meta` (-32602)",
         body: McpJsonRpcErrorSchema,
       },
       401: {

@@ -1,12 +1,15 @@
 /**
  * `hookrelay mcp`: a stdio MCP server for desktop clients that forwards every JSON-RPC frame, unchanged, to
- * the remote endpoint (POST /agent/v1/mcp) with the grant token, and every answer back. stdout carries MCP
+ * the remote endpoint (POST /agent/v1/mcp) with the grant token, and every answer back. Either era passes: the 2.x
+ * SDK's HTTP client transport sends a 2025-era frame on the session its initialize opened, and a 2026-07-28 frame
+ * (its `_meta` names the version) on its own, with the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers it
+ * derives from the frame; a refusal of such a frame (400 with a JSON-RPC error) reaches the client as that error. stdout carries MCP
  * frames only; anything to say goes to the log (stderr). When the remote no longer knows the session (404: a
  * server whose box key changed, or one that kept sessions in memory and restarted) the bridge replays the client's
  * initialize and sends the frame again; when stdin ends, answers still in flight are delivered before the bridge
  * asks the remote to end the session.
  */
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { SdkHttpError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import {
   isInitializeRequest,
@@ -91,7 +94,7 @@ export async function runStdioBridge(opts: BridgeOptions): Promise<number> {
     try {
       await sentOn.send(message);
     } catch (err) {
-      if (!(err instanceof StreamableHTTPError && err.code === 404 && initialize && !isInitializeRequest(message))) throw err;
+      if (!(err instanceof SdkHttpError && err.status === 404 && initialize && !isInitializeRequest(message))) throw err;
       if (remote === sentOn) reopening ??= reopen().finally(() => (reopening = null));
       await reopening;
       await remote.send(message);
@@ -173,8 +176,8 @@ export async function answerStartFailure(message: string, data: Record<string, u
 
 /** A failed forward as the client hears it: the remote's answer (its HTTP status), or that it could not be reached. */
 function describeFailure(err: unknown, url: URL): { message: string; status: number | null; exitCode: number } {
-  if (err instanceof StreamableHTTPError) {
-    const status = err.code !== undefined && err.code > 0 ? err.code : null;
+  if (err instanceof SdkHttpError) {
+    const status = err.status !== undefined && err.status > 0 ? err.status : null;
     return { message: reason(err), status, exitCode: status ? exitCodeFor(status) : EXIT.error };
   }
   // No answer at all (refused, unresolvable, reset): name where the bridge was going, never the token.

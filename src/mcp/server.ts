@@ -1,4 +1,10 @@
-/** The MCP server of one request of a session (endpoint.ts): code mode's two tools, `search` and `execute`, over the contract. */
+/**
+ * The MCP server of one request (endpoint.ts): code mode's two tools, `search` and `execute`, over the contract.
+ * One definition serves both eras: a 2025-era request (2025-06-18, 2025-11-25) gets an instance of the 1.x SDK's
+ * McpServer, which its sessionful transport serves exactly as before; a 2026-07-28 request gets the 2.x SDK's,
+ * which its per-request handler serves. The tools are registered on either the same way.
+ */
+import { McpServer as ModernMcpServer } from '@modelcontextprotocol/server';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SUPPORTED_PROTOCOL_VERSIONS, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
@@ -8,6 +14,7 @@ import type { CoreWith } from '../core.ts';
 import { apiHost, type Caller, type CodeModeInvoke } from './api.ts';
 import { executeHints, searchCatalogue, SearchInputShape } from './catalogue.ts';
 import { runCode } from './code-mode.ts';
+import { consentFor } from './consent.ts';
 import type { SandboxOutcome } from './sandbox.ts';
 import { operations } from '../contract/operations.ts';
 import { publicLink } from '../lib/web.ts';
@@ -28,6 +35,9 @@ export interface ServerDeps {
   invoke: CodeModeInvoke;
 }
 
+/** The stateless revision, served beside the 2025-era ones the 1.x SDK lists (SUPPORTED_PROTOCOL_VERSIONS). */
+export const MODERN_PROTOCOL_VERSION = '2026-07-28';
+
 const EDITION_ID = `${EDITION.platformKey}/${EDITION.editionKey}`;
 
 const INSTRUCTIONS = `hookrelay Agent Operations over MCP: the same contract, grant, scopes, confirmations, idempotency, audit and metering as the HTTP API.
@@ -35,6 +45,7 @@ Edition: ${EDITION.name} (platformKey ${EDITION.platformKey}, editionKey ${EDITI
 1. search: find operations (operationId, scopes, effect, input/output JSON Schema; callable says whether this grant may call it).
 2. execute: run JavaScript that calls them and returns only what you need.
 Changes are two steps: a preview ({mode: "preview", input}) answers an intent with a confirmation token; then execute ({mode: "execute", intentId, confirmationToken}) with an idempotencyKey.
+On ${MODERN_PROTOCOL_VERSION}, a client that declares elicitation is also asked to have its person confirm each execute step (input_required); the retry runs the code again, its earlier calls answered from the record, so keep a run's calls the same on each round.
 "delivered" only means the trigger was handed to Shopify Flow; downstream results must be confirmed separately.`;
 
 const EXECUTE_DESCRIPTION = `Run JavaScript (the body of an async function) in a sandbox with no network, file system or timers. Return a JSON value.
@@ -67,10 +78,9 @@ export function endpointDescription(version: string, publicUrl: string) {
       serverInfo: serverInfo(version),
       transport: 'streamable-http',
       endpoint: publicLink(publicUrl, operations.connectMcpAgentOperations.path),
-      protocolVersions: SUPPORTED_PROTOCOL_VERSIONS,
+      protocolVersions: [MODERN_PROTOCOL_VERSION, ...SUPPORTED_PROTOCOL_VERSIONS],
       tools: ['search', 'execute'],
-      start:
-        'POST a JSON-RPC initialize request with your bearer grant, Content-Type: application/json and Accept: application/json, text/event-stream; send the Mcp-Session-Id it answers, and MCP-Protocol-Version, with every later request.',
+      start: `${MODERN_PROTOCOL_VERSION}: POST server/discover, then each request on its own, with your bearer grant, the protocol version, client info and capabilities in its params._meta, and the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers. 2025-11-25 and 2025-06-18: POST a JSON-RPC initialize request with your bearer grant, Content-Type: application/json and Accept: application/json, text/event-stream; send the Mcp-Session-Id it answers, and MCP-Protocol-Version, with every later request.`,
       docs: { manifest: publicLink(publicUrl, operations.getAgentOperationsManifest.path), openapi: publicLink(publicUrl, OPENAPI_PATH) },
     },
   };
@@ -100,14 +110,44 @@ function ownSdkToolErrors(server: McpServer): void {
     );
 }
 
-/** The caller of a tool call: the grant, expected context and request id of the HTTP request that carried it (endpoint.ts). */
-function callerOf(extra: { authInfo?: { extra?: Record<string, unknown> } }): Caller | null {
-  const caller = extra.authInfo?.extra as Partial<Caller> | undefined;
+type AuthOfCall = { extra?: Record<string, unknown> };
+
+/**
+ * The caller of a tool call: the grant, expected context and request id of the HTTP request that carried it
+ * (endpoint.ts; the 1.x SDK hands it as `extra.authInfo`, the 2.x SDK as `ctx.http.authInfo`).
+ */
+function callerOf(extra: { authInfo?: AuthOfCall; http?: { authInfo?: AuthOfCall } }): Caller | null {
+  const caller = (extra.authInfo ?? extra.http?.authInfo)?.extra as Partial<Caller> | undefined;
   return caller?.principal && caller.expected && caller.requestId ? (caller as Caller) : null;
 }
 
+/**
+ * How long a 2026-07-28 client may keep the tool list and the discover answer: the tools a grant sees (their hints
+ * follow its scopes) do not change while it lives, and `private` keeps one grant's list from another's cache.
+ */
+const CACHE_HINT = { ttlMs: 300_000, cacheScope: 'private' as const };
+
+/** The server of a 2025-era request (1.x SDK, served by endpoint.ts's sessionful transport). */
 export function createMcpServer(deps: ServerDeps, grant: SessionGrant): McpServer {
   const server = new McpServer(serverInfo(deps.version), { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  registerTools(server, deps, grant);
+  return server;
+}
+
+/** The server of a 2026-07-28 request (2.x SDK, served by its per-request handler): the same tools. */
+export function createModernMcpServer(deps: ServerDeps, grant: SessionGrant): ModernMcpServer {
+  const server = new ModernMcpServer(serverInfo(deps.version), {
+    capabilities: { tools: {} },
+    instructions: INSTRUCTIONS,
+    cacheHints: { 'tools/list': CACHE_HINT, 'server/discover': CACHE_HINT },
+  });
+  // The two SDKs' registerTool take the same (name, config, callback) for a zod shape; only their types differ.
+  registerTools(server as unknown as McpServer, deps, grant);
+  return server;
+}
+
+/** Registers `search` and `execute` for `grant`, in that order (tools/list is deterministic). */
+function registerTools(server: McpServer, deps: ServerDeps, grant: SessionGrant): void {
   ownSdkToolErrors(server);
 
   server.registerTool(
@@ -133,18 +173,24 @@ export function createMcpServer(deps: ServerDeps, grant: SessionGrant): McpServe
     async ({ code }, extra) => {
       const caller = callerOf(extra);
       if (!caller) return result({ error: { code: 'unauthorized', message: 'No grant on this request.' } }, true);
+      // 2026-07-28, a client that can ask its person: an execute step waits for the person's yes (consent.ts).
+      const consent = consentFor(extra, grant.grantId, code, deps.core.box, deps.core.clock.now());
+      if (consent && 'error' in consent) return result({ error: consent.error, calls: 0 }, true);
+      const api = apiHost(deps.invoke, caller);
       const started = performance.now();
-      const run = await runCode(code, deps.core.config.mcp.limits, apiHost(deps.invoke, caller), grant.storeId);
+      const run = await runCode(code, deps.core.config.mcp.limits, consent ? consent.host(api) : api, grant.storeId);
       const ms = (performance.now() - started).toFixed(0);
       deps.core.log.info(`mcp execute grant=${grant.grantId} calls=${run.calls} outcome=${run.ok ? 'ok' : run.error.code} ${ms}ms`);
       await auditRun(deps.core, grant, run, caller.requestId).catch((err: unknown) =>
         deps.core.log.warn(`mcp execute audit failed: ${err instanceof Error ? err.message : 'error'}`),
       );
+      const stopped = consent?.stopped();
+      if (stopped && 'ask' in stopped) return stopped.ask as unknown as CallToolResult;
+      if (stopped) return result({ error: stopped.error, calls: run.calls }, true);
       const logs = run.logs.length ? { logs: run.logs } : {};
       return run.ok ? result({ result: run.result, ...logs, calls: run.calls }) : result({ error: run.error, ...logs, calls: run.calls }, true);
     },
   );
-  return server;
 }
 
 /**

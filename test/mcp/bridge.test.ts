@@ -2,11 +2,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Client as ModernClient } from '@modelcontextprotocol/client';
+import { StdioClientTransport as ModernStdioTransport } from '@modelcontextprotocol/client/stdio';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { EDITION } from '../../src/contract/scopes.ts';
 import { revokeGrant } from '../../src/ops/grants.ts';
 import { ENTRY, scratchHome } from '../cli/harness.ts';
-import { execute, INITIALIZE, startMcpServer, type McpServerUnderTest } from './harness.ts';
+import { execute, INITIALIZE, MODERN_META, startMcpServer, type McpServerUnderTest } from './harness.ts';
 
 /** These tests spawn sandbox processes: a busy machine must not fail them on time. */
 const SLOW = 30_000;
@@ -154,6 +157,49 @@ describe('hookrelay mcp', () => {
       expect(await proc.exited).toBe(0);
       const answer = rest.find((m) => m.id === 2);
       expect(JSON.parse(answer.result.content[0].text)).toMatchObject({ result: 'answered', calls: 5 });
+    },
+    SLOW,
+  );
+});
+
+describe('hookrelay mcp, 2026-07-28', () => {
+  it(
+    'bridges a 2.x client pinned to 2026-07-28: discover, tools/list with the edition, execute',
+    async () => {
+      const { grantId, token } = await s.grant('operator');
+      const transport = new ModernStdioTransport({ command: 'bun', args: [ENTRY, 'mcp'], cwd: home.dir, env: bridgeEnv(token), stderr: 'pipe' });
+      let stderr = '';
+      transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const client = new ModernClient({ name: 'desktop-test-2026', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+      try {
+        await client.connect(transport);
+        expect(client.getProtocolEra()).toBe('modern');
+        expect(client.getServerVersion()?.name).toBe('hookrelay');
+        const listed = await client.listTools();
+        expect(listed.tools.map((t) => t.name)).toEqual(['search', 'execute']);
+        expect(listed._meta?.edition).toEqual(EDITION);
+        const r = await execute(client, `const g = await api.call('getCurrentAgentGrant'); return [g.data.grant.id, g.data.grant.tier];`);
+        expect(r.doc.result).toEqual([grantId, 'operator']);
+      } finally {
+        await client.close();
+      }
+      expect(stderr).not.toContain(token);
+    },
+    SLOW,
+  );
+
+  it(
+    'hands the remote refusal of a 2026-07-28 frame back as its JSON-RPC error (-32022), with the edition',
+    async () => {
+      const { token } = await s.grant('operator');
+      const proc = Bun.spawn(['bun', ENTRY, 'mcp'], { cwd: home.dir, env: bridgeEnv(token), stdin: 'pipe', stdout: 'pipe', stderr: 'ignore' });
+      const lines = readLines(proc.stdout);
+      const meta = { ...MODERN_META, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' };
+      proc.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/list', params: { _meta: meta } })}\n`);
+      await proc.stdin.flush();
+      expect((await lines.next()).value).toMatchObject({ id: 5, error: { code: -32022, data: { requested: '2099-01-01', edition: EDITION } } });
+      await proc.stdin.end();
+      expect(await proc.exited).toBe(0);
     },
     SLOW,
   );
