@@ -1,9 +1,6 @@
 import { defineCommand } from 'citty';
-import { AppError } from '../src/contract/errors.ts';
-import { TIER_NAMES, type Tier } from '../src/contract/scopes.ts';
-import { parseDuration } from '../src/contract/durations.ts';
-import { GRANT_MAX_TTL_MS } from '../src/contract/limits.ts';
-import { issueGrant, listGrants, revokeGrant } from '../src/ops/grants.ts';
+import { TIER_NAMES } from '../src/contract/scopes.ts';
+import { checkGrantRequest, issueGrant, listGrants, revokeGrant } from '../src/ops/grants.ts';
 import { auditAdmin, humanActor, storeIdOf } from '../src/ops/human-audit.ts';
 import { actorArg, storageArgs } from './_args.ts';
 import { withCore } from './_box.ts';
@@ -24,10 +21,7 @@ const issue = defineCommand({
     ...storageArgs,
   },
   async run({ args }) {
-    if (!TIER_NAMES.includes(args.tier as Tier)) throw new AppError('invalid_input', `--tier must be one of ${TIER_NAMES.join(', ')}.`);
-    const ttlMs = parseDuration(args.ttl);
-    if (!ttlMs) throw new AppError('invalid_input', '--ttl must look like 30m, 8h or 7d.');
-    if (ttlMs > GRANT_MAX_TTL_MS) throw new AppError('invalid_input', '--ttl may be at most 90d: grants are time-bounded.');
+    const { tier, ttlMs, label } = checkGrantRequest(args);
     const actor = humanActor(args.actor);
     await withCore(args, (core) =>
       auditAdmin(
@@ -37,13 +31,13 @@ const issue = defineCommand({
         () =>
           issueGrant(core, {
             shopDomain: args.shop,
-            tier: args.tier as Tier,
+            tier,
             scopes: args.scopes
               ?.split(',')
               .map((s) => s.trim())
               .filter(Boolean),
             ttlMs,
-            label: args.label,
+            label,
           }),
         // The token is in the answer only: the row names the grant, its tier, scopes and lifetime.
         async (g) => ({

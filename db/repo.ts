@@ -30,6 +30,7 @@ import type {
 import type { AlertStore } from './areas/alerts.ts';
 import type { AppInstallStore } from './areas/app-installs.ts';
 import type { ConsoleStore } from './areas/console.ts';
+import type { OAuthStore } from './areas/oauth.ts';
 import type { BulkReplayStore } from './areas/bulk-replay.ts';
 import type { ConfirmationStore } from './areas/confirmations.ts';
 import type { PlatformLinkStore } from './areas/platform-links.ts';
@@ -197,6 +198,7 @@ export interface TenantStore extends SettingStore {
   insertStore(row: StoreRow): Promise<void>;
 
   insertGrant(row: GrantRow): Promise<void>;
+  getGrant(id: string): Promise<GrantRow | null>;
   getGrantByTokenHash(tokenHash: string): Promise<GrantRow | null>;
   listGrants(storeId?: string): Promise<GrantRow[]>;
   revokeGrant(id: string, at: number): Promise<GrantRow | null>;
@@ -310,6 +312,8 @@ export type SharedAreas = AdminStore &
     readonly installs: AppInstallStore;
     /** The console's sign-in links and sessions (hashes only). */
     readonly console: ConsoleStore;
+    /** The OAuth authorization server's requests, codes and tokens (hashes only). */
+    readonly oauth: OAuthStore;
     /** Shopify's webhook deliveries and their once-only effects. */
     readonly shopifyWebhooks: ShopifyWebhookStore;
     /** Erasure (shop/redact, customers/redact) and a customer data request's reads. */

@@ -54,6 +54,19 @@ export interface McpConfig {
   limits: SandboxLimits;
 }
 
+/** How the OAuth authorization server fetches a client's metadata document (src/oauth/client-metadata.ts). */
+export interface OAuthConfig {
+  /** Give up on a client's document after this long, ms (connection and body). */
+  clientFetchTimeoutMs: number;
+  /** The largest document read, bytes. */
+  clientMaxBytes: number;
+  /**
+   * Tests only (no setting or variable sets it): a client's document may be on a loopback address, over http too.
+   * Otherwise private, loopback and link-local addresses are refused.
+   */
+  loopbackClients: boolean;
+}
+
 /**
  * How long rows are kept, ms (hookrelay.toml `[retention]`; raw bodies are Config.bodyRetentionMs). The worker
  * sweeps past them in bounded batches; an event still waiting for its handoff is never swept.
@@ -97,6 +110,7 @@ export interface Config {
   /** Bun.serve closes a connection silent this long, s (max 255). */
   idleTimeoutSeconds: number;
   mcp: McpConfig;
+  oauth: OAuthConfig;
   /** Reads an environment variable by name (the store's token variable); injected so tests need no real env. */
   env: (name: string) => string | undefined;
   /** The Shopify app's client id stored with `hookrelay store set --app-client-id` (HOOKRELAY_SHOPIFY_CLIENT_ID wins), or null. */
@@ -142,6 +156,7 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     rateLimits: DEFAULT_RATE_LIMITS,
     idleTimeoutSeconds: 120,
     mcp: DEFAULT_MCP,
+    oauth: { clientFetchTimeoutMs: 5_000, clientMaxBytes: 64 * 1024, loopbackClients: false },
     ...overrides,
   };
 }

@@ -6,7 +6,7 @@ import type { GrantRow } from '../types.ts';
 
 const grants = tableRows<GrantRow>(s.grants);
 
-type Grants = Pick<TenantStore, 'insertGrant' | 'getGrantByTokenHash' | 'listGrants' | 'revokeGrant'>;
+type Grants = Pick<TenantStore, 'insertGrant' | 'getGrant' | 'getGrantByTokenHash' | 'listGrants' | 'revokeGrant'>;
 
 export function grantStore(sql: SqlRunner): Grants {
   const byId = (id: string) => first<GrantRow>(sql, `SELECT ${grants.select} FROM grants WHERE id = ?`, [id]);
@@ -15,6 +15,7 @@ export function grantStore(sql: SqlRunner): Grants {
       const insert = grants.insert(row);
       await sql.run(insert.sql, insert.params);
     },
+    getGrant: byId,
     getGrantByTokenHash: (tokenHash) => first<GrantRow>(sql, `SELECT ${grants.select} FROM grants WHERE token_hash = ?`, [tokenHash]),
     listGrants: (storeId) =>
       storeId

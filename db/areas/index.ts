@@ -20,6 +20,7 @@ import { grantStore } from './grants.ts';
 import { idempotencyStore } from './idempotency.ts';
 import { intentStore } from './intents.ts';
 import { meterStore } from './meters.ts';
+import { oauthStore } from './oauth.ts';
 import { platformLinkStore } from './platform-links.ts';
 import { readinessStore } from './readiness.ts';
 import { recordStore } from './records.ts';
@@ -51,6 +52,7 @@ export function sharedAreas(sql: SqlRunner, instance: Instance, capabilities: Ca
     links: platformLinkStore(sql),
     installs: appInstallStore(sql),
     console: consoleStore(sql),
+    oauth: oauthStore(sql),
     shopifyWebhooks: shopifyWebhookStore(sql),
     redaction: redactionStore(sql),
     bulkReplays: bulkReplayStore(sql),

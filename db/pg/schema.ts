@@ -46,6 +46,10 @@ export const grants = pgTable(
     revokedAt: ms('revoked_at'),
     createdAt: ms('created_at').notNull(),
     lastUsedAt: ms('last_used_at'),
+    /** The OAuth client (its Client ID Metadata Document URL) whose consent issued the grant; null for a grant issued by hand. */
+    clientId: text('client_id'),
+    /** The client's name as its metadata document gave it (unverified); null for a grant issued by hand. */
+    clientName: text('client_name'),
   },
   (t) => [uniqueIndex('grants_token_hash_idx').on(t.tokenHash), index('grants_store_idx').on(t.storeId, t.id)],
 );
@@ -536,4 +540,77 @@ export const alertHandoffs = pgTable(
     createdAt: ms('created_at').notNull(),
   },
   (t) => [primaryKey({ columns: [t.alertId, t.phase] }), index('alert_handoffs_due_idx').on(t.nextAttemptAt).where(sql`${t.nextAttemptAt} IS NOT NULL`)],
+);
+
+/**
+ * OAuth authorization requests (GET /oauth/authorize, src/oauth/authorization.ts): the client (from its metadata
+ * document), what it asked for and the PKCE challenge, pending a person's decision for ten minutes. `id` is the
+ * unguessable handle the browser that started the flow holds; `user_code` the short code a person may type instead.
+ */
+export const oauthRequests = pgTable(
+  'oauth_requests',
+  {
+    id: text('id').primaryKey(),
+    userCode: text('user_code').notNull(),
+    clientId: text('client_id').notNull(),
+    clientName: text('client_name').notNull(),
+    clientUri: text('client_uri'),
+    redirectUri: text('redirect_uri').notNull(),
+    resource: text('resource').notNull(),
+    /** The requested scopes, a JSON array. */
+    scopes: text('scopes').notNull(),
+    codeChallenge: text('code_challenge').notNull(),
+    state: text('state'),
+    /** `pending`, `approved`, `denied` or `finished` (its code minted); expiry is read from `expires_at`. */
+    status: text('status').notNull(),
+    grantId: text('grant_id'),
+    storeId: text('store_id'),
+    createdAt: ms('created_at').notNull(),
+    expiresAt: ms('expires_at').notNull(),
+  },
+  (t) => [uniqueIndex('oauth_requests_user_code_idx').on(t.userCode), index('oauth_requests_expiry_idx').on(t.expiresAt)],
+);
+
+/**
+ * Authorization codes: the SHA-256 of the code only, single use (`used_at`), 60 s, bound to the client, redirect URI,
+ * PKCE challenge and resource; `family_id` names the tokens its exchange issued, revoked if the code comes again.
+ */
+export const oauthCodes = pgTable(
+  'oauth_codes',
+  {
+    codeHash: text('code_hash').primaryKey(),
+    grantId: text('grant_id').notNull(),
+    familyId: text('family_id').notNull(),
+    clientId: text('client_id').notNull(),
+    redirectUri: text('redirect_uri').notNull(),
+    codeChallenge: text('code_challenge').notNull(),
+    resource: text('resource').notNull(),
+    createdAt: ms('created_at').notNull(),
+    expiresAt: ms('expires_at').notNull(),
+    usedAt: ms('used_at'),
+  },
+  (t) => [index('oauth_codes_expiry_idx').on(t.expiresAt)],
+);
+
+/**
+ * Access (`hra_`) and refresh (`hrr_`) tokens: their SHA-256 only, each bound to a grant, a family (one code's
+ * exchange and its rotations), a resource and an expiry. A rotated refresh token is marked `used_at`; a token is
+ * revoked by `revoked_at` (RFC 7009, or its family's reuse). The grant's revocation ends them all where they are read.
+ */
+export const oauthTokens = pgTable(
+  'oauth_tokens',
+  {
+    tokenHash: text('token_hash').primaryKey(),
+    /** `access` or `refresh`. */
+    kind: text('kind').notNull(),
+    grantId: text('grant_id').notNull(),
+    familyId: text('family_id').notNull(),
+    clientId: text('client_id').notNull(),
+    resource: text('resource').notNull(),
+    createdAt: ms('created_at').notNull(),
+    expiresAt: ms('expires_at').notNull(),
+    usedAt: ms('used_at'),
+    revokedAt: ms('revoked_at'),
+  },
+  (t) => [index('oauth_tokens_family_idx').on(t.familyId), index('oauth_tokens_grant_idx').on(t.grantId), index('oauth_tokens_expiry_idx').on(t.expiresAt)],
 );

@@ -117,20 +117,29 @@ export function sha256Hex(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
-const TOKEN_PREFIX = 'hrg_';
-
-/** Grant token: `hrg_` + 32 random bytes (base62) + 6-char checksum. Only its SHA-256 is stored. */
-export function newGrantToken(): string {
+/**
+ * A bearer token of hookrelay's: `prefix` + 32 random bytes (base62) + a 6-character checksum, so a secret scanner
+ * recognises it and a mistyped one is refused before any lookup. Only its SHA-256 is ever stored.
+ */
+export function newToken(prefix: TokenPrefix): string {
   const body = randomBase62(32);
-  return `${TOKEN_PREFIX}${body}${checksum(body)}`;
+  return `${prefix}${body}${checksum(body)}`;
 }
 
-/** Cheap shape check before any database lookup; also lets secret scanners recognise the token. */
-export function isWellFormedGrantToken(token: string): boolean {
-  if (!token.startsWith(TOKEN_PREFIX) || token.length < TOKEN_PREFIX.length + 7) return false;
-  const body = token.slice(TOKEN_PREFIX.length, -6);
+/** Cheap shape check of a token with `prefix` before any database lookup. */
+export function isWellFormedToken(token: string, prefix: TokenPrefix): boolean {
+  if (!token.startsWith(prefix) || token.length < prefix.length + 7) return false;
+  const body = token.slice(prefix.length, -6);
   return /^[0-9A-Za-z]+$/.test(body) && checksum(body) === token.slice(-6);
 }
+
+/** Grant tokens (`hrg_`, issued by hand), OAuth access and refresh tokens (`hra_`, `hrr_`) and authorization codes (`hrc_`). */
+export type TokenPrefix = 'hrg_' | 'hra_' | 'hrr_' | 'hrc_';
+
+/** Grant token: issued by `grant issue` or the Agents page, shown once. */
+export const newGrantToken = (): string => newToken('hrg_');
+
+export const isWellFormedGrantToken = (token: string): boolean => isWellFormedToken(token, 'hrg_');
 
 function checksum(text: string): string {
   const digest = createHash('sha256').update(text).digest().subarray(0, 4);

@@ -1,12 +1,15 @@
 /** Agent grants: issue, list, revoke (local admin only) and bearer authentication (every API call). */
 import type { GrantRow, StoreRow } from '../../db/types.ts';
 import { AppError, refuse } from '../contract/errors.ts';
-import { SCOPES, TIERS, TIER_LABELS, type Scope, type Tier } from '../contract/scopes.ts';
+import { SCOPES, TIERS, TIER_LABELS, TIER_NAMES, type Scope, type Tier } from '../contract/scopes.ts';
 import type { TenantStore } from '../../db/repo.ts';
-import type { CoreWith } from '../core.ts';
+import type { Core, CoreWith } from '../core.ts';
+import { parseDuration } from '../contract/durations.ts';
+import { GRANT_MAX_TTL_MS } from '../contract/limits.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
 import { isWellFormedGrantToken, newGrantToken, sha256Hex } from '../lib/crypto.ts';
 import type { Actor, OpContext } from './context.ts';
+import { auditAdmin, type AdminSurface } from './human-audit.ts';
 
 export interface IssueGrantInput {
   shopDomain: string;
@@ -14,6 +17,8 @@ export interface IssueGrantInput {
   scopes?: string[];
   ttlMs: number;
   label?: string;
+  /** The OAuth client whose consent issues it (src/oauth/); absent for a grant issued by hand. */
+  client?: { id: string; name: string };
 }
 
 /** The only place a token exists in clear: returned to the admin once, never stored. */
@@ -44,9 +49,74 @@ export async function issueGrant(core: CoreWith<TenantStore>, input: IssueGrantI
     revokedAt: null,
     createdAt: now,
     lastUsedAt: null,
+    clientId: input.client?.id ?? null,
+    clientName: input.client?.name ?? null,
   };
   await core.repo.insertGrant(row);
   return { grantId: row.id, token, tier: row.tier, scopes: JSON.parse(row.scopes) as string[], expiresAt: iso(row.expiresAt) };
+}
+
+/** A person's request for a grant, as typed: the tier's name, a lifetime such as `8h` or `30d`, an optional label. */
+export interface GrantRequest {
+  tier: string;
+  ttl: string;
+  label?: string;
+}
+
+/** The longest grant label: a name for a person to recognise, not a note. */
+export const LABEL_MAX_LENGTH = 100;
+const UNPRINTABLE = /[\p{Cc}\p{Cf}\u2028\u2029]/u;
+
+/**
+ * The one check of a person's grant request, wherever it is typed (`grant issue`, the Agents page, OAuth consent):
+ * a known tier, a lifetime of at most 90 days, a label of at most LABEL_MAX_LENGTH printable characters (blank: none).
+ * Throws `invalid_input`.
+ */
+export function checkGrantRequest(req: GrantRequest): { tier: Tier; ttlMs: number; label: string | undefined } {
+  if (!TIER_NAMES.includes(req.tier as Tier)) throw new AppError('invalid_input', `The tier must be one of ${TIER_NAMES.join(', ')}.`);
+  const ttlMs = parseDuration(req.ttl.trim());
+  if (!ttlMs) throw new AppError('invalid_input', 'The lifetime (TTL) must look like 30m, 8h or 7d.');
+  if (ttlMs > GRANT_MAX_TTL_MS) throw new AppError('invalid_input', 'The lifetime (TTL) may be at most 90d: grants are time-bounded.');
+  const label = req.label?.trim() || undefined;
+  if (label && (label.length > LABEL_MAX_LENGTH || UNPRINTABLE.test(label))) {
+    throw new AppError('invalid_input', `The label must be at most ${LABEL_MAX_LENGTH} printable characters.`);
+  }
+  return { tier: req.tier as Tier, ttlMs, label };
+}
+
+/** The person issuing a grant: their store, their audit actor label and where they act (a Human of the seat is one). */
+export interface GrantIssuer {
+  store: StoreRow;
+  actor: string;
+  face: AdminSurface;
+}
+
+/**
+ * Issues a grant of the issuer's store, as the issuer: the one place a person's grant is minted (`grant issue`, the
+ * Agents page, OAuth consent). Checks the request (checkGrantRequest), narrows the tier's scopes to `scopes` when
+ * given (OAuth: what the client asked), and writes the audit row as the person's (the token is in the answer only).
+ */
+export async function issueHumanGrant(
+  core: Core,
+  issuer: GrantIssuer,
+  req: GrantRequest,
+  extra: { scopes?: string[]; client?: { id: string; name: string } } = {},
+) {
+  const { tier, ttlMs, label } = checkGrantRequest(req);
+  const { store } = issuer;
+  return auditAdmin(
+    core,
+    issuer.actor,
+    'issueGrant',
+    () => issueGrant(core, { shopDomain: store.shopDomain, tier, ttlMs, label, scopes: extra.scopes, client: extra.client }),
+    (g) => ({
+      storeId: store.id,
+      targetId: g.grantId,
+      transition: `issued ${g.tier} (${g.scopes.join(', ')}) for ${ttlMs / 1000} s${extra.client ? ` to OAuth client ${extra.client.id}` : ''}`,
+    }),
+    async () => store.id,
+    issuer.face,
+  );
 }
 
 /** A grant as the admin sees it: never the token or its hash. */

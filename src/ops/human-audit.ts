@@ -17,6 +17,7 @@ export type AdminOperation =
   | 'initStore'
   | 'issueGrant'
   | 'revokeGrant'
+  | 'denyAuthorization'
   | 'issueConsoleLink'
   | 'signInConsole'
   | 'signOutConsole'

@@ -32,6 +32,11 @@ const RULES: Rule[] = [
   },
   { from: 'src/mcp/', not: ['src/server/', 'commands/'], why: 'the MCP endpoint receives what it needs of the server from the app' },
   { from: 'src/ops/', not: ['src/server/', 'src/mcp/', 'src/seat/', 'commands/'], why: 'src/ops sits below the server, the MCP endpoint and the seat' },
+  {
+    from: 'src/oauth/',
+    not: ['src/server/', 'src/mcp/', 'src/seat/', 'commands/'],
+    why: 'the authorization server sits beside src/ops: the seat and the app call it, it calls neither',
+  },
   { from: 'src/seat/', not: ['src/server/', 'src/mcp/', 'commands/'], why: "the merchant's seat receives invoke from the app, as the MCP endpoint does" },
   {
     from: 'src/platform/',

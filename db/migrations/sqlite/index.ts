@@ -15,6 +15,7 @@ import m12 from './0012_intent_journal.sql' with { type: 'text' };
 import m13 from './0013_beyond_delivered.sql' with { type: 'text' };
 import m14 from './0014_billing_bound_webhooks.sql' with { type: 'text' };
 import m15 from './0015_console_sessions.sql' with { type: 'text' };
+import m16 from './0016_oauth.sql' with { type: 'text' };
 
 import type { Migration } from '../../migrate.ts';
 
@@ -35,4 +36,5 @@ export const migrations: Migration[] = [
   { tag: '0013_beyond_delivered', when: 1795834839856, sql: m13 },
   { tag: '0014_billing_bound_webhooks', when: 1795871733916, sql: m14 },
   { tag: '0015_console_sessions', when: 1795874784655, sql: m15 },
+  { tag: '0016_oauth', when: 1795881406214, sql: m16 },
 ];

@@ -2,54 +2,23 @@
  * Agents: the store's grants, issuing one (tier, lifetime, label; its token shown once), revoking one, and what each
  * did (its audit rows). Issuing and revoking are human-only and no contract operation: they are the admin command's
  * ops functions (src/ops/grants.ts), audited as the human's action (src/ops/human-audit.ts). The next issue's OAuth
- * consent issues through issueAgentGrant too.
+ * consent issues through the same function (issueHumanGrant).
  */
 import { AppError, ERROR_CODES } from '../../contract/errors.ts';
-import { parseDuration } from '../../contract/durations.ts';
-import { GRANT_MAX_TTL_MS } from '../../contract/limits.ts';
-import { TIER_LABELS, TIER_NAMES, type Tier } from '../../contract/scopes.ts';
+import { TIER_LABELS, TIER_NAMES } from '../../contract/scopes.ts';
 import type { Core } from '../../core.ts';
-import { issueGrant, listGrants, revokeGrant } from '../../ops/grants.ts';
+import { issueHumanGrant, LABEL_MAX_LENGTH, listGrants, revokeGrant, type GrantRequest } from '../../ops/grants.ts';
 import { auditAdmin } from '../../ops/human-audit.ts';
 import { field, html, postForm, section, shownOnce, table, when, type Html } from '../html.ts';
 import type { Human, PageResult, SeatContext, SeatPage } from '../types.ts';
 import { auditSection } from './audit.ts';
 
-/** The longest grant label: a name for a person to recognise, not a note. */
-const LABEL_MAX_LENGTH = 100;
-const UNPRINTABLE = /[\p{Cc}\p{Cf}\u2028\u2029]/u;
-
-export interface AgentGrantRequest {
-  tier: string;
-  /** A lifetime such as `8h` or `30d`, at most 90 days. */
-  ttl: string;
-  label?: string;
-}
-
 /**
- * Issues a grant of the human's store, as the human: the one place the seat mints a grant (this page's form now, the
- * OAuth consent next). Checks the request, issues through the admin command's function and writes its audit row
- * (actor kind human, the human's actor label; the token is in the answer only, never in the row). Throws AppError.
+ * Issues a grant of the human's store, as the human: this page's form (the OAuth consent issues through the same
+ * function, src/oauth/authorization.ts). Checked, issued and audited by issueHumanGrant; throws AppError.
  */
-export async function issueAgentGrant(core: Core, human: Human, req: AgentGrantRequest) {
-  if (!TIER_NAMES.includes(req.tier as Tier)) throw new AppError('invalid_input', `Choose a tier: ${TIER_NAMES.join(', ')}.`);
-  const ttlMs = parseDuration(req.ttl.trim());
-  if (!ttlMs) throw new AppError('invalid_input', 'The lifetime must look like 30m, 8h or 7d.');
-  if (ttlMs > GRANT_MAX_TTL_MS) throw new AppError('invalid_input', 'The lifetime may be at most 90d: grants are time-bounded.');
-  const label = req.label?.trim() || undefined;
-  if (label && (label.length > LABEL_MAX_LENGTH || UNPRINTABLE.test(label))) {
-    throw new AppError('invalid_input', `The label must be at most ${LABEL_MAX_LENGTH} printable characters.`);
-  }
-  const { store } = human;
-  return auditAdmin(
-    core,
-    human.actor,
-    'issueGrant',
-    () => issueGrant(core, { shopDomain: store.shopDomain, tier: req.tier as Tier, ttlMs, label }),
-    (g) => ({ storeId: store.id, targetId: g.grantId, transition: `issued ${g.tier} (${g.scopes.join(', ')}) for ${ttlMs / 1000} s` }),
-    async () => store.id,
-    human.face,
-  );
+export function issueAgentGrant(core: Core, human: Human, req: GrantRequest) {
+  return issueHumanGrant(core, human, req);
 }
 
 /**

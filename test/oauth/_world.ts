@@ -1,0 +1,95 @@
+/**
+ * The OAuth tests' world: a deployment whose authorization server may fetch client metadata documents on loopback
+ * (the test-only setting), its store, and a real HTTP server on loopback that serves client documents as each test
+ * sets them (a document, a delay, a size, a redirect), plus PKCE helpers.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { Server } from 'bun';
+import { addStore, createTestEnv, type TestEnv } from '../helpers.ts';
+import { defaultConfig } from '../../src/core.ts';
+import type { Approver } from '../../src/oauth/authorization.ts';
+
+export const REDIRECT = 'http://127.0.0.1:9/callback';
+
+/** How the document server answers one path. */
+export interface Served {
+  body?: string | ((url: string) => string);
+  status?: number;
+  delayMs?: number;
+  headers?: Record<string, string>;
+}
+
+export interface OAuthWorld extends TestEnv {
+  /** The document server's base URL, e.g. `http://127.0.0.1:40123`. */
+  docs: string;
+  /** Serves `path` as `answer` from now on. */
+  serve(path: string, answer: Served): string;
+  /** How many requests the document server has had for `path`. */
+  hits(path: string): number;
+  /** The merchant deciding, as the CLI's operator would. */
+  human: Approver;
+  close(): void;
+}
+
+/** A valid client document for the URL it is served at. */
+export const clientDocument =
+  (redirectUris = [REDIRECT], extra: Record<string, unknown> = {}) =>
+  (url: string) =>
+    JSON.stringify({ client_id: url, client_name: 'Test Agent', client_uri: 'https://agent.example', redirect_uris: redirectUris, ...extra });
+
+export async function oauthWorld(overrides: Partial<ReturnType<typeof defaultConfig>['oauth']> = {}): Promise<OAuthWorld> {
+  const env = await createTestEnv({ oauth: { ...defaultConfig().oauth, loopbackClients: true, ...overrides } });
+  await addStore(env);
+  const store = (await env.repo.getStoreByShop('demo.myshopify.com'))!;
+  const routes = new Map<string, Served>();
+  const counts = new Map<string, number>();
+  const server: Server<undefined> = Bun.serve({
+    hostname: '127.0.0.1',
+    port: 0,
+    async fetch(req) {
+      const url = new URL(req.url);
+      counts.set(url.pathname, (counts.get(url.pathname) ?? 0) + 1);
+      const answer = routes.get(url.pathname);
+      if (!answer) return new Response('not found', { status: 404 });
+      if (answer.delayMs) await Bun.sleep(answer.delayMs);
+      const body = typeof answer.body === 'function' ? answer.body(`${docs}${url.pathname}`) : (answer.body ?? '');
+      return new Response(body, { status: answer.status ?? 200, headers: { 'content-type': 'application/json', ...answer.headers } });
+    },
+  });
+  const docs = `http://127.0.0.1:${server.port}`;
+  return {
+    ...env,
+    docs,
+    serve(path, answer) {
+      routes.set(path, answer);
+      return `${docs}${path}`;
+    },
+    hits: (path) => counts.get(path) ?? 0,
+    human: { store, actor: 'merchant@test', face: 'console' },
+    close: () => server.stop(true),
+  };
+}
+
+/** A PKCE pair: a verifier and its S256 challenge. */
+export function pkce(): { verifier: string; challenge: string } {
+  const verifier = randomBytes(32).toString('base64url');
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+}
+
+/** An /oauth/authorize query for `clientId` (each field may be overridden or dropped with null). */
+export function authorizeQuery(world: OAuthWorld, clientId: string, challenge: string, fields: Record<string, string | null> = {}): URLSearchParams {
+  const all: Record<string, string | null> = {
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: REDIRECT,
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    resource: `${world.core.config.publicUrl}/agent/v1/mcp`,
+    scope: 'setup:read event:read endpoint:write',
+    state: 'st-123',
+    ...fields,
+  };
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(all)) if (v !== null) q.set(k, v);
+  return q;
+}
