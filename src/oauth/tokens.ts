@@ -9,7 +9,8 @@ import { createHash } from 'node:crypto';
 import type { GrantRow } from '../../db/types.ts';
 import type { OAuthTokenRow } from '../../db/areas/oauth.ts';
 import { API_PREFIX } from '../contract/scopes.ts';
-import type { Core } from '../core.ts';
+import type { Repo } from '../../db/repo.ts';
+import type { Core, CoreWith } from '../core.ts';
 import { isWellFormedToken, newToken, sha256Hex } from '../lib/crypto.ts';
 import { randomBase62 } from '../lib/ids.ts';
 import { publicLink } from '../lib/web.ts';
@@ -188,8 +189,15 @@ export async function revokeToken(core: Core, form: URLSearchParams): Promise<vo
   if (row) await core.repo.oauth.revokeFamily(row.familyId, core.clock.now());
 }
 
-/** Why an access token does not authenticate, in the 401's words; null when it does (its grant is returned). */
-export async function accessTokenGrant(core: Core, token: string, kind: ResourceKind): Promise<{ grant: GrantRow } | { refused: string }> {
+/**
+ * The grant of an access token that is live (not revoked, unexpired) and was issued for `kind`, or why not in the
+ * 401's words. The grant's own state (revoked, expired) is the caller's to check (src/ops/grants.ts).
+ */
+export async function accessTokenGrant(
+  core: CoreWith<Pick<Repo, 'oauth' | 'getGrant'>>,
+  token: string,
+  kind: ResourceKind,
+): Promise<{ grant: GrantRow } | { refused: string }> {
   if (!isWellFormedToken(token, 'hra_')) return { refused: 'The bearer token is not a valid access token.' };
   const row = await core.repo.oauth.tokenByHash(sha256Hex(token));
   if (row?.kind !== 'access') return { refused: 'The bearer token is not a valid access token.' };

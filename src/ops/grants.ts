@@ -2,12 +2,13 @@
 import type { GrantRow, StoreRow } from '../../db/types.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import { SCOPES, TIERS, TIER_LABELS, TIER_NAMES, type Scope, type Tier } from '../contract/scopes.ts';
-import type { TenantStore } from '../../db/repo.ts';
+import type { SharedAreas, TenantStore } from '../../db/repo.ts';
 import type { Core, CoreWith } from '../core.ts';
 import { parseDuration } from '../contract/durations.ts';
 import { GRANT_MAX_TTL_MS } from '../contract/limits.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
 import { isWellFormedGrantToken, newGrantToken, sha256Hex } from '../lib/crypto.ts';
+import { accessTokenGrant, type ResourceKind } from '../oauth/tokens.ts';
 import type { Actor, OpContext } from './context.ts';
 import { auditAdmin, type AdminSurface } from './human-audit.ts';
 
@@ -145,9 +146,11 @@ export async function listGrants(core: CoreWith<TenantStore>, shopDomain?: strin
   return (await core.repo.listGrants(storeId)).map((g) => grantView(g, now));
 }
 
-export async function revokeGrant(core: CoreWith<TenantStore>, grantId: string) {
+/** Revokes a grant now, and with it every OAuth access and refresh token it holds (they are refused from this moment). */
+export async function revokeGrant(core: CoreWith<TenantStore & Pick<SharedAreas, 'oauth'>>, grantId: string) {
   const g = await core.repo.revokeGrant(grantId, core.clock.now());
   if (!g) throw new AppError('not_found', `No grant ${grantId}.`);
+  await core.repo.oauth.revokeGrantTokens(grantId, core.clock.now());
   return grantView(g, core.clock.now());
 }
 
@@ -180,20 +183,36 @@ export function humanPrincipal(store: StoreRow, label: string): Principal {
 
 /**
  * The bearer token to a live grant of an existing store: the lookup of the one authentication step of the API,
- * /metrics and the MCP endpoint (src/server/steps/authenticate.ts, which answers failures). Throws 401 `unauthorized`.
+ * /metrics and the MCP endpoint (src/server/steps/authenticate.ts, which answers failures). The token is a grant's
+ * own (`hrg_`, issued by hand, good for every resource) or an OAuth access token (`hra_`, src/oauth/tokens.ts: live
+ * and issued for `resource`, the resource being called). Throws 401 `unauthorized`.
  */
-export async function authenticateBearer(core: CoreWith<TenantStore>, authorization: string | null): Promise<AgentPrincipal> {
+export async function authenticateBearer(
+  core: CoreWith<TenantStore & Pick<SharedAreas, 'oauth'>>,
+  authorization: string | null,
+  resource: ResourceKind = 'api',
+): Promise<AgentPrincipal> {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
   if (!m) throw unauthorized('Send Authorization: Bearer <grant token>.');
   const token = m[1]!;
-  if (!isWellFormedGrantToken(token)) throw unauthorized('The bearer token is not a valid grant token.');
-  const grant = await core.repo.getGrantByTokenHash(sha256Hex(token));
-  if (!grant) throw unauthorized('The bearer token is not a valid grant token.');
+  const grant = token.startsWith('hra_') ? await grantOfAccessToken(core, token, resource) : await grantOfToken(core, token);
   if (grant.revokedAt != null) throw unauthorized('This grant was revoked. Ask the merchant for a new one.');
   if (grant.expiresAt <= core.clock.now()) throw unauthorized('This grant has expired. Ask the merchant for a new one.');
   const store = await core.repo.getStore(grant.storeId);
   if (!store) throw unauthorized('The grant belongs to no store.');
   return { grant, store, scopes: JSON.parse(grant.scopes) as Scope[], actor: { kind: 'agent', grantId: grant.id, label: grant.label } };
+}
+
+async function grantOfToken(core: CoreWith<TenantStore>, token: string): Promise<GrantRow> {
+  const grant = isWellFormedGrantToken(token) ? await core.repo.getGrantByTokenHash(sha256Hex(token)) : null;
+  if (!grant) throw unauthorized('The bearer token is not a valid grant token.');
+  return grant;
+}
+
+async function grantOfAccessToken(core: CoreWith<TenantStore & Pick<SharedAreas, 'oauth'>>, token: string, resource: ResourceKind): Promise<GrantRow> {
+  const found = await accessTokenGrant(core, token, resource);
+  if ('refused' in found) throw unauthorized(found.refused);
+  return found.grant;
 }
 
 /** 403 `missing_scope` when `held` lacks any of what `what` requires; null when it holds them all. */

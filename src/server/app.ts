@@ -23,6 +23,8 @@ import { AuthFailureLimiter, type ClientOf, lazyClient, trustsProxy } from '../l
 import { bodyClient } from '../lib/body.ts';
 import { createUnsignedRoutes } from './unsigned-routes.ts';
 import { unlogged } from '../lib/refusal-log.ts';
+import { GUARDED_OAUTH_PATHS, isOAuthRoute } from '../oauth/metadata.ts';
+import type { OAuthRoutes } from '../oauth/routes.ts';
 
 /** How long GET /status waits for its read of the database. */
 const STATUS_PROBE_MS = 2_000;
@@ -108,6 +110,7 @@ export function createApp(core: Core): App {
         route.path.startsWith('/hooks/') ||
         route.path.startsWith(`${API_PREFIX}/`) ||
         seatPath(route.path) ||
+        isOAuthRoute(route.path) ||
         ['/', '/docs', '/metrics', '/status'].includes(route.path);
       if (own || routes.has(route.path)) throw new Error(`a platform's route ${route.path} is taken`);
       const g = route.guard;
@@ -129,6 +132,13 @@ export function createApp(core: Core): App {
     // The guard's own 429 (an address past its failed sign-ins), not a page's answer, is framed as the seat frames.
     return res.status === 429 && unlogged.has(res) ? (await seatFront()).tooMany(req, path, Number(res.headers.get('retry-after')) || 60) : res;
   };
+  // The OAuth authorization server's metadata, token and revocation endpoints, loaded with their first request.
+  let oauth: Promise<OAuthRoutes> | null = null;
+  const oauthRoute = async (req: Request, path: string, client: ClientOf) => {
+    const routes = await (oauth ??= import('../oauth/routes.ts').then((m) => m.createOAuthRoutes(core)));
+    const answer = (r: Request) => routes.fetch(r, path);
+    return GUARDED_OAUTH_PATHS.includes(path) && req.method === 'POST' ? unsigned.oauth(answer)(req, client) : answer(req);
+  };
   const agentApi = () => (agent ??= import('./agent-api.ts').then((m) => m.createAgentApi({ core, endpointChanged, authFailures, storage })));
 
   async function fetch(req: Request, peer: string | null | (() => string | null) = null): Promise<Response> {
@@ -144,6 +154,7 @@ export function createApp(core: Core): App {
     const route = routes.get(path);
     if (route && (!route.methods || route.methods.includes(req.method))) return route.run(req, client);
     if (path === '/metrics') return metrics(req, client);
+    if (isOAuthRoute(path)) return oauthRoute(req, path, client);
     if (seatPath(path)) return seatRoute(req, path, client);
     if (req.method === 'GET' && path === '/status') return status();
     if (path.startsWith(`${API_PREFIX}/`) || (req.method === 'GET' && (path === '/docs' || path === '/')))

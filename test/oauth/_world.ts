@@ -5,9 +5,9 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Server } from 'bun';
-import { addStore, createTestEnv, type TestEnv } from '../helpers.ts';
+import { addStore, BASE, createTestEnv, type TestEnv } from '../helpers.ts';
 import { defaultConfig } from '../../src/core.ts';
-import type { Approver } from '../../src/oauth/authorization.ts';
+import { approveAuthorization, finishAuthorization, startAuthorization, type Approver } from '../../src/oauth/authorization.ts';
 
 export const REDIRECT = 'http://127.0.0.1:9/callback';
 
@@ -92,4 +92,29 @@ export function authorizeQuery(world: OAuthWorld, clientId: string, challenge: s
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(all)) if (v !== null) q.set(k, v);
   return q;
+}
+
+/** POSTs a form to the app in-process, as an OAuth client would; the JSON answer and status. */
+export async function postForm(world: OAuthWorld, path: string, fields: Record<string, string>, headers: Record<string, string> = {}) {
+  const res = await world.app.fetch(
+    new Request(`${BASE}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      body: new URLSearchParams(fields).toString(),
+    }),
+  );
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, json: text ? JSON.parse(text) : null };
+}
+
+/**
+ * One authorization as a client and a merchant go through it: started for `clientId`, approved by the world's
+ * merchant at `tier`, and finished: the code, its verifier and the grant.
+ */
+export async function authorized(world: OAuthWorld, clientId: string, opts: { tier?: string; ttl?: string; fields?: Record<string, string | null> } = {}) {
+  const { verifier, challenge } = pkce();
+  const req = await startAuthorization(world.core, authorizeQuery(world, clientId, challenge, opts.fields));
+  const approved = await approveAuthorization(world.core, world.human, req.userCode, { tier: opts.tier ?? 'operator', ttl: opts.ttl ?? '1d' });
+  const location = new URL((await finishAuthorization(world.core, req.id))!);
+  return { code: location.searchParams.get('code')!, verifier, grantId: approved.grantId!, resource: req.resource };
 }

@@ -1,7 +1,8 @@
 /**
  * The one bearer step of the agent API, /metrics and the MCP endpoint: the Authorization header to a live grant
- * (ops/grants.ts: header parsing, token lookup, revocation and expiry), a failed authentication answered here (401,
- * or 429 past the client's limit, audited or folded), and what the grant must match (expected context, scopes).
+ * (ops/grants.ts: header parsing, token lookup, revocation and expiry; an OAuth access token only for the resource it
+ * was issued for), a failed authentication answered here (401 with the OAuth challenge, or 429 past the client's
+ * limit, audited or folded), and what the grant must match (expected context, scopes).
  * Loaded with serve (/metrics needs it): it imports nothing of the zod contract or of MCP.
  */
 import { checkExpectedContext } from '../../contract/context.ts';
@@ -13,6 +14,8 @@ import type { AuthFailureLimiter, ClientOf } from '../../lib/auth-failures.ts';
 import { iso } from '../../lib/clock.ts';
 import { metrics } from '../../lib/instruments.ts';
 import type { Surface } from '../../mcp/surface.ts';
+import { bearerChallenge } from '../../oauth/metadata.ts';
+import type { ResourceKind } from '../../oauth/tokens.ts';
 import { authenticateBearer, missingScopeRefusal, type AgentPrincipal, type Principal } from '../../ops/grants.ts';
 import { errorAnswer, type Answer } from '../http.ts';
 import { audit, auditSummary } from './audit.ts';
@@ -46,34 +49,46 @@ const NO_PARAMS: Record<string, string> = {};
  * tokens). A credential that does not authenticate is answered (Refused): limited per client and audited as `op`,
  * or, with no `attempt` (a scrape with a grant), counted on /metrics' series only. A storage fault is thrown.
  */
-export function authenticate(
-  deps: AuthDeps,
-  op: Pick<Operation, 'operationId'>,
-  authorization: string | null,
-  attempt: Attempt | null,
-): Promise<AgentPrincipal | Refused>;
+export function authenticate(deps: AuthDeps, op: Authenticated, authorization: string | null, attempt: Attempt | null): Promise<AgentPrincipal | Refused>;
 export function authenticate<T>(
   deps: AuthDeps,
-  op: Pick<Operation, 'operationId'>,
+  op: Authenticated,
   authorization: string | null,
   attempt: Attempt | null,
-  lookup: (core: Core, authorization: string | null) => Promise<T>,
+  lookup: (core: Core, authorization: string | null, resource: ResourceKind) => Promise<T>,
 ): Promise<T | Refused>;
 export async function authenticate(
   deps: AuthDeps,
-  op: Pick<Operation, 'operationId'>,
+  op: Authenticated,
   authorization: string | null,
   attempt: Attempt | null,
-  lookup: (core: Core, authorization: string | null) => Promise<unknown> = authenticateBearer,
+  lookup: (core: Core, authorization: string | null, resource: ResourceKind) => Promise<unknown> = authenticateBearer,
 ): Promise<unknown> {
+  // An OAuth access token is good for the resource it was issued for: the MCP endpoint, or the API (/metrics too).
+  const resource: ResourceKind = op.transport === 'mcp' ? 'mcp' : 'api';
   try {
-    return await lookup(deps.core, authorization);
-  } catch (err) {
-    if (!(err instanceof AppError)) throw err;
+    return await lookup(deps.core, authorization, resource);
+  } catch (caught) {
+    if (!(caught instanceof AppError)) throw caught;
+    const err = caught.code === 'unauthorized' ? challenged(deps.core, caught, resource, authorization !== null) : caught;
     if (attempt) return new Refused(await failedAuthentication(deps, op, err, attempt));
     metrics.unauthenticated('metrics');
     return new Refused(errorAnswer(null, err));
   }
+}
+
+/** What is authenticated: an operation (the MCP transport's is the MCP endpoint), or a route outside the table by a name. */
+type Authenticated = Pick<Operation, 'operationId' | 'transport'>;
+
+/**
+ * The 401 with the challenge that sends an OAuth client to the resource's metadata (RFC 9728 §5.1), and says
+ * `invalid_token` when a credential was sent.
+ */
+function challenged(core: Core, err: AppError, resource: ResourceKind, tokenSent: boolean): AppError {
+  return new AppError(err.code, err.message, err.details, err.refusal, {
+    ...err.headers,
+    'WWW-Authenticate': bearerChallenge(core.config.publicUrl, resource, tokenSent),
+  });
 }
 
 /** The grant matches the expected-context headers and holds `scopes` (`what` names the call): else throws 403. */
@@ -88,7 +103,7 @@ export function authorize(principal: Pick<Principal, 'store' | 'scopes'>, expect
  * row per failure up to the window's allowance (AUTH_FAILURE_LIMITS); past it the failures are counted and written as
  * one summary row per operation once their window has ended.
  */
-async function failedAuthentication(deps: AuthDeps, op: Pick<Operation, 'operationId'>, err: AppError, attempt: Attempt): Promise<Answer> {
+async function failedAuthentication(deps: AuthDeps, op: Authenticated, err: AppError, attempt: Attempt): Promise<Answer> {
   const { requestId } = attempt;
   const d = await deps.authFailures.fail(attempt.client());
   const answer = d.limited
