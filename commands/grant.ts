@@ -1,7 +1,10 @@
 import { defineCommand } from 'citty';
+import { AppError } from '../src/contract/errors.ts';
 import { TIER_NAMES } from '../src/contract/scopes.ts';
+import { approveAuthorization, denyAuthorization, findAuthorization, type AuthorizationRequest } from '../src/oauth/authorization.ts';
 import { checkGrantRequest, issueGrant, listGrants, revokeGrant } from '../src/ops/grants.ts';
 import { auditAdmin, humanActor, storeIdOf } from '../src/ops/human-audit.ts';
+import { storeOrOnly } from '../src/ops/stores.ts';
 import { actorArg, storageArgs } from './_args.ts';
 import { withCore } from './_box.ts';
 
@@ -74,7 +77,54 @@ const revoke = defineCommand({
   },
 });
 
+const approve = defineCommand({
+  meta: {
+    name: 'approve',
+    description: "Approve (or deny) an MCP client's authorization request by the code its page shows; the client then gets its grant",
+    examples: ['hookrelay grant approve WDJB-MJHT --tier operator --ttl 7d --label "Claude on my laptop"', 'hookrelay grant approve WDJB-MJHT --deny'],
+  },
+  args: {
+    code: { type: 'positional', required: true, description: 'The code the authorization page shows, e.g. WDJB-MJHT' },
+    tier: { type: 'string', description: `${TIER_NAMES.join(' | ')}: one the request offers (never above the scope the client asked)` },
+    ttl: { type: 'string', description: 'Lifetime of the grant, e.g. 8h, 7d; at most 90d' },
+    label: { type: 'string', description: 'Who or what the grant is for (default: the tier)' },
+    shop: { type: 'string', description: 'Shop domain of the store it acts on (default: the only store of this box)' },
+    deny: { type: 'boolean', description: 'Refuse the request instead' },
+    ...actorArg,
+    ...storageArgs,
+  },
+  run: ({ args }) => {
+    const actor = humanActor(args.actor);
+    return withCore(args, async (core) => {
+      const human = { store: await storeOrOnly(core, args.shop), actor, face: 'cli' as const };
+      if (args.deny) return { authorization: decided(await denyAuthorization(core, human, args.code)) };
+      const req = await findAuthorization(core, args.code);
+      if (req?.status === 'pending' && (!args.tier || !args.ttl)) {
+        throw new AppError('invalid_input', `Name --tier (${req.offeredTiers.join(', ')}) and --ttl (at most 90d) to approve, or --deny.`);
+      }
+      const choice = { tier: args.tier ?? '', ttl: args.ttl ?? '', label: args.label };
+      return { authorization: decided(await approveAuthorization(core, human, args.code, choice)) };
+    });
+  },
+});
+
+/** What `approve` prints of a decided request: the client, what it asked and got; never the request's id. */
+function decided(req: AuthorizationRequest) {
+  return {
+    userCode: req.userCode,
+    status: req.status,
+    client: req.client,
+    resource: req.resource,
+    requestedScopes: req.requestedScopes,
+    grantId: req.grantId,
+    note:
+      req.status === 'approved'
+        ? "The client's browser continues by itself and receives its tokens; revoke with hookrelay grant revoke."
+        : "The client's browser is told the request was denied.",
+  };
+}
+
 export default defineCommand({
-  meta: { name: 'grant', description: 'Issue, list and revoke agent grants (local admin only)' },
-  subCommands: { issue, list, revoke },
+  meta: { name: 'grant', description: "Issue, list and revoke agent grants, and approve an MCP client's request (local admin only)" },
+  subCommands: { issue, list, revoke, approve },
 });

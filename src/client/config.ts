@@ -66,7 +66,7 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
  */
 export function looksLikeToken(value: string, env: Env = {}): boolean {
   const v = value.trim();
-  if (/^(hr[garc]_|whsec_|bearer\s)/i.test(v)) return true;
+  if (/^(hr[garo]_|whsec_|bearer\s)/i.test(v)) return true;
   if (env[ENV_TOKEN] && v === env[ENV_TOKEN]) return true;
   return v.length >= 24 && /[a-z]/.test(v) && /[A-Z]/.test(v) && /[0-9]/.test(v);
 }

@@ -133,8 +133,8 @@ export function isWellFormedToken(token: string, prefix: TokenPrefix): boolean {
   return /^[0-9A-Za-z]+$/.test(body) && checksum(body) === token.slice(-6);
 }
 
-/** Grant tokens (`hrg_`, issued by hand), OAuth access and refresh tokens (`hra_`, `hrr_`) and authorization codes (`hrc_`). */
-export type TokenPrefix = 'hrg_' | 'hra_' | 'hrr_' | 'hrc_';
+/** Grant tokens (`hrg_`, issued by hand), OAuth access and refresh tokens (`hra_`, `hrr_`) and authorization codes (`hro_`). */
+export type TokenPrefix = 'hrg_' | 'hra_' | 'hrr_' | 'hro_';
 
 /** Grant token: issued by `grant issue` or the Agents page, shown once. */
 export const newGrantToken = (): string => newToken('hrg_');

@@ -26,7 +26,7 @@ const SECRET_SHAPES: readonly Shape[] = [
   { pattern: /\bwhsec_[0-9A-Za-z]+/g, label: 'secret', maskable: true },
   { pattern: /\bhrg_[0-9A-Za-z]+/g, label: 'grant token', maskable: true },
   { pattern: /\bhrm_[0-9A-Za-z]+/g, label: 'metrics token', maskable: true },
-  { pattern: /\bhr[arc]_[0-9A-Za-z]+/g, label: 'OAuth token', maskable: true },
+  { pattern: /\bhr[aro]_[0-9A-Za-z]+/g, label: 'OAuth token', maskable: true },
   { pattern: /\bshp(?:at|ca|pa|ss|rt)_[0-9A-Za-z_]+/g, label: 'platform token', maskable: true },
   { pattern: /\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|mssql|sqlserver|libsql):\/\/\S+/gi, label: 'database URL' },
   { pattern: /(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*:\/\/[^\s/@:]+:[^\s/@]+@\S*/gi, label: 'URL with credentials' },

@@ -183,7 +183,7 @@ export async function finishAuthorization(core: Core, id: string): Promise<strin
   if (req.status === 'expired') return authorizationRedirect(core, req, { error: 'access_denied', error_description: 'Nobody approved the request in time.' });
   if (!(await core.repo.oauth.finishRequest(row.id)))
     throw notRedirectable('invalid_request', 'This authorization was already completed; start again from the client.');
-  const code = newToken('hrc_');
+  const code = newToken('hro_');
   const now = core.clock.now();
   await core.repo.oauth.addCode({
     codeHash: sha256Hex(code),

@@ -74,7 +74,7 @@ async function exchangeCode(core: Core, form: URLSearchParams): Promise<TokenAns
   const redirectUri = param(form, 'redirect_uri', true);
   const verifier = param(form, 'code_verifier', true);
   const resource = param(form, 'resource');
-  if (!isWellFormedToken(code, 'hrc_')) throw invalidGrant('The authorization code is not valid.');
+  if (!isWellFormedToken(code, 'hro_')) throw invalidGrant('The authorization code is not valid.');
   const now = core.clock.now();
   const used = await core.repo.oauth.useCode(sha256Hex(code), now);
   if (!used) throw invalidGrant('The authorization code is not valid.');

@@ -13,6 +13,7 @@ import type { CoreWith } from '../core.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { randomBase62 } from '../lib/ids.ts';
+import { storeOrOnly } from './stores.ts';
 
 /** What starts every metrics token, so the redactor and a secret scanner can tell one. */
 const METRICS_TOKEN_PREFIX = 'hrm_';
@@ -73,7 +74,7 @@ export async function authenticateMetricsToken(core: CoreWith<TenantStore>, toke
  */
 export async function issueMetricsToken(core: Core, input: { shopDomain?: string; label?: string }) {
   const label = checkLabel(input.label);
-  const store = await storeFor(core, input.shopDomain);
+  const store = await storeOrOnly(core, input.shopDomain);
   const token = `${METRICS_TOKEN_PREFIX}${randomBase62(32)}`;
   const row: StoredMetricsToken = { id: newTokenId(), storeId: store.id, label, createdAt: core.clock.now(), revokedAt: null };
   await core.repo.putSetting(keyOf(token), JSON.stringify(row), row.createdAt);
@@ -86,7 +87,7 @@ export async function issueMetricsToken(core: Core, input: { shopDomain?: string
 
 /** Every metrics token of the box (or of one store), oldest first; never a token or its hash. */
 export async function listMetricsTokens(core: Core, shopDomain?: string): Promise<MetricsTokenView[]> {
-  const storeId = shopDomain === undefined ? undefined : (await storeFor(core, shopDomain)).id;
+  const storeId = shopDomain === undefined ? undefined : (await storeOrOnly(core, shopDomain)).id;
   const shops = new Map((await core.repo.listStores()).map((s) => [s.id, s.shopDomain]));
   return (await storedTokens(core))
     .map((t) => t.row)
@@ -116,19 +117,6 @@ async function storedTokens(core: Core): Promise<{ key: string; row: StoredMetri
   return rows
     .map((r) => ({ key: r.key, row: JSON.parse(r.value) as StoredMetricsToken }))
     .sort((a, b) => a.row.createdAt - b.row.createdAt || a.row.id.localeCompare(b.row.id));
-}
-
-/** The named store, or the box's only one; several stores and no `--shop` is a usage error naming them. */
-async function storeFor(core: Core, shopDomain: string | undefined): Promise<StoreRow> {
-  if (shopDomain !== undefined) {
-    const store = await core.repo.getStoreByShop(shopDomain.trim().toLowerCase());
-    if (!store) throw new AppError('not_found', `No store ${shopDomain}; run hookrelay init --shop ${shopDomain} first.`);
-    return store;
-  }
-  const stores = await core.repo.listStores();
-  if (stores.length === 1) return stores[0]!;
-  if (stores.length === 0) throw new AppError('not_found', 'This box has no store yet; run hookrelay init --shop <domain> first.');
-  throw new AppError('invalid_input', `This box has ${stores.length} stores: name one with --shop (${stores.map((s) => s.shopDomain).join(', ')}).`);
 }
 
 /** Free text naming the scraper, e.g. `prometheus`; nothing shaped like a token (refused unechoed). */

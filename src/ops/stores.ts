@@ -382,3 +382,16 @@ function storeView(s: StoreRow) {
     createdAt: iso(s.createdAt),
   };
 }
+
+/** The named store, or the box's only one (an admin command's `--shop`, absent); several stores and no `--shop` is a usage error naming them. */
+export async function storeOrOnly(core: CoreWith<TenantStore>, shopDomain: string | undefined): Promise<StoreRow> {
+  if (shopDomain !== undefined) {
+    const store = await core.repo.getStoreByShop(shopDomain.trim().toLowerCase());
+    if (!store) throw new AppError('not_found', `No store ${shopDomain}; run hookrelay init --shop ${shopDomain} first.`);
+    return store;
+  }
+  const stores = await core.repo.listStores();
+  if (stores.length === 1) return stores[0]!;
+  if (stores.length === 0) throw new AppError('not_found', 'This box has no store yet; run hookrelay init --shop <domain> first.');
+  throw new AppError('invalid_input', `This box has ${stores.length} stores: name one with --shop (${stores.map((s) => s.shopDomain).join(', ')}).`);
+}

@@ -6,7 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Server } from 'bun';
 import { addStore, BASE, createTestEnv, type TestEnv } from '../helpers.ts';
-import { defaultConfig } from '../../src/core.ts';
+import { defaultConfig, type OAuthConfig } from '../../src/core.ts';
 import { approveAuthorization, finishAuthorization, startAuthorization, type Approver } from '../../src/oauth/authorization.ts';
 
 export const REDIRECT = 'http://127.0.0.1:9/callback';
@@ -19,28 +19,18 @@ export interface Served {
   headers?: Record<string, string>;
 }
 
-export interface OAuthWorld extends TestEnv {
-  /** The document server's base URL, e.g. `http://127.0.0.1:40123`. */
+/** A real HTTP server on loopback serving client metadata documents as a test sets them. */
+export interface DocumentServer {
+  /** Its base URL, e.g. `http://127.0.0.1:40123`. */
   docs: string;
-  /** Serves `path` as `answer` from now on. */
+  /** Serves `path` as `answer` from now on; its URL. */
   serve(path: string, answer: Served): string;
-  /** How many requests the document server has had for `path`. */
+  /** How many requests it has had for `path`. */
   hits(path: string): number;
-  /** The merchant deciding, as the CLI's operator would. */
-  human: Approver;
   close(): void;
 }
 
-/** A valid client document for the URL it is served at. */
-export const clientDocument =
-  (redirectUris = [REDIRECT], extra: Record<string, unknown> = {}) =>
-  (url: string) =>
-    JSON.stringify({ client_id: url, client_name: 'Test Agent', client_uri: 'https://agent.example', redirect_uris: redirectUris, ...extra });
-
-export async function oauthWorld(overrides: Partial<ReturnType<typeof defaultConfig>['oauth']> = {}): Promise<OAuthWorld> {
-  const env = await createTestEnv({ oauth: { ...defaultConfig().oauth, loopbackClients: true, ...overrides } });
-  await addStore(env);
-  const store = (await env.repo.getStoreByShop('demo.myshopify.com'))!;
+export function startDocumentServer(): DocumentServer {
   const routes = new Map<string, Served>();
   const counts = new Map<string, number>();
   const server: Server<undefined> = Bun.serve({
@@ -58,16 +48,35 @@ export async function oauthWorld(overrides: Partial<ReturnType<typeof defaultCon
   });
   const docs = `http://127.0.0.1:${server.port}`;
   return {
-    ...env,
     docs,
     serve(path, answer) {
       routes.set(path, answer);
       return `${docs}${path}`;
     },
     hits: (path) => counts.get(path) ?? 0,
-    human: { store, actor: 'merchant@test', face: 'console' },
     close: () => server.stop(true),
   };
+}
+
+export interface OAuthWorld extends TestEnv, DocumentServer {
+  /** The merchant deciding, as the CLI's operator would. */
+  human: Approver;
+}
+
+/** A valid client document for the URL it is served at. */
+export const clientDocument =
+  (redirectUris = [REDIRECT], extra: Record<string, unknown> = {}) =>
+  (url: string) =>
+    JSON.stringify({ client_id: url, client_name: 'Test Agent', client_uri: 'https://agent.example', redirect_uris: redirectUris, ...extra });
+
+/** The OAuth config of a test: client documents allowed on loopback, then `overrides`. */
+export const testOAuth = (overrides: Partial<OAuthConfig> = {}): OAuthConfig => ({ ...defaultConfig().oauth, loopbackClients: true, ...overrides });
+
+export async function oauthWorld(overrides: Partial<OAuthConfig> = {}): Promise<OAuthWorld> {
+  const env = await createTestEnv({ oauth: testOAuth(overrides) });
+  await addStore(env);
+  const store = (await env.repo.getStoreByShop('demo.myshopify.com'))!;
+  return { ...env, ...startDocumentServer(), human: { store, actor: 'merchant@test', face: 'console' } };
 }
 
 /** A PKCE pair: a verifier and its S256 challenge. */

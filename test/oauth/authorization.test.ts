@@ -137,7 +137,7 @@ describe('approveAuthorization, denyAuthorization, finishAuthorization', () => {
 
     const location = new URL((await finishAuthorization(w.core, req.id))!);
     expect(`${location.origin}${location.pathname}`).toBe(REDIRECT);
-    expect(location.searchParams.get('code')).toMatch(/^hrc_/);
+    expect(location.searchParams.get('code')).toMatch(/^hro_/);
     expect(location.searchParams.get('state')).toBe('st-123');
     expect(location.searchParams.get('iss')).toBe('http://local');
     expect((await findAuthorization(w.core, req.id))?.status).toBe('finished');

@@ -113,10 +113,10 @@ describe('POST /oauth/token: authorization_code', () => {
   it('refuses what is not a token request as RFC 6749 JSON, never a 500', async () => {
     expect((await postForm(w, '/oauth/token', { grant_type: 'password' })).json.error).toBe('unsupported_grant_type');
     expect((await postForm(w, '/oauth/token', {})).json.error).toBe('invalid_request');
-    expect((await postForm(w, '/oauth/token', { grant_type: 'authorization_code', code: 'hrc_nope' })).json.error).toBe('invalid_request');
+    expect((await postForm(w, '/oauth/token', { grant_type: 'authorization_code', code: 'hro_nope' })).json.error).toBe('invalid_request');
     const bogus = await postForm(w, '/oauth/token', {
       grant_type: 'authorization_code',
-      code: 'hrc_nope',
+      code: 'hro_nope',
       code_verifier: 'v',
       client_id: clientId,
       redirect_uri: REDIRECT,
@@ -266,7 +266,7 @@ describe('per-address limit', () => {
         new Request('http://local/oauth/token', {
           method: 'POST',
           headers: { 'content-type': 'application/x-www-form-urlencoded' },
-          body: `grant_type=authorization_code&code=hrc_x&code_verifier=v&client_id=${encodeURIComponent(clientId)}&redirect_uri=${encodeURIComponent(REDIRECT)}`,
+          body: `grant_type=authorization_code&code=hro_x&code_verifier=v&client_id=${encodeURIComponent(clientId)}&redirect_uri=${encodeURIComponent(REDIRECT)}`,
         }),
         peer,
       );

@@ -18,6 +18,9 @@ const SHAPES: [name: string, canary: string, label: string][] = [
   ['database URL', 'postgres://app:s3cret@db.internal:5432/hookrelay', 'database URL'],
   ['credentials in another URL', 'https://user:pa55@example.com/hook', 'URL with credentials'],
   ['metrics token', 'hrm_AbCdEfGhIjKlMnOpQrStUv12', 'metrics token'],
+  ['OAuth access token', 'hra_AbCdEfGhIjKlMnOpQrStUv12', 'OAuth token'],
+  ['OAuth refresh token', 'hrr_AbCdEfGhIjKlMnOpQrStUv12', 'OAuth token'],
+  ['OAuth authorization code', 'hro_AbCdEfGhIjKlMnOpQrStUv12', 'OAuth token'],
 ];
 
 describe('redactSecretsIn', () => {

@@ -1,0 +1,259 @@
+/**
+ * An agent connects by URL: the MCP SDK's own client (1.x, its OAuth client provider and StreamableHTTPClientTransport)
+ * given only `http://127.0.0.1:PORT/agent/v1/mcp`, with a client metadata document served on loopback, goes through
+ * discovery (401 challenge → RFC 9728 → RFC 8414) → the authorization URL (whose checks and consent are driven here
+ * as the consent page drives them: startAuthorization, the merchant's approval, finishAuthorization) → the token
+ * endpoint → tools/list and a `search` → a refresh → and the grant revoked ends both tokens. Once with the approval
+ * in process, once with `hookrelay grant approve CODE` run as a real process against the served box.
+ */
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { auth, type OAuthClientProvider, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { openCore } from '../../src/boot.ts';
+import type { Core } from '../../src/core.ts';
+import { approveAuthorization, finishAuthorization, startAuthorization } from '../../src/oauth/authorization.ts';
+import { revokeGrant } from '../../src/ops/grants.ts';
+import { initStore } from '../../src/ops/stores.ts';
+import { startServer } from '../../src/server/serve.ts';
+import { closedPort, ENTRY } from '../cli/harness.ts';
+import { startMcpServer, tool, type McpServerUnderTest } from '../mcp/harness.ts';
+import { clientDocument, REDIRECT, startDocumentServer, testOAuth, type DocumentServer } from './_world.ts';
+
+setDefaultTimeout(120_000);
+
+/** The client's side as an MCP host keeps it: its registration (the document's URL), tokens, PKCE verifier, where it sent the person. */
+class MemoryProvider implements OAuthClientProvider {
+  info: OAuthClientInformationMixed;
+  saved: OAuthTokens | undefined;
+  verifier = '';
+  sentTo: URL | null = null;
+  readonly sentState = `state-${crypto.randomUUID()}`;
+  constructor(clientId: string) {
+    // The document's URL as the client_id: the SDK checks a clientMetadataUrl is https, so the loopback document's
+    // http URL is given as the client's registration (its id), which is what the SDK sends either way.
+    this.info = { client_id: clientId };
+  }
+  get redirectUrl() {
+    return REDIRECT;
+  }
+  get clientMetadata() {
+    return { client_name: 'Test Agent', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' };
+  }
+  state() {
+    return this.sentState;
+  }
+  clientInformation() {
+    return this.info;
+  }
+  saveClientInformation(info: OAuthClientInformationMixed) {
+    this.info = info;
+  }
+  tokens() {
+    return this.saved;
+  }
+  saveTokens(tokens: OAuthTokens) {
+    this.saved = tokens;
+  }
+  redirectToAuthorization(url: URL) {
+    this.sentTo = url;
+  }
+  saveCodeVerifier(v: string) {
+    this.verifier = v;
+  }
+  codeVerifier() {
+    return this.verifier;
+  }
+}
+
+/**
+ * The whole flow from the URL alone: the SDK is refused (401), discovers, and sends the person to the authorization
+ * URL; the person's browser and decision are played through the seam (`approve` decides by the user code); the SDK
+ * exchanges the code. Returns a connected client and the grant's id.
+ */
+async function connectByUrl(core: Core, base: string, provider: MemoryProvider, approve: (userCode: string) => Promise<string>) {
+  const mcpUrl = new URL('/agent/v1/mcp', base);
+  const refused = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider });
+  await expect(new Client({ name: 'oauth-e2e', version: '1.0.0' }).connect(refused)).rejects.toBeInstanceOf(UnauthorizedError);
+  const to = provider.sentTo!;
+  expect(`${to.origin}${to.pathname}`).toBe(`${base}/oauth/authorize`);
+  expect(Object.fromEntries(to.searchParams)).toMatchObject({
+    response_type: 'code',
+    client_id: provider.info.client_id,
+    code_challenge_method: 'S256',
+    redirect_uri: REDIRECT,
+    resource: `${base}/agent/v1/mcp`,
+    state: provider.sentState,
+  });
+  const req = await startAuthorization(core, to.searchParams);
+  expect(req.client).toMatchObject({ name: 'Test Agent', verified: false });
+  const grantId = await approve(req.userCode);
+  const back = new URL((await finishAuthorization(core, req.id))!);
+  expect(back.searchParams.get('state')).toBe(provider.sentState);
+  expect(back.searchParams.get('iss')).toBe(base);
+  await refused.finishAuth(back.searchParams.get('code')!);
+  expect(provider.saved?.access_token).toStartWith('hra_');
+  const client = new Client({ name: 'oauth-e2e', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider }));
+  return { client, grantId, mcpUrl };
+}
+
+/** tools/list and a `search` through the connected client: what a token of `tier` may call. */
+async function useTools(client: Client) {
+  const tools = await client.listTools();
+  expect(tools.tools.map((t) => t.name).sort()).toEqual(['execute', 'search']);
+  const found = await tool(client, 'search', { query: 'grant', schemas: false });
+  expect(found.isError).toBe(false);
+  return found.doc.operations as { operationId: string; callable: boolean }[];
+}
+
+/** What the bearer step and the token endpoint say of `tokens` now: the MCP endpoint's status and the refresh's error. */
+async function tokenFates(base: string, mcpUrl: URL, tokens: OAuthTokens, clientId: string) {
+  const mcp = await fetch(mcpUrl, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${tokens.access_token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+  });
+  await mcp.body?.cancel();
+  const refreshed = await fetch(`${base}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, client_id: clientId }),
+  });
+  return { mcp: mcp.status, refresh: ((await refreshed.json()) as { error?: string }).error ?? 'ok' };
+}
+
+describe('the MCP SDK client connects by URL, the merchant approving in process', () => {
+  let s: McpServerUnderTest;
+  let docs: DocumentServer;
+  beforeAll(async () => {
+    docs = startDocumentServer();
+    s = await startMcpServer({ oauth: testOAuth() });
+  });
+  afterAll(async () => {
+    await s.stop();
+    docs.close();
+  });
+
+  it('discovery → authorize → token → tools → search; refresh rotates; revoking the grant ends both tokens', async () => {
+    const provider = new MemoryProvider(docs.serve('/agent.json', { body: clientDocument() }));
+    const store = (await s.env.repo.getStoreByShop('demo.myshopify.com'))!;
+    const merchant = { store, actor: 'merchant@test', face: 'console' as const };
+    const { client, grantId, mcpUrl } = await connectByUrl(s.env.core, s.url, provider, async (code) => {
+      const req = await approveAuthorization(s.env.core, merchant, code, { tier: 'observer', ttl: '1d', label: 'Test Agent' });
+      return req.grantId!;
+    });
+    const ops = await useTools(client);
+    expect(ops.find((o) => o.operationId === 'getCurrentAgentGrant')?.callable).toBe(true);
+    // The SDK asked for every scope (the challenge's); the observer tier gives its own within them.
+    expect(provider.saved?.scope).toBe('setup:read event:read');
+
+    const before = provider.saved!;
+    expect(await auth(provider, { serverUrl: mcpUrl })).toBe('AUTHORIZED');
+    expect(provider.saved!.refresh_token).not.toBe(before.refresh_token);
+    expect(provider.saved!.access_token).not.toBe(before.access_token);
+    const again = new Client({ name: 'oauth-e2e', version: '1.0.0' });
+    await again.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider }));
+    expect((await again.listTools()).tools).toHaveLength(2);
+
+    const live = provider.saved!;
+    await revokeGrant(s.env.core, grantId);
+    expect(await tokenFates(s.url, mcpUrl, live, provider.info.client_id)).toEqual({ mcp: 401, refresh: 'invalid_grant' });
+    await Promise.all([client.close(), again.close()]);
+  });
+});
+
+describe('the MCP SDK client connects by URL, the merchant approving with `hookrelay grant approve`', () => {
+  const root = mkdtempSync(join(tmpdir(), 'hookrelay-oauth-'));
+  const data = join(root, 'data');
+  let core: Core;
+  let running: Awaited<ReturnType<typeof startServer>>;
+  let base: string;
+  let docs: DocumentServer;
+  beforeAll(async () => {
+    docs = startDocumentServer();
+    const port = closedPort();
+    base = `http://127.0.0.1:${port}`;
+    core = await openCore({
+      dataDir: data,
+      create: true,
+      config: { publicUrl: base, oauth: testOAuth() },
+      log: { info() {}, warn() {}, error: console.error },
+    });
+    await initStore(core, { shopDomain: 'demo.myshopify.com' });
+    running = await startServer(core, { port, host: '127.0.0.1', worker: false });
+  });
+  afterAll(async () => {
+    await running.stop();
+    await core.repo.close();
+    docs.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  /** The admin CLI as a child process on the served box's data directory; its one JSON document. */
+  async function cli(...args: string[]) {
+    const proc = Bun.spawn(['bun', ENTRY, ...args, '--data-dir', data], {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, NO_COLOR: '1' },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+    return { code, json: JSON.parse(stdout) };
+  }
+
+  it('approves by the code the page shows; the grant is the client’s, audited as the person; `grant revoke` ends its tokens', async () => {
+    const provider = new MemoryProvider(docs.serve('/cli-agent.json', { body: clientDocument() }));
+    const { client, grantId, mcpUrl } = await connectByUrl(core, base, provider, async (code) => {
+      const missing = await cli('grant', 'approve', code);
+      expect(missing.code).toBe(2);
+      expect(missing.json.error.message).toContain('--tier');
+      // The SDK asked for the challenge's ten scopes: every tier is offered.
+      const approved = await cli('grant', 'approve', code, '--tier', 'recovery_operator', '--ttl', '1d', '--actor', 'Jane Ops');
+      expect(approved.code).toBe(0);
+      expect(approved.json.authorization).toMatchObject({ status: 'approved', client: { name: 'Test Agent', verified: false } });
+      return approved.json.authorization.grantId as string;
+    });
+    const ops = await useTools(client);
+    expect(ops.find((o) => o.operationId === 'getCurrentAgentGrant')?.callable).toBe(true);
+    const listed = await cli('grant', 'list');
+    const grant = listed.json.grants.find((g: { grantId: string }) => g.grantId === grantId);
+    expect(grant).toMatchObject({ tier: 'recovery_operator', state: 'active' });
+    const audit = await cli('audit', '--since', '1h');
+    const issued = audit.json.entries.find((e: { operationId: string; targetId: string }) => e.operationId === 'issueGrant' && e.targetId === grantId);
+    expect(issued).toMatchObject({ actorKind: 'human', actorLabel: 'Jane Ops', outcome: 'ok' });
+
+    const tokens = provider.saved!;
+    expect((await cli('grant', 'revoke', grantId)).code).toBe(0);
+    expect(await tokenFates(base, mcpUrl, tokens, provider.info.client_id)).toEqual({ mcp: 401, refresh: 'invalid_grant' });
+    await client.close();
+  });
+
+  it('refuses a tier above what the client asked, and approves one within it; --deny sends the client back refused', async () => {
+    const clientId = docs.serve('/narrow.json', { body: clientDocument() });
+    const query = (scope: string) =>
+      new URLSearchParams({
+        response_type: 'code',
+        client_id: clientId,
+        redirect_uri: REDIRECT,
+        code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+        code_challenge_method: 'S256',
+        resource: `${base}/agent/v1/mcp`,
+        scope,
+      });
+    const req = await startAuthorization(core, query('setup:read event:read'));
+    const above = await cli('grant', 'approve', req.userCode.toLowerCase(), '--tier', 'operator', '--ttl', '1d');
+    expect(above.code).toBe(2);
+    expect(above.json.error).toMatchObject({ code: 'invalid_input' });
+    expect(above.json.error.message).toContain('above what Test Agent asked for');
+    const ok = await cli('grant', 'approve', req.userCode, '--tier', 'observer', '--ttl', '2h', '--label', 'narrow');
+    expect(ok.json.authorization).toMatchObject({ status: 'approved', requestedScopes: ['setup:read', 'event:read'] });
+    const denied = await startAuthorization(core, query('setup:read'));
+    expect((await cli('grant', 'approve', denied.userCode, '--deny')).json.authorization.status).toBe('denied');
+    expect(new URL((await finishAuthorization(core, denied.id))!).searchParams.get('error')).toBe('access_denied');
+  });
+});
