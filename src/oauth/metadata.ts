@@ -7,9 +7,9 @@ import { SCOPES } from '../contract/scopes.ts';
 import { publicLink } from '../lib/web.ts';
 import { issuerOf, RESOURCE_PATHS, resourceUri, type ResourceKind } from './tokens.ts';
 
-/** Where RFC 9728 puts a resource's metadata: the well-known prefix, then the resource's path. */
-export const PRM_PREFIX = '/.well-known/oauth-protected-resource';
-export const AS_METADATA_PATH = '/.well-known/oauth-authorization-server';
+/** Where RFC 9728 puts a resource's metadata (the well-known prefix, then the resource's path), and the endpoints. */
+const PRM_PREFIX = '/.well-known/oauth-protected-resource';
+const AS_METADATA_PATH = '/.well-known/oauth-authorization-server';
 export const TOKEN_PATH = '/oauth/token';
 export const REVOKE_PATH = '/oauth/revoke';
 export const AUTHORIZE_PATH = '/oauth/authorize';
@@ -21,7 +21,7 @@ export const isOAuthRoute = (path: string) => path === TOKEN_PATH || path === RE
 export const GUARDED_OAUTH_PATHS: readonly string[] = [TOKEN_PATH, REVOKE_PATH];
 
 /** The URL of a resource's metadata document. */
-export const prmUrl = (publicUrl: string, kind: ResourceKind) => publicLink(publicUrl, `${PRM_PREFIX}${RESOURCE_PATHS[kind]}`);
+const prmUrl = (publicUrl: string, kind: ResourceKind) => publicLink(publicUrl, `${PRM_PREFIX}${RESOURCE_PATHS[kind]}`);
 
 /** Which resource's metadata a path asks for; the bare prefix answers for the API. Null for another path. */
 export function prmKindOf(path: string): ResourceKind | null {

@@ -29,7 +29,7 @@ export const resourceUri = (publicUrl: string, kind: ResourceKind) => publicLink
 export const issuerOf = (publicUrl: string) => publicLink(publicUrl, '');
 
 /** The longest an access token lives; never past its grant's expiry. */
-export const ACCESS_TOKEN_TTL_MS = 3600_000;
+const ACCESS_TOKEN_TTL_MS = 3600_000;
 
 /** A successful token answer (RFC 6749 §5.1). */
 export interface TokenAnswer {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
 import { AppError } from '../../src/contract/errors.ts';
 import {
   approveAuthorization,
+  authorizationRedirect,
   denyAuthorization,
   findAuthorization,
   finishAuthorization,
@@ -87,6 +88,21 @@ describe('startAuthorization', () => {
       const err = await thrown(startAuthorization(w.core, authorizeQuery(w, clientId, challenge, fields)));
       expect({ fields, error: err.error, redirectable: err.redirectable }).toEqual({ fields, error, redirectable: true });
     }
+  });
+
+  it('a redirectable refusal goes back to the client with its state and iss, by authorizationRedirect', async () => {
+    const q = authorizeQuery(w, clientId, pkce().challenge, { code_challenge_method: 'plain' });
+    const err = await thrown(startAuthorization(w.core, q));
+    const back = new URL(
+      authorizationRedirect(w.core, { redirectUri: q.get('redirect_uri')!, state: q.get('state') }, { error: err.error, error_description: err.description }),
+    );
+    expect(`${back.origin}${back.pathname}`).toBe(REDIRECT);
+    expect(Object.fromEntries(back.searchParams)).toEqual({
+      error: 'invalid_request',
+      error_description: 'PKCE is required: code_challenge_method must be S256.',
+      state: 'st-123',
+      iss: 'http://local',
+    });
   });
 
   it('accepts the API as the resource', async () => {

@@ -3,6 +3,7 @@
  * /oauth/revoke, the metadata documents, and access tokens at the one bearer step, bound to their resource.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
+import { AUTHORIZE_PATH } from '../../src/oauth/metadata.ts';
 import { revokeGrant } from '../../src/ops/grants.ts';
 import { call, rows } from '../helpers.ts';
 import { authorized, clientDocument, oauthWorld, postForm, REDIRECT, type OAuthWorld } from './_world.ts';
@@ -244,7 +245,7 @@ describe('metadata', () => {
     const r = await call(w, 'GET', '/.well-known/oauth-authorization-server');
     expect(r.json).toMatchObject({
       issuer: 'http://local',
-      authorization_endpoint: 'http://local/oauth/authorize',
+      authorization_endpoint: `http://local${AUTHORIZE_PATH}`,
       token_endpoint: 'http://local/oauth/token',
       revocation_endpoint: 'http://local/oauth/revoke',
       code_challenge_methods_supported: ['S256'],
