@@ -63,7 +63,8 @@ const redirectable = (error: string, why: string) => new OAuthError(error, why, 
 /**
  * Validates an /oauth/authorize query and records the pending request: the client's metadata document fetched
  * (src/oauth/client-metadata.ts), `redirect_uri` one of its redirect URIs exactly, `response_type=code`, PKCE S256,
- * `resource` one of the two canonical resources, `scope` within the ten scopes. Throws OAuthError: not redirectable
+ * `resource` one of the two canonical resources, `scope` within the ten scopes (absent or only `offline_access`: the
+ * observer tier's). Throws OAuthError: not redirectable
  * while the client or its redirect URI cannot be trusted (an error page), redirectable after (redirect with error).
  */
 export async function startAuthorization(core: Core, query: URLSearchParams): Promise<AuthorizationRequest> {
@@ -90,9 +91,11 @@ export async function startAuthorization(core: Core, query: URLSearchParams): Pr
   const resources = [resourceUri(core.config.publicUrl, 'mcp'), resourceUri(core.config.publicUrl, 'api')];
   if (!resource || !resources.includes(resource)) throw redirectable('invalid_target', `resource must be one of ${resources.join(', ')}.`);
   const scope = one('scope', redirectable);
-  const requested = scope ? [...new Set(scope.split(' ').filter(Boolean))] : [...TIERS.observer];
+  // offline_access (OIDC's ask for a refresh token) is granted to every client here, so it is no scope of ours.
+  const asked = scope?.split(' ').filter((s) => s && s !== 'offline_access') ?? [];
+  const requested = asked.length ? [...new Set(asked)] : [...TIERS.observer];
   const unknown = requested.filter((s) => !SCOPES.includes(s as Scope));
-  if (unknown.length || !requested.length) throw redirectable('invalid_scope', `Unknown scopes: ${unknown.join(', ') || '(none)'}; use ${SCOPES.join(' ')}.`);
+  if (unknown.length) throw redirectable('invalid_scope', `Unknown scopes: ${unknown.join(', ')}; use ${SCOPES.join(' ')}.`);
   const now = core.clock.now();
   const row: OAuthRequestRow = {
     id: `oar_${randomBase62(24)}`,

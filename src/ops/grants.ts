@@ -132,6 +132,8 @@ function grantView(g: GrantRow, now: number) {
     expiresAt: iso(g.expiresAt),
     revokedAt: isoOrNull(g.revokedAt),
     state: g.revokedAt != null ? 'revoked' : g.expiresAt <= now ? 'expired' : 'active',
+    /** The OAuth client whose consent issued it (its metadata document's URL and unverified name); null when issued by hand. */
+    client: g.clientId === null ? null : { id: g.clientId, name: g.clientName ?? g.clientId },
   };
 }
 

@@ -11,7 +11,8 @@ import {
   offeredTiers,
   startAuthorization,
 } from '../../src/oauth/authorization.ts';
-import { rows } from '../helpers.ts';
+import { listGrants } from '../../src/ops/grants.ts';
+import { addGrant, rows } from '../helpers.ts';
 import { authorizeQuery, clientDocument, oauthWorld, pkce, REDIRECT, type OAuthWorld } from './_world.ts';
 
 let w: OAuthWorld;
@@ -48,10 +49,14 @@ describe('startAuthorization', () => {
     expect(await findAuthorization(w.core, 'BBBB-BBBB')).toBeNull();
   });
 
-  it('asks for the observer tier’s scopes when the client sends no scope', async () => {
-    const req = await startAuthorization(w.core, authorizeQuery(w, clientId, pkce().challenge, { scope: null }));
-    expect(req.requestedScopes).toEqual(['setup:read', 'event:read']);
-    expect(req.offeredTiers).toEqual(['observer']);
+  it('asks for the observer tier’s scopes when the client sends no scope of ours; offline_access is every client’s', async () => {
+    for (const scope of [null, 'offline_access']) {
+      const req = await startAuthorization(w.core, authorizeQuery(w, clientId, pkce().challenge, { scope }));
+      expect(req.requestedScopes).toEqual(['setup:read', 'event:read']);
+      expect(req.offeredTiers).toEqual(['observer']);
+    }
+    const mixed = await startAuthorization(w.core, authorizeQuery(w, clientId, pkce().challenge, { scope: 'event:read offline_access' }));
+    expect(mixed.requestedScopes).toEqual(['event:read']);
   });
 
   it('refuses a redirect_uri not in the client’s metadata document, without redirecting to it', async () => {
@@ -144,6 +149,11 @@ describe('approveAuthorization, denyAuthorization, finishAuthorization', () => {
     expect(req.offeredTiers).toEqual(['observer', 'operator', 'recovery_operator']);
     const approved = await approveAuthorization(w.core, w.human, req.userCode, { tier: 'operator', ttl: '7d', label: 'Claude' });
     expect(approved).toMatchObject({ status: 'approved', storeId: w.human.store.id });
+    const listed = (await listGrants(w.core, 'demo.myshopify.com')).find((g) => g.grantId === approved.grantId);
+    expect(listed?.client).toEqual({ id: clientId, name: 'Test Agent' });
+    const byHand = await addGrant(w, 'observer');
+    expect((await listGrants(w.core, 'demo.myshopify.com')).filter((g) => g.client === null)).toHaveLength(1);
+    expect(byHand).toStartWith('hrg_');
     const [grant] = await rows(w, 'SELECT * FROM grants WHERE id = ?', approved.grantId);
     expect(grant).toMatchObject({ tier: 'operator', label: 'Claude', client_id: clientId, client_name: 'Test Agent' });
     expect(JSON.parse(grant!.scopes)).toEqual(['setup:read', 'endpoint:write']);
