@@ -50,6 +50,9 @@ const LOOPBACK = new BlockList();
 LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
 LOOPBACK.addAddress('::1', 'ipv6');
 
+/** A URL's host name without an IPv6 literal's brackets. */
+const bare = (hostname: string) => hostname.replace(/^\[|\]$/g, '');
+
 const refused = (why: string) => new OAuthError('invalid_client', why);
 
 interface Cached {
@@ -72,8 +75,8 @@ export async function clientMetadata(core: Runtime, clientId: string): Promise<C
   if (hit && hit.until > now) return hit.metadata;
   cache.delete(clientId);
   const url = checkClientUrl(clientId, core.config.oauth.loopbackClients);
-  await checkAddresses(url, core.config.oauth.loopbackClients);
-  const { document, maxAgeMs } = await fetchDocument(url, core.config.oauth.clientFetchTimeoutMs, core.config.oauth.clientMaxBytes);
+  const address = await checkedAddress(url, core.config.oauth.loopbackClients);
+  const { document, maxAgeMs } = await fetchDocument(url, address, core.config.oauth.clientFetchTimeoutMs, core.config.oauth.clientMaxBytes);
   const metadata = validate(clientId, document);
   if (maxAgeMs > 0) {
     if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!);
@@ -98,16 +101,19 @@ function checkClientUrl(clientId: string, loopback: boolean): URL {
   return url;
 }
 
-const isLoopbackName = (hostname: string) => hostname === 'localhost' || isLoopbackAddress(hostname.replace(/^\[|\]$/g, ''));
+const isLoopbackName = (hostname: string) => hostname === 'localhost' || isLoopbackAddress(bare(hostname));
 
 function isLoopbackAddress(address: string): boolean {
   const family = isIP(address);
   return family !== 0 && LOOPBACK.check(address, family === 4 ? 'ipv4' : 'ipv6');
 }
 
-/** Every address the host resolves to must be public (loopback too, in tests): else refused before any connection. */
-async function checkAddresses(url: URL, loopback: boolean): Promise<void> {
-  const host = url.hostname.replace(/^\[|\]$/g, '');
+/**
+ * Every address the host resolves to must be public (loopback too, in tests): else refused before any connection.
+ * The first is the one connected to, so a second resolution cannot swap in another (DNS rebinding).
+ */
+async function checkedAddress(url: URL, loopback: boolean): Promise<string> {
+  const host = bare(url.hostname);
   let addresses: string[];
   try {
     addresses = isIP(host) ? [host] : (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
@@ -121,13 +127,26 @@ async function checkAddresses(url: URL, loopback: boolean): Promise<void> {
       throw refused(`The client's metadata document is on a private, loopback or link-local address (${host}); it must be on the public internet.`);
     }
   }
+  if (!addresses[0]) throw refused(`The client's host ${host} does not resolve.`);
+  return addresses[0];
 }
 
-/** GET the document: no redirect, `timeoutMs` for the whole answer, at most `maxBytes`; its JSON and cache lifetime. */
-async function fetchDocument(url: URL, timeoutMs: number, maxBytes: number): Promise<{ document: unknown; maxAgeMs: number }> {
+/**
+ * GET the document from `address` (the host's checked address; its name goes in Host and, over TLS, in SNI and the
+ * certificate's check): no redirect, `timeoutMs` for the whole answer, at most `maxBytes`; its JSON and cache lifetime.
+ */
+async function fetchDocument(url: URL, address: string, timeoutMs: number, maxBytes: number): Promise<{ document: unknown; maxAgeMs: number }> {
   const signal = AbortSignal.timeout(timeoutMs);
+  const pinned = new URL(url);
+  pinned.hostname = isIP(address) === 6 ? `[${address}]` : address;
+  const named = isIP(bare(url.hostname)) === 0 && url.protocol === 'https:';
   try {
-    const res = await fetch(url, { redirect: 'manual', signal, headers: { Accept: 'application/json' } });
+    const res = await fetch(pinned, {
+      redirect: 'manual',
+      signal,
+      headers: { Accept: 'application/json', Host: url.host },
+      ...(named ? { tls: { serverName: url.hostname } } : {}),
+    });
     if (res.status >= 300 && res.status < 400) throw refused('The client’s metadata document URL redirects; it must answer itself.');
     if (res.status !== 200) throw refused(`The client’s metadata document answered HTTP ${res.status}.`);
     const declared = Number(res.headers.get('content-length'));

@@ -27,18 +27,22 @@ export interface DocumentServer {
   serve(path: string, answer: Served): string;
   /** How many requests it has had for `path`. */
   hits(path: string): number;
+  /** The Host header of its last request for `path`. */
+  hostOf(path: string): string | null;
   close(): void;
 }
 
 export function startDocumentServer(): DocumentServer {
   const routes = new Map<string, Served>();
   const counts = new Map<string, number>();
+  const hosts = new Map<string, string | null>();
   const server: Server<undefined> = Bun.serve({
     hostname: '127.0.0.1',
     port: 0,
     async fetch(req) {
       const url = new URL(req.url);
       counts.set(url.pathname, (counts.get(url.pathname) ?? 0) + 1);
+      hosts.set(url.pathname, req.headers.get('host'));
       const answer = routes.get(url.pathname);
       if (!answer) return new Response('not found', { status: 404 });
       if (answer.delayMs) await Bun.sleep(answer.delayMs);
@@ -54,6 +58,7 @@ export function startDocumentServer(): DocumentServer {
       return `${docs}${path}`;
     },
     hits: (path) => counts.get(path) ?? 0,
+    hostOf: (path) => hosts.get(path) ?? null,
     close: () => server.stop(true),
   };
 }

@@ -38,6 +38,13 @@ describe('clientMetadata', () => {
     });
   });
 
+  it('fetches a document named by a host name (resolved, checked, then connected to), sending that name in Host', async () => {
+    const url = w.serve('/named.json', { body: '' }).replace('127.0.0.1', 'localhost');
+    w.serve('/named.json', { body: clientDocument()(url) });
+    expect((await clientMetadata(w.core, url)).id).toBe(url);
+    expect(w.hostOf('/named.json')).toBe(new URL(url).host);
+  });
+
   it('refuses private, loopback and link-local addresses without the test setting, before any request', async () => {
     const env = await createTestEnv();
     for (const url of [
