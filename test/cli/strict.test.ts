@@ -132,6 +132,6 @@ describe('completion', () => {
     const script = (await cliText(['completion', 'bash'], { home: home.dir })).stdout;
     const probe = `${script}\nCOMP_WORDS=(hookrelay grant ''); COMP_CWORD=2; _hookrelay_complete; echo "\${COMPREPLY[*]}"\nCOMP_WORDS=(hookrelay events --li); COMP_CWORD=2; _hookrelay_complete; echo "\${COMPREPLY[*]}"`;
     const out = Bun.spawnSync(['bash', '-c', probe]).stdout.toString().trim().split('\n');
-    expect(out).toEqual(['issue list revoke --help', '--limit']);
+    expect(out).toEqual(['issue list revoke approve --help', '--limit']);
   }, 60_000);
 });
