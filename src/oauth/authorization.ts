@@ -54,6 +54,8 @@ export interface Approver {
 const REQUEST_TTL_MS = 10 * 60_000;
 /** How long an authorization code may wait for its exchange. */
 const CODE_TTL_MS = 60_000;
+/** The longest `state` kept and sent back: a client's nonce, not a store of its own. */
+const STATE_MAX_LENGTH = 512;
 /** The user code's letters: consonants only (no words, no 0/O, 1/I confusions), 20^8 codes. */
 const USER_CODE_LETTERS = 'BCDFGHJKLMNPQRSTVWXZ';
 
@@ -82,6 +84,7 @@ export async function startAuthorization(core: Core, query: URLSearchParams): Pr
     throw notRedirectable('invalid_request', 'redirect_uri is not one of the redirect_uris of the client’s metadata document.');
   }
   const state = one('state', redirectable);
+  if (state && state.length > STATE_MAX_LENGTH) throw redirectable('invalid_request', `state may be at most ${STATE_MAX_LENGTH} characters.`);
   if (one('response_type', redirectable) !== 'code') throw redirectable('unsupported_response_type', 'response_type must be code.');
   if (one('code_challenge_method', redirectable) !== 'S256') throw redirectable('invalid_request', 'PKCE is required: code_challenge_method must be S256.');
   const challenge = one('code_challenge', redirectable);

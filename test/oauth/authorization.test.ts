@@ -88,6 +88,7 @@ describe('startAuthorization', () => {
       [{ resource: 'https://elsewhere.example/mcp' }, 'invalid_target'],
       [{ resource: 'http://local/agent/v1/mcp/' }, 'invalid_target'],
       [{ scope: 'setup:read orders:write' }, 'invalid_scope'],
+      [{ state: 's'.repeat(513) }, 'invalid_request'],
     ];
     for (const [fields, error] of cases) {
       const err = await thrown(startAuthorization(w.core, authorizeQuery(w, clientId, challenge, fields)));
