@@ -65,6 +65,8 @@ export interface OAuthConfig {
    * Otherwise private, loopback and link-local addresses are refused.
    */
   loopbackClients: boolean;
+  /** Tests only (no setting sets it): a PEM certificate authority trusted for clients' documents over https, in place of the system's. */
+  clientCa: string | null;
 }
 
 /**
@@ -156,7 +158,7 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     rateLimits: DEFAULT_RATE_LIMITS,
     idleTimeoutSeconds: 120,
     mcp: DEFAULT_MCP,
-    oauth: { clientFetchTimeoutMs: 5_000, clientMaxBytes: 64 * 1024, loopbackClients: false },
+    oauth: { clientFetchTimeoutMs: 5_000, clientMaxBytes: 64 * 1024, loopbackClients: false, clientCa: null },
     ...overrides,
   };
 }

@@ -7,7 +7,7 @@
  */
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
-import type { Runtime } from '../core.ts';
+import type { OAuthConfig, Runtime } from '../core.ts';
 import { OAuthError } from './errors.ts';
 
 /** What the consent page shows of a client and what the authorization request is checked against. */
@@ -76,7 +76,7 @@ export async function clientMetadata(core: Runtime, clientId: string): Promise<C
   cache.delete(clientId);
   const url = checkClientUrl(clientId, core.config.oauth.loopbackClients);
   const address = await checkedAddress(url, core.config.oauth.loopbackClients);
-  const { document, maxAgeMs } = await fetchDocument(url, address, core.config.oauth.clientFetchTimeoutMs, core.config.oauth.clientMaxBytes);
+  const { document, maxAgeMs } = await fetchDocument(url, address, core.config.oauth);
   const metadata = validate(clientId, document);
   if (maxAgeMs > 0) {
     if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!);
@@ -135,17 +135,21 @@ async function checkedAddress(url: URL, loopback: boolean): Promise<string> {
  * GET the document from `address` (the host's checked address; its name goes in Host and, over TLS, in SNI and the
  * certificate's check): no redirect, `timeoutMs` for the whole answer, at most `maxBytes`; its JSON and cache lifetime.
  */
-async function fetchDocument(url: URL, address: string, timeoutMs: number, maxBytes: number): Promise<{ document: unknown; maxAgeMs: number }> {
+async function fetchDocument(url: URL, address: string, limits: OAuthConfig): Promise<{ document: unknown; maxAgeMs: number }> {
+  const { clientFetchTimeoutMs: timeoutMs, clientMaxBytes: maxBytes } = limits;
   const signal = AbortSignal.timeout(timeoutMs);
   const pinned = new URL(url);
   pinned.hostname = isIP(address) === 6 ? `[${address}]` : address;
-  const named = isIP(bare(url.hostname)) === 0 && url.protocol === 'https:';
+  const tls = {
+    ...(isIP(bare(url.hostname)) === 0 ? { serverName: url.hostname } : {}),
+    ...(limits.clientCa ? { ca: limits.clientCa } : {}),
+  };
   try {
     const res = await fetch(pinned, {
       redirect: 'manual',
       signal,
       headers: { Accept: 'application/json', Host: url.host },
-      ...(named ? { tls: { serverName: url.hostname } } : {}),
+      ...(url.protocol === 'https:' ? { tls } : {}),
     });
     if (res.status >= 300 && res.status < 400) throw refused('The client’s metadata document URL redirects; it must answer itself.');
     if (res.status !== 200) throw refused(`The client’s metadata document answered HTTP ${res.status}.`);

@@ -4,6 +4,9 @@
  * sets them (a document, a delay, a size, a redirect), plus PKCE helpers.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Server } from 'bun';
 import { addStore, BASE, createTestEnv, type TestEnv } from '../helpers.ts';
 import { defaultConfig, type OAuthConfig } from '../../src/core.ts';
@@ -32,13 +35,48 @@ export interface DocumentServer {
   close(): void;
 }
 
-export function startDocumentServer(): DocumentServer {
+/** A self-signed certificate for `localhost` (and 127.0.0.1), made by openssl for this run: the client document over https. */
+export function localhostCertificate(): { cert: string; key: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'hookrelay-tls-'));
+  try {
+    const made = Bun.spawnSync({
+      cmd: [
+        'openssl',
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+        '-addext',
+        'subjectAltName=DNS:localhost,IP:127.0.0.1',
+      ],
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    if (made.exitCode !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`);
+    return { cert: readFileSync(join(dir, 'cert.pem'), 'utf8'), key: readFileSync(join(dir, 'key.pem'), 'utf8') };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The document server; over https with `tls` (its URLs then name `localhost`, the certificate's name). */
+export function startDocumentServer(tls?: { cert: string; key: string }): DocumentServer {
   const routes = new Map<string, Served>();
   const counts = new Map<string, number>();
   const hosts = new Map<string, string | null>();
   const server: Server<undefined> = Bun.serve({
     hostname: '127.0.0.1',
     port: 0,
+    ...(tls ? { tls } : {}),
     async fetch(req) {
       const url = new URL(req.url);
       counts.set(url.pathname, (counts.get(url.pathname) ?? 0) + 1);
@@ -50,7 +88,7 @@ export function startDocumentServer(): DocumentServer {
       return new Response(body, { status: answer.status ?? 200, headers: { 'content-type': 'application/json', ...answer.headers } });
     },
   });
-  const docs = `http://127.0.0.1:${server.port}`;
+  const docs = tls ? `https://localhost:${server.port}` : `http://127.0.0.1:${server.port}`;
   return {
     docs,
     serve(path, answer) {

@@ -8,7 +8,7 @@ import { startAuthorization } from '../../src/oauth/authorization.ts';
 import { clientMetadata } from '../../src/oauth/client-metadata.ts';
 import { OAuthError } from '../../src/oauth/errors.ts';
 import { createTestEnv } from '../helpers.ts';
-import { authorizeQuery, clientDocument, oauthWorld, pkce, type OAuthWorld } from './_world.ts';
+import { authorizeQuery, clientDocument, localhostCertificate, oauthWorld, pkce, startDocumentServer, testOAuth, type OAuthWorld } from './_world.ts';
 
 let w: OAuthWorld;
 beforeAll(async () => {
@@ -135,6 +135,20 @@ describe('clientMetadata', () => {
     for (const [path, body, says] of cases) {
       const err = await refusal(clientMetadata(w.core, w.serve(path, { body })));
       expect({ path, error: err.error, says: err.description.includes(says) }).toEqual({ path, error: 'invalid_client', says: true });
+    }
+  });
+
+  it('reads a document over https from a certificate it trusts, and refuses one it does not', async () => {
+    const tls = localhostCertificate();
+    const secure = startDocumentServer(tls);
+    try {
+      const url = secure.serve('/tls.json', { body: clientDocument() });
+      const trusting = await createTestEnv({ oauth: testOAuth({ clientCa: tls.cert }) });
+      expect((await clientMetadata(trusting.core, url)).name).toBe('Test Agent');
+      const err = await refusal(clientMetadata(w.core, url));
+      expect(err).toMatchObject({ error: 'invalid_client', description: 'The client’s metadata document could not be fetched.' });
+    } finally {
+      secure.close();
     }
   });
 

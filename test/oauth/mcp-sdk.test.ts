@@ -4,7 +4,8 @@
  * discovery (401 challenge → RFC 9728 → RFC 8414) → the authorization URL (whose checks and consent are driven here
  * as the consent page drives them: startAuthorization, the merchant's approval, finishAuthorization) → the token
  * endpoint → tools/list and a `search` → a refresh → and the grant revoked ends both tokens. Once with the approval
- * in process, once with `hookrelay grant approve CODE` run as a real process against the served box.
+ * in process and the document over https (the SDK's own Client ID Metadata Document path), once with `hookrelay grant
+ * approve CODE` run as a real process against the served box and the document on http.
  */
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -22,21 +23,29 @@ import { initStore } from '../../src/ops/stores.ts';
 import { startServer } from '../../src/server/serve.ts';
 import { closedPort, ENTRY } from '../cli/harness.ts';
 import { startMcpServer, tool, type McpServerUnderTest } from '../mcp/harness.ts';
-import { clientDocument, REDIRECT, startDocumentServer, testOAuth, type DocumentServer } from './_world.ts';
+import { clientDocument, localhostCertificate, REDIRECT, startDocumentServer, testOAuth, type DocumentServer } from './_world.ts';
 
 setDefaultTimeout(120_000);
 
-/** The client's side as an MCP host keeps it: its registration (the document's URL), tokens, PKCE verifier, where it sent the person. */
+/**
+ * The client's side as an MCP host keeps it: its registration, tokens, PKCE verifier, where it sent the person. It
+ * names itself by its metadata document's URL either as the SDK does for an https document (`clientMetadataUrl`,
+ * SEP-991: the SDK makes it the client_id once the server says it takes such documents), or, for a document on
+ * http (loopback), as a client already registered with that URL as its id.
+ */
 class MemoryProvider implements OAuthClientProvider {
-  info: OAuthClientInformationMixed;
+  info: OAuthClientInformationMixed | undefined;
+  clientMetadataUrl?: string;
   saved: OAuthTokens | undefined;
   verifier = '';
   sentTo: URL | null = null;
   readonly sentState = `state-${crypto.randomUUID()}`;
-  constructor(clientId: string) {
-    // The document's URL as the client_id: the SDK checks a clientMetadataUrl is https, so the loopback document's
-    // http URL is given as the client's registration (its id), which is what the SDK sends either way.
-    this.info = { client_id: clientId };
+  constructor(by: { metadataUrl: string } | { registered: string }) {
+    if ('metadataUrl' in by) this.clientMetadataUrl = by.metadataUrl;
+    else this.info = { client_id: by.registered };
+  }
+  get clientId() {
+    return this.info?.client_id ?? this.clientMetadataUrl!;
   }
   get redirectUrl() {
     return REDIRECT;
@@ -83,7 +92,7 @@ async function connectByUrl(core: Core, base: string, provider: MemoryProvider, 
   expect(`${to.origin}${to.pathname}`).toBe(`${base}/oauth/authorize`);
   expect(Object.fromEntries(to.searchParams)).toMatchObject({
     response_type: 'code',
-    client_id: provider.info.client_id,
+    client_id: provider.clientId,
     code_challenge_method: 'S256',
     redirect_uri: REDIRECT,
     resource: `${base}/agent/v1/mcp`,
@@ -131,22 +140,27 @@ describe('the MCP SDK client connects by URL, the merchant approving in process'
   let s: McpServerUnderTest;
   let docs: DocumentServer;
   beforeAll(async () => {
-    docs = startDocumentServer();
-    s = await startMcpServer({ oauth: testOAuth() });
+    // The client's document over https on loopback, as a real client's is: the SDK takes only an https URL as one.
+    const tls = localhostCertificate();
+    docs = startDocumentServer(tls);
+    s = await startMcpServer({ oauth: testOAuth({ clientCa: tls.cert }) });
   });
   afterAll(async () => {
     await s.stop();
     docs.close();
   });
 
-  it('discovery → authorize → token → tools → search; refresh rotates; revoking the grant ends both tokens', async () => {
-    const provider = new MemoryProvider(docs.serve('/agent.json', { body: clientDocument() }));
+  it('discovery → authorize (its client_id the https document’s URL) → token → tools → search; refresh rotates; revoking the grant ends both tokens', async () => {
+    const provider = new MemoryProvider({ metadataUrl: docs.serve('/agent.json', { body: clientDocument() }) });
     const store = (await s.env.repo.getStoreByShop('demo.myshopify.com'))!;
     const merchant = { store, actor: 'merchant@test', face: 'console' as const };
     const { client, grantId, mcpUrl } = await connectByUrl(s.env.core, s.url, provider, async (code) => {
       const req = await approveAuthorization(s.env.core, merchant, code, { tier: 'observer', ttl: '1d', label: 'Test Agent' });
       return req.grantId!;
     });
+    expect(provider.clientId).toBe(`${docs.docs}/agent.json`);
+    expect(provider.clientId).toStartWith('https://localhost:');
+    expect(docs.hits('/agent.json')).toBeGreaterThan(0);
     const ops = await useTools(client);
     expect(ops.find((o) => o.operationId === 'getCurrentAgentGrant')?.callable).toBe(true);
     // The SDK asked for every scope (the challenge's); the observer tier gives its own within them.
@@ -162,7 +176,7 @@ describe('the MCP SDK client connects by URL, the merchant approving in process'
 
     const live = provider.saved!;
     await revokeGrant(s.env.core, grantId);
-    expect(await tokenFates(s.url, mcpUrl, live, provider.info.client_id)).toEqual({ mcp: 401, refresh: 'invalid_grant' });
+    expect(await tokenFates(s.url, mcpUrl, live, provider.clientId)).toEqual({ mcp: 401, refresh: 'invalid_grant' });
     await Promise.all([client.close(), again.close()]);
   });
 });
@@ -207,7 +221,7 @@ describe('the MCP SDK client connects by URL, the merchant approving with `hookr
   }
 
   it('approves by the code the page shows; the grant is the client’s, audited as the person; `grant revoke` ends its tokens', async () => {
-    const provider = new MemoryProvider(docs.serve('/cli-agent.json', { body: clientDocument() }));
+    const provider = new MemoryProvider({ registered: docs.serve('/cli-agent.json', { body: clientDocument() }) });
     const { client, grantId, mcpUrl } = await connectByUrl(core, base, provider, async (code) => {
       const missing = await cli('grant', 'approve', code);
       expect(missing.code).toBe(2);
@@ -229,7 +243,7 @@ describe('the MCP SDK client connects by URL, the merchant approving with `hookr
 
     const tokens = provider.saved!;
     expect((await cli('grant', 'revoke', grantId)).code).toBe(0);
-    expect(await tokenFates(base, mcpUrl, tokens, provider.info.client_id)).toEqual({ mcp: 401, refresh: 'invalid_grant' });
+    expect(await tokenFates(base, mcpUrl, tokens, provider.clientId)).toEqual({ mcp: 401, refresh: 'invalid_grant' });
     await client.close();
   });
 
