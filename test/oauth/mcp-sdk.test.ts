@@ -266,6 +266,11 @@ describe('the MCP SDK client connects by URL, the merchant approving with `hookr
     expect(above.json.error.message).toContain('above what Test Agent asked for');
     const ok = await cli('grant', 'approve', req.userCode, '--tier', 'observer', '--ttl', '2h', '--label', 'narrow');
     expect(ok.json.authorization).toMatchObject({ status: 'approved', requestedScopes: ['setup:read', 'event:read'] });
+    const unknown = await cli('grant', 'approve', 'BBBB-BBBB', '--tier', 'observer', '--ttl', '1h');
+    expect(unknown.json.error.code).toBe('not_found');
+    expect(unknown.code).not.toBe(0);
+    const again = await cli('grant', 'approve', req.userCode, '--tier', 'observer', '--ttl', '2h');
+    expect(again.json.error.code).toBe('conflict');
     const denied = await startAuthorization(core, query('setup:read'));
     expect((await cli('grant', 'approve', denied.userCode, '--deny')).json.authorization.status).toBe('denied');
     expect(new URL((await finishAuthorization(core, denied.id))!).searchParams.get('error')).toBe('access_denied');
