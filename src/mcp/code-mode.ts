@@ -153,12 +153,21 @@ async function inProcess(code: string, limits: SandboxLimits, host: Host): Promi
 }
 
 let probe: Promise<boolean> | null = null;
+/** A failed probe is asked again after this long: a sandbox that could not start on a busy host may start later. */
+const PROBE_RETRY_MS = 30_000;
 
-/** Whether code mode can run here: off by configuration, or one trial run in a sandbox process (once per process). */
+/**
+ * Whether code mode can run here: off by configuration, or one trial run in a sandbox process. A success holds for
+ * the process; a failure holds for PROBE_RETRY_MS, so a transient failure does not disable code mode for good.
+ */
 export function codeModeAvailable(config: McpConfig): Promise<boolean> {
   if (!config.codeMode) return Promise.resolve(false);
   probe ??= runCode('return 1', config.limits, async () => ({ ok: false, error: { code: 'invalid_input', message: 'No calls in the probe.' } }), '').then(
-    (o) => o.ok && o.result === 1,
+    (o) => {
+      const ok = o.ok && o.result === 1;
+      if (!ok) setTimeout(() => (probe = null), PROBE_RETRY_MS).unref();
+      return ok;
+    },
   );
   return probe;
 }

@@ -63,7 +63,14 @@ export function createAgentApi(shared: AgentApiDeps): AgentApi {
     },
     errorResponse,
   };
-  const mcpEndpoint = () => (mcp ??= import('../mcp/endpoint.ts').then((m) => m.createMcpEndpoint({ core, version: VERSION, invoke, pipeline: mcpPipeline })));
+  // Loaded with the first MCP request; a load that failed is not kept, so the next request tries again.
+  const mcpEndpoint = () =>
+    (mcp ??= import('../mcp/endpoint.ts')
+      .then((m) => m.createMcpEndpoint({ core, version: VERSION, invoke, pipeline: mcpPipeline }))
+      .catch((err: unknown) => {
+        mcp = null;
+        throw err;
+      }));
   const available = new Set(
     routes
       .filter((r) => Object.hasOwn(HANDLERS, r.op.operationId) || r.op.auth === 'none' || (r.op.transport === 'mcp' && core.config.mcp.codeMode))
