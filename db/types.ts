@@ -136,6 +136,12 @@ export interface AttemptResult {
    * event waits, `queued`, until `event.nextAttemptAt`, its attempt count unchanged.
    */
   unsent?: boolean;
+  /**
+   * A local send (a destination with `external: false`: nothing left the box): no attempt was journaled before it.
+   * The record writes the attempt whole, and only while the event still holds the lease it was sent under
+   * (`leaseUntil`): one row written once instead of journaled and rewritten.
+   */
+  unjournaled?: { leaseUntil: number | null };
   storeId: string;
   /** event_stats metrics this attempt adds one to, in the bucket of attempt.finishedAt. */
   metrics: string[];

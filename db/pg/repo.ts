@@ -588,7 +588,34 @@ export function pgRepo(pool: pg.Pool, url: string, schema?: string, timeouts: Pg
         if (!results.length) return;
         await tx(async (c) => {
           const stats = new StatsBatch();
-          for (const { attempt: a, event: e, storeId, metrics, unsent } of results) {
+          for (const { attempt: a, event: e, storeId, metrics, unsent, unjournaled } of results) {
+            if (unjournaled) {
+              // A local send (no journal entry): the event only while it holds the lease it was sent under (this
+              // process's token and that lease's end: the process may hold a later lease of its own), then its attempt once.
+              const lease = [a.eventId, leaseTokens.get(a.eventId) ?? '', unjournaled.leaseUntil];
+              const held = unsent
+                ? await c.query(
+                    `UPDATE events SET outcome = 'queued', next_attempt_at = $4, lease_until = NULL, lease_token = NULL
+                     WHERE id = $1 AND lease_token = $2 AND lease_until IS NOT DISTINCT FROM $3`,
+                    [...lease, e.nextAttemptAt],
+                  )
+                : await c.query(
+                    `UPDATE events SET outcome = $4, code = $5, next_attempt_at = $6, delivered_at = $7, lease_until = $8, attempts = $9, last_attempt_at = $10,
+                       lease_token = NULL WHERE id = $1 AND lease_token = $2 AND lease_until IS NOT DISTINCT FROM $3`,
+                    [...lease, e.outcome, e.code, e.nextAttemptAt, e.deliveredAt, e.leaseUntil, a.number, a.finishedAt],
+                  );
+              if (held.rowCount === 0) continue;
+              leaseTokens.delete(a.eventId);
+              if (!unsent) {
+                await c.query(
+                  `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome, http_status, code, message, retry_at)
+                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
+                  [a.eventId, a.number, a.destination, a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt],
+                );
+              }
+              for (const m of metrics) stats.add(storeId, a.finishedAt, m);
+              continue;
+            }
             if (unsent) {
               const dropped = await c.query("DELETE FROM attempts WHERE event_id = $1 AND number = $2 AND outcome = 'sending'", [a.eventId, a.number]);
               if (dropped.rowCount === 0) continue;

@@ -285,9 +285,32 @@ export function sqliteRepo(sqlite: Database): SqliteRepo {
     `INSERT INTO event_stats (store_id, width, bucket, metric, n) VALUES (?1, ?2, ?3, ?4, ?5)
      ON CONFLICT (store_id, width, bucket, metric) DO UPDATE SET n = n + ?5`,
   );
+  // A local send's record (AttemptResult.unjournaled): the event only while it holds the lease it was sent under, then
+  // its attempt written once.
+  const updateLeased = sqlite.prepare(
+    `UPDATE events SET outcome = ?, code = ?, next_attempt_at = ?, delivered_at = ?, lease_until = ?, attempts = ?, last_attempt_at = ?
+     WHERE id = ? AND lease_until IS ?`,
+  );
+  const deferLeased = sqlite.prepare("UPDATE events SET outcome = 'queued', next_attempt_at = ?, lease_until = NULL WHERE id = ? AND lease_until IS ?");
+  const insertAttempt = sqlite.prepare(
+    `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome, http_status, code, message, retry_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+  );
   const recordBatch = writeTransaction(sqlite, (results: AttemptResult[]) => {
     const stats = statsBatch();
-    for (const { attempt: a, event: e, storeId, metrics, unsent } of results) {
+    for (const { attempt: a, event: e, storeId, metrics, unsent, unjournaled } of results) {
+      if (unjournaled) {
+        const lease = unjournaled.leaseUntil;
+        if (unsent) {
+          if (deferLeased.run(e.nextAttemptAt, a.eventId, lease).changes === 0) continue;
+        } else {
+          const held = updateLeased.run(e.outcome, e.code, e.nextAttemptAt, e.deliveredAt, e.leaseUntil, a.number, a.finishedAt, a.eventId, lease);
+          if (held.changes === 0) continue;
+          insertAttempt.run(a.eventId, a.number, a.destination, a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt);
+        }
+        for (const m of metrics) stats.add(storeId, a.finishedAt, m);
+        continue;
+      }
       if (unsent) {
         if (dropSending.run(a.eventId, a.number).changes === 0) continue;
         deferEvent.run(e.nextAttemptAt, a.eventId);

@@ -76,8 +76,10 @@ export interface LinkCheck {
 export interface Destination {
   readonly name: DestinationName;
   /**
-   * Whether a send leaves this box (default true). Such a send's attempt is recorded as soon as it ends, so a crash
-   * repeats only what was in flight; a local one (the log destination) is recorded with its round.
+   * Whether a send leaves this box (default true). Such a send is journaled `sending` before it leaves and its
+   * attempt recorded as soon as it ends, so a crash repeats only what was in flight, visibly. A local one (the log
+   * destination) is not journaled: its attempt is written once, with its round, and a crash before that record
+   * repeats its line without an `unknown` attempt (nothing left the box).
    */
   readonly external?: boolean;
   /** `timeoutMs`: how long a request to the platform may take (a destination without one ignores it). */

@@ -258,9 +258,10 @@ export class HandoffWorker {
   }
 
   /**
-   * Journals the round's attempts `sending` before any send, so a crash after a send leaves it visible (`unknown`)
-   * rather than silently repeated. An event whose attempt number is journaled already belongs to another worker:
-   * it leaves the round unsent.
+   * Journals the round's sends that leave this box `sending` before any send, so a crash after a send leaves it
+   * visible (`unknown`) rather than silently repeated. An event whose attempt number is journaled already belongs to
+   * another worker: it leaves the round unsent. A local send (the log destination) is not journaled: nothing of it
+   * leaves the box, and its record checks the lease instead (AttemptResult.unjournaled).
    */
   private async journal(due: DueEvent[]): Promise<void> {
     const startedAt = this.core.clock.now();
@@ -268,18 +269,25 @@ export class HandoffWorker {
     // the claim that follows the lease, never started (another worker could take the event mid-send).
     const endsBy = startedAt + this.core.config.handoff.timeoutMs;
     const sendable = due.filter(({ event }) => event.leaseUntil == null || event.leaseUntil >= endsBy);
-    const starts = sendable.map(({ event, store }) => ({
+    const external = sendable.filter(({ store }) => this.destinationOf(store).external !== false);
+    const starts = external.map(({ event, store }) => ({
       eventId: event.id,
       number: event.attempts + 1,
       destination: this.destinationOf(store).name,
       startedAt,
     }));
-    const written = await this.core.repo.journalAttempts(starts);
-    if (written.length === due.length) return;
-    const journaled = new Set(written.map((a) => a.eventId));
-    const kept = due.filter((d) => journaled.has(d.event.id));
+    const written = starts.length ? await this.core.repo.journalAttempts(starts) : [];
+    if (written.length + sendable.length - external.length === due.length) return;
+    const kept = new Set(written.map((a) => a.eventId));
+    for (const d of sendable) if (this.destinationOf(d.store).external === false) kept.add(d.event.id);
+    const left = due.filter((d) => kept.has(d.event.id));
     due.length = 0;
-    due.push(...kept);
+    due.push(...left);
+  }
+
+  /** A local send's lease, which its record checks in place of a journal entry (see journal); undefined for the others. */
+  private unjournaled(event: EventRow, store: StoreRow): AttemptResult['unjournaled'] {
+    return this.destinationOf(store).external === false ? { leaseUntil: event.leaseUntil } : undefined;
   }
 
   /**
@@ -493,6 +501,7 @@ export class HandoffWorker {
     };
     return {
       attempt,
+      unjournaled: this.unjournaled(event, store),
       storeId: store.id,
       metrics: attemptMetrics(attempt, event.receivedAt),
       event: {
@@ -525,6 +534,7 @@ export class HandoffWorker {
         message: null,
         retryAt: until,
       },
+      unjournaled: this.unjournaled(event, store),
       storeId: store.id,
       metrics,
       event: { outcome: 'queued', code: null, nextAttemptAt: until, leaseUntil: null, deliveredAt: null },

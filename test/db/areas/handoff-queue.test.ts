@@ -154,6 +154,35 @@ areaSuite('HandoffQueue', (test) => {
     expect((await repo.sumStats(STORE, T0))['handoff:delivered']).toBe(2);
   });
 
+  test('a local send’s record (unjournaled) writes its attempt once while the lease it was sent under holds, and nothing once another claim has the event', async (repo) => {
+    await withEndpoints(repo);
+    const [a, b, u] = (await commit(repo, [receipt(), receipt(), receipt()])).map((x) => x.event);
+    const lease = { leaseUntil: T0 + MIN };
+    await repo.claimDue(T0, 10, lease.leaseUntil);
+    // No journal entry before these sends: delivered and unsent are recorded whole.
+    const delivered = { ...result(a!.id, 1, 'delivered', T0 + 1), unjournaled: lease };
+    const unsent = { ...result(u!.id, 1, 'retry', T0 + 1, { retryAt: T0 + 90_000, metrics: ['handoff:paused'] }), unsent: true, unjournaled: lease };
+    await repo.recordAttempts([delivered, unsent]);
+    expect(await repo.getEvent(STORE, a!.id)).toMatchObject({ outcome: 'delivered', attempts: 1, deliveredAt: T0 + 6, leaseUntil: null, nextAttemptAt: null });
+    expect(await repo.listAttempts(a!.id)).toEqual([delivered.attempt]);
+    expect(await repo.getEvent(STORE, u!.id)).toMatchObject({ outcome: 'queued', attempts: 0, nextAttemptAt: T0 + 90_000, leaseUntil: null });
+    expect(await repo.listAttempts(u!.id)).toEqual([]);
+    // A record arriving again (a repeated round) finds the lease gone: nothing more is written.
+    await repo.recordAttempts([delivered]);
+    expect(await repo.listAttempts(a!.id)).toHaveLength(1);
+    // b's lease ran out and a claim took it under another lease: the first worker's late record is fenced.
+    await repo.claimDue(T0 + MIN, 10, T0 + 2 * MIN);
+    await repo.recordAttempts([{ ...result(b!.id, 1, 'delivered', T0 + MIN + 1), unjournaled: lease }]);
+    expect(await repo.getEvent(STORE, b!.id)).toMatchObject({ outcome: 'queued', attempts: 0, deliveredAt: null, leaseUntil: T0 + 2 * MIN });
+    expect(await repo.listAttempts(b!.id)).toEqual([]);
+    // The new holder's record goes through, once.
+    await repo.recordAttempts([{ ...result(b!.id, 1, 'delivered', T0 + MIN + 2), unjournaled: { leaseUntil: T0 + 2 * MIN } }]);
+    expect(await repo.getEvent(STORE, b!.id)).toMatchObject({ outcome: 'delivered', attempts: 1 });
+    expect((await repo.listAttempts(b!.id)).map((x) => x.outcome)).toEqual(['delivered']);
+    const stats = await repo.sumStats(STORE, T0);
+    expect({ delivered: stats['handoff:delivered'], paused: stats['handoff:paused'] }).toEqual({ delivered: 2, paused: 1 });
+  });
+
   test('nextDueAt: null without a pending event, else the earliest next attempt; done, rejected and held events do not count', async (repo) => {
     await withEndpoints(repo);
     expect(await repo.nextDueAt()).toBeNull();
