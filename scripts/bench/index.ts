@@ -12,7 +12,7 @@ import { Database } from 'bun:sqlite';
 import pg from 'pg';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import {
   api,
   commitCounters,
@@ -57,8 +57,13 @@ const LOADER = join(ROOT, 'scripts/bench/load.ts');
 const CONNECTIONS = 64;
 const WARMUP_S = quick ? 2 : 3;
 const INGEST_S = quick ? 6 : 10;
-/** Ceiling, limit and ingest alternate this many times; each reports its best run (other load on the box only slows a run). */
-const ROUNDS = 2;
+/** Ceiling, limit and ingest alternate this many times (`--rounds=N`); each reports its best run (other load on the box only slows a run). */
+const ROUNDS = Number(flag('rounds') ?? 2);
+/**
+ * `--against=<checkout>`: each ingest round also runs that checkout's serve (its own scripts/bench/server.ts, same
+ * load, right after this tree's), so two trees and the limit are measured side by side in one run.
+ */
+const AGAINST = flag('against');
 const READ_EVENTS = Number(flag('read-events') ?? 1_000_000);
 const DRAIN_EVENTS = 20_000;
 const FLOW_LATENCY_MS = 2;
@@ -218,7 +223,7 @@ interface IngestOptions {
   requestLog: boolean;
 }
 
-async function ingest(label: string, o: IngestOptions) {
+async function ingest(label: string, o: IngestOptions, server_ = SERVER) {
   await awaitQuiet(quick ? 1 : 30);
   log(`ingest ${label}: synchronous=${o.sync} worker=${o.worker} requestLog=${o.requestLog}`);
   const dataDir = join(tmp, label);
@@ -227,7 +232,7 @@ async function ingest(label: string, o: IngestOptions) {
     [
       'bun',
       ...RUNTIME_FLAGS,
-      SERVER,
+      server_,
       'relay',
       '--data-dir',
       dataDir,
@@ -735,6 +740,16 @@ function tableIngest(r: any, row: Row, lat: (x: any) => string) {
     `${r.ingest.rps.toLocaleString('en')} req/s (${lat(r.ingest)}); CPU: server ${r.ingest.serverCpuPct}%, loader ${r.ingest.loaderCpuPct}%, others ${r.ingest.othersCpuPct}% (hypervisor steal ${r.ingest.stealPct}%)`,
   );
   if (l) row('ingest', 'ratio ingest / durable-ack limit', r.limitRatio.toFixed(2));
+  const rounds = (x: any) => `rounds ${x.runs.map((n: number) => n.toLocaleString('en')).join(' / ')} req/s`;
+  if (r.against) {
+    const t = r.against;
+    row(
+      'ingest',
+      `--against ${t.checkout}, same load, each round right after this tree's`,
+      `${t.rps.toLocaleString('en')} req/s (${lat(t)}); ${t.serverCpuUsPerRequest} µs server CPU per request; ${t.limitRatio.toFixed(2)} of the limit`,
+    );
+    row('ingest', 'per round: limit / this tree / against', [l, r.ingest, t].filter(Boolean).map(rounds).join('; '));
+  }
   row('ingest', 'ratio ingest / ceiling', `${(r.ratio * 100).toFixed(1)}%`);
   row(
     'ingest',
@@ -850,10 +865,13 @@ async function main() {
     const limits: Awaited<ReturnType<typeof limit>>[] = [];
     const serves: Awaited<ReturnType<typeof ingest>>[] = [];
     const pgServes: Awaited<ReturnType<typeof ingestPg>>[] = [];
+    const againsts: Awaited<ReturnType<typeof ingest>>[] = [];
+    const serveOptions: IngestOptions = { sync: 'FULL', worker: true, requestLog: true };
     for (let i = 1; i <= ROUNDS; i++) {
       ceilings.push(await ceiling());
       limits.push(await limit(`limit-${i}`));
-      serves.push(await ingest(`serve-full-${i}`, { sync: 'FULL', worker: true, requestLog: true }));
+      serves.push(await ingest(`serve-full-${i}`, serveOptions));
+      if (AGAINST) againsts.push(await ingest(`against-${i}`, serveOptions, join(resolve(AGAINST), 'scripts/bench/server.ts')));
       if (PG_URL) pgServes.push(await ingestPg(`serve-pg-${i}`));
     }
     if (pgServes.length) results.ingestPostgres = { ...best(pgServes), runs: pgServes.map((x) => x.rps) };
@@ -867,6 +885,10 @@ async function main() {
       everyRunStoredEqualsAnswered: limits.every((x) => x.storedEqualsAnswered),
     };
     results.limitRatio = round(results.ingest.rps / results.limit.rps, 4);
+    if (againsts.length) {
+      const b = best(againsts);
+      results.against = { checkout: resolve(AGAINST!), ...b, runs: againsts.map((x) => x.rps), limitRatio: round(b.rps! / results.limit.rps, 4) };
+    }
   }
   const full = results.ingest;
 
