@@ -740,7 +740,6 @@ function tableIngest(r: any, row: Row, lat: (x: any) => string) {
     `${r.ingest.rps.toLocaleString('en')} req/s (${lat(r.ingest)}); CPU: server ${r.ingest.serverCpuPct}%, loader ${r.ingest.loaderCpuPct}%, others ${r.ingest.othersCpuPct}% (hypervisor steal ${r.ingest.stealPct}%)`,
   );
   if (l) row('ingest', 'ratio ingest / durable-ack limit', r.limitRatio.toFixed(2));
-  const rounds = (x: any) => `rounds ${x.runs.map((n: number) => n.toLocaleString('en')).join(' / ')} req/s`;
   if (r.against) {
     const t = r.against;
     row(
@@ -748,7 +747,11 @@ function tableIngest(r: any, row: Row, lat: (x: any) => string) {
       `--against ${t.checkout}, same load, each round right after this tree's`,
       `${t.rps.toLocaleString('en')} req/s (${lat(t)}); ${t.serverCpuUsPerRequest} µs server CPU per request; ${t.limitRatio.toFixed(2)} of the limit`,
     );
-    row('ingest', 'per round: limit / this tree / against', [l, r.ingest, t].filter(Boolean).map(rounds).join('; '));
+    const k = (x: any, i: number) => (x?.runs[i] == null ? '-' : x.runs[i].toLocaleString('en'));
+    const perRound = t.runs.map((_: number, i: number) => `${i + 1}: ${k(l, i)} / ${k(r.ingest, i)} / ${k(t, i)}`);
+    row('ingest', 'req/s per round: limit / this tree / against', perRound.join('; '));
+    const cpu = t.cpuUsRuns.map((c: number | null, i: number) => `${i + 1}: ${r.ingest.cpuUsRuns[i] ?? '-'} / ${c ?? '-'} µs`);
+    row('ingest', 'server CPU per request per round: this tree / against', cpu.join('; '));
   }
   row('ingest', 'ratio ingest / ceiling', `${(r.ratio * 100).toFixed(1)}%`);
   row(
@@ -876,7 +879,12 @@ async function main() {
     }
     if (pgServes.length) results.ingestPostgres = { ...best(pgServes), runs: pgServes.map((x) => x.rps) };
     results.ceiling = { ...best(ceilings), runs: ceilings.map((c) => c.rps) };
-    results.ingest = { ...best(serves), peakRssMiB: Math.max(...serves.map((x) => x.peakRssMiB ?? 0)), runs: serves.map((x) => x.rps) };
+    results.ingest = {
+      ...best(serves),
+      peakRssMiB: Math.max(...serves.map((x) => x.peakRssMiB ?? 0)),
+      runs: serves.map((x) => x.rps),
+      cpuUsRuns: serves.map((x) => x.serverCpuUsPerRequest),
+    };
     results.ratio = round(results.ingest.rps / results.ceiling.rps, 4);
     results.limit = {
       ...best(limits),
@@ -887,7 +895,13 @@ async function main() {
     results.limitRatio = round(results.ingest.rps / results.limit.rps, 4);
     if (againsts.length) {
       const b = best(againsts);
-      results.against = { checkout: resolve(AGAINST!), ...b, runs: againsts.map((x) => x.rps), limitRatio: round(b.rps! / results.limit.rps, 4) };
+      results.against = {
+        checkout: resolve(AGAINST!),
+        ...b,
+        runs: againsts.map((x) => x.rps),
+        cpuUsRuns: againsts.map((x) => x.serverCpuUsPerRequest),
+        limitRatio: round(b.rps! / results.limit.rps, 4),
+      };
     }
   }
   const full = results.ingest;
