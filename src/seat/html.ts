@@ -35,11 +35,11 @@ const csrfField = (ctx: SeatContext) => (ctx.csrf === null ? html`` : html`<inpu
 /** A fresh Idempotency-Key for a form: a double submit of the form sends the same key, so it is one change. */
 export const newFormKey = () => `seat-${randomUUID()}`;
 
-/** A POST form to `action` with its hidden fields (the CSRF field first) and one submit button. */
-export function postForm(ctx: SeatContext, action: string, hidden: Record<string, string>, button: string, body: Html = html``): Html {
+/** A POST form to `action` with its hidden fields (the CSRF field first) and one submit button (or the buttons given). */
+export function postForm(ctx: SeatContext, action: string, hidden: Record<string, string>, button: string | Html, body: Html = html``): Html {
   return html`<form method="post" action="${action}">${csrfField(ctx)}${Object.entries(hidden).map(
     ([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`,
-  )}${body}<button type="submit">${button}</button></form>`;
+  )}${body}${button instanceof Html ? button : html`<button type="submit">${button}</button>`}</form>`;
 }
 
 /**

@@ -45,6 +45,8 @@ progress{width:100%;max-width:240px;height:10px;accent-color:var(--accent)}
 .visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 ul.checklist{list-style:none;padding:0;margin:0}ul.checklist li{padding:4px 0}
 s-page,s-section{display:block}
+dl.consent-facts dt{font-weight:600;margin-top:8px}dl.consent-facts dd{margin:0 0 8px}
+.user-code{font:600 32px/1.2 ui-monospace,SFMono-Regular,Menlo,monospace;letter-spacing:.12em;margin:8px 0 16px}
 `;
 
 /**
@@ -109,9 +111,10 @@ export function renderBare(opts: { title: string; main: string; nonce: string; h
 /**
  * The security headers of every seat answer: a CSP with this answer's nonce for its one style and script (and
  * Shopify's CDN when embedded), frame-ancestors the shop's admin and admin.shopify.com when embedded, `'none'` for
- * the console; nosniff; no Referer (a first load's URL carries the ID token); never cached.
+ * the console; nosniff; no Referer (a first load's URL carries the ID token); never cached. `formTo`: where a form's
+ * answer may redirect besides this origin (the OAuth consent's form ends at the client's redirect_uri).
  */
-export function seatHeaders(opts: { nonce: string; embeddedShop: string | null; embedded: boolean }): Record<string, string> {
+export function seatHeaders(opts: { nonce: string; embeddedShop: string | null; embedded: boolean; formTo?: string }): Record<string, string> {
   const n = `'nonce-${opts.nonce}'`;
   const cdn = opts.embedded ? ' https://cdn.shopify.com' : '';
   const ancestors = opts.embedded ? (opts.embeddedShop ? `https://${opts.embeddedShop} https://admin.shopify.com` : 'https://admin.shopify.com') : "'none'";
@@ -122,7 +125,7 @@ export function seatHeaders(opts: { nonce: string; embeddedShop: string | null; 
     `img-src 'self' data:${cdn}`,
     `font-src 'self'${cdn}`,
     `connect-src 'self'${cdn}`,
-    "form-action 'self'",
+    `form-action 'self'${formSource(opts.formTo)}`,
     "base-uri 'none'",
     `frame-ancestors ${ancestors}`,
   ].join('; ');
@@ -134,4 +137,12 @@ export function seatHeaders(opts: { nonce: string; embeddedShop: string | null; 
     'Cache-Control': 'no-store',
     ...(opts.embedded ? {} : { 'X-Frame-Options': 'DENY' }),
   };
+}
+
+/** A CSP source for a URL a form's redirect may reach: its origin (http, https) or its scheme (an app's own); none else. */
+function formSource(to: string | undefined): string {
+  if (!to || !URL.canParse(to)) return '';
+  const u = new URL(to);
+  if (u.protocol === 'http:' || u.protocol === 'https:') return ` ${u.origin}`;
+  return /^[a-z][a-z0-9+.-]*:$/.test(u.protocol) ? ` ${u.protocol}` : '';
 }

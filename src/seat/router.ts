@@ -15,7 +15,7 @@ import { recordAdminAction } from '../ops/human-audit.ts';
 import { seatCall, type SeatInvoke } from './call.ts';
 import { APP_BRIDGE_SRC, renderBare, renderLayout, seatHeaders } from './layout.ts';
 import { PAGES, type PageEntry } from './pages/index.ts';
-import { csrfOf, csrfOk, sessionCookie, sessionOf, signIn, signOut } from './session.ts';
+import { csrfOf, csrfOk, sessionCookies, sessionOf, signIn, signOut } from './session.ts';
 import type { Face, Human, PageResult, SeatContext, SeatPage } from './types.ts';
 
 export interface SeatDeps {
@@ -76,9 +76,20 @@ export function createSeat(deps: SeatDeps): Seat {
   }
 
   /** A page of the seat's own (sign-in, refusals), with its face's headers. */
-  function bare(status: number, title: string, main: string, face: Face, nonce: string, shop: string | null, headers: Record<string, string> = {}, head = '') {
+  function bare(
+    status: number,
+    title: string,
+    main: string,
+    face: Face,
+    nonce: string,
+    shop: string | null,
+    headers: Record<string, string> | [string, string][] = {},
+    head = '',
+  ) {
     const embedded = face === 'embedded';
-    return new Response(renderBare({ title, main, nonce, head }), { status, headers: { ...headers, ...seatHeaders({ nonce, embedded, embeddedShop: shop }) } });
+    const all = new Headers(headers);
+    for (const [k, v] of Object.entries(seatHeaders({ nonce, embedded, embeddedShop: shop }))) all.set(k, v);
+    return new Response(renderBare({ title, main, nonce, head }), { status, headers: all });
   }
 
   // ——— embedded: the ID token on every request ———
@@ -196,9 +207,15 @@ export function createSeat(deps: SeatDeps): Seat {
       if (sub === '/sign-out') {
         await signOut(core, session.token);
         await recordAdminAction(core, session.actor, 'signOutConsole', { storeId: store.id }, 'console', requestIdOf(req));
-        return bare(200, 'Signed out', '<p>You are signed out. Run <code>hookrelay console</code> for a new link.</p>', 'console', nonce, null, {
-          'Set-Cookie': sessionCookie('', 0, secure),
-        });
+        return bare(
+          200,
+          'Signed out',
+          '<p>You are signed out. Run <code>hookrelay console</code> for a new link.</p>',
+          'console',
+          nonce,
+          null,
+          sessionCookies('', 0, secure).map((c) => ['Set-Cookie', c]),
+        );
       }
     }
     const human: Human = { face: 'console', store, actor: session.actor, sessionId: session.id };
@@ -230,9 +247,7 @@ export function createSeat(deps: SeatDeps): Seat {
       'console',
       nonce,
       null,
-      {
-        'Set-Cookie': sessionCookie(started.token, started.expiresAt - core.clock.now(), secure),
-      },
+      sessionCookies(started.token, started.expiresAt - core.clock.now(), secure).map((c) => ['Set-Cookie', c]),
       head,
     );
   }
@@ -337,8 +352,8 @@ function carried(location: string, from: URL, idToken: string | null): string {
   return `${to.pathname}${to.search}`;
 }
 
-/** A POST's URL-encoded form. */
-async function readForm(req: Request): Promise<URLSearchParams | 'too_large' | 'unsupported'> {
+/** A POST's URL-encoded form (the seat's pages' and the OAuth consent's). */
+export async function readForm(req: Request): Promise<URLSearchParams | 'too_large' | 'unsupported'> {
   const type = req.headers.get('content-type') ?? '';
   if (type && !/^application\/x-www-form-urlencoded\s*(;|$)/i.test(type)) return 'unsupported';
   const bytes = await readCapped(req, FORM_MAX_BYTES);

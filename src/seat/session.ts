@@ -1,6 +1,7 @@
 /**
  * The console's sign-in (self-hosted face): `hookrelay console` makes a single-use, short-lived sign-in link bound
- * to a store and a person; opening it starts a session held in an HttpOnly, SameSite=Strict cookie. Only SHA-256
+ * to a store and a person; opening it starts a session held in an HttpOnly, SameSite=Strict cookie (sent to the
+ * console and to the OAuth consent page). Only SHA-256
  * hashes of link and session tokens are stored (db/areas/console.ts). A session's CSRF token is derived from its
  * secret token, so a write proves it was made by a page of that session.
  */
@@ -71,7 +72,11 @@ export const csrfOf = (sessionToken: string) => sha256Hex(`hookrelay/console-csr
 /** Whether a write carries its session's CSRF token (constant time). */
 export const csrfOk = (sessionToken: string, given: string | null | undefined) => !!given && constantTimeEqual(csrfOf(sessionToken), given);
 
-/** The session cookie: HttpOnly, SameSite=Strict, under /console, Secure when served over https. */
-export function sessionCookie(token: string, maxAgeMs: number, secure: boolean): string {
-  return `${SESSION_COOKIE}=${token}; Path=/console; Max-Age=${Math.max(0, Math.floor(maxAgeMs / 1000))}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
+/** Where the session cookie is sent: the console, and the OAuth consent (src/seat/consent.ts), which decides as the person. */
+const SESSION_PATHS = ['/console', '/oauth/authorize'] as const;
+
+/** The session cookies (one per path above): HttpOnly, SameSite=Strict, Secure when served over https. */
+export function sessionCookies(token: string, maxAgeMs: number, secure: boolean): string[] {
+  const rest = `Max-Age=${Math.max(0, Math.floor(maxAgeMs / 1000))}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
+  return SESSION_PATHS.map((path) => `${SESSION_COOKIE}=${token}; Path=${path}; ${rest}`);
 }

@@ -16,6 +16,7 @@ import { describeFault, StorageHealth } from '../relay/storage-health.ts';
 import { ReceiptWriter } from '../relay/writer.ts';
 import type { AgentApi } from './agent-api.ts';
 import type { Seat } from '../seat/router.ts';
+import type { Consent } from '../seat/consent.ts';
 import { errorResponse } from './http.ts';
 import { createMetricsHandler } from './metrics.ts';
 import { VERSION } from '../version.ts';
@@ -132,6 +133,9 @@ export function createApp(core: Core): App {
     // The guard's own 429 (an address past its failed sign-ins), not a page's answer, is framed as the seat frames.
     return res.status === 429 && unlogged.has(res) ? (await seatFront()).tooMany(req, path, Number(res.headers.get('retry-after')) || 60) : res;
   };
+  // The OAuth consent a merchant sees (GET/POST /oauth/authorize, its continue), loaded with its first request.
+  let consent: Promise<Consent> | null = null;
+  const consentFront = () => (consent ??= import('../seat/consent.ts').then((m) => m.createConsent(core)));
   // The OAuth authorization server's metadata, token and revocation endpoints, loaded with their first request.
   let oauth: Promise<OAuthRoutes> | null = null;
   const oauthRoute = async (req: Request, path: string, client: ClientOf) => {
@@ -156,6 +160,7 @@ export function createApp(core: Core): App {
     if (path === '/metrics') return metrics(req, client);
     if (isOAuthRoute(path)) return oauthRoute(req, path, client);
     if (seatPath(path)) return seatRoute(req, path, client);
+    if (path === '/oauth/authorize' || path === '/oauth/authorize/continue') return (await consentFront()).fetch(req, path);
     if (req.method === 'GET' && path === '/status') return status();
     if (path.startsWith(`${API_PREFIX}/`) || (req.method === 'GET' && (path === '/docs' || path === '/')))
       return (await agentApi()).fetch(req, path, client, safeDecode);

@@ -5,6 +5,7 @@
  */
 import { expect } from 'bun:test';
 import { mkdirSync } from 'node:fs';
+import type { Config } from '../../src/core.ts';
 import { axeViolations, loopbackServer, type Tab } from '../fixtures/browser.ts';
 import { fakeShopifyForFile } from '../fixtures/fake-shopify.ts';
 import { createTestEnv, type TestEnv } from '../helpers.ts';
@@ -13,9 +14,9 @@ import { liveMarkup } from '../fixtures/xss-payloads.ts';
 /**
  * A file's embedded world: the app (its client id and secret, a canary), one shop on the fake Shopify on the test
  * env's clock, and the loopback server the browser opens. `start()` makes a test env served there (again for each
- * journey that wants a fresh one).
+ * journey that wants a fresh one), with `config` over the defaults.
  */
-export function embeddedWorld(app: { clientId: string; clientSecret: string }, shop: string) {
+export function embeddedWorld(app: { clientId: string; clientSecret: string }, shop: string, config: Partial<Omit<Config, 'handoff'>> = {}) {
   let env: TestEnv | null = null;
   const fake = fakeShopifyForFile({ app, shop: { domain: shop }, now: () => (env ? env.clock.now() : Date.now()) });
   const vars: Record<string, string> = { HOOKRELAY_SHOPIFY_CLIENT_ID: app.clientId, HOOKRELAY_SHOPIFY_APP_SECRET: app.clientSecret };
@@ -24,7 +25,7 @@ export function embeddedWorld(app: { clientId: string; clientSecret: string }, s
     fake,
     server,
     async start(): Promise<TestEnv> {
-      const e = (env = await createTestEnv({ shopifyAdminUrl: fake.url, env: (n) => vars[n], publicUrl: server.url }));
+      const e = (env = await createTestEnv({ ...config, shopifyAdminUrl: fake.url, env: (n) => vars[n], publicUrl: server.url }));
       server.use((req, peer) => e.app.fetch(req, peer));
       return e;
     },

@@ -65,13 +65,13 @@ export async function seat(opts: { actor?: string } = {}): Promise<Seat> {
   };
 }
 
-/** A page's context built by hand on the embedded face (no router), acting through invoke as the human. */
-export async function direct(): Promise<{
+/** A page's context built by hand on the embedded face (no router), acting through invoke as the human; `config` over the defaults. */
+export async function direct(config: Parameters<typeof createTestEnv>[0] = {}): Promise<{
   env: TestEnv;
   get(page: SeatPage, path?: string): Promise<PageResult>;
   post(page: SeatPage, form: Record<string, string>): Promise<PageResult>;
 }> {
-  const env = await createTestEnv();
+  const env = await createTestEnv(config);
   await addStore(env, { shopDomain: SHOP });
   const store = (await env.core.repo.getStoreByShop(SHOP))!;
   const human: Human = { face: 'embedded', store, actor: 'shopify-staff:42', sessionId: 'sid-test' };

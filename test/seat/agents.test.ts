@@ -76,7 +76,7 @@ describe('Agents page', () => {
     const history = htmlOf(await s.get(agentsPage, `grant=${g.id}`));
     expect(history).toContain('getSetupState');
     expect(history).toContain('agent: reader');
-    expect(expectCsrfOnEveryPostForm(list, s.csrf)).toBe(3); // Revoke, Issue grant, Sign out
+    expect(expectCsrfOnEveryPostForm(list, s.csrf)).toBe(4); // Revoke, Approve a connection, Issue grant, Sign out
     expect(expectCsrfOnEveryPostForm(history, s.csrf)).toBe(2); // Revoke, and the layout’s Sign out
     const revoke = formOf(history, 'Revoke');
     expect(revoke).toEqual({ csrf: s.csrf, action: 'revoke', grantId: g.id });

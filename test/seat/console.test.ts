@@ -36,19 +36,21 @@ async function signIn(actor = 'jane@laptop') {
   const res = await get(pathOf(link.url));
   expect(res.status).toBe(200);
   const setCookie = res.headers.get('set-cookie')!;
-  return { cookie: setCookie.split(';')[0]!, setCookie, link, page: await res.text() };
+  return { cookie: setCookie.split(';')[0]!, setCookie, link, page: await res.text(), res };
 }
 
 const csrfOf = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1];
 
 describe('the console', () => {
   it('signs in once with a link: an HttpOnly, SameSite=Strict session cookie under /console, then Home', async () => {
-    const { cookie, setCookie, link, page } = await signIn();
+    const { cookie, setCookie, link, page, res } = await signIn();
     expect(link.url).toStartWith(`${env.core.config.publicUrl.replace(/\/$/, '')}/console/sign-in?token=hrc_`);
     expect(setCookie).toContain('HttpOnly');
     expect(setCookie).toContain('SameSite=Strict');
     expect(setCookie).toContain('Path=/console');
     expect(page).toContain('url=/console');
+    // The same session cookie goes to the OAuth consent page (and nowhere else), which decides as the signed-in person.
+    expect(res.headers.getSetCookie().map((c) => /Path=([^;]+)/.exec(c)?.[1])).toEqual(['/console', '/oauth/authorize']);
     const home = await get('/console', cookie);
     expect(home.status).toBe(200);
     const html = await home.text();
@@ -92,7 +94,10 @@ describe('the console', () => {
     expect((await get('/console', cookie)).status).toBe(200);
     const out = await post('/console/sign-out', cookie, { csrf: csrf! });
     expect(out.status).toBe(200);
-    expect(out.headers.get('set-cookie')).toContain('Max-Age=0');
+    expect(out.headers.getSetCookie().map((c) => [/Path=([^;]+)/.exec(c)?.[1], c.includes('Max-Age=0')])).toEqual([
+      ['/console', true],
+      ['/oauth/authorize', true],
+    ]);
     expect((await get('/console', cookie)).status).toBe(401);
   });
 

@@ -9,6 +9,8 @@ import { TIER_LABELS, TIER_NAMES } from '../../contract/scopes.ts';
 import type { Core } from '../../core.ts';
 import { issueHumanGrant, LABEL_MAX_LENGTH, listGrants, revokeGrant, type GrantRequest } from '../../ops/grants.ts';
 import { auditAdmin } from '../../ops/human-audit.ts';
+import { approveAuthorization, type AuthorizationRequest, denyAuthorization, findAuthorization } from '../../oauth/authorization.ts';
+import { choiceFields, choiceOf, type ConsentChoice, decisionButtons, defaultChoice, notDone, refusalOf, requestFacts } from '../consent-view.ts';
 import { field, html, postForm, section, shownOnce, table, when, type Html } from '../html.ts';
 import type { Human, PageResult, SeatContext, SeatPage } from '../types.ts';
 import { auditSection } from './audit.ts';
@@ -43,7 +45,11 @@ export async function revokeAgentGrant(core: Core, human: Human, grantId: string
   );
 }
 
-const DONE: Record<string, string> = { revoked: 'The grant was revoked: its next call is refused.' };
+const DONE: Record<string, string> = {
+  revoked: 'The grant was revoked: its next call is refused.',
+  connected: "The connection was approved: the agent's app receives its grant when its browser page goes on (within seconds).",
+  refused: "The connection was denied: the agent's app is told so.",
+};
 
 const link = (ctx: SeatContext, query = '') => `${ctx.base}/agents${query ? `?${query}` : ''}`;
 
@@ -62,6 +68,8 @@ export const page: SeatPage = {
         const g = await issueAgentGrant(ctx.core, ctx.human, { tier: field(ctx, 'tier') ?? '', ttl: field(ctx, 'ttl') ?? '', label: field(ctx, 'label') });
         return issued(ctx, g);
       }
+      if (action === 'connect') return await connectRequest(ctx);
+      if (action === 'connect-decide') return await connectDecision(ctx);
       if (action === 'revoke') {
         await revokeAgentGrant(ctx.core, ctx.human, field(ctx, 'grantId') ?? '');
         return { redirect: link(ctx, 'done=revoked') };
@@ -74,12 +82,78 @@ export const page: SeatPage = {
   },
 };
 
+/**
+ * "Approve a connection": the user code an agent's consent page shows (when nobody was signed in there), looked up
+ * and shown with the consent's facts and choices. A code that names no pending request is said plainly.
+ */
+async function connectRequest(ctx: SeatContext): Promise<PageResult> {
+  const code = field(ctx, 'code') ?? '';
+  const ar = code ? await findAuthorization(ctx.core, code) : null;
+  if (!ar) return overview(ctx, notDone('not_found', 'No connection request has this code. Check it on the agent’s page; it lasts 10 minutes.'), 404);
+  if (ar.status !== 'pending') return overview(ctx, notDone('conflict', `This connection request is ${ar.status}: there is nothing left to decide.`), 409);
+  return connectPage(ctx, ar, defaultChoice(ar));
+}
+
+/** The decision on a connection, as the human of this page; a refusal shows the choices again with what was wrong. */
+async function connectDecision(ctx: SeatContext): Promise<PageResult> {
+  const code = field(ctx, 'code') ?? '';
+  const chosen = choiceOf(ctx.form);
+  const decision = field(ctx, 'decision');
+  try {
+    if (decision === 'deny') {
+      await denyAuthorization(ctx.core, ctx.human, code);
+      return { redirect: link(ctx, 'done=refused') };
+    }
+    if (decision === 'approve') {
+      await approveAuthorization(ctx.core, ctx.human, code, { ...chosen, label: chosen.label || undefined });
+      return { redirect: link(ctx, 'done=connected') };
+    }
+  } catch (err) {
+    const refusal = refusalOf(err);
+    if (!refusal) throw err;
+    const ar = await findAuthorization(ctx.core, code);
+    const problem = notDone(refusal.code, refusal.message);
+    return ar?.status === 'pending' ? connectPage(ctx, ar, chosen, problem, refusal.status) : overview(ctx, problem, refusal.status);
+  }
+  const ar = await findAuthorization(ctx.core, code);
+  if (ar?.status !== 'pending') return overview(ctx, notDone('not_found', 'No pending connection request has this code.'), 404);
+  return connectPage(ctx, ar, chosen, notDone('invalid_input', 'Choose Approve or Deny.'), 400);
+}
+
+function connectPage(ctx: SeatContext, ar: AuthorizationRequest, chosen: ConsentChoice, problem?: Html, status?: number): PageResult {
+  const form = postForm(ctx, link(ctx), { action: 'connect-decide', code: ar.userCode }, decisionButtons, choiceFields(ar, chosen));
+  return {
+    title: 'Approve a connection',
+    ...(status ? { status } : {}),
+    html: html`${problem ?? ''}<p>Code <code>${ar.userCode}</code>: an agent's app asks for access to hookrelay in ${ctx.human.store.shopDomain}. What you approve is a grant you can revoke here at any time.</p>${section(
+      ctx,
+      'The request',
+      requestFacts(ar),
+    )}${section(ctx, 'Your decision', form)}<p><a href="${link(ctx)}">Back to Agents</a></p>`.markup,
+  };
+}
+
+/**
+ * The OAuth client of each grant consent issued, by grant id. listGrants' view (src/ops/grants.ts) leaves the client
+ * out, so it is read from the store's grant rows, which record it.
+ */
+async function clientsOf(ctx: SeatContext): Promise<Map<string, { id: string; name: string }>> {
+  const rows = await ctx.core.repo.listGrants(ctx.human.store.id);
+  return new Map(rows.flatMap((g) => (g.clientId ? [[g.id, { id: g.clientId, name: g.clientName ?? g.clientId }] as const] : [])));
+}
+
+/** A grant's client as the person reads it: its name, unverified, and its metadata document's URL; a dash for none. */
+const clientCell = (client: { id: string; name: string } | undefined) =>
+  client ? html`${client.name} <span class="badge warn">unverified</span><br><code>${client.id}</code>` : html`—`;
+
 async function overview(ctx: SeatContext, error?: Html, status?: number): Promise<PageResult> {
   const grants = await listGrants(ctx.core, ctx.human.store.shopDomain);
+  const clients = await clientsOf(ctx);
   const done = DONE[ctx.url.searchParams.get('done') ?? ''];
   const rows = grants.map((g) => [
     html`<a href="${link(ctx, `grant=${encodeURIComponent(g.grantId)}`)}">${g.label}</a>`,
     html`<code>${g.grantId}</code>`,
+    clientCell(clients.get(g.grantId)),
     g.tier,
     g.state,
     when(g.expiresAt),
@@ -96,12 +170,20 @@ async function overview(ctx: SeatContext, error?: Html, status?: number): Promis
         html`<p><input type="radio" id="t-${t}" name="tier" value="${t}"${t === v('tier', 'observer') ? html` checked` : ''}> <label for="t-${t}">${TIER_LABELS[t]}</label></p>`,
     )}</fieldset><p><label for="g-ttl">Lifetime (e.g. 8h, 7d; at most 90d)</label><br><input id="g-ttl" name="ttl" value="${v('ttl', '8h')}" required></p><p><label for="g-label">Label: who or what it is for</label><br><input id="g-label" name="label" maxlength="${LABEL_MAX_LENGTH}" value="${v('label', '')}"></p>`,
   );
+  const connectForm = postForm(
+    ctx,
+    link(ctx),
+    { action: 'connect' },
+    'Look up the request',
+    html`<p>An agent's app that connects by URL shows a code on its consent page when nobody is signed in there.</p><p><label for="c-code">Code shown on the agent's page (e.g. WDJB-MJHT)</label><br><input id="c-code" name="code" autocomplete="off" spellcheck="false" maxlength="20" value="${v('code', '')}" required></p>`,
+  );
   return {
     title: 'Agents',
     ...(status ? { status } : {}),
     html: html`<p>Agents act in this store only through a grant you issue: a tier of scopes, for a limited time. Only a person can issue or revoke one.</p>${
       done ? html`<p role="status">${done}</p>` : ''
-    }${error ?? ''}${table('Grants', ['Label', 'Id', 'Tier', 'State', 'Expires', 'Revoke'], rows)}${section(ctx, 'Issue a grant', issueForm)}`.markup,
+    }${error ?? ''}${table('Grants', ['Label', 'Id', 'Client', 'Tier', 'State', 'Expires', 'Revoke'], rows)}${section(ctx, 'Approve a connection', connectForm)}${section(ctx, 'Issue a grant', issueForm)}`
+      .markup,
   };
 }
 
@@ -141,6 +223,7 @@ async function grantHistory(ctx: SeatContext, grantId: string): Promise<PageResu
       ['Field', 'Value'],
       [
         ['Id', html`<code>${grant.grantId}</code>`],
+        ['Client', clientCell((await clientsOf(ctx)).get(grant.grantId))],
         ['Tier', grant.tier],
         ['Scopes', grant.scopes.join(', ')],
         ['State', grant.state],

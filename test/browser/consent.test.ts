@@ -1,0 +1,336 @@
+/**
+ * An agent connects by URL, in Chromium (issue 38): the MCP SDK's own client (1.x, with its OAuth client provider),
+ * given only `${url}/agent/v1/mcp` and a client metadata document on loopback, discovers hookrelay's authorization
+ * server and sends the person to the consent page; the person decides; the client receives its code at its loopback
+ * redirect_uri, takes its token, and lists and calls the tools. The client's pages are on `localhost`, hookrelay on
+ * `127.0.0.1`: another site, so the navigation to /oauth/authorize carries no SameSite=Strict session cookie, as from
+ * a real client, and the consent's hop to read it is exercised.
+ *
+ * - With a console session: the consent form (client unverified), a tier chosen, approved → code, state, iss.
+ * - Without one: the waiting page with the user code, approved on the embedded Agents page, and it goes on by itself.
+ * - Refused: a decision without or with a wrong CSRF token (403), a tier above what was asked (400); nothing issued.
+ * - Denied: the client hears access_denied.
+ * Every consent page: no serious or critical axe violation, nothing ran that the page did not send, no request left
+ * loopback; with HOOKRELAY_SCREENSHOTS=1 the consent and waiting pages go to docs/screenshots/.
+ */
+import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { type OAuthClientProvider, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { Page } from 'puppeteer-core';
+import { findAuthorization } from '../../src/oauth/authorization.ts';
+import { issueSignInLink } from '../../src/seat/session.ts';
+import { type BrowserFixture, launchBrowser, type Tab } from '../fixtures/browser.ts';
+import { until } from '../fixtures/handoff.ts';
+import { addStore, type TestEnv } from '../helpers.ts';
+import { authorizeQuery, loopbackOAuth } from '../seat/_consent.ts';
+import { fill, follow, mainText, press } from './_moves.ts';
+import { checkPage, embeddedWorld } from './_seat.ts';
+
+setDefaultTimeout(120_000);
+
+const CLIENT = { clientId: 'consent-app-client-0001', clientSecret: 'consent-app-secret-canary-9d2f' };
+const SHOP = 'consent-store.myshopify.com';
+const { fake, server, start } = embeddedWorld(CLIENT, SHOP, loopbackOAuth());
+
+/** Serious and critical axe violations per page visited. */
+const axeReport = new Map<string, number>();
+
+/**
+ * The agent's side on loopback: its metadata document (on 127.0.0.1, where hookrelay fetches it), and on
+ * `localhost` (another site for the browser) the page the person starts from and the redirect_uri that receives
+ * the authorization response.
+ */
+function agentSide() {
+  let authorizationUrl = '';
+  let clientId = '';
+  let redirectUri = '';
+  const callbacks: URLSearchParams[] = [];
+  const srv = Bun.serve({
+    hostname: '127.0.0.1',
+    port: 0,
+    fetch(req): Response {
+      const url = new URL(req.url);
+      if (url.pathname === '/client.json')
+        return Response.json({
+          client_id: clientId,
+          client_name: 'Night Shift Agent',
+          client_uri: 'https://agents.example.test',
+          redirect_uris: [redirectUri],
+          token_endpoint_auth_method: 'none',
+        });
+      if (url.pathname === '/start')
+        return new Response(
+          `<!doctype html><html lang="en"><title>Agent</title><main><a id="go" href="${authorizationUrl.replace(/"/g, '&quot;')}">Connect to hookrelay</a></main></html>`,
+          {
+            headers: { 'content-type': 'text/html' },
+          },
+        );
+      if (url.pathname === '/callback') {
+        callbacks.push(url.searchParams);
+        return new Response('<!doctype html><html lang="en"><title>Done</title><main><p>You can close this tab.</p></main></html>', {
+          headers: { 'content-type': 'text/html' },
+        });
+      }
+      return new Response('not found', { status: 404 });
+    },
+  });
+  clientId = `http://127.0.0.1:${srv.port}/client.json`;
+  redirectUri = `http://localhost:${srv.port}/callback`;
+  return {
+    clientId,
+    redirectUri,
+    startUrl: `http://localhost:${srv.port}/start`,
+    callbacks,
+    setAuthorizationUrl: (u: string) => (authorizationUrl = u),
+    stop: () => srv.stop(true),
+  };
+}
+
+const agent = agentSide();
+
+/** The MCP SDK's OAuth client provider for a client that names itself by its metadata document's URL. */
+class AgentProvider implements OAuthClientProvider {
+  authorizationUrl: URL | null = null;
+  private saved: OAuthTokens | undefined;
+  private verifier = '';
+  readonly sentState = `st-${crypto.randomUUID()}`;
+  get redirectUrl() {
+    return agent.redirectUri;
+  }
+  get clientMetadata(): OAuthClientMetadata {
+    return { client_name: 'Night Shift Agent', redirect_uris: [agent.redirectUri], token_endpoint_auth_method: 'none' };
+  }
+  // A URL client_id over http on loopback: the SDK checks https only on `clientMetadataUrl`, so it is given here.
+  clientInformation(): OAuthClientInformationMixed {
+    return { client_id: agent.clientId };
+  }
+  state() {
+    return this.sentState;
+  }
+  tokens() {
+    return this.saved;
+  }
+  saveTokens(t: OAuthTokens) {
+    this.saved = t;
+  }
+  redirectToAuthorization(url: URL) {
+    this.authorizationUrl = url;
+    agent.setAuthorizationUrl(url.toString());
+  }
+  saveCodeVerifier(v: string) {
+    this.verifier = v;
+  }
+  codeVerifier() {
+    return this.verifier;
+  }
+}
+
+let browser: BrowserFixture;
+beforeAll(async () => {
+  browser = await launchBrowser();
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await server.stop();
+  agent.stop();
+  console.log(`axe serious+critical per page (consent): ${JSON.stringify(Object.fromEntries(axeReport))}`);
+});
+
+const mcpUrl = () => new URL(`${server.url}/agent/v1/mcp`);
+
+/** The SDK client's first connect: refused for want of a token, it discovers and asks for the authorization URL. */
+async function connectUnauthorized(provider: AgentProvider): Promise<StreamableHTTPClientTransport> {
+  const transport = new StreamableHTTPClientTransport(mcpUrl(), { authProvider: provider });
+  const client = new Client({ name: 'night-shift', version: '1.0.0' });
+  await expect(client.connect(transport)).rejects.toBeInstanceOf(UnauthorizedError);
+  const u = provider.authorizationUrl!;
+  expect(`${u.origin}${u.pathname}`).toBe(`${server.url}/oauth/authorize`);
+  expect(u.searchParams.get('client_id')).toBe(agent.clientId);
+  expect(u.searchParams.get('code_challenge_method')).toBe('S256');
+  expect(u.searchParams.get('resource')).toBe(mcpUrl().toString());
+  return transport;
+}
+
+/** After the code: the token, then a fresh connect with it, tools/list and a `search` call. */
+async function finishAndUse(provider: AgentProvider, transport: StreamableHTTPClientTransport, code: string) {
+  await transport.finishAuth(code);
+  expect(provider.tokens()?.access_token).toBeTruthy();
+  const client = new Client({ name: 'night-shift', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(mcpUrl(), { authProvider: provider }));
+  try {
+    const tools = await client.listTools();
+    expect(tools.tools.map((t) => t.name).sort()).toEqual(['execute', 'search']);
+    const found = await client.callTool({ name: 'search', arguments: { query: 'endpoint' } });
+    expect(found.isError).toBeFalsy();
+    expect(JSON.stringify(found.structuredContent)).toContain('listEndpoints');
+  } finally {
+    await client.close();
+  }
+}
+
+/** Opens the agent's start page and follows its link to hookrelay (cross-site): the pages it reaches, as answered. */
+async function goConnect(page: Page): Promise<{ url: string; status: number }[]> {
+  const answered: { url: string; status: number }[] = [];
+  const seen = (r: import('puppeteer-core').HTTPResponse) => {
+    if (r.request().resourceType() === 'document' && r.url().startsWith(server.url)) answered.push({ url: r.url(), status: r.status() });
+  };
+  page.on('response', seen);
+  await page.goto(agent.startUrl, { waitUntil: 'load' });
+  await Promise.all([page.waitForFunction(() => (globalThis as any).location.search.startsWith('?request='), { timeout: 15_000 }), page.click('#go')]);
+  await page.waitForSelector('main h1');
+  page.off('response', seen);
+  return answered;
+}
+
+/** The request the page is about (the id in its URL). */
+const requestOf = async (e: TestEnv, page: Page) => (await findAuthorization(e.core, new URL(page.url()).searchParams.get('request')!))!;
+
+const check = (tab: Tab, name: string, screenshot?: string) =>
+  checkPage(tab, name, { ...(screenshot ? { screenshot } : {}), onAxe: (n) => axeReport.set(name, n) });
+
+/** A console session in the tab (its sign-in link opened). */
+async function signIn(e: TestEnv, page: Page) {
+  await page.goto((await issueSignInLink(e.core, SHOP, 'Jane Ops')).url, { waitUntil: 'load' });
+  await page.waitForSelector('nav a[href="/console/agents"]');
+}
+
+describe('an agent connects by URL', () => {
+  it('with a console session: consent (client unverified) → a tier chosen → approved → code, state, iss → token → tools', async () => {
+    const e = await start();
+    await addStore(e, { shopDomain: SHOP });
+    const tab = await browser.tab({ cdn: 'blocked' });
+    const { page } = tab;
+    try {
+      await signIn(e, page);
+      const provider = new AgentProvider();
+      const transport = await connectUnauthorized(provider);
+      const answered = await goConnect(page);
+      // The first answer is the hop (no session cookie came from the other site), the second the consent form.
+      expect(answered.map((a) => [new URL(a.url).searchParams.has('client_id'), a.status])).toEqual([
+        [true, 200],
+        [false, 200],
+      ]);
+      const text = await mainText(page);
+      expect(text).toContain('Night Shift Agent');
+      expect(text).toContain('unverified');
+      expect(text).toContain('You decide as Jane Ops');
+      const ar = await requestOf(e, page);
+      const radios = await page.$$eval('input[name=tier]', (is) => is.map((i) => [(i as any).value, (i as any).checked]));
+      expect(radios).toEqual(ar.offeredTiers.map((t, i) => [t, i === 0]));
+      tab.clear();
+      await check(tab, 'Consent', 'consent');
+      // The person chooses the highest tier offered, and approves.
+      await page.click(`input[name=tier][value=${ar.offeredTiers.at(-1)}]`);
+      await fill(page, 'Label: how this grant is listed on the Agents page', 'night shift (browser)');
+      await Promise.all([
+        page.waitForFunction((u) => (globalThis as any).location.href.startsWith(u), {}, agent.redirectUri),
+        page.click('button[value=approve]'),
+      ]);
+      const cb = agent.callbacks.at(-1)!;
+      expect(cb.get('state')).toBe(provider.sentState);
+      expect(cb.get('iss')).toBe(server.url);
+      expect(cb.get('error')).toBeNull();
+      await finishAndUse(provider, transport, cb.get('code')!);
+      const [grant] = await e.core.repo.listGrants();
+      expect({ tier: grant?.tier, label: grant?.label }).toEqual({ tier: ar.offeredTiers.at(-1), label: 'night shift (browser)' });
+      // The Agents page lists it with its client, unverified.
+      await page.goto(`${server.url}/console/agents`, { waitUntil: 'load' });
+      const agents = await mainText(page);
+      expect(agents).toContain('night shift (browser)');
+      expect(agents).toContain('Night Shift Agent');
+      expect(agents).toContain('unverified');
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('without a session: the code on a waiting page, approved on the embedded Agents page, and the page goes on by itself', async () => {
+    const e = await start();
+    const admin = await browser.tab({ cdn: 'stand-in', idToken: () => fake.idToken({ sub: '77' }) });
+    const tab = await browser.tab({ cdn: 'blocked' });
+    try {
+      // The merchant's admin: the app installs on its first load.
+      await admin.page.goto(fake.embeddedAppUrl(`${server.url}/app`, { sub: '77' }), { waitUntil: 'load' });
+      expect(await e.core.repo.getStoreByShop(SHOP)).toBeTruthy();
+      const provider = new AgentProvider();
+      const transport = await connectUnauthorized(provider);
+      await goConnect(tab.page);
+      const code = await tab.page.$eval('#user-code', (el) => el.textContent ?? '');
+      expect(code).toMatch(/^[A-Z0-9]{4}-?[A-Z0-9]{4}$/);
+      expect(await mainText(tab.page)).toContain(`hookrelay grant approve ${code}`);
+      tab.clear();
+      await check(tab, 'Waiting for approval', 'consent-waiting');
+      // In the admin: Agents → Approve a connection, with the code.
+      await follow(admin.page, 'Agents', 'nav');
+      await fill(admin.page, "Code shown on the agent's page (e.g. WDJB-MJHT)", code);
+      await press(admin.page, 'Look up the request');
+      const choices = await mainText(admin.page);
+      expect(choices).toContain('Night Shift Agent');
+      expect(choices).toContain('unverified');
+      admin.clear();
+      await check(admin, 'Approve a connection', 'embedded-approve-connection');
+      await press(admin.page, 'Approve');
+      expect(await mainText(admin.page)).toContain('The connection was approved');
+      // The waiting page looks again by itself (meta refresh, no script) and lands at the client.
+      await until(() => agent.callbacks.length > 0 && tab.page.url().startsWith(agent.redirectUri), 20_000);
+      const cb = agent.callbacks.at(-1)!;
+      expect(cb.get('state')).toBe(provider.sentState);
+      await finishAndUse(provider, transport, cb.get('code')!);
+      const audit = await e.core.repo.listGrants();
+      expect(audit.length).toBe(1);
+    } finally {
+      await tab.page.close();
+      await admin.page.close();
+    }
+  });
+
+  it('refuses a decision without or with a wrong CSRF token and a tier above what was asked; nothing is issued; deny tells the client access_denied', async () => {
+    const e = await start();
+    await addStore(e, { shopDomain: SHOP });
+    const tab = await browser.tab({ cdn: 'blocked' });
+    const { page } = tab;
+    try {
+      await signIn(e, page);
+      // The client asks for reading only: the observer tier is all the form offers.
+      const q = authorizeQuery({ id: agent.clientId, redirectUri: agent.redirectUri }, server.url, { scope: 'setup:read event:read' });
+      agent.setAuthorizationUrl(`${server.url}/oauth/authorize?${q.query}`);
+      await goConnect(page);
+      const consentUrl = page.url();
+      const ar = await requestOf(e, page);
+      // A wrong CSRF token, then none: 403.
+      await page.$eval('input[name=csrf]', (i) => ((i as any).value = 'x'.repeat(43)));
+      await press(page, 'Approve', 'main', 403);
+      await page.goto(consentUrl, { waitUntil: 'load' });
+      await page.$eval('input[name=csrf]', (i) => i.remove());
+      await press(page, 'Approve', 'main', 403);
+      // A tier the form does not offer (above what was asked): refused, the form again.
+      await page.goto(consentUrl, { waitUntil: 'load' });
+      expect(ar.offeredTiers).toEqual(['observer']);
+      await page.$eval('input[name=tier]', (i) => ((i as any).value = 'operator'));
+      await press(page, 'Approve', 'main', 400);
+      expect(await mainText(page)).toContain('Not done');
+      expect(await e.core.repo.listGrants()).toEqual([]);
+      expect((await findAuthorization(e.core, ar.id))?.status).toBe('pending');
+      // Deny: back at the client with access_denied and its state.
+      await Promise.all([
+        page.waitForFunction((u) => (globalThis as any).location.href.startsWith(u), {}, agent.redirectUri),
+        page.click('button[value=deny]'),
+      ]);
+      const cb = agent.callbacks.at(-1)!;
+      expect(cb.get('error')).toBe('access_denied');
+      expect(cb.get('state')).toBe(q.state);
+      expect(cb.get('code')).toBeNull();
+      expect(await e.core.repo.listGrants()).toEqual([]);
+      expect(await navigatingStatus(page, `${server.url}/oauth/authorize?request=${ar.id}`)).toBe(410);
+    } finally {
+      await page.close();
+    }
+  });
+});
+
+/** The status a GET of `url` answers in the tab. */
+async function navigatingStatus(page: Page, url: string): Promise<number> {
+  return (await page.goto(url, { waitUntil: 'load' }))?.status() ?? 0;
+}
