@@ -170,8 +170,11 @@ async function finishAndUse(provider: AgentProvider, transport: StreamableHTTPCl
   }
 }
 
-/** Opens the agent's start page and follows its link to hookrelay (cross-site): the pages it reaches, as answered. */
-async function goConnect(page: Page): Promise<{ url: string; status: number }[]> {
+/**
+ * Opens the agent's start page and follows its link to hookrelay (another site): the first answer is the hop (the
+ * session cookie, SameSite=Strict, did not come along), the second the request's page, where it is read.
+ */
+async function goConnect(page: Page): Promise<void> {
   const answered: { url: string; status: number }[] = [];
   const seen = (r: import('puppeteer-core').HTTPResponse) => {
     if (r.request().resourceType() === 'document' && r.url().startsWith(server.url)) answered.push({ url: r.url(), status: r.status() });
@@ -181,7 +184,10 @@ async function goConnect(page: Page): Promise<{ url: string; status: number }[]>
   await Promise.all([page.waitForFunction(() => (globalThis as any).location.search.startsWith('?request='), { timeout: 15_000 }), page.click('#go')]);
   await page.waitForSelector('main h1');
   page.off('response', seen);
-  return answered;
+  expect(answered.map((a) => [new URL(a.url).searchParams.has('client_id'), new URL(a.url).searchParams.has('request'), a.status])).toEqual([
+    [true, false, 200],
+    [false, true, 200],
+  ]);
 }
 
 /** The request the page is about (the id in its URL). */
@@ -206,12 +212,7 @@ describe('an agent connects by URL', () => {
       await signIn(e, page);
       const provider = new AgentProvider();
       const transport = await connectUnauthorized(provider);
-      const answered = await goConnect(page);
-      // The first answer is the hop (no session cookie came from the other site), the second the consent form.
-      expect(answered.map((a) => [new URL(a.url).searchParams.has('client_id'), a.status])).toEqual([
-        [true, 200],
-        [false, 200],
-      ]);
+      await goConnect(page);
       const text = await mainText(page);
       expect(text).toContain('Night Shift Agent');
       expect(text).toContain('unverified');
@@ -323,7 +324,8 @@ describe('an agent connects by URL', () => {
       expect(cb.get('state')).toBe(q.state);
       expect(cb.get('code')).toBeNull();
       expect(await e.core.repo.listGrants()).toEqual([]);
-      expect(await navigatingStatus(page, `${server.url}/oauth/authorize?request=${ar.id}`)).toBe(410);
+      // The browser's binding was spent with the answer: the request is not open here any more.
+      expect(await navigatingStatus(page, `${server.url}/oauth/authorize?request=${ar.id}`)).toBe(403);
     } finally {
       await page.close();
     }
