@@ -7,6 +7,7 @@
 import { AppError, ERROR_CODES } from '../contract/errors.ts';
 import { TIER_LABELS, TIER_NAMES, TIERS, type Scope, type Tier } from '../contract/scopes.ts';
 import { type AuthorizationRequest, OAuthError } from '../oauth/authorization.ts';
+import { LABEL_MAX_LENGTH } from '../ops/grants.ts';
 import { html, type Html } from './html.ts';
 
 /** Each scope in words, for a person deciding whether to grant it. */
@@ -22,9 +23,6 @@ const SCOPE_WORDS: Record<Scope, string> = {
   'support:request': 'open support requests',
   'expansion:request': 'ask for a plan upgrade',
 };
-
-/** The longest grant label (the Agents page's and the consent's): a name for a person to recognise, not a note. */
-export const LABEL_MAX_LENGTH = 100;
 
 /** The lifetime a consent offers unless the person changes it (at most 90d, the grants' limit). */
 export const CONSENT_DEFAULT_TTL = '30d';
@@ -65,11 +63,11 @@ export interface ConsentChoice {
   label: string;
 }
 
-/** The choices' defaults: the lowest tier offered, 30 days, the client's name as the label. */
+/** The choices' defaults: the lowest tier offered, 30 days, the client's name as the label (cut to a label's length). */
 export const defaultChoice = (ar: AuthorizationRequest): ConsentChoice => ({
   tier: offered(ar)[0] ?? 'observer',
   ttl: CONSENT_DEFAULT_TTL,
-  label: ar.client.name,
+  label: ar.client.name.slice(0, LABEL_MAX_LENGTH).trim(),
 });
 
 /** A form's choices (missing fields read as empty: the issuing function refuses them plainly). */

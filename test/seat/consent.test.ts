@@ -382,3 +382,24 @@ describe('Agents page: Approve a connection (embedded, the ID-token human)', () 
     expect(htmlOf(decided)).toContain('nothing left to decide');
   });
 });
+
+describe('the client as it names itself', () => {
+  it('is text on the consent page, never markup; a long name is cut to a label for the default', async () => {
+    const name = `<img src=x onerror=alert(1)>${'n'.repeat(150)}`;
+    const hostile = loopbackClient({ name, uri: 'https://agents.example.test/"><script>alert(1)</script>' });
+    try {
+      const jar = new Jar();
+      await signIn(jar);
+      const q = authorizeQuery(hostile, env.core.config.publicUrl);
+      const first = await get(jar, `/oauth/authorize?${q.query}`, (n) => n !== 'hookrelay_console');
+      const page = await (await get(jar, `/oauth/authorize?request=${requestIdIn(await first.text())}`)).text();
+      expect(page).not.toContain('<img src=x');
+      expect(page).not.toContain('<script>alert');
+      expect(page).toContain('&#60;img src=x onerror=alert(1)&#62;');
+      const label = /name="label" maxlength="100" value="([^"]*)"/.exec(page)![1]!.replace(/&#\d+;/g, '.');
+      expect(label.length).toBe(100);
+    } finally {
+      hostile.stop();
+    }
+  });
+});
