@@ -25,10 +25,10 @@ const SCOPE_WORDS: Record<Scope, string> = {
 };
 
 /** The lifetime a consent offers unless the person changes it (at most 90d, the grants' limit). */
-export const CONSENT_DEFAULT_TTL = '30d';
+const CONSENT_DEFAULT_TTL = '30d';
 
 /** The tiers a person may choose, lowest first (the order of the contract's tiers). */
-export const offered = (ar: AuthorizationRequest): Tier[] => TIER_NAMES.filter((t) => ar.offeredTiers.includes(t));
+const offered = (ar: AuthorizationRequest): Tier[] => TIER_NAMES.filter((t) => ar.offeredTiers.includes(t));
 
 /** Where the resource is, in words: the MCP server or the Agent Operations API. */
 const resourceWords = (resource: string) => (/\/mcp$/.test(resource) ? 'the MCP server' : 'the Agent Operations API');
