@@ -32,8 +32,8 @@ import { readForm } from './router.ts';
 import { csrfOf, csrfOk, sessionOf } from './session.ts';
 import type { Human } from './types.ts';
 
-/** How often the waiting page asks again whether the request was decided. */
-const WAIT_REFRESH_SECONDS = 3;
+/** How often the waiting page's script asks whether the request was decided. */
+const WAIT_POLL_SECONDS = 3;
 
 export interface Consent {
   fetch(req: Request, path: string): Promise<Response>;
@@ -44,6 +44,7 @@ const bindingName = (id: string) => `hookrelay_oauth_${sha256Hex(id).slice(0, 16
 
 const requestLink = (id: string) => `/oauth/authorize?request=${encodeURIComponent(id)}`;
 const continueLink = (id: string) => `/oauth/authorize/continue?request=${encodeURIComponent(id)}`;
+const statusLink = (id: string) => `/oauth/authorize/status?request=${encodeURIComponent(id)}`;
 
 export function createConsent(core: Core): Consent {
   const secure = core.config.publicUrl.startsWith('https:');
@@ -55,6 +56,9 @@ export function createConsent(core: Core): Consent {
       if (path === '/oauth/authorize' && req.method === 'GET') return await authorize(req, url, nonce);
       if (path === '/oauth/authorize' && req.method === 'POST') return await decide(req, nonce);
       if (path === '/oauth/authorize/continue' && req.method === 'GET') return await carryOn(req, url, nonce);
+      if (path === '/oauth/authorize/status' && req.method === 'GET') return await statusOf(req, url);
+      if (path !== '/oauth/authorize' && path !== '/oauth/authorize/continue' && path !== '/oauth/authorize/status')
+        return page(404, 'Not found', html`<p>No such page.</p>`, nonce);
       return page(405, 'Method not allowed', html`<p>Use GET${path === '/oauth/authorize' ? ' or POST' : ''}.</p>`, nonce, {
         headers: { Allow: path === '/oauth/authorize' ? 'GET, POST' : 'GET' },
       });
@@ -160,10 +164,16 @@ export function createConsent(core: Core): Consent {
     );
   }
 
-  /** No session: the user code, where to approve it, and a page that asks again every few seconds (no script). */
+  /**
+   * No session: the user code, where to approve it, and the wait. The page stays still while it waits (no refresh
+   * that would restart a screen reader): its script asks the request's status every few seconds and goes on once
+   * it is decided; without the script, Continue does the same by hand.
+   */
   function waitingPage(ar: AuthorizationRequest, nonce: string): Response {
     const code = ar.userCode;
     const here = requestLink(ar.id);
+    const links = JSON.stringify({ status: statusLink(ar.id), next: continueLink(ar.id), here }).replace(/</g, '\\u003c');
+    const script = `<script nonce="${nonce}">(()=>{const l=${links};const ask=async()=>{let s='pending';try{const r=await fetch(l.status,{headers:{accept:'application/json'},cache:'no-store'});if(r.ok)s=(await r.json()).status}catch(e){}if(s==='pending'){setTimeout(ask,${WAIT_POLL_SECONDS * 1000});return}document.getElementById('wait-status').textContent=s==='expired'?'The request expired.':'Decided: going on…';location.assign(s==='expired'?l.here:l.next)};setTimeout(ask,${WAIT_POLL_SECONDS * 1000})})();</script>`;
     return page(
       200,
       'Approve this connection',
@@ -172,12 +182,20 @@ export function createConsent(core: Core): Consent {
 <section><h2>Approve it in one of these ways</h2><ul>
 <li>Signed in to the hookrelay console? <a href="${here}">Reload this page</a> and decide here. Not signed in: run <code>hookrelay console --shop your-store.myshopify.com</code> where hookrelay runs, open the link it prints, then come back to this page.</li>
 <li>In the Shopify admin: open hookrelay, then Agents → "Approve a connection", and enter <code>${code}</code>.</li>
-<li>On the box that runs hookrelay: <code>hookrelay grant approve ${code} --tier observer --ttl 30d</code> (or <code>--deny</code>).</li>
+<li>On the box that runs hookrelay: <code>hookrelay grant approve ${code} --tier ${ar.offeredTiers[0] ?? 'observer'} --ttl 30d</code> (or <code>--deny</code>).</li>
 </ul></section>
-<section><h2>Waiting for the decision</h2>${requestFacts(ar)}<p role="status">This page checks again every ${WAIT_REFRESH_SECONDS} seconds and goes on by itself once the connection is approved or denied; it expires ${expiresIn(ar)}.</p><p><a class="button primary" href="${continueLink(ar.id)}">Continue</a></p></section>`,
+<section><h2>Waiting for the decision</h2>${requestFacts(ar)}<p id="wait-status" role="status">Once the connection is approved or denied, this page goes on by itself (or press Continue). The request expires ${expiresIn(ar)}.</p><p><a class="button primary" href="${continueLink(ar.id)}">Continue</a></p></section>`,
       nonce,
-      { head: `<meta http-equiv="refresh" content="${WAIT_REFRESH_SECONDS};url=${here}">` },
+      { head: script },
     );
+  }
+
+  /** GET /oauth/authorize/status: the request's status, for the waiting page's script (this browser's requests only). */
+  async function statusOf(req: Request, url: URL): Promise<Response> {
+    const ar = await bound(req, url.searchParams.get('request'));
+    const headers = { 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' };
+    if (!ar) return Response.json({ code: 'forbidden', message: 'This browser did not start that request.' }, { status: 403, headers });
+    return Response.json({ status: ar.status }, { headers });
   }
 
   const expiresIn = (ar: AuthorizationRequest) => {

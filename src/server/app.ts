@@ -24,7 +24,7 @@ import { AuthFailureLimiter, type ClientOf, lazyClient, trustsProxy } from '../l
 import { bodyClient } from '../lib/body.ts';
 import { createUnsignedRoutes } from './unsigned-routes.ts';
 import { unlogged } from '../lib/refusal-log.ts';
-import { GUARDED_OAUTH_PATHS, isOAuthRoute } from '../oauth/metadata.ts';
+import { AUTHORIZE_PATH, GUARDED_OAUTH_PATHS, isOAuthRoute } from '../oauth/metadata.ts';
 import type { OAuthRoutes } from '../oauth/routes.ts';
 
 /** How long GET /status waits for its read of the database. */
@@ -133,7 +133,7 @@ export function createApp(core: Core): App {
     // The guard's own 429 (an address past its failed sign-ins), not a page's answer, is framed as the seat frames.
     return res.status === 429 && unlogged.has(res) ? (await seatFront()).tooMany(req, path, Number(res.headers.get('retry-after')) || 60) : res;
   };
-  // The OAuth consent a merchant sees (GET/POST /oauth/authorize, its continue), loaded with its first request.
+  // The OAuth consent a merchant sees (GET/POST /oauth/authorize and the paths under it), loaded with its first request.
   let consent: Promise<Consent> | null = null;
   const consentFront = () => (consent ??= import('../seat/consent.ts').then((m) => m.createConsent(core)));
   // The OAuth authorization server's metadata, token and revocation endpoints, loaded with their first request.
@@ -160,7 +160,7 @@ export function createApp(core: Core): App {
     if (path === '/metrics') return metrics(req, client);
     if (isOAuthRoute(path)) return oauthRoute(req, path, client);
     if (seatPath(path)) return seatRoute(req, path, client);
-    if (path === '/oauth/authorize' || path === '/oauth/authorize/continue') return (await consentFront()).fetch(req, path);
+    if (path === AUTHORIZE_PATH || path.startsWith(`${AUTHORIZE_PATH}/`)) return (await consentFront()).fetch(req, path);
     if (req.method === 'GET' && path === '/status') return status();
     if (path.startsWith(`${API_PREFIX}/`) || (req.method === 'GET' && (path === '/docs' || path === '/')))
       return (await agentApi()).fetch(req, path, client, safeDecode);

@@ -162,9 +162,10 @@ async function finishAndUse(provider: AgentProvider, transport: StreamableHTTPCl
   try {
     const tools = await client.listTools();
     expect(tools.tools.map((t) => t.name).sort()).toEqual(['execute', 'search']);
-    const found = await client.callTool({ name: 'search', arguments: { query: 'endpoint' } });
+    const found = await client.callTool({ name: 'search', arguments: { query: 'setup state' } });
     expect(found.isError).toBeFalsy();
-    expect(JSON.stringify(found.structuredContent)).toContain('listEndpoints');
+    const ops = (found.structuredContent as { operations: { operationId: string; callable: boolean }[] }).operations;
+    expect(ops.map((o) => [o.operationId, o.callable])).toContainEqual(['getSetupState', true]);
   } finally {
     await client.close();
   }
@@ -248,43 +249,11 @@ describe('an agent connects by URL', () => {
   });
 
   it('without a session: the code on a waiting page, approved on the embedded Agents page, and the page goes on by itself', async () => {
-    const e = await start();
-    const admin = await browser.tab({ cdn: 'stand-in', idToken: () => fake.idToken({ sub: '77' }) });
-    const tab = await browser.tab({ cdn: 'blocked' });
-    try {
-      // The merchant's admin: the app installs on its first load.
-      await admin.page.goto(fake.embeddedAppUrl(`${server.url}/app`, { sub: '77' }), { waitUntil: 'load' });
-      expect(await e.core.repo.getStoreByShop(SHOP)).toBeTruthy();
-      const provider = new AgentProvider();
-      const transport = await connectUnauthorized(provider);
-      await goConnect(tab.page);
-      const code = await tab.page.$eval('#user-code', (el) => el.textContent ?? '');
-      expect(code).toMatch(/^[A-Z0-9]{4}-?[A-Z0-9]{4}$/);
-      expect(await mainText(tab.page)).toContain(`hookrelay grant approve ${code}`);
-      tab.clear();
-      await check(tab, 'Waiting for approval', 'consent-waiting');
-      // In the admin: Agents → Approve a connection, with the code.
-      await follow(admin.page, 'Agents', 'nav');
-      await fill(admin.page, "Code shown on the agent's page (e.g. WDJB-MJHT)", code);
-      await press(admin.page, 'Look up the request');
-      const choices = await mainText(admin.page);
-      expect(choices).toContain('Night Shift Agent');
-      expect(choices).toContain('unverified');
-      admin.clear();
-      await check(admin, 'Approve a connection', 'embedded-approve-connection');
-      await press(admin.page, 'Approve');
-      expect(await mainText(admin.page)).toContain('The connection was approved');
-      // The waiting page looks again by itself (meta refresh, no script) and lands at the client.
-      await until(() => agent.callbacks.length > 0 && tab.page.url().startsWith(agent.redirectUri), 20_000);
-      const cb = agent.callbacks.at(-1)!;
-      expect(cb.get('state')).toBe(provider.sentState);
-      await finishAndUse(provider, transport, cb.get('code')!);
-      const audit = await e.core.repo.listGrants();
-      expect(audit.length).toBe(1);
-    } finally {
-      await tab.page.close();
-      await admin.page.close();
-    }
+    await codePath(true);
+  });
+
+  it('the same without JavaScript in the agent’s tab: Continue once approved', async () => {
+    await codePath(false);
   });
 
   it('refuses a decision without or with a wrong CSRF token and a tier above what was asked; nothing is issued; deny tells the client access_denied', async () => {
@@ -331,6 +300,65 @@ describe('an agent connects by URL', () => {
     }
   });
 });
+
+/**
+ * The code path: nobody signed in where the agent sent the person; the waiting page shows the code; the merchant
+ * approves it in the Shopify admin (embedded Agents page, the ID-token human); the waiting page goes on by its
+ * script, or (`js` false: scripts off in that tab) by its Continue link.
+ */
+async function codePath(js: boolean): Promise<void> {
+  const e = await start();
+  const admin = await browser.tab({ cdn: 'stand-in', idToken: () => fake.idToken({ sub: '77' }) });
+  const tab = await browser.tab({ cdn: 'blocked' });
+  try {
+    // The merchant's admin: the app installs on its first load.
+    await admin.page.goto(fake.embeddedAppUrl(`${server.url}/app`, { sub: '77' }), { waitUntil: 'load' });
+    expect(await e.core.repo.getStoreByShop(SHOP)).toBeTruthy();
+    const provider = new AgentProvider();
+    const transport = await connectUnauthorized(provider);
+    if (!js) await tab.page.setJavaScriptEnabled(false);
+    await goConnect(tab.page);
+    const code = await tab.page.$eval('#user-code', (el) => el.textContent ?? '');
+    expect(code).toMatch(/^[A-Z]{4}-[A-Z]{4}$/);
+    expect(await mainText(tab.page)).toContain(`hookrelay grant approve ${code}`);
+    if (js) {
+      tab.clear();
+      await check(tab, 'Waiting for approval', 'consent-waiting');
+    }
+    // In the admin: Agents → Approve a connection, with the code.
+    await admin.page.bringToFront();
+    await follow(admin.page, 'Agents', 'nav');
+    await fill(admin.page, "Code shown on the agent's page (e.g. WDJB-MJHT)", code);
+    await press(admin.page, 'Look up the request');
+    const choices = await mainText(admin.page);
+    expect(choices).toContain('Night Shift Agent');
+    expect(choices).toContain('unverified');
+    if (js) {
+      admin.clear();
+      await check(admin, 'Approve a connection', 'embedded-approve-connection');
+    }
+    await press(admin.page, 'Approve');
+    expect(await mainText(admin.page)).toContain('The connection was approved');
+    // The waiting page goes on by itself (its script asks the status), or by Continue without scripts.
+    await tab.page.bringToFront();
+    if (!js) {
+      // Nothing moves by itself without scripts (past the script's poll interval); Continue does.
+      await Bun.sleep(4_000);
+      expect(new URL(tab.page.url()).searchParams.has('request')).toBe(true);
+      await tab.page.click('a[href^="/oauth/authorize/continue"]');
+    }
+    await until(() => agent.callbacks.length > 0 && tab.page.url().startsWith(agent.redirectUri), 20_000);
+    const cb = agent.callbacks.at(-1)!;
+    expect(cb.get('state')).toBe(provider.sentState);
+    expect(cb.get('iss')).toBe(server.url);
+    await finishAndUse(provider, transport, cb.get('code')!);
+    const grants = await e.core.repo.listGrants();
+    expect(grants.map((g) => [g.tier, g.clientId])).toEqual([['observer', agent.clientId]]);
+  } finally {
+    await tab.page.close();
+    await admin.page.close();
+  }
+}
 
 /** The status a GET of `url` answers in the tab. */
 async function navigatingStatus(page: Page, url: string): Promise<number> {

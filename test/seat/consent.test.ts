@@ -242,8 +242,15 @@ describe('GET /oauth/authorize', () => {
     expect(page).toContain('Agents → "Approve a connection"');
     expect(page).toContain(`hookrelay grant approve ${ar.userCode}`);
     expect(page).toContain('unverified');
-    expect(page).toMatch(new RegExp(`<meta http-equiv="refresh" content="\\d+;url=/oauth/authorize\\?request=${id}">`));
+    // It stays still while it waits (no refresh): its script asks the status; Continue without it.
+    expect(page).not.toContain('http-equiv="refresh"');
+    expect(page).toContain(`"status":"/oauth/authorize/status?request=${id}"`);
+    expect(page).toContain(`href="/oauth/authorize/continue?request=${id}"`);
     expect(page).not.toContain('name="decision"');
+    const status = await get(jar, `/oauth/authorize/status?request=${id}`);
+    expect(status.headers.get('cache-control')).toBe('no-store');
+    expect(await status.json()).toEqual({ status: 'pending' });
+    expect((await get(new Jar(), `/oauth/authorize/status?request=${id}`)).status).toBe(403);
     // Still pending: continue sends the browser back to wait.
     const early = await get(jar, `/oauth/authorize/continue?request=${id}`);
     expect(early.status).toBe(303);
@@ -276,6 +283,7 @@ describe('GET /oauth/authorize', () => {
     expect(approved.status).toBe(303);
     expect(approved.headers.get('location')).toBe('/console/agents?done=connected');
     // The waiting page's next look moves on, to the client.
+    expect(await (await get(jar, `/oauth/authorize/status?request=${id}`)).json()).toEqual({ status: 'approved' });
     const next = await get(jar, `/oauth/authorize?request=${id}`);
     expect(next.status).toBe(303);
     const back = await get(jar, next.headers.get('location')!);
@@ -330,11 +338,12 @@ describe('GET /oauth/authorize', () => {
     expect(to.searchParams.get('iss')).toBe(BASE);
   });
 
-  it('answers 405 to another method', async () => {
+  it('answers 405 to another method, 404 to another path under it', async () => {
     const res = await env.app.fetch(new Request(`${BASE}/oauth/authorize`, { method: 'PUT' }));
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toBe('GET, POST');
     expect((await env.app.fetch(new Request(`${BASE}/oauth/authorize/continue`, { method: 'POST' }))).status).toBe(405);
+    expect((await env.app.fetch(new Request(`${BASE}/oauth/authorize/elsewhere`))).status).toBe(404);
   });
 });
 
