@@ -36,9 +36,14 @@ const SCREENSHOTS = new URL('../../docs/screenshots/', import.meta.url).pathname
 
 /**
  * What every visit checks: a 2xx document, axe-core finds no serious or critical violation, no payload ran, was
- * stopped by the CSP or left live markup, no request left loopback; with HOOKRELAY_SCREENSHOTS=1, a PNG of it.
+ * stopped by the CSP or left live markup, no request left loopback; with HOOKRELAY_SCREENSHOTS=1, a PNG of it (of the
+ * whole page with `fullPage`, else of the viewport).
  */
-export async function checkPage(tab: Tab, name: string, opts: { screenshot?: string; onAxe?: (count: number) => void } = {}): Promise<void> {
+export async function checkPage(
+  tab: Tab,
+  name: string,
+  opts: { screenshot?: string; fullPage?: boolean; onAxe?: (count: number) => void } = {},
+): Promise<void> {
   const violations = await axeViolations(tab.page);
   opts.onAxe?.(violations.length);
   expect({ page: name, violations }).toEqual({ page: name, violations: [] });
@@ -47,6 +52,6 @@ export async function checkPage(tab: Tab, name: string, opts: { screenshot?: str
   expect({ page: name, refused: tab.refused }).toEqual({ page: name, refused: [] });
   if (opts.screenshot && process.env.HOOKRELAY_SCREENSHOTS === '1') {
     mkdirSync(SCREENSHOTS, { recursive: true });
-    await tab.page.screenshot({ path: `${SCREENSHOTS}${opts.screenshot}.png`, type: 'png' });
+    await tab.page.screenshot({ path: `${SCREENSHOTS}${opts.screenshot}.png`, type: 'png', fullPage: opts.fullPage === true });
   }
 }

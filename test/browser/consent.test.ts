@@ -195,7 +195,7 @@ async function goConnect(page: Page): Promise<void> {
 const requestOf = async (e: TestEnv, page: Page) => (await findAuthorization(e.core, new URL(page.url()).searchParams.get('request')!))!;
 
 const check = (tab: Tab, name: string, screenshot?: string) =>
-  checkPage(tab, name, { ...(screenshot ? { screenshot } : {}), onAxe: (n) => axeReport.set(name, n) });
+  checkPage(tab, name, { ...(screenshot ? { screenshot, fullPage: true } : {}), onAxe: (n) => axeReport.set(name, n) });
 
 /** A console session in the tab (its sign-in link opened). */
 async function signIn(e: TestEnv, page: Page) {
