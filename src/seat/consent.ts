@@ -280,7 +280,14 @@ export function createConsent(core: Core): Consent {
     if (ar.status === 'pending') return seeOther(requestLink(ar.id));
     if (ar.status === 'finished') return ended(ar, nonce);
     // Approved: a code; denied or expired: access_denied, so the client stops waiting.
-    const to = await finishAuthorization(core, ar.id);
+    let to: string | null;
+    try {
+      to = await finishAuthorization(core, ar.id);
+    } catch (err) {
+      // Finished meanwhile by another tab of this browser: its code went there.
+      if (err instanceof OAuthError) return ended({ ...ar, status: 'finished' }, nonce);
+      throw err;
+    }
     if (to === null) return seeOther(requestLink(ar.id));
     return seeOther(to, [binding(ar, true)]);
   }

@@ -412,3 +412,19 @@ describe('the client as it names itself', () => {
     }
   });
 });
+
+describe('continue, twice', () => {
+  it('the code goes to the first continue only; a second (another tab of the browser) reads that it is finished', async () => {
+    const jar = new Jar();
+    await signIn(jar);
+    const { html } = await start(jar);
+    const id = requestIdIn(html);
+    const csrf = csrfIn(await (await get(jar, `/oauth/authorize?request=${id}`)).text());
+    await post(jar, '/oauth/authorize', { csrf, request: id, decision: 'approve', tier: 'observer', ttl: '1d' });
+    const cookie = jar.header();
+    const both = await Promise.all([1, 2].map(() => env.app.fetch(new Request(`${BASE}/oauth/authorize/continue?request=${id}`, { headers: { cookie } }))));
+    const codes = both.map((r) => r.headers.get('location')).filter((l) => l && new URL(l).searchParams.has('code'));
+    expect(codes.length).toBe(1);
+    expect(both.map((r) => r.status).sort()).toEqual([303, 410]);
+  });
+});
