@@ -10,6 +10,7 @@
  * - Without one: the waiting page with the user code, approved on the embedded Agents page, and it goes on by itself.
  * - Refused: a decision without or with a wrong CSRF token (403), a tier above what was asked (400); nothing issued.
  * - Denied: the client hears access_denied.
+ * - A client naming itself with the thirty XSS payloads: text on the consent and waiting pages, nothing ran.
  * Every consent page: no serious or critical axe violation, nothing ran that the page did not send, no request left
  * loopback; with HOOKRELAY_SCREENSHOTS=1 the consent and waiting pages go to docs/screenshots/.
  */
@@ -22,6 +23,7 @@ import type { Page } from 'puppeteer-core';
 import { findAuthorization } from '../../src/oauth/authorization.ts';
 import { issueSignInLink } from '../../src/seat/session.ts';
 import { type BrowserFixture, launchBrowser, type Tab } from '../fixtures/browser.ts';
+import { liveMarkup, XSS_PAYLOADS } from '../fixtures/xss-payloads.ts';
 import { until } from '../fixtures/handoff.ts';
 import { addStore, type TestEnv } from '../helpers.ts';
 import { authorizeQuery, loopbackOAuth } from '../seat/_consent.ts';
@@ -60,6 +62,16 @@ function agentSide() {
           redirect_uris: [redirectUri],
           token_endpoint_auth_method: 'none',
         });
+      const hostile = /^\/hostile\/(\d+)\.json$/.exec(url.pathname);
+      if (hostile) {
+        const p = XSS_PAYLOADS[Number(hostile[1]) - 1]!;
+        return Response.json({
+          client_id: `${url.origin}${url.pathname}`,
+          client_name: `Agent ${p.text}`,
+          client_uri: `https://agents.example.test/${p.text}`,
+          redirect_uris: [redirectUri],
+        });
+      }
       if (url.pathname === '/start')
         return new Response(
           `<!doctype html><html lang="en"><title>Agent</title><main><a id="go" href="${authorizationUrl.replace(/"/g, '&quot;')}">Connect to hookrelay</a></main></html>`,
@@ -181,6 +193,8 @@ async function goConnect(page: Page): Promise<void> {
     if (r.request().resourceType() === 'document' && r.url().startsWith(server.url)) answered.push({ url: r.url(), status: r.status() });
   };
   page.on('response', seen);
+  // A click goes to the tab in front (a background tab's is lost).
+  await page.bringToFront();
   await page.goto(agent.startUrl, { waitUntil: 'load' });
   await Promise.all([page.waitForFunction(() => (globalThis as any).location.search.startsWith('?request='), { timeout: 15_000 }), page.click('#go')]);
   await page.waitForSelector('main h1');
@@ -297,6 +311,38 @@ describe('an agent connects by URL', () => {
       expect(await navigatingStatus(page, `${server.url}/oauth/authorize?request=${ar.id}`)).toBe(403);
     } finally {
       await page.close();
+    }
+  });
+});
+
+describe('a client that names itself with markup', () => {
+  it('reads as text on the consent page and the waiting page: nothing runs, nothing is stopped, no live markup', async () => {
+    const e = await start();
+    await addStore(e, { shopDomain: SHOP });
+    const signedIn = await browser.tab({ cdn: 'blocked' });
+    const anonymous = await browser.tab({ cdn: 'blocked' });
+    try {
+      await signIn(e, signedIn.page);
+      for (const p of XSS_PAYLOADS) {
+        const client = { id: agent.clientId.replace('/client.json', `/hostile/${p.n}.json`), redirectUri: agent.redirectUri };
+        for (const tab of [signedIn, anonymous]) {
+          agent.setAuthorizationUrl(`${server.url}/oauth/authorize?${authorizeQuery(client, server.url).query}`);
+          tab.clear();
+          await goConnect(tab.page);
+          const text = await mainText(tab.page);
+          expect(text).toContain(`Agent ${p.text}`.replace(/\s+/g, ' ').trim());
+          expect({ n: p.n, spy: tab.spy, live: await tab.page.evaluate(liveMarkup) }).toEqual({
+            n: p.n,
+            spy: { xss: [], dialogs: [], errors: [], csp: [] },
+            live: [],
+          });
+        }
+      }
+      await check(signedIn, 'Consent (hostile client)');
+      await check(anonymous, 'Waiting (hostile client)');
+    } finally {
+      await signedIn.page.close();
+      await anonymous.page.close();
     }
   });
 });
