@@ -133,27 +133,17 @@ function connectPage(ctx: SeatContext, ar: AuthorizationRequest, chosen: Consent
   };
 }
 
-/**
- * The OAuth client of each grant consent issued, by grant id. listGrants' view (src/ops/grants.ts) leaves the client
- * out, so it is read from the store's grant rows, which record it.
- */
-async function clientsOf(ctx: SeatContext): Promise<Map<string, { id: string; name: string }>> {
-  const rows = await ctx.core.repo.listGrants(ctx.human.store.id);
-  return new Map(rows.flatMap((g) => (g.clientId ? [[g.id, { id: g.clientId, name: g.clientName ?? g.clientId }] as const] : [])));
-}
-
 /** A grant's client as the person reads it: its name, unverified, and its metadata document's URL; a dash for none. */
-const clientCell = (client: { id: string; name: string } | undefined) =>
+const clientCell = (client: { id: string; name: string } | null) =>
   client ? html`${client.name} <span class="badge warn">unverified</span><br><code>${client.id}</code>` : html`—`;
 
 async function overview(ctx: SeatContext, error?: Html, status?: number): Promise<PageResult> {
   const grants = await listGrants(ctx.core, ctx.human.store.shopDomain);
-  const clients = await clientsOf(ctx);
   const done = DONE[ctx.url.searchParams.get('done') ?? ''];
   const rows = grants.map((g) => [
     html`<a href="${link(ctx, `grant=${encodeURIComponent(g.grantId)}`)}">${g.label}</a>`,
     html`<code>${g.grantId}</code>`,
-    clientCell(clients.get(g.grantId)),
+    clientCell(g.client),
     g.tier,
     g.state,
     when(g.expiresAt),
@@ -223,7 +213,7 @@ async function grantHistory(ctx: SeatContext, grantId: string): Promise<PageResu
       ['Field', 'Value'],
       [
         ['Id', html`<code>${grant.grantId}</code>`],
-        ['Client', clientCell((await clientsOf(ctx)).get(grant.grantId))],
+        ['Client', clientCell(grant.client)],
         ['Tier', grant.tier],
         ['Scopes', grant.scopes.join(', ')],
         ['State', grant.state],
