@@ -2,7 +2,8 @@
  * Agents: the store's grants, issuing one (tier, lifetime, label; its token shown once), revoking one, and what each
  * did (its audit rows). Issuing and revoking are human-only and no contract operation: they are the admin command's
  * ops functions (src/ops/grants.ts), audited as the human's action (src/ops/human-audit.ts). The next issue's OAuth
- * consent issues through the same function (issueHumanGrant).
+ * consent issues through the same function (issueHumanGrant). "Approve a connection" decides an agent's OAuth request
+ * by the code its consent page shows (src/seat/consent.ts), with the consent's facts and choices (consent-view.ts).
  */
 import { AppError, ERROR_CODES } from '../../contract/errors.ts';
 import { TIER_LABELS, TIER_NAMES } from '../../contract/scopes.ts';
@@ -120,6 +121,7 @@ async function connectDecision(ctx: SeatContext): Promise<PageResult> {
   return connectPage(ctx, ar, chosen, notDone('invalid_input', 'Choose Approve or Deny.'), 400);
 }
 
+/** A connection request as this page shows it: the consent's facts and choices, Approve and Deny for its code. */
 function connectPage(ctx: SeatContext, ar: AuthorizationRequest, chosen: ConsentChoice, problem?: Html, status?: number): PageResult {
   const form = postForm(ctx, link(ctx), { action: 'connect-decide', code: ar.userCode }, decisionButtons, choiceFields(ar, chosen));
   return {
