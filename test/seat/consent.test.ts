@@ -428,3 +428,14 @@ describe('continue, twice', () => {
     expect(both.map((r) => r.status).sort()).toEqual([303, 410]);
   });
 });
+
+describe('served over https', () => {
+  it('marks the binding cookie Secure', async () => {
+    env = await createTestEnv({ ...loopbackOAuth(), publicUrl: 'https://relay.example.test' });
+    await addStore(env, { shopDomain: SHOP });
+    const { res } = await start(new Jar());
+    expect(res.status).toBe(200);
+    const binding = res.headers.getSetCookie().find((c) => c.startsWith('hookrelay_oauth_'))!;
+    expect(binding).toEndWith('; Secure');
+  });
+});
