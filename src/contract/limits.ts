@@ -59,6 +59,13 @@ export const AUTH_FAILURE_LIMITS = {
  */
 export const APP_INSTALL_LIMITS = { windowMs: 60_000, perClient: 10 } as const;
 
+/**
+ * GET /oauth/authorize starts per client address and window: past `perClient` it answers 429. A start fetches a
+ * stranger's metadata document and records a pending request, and anyone may send one; a person starts a few.
+ * Counted in memory per instance.
+ */
+export const OAUTH_START_LIMITS = { windowMs: 60_000, perClient: 20 } as const;
+
 export type AuthFailureLimits = { readonly [K in keyof typeof AUTH_FAILURE_LIMITS]: number };
 
 /**

@@ -10,9 +10,12 @@
  * navigation, so a request without it answers a page that moves on by itself (same site now) to the request's own
  * URL, `/oauth/authorize?request=ID`, where the cookie is read. Framed as the console: no CDN, no framing.
  */
+import { AUTH_FAILURE_LIMITS, OAUTH_START_LIMITS } from '../contract/limits.ts';
 import type { Core } from '../core.ts';
+import { AuthFailureLimiter, type ClientOf } from '../lib/auth-failures.ts';
 import { constantTimeEqual, sha256Hex } from '../lib/crypto.ts';
 import { randomBase62 } from '../lib/ids.ts';
+import { RefusalLog, unlogged } from '../lib/refusal-log.ts';
 import { requestIdOf } from '../lib/request-ids.ts';
 import { cookieOf } from '../lib/web.ts';
 import {
@@ -36,7 +39,8 @@ import type { Human } from './types.ts';
 const WAIT_POLL_SECONDS = 3;
 
 export interface Consent {
-  fetch(req: Request, path: string): Promise<Response>;
+  /** Answers a path under /oauth/authorize. `client`: the caller's address key, for the limit on starts. */
+  fetch(req: Request, path: string, client: ClientOf): Promise<Response>;
 }
 
 /** The cookie binding a browser to a request it started: one per request, so two flows in one browser both finish. */
@@ -48,12 +52,14 @@ const statusLink = (id: string) => `/oauth/authorize/status?request=${encodeURIC
 
 export function createConsent(core: Core): Consent {
   const secure = core.config.publicUrl.startsWith('https:');
+  const starts = new AuthFailureLimiter(core.clock, { ...AUTH_FAILURE_LIMITS, ...OAUTH_START_LIMITS, auditedPerClient: 0, auditedPerWindow: 0 });
+  const refusals = new RefusalLog(core.clock, core.log, OAUTH_START_LIMITS.windowMs);
 
-  async function fetch(req: Request, path: string): Promise<Response> {
+  async function fetch(req: Request, path: string, client: ClientOf): Promise<Response> {
     const url = new URL(req.url);
     const nonce = randomBase62(16);
     try {
-      if (path === '/oauth/authorize' && req.method === 'GET') return await authorize(req, url, nonce);
+      if (path === '/oauth/authorize' && req.method === 'GET') return await authorize(req, url, nonce, client);
       if (path === '/oauth/authorize' && req.method === 'POST') return await decide(req, nonce);
       if (path === '/oauth/authorize/continue' && req.method === 'GET') return await carryOn(req, url, nonce);
       if (path === '/oauth/authorize/status' && req.method === 'GET') return await statusOf(req, url);
@@ -114,9 +120,11 @@ export function createConsent(core: Core): Consent {
 
   // ——— GET /oauth/authorize ———
 
-  async function authorize(req: Request, url: URL, nonce: string): Promise<Response> {
+  async function authorize(req: Request, url: URL, nonce: string, client: ClientOf): Promise<Response> {
     const id = url.searchParams.get('request');
     if (id !== null && !url.searchParams.has('client_id')) return show(req, id, nonce);
+    const limited = await startLimited(client, nonce);
+    if (limited) return limited;
     let ar: AuthorizationRequest;
     try {
       ar = await startAuthorization(core, url.searchParams);
@@ -131,6 +139,23 @@ export function createConsent(core: Core): Consent {
       head: `<meta http-equiv="refresh" content="0;url=${requestLink(ar.id)}">`,
       cookies: [binding(ar)],
     });
+  }
+
+  /** A start past OAUTH_START_LIMITS from its address: a 429 page (logged once a minute by RefusalLog, not per answer); else null. */
+  async function startLimited(client: ClientOf, nonce: string): Promise<Response | null> {
+    refusals.roll();
+    const d = await starts.fail(client());
+    if (!d.limited) return null;
+    await refusals.note('oauth authorize', client(), 429, () => `over ${OAUTH_START_LIMITS.perClient} starts a minute from one address`);
+    const res = page(
+      429,
+      'Too many connection requests',
+      html`<p>Too many connection requests came from your address. Wait ${d.retryAfterSeconds} seconds, then start the connection again from your agent's app.</p>`,
+      nonce,
+      { headers: { 'Retry-After': String(d.retryAfterSeconds) } },
+    );
+    unlogged.add(res);
+    return res;
   }
 
   /** The request's page once started: the form (signed in), the code and the wait (not), or where it ended. */

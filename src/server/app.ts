@@ -160,7 +160,7 @@ export function createApp(core: Core): App {
     if (path === '/metrics') return metrics(req, client);
     if (isOAuthRoute(path)) return oauthRoute(req, path, client);
     if (seatPath(path)) return seatRoute(req, path, client);
-    if (path === AUTHORIZE_PATH || path.startsWith(`${AUTHORIZE_PATH}/`)) return (await consentFront()).fetch(req, path);
+    if (path === AUTHORIZE_PATH || path.startsWith(`${AUTHORIZE_PATH}/`)) return (await consentFront()).fetch(req, path, client);
     if (req.method === 'GET' && path === '/status') return status();
     if (path.startsWith(`${API_PREFIX}/`) || (req.method === 'GET' && (path === '/docs' || path === '/')))
       return (await agentApi()).fetch(req, path, client, safeDecode);

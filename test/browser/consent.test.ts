@@ -20,6 +20,7 @@ import { type OAuthClientProvider, UnauthorizedError } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Page } from 'puppeteer-core';
+import { OAUTH_START_LIMITS } from '../../src/contract/limits.ts';
 import { findAuthorization } from '../../src/oauth/authorization.ts';
 import { issueSignInLink } from '../../src/seat/session.ts';
 import { type BrowserFixture, launchBrowser, type Tab } from '../fixtures/browser.ts';
@@ -324,6 +325,8 @@ describe('a client that names itself with markup', () => {
     try {
       await signIn(e, signedIn.page);
       for (const p of XSS_PAYLOADS) {
+        // Sixty starts from one address: a new minute for each payload's two keeps them under OAUTH_START_LIMITS.
+        e.clock.advance(OAUTH_START_LIMITS.windowMs);
         const client = { id: agent.clientId.replace('/client.json', `/hostile/${p.n}.json`), redirectUri: agent.redirectUri };
         for (const tab of [signedIn, anonymous]) {
           agent.setAuthorizationUrl(`${server.url}/oauth/authorize?${authorizeQuery(client, server.url).query}`);

@@ -8,6 +8,7 @@
  * to the client), a POST without or with a wrong CSRF token, a tier above what was asked, another browser.
  */
 import { afterAll, beforeEach, describe, expect, it } from 'bun:test';
+import { OAUTH_START_LIMITS } from '../../src/contract/limits.ts';
 import { findAuthorization } from '../../src/oauth/authorization.ts';
 import { page as agentsPage } from '../../src/seat/pages/agents.ts';
 import { issueSignInLink } from '../../src/seat/session.ts';
@@ -437,5 +438,27 @@ describe('served over https', () => {
     expect(res.status).toBe(200);
     const binding = res.headers.getSetCookie().find((c) => c.startsWith('hookrelay_oauth_'))!;
     expect(binding).toEndWith('; Secure');
+  });
+});
+
+describe('starts per address', () => {
+  it('answers 429 past OAUTH_START_LIMITS from one address (another address, and a started request, go on)', async () => {
+    const from = async (peer: string, path: string) => env.app.fetch(new Request(`${BASE}${path}`), peer);
+    const q = () => `/oauth/authorize?${authorizeQuery(client, env.core.config.publicUrl).query}`;
+    let first = '';
+    for (let i = 0; i < OAUTH_START_LIMITS.perClient; i++) {
+      const res = await from('203.0.113.7', q());
+      expect(res.status).toBe(200);
+      first ||= requestIdIn(await res.text());
+    }
+    const over = await from('203.0.113.7', q());
+    expect(over.status).toBe(429);
+    expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await over.text()).toContain('Too many connection requests');
+    expect((await from('198.51.100.2', q())).status).toBe(200);
+    // A request already started is not a start: its page still answers (here 403: no binding cookie was sent).
+    expect((await from('203.0.113.7', `/oauth/authorize?request=${first}`)).status).toBe(403);
+    env.clock.advance(OAUTH_START_LIMITS.windowMs);
+    expect((await from('203.0.113.7', q())).status).toBe(200);
   });
 });
