@@ -66,9 +66,10 @@ async function inProcess(code: string, limits: SandboxLimits, host: Host): Promi
     let finished = false;
     let calls = 0;
     let inflight = 0;
-    let busyMs = 0;
+    /** Time on the clock the code ran before its current stretch, and when that stretch began (ms). */
+    let ranMs = 0;
     let since = 0;
-    /** The process's CPU time when the code started (null: the OS does not tell), and what waiting on calls used. */
+    /** The process's CPU time when the code started (null: the OS does not tell). */
     let cpuAtStart: number | null = null;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let ending: SandboxError | null = null;
@@ -85,18 +86,22 @@ async function inProcess(code: string, limits: SandboxLimits, host: Host): Promi
       ending ??= error;
       proc.kill();
     };
+    /** Time on the clock the code has run, ms: not the time it waited on api calls. */
+    const ran = (): number => ranMs + (inflight === 0 ? performance.now() - since : 0);
     /** CPU time the run has used, ms: its process's since the code started, else its time running code on the clock. */
     const used = (): number => {
       const cpu = cpuAtStart === null ? null : proc.cpuMs();
-      return cpu === null ? busyMs + performance.now() - since : cpu - cpuAtStart!;
+      return cpu === null ? ran() : cpu - cpuAtStart!;
     };
     /**
-     * The watchdog runs only while the process runs code, not while it waits on api calls. CPU time never runs ahead
-     * of the clock, so it looks when the rest of the budget could at the earliest be spent, and again until it is.
+     * The watchdog is armed once, when the code starts, not around each api call (that cost a /proc read and two
+     * timers per call): waiting on a call uses next to no CPU, and the backstop counts only the time the code ran.
+     * CPU time never runs ahead of the clock, so it looks when the rest of the budget could at the earliest be spent,
+     * and again until it is.
      */
     const watchdog = () => {
       const left = limits.cpuMs + GRACE_MS - used();
-      if (left > 0 && busyMs + performance.now() - since < WALL_BACKSTOP * limits.cpuMs) {
+      if (left > 0 && ran() < WALL_BACKSTOP * limits.cpuMs) {
         timer = setTimeout(watchdog, Math.max(left, 10));
         return;
       }
@@ -105,15 +110,6 @@ async function inProcess(code: string, limits: SandboxLimits, host: Host): Promi
         message: `The code ran past the CPU time limit of ${limits.cpuMs} ms and was stopped.`,
         limitMs: limits.cpuMs,
       });
-    };
-    const arm = () => {
-      since = performance.now();
-      cpuAtStart ??= proc.cpuMs();
-      timer = setTimeout(watchdog, Math.max(0, limits.cpuMs + GRACE_MS - used()));
-    };
-    const disarm = () => {
-      clearTimeout(timer);
-      busyMs += performance.now() - since;
     };
     const watch = setInterval(() => {
       const rss = proc.residentBytes();
@@ -128,12 +124,14 @@ async function inProcess(code: string, limits: SandboxLimits, host: Host): Promi
 
     proc.onMessage = async (m: FromChild) => {
       if (m.type === 'started') {
-        arm();
+        since = performance.now();
+        cpuAtStart = proc.cpuMs();
+        timer = setTimeout(watchdog, limits.cpuMs + GRACE_MS);
       } else if (m.type === 'done') {
         finish(null, m.outcome);
       } else if (m.type === 'call') {
         calls++;
-        if (inflight++ === 0) disarm();
+        if (inflight++ === 0) ranMs += performance.now() - since;
         let answer: HostAnswer;
         try {
           answer = await host(JSON.parse(m.request));
@@ -142,7 +140,7 @@ async function inProcess(code: string, limits: SandboxLimits, host: Host): Promi
         }
         if (finished || !proc.alive) return;
         proc.send({ type: 'answer', id: m.id, text: JSON.stringify(answer.ok ? { ok: true, value: answer.value ?? null } : answer) });
-        if (--inflight === 0) arm();
+        if (--inflight === 0) since = performance.now();
       }
     };
     void proc.exited.then(() =>
