@@ -106,12 +106,16 @@ const CLK_TCK = (() => {
   return Number.isFinite(n) && n > 0 ? n : 100;
 })();
 
-/** CPU seconds (user + system) a process has used so far, from /proc; null where /proc is missing. */
-export function cpuSeconds(pid: number): number | null {
+/**
+ * CPU seconds (user + system) a process has used so far, from /proc; null where /proc is missing. `children`: its
+ * children's instead, those that ended and that it reaped (cutime + cstime).
+ */
+export function cpuSeconds(pid: number, { children = false } = {}): number | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+    const at = children ? 13 : 11;
+    return (Number(fields[at]) + Number(fields[at + 1])) / CLK_TCK;
   } catch {
     return null;
   }

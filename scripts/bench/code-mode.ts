@@ -1,13 +1,14 @@
 /**
- * `bun scripts/bench/code-mode.ts --b <checkout> [--a <checkout>] [--calls 20] [--op getSetupState] [--rounds 15]
- * [--runs 4] [--sync FULL]`: what one `api.call` of MCP code mode costs, in two trees side by side. Each tree's
- * relay server (scripts/bench/server.ts, rate limits out of reach) runs on core 0; this driver, on core 1, opens an
- * MCP session on each and sends `execute` runs of `--calls` calls of `--op`, and runs that make no call,
- * alternating trees every `--runs` runs for `--rounds` rounds so that both see the same host. A call's cost is
- * what a run of calls costs beyond a run of none, divided by the calls: the server process's CPU (the host's side
- * of a call; each run's sandbox process, which does the same work in both trees, is left out), and the run's time
- * on the clock (median). A checkout is any directory holding this repository (`git worktree add /tmp/before
- * <commit>`, with node_modules linked); A defaults to this one.
+ * `bun scripts/bench/code-mode.ts --b <checkout> [--a <checkout>] [--c <checkout>] [--calls 20] [--op getSetupState]
+ * [--rounds 15] [--runs 4] [--sync FULL]`: what one `api.call` of MCP code mode costs, in two or three trees side by
+ * side. Each tree's relay server (scripts/bench/server.ts, rate limits out of reach) runs on core 0 with its sandbox
+ * processes; this driver, on core 1, opens an MCP session on each and sends `execute` runs of `--calls` calls of
+ * `--op`, and runs that make no call, taking the trees in turn every `--runs` runs for `--rounds` rounds so that all
+ * see the same host. A call's cost is what a run of calls costs beyond a run of none, divided by the calls: the
+ * server process's CPU (the host's side of a call), its sandbox processes' CPU (counted as each ends, so a run of
+ * none carries a whole process: its start, QuickJS's load and any warm-up), and the run's time on the clock
+ * (median). A checkout is any directory holding this repository (`git worktree add /tmp/before <commit>`, with
+ * node_modules linked); A defaults to this one.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,6 +20,7 @@ const { values: a } = parseArgs({
   options: {
     a: { type: 'string', default: ROOT },
     b: { type: 'string' },
+    c: { type: 'string' },
     calls: { type: 'string', default: '20' },
     op: { type: 'string', default: 'getSetupState' },
     rounds: { type: 'string', default: '15' },
@@ -29,7 +31,7 @@ const { values: a } = parseArgs({
 });
 if (!a.b) {
   process.stderr.write(
-    'usage: bun scripts/bench/code-mode.ts --b <checkout> [--a <checkout>] [--calls 20] [--op getSetupState] [--rounds 15] [--runs 4] [--sync FULL]\n',
+    'usage: bun scripts/bench/code-mode.ts --b <checkout> [--a <checkout>] [--c <checkout>] [--calls 20] [--op getSetupState] [--rounds 15] [--runs 4] [--sync FULL]\n',
   );
   process.exit(2);
 }
@@ -93,28 +95,36 @@ const WITHOUT = 'return 0;';
 
 interface Tally {
   cpu: number;
+  sandboxCpu: number;
   ms: number[];
 }
-const tally = (): Tally => ({ cpu: 0, ms: [] });
+const tally = (): Tally => ({ cpu: 0, sandboxCpu: 0, ms: [] });
+/** Time for the server to reap the last run's sandbox process, so that its CPU counts in its own batch. */
+const REAPED_MS = 100;
 
 /** `RUNS` runs of `code` on `side`, added to `t`. */
 async function batch(side: Side, code: string, expected: number, t: Tally): Promise<void> {
   const before = cpuSeconds(side.server.pid)!;
+  const sandboxBefore = cpuSeconds(side.server.pid, { children: true })!;
   for (let i = 0; i < RUNS; i++) t.ms.push(await execute(side, code, expected));
   t.cpu += cpuSeconds(side.server.pid)! - before;
+  await Bun.sleep(REAPED_MS);
+  t.sandboxCpu += cpuSeconds(side.server.pid, { children: true })! - sandboxBefore;
 }
 
 const sides: Side[] = [];
 try {
-  sides.push(await start('A', a.a!));
-  sides.push(await start('B', a.b));
-  log(`A: ${resolve(a.a!)}; B: ${resolve(a.b)}; ${CALLS} × ${a.op} per run; ${ROUNDS} rounds of ${RUNS} runs each${PINNED ? '' : ' (not pinned: no taskset)'}`);
-  // Warm both: the first runs load MCP, the contract and the sandbox.
+  const trees = [a.a!, a.b, a.c].filter((t): t is string => t !== undefined);
+  for (const [i, tree] of trees.entries()) sides.push(await start('ABC'[i]!, tree));
+  const named = sides.map((s, i) => `${s.label}: ${resolve(trees[i]!)}`).join('; ');
+  log(`${named}; ${CALLS} × ${a.op} per run; ${ROUNDS} rounds of ${RUNS} runs each${PINNED ? '' : ' (not pinned: no taskset)'}`);
+  // Warm all: the first runs load MCP, the contract and the sandbox.
   for (const s of sides) for (let i = 0; i < 3; i++) await execute(s, WITH_CALLS, CALLS);
   const results = sides.map(() => ({ calls: tally(), none: tally() }));
   for (let r = 0; r < ROUNDS; r++) {
-    const order = r % 2 === 0 ? [0, 1] : [1, 0];
-    for (const i of order) {
+    // Each round starts with the next tree, so none always follows the same one.
+    for (let k = 0; k < sides.length; k++) {
+      const i = (r + k) % sides.length;
       await batch(sides[i]!, WITH_CALLS, CALLS, results[i]!.calls);
       await batch(sides[i]!, WITHOUT, 0, results[i]!.none);
     }
@@ -125,18 +135,26 @@ try {
     return {
       tree: s.label,
       serverUs: round(((calls.cpu - none.cpu) / n / CALLS) * 1e6, 0),
+      sandboxUs: round(((calls.sandboxCpu - none.sandboxCpu) / n / CALLS) * 1e6, 0),
       wallUs: round(((median(calls.ms) - median(none.ms)) / CALLS) * 1000, 0),
       runMs: round(median(calls.ms), 1),
       emptyRunMs: round(median(none.ms), 1),
+      emptySandboxMs: round((none.sandboxCpu / n) * 1000, 1),
     };
   });
-  const [ra, rb] = perCall;
+  const first = perCall[0]!;
+  const ratio = (x: number | null, y: number | null) => (x === null || y === null ? null : round(x / y, 2));
   process.stdout.write(
     [
-      `| tree | server CPU per call, µs | time per call, µs | run of ${CALLS}, ms (median) | run of none, ms (median) |`,
-      '|---|---:|---:|---:|---:|',
-      ...perCall.map((p) => `| ${p.tree} | ${p.serverUs} | ${p.wallUs} | ${p.runMs} | ${p.emptyRunMs} |`),
-      `| B/A | ${round(rb!.serverUs! / ra!.serverUs!, 2)} | ${round(rb!.wallUs! / ra!.wallUs!, 2)} | | |`,
+      `| tree | server CPU per call, µs | sandbox CPU per call, µs | time per call, µs | run of ${CALLS}, ms (median) | run of none, ms (median) | sandbox CPU per run of none, ms |`,
+      '|---|---:|---:|---:|---:|---:|---:|',
+      ...perCall.map((p) => `| ${p.tree} | ${p.serverUs} | ${p.sandboxUs} | ${p.wallUs} | ${p.runMs} | ${p.emptyRunMs} | ${p.emptySandboxMs} |`),
+      ...perCall
+        .slice(1)
+        .map(
+          (p) =>
+            `| ${p.tree}/A | ${ratio(p.serverUs, first.serverUs)} | ${ratio(p.sandboxUs, first.sandboxUs)} | ${ratio(p.wallUs, first.wallUs)} | ${ratio(p.runMs, first.runMs)} | ${ratio(p.emptyRunMs, first.emptyRunMs)} | ${ratio(p.emptySandboxMs, first.emptySandboxMs)} |`,
+        ),
       '',
     ].join('\n'),
   );
