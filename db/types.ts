@@ -6,7 +6,8 @@ export type GrantRow = typeof s.grants.$inferSelect;
 export type EndpointRow = typeof s.endpoints.$inferSelect;
 /** An event as every dialect stores it; SQLite's link to the event's body (`bodyKey`) stays inside its repository. */
 export type EventRow = Omit<typeof s.events.$inferSelect, 'bodyKey'>;
-export type AttemptRow = typeof s.attempts.$inferSelect;
+/** An attempt; `fieldCounts` only where the endpoint hands typed fields off. */
+export type AttemptRow = Omit<typeof s.attempts.$inferSelect, 'fieldCounts'> & { fieldCounts?: string | null };
 export type AuthFailureRow = typeof s.authFailures.$inferSelect;
 export type AuditRow = typeof s.auditLog.$inferSelect;
 export type IntentRow = typeof s.intents.$inferSelect;

@@ -35,7 +35,7 @@ export function editEndpoint(row: EndpointRow, fromVersion: number, snapshot: un
   return [
     {
       sql: `UPDATE endpoints SET name = ?, trigger_variant = ?, resource_id_path = ?, related_resource_id_path = ?, required_paths = ?,
-              source_label = ?, event_type = ?, header_name = ?, expected_every_ms = ?, config_version = ?, updated_at = ?
+              fields = ?, include_body = ?, source_label = ?, event_type = ?, header_name = ?, expected_every_ms = ?, config_version = ?, updated_at = ?
             WHERE id = ? AND store_id = ? AND config_version = ? AND status = 'active'`,
       params: [
         row.name,
@@ -43,6 +43,8 @@ export function editEndpoint(row: EndpointRow, fromVersion: number, snapshot: un
         row.resourceIdPath,
         row.relatedResourceIdPath,
         row.requiredPaths,
+        row.fields,
+        row.includeBody,
         row.sourceLabel,
         row.eventType,
         row.headerName,

@@ -628,9 +628,9 @@ export function pgRepo(pool: pg.Pool, url: string, schema?: string, timeouts: Pg
               continue;
             }
             const closed = await c.query(
-              `UPDATE attempts SET started_at = $1, finished_at = $2, outcome = $3, http_status = $4, code = $5, message = $6, retry_at = $7
-           WHERE event_id = $8 AND number = $9 AND outcome = 'sending'`,
-              [a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt, a.eventId, a.number],
+              `UPDATE attempts SET started_at = $1, finished_at = $2, outcome = $3, http_status = $4, code = $5, message = $6, retry_at = $7,
+           field_counts = $10 WHERE event_id = $8 AND number = $9 AND outcome = 'sending'`,
+              [a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt, a.eventId, a.number, a.fieldCounts ?? null],
             );
             // Marked `unknown` by a claim after this worker's lease ended: it writes nothing more.
             if (closed.rowCount === 0) continue;

@@ -264,7 +264,7 @@ export function sqliteRepo(sqlite: Database): SqliteRepo {
      ON CONFLICT DO NOTHING`,
   );
   const closeAttempt = sqlite.prepare(
-    `UPDATE attempts SET started_at = ?, finished_at = ?, outcome = ?, http_status = ?, code = ?, message = ?, retry_at = ?
+    `UPDATE attempts SET started_at = ?, finished_at = ?, outcome = ?, http_status = ?, code = ?, message = ?, retry_at = ?, field_counts = ?
      WHERE event_id = ? AND number = ? AND outcome = 'sending'`,
   );
   const updateAfterAttempt = sqlite.prepare(
@@ -317,7 +317,18 @@ export function sqliteRepo(sqlite: Database): SqliteRepo {
         for (const m of metrics) stats.add(storeId, a.finishedAt, m);
         continue;
       }
-      const { changes } = closeAttempt.run(a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt, a.eventId, a.number);
+      const { changes } = closeAttempt.run(
+        a.startedAt,
+        a.finishedAt,
+        a.outcome,
+        a.httpStatus,
+        a.code,
+        a.message,
+        a.retryAt,
+        a.fieldCounts ?? null,
+        a.eventId,
+        a.number,
+      );
       // No journaled attempt to close: its lease ran out and a claim marked it `unknown`. This worker writes nothing.
       if (changes === 0) continue;
       updateAfterAttempt.run(e.outcome, e.code, e.nextAttemptAt, e.deliveredAt, e.leaseUntil, a.number, a.finishedAt, a.eventId);

@@ -60,6 +60,10 @@ export const endpoints = sqliteTable(
     resourceIdPath: text('resource_id_path'),
     relatedResourceIdPath: text('related_resource_id_path'),
     requiredPaths: text('required_paths').notNull(),
+    /** Typed fields handed to Flow: JSON `[{name, path, type}]` (src/lib/fields.ts). */
+    fields: text('fields').notNull().default('[]'),
+    /** 1: the event's JSON is handed off too, as the trigger's `body json` (trimmed to Flow's limit). */
+    includeBody: integer('include_body').notNull().default(0),
     senderProfile: text('sender_profile'),
     authMode: text('auth_mode').notNull(),
     headerName: text('header_name').notNull(),
@@ -158,6 +162,8 @@ export const attempts = sqliteTable(
     httpStatus: integer('http_status'),
     code: text('code'),
     message: text('message'),
+    /** The typed fields this attempt sent: JSON `{found, missing, wrongType, bodyCut}` (names, never a value); null without fields. */
+    fieldCounts: text('field_counts'),
     retryAt: integer('retry_at'),
   },
   (t) => [primaryKey({ columns: [t.eventId, t.number] })],

@@ -112,6 +112,8 @@ try {
       triggerVariant: 'generic',
       resourceIdPath: null,
       relatedResourceIdPath: null,
+      fields: '[]',
+      includeBody: 0,
       requiredPaths: '[]',
       senderProfile: null,
       authMode: 'hmac_sha256',

@@ -155,3 +155,10 @@ export const ALERTS = {
   /** Alerts a reliability read lists as recent, at most (newest first). */
   recentLimit: 50,
 } as const;
+
+/**
+ * Typed fields per endpoint (src/contract/fields.ts): at most `max`; a text-like value (text, email, url, datetime)
+ * longer than `maxChars` is of the wrong type, so the fields alone never approach Flow's payload limit. The edit
+ * preview's dry run reads the store's last `dryRunEvents` events with a retained body.
+ */
+export const ENDPOINT_FIELDS = { max: 20, maxChars: 255, dryRunEvents: 50 } as const;

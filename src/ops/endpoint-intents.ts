@@ -5,6 +5,7 @@ import type { EndpointRow } from '../../db/types.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import { durationText, parseDuration } from '../contract/durations.ts';
 import { last4, newEndpointSecret, sha256Hex } from '../lib/crypto.ts';
+import { fieldsOf } from '../lib/fields.ts';
 import type { OpContext } from './context.ts';
 import { checkMapping, configSnapshot, ENDPOINT_FREE_TEXT, endpointView } from './endpoints.ts';
 import { stalePreview, type IntentKind } from './intents.ts';
@@ -15,6 +16,8 @@ const EDITABLE = [
   'resourceIdPath',
   'relatedResourceIdPath',
   'requiredPaths',
+  'fields',
+  'includeBody',
   'sourceLabel',
   'eventType',
   'headerName',
@@ -35,6 +38,8 @@ function current(row: EndpointRow): Record<string, unknown> {
     resourceIdPath: row.resourceIdPath,
     relatedResourceIdPath: row.relatedResourceIdPath,
     requiredPaths: JSON.parse(row.requiredPaths),
+    fields: fieldsOf(row),
+    includeBody: row.includeBody === 1,
     sourceLabel: row.sourceLabel,
     eventType: row.eventType,
     headerName: row.headerName,
@@ -111,6 +116,8 @@ export const endpointEditIntent: IntentKind<EditInput, EndpointStore, { configVe
       resourceIdPath: (merged.resourceIdPath as string | null) ?? null,
       relatedResourceIdPath: (merged.relatedResourceIdPath as string | null) ?? null,
       requiredPaths: JSON.stringify(merged.requiredPaths ?? []),
+      fields: JSON.stringify(merged.fields ?? []),
+      includeBody: merged.includeBody ? 1 : 0,
       sourceLabel: merged.sourceLabel as string,
       eventType: (merged.eventType as string | null) ?? null,
       headerName: merged.headerName as string,

@@ -8,6 +8,7 @@ import type { AuthMode, Endpoint, SenderProfile } from '../contract/schemas.ts';
 import { durationText, parseDuration } from '../contract/durations.ts';
 import { TRIGGERS } from '../contract/triggers.ts';
 import { iso } from '../lib/clock.ts';
+import { fieldsOf } from '../lib/fields.ts';
 import { last4, newEndpointSecret } from '../lib/crypto.ts';
 import { REDACTED_WARNING, redactInput } from '../lib/redact.ts';
 import { heldSecrets } from '../held-secrets.ts';
@@ -56,6 +57,8 @@ export function endpointView(row: EndpointRow, publicUrl: string): Endpoint {
     resourceIdPath: row.resourceIdPath,
     relatedResourceIdPath: row.relatedResourceIdPath,
     requiredPaths: JSON.parse(row.requiredPaths) as string[],
+    fields: fieldsOf(row),
+    includeBody: row.includeBody === 1,
     senderProfile: row.senderProfile as Endpoint['senderProfile'],
     auth: { mode: row.authMode as AuthMode, headerName: row.headerName, secretLast4: row.secretLast4 },
     sourceLabel: row.sourceLabel,
@@ -110,6 +113,8 @@ export async function createEndpoint(ctx: OpContext<EndpointStore>, { body: raw 
     resourceIdPath: body.resourceIdPath ?? null,
     relatedResourceIdPath: body.relatedResourceIdPath ?? null,
     requiredPaths: JSON.stringify(body.requiredPaths ?? []),
+    fields: JSON.stringify(body.fields ?? []),
+    includeBody: body.includeBody ? 1 : 0,
     senderProfile: body.senderProfile ?? null,
     authMode: auth.mode,
     headerName: auth.headerName,

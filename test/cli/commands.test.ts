@@ -137,6 +137,26 @@ describe('create-endpoint', () => {
     expect(r.json.data.endpoint.auth.mode).toBe('static_header');
   });
 
+  it('appends each repeated --field NAME=PATH:TYPE to the body, and refuses a malformed one before sending', async () => {
+    const f = file('ep-fields.json', { triggerVariant: 'generic', fields: [{ name: 'tier', path: 'customer.tier', type: 'text' }] });
+    const r = await run(['create-endpoint', '--json', f, '--field', 'score=answers.score:number', '--field=email=hidden.email:email'], {
+      HOOKRELAY_TOKEN: operator,
+    });
+    expect(r.code).toBe(0);
+    expect(r.json.data.endpoint.fields).toEqual([
+      { name: 'tier', path: 'customer.tier', type: 'text' },
+      { name: 'score', path: 'answers.score', type: 'number' },
+      { name: 'email', path: 'hidden.email', type: 'email' },
+    ]);
+    const closed = { HOOKRELAY_TOKEN: operator, HOOKRELAY_BASE_URL: `http://127.0.0.1:${closedPort()}` };
+    const malformed = await run(['create-endpoint', '--json', f, '--field', 'score:number'], closed);
+    expect(malformed.code).toBe(2);
+    expect(malformed.json.error.message).toContain('NAME=PATH:TYPE');
+    const badType = await run(['create-endpoint', '--json', f, '--field', 'score=answers.score:money'], closed);
+    expect(badType.code).toBe(2);
+    expect(badType.json.error.details.map((d: { path: string }) => d.path)).toContain('body.fields.1.type');
+  });
+
   it('exits 4 with the refusal when the grant lacks the scope (observer)', async () => {
     const f = file('ep-observer.json', { triggerVariant: 'generic' });
     const r = await run(['create-endpoint', '--json', f], { HOOKRELAY_TOKEN: observer });

@@ -26,6 +26,8 @@ const endpoint = (id: string, storeId: string, triggerVariant: string): Endpoint
   triggerVariant,
   resourceIdPath: 'x.id',
   relatedResourceIdPath: null,
+  fields: '[]',
+  includeBody: 0,
   requiredPaths: '[]',
   senderProfile: null,
   authMode: 'hmac_sha256',

@@ -16,6 +16,7 @@ import m13 from './0013_beyond_delivered.sql' with { type: 'text' };
 import m14 from './0014_billing_bound_webhooks.sql' with { type: 'text' };
 import m15 from './0015_console_sessions.sql' with { type: 'text' };
 import m16 from './0016_oauth.sql' with { type: 'text' };
+import m17 from './0017_fields.sql' with { type: 'text' };
 
 import type { Migration } from '../../migrate.ts';
 
@@ -37,4 +38,5 @@ export const migrations: Migration[] = [
   { tag: '0014_billing_bound_webhooks', when: 1795871733916, sql: m14 },
   { tag: '0015_console_sessions', when: 1795874784655, sql: m15 },
   { tag: '0016_oauth', when: 1795881406214, sql: m16 },
+  { tag: '0017_fields', when: 1795885023957, sql: m17 },
 ];

@@ -1,7 +1,7 @@
 /** Endpoints: what one is, creating one, and the inputs of the intents that change one, and its test. */
 import { z } from 'zod';
 import { durationText, parseDuration } from '../durations.ts';
-import { SILENCE_WATCH } from '../limits.ts';
+import { ENDPOINT_FIELDS, SILENCE_WATCH } from '../limits.ts';
 import { EDITION } from '../scopes.ts';
 import { Id, Timestamp } from './common.ts';
 
@@ -22,6 +22,37 @@ const DotPath = z
   .max(200)
   .regex(/^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/, 'a dot path such as order.id or line_items.0.sku')
   .describe('Dot path into the JSON body, e.g. `order.id` or `line_items.0.sku`');
+
+/** The types a sender's value may be handed to Flow as (src/contract/fields.ts checks a value against each). */
+export const FIELD_TYPES = ['text', 'number', 'boolean', 'email', 'url', 'datetime'] as const;
+export type FieldType = (typeof FIELD_TYPES)[number];
+
+export const EndpointFieldSchema = z
+  .object({
+    name: z
+      .string()
+      .regex(/^[a-z][a-z0-9_]{0,39}$/, 'a lowercase name: a letter, then letters, digits or underscores, 40 characters at most')
+      .describe('What the workflow calls the value (a Flow condition tests `name`); shown to merchants in Flow'),
+    path: DotPath,
+    type: z.enum(FIELD_TYPES).describe('The value is handed off only when it is of this type; otherwise it is absent and counted'),
+  })
+  .strict()
+  .meta({ id: 'EndpointField', description: "A value of the sender's event handed to Flow, typed, in the trigger's `sender.fields` list." });
+export type EndpointField = z.infer<typeof EndpointFieldSchema>;
+
+const FieldsSchema = z
+  .array(EndpointFieldSchema)
+  .max(ENDPOINT_FIELDS.max)
+  .refine((fs) => new Set(fs.map((f) => f.name)).size === fs.length, { message: 'field names must be unique' })
+  .describe(
+    `Up to ${ENDPOINT_FIELDS.max} values of the event handed to Flow, typed. A value missing or of another type is sent as absent and counted on the attempt, unless its path is also a required path`,
+  );
+
+const IncludeBodySchema = z
+  .boolean()
+  .describe(
+    `Hand the event's JSON to Flow as one text field (\`body json\`), for a Run code step; trimmed to keep the trigger under Flow's 50,000-byte limit, \`body cut\` saying what was cut`,
+  );
 
 const { minMs, maxMs } = SILENCE_WATCH;
 const ExpectedEverySchema = z
@@ -52,6 +83,8 @@ export const EndpointSchema = z
     resourceIdPath: z.string().nullable(),
     relatedResourceIdPath: z.string().nullable(),
     requiredPaths: z.array(z.string()),
+    fields: z.array(EndpointFieldSchema),
+    includeBody: z.boolean(),
     senderProfile: SenderProfileSchema.nullable(),
     auth: EndpointAuthSchema,
     sourceLabel: z.string(),
@@ -83,6 +116,8 @@ export const CreateEndpointInputSchema = z
     resourceIdPath: DotPath.optional(),
     relatedResourceIdPath: DotPath.optional(),
     requiredPaths: z.array(DotPath).max(5).optional(),
+    fields: FieldsSchema.optional(),
+    includeBody: IncludeBodySchema.optional(),
     senderProfile: SenderProfileSchema.optional(),
     authMode: AuthModeSchema.optional().describe('Explicit auth mode; wins over the sender profile preset'),
     headerName: HeaderName.optional().describe('Header carrying the signature or static token'),
@@ -119,6 +154,10 @@ export const EndpointEditInputSchema = z
     resourceIdPath: DotPath.nullable().optional(),
     relatedResourceIdPath: DotPath.nullable().optional(),
     requiredPaths: z.array(DotPath).max(5).optional(),
+    fields: FieldsSchema.optional().describe(
+      `${FieldsSchema.description}. Replaces the whole list; the preview counts, over the store's last events with a retained body, how often each is found, missing or of another type`,
+    ),
+    includeBody: IncludeBodySchema.optional(),
     sourceLabel: z.string().min(1).max(100).optional(),
     eventType: z.string().min(1).max(100).nullable().optional(),
     headerName: HeaderName.optional(),
