@@ -109,6 +109,21 @@ export const TRIGGERS: Record<TriggerVariant, TriggerDef> = {
   },
 };
 
+/**
+ * Sent on every handoff of every variant, after the text fields: the endpoint's typed fields (src/lib/fields.ts) as
+ * a list of a custom type, declared in each trigger extension's schema file (shopify/extensions/<variant>/
+ * schema.graphql), so a condition tests `sender.fields any? |f| (f.name == 'score' && f.number < 3)`; then the
+ * event's JSON (empty unless the endpoint sets includeBody) and what was cut of it to keep Flow's limit.
+ */
+export const SENDER_FIELD = {
+  key: 'sender',
+  type: 'schema.Sender',
+  schema: './schema.graphql',
+  /** Each item: the field's name and one slot per type; only the slot of its type is set. */
+  item: { type: 'SenderField', list: 'fields', slots: ['text', 'number', 'boolean', 'email', 'url', 'datetime'] },
+} as const;
+export const BODY_FIELDS = { json: 'body json', cut: 'body cut' } as const;
+
 /** Flow rejects larger trigger payloads. */
 export const FLOW_PAYLOAD_MAX_BYTES = 50_000;
 

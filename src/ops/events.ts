@@ -75,6 +75,7 @@ function attemptView(a: AttemptRow) {
     code: a.code,
     message: a.message,
     retryAt: isoOrNull(a.retryAt),
+    fields: a.fieldCounts ? (JSON.parse(a.fieldCounts) as { found: number; missing: string[]; wrongType: string[]; bodyCut: string | null }) : null,
   };
 }
 

@@ -17,8 +17,11 @@ export interface TriggerRequest {
   store: StoreRow;
   handle: string;
   /** The trigger's fields: an event's from its platform (Platform.handoff), an alert's from src/relay/alerts.ts. */
-  payload: Record<string, string | number>;
+  payload: TriggerPayload;
 }
+
+/** A trigger's fields as sent: text, numbers, and objects of the extension's custom types (the sender's fields). */
+export type TriggerPayload = Record<string, string | number | object>;
 
 /** An event's handoff: its trigger, with the event and the endpoint it came through. */
 export interface HandoffRequest extends TriggerRequest {
@@ -101,8 +104,10 @@ export type PlatformCore = CoreWith<{ links: PlatformLinkStore }>;
 
 /** What an event hands off: the trigger to start and its fields, built once per send; or why it never can be. */
 export type Handoff =
-  | { ok: true; handle: string; payload: Record<string, string | number> }
-  | { ok: false; handle: string; code: 'SVC_PAYLOAD_TOO_LARGE'; errorClass: 'payload_too_large'; message: string };
+  /** `fieldCounts`: what the endpoint's typed fields found, as the attempt records it (JSON, names only); null without fields. */
+  | { ok: true; handle: string; payload: TriggerPayload; fieldCounts: string | null }
+  | { ok: false; handle: string; code: 'SVC_PAYLOAD_TOO_LARGE'; errorClass: 'payload_too_large'; message: string }
+  | { ok: false; handle: string; code: 'SVC_REQUIRED_PATH_MISSING'; errorClass: 'config'; message: string };
 
 /** One item of setup state's checklist that the store's platform decides. */
 export interface SetupCheck {
@@ -150,8 +155,15 @@ export interface Platform {
   readonly name: DestinationName;
   /** The destination of this runtime (send, probe, pace): one per core, so its token cache and budget are shared. */
   destination(core: PlatformCore): Destination;
-  /** The trigger and fields an event hands off, built and size-checked once per send, or why it cannot be. */
-  handoff(endpoint: Pick<EndpointRow, 'triggerVariant' | 'sourceLabel'>, event: EventRow): Handoff;
+  /**
+   * The trigger and fields an event hands off, built and size-checked once per send, or why it cannot be. `doc`:
+   * the event's body, parsed, for an endpoint with typed fields or includeBody (undefined once it has expired).
+   */
+  handoff(
+    endpoint: Pick<EndpointRow, 'triggerVariant' | 'sourceLabel'> & Partial<Pick<EndpointRow, 'fields' | 'includeBody' | 'requiredPaths'>>,
+    event: EventRow,
+    doc?: unknown,
+  ): Handoff;
   /** At receipt, without building the fields when they are short: the code of an event that can never be handed off. */
   refusal(endpoint: Pick<EndpointRow, 'triggerVariant' | 'sourceLabel'>, event: EventRow): 'SVC_PAYLOAD_TOO_LARGE' | null;
   /** A resource id as the trigger's reference takes it (decimal), or null when it cannot be one. */

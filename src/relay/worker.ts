@@ -434,12 +434,14 @@ export class HandoffWorker {
     if (pausedUntil != null) return this.unsent(event, store, number, Math.max(pausedUntil, startedAt + 1000));
 
     // The trigger and its payload: built and size-checked once for this send.
-    const handoff = platformOf(store.destination).handoff(endpoint, event);
+    const handoff = platformOf(store.destination).handoff(endpoint, event, await this.bodyFor(endpoint, event));
     let outcome: HandoffOutcome;
+    let refusedCode: string | null = null;
     if (noWorkflow.has(`${store.id}\u0000${handoff.handle}`)) {
       outcome = { kind: 'no_workflow', httpStatus: null, errorClass: 'no_workflow', message: `Flow reports no enabled workflow for ${handoff.handle}.` };
     } else if (!handoff.ok) {
       outcome = { kind: 'failed', httpStatus: null, errorClass: handoff.errorClass, message: handoff.message };
+      refusedCode = handoff.code;
     } else {
       try {
         outcome = await destination.send({ store, endpoint, event, handle: handoff.handle, payload: handoff.payload }, config.handoff.timeoutMs);
@@ -479,12 +481,7 @@ export class HandoffWorker {
       nextAttemptAt = finishedAt + this.backoff(number, outcome.retryAfterMs);
     } else {
       attemptOutcome = eventOutcome = 'failed';
-      code =
-        outcome.kind === 'retry'
-          ? 'SVC_HANDOFF_RETRY_EXHAUSTED'
-          : outcome.errorClass === 'payload_too_large'
-            ? 'SVC_PAYLOAD_TOO_LARGE'
-            : 'SVC_HANDOFF_REJECTED';
+      code = outcome.kind === 'retry' ? 'SVC_HANDOFF_RETRY_EXHAUSTED' : (refusedCode ?? 'SVC_HANDOFF_REJECTED');
     }
 
     const attempt = {
@@ -498,6 +495,7 @@ export class HandoffWorker {
       code: outcome.kind === 'delivered' ? null : outcome.errorClass,
       message: outcome.kind === 'delivered' ? null : outcome.message,
       retryAt: nextAttemptAt,
+      fieldCounts: handoff.ok ? handoff.fieldCounts : null,
     };
     return {
       attempt,
@@ -512,6 +510,21 @@ export class HandoffWorker {
         deliveredAt: outcome.kind === 'delivered' ? finishedAt : null,
       },
     };
+  }
+
+  /**
+   * The event's body, parsed, when the endpoint hands typed fields or the body off: read from storage for this send
+   * only (undefined once retention has removed it). Never logged or recorded: only what the fields found is.
+   */
+  private async bodyFor(endpoint: EndpointRow, event: EventRow): Promise<unknown> {
+    if (endpoint.fields === '[]' && !endpoint.includeBody) return undefined;
+    const body = await this.core.repo.getEventBody(event.id);
+    if (!body) return undefined;
+    try {
+      return JSON.parse(new TextDecoder().decode(body));
+    } catch {
+      return undefined;
+    }
   }
 
   /**

@@ -3,7 +3,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EventRow } from '../../db/types.ts';
 import type { TriggerVariant } from '../../src/contract/schemas.ts';
-import { COMMON_FIELDS, TRIGGERS } from '../../src/contract/triggers.ts';
+import { BODY_FIELDS, COMMON_FIELDS, SENDER_FIELD, TRIGGERS } from '../../src/contract/triggers.ts';
+import { FIELD_TYPES } from '../../src/contract/schemas/endpoints.ts';
 import { apiVersionStatus, SHOPIFY_ADMIN_API_VERSION } from '../../src/platform/shopify/version.ts';
 import { APP_TOPICS, COMPLIANCE_TOPICS, WEBHOOK_PATH } from '../../src/platform/shopify/webhooks.ts';
 import { CONFIRM_ACTION } from '../../src/contract/triggers.ts';
@@ -14,7 +15,7 @@ const ROOT = join(import.meta.dir, '../../shopify');
 const EXT_DIR = join(ROOT, 'extensions');
 
 interface ExtensionToml {
-  extensions: { name: string; type: string; handle: string; description: string }[];
+  extensions: { name: string; type: string; handle: string; description: string; schema?: string }[];
   settings: { fields: { type: string; key?: string; description?: string }[] };
 }
 
@@ -52,7 +53,12 @@ const ALERT_DIR = 'alert';
  * - flow_trigger: shopify.dev/docs/apps/build/flow/triggers/reference ("Trigger extension properties": name,
  *   type, handle required, description optional; handle at most 30 characters, alphanumerics and hyphens, unique
  *   across the app's extensions; "Trigger extension fields": [[settings.fields]] with type, key, description,
- *   key required except for reference types).
+ *   key required except for reference types) and …/flow/configure-complex-data-types (`schema`: the path of a
+ *   GraphQL SDL file; a field of type `schema.<Type>` names a type it defines; basic types String, Int, Float,
+ *   Boolean, ID, with objects, lists and `!`). The Shopify CLI's flow_trigger specification (@shopify/cli 3.x)
+ *   takes `schema`, keys of letters and spaces only, field types boolean, email, single_line_text_field, url,
+ *   number_decimal, `schema.<Type>` and the order, customer, product, company and company_contact references,
+ *   and refuses a `schema.` field without `schema`.
  * - flow_trigger_lifecycle_callback: shopify.dev/docs/apps/build/flow/track-lifecycle-events and the Shopify
  *   CLI's extension specification (name, handle, type, url; uid is added by the CLI). The url is an absolute
  *   HTTPS URL, or since 2025 a path relative to the app's application_url (never protocol-relative `//`).
@@ -64,7 +70,7 @@ const ALERT_DIR = 'alert';
  *   single_line_text_field, url, or a reference).
  */
 const DOCUMENTED: Record<string, { required: string[]; optional: string[]; sections: string[]; fieldKeys?: string[] }> = {
-  flow_trigger: { required: ['name', 'type', 'handle'], optional: ['description'], sections: ['extensions', 'settings'] },
+  flow_trigger: { required: ['name', 'type', 'handle'], optional: ['description', 'schema'], sections: ['extensions', 'settings'] },
   flow_trigger_lifecycle_callback: { required: ['name', 'type', 'handle', 'url'], optional: ['uid'], sections: ['extensions'] },
   flow_action: {
     required: ['name', 'type', 'handle', 'runtime_url'],
@@ -74,7 +80,25 @@ const DOCUMENTED: Record<string, { required: string[]; optional: string[]; secti
   },
 };
 const DOCUMENTED_FIELD_KEYS = ['type', 'key', 'description'];
+const TRIGGER_FIELD_TYPES = ['boolean', 'email', 'single_line_text_field', 'url', 'number_decimal'];
+const TRIGGER_REFERENCES = ['customer_reference', 'order_reference', 'product_reference', 'company_reference', 'company_contact_reference'];
 const ACTION_FIELD_TYPES = ['boolean', 'email', 'multi_line_text_field', 'number_integer', 'number_decimal', 'single_line_text_field', 'url'];
+
+/**
+ * The object types of a GraphQL SDL file as `{ Type: { field: 'Type!' } }`: enough of the language Flow takes
+ * (objects, lists, `!`) to hold the schema file to the contract. Comments and descriptions are dropped.
+ */
+function sdlTypes(sdl: string): Record<string, Record<string, string>> {
+  const text = sdl
+    .replace(/#.*$/gm, '')
+    .replace(/"""[\s\S]*?"""/g, '')
+    .replace(/"[^"\n]*"/g, '');
+  const out: Record<string, Record<string, string>> = {};
+  for (const m of text.matchAll(/type\s+(\w+)\s*\{([^}]*)\}/g)) {
+    out[m[1]!] = Object.fromEntries([...m[2]!.matchAll(/(\w+)\s*:\s*([\w![\]]+)/g)].map((f) => [f[1]!, f[2]!]));
+  }
+  return out;
+}
 
 /** Every shopify.extension.toml under shopify/extensions, parsed. */
 function allExtensionFiles(): { dir: string; toml: Record<string, any> }[] {
@@ -218,6 +242,27 @@ describe('Flow trigger extensions', () => {
     expect(apiVersionStatus(Date.now()).status).not.toBe('unsupported');
   });
 
+  it("ships one schema file in every trigger folder, the same, declaring the sender's custom types of the contract", () => {
+    const texts = VARIANTS.map((v) => readFileSync(join(EXT_DIR, v, SENDER_FIELD.schema), 'utf8'));
+    expect(new Set(texts).size).toBe(1);
+    const types = sdlTypes(texts[0]!);
+    const sender = SENDER_FIELD.type.replace('schema.', '');
+    const item = SENDER_FIELD.item;
+    expect(Object.keys(types).sort()).toEqual([sender, item.type].sort());
+    expect(types[sender]).toEqual({ [item.list]: `[${item.type}!]!` });
+    // One slot per field type, each a basic type Flow takes, and the name that conditions test.
+    expect([...item.slots]).toEqual([...FIELD_TYPES]);
+    expect(types[item.type]).toEqual({
+      name: 'String!',
+      text: 'String',
+      number: 'Float',
+      boolean: 'Boolean',
+      email: 'String',
+      url: 'String',
+      datetime: 'String',
+    });
+  });
+
   for (const variant of VARIANTS) {
     describe(variant, () => {
       const def = TRIGGERS[variant];
@@ -235,14 +280,22 @@ describe('Flow trigger extensions', () => {
         expect(ext.description).toBe(def.description);
       });
 
-      it('declares the reference field and the text fields of the contract, in order', () => {
+      it('declares the reference field, the text fields, the sender list and the body fields of the contract, in order', () => {
         const fields = toml.settings.fields;
         const refs = fields.filter((f) => f.type.endsWith('_reference'));
         const texts = fields.filter((f) => f.type === 'single_line_text_field');
-        expect(refs.length + texts.length).toBe(fields.length);
+        const custom = fields.filter((f) => f.type.startsWith('schema.'));
+        expect(refs.length + texts.length + custom.length).toBe(fields.length);
         expect(refs.map((f) => f.type)).toEqual(def.reference ? [def.reference.type] : []);
         for (const r of refs) expect(r.key).toBeUndefined();
-        expect(texts.map((f) => f.key)).toEqual([...def.textFields]);
+        expect(texts.map((f) => f.key)).toEqual([...def.textFields, BODY_FIELDS.json, BODY_FIELDS.cut]);
+        expect(custom.map((f) => [f.type, f.key])).toEqual([[SENDER_FIELD.type, SENDER_FIELD.key]]);
+        // As Shopify CLI takes them: keys of letters and spaces, a trigger's field types, and a schema for schema types.
+        for (const f of fields) {
+          if (f.key !== undefined) expect(f.key).toMatch(/^[a-zA-Z\s]*$/);
+          if (!f.type.startsWith('schema.')) expect([...TRIGGER_FIELD_TYPES, ...TRIGGER_REFERENCES]).toContain(f.type);
+        }
+        expect(toml.extensions[0]!.schema).toBe(SENDER_FIELD.schema);
         expect(texts.map((f) => f.key)).toEqual(expect.arrayContaining([...COMMON_FIELDS]));
         for (const f of texts) {
           expect(f.key).toMatch(/^[A-Za-z]+( [A-Za-z]+)*$/);
@@ -251,11 +304,12 @@ describe('Flow trigger extensions', () => {
       });
 
       it('matches the payload buildFlowPayload sends, key for key', () => {
-        const declared = toml.settings.fields.map((f) => (f.type === 'single_line_text_field' ? f.key! : REFERENCE_KEYS[f.type]!));
+        const declared = toml.settings.fields.map((f) => (f.type.endsWith('_reference') ? REFERENCE_KEYS[f.type]! : f.key!));
         const payload = buildFlowPayload({ triggerVariant: variant, sourceLabel: 'Zapier' }, mappedEvent(variant));
         expect(Object.keys(payload).sort()).toEqual([...declared].sort());
         for (const f of toml.settings.fields) {
           if (f.type === 'single_line_text_field') expect(typeof payload[f.key!]).toBe('string');
+          else if (f.type === SENDER_FIELD.type) expect(payload[f.key!]).toEqual({ [SENDER_FIELD.item.list]: [] });
           else expect(payload[REFERENCE_KEYS[f.type]!]).toBe(4501);
         }
         expect(payload['hookrelay event id']).toBe('evt_01jz0000000000000000000000');

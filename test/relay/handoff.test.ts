@@ -80,6 +80,10 @@ describe('HandoffWorker with the shopify destination', () => {
       source: 'Zapier',
       'hookrelay event id': eventId,
       'received at': new Date(s.env.clock.now()).toISOString(),
+      // An endpoint without typed fields or includeBody: the sender list empty, no body.
+      sender: { fields: [] },
+      'body json': '',
+      'body cut': '',
     });
 
     const ev = await detail(s, eventId);

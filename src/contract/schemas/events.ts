@@ -46,6 +46,15 @@ const AttemptSchema = z
     code: z.string().nullable(),
     message: z.string().nullable(),
     retryAt: Timestamp.nullable(),
+    fields: z
+      .object({
+        found: z.number().int().min(0).describe('How many of the endpoint fields were sent, each of its declared type'),
+        missing: z.array(z.string()).describe('Names of the fields whose path held nothing: sent as absent'),
+        wrongType: z.array(z.string()).describe('Names of the fields whose value was of another type: sent as absent'),
+        bodyCut: z.string().nullable().describe('With includeBody: what was cut of `body json` to keep Flow’s limit; null when nothing was'),
+      })
+      .nullable()
+      .describe('What the endpoint’s typed fields found in this attempt’s payload (names and counts, never a value); null without fields'),
   })
   .meta({ id: 'HandoffAttempt' });
 
