@@ -1,6 +1,6 @@
 /** Endpoint edit, delete (archive, then permanent) and secret rotation, as intents. */
 import { archiveEndpoint, deleteArchivedEndpoint, editEndpoint, rotateSecret } from '../../db/areas/endpoints.ts';
-import type { EndpointStore, EventReads } from '../../db/repo.ts';
+import type { EndpointStore, EventReads, HandoffQueue } from '../../db/repo.ts';
 import type { EndpointRow } from '../../db/types.ts';
 import { AppError, refuse } from '../contract/errors.ts';
 import { durationText, parseDuration } from '../contract/durations.ts';
@@ -8,6 +8,8 @@ import { last4, newEndpointSecret, sha256Hex } from '../lib/crypto.ts';
 import { fieldsOf } from '../lib/fields.ts';
 import type { OpContext } from './context.ts';
 import { checkMapping, configSnapshot, ENDPOINT_FREE_TEXT, endpointView } from './endpoints.ts';
+import { fieldDryRun } from './field-dry-run.ts';
+import type { EndpointField } from '../contract/schemas/endpoints.ts';
 import { stalePreview, type IntentKind } from './intents.ts';
 
 const EDITABLE = [
@@ -69,7 +71,7 @@ function mustBeActive(row: EndpointRow) {
   }
 }
 
-export const endpointEditIntent: IntentKind<EditInput, EndpointStore, { configVersion: number }> = {
+export const endpointEditIntent: IntentKind<EditInput, EndpointStore & EventReads & Pick<HandoffQueue, 'getEventBody'>, { configVersion: number }> = {
   kind: 'endpoint_edit',
   // The rule creation applies to the same fields: secrets and email addresses go.
   freeText: ENDPOINT_FREE_TEXT,
@@ -89,6 +91,8 @@ export const endpointEditIntent: IntentKind<EditInput, EndpointStore, { configVe
           : `A silence alert is raised once the endpoint receives nothing for longer than ${watch.to as string} (from its last receipt, or from when the watch began).`,
       );
     }
+    // Fields given: how they would have read the store's recent events (counts only, never a value).
+    const dryRun = Array.isArray(input.fields) && input.fields.length ? await fieldDryRun(ctx, input.fields as EndpointField[]) : undefined;
     return {
       targetId: row.id,
       basis: { configVersion: row.configVersion },
@@ -98,6 +102,7 @@ export const endpointEditIntent: IntentKind<EditInput, EndpointStore, { configVe
         sideEffects,
         meterCost: [{ meter: 'executed_actions', units: 1 }],
         warnings: changes.length ? [] : ['Every given value equals the current one.'],
+        ...(dryRun && { fieldDryRun: dryRun }),
       },
     };
   },

@@ -63,6 +63,13 @@ const IntentPreviewSchema = z
     meterCost: z.array(z.object({ meter: z.string(), units: z.number().int() })),
     warnings: z.array(z.string()),
     selection: BulkReplaySelectionSchema.optional().describe('Bulk replay only: the events matched'),
+    fieldDryRun: z
+      .object({
+        events: z.number().int().min(0).describe("Events read: the store's newest with a retained body, at most 50"),
+        fields: z.array(z.object({ name: z.string(), found: z.number().int(), missing: z.number().int(), wrongType: z.number().int() })),
+      })
+      .optional()
+      .describe('Endpoint edit with fields only: how each field would have read those events. Counts only, never a value'),
   })
   .meta({ id: 'IntentPreview', description: 'What execution would change. Redacted: no secrets, bodies or headers.' });
 
