@@ -7,7 +7,8 @@ import type { OperationInput } from '../contract/operations.ts';
 import type { TriggerVariant } from '../contract/schemas.ts';
 import { METERS } from '../contract/limits.ts';
 import { TRIGGER_VARIANTS, WINDOW_MS, type Window } from '../contract/schemas.ts';
-import { TRIGGERS } from '../contract/triggers.ts';
+import { ALERT_TRIGGER, TRIGGERS } from '../contract/triggers.ts';
+import { FLOW_TEMPLATES } from '../contract/templates.ts';
 import { diagnosisFor, isDiagnosisCode } from '../contract/diagnoses.ts';
 import { iso, isoOrNull } from '../lib/clock.ts';
 import { METRIC, statsBucket } from '../../db/types.ts';
@@ -112,6 +113,11 @@ export async function getSetupState(ctx: OpContext<EndpointStore & ReadinessStor
     { item: 'test_receipt_seen', done: testSeen, text: 'A test event authenticated.' },
     { item: 'first_delivered_event', done: delivered, text: 'An event was handed to the workflow platform.' },
     { item: 'workflow_enabled', done: workflowEnabled, text: 'Flow reports an enabled workflow for an endpoint trigger.' },
+    {
+      item: 'workflow_templates',
+      done: readiness.find((r) => r.handle === ALERT_TRIGGER.handle)?.hasEnabledFlow === true,
+      text: `Start from a ready workflow in Shopify Flow (Templates, search hookrelay): ${FLOW_TEMPLATES.map((t) => `"${t.name}"`).join(', ')}. Done once Flow reports an enabled workflow on the alert trigger.`,
+    },
   ];
   const next = (item: string, action: string, text: string, operationId: string | null) =>
     checklist.find((c) => c.item === item && !c.done) && actions.push({ action, text, operationId, endpointId: null });

@@ -1,6 +1,8 @@
 import { beforeEach, describe, expect, it } from 'bun:test';
 import type { Destination } from '../../src/platform/types.ts';
 import { HandoffWorker } from '../../src/relay/worker.ts';
+import { FLOW_TEMPLATES } from '../../src/contract/templates.ts';
+import { ALERT_TRIGGER } from '../../src/contract/triggers.ts';
 import { setPlan } from '../../src/ops/stores.ts';
 import { addGrant, addStore, call, createEndpoint, createTestEnv, execSql, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 
@@ -26,6 +28,16 @@ describe('getSetupState', () => {
     expect(d.triggerReadiness[0]).toEqual({ triggerVariant: 'generic', handle: 'hookrelay-generic', hasEnabledFlow: null, updatedAt: null });
     expect(d.checklist.find((c: { item: string }) => c.item === 'endpoint_created').done).toBe(false);
     expect(d.nextRecommendedActions[0]).toMatchObject({ action: 'create_endpoint', operationId: 'createEndpoint' });
+  });
+
+  it("ends its checklist with the app's ready workflows, done once Flow reports a workflow on the alert trigger", async () => {
+    const last = async () => (await call(env, 'GET', '/agent/v1/setup-state', { token })).json.data.checklist.at(-1);
+    const before = await last();
+    expect(before).toMatchObject({ item: 'workflow_templates', done: false });
+    for (const t of FLOW_TEMPLATES) expect(before.text).toContain(t.name);
+    const store = (await env.core.repo.getStoreByShop('demo.myshopify.com'))!;
+    await env.core.repo.setTriggerReadiness({ storeId: store.id, handle: ALERT_TRIGGER.handle, hasEnabledFlow: true, updatedAt: env.clock.now() });
+    expect((await last()).done).toBe(true);
   });
 
   it('summarises endpoints without secrets and recommends a replacement after two failures within 30 minutes', async () => {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { EventRow } from '../../db/types.ts';
 import type { TriggerVariant } from '../../src/contract/schemas.ts';
 import { BODY_FIELDS, COMMON_FIELDS, SENDER_FIELD, TRIGGERS } from '../../src/contract/triggers.ts';
+import { FLOW_TEMPLATES } from '../../src/contract/templates.ts';
 import { FIELD_TYPES } from '../../src/contract/schemas/endpoints.ts';
 import { apiVersionStatus, SHOPIFY_ADMIN_API_VERSION } from '../../src/platform/shopify/version.ts';
 import { APP_TOPICS, COMPLIANCE_TOPICS, WEBHOOK_PATH } from '../../src/platform/shopify/webhooks.ts';
@@ -72,6 +73,8 @@ const ALERT_DIR = 'alert';
 const DOCUMENTED: Record<string, { required: string[]; optional: string[]; sections: string[]; fieldKeys?: string[] }> = {
   flow_trigger: { required: ['name', 'type', 'handle'], optional: ['description', 'schema'], sections: ['extensions', 'settings'] },
   flow_trigger_lifecycle_callback: { required: ['name', 'type', 'handle', 'url'], optional: ['uid'], sections: ['extensions'] },
+  // test/relay/templates.test.ts checks the [extensions.template] table.
+  flow_template: { required: ['name', 'type', 'handle', 'description'], optional: ['template'], sections: ['extensions'] },
   flow_action: {
     required: ['name', 'type', 'handle', 'runtime_url'],
     optional: ['description', 'validation_url', 'config_page_url', 'config_page_preview_url', 'schema', 'return_type_ref'],
@@ -108,12 +111,12 @@ function allExtensionFiles(): { dir: string; toml: Record<string, any> }[] {
 }
 
 describe('Flow trigger extensions', () => {
-  it('ships one extension folder per trigger variant, the alert trigger, the lifecycle callback and the confirm action', () => {
+  it('ships one extension folder per trigger variant, the alert trigger, the lifecycle callback, the confirm action and each workflow template', () => {
     const dirs = readdirSync(EXT_DIR, { withFileTypes: true })
       .filter((d) => d.isDirectory())
       .map((d) => d.name);
-    expect(dirs.sort()).toEqual([...VARIANTS, ALERT_DIR, LIFECYCLE_DIR, CONFIRM_DIR].sort());
-    expect(dirs).toHaveLength(11);
+    expect(dirs.sort()).toEqual([...VARIANTS, ALERT_DIR, LIFECYCLE_DIR, CONFIRM_DIR, ...FLOW_TEMPLATES.map((t) => t.dir)].sort());
+    expect(dirs).toHaveLength(14);
   });
 
   it('every extension file uses only the fields Shopify documents for its type, with the required ones present', () => {

@@ -5,6 +5,7 @@
  */
 import { beforeEach, describe, expect, it } from 'bun:test';
 import { period } from '../../src/contract/plans.ts';
+import { FLOW_TEMPLATES } from '../../src/contract/templates.ts';
 import { issueSignInLink } from '../../src/seat/session.ts';
 import { addGrant, addStore, BASE, createEndpoint, createTestEnv, type TestEnv } from '../helpers.ts';
 
@@ -36,6 +37,16 @@ describe('Home', () => {
     expect(html).toContain('<code>hookrelay-order</code>');
     expect(html).toContain('No open alerts.');
     expect(html).not.toMatch(/\{public URL\}|&lt;shop&gt;/);
+  });
+
+  it('lists the ready workflows the app ships, and names them as the last step of the checklist', async () => {
+    const { html } = await home();
+    expect(html).toContain('Ready workflows');
+    for (const t of FLOW_TEMPLATES) expect(html).toContain(`<strong>${t.name}</strong>`);
+    const checklist = html.slice(html.indexOf('Setup checklist'), html.indexOf('</ul>', html.indexOf('Setup checklist')));
+    const items = [...checklist.matchAll(/<li>([\s\S]*?)<\/li>/g)].map((m) => m[1]!);
+    expect(items.at(-1)).toContain('Start from a ready workflow in Shopify Flow');
+    for (const t of FLOW_TEMPLATES) expect(items.at(-1)).toContain(t.name);
   });
 
   it('a paused handoff: why, since when and what to do', async () => {

@@ -1,13 +1,15 @@
 /**
  * Home: where the merchant lands (the app in the admin, the console). The store's setup state — readiness per
  * trigger, the checklist and the next recommended action as a link with real values — open alerts, a paused
- * handoff and why, and plan usage with each cap and what happens at it. All from the contract's reads through
+ * handoff and why, the ready workflows the app ships (FLOW_TEMPLATES), and plan usage with each cap and what
+ * happens at it. All from the contract's reads through
  * ctx.call (getSetupState, getTenantReliabilityHealth, getPlanUsage), every value escaped.
  */
 import type { z } from 'zod';
 import type { AlertSchema } from '../../contract/schemas/alerts.ts';
 import type { PlanUsageStateSchema, SetupStateSchema } from '../../contract/schemas/setup.ts';
 import type { ReliabilityHealthSchema } from '../../contract/schemas/reliability.ts';
+import { FLOW_TEMPLATES } from '../../contract/templates.ts';
 import { TRIGGERS } from '../../contract/triggers.ts';
 import { escapeHtml as esc } from '../../lib/web.ts';
 import type { SeatAnswer, SeatContext, SeatPage } from '../types.ts';
@@ -91,6 +93,12 @@ function readiness(s: SetupState): string {
   return `<table><caption class="muted">Each trigger starts the merchant's Flow workflows; an endpoint hands its events to one.</caption><thead><tr><th scope="col">Trigger</th><th scope="col">Active endpoints</th><th scope="col">Flow workflow</th><th scope="col">Reported</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
 
+/** The workflow templates the app ships, each with what it does, and where to find them in Flow. */
+function templates(ctx: SeatContext): string {
+  const items = FLOW_TEMPLATES.map((t) => `<li><strong>${esc(t.name)}</strong><br><span class="muted">${esc(t.description)}</span></li>`).join('');
+  return `<ul>${items}</ul><p><a class="button" href="${esc(flowUrl(ctx.human.store.shopDomain))}" target="_top">Open Shopify Flow</a> <span class="muted">then Templates, and search hookrelay.</span></p>`;
+}
+
 function handoff(s: SetupState): string {
   const h = s.handoff;
   if (h.state === 'active') return '';
@@ -164,6 +172,7 @@ export const page: SeatPage = {
       parts.push(section(ctx, 'Setup checklist', checklist(setup)));
       parts.push(section(ctx, 'Triggers', readiness(setup)));
     }
+    parts.push(section(ctx, 'Ready workflows', templates(ctx)));
     parts.push(section(ctx, 'Plan usage', use ? usage(ctx, use) : failure('Plan usage', usageA)));
     return { title: `hookrelay on ${ctx.human.store.shopDomain}`, html: parts.join('') };
   },
