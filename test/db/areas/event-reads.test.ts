@@ -151,7 +151,9 @@ areaSuite('EventReads', (test) => {
     const numbers = [12, 2, 10, 1];
     expect(await repo.journalAttempts(numbers.map((number) => ({ eventId: a!.event.id, number, destination: 'log', startedAt: T0 + number })))).toHaveLength(4);
     expect(await repo.journalAttempts([{ eventId: b!.event.id, number: 1, destination: 'log', startedAt: T0 }])).toHaveLength(1);
-    const results = numbers.map((n) => result(a!.event.id, n, 'retry', T0 + n, { httpStatus: 500 + n }));
+    // What the typed fields found is recorded with the attempt, as given (names only).
+    const fieldCounts = JSON.stringify({ found: 1, missing: ['score'], wrongType: [], bodyCut: null });
+    const results = numbers.map((n) => result(a!.event.id, n, 'retry', T0 + n, { httpStatus: 500 + n, fieldCounts: n === 2 ? fieldCounts : null }));
     await repo.recordAttempts(results);
     const attempts = await repo.listAttempts(a!.event.id);
     expect(attempts.map((x) => x.number)).toEqual([1, 2, 10, 12]);

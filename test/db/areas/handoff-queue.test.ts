@@ -76,6 +76,7 @@ areaSuite('HandoffQueue', (test) => {
         code: null,
         message: null,
         retryAt: null,
+        fieldCounts: null,
       },
     ]);
     // Number 1 of a again (another worker has it) is left out; number 2 of b is journaled.
