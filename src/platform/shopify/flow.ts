@@ -164,13 +164,16 @@ export function flowHandoff(endpoint: PayloadEndpoint, event: EventRow, doc?: un
   return { ok: true, handle, payload, fieldCounts: counts && JSON.stringify(counts) };
 }
 
+/** The sender and body fields when empty, with the payload's braces: what every payload has beyond the event's columns. */
+const EMPTY_SENDER_BYTES = flowPayloadBytes({ [SENDER_FIELD.key]: { fields: [] }, [BODY_FIELDS.json]: '', [BODY_FIELDS.cut]: '' }) + 1;
+
 /**
  * At receipt: whether the event's payload would exceed Flow's limit, from its fields' lengths (the bound of
  * flowPayloadFits), building the payload only when the bound reaches the limit. The sender's fields are bounded
  * (ENDPOINT_FIELDS) and the body is trimmed to fit, so only the event's own columns can make it too large.
  */
 export function flowRefusal(endpoint: PayloadEndpoint, event: EventRow): 'SVC_PAYLOAD_TOO_LARGE' | null {
-  let bound = 2;
+  let bound = EMPTY_SENDER_BYTES;
   eachField(endpoint, event, (key, value) => {
     bound += fieldBound(key, value);
   });
