@@ -608,9 +608,9 @@ export function pgRepo(pool: pg.Pool, url: string, schema?: string, timeouts: Pg
               leaseTokens.delete(a.eventId);
               if (!unsent) {
                 await c.query(
-                  `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome, http_status, code, message, retry_at)
-                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
-                  [a.eventId, a.number, a.destination, a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt],
+                  `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome, http_status, code, message, retry_at, field_counts)
+                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`,
+                  [a.eventId, a.number, a.destination, a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt, a.fieldCounts ?? null],
                 );
               }
               for (const m of metrics) stats.add(storeId, a.finishedAt, m);

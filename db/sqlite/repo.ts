@@ -293,8 +293,8 @@ export function sqliteRepo(sqlite: Database): SqliteRepo {
   );
   const deferLeased = sqlite.prepare("UPDATE events SET outcome = 'queued', next_attempt_at = ?, lease_until = NULL WHERE id = ? AND lease_until IS ?");
   const insertAttempt = sqlite.prepare(
-    `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome, http_status, code, message, retry_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome, http_status, code, message, retry_at, field_counts)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
   );
   const recordBatch = writeTransaction(sqlite, (results: AttemptResult[]) => {
     const stats = statsBatch();
@@ -306,7 +306,19 @@ export function sqliteRepo(sqlite: Database): SqliteRepo {
         } else {
           const held = updateLeased.run(e.outcome, e.code, e.nextAttemptAt, e.deliveredAt, e.leaseUntil, a.number, a.finishedAt, a.eventId, lease);
           if (held.changes === 0) continue;
-          insertAttempt.run(a.eventId, a.number, a.destination, a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt);
+          insertAttempt.run(
+            a.eventId,
+            a.number,
+            a.destination,
+            a.startedAt,
+            a.finishedAt,
+            a.outcome,
+            a.httpStatus,
+            a.code,
+            a.message,
+            a.retryAt,
+            a.fieldCounts ?? null,
+          );
         }
         for (const m of metrics) stats.add(storeId, a.finishedAt, m);
         continue;
