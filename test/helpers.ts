@@ -195,7 +195,12 @@ export async function addGrant(env: TestEnv, tier: Tier = 'admin_assistant', opt
 }
 
 /** Calls the app in-process. `body` objects are sent as JSON. */
-export async function call(env: TestEnv, method: string, path: string, opts: { token?: string; body?: unknown; headers?: Record<string, string> } = {}) {
+export async function call(
+  env: Pick<TestEnv, 'app'>,
+  method: string,
+  path: string,
+  opts: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+) {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
   let body: string | undefined;
@@ -222,7 +227,11 @@ export function executeIntent(env: TestEnv, token: string, path: string, intent:
 }
 
 /** Creates an endpoint through the API; returns the endpoint view and its secret. */
-export async function createEndpoint(env: TestEnv, token: string, input: Record<string, unknown> = { triggerVariant: 'order', resourceIdPath: 'order.id' }) {
+export async function createEndpoint(
+  env: Pick<TestEnv, 'app'>,
+  token: string,
+  input: Record<string, unknown> = { triggerVariant: 'order', resourceIdPath: 'order.id' },
+) {
   const r = await call(env, 'POST', '/agent/v1/endpoints', { token, body: input });
   if (r.status !== 201) throw new Error(`createEndpoint failed: ${r.status} ${r.text}`);
   return { endpoint: r.json.data.endpoint, secret: r.json.data.secret as string };
@@ -230,7 +239,7 @@ export async function createEndpoint(env: TestEnv, token: string, input: Record<
 
 /** Sends an inbound event. `sign: true` signs the exact bytes with HMAC; a string is sent as the header value. */
 export async function sendHook(
-  env: TestEnv,
+  env: Pick<TestEnv, 'app'>,
   endpoint: { id: string; auth: { headerName: string; mode: string } },
   secret: string,
   body: string,

@@ -1,15 +1,23 @@
 /**
  * The OAuth tests' world: a deployment whose authorization server may fetch client metadata documents on loopback
  * (the test-only setting), its store, and a real HTTP server on loopback that serves client documents as each test
- * sets them (a document, a delay, a size, a redirect), plus PKCE helpers.
+ * sets them (a document, a delay, a size, a redirect), plus PKCE helpers; and what the end-to-end journeys share: the
+ * 2.x client pinned to 2026-07-28, a failed event to replay, the agent's replay preview and execute by code, and the
+ * grant's story in the audit.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client as ModernClient } from '@modelcontextprotocol/client';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Server } from 'bun';
-import { addStore, BASE, createTestEnv, type TestEnv } from '../helpers.ts';
+import { addStore, BASE, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
+import { execute } from '../mcp/harness.ts';
 import { defaultConfig, type OAuthConfig } from '../../src/core.ts';
+import { MODERN_PROTOCOL_VERSION } from '../../src/mcp/server.ts';
+import { issueGrant } from '../../src/ops/grants.ts';
+import { HandoffWorker } from '../../src/relay/worker.ts';
 import { approveAuthorization, finishAuthorization, startAuthorization, type Approver } from '../../src/oauth/authorization.ts';
 
 export const REDIRECT = 'http://127.0.0.1:9/callback';
@@ -169,4 +177,54 @@ export async function authorized(world: OAuthWorld, clientId: string, opts: { ti
   const approved = await approveAuthorization(world.core, world.human, req.userCode, { tier: opts.tier ?? 'operator', ttl: opts.ttl ?? '1d' });
   const location = new URL((await finishAuthorization(world.core, req.id))!);
   return { code: location.searchParams.get('code')!, verifier, grantId: approved.grantId!, resource: req.resource };
+}
+
+/** The 2.x client (`@modelcontextprotocol/client`) pinned to 2026-07-28: stateless, `server/discover` in place of initialize. */
+export const pinnedModernClient = (name: string) =>
+  new ModernClient({ name, version: '1.0.0' }, { versionNegotiation: { mode: { pin: MODERN_PROTOCOL_VERSION } } });
+
+/**
+ * A failed event for the agent to replay: an endpoint made under a grant of the merchant's own (not the agent's), one
+ * order event to it, and its handoff tried once (the store has no Shopify link, so it fails). Its id.
+ */
+export async function failedEvent(env: Pick<TestEnv, 'core' | 'app'>, tag: string, shopDomain = 'demo.myshopify.com'): Promise<string> {
+  const own = await issueGrant(env.core, { shopDomain, tier: 'operator', ttlMs: 3600_000 });
+  const created = await createEndpoint(env, own.token);
+  const sent = await sendHook(env, created.endpoint, created.secret, orderEvent(tag));
+  if (sent.status !== 202) throw new Error(`the event was not taken: ${sent.status} ${JSON.stringify(sent.json)}`);
+  await new HandoffWorker(env.core).drain();
+  return sent.json.eventId as string;
+}
+
+/**
+ * The agent replays `eventId` as the spec has it, by code mode through either SDK's client: a preview in one `execute`,
+ * then the execute with the preview's confirmation in another. The intent's id and the states each step answered.
+ */
+export async function replayByCode(client: Client | ModernClient, eventId: string) {
+  const params = JSON.stringify({ eventId });
+  const preview = await execute(
+    client,
+    `const r = await api.call('createReplayIntent', { params: ${params}, body: { mode: 'preview', input: { reason: 'connected by URL' } } });
+     return { id: r.data.intent.id, token: r.data.intent.confirmation.token, state: r.data.intent.state };`,
+  );
+  if (preview.isError) throw new Error(`the preview failed: ${preview.text}`);
+  const { id, token, state } = preview.doc.result as { id: string; token: string; state: string };
+  const body = JSON.stringify({ mode: 'execute', intentId: id, confirmationToken: token });
+  const executed = await execute(
+    client,
+    `const r = await api.call('createReplayIntent', { params: ${params}, body: ${body}, idempotencyKey: 'by-url-' + ${JSON.stringify(id)} }); return r.data.intent.state;`,
+  );
+  if (executed.isError) throw new Error(`the execute failed: ${executed.text}`);
+  return { intentId: id, states: [state, executed.doc.result as string] };
+}
+
+/**
+ * The grant's story as the audit tells it, oldest first: the human's issue of it, then what was done under it to
+ * replays (operation, actor kind, transition, surface).
+ */
+export async function grantStory(core: Pick<TestEnv['core'], 'repo'>, grantId: string) {
+  const rows = await core.repo.listAudit({ limit: 1000 });
+  return rows
+    .filter((a) => (a.operationId === 'issueGrant' && a.targetId === grantId) || (a.operationId === 'createReplayIntent' && a.grantId === grantId))
+    .map((a) => ({ operationId: a.operationId, actorKind: a.actorKind, transition: a.transition, surface: a.surface, intentId: a.intentId }));
 }

@@ -1,17 +1,27 @@
 /**
- * An agent connects by URL: the MCP SDK's own client (1.x, its OAuth client provider and StreamableHTTPClientTransport)
- * given only `http://127.0.0.1:PORT/agent/v1/mcp`, with a client metadata document served on loopback, goes through
- * discovery (401 challenge → RFC 9728 → RFC 8414) → the authorization URL (whose checks and consent are driven here
- * as the consent page drives them: startAuthorization, the merchant's approval, finishAuthorization) → the token
- * endpoint → tools/list and a `search` → a refresh → and the grant revoked ends both tokens. Once with the approval
- * in process and the document over https (the SDK's own Client ID Metadata Document path), once with `hookrelay grant
- * approve CODE` run as a real process against the served box and the document on http.
+ * An agent connects by URL: the MCP SDK's own clients, given only `http://127.0.0.1:PORT/agent/v1/mcp` and a client
+ * metadata document served on loopback, go through discovery (401 challenge → RFC 9728 → RFC 8414) → the
+ * authorization URL (whose checks and consent are driven here as the consent page drives them: startAuthorization,
+ * the merchant's approval, finishAuthorization) → the token endpoint → tools/list and a `search` → a replay preview
+ * and its execute by code mode, audited under the OAuth grant after the human's issue of it.
+ * - The 1.x client (its OAuth client provider, StreamableHTTPClientTransport): once with the approval in process and
+ *   the document over https (the SDK's own Client ID Metadata Document path), with a refresh and the grant revoked
+ *   ending both tokens; once with `hookrelay grant approve CODE` run as a real process and the document on http.
+ * - The 2.x client (`@modelcontextprotocol/client`, pinned to 2026-07-28: no initialize, `server/discover`), its
+ *   document over https taken as its client_id by the SDK itself, approved with `hookrelay grant approve` as a process.
  */
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import {
+  type OAuthClientProvider as ModernOAuthClientProvider,
+  type OAuthDiscoveryState,
+  StreamableHTTPClientTransport as ModernTransport,
+  UnauthorizedError as ModernUnauthorizedError,
+} from '@modelcontextprotocol/client';
 import { auth, type OAuthClientProvider, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { Client as ModernClient } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
@@ -23,17 +33,31 @@ import { initStore } from '../../src/ops/stores.ts';
 import { startServer } from '../../src/server/serve.ts';
 import { closedPort, ENTRY } from '../cli/harness.ts';
 import { startMcpServer, tool, type McpServerUnderTest } from '../mcp/harness.ts';
-import { clientDocument, localhostCertificate, REDIRECT, startDocumentServer, testOAuth, type DocumentServer } from './_world.ts';
+import {
+  clientDocument,
+  failedEvent,
+  grantStory,
+  localhostCertificate,
+  pinnedModernClient,
+  REDIRECT,
+  replayByCode,
+  startDocumentServer,
+  testOAuth,
+  type DocumentServer,
+} from './_world.ts';
 
 setDefaultTimeout(120_000);
 
 /**
- * The client's side as an MCP host keeps it: its registration, tokens, PKCE verifier, where it sent the person. It
- * names itself by its metadata document's URL either as the SDK does for an https document (`clientMetadataUrl`,
- * SEP-991: the SDK makes it the client_id once the server says it takes such documents), or, for a document on
- * http (loopback), as a client already registered with that URL as its id.
+ * The client's side as an MCP host keeps it: its registration, tokens, PKCE verifier, discovery (which the 2.x client
+ * reads back on the callback leg to bind the code to the authorization server it discovered), where it sent the
+ * person. It names itself by its metadata document's URL either as the SDK does for an https document
+ * (`clientMetadataUrl`, SEP-991: the SDK makes it the client_id once the server says it takes such documents), or,
+ * for a document on http (loopback), as a client already registered with that URL as its id. One class serves both
+ * SDKs' clients.
  */
-class MemoryProvider implements OAuthClientProvider {
+class MemoryProvider implements OAuthClientProvider, ModernOAuthClientProvider {
+  discovered: OAuthDiscoveryState | undefined;
   info: OAuthClientInformationMixed | undefined;
   clientMetadataUrl?: string;
   saved: OAuthTokens | undefined;
@@ -77,17 +101,20 @@ class MemoryProvider implements OAuthClientProvider {
   codeVerifier() {
     return this.verifier;
   }
+  saveDiscoveryState(state: OAuthDiscoveryState) {
+    this.discovered = state;
+  }
+  discoveryState() {
+    return this.discovered;
+  }
 }
 
 /**
- * The whole flow from the URL alone: the SDK is refused (401), discovers, and sends the person to the authorization
- * URL; the person's browser and decision are played through the seam (`approve` decides by the user code); the SDK
- * exchanges the code. Returns a connected client and the grant's id.
+ * The person's part of the flow, after the client sent them to its authorization URL: that URL's checks, the request
+ * started as the page starts it, decided by `approve` (by the user code), and finished: the callback's parameters
+ * (code, state and iss checked) and the grant's id.
  */
-async function connectByUrl(core: Core, base: string, provider: MemoryProvider, approve: (userCode: string) => Promise<string>) {
-  const mcpUrl = new URL('/agent/v1/mcp', base);
-  const refused = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider });
-  await expect(new Client({ name: 'oauth-e2e', version: '1.0.0' }).connect(refused)).rejects.toBeInstanceOf(UnauthorizedError);
+async function consent(core: Core, base: string, provider: MemoryProvider, approve: (userCode: string) => Promise<string>) {
   const to = provider.sentTo!;
   expect(`${to.origin}${to.pathname}`).toBe(`${base}/oauth/authorize`);
   expect(Object.fromEntries(to.searchParams)).toMatchObject({
@@ -98,21 +125,52 @@ async function connectByUrl(core: Core, base: string, provider: MemoryProvider, 
     resource: `${base}/agent/v1/mcp`,
     state: provider.sentState,
   });
+  // The client asks for what the challenge names, replay:execute among it, so the merchant may give replay.
+  expect(to.searchParams.get('scope')?.split(' ')).toContain('replay:execute');
   const req = await startAuthorization(core, to.searchParams);
   expect(req.client).toMatchObject({ name: 'Test Agent', verified: false });
   const grantId = await approve(req.userCode);
   const back = new URL((await finishAuthorization(core, req.id))!);
   expect(back.searchParams.get('state')).toBe(provider.sentState);
   expect(back.searchParams.get('iss')).toBe(base);
-  await refused.finishAuth(back.searchParams.get('code')!);
+  return { grantId, back: back.searchParams };
+}
+
+/**
+ * The whole flow from the URL alone with the 1.x client: refused (401), it discovers and sends the person to the
+ * authorization URL; the person decides (`consent`); the SDK exchanges the code. A connected client and the grant.
+ */
+async function connectByUrl(core: Core, base: string, provider: MemoryProvider, approve: (userCode: string) => Promise<string>) {
+  const mcpUrl = new URL('/agent/v1/mcp', base);
+  const refused = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider });
+  await expect(new Client({ name: 'oauth-e2e', version: '1.0.0' }).connect(refused)).rejects.toBeInstanceOf(UnauthorizedError);
+  const { grantId, back } = await consent(core, base, provider, approve);
+  await refused.finishAuth(back.get('code')!);
   expect(provider.saved?.access_token).toStartWith('hra_');
   const client = new Client({ name: 'oauth-e2e', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider }));
   return { client, grantId, mcpUrl };
 }
 
-/** tools/list and a `search` through the connected client: what a token of `tier` may call. */
-async function useTools(client: Client) {
+/**
+ * The same with the 2.x client pinned to 2026-07-28: its `server/discover` is refused (401), it discovers and sends
+ * the person; after the decision it takes the callback's parameters (checking `iss` itself, RFC 9207) for its token.
+ */
+async function connectModernByUrl(core: Core, base: string, provider: MemoryProvider, approve: (userCode: string) => Promise<string>) {
+  const mcpUrl = new URL('/agent/v1/mcp', base);
+  const refused = new ModernTransport(mcpUrl, { authProvider: provider });
+  await expect(pinnedModernClient('oauth-e2e-2026').connect(refused)).rejects.toBeInstanceOf(ModernUnauthorizedError);
+  const { grantId, back } = await consent(core, base, provider, approve);
+  await refused.finishAuth(back);
+  expect(provider.saved?.access_token).toStartWith('hra_');
+  const client = pinnedModernClient('oauth-e2e-2026');
+  await client.connect(new ModernTransport(mcpUrl, { authProvider: provider }));
+  expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
+  return { client, grantId, mcpUrl };
+}
+
+/** tools/list and a `search` through the connected client (either SDK's): what the token may call. */
+async function useTools(client: Client | ModernClient) {
   const tools = await client.listTools();
   expect(tools.tools.map((t) => t.name).sort()).toEqual(['execute', 'search']);
   const found = await tool(client, 'search', { query: 'grant', schemas: false });
@@ -188,14 +246,18 @@ describe('the MCP SDK client connects by URL, the merchant approving with `hookr
   let running: Awaited<ReturnType<typeof startServer>>;
   let base: string;
   let docs: DocumentServer;
+  let tlsDocs: DocumentServer;
   beforeAll(async () => {
+    // A document on http (the 1.x client, registered by it) and one over https (the 2.x client's own SEP-991 path).
     docs = startDocumentServer();
+    const tls = localhostCertificate();
+    tlsDocs = startDocumentServer(tls);
     const port = closedPort();
     base = `http://127.0.0.1:${port}`;
     core = await openCore({
       dataDir: data,
       create: true,
-      config: { publicUrl: base, oauth: testOAuth() },
+      config: { publicUrl: base, oauth: testOAuth({ clientCa: tls.cert }) },
       log: { info() {}, warn() {}, error: console.error },
     });
     await initStore(core, { shopDomain: 'demo.myshopify.com' });
@@ -205,6 +267,7 @@ describe('the MCP SDK client connects by URL, the merchant approving with `hookr
     await running.stop();
     await core.repo.close();
     docs.close();
+    tlsDocs.close();
     rmSync(root, { recursive: true, force: true });
   });
 
@@ -220,7 +283,19 @@ describe('the MCP SDK client connects by URL, the merchant approving with `hookr
     return { code, json: JSON.parse(stdout) };
   }
 
-  it('approves by the code the page shows; the grant is the client’s, audited as the person; `grant revoke` ends its tokens', async () => {
+  /** The human's issue of the grant, then the agent's replay of a failed event under it: the audit's rows. */
+  async function replayUnder(client: Client | ModernClient, grantId: string) {
+    const eventId = await failedEvent({ core, app: running.app }, `by-url-${grantId}`);
+    const { intentId, states } = await replayByCode(client, eventId);
+    expect(states).toEqual(['previewed', 'executed']);
+    expect(await grantStory(core, grantId)).toEqual([
+      { operationId: 'issueGrant', actorKind: 'human', transition: expect.anything(), surface: 'cli', intentId: null },
+      { operationId: 'createReplayIntent', actorKind: 'agent', transition: 'previewed', surface: 'mcp', intentId },
+      { operationId: 'createReplayIntent', actorKind: 'agent', transition: 'executed', surface: 'mcp', intentId },
+    ]);
+  }
+
+  it('approves by the code the page shows; the grant is the client’s, audited as the person; a replay previewed and executed under it; `grant revoke` ends its tokens', async () => {
     const provider = new MemoryProvider({ registered: docs.serve('/cli-agent.json', { body: clientDocument() }) });
     const { client, grantId, mcpUrl } = await connectByUrl(core, base, provider, async (code) => {
       const missing = await cli('grant', 'approve', code);
@@ -240,10 +315,34 @@ describe('the MCP SDK client connects by URL, the merchant approving with `hookr
     const audit = await cli('audit', '--since', '1h');
     const issued = audit.json.entries.find((e: { operationId: string; targetId: string }) => e.operationId === 'issueGrant' && e.targetId === grantId);
     expect(issued).toMatchObject({ actorKind: 'human', actorLabel: 'Jane Ops', outcome: 'ok' });
+    await replayUnder(client, grantId);
 
     const tokens = provider.saved!;
     expect((await cli('grant', 'revoke', grantId)).code).toBe(0);
     expect(await tokenFates(base, mcpUrl, tokens, provider.clientId)).toEqual({ mcp: 401, refresh: 'invalid_grant' });
+    await client.close();
+  });
+
+  it('the 2.x client on 2026-07-28, its https document its client_id: discover → authorize → `grant approve --tier recovery_operator` → token → tools → a replay previewed and executed', async () => {
+    const provider = new MemoryProvider({ metadataUrl: tlsDocs.serve('/agent-2026.json', { body: clientDocument() }) });
+    const { client, grantId } = await connectModernByUrl(core, base, provider, async (code) => {
+      const approved = await cli('grant', 'approve', code, '--tier', 'recovery_operator', '--ttl', '1d', '--actor', 'Jane Ops', '--label', 'night shift 2026');
+      expect(approved.code).toBe(0);
+      expect(approved.json.authorization).toMatchObject({ status: 'approved', client: { name: 'Test Agent', verified: false } });
+      return approved.json.authorization.grantId as string;
+    });
+    // The SDK took the https document's URL as its client_id (the server said it takes such documents), and the
+    // server fetched it.
+    expect(provider.clientId).toBe(`${tlsDocs.docs}/agent-2026.json`);
+    expect(tlsDocs.hits('/agent-2026.json')).toBeGreaterThan(0);
+    expect(provider.discovered?.authorizationServerMetadata?.issuer).toBe(base);
+    const ops = await useTools(client);
+    expect(ops.find((o) => o.operationId === 'getCurrentAgentGrant')?.callable).toBe(true);
+    const found = await tool(client, 'search', { query: 'replay', schemas: false });
+    expect(found.doc.operations.find((o: { operationId: string }) => o.operationId === 'createReplayIntent')?.callable).toBe(true);
+    const grant = (await core.repo.listGrants()).find((g) => g.id === grantId);
+    expect(grant).toMatchObject({ tier: 'recovery_operator', clientId: provider.clientId, label: 'night shift 2026' });
+    await replayUnder(client, grantId);
     await client.close();
   });
 
