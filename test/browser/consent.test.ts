@@ -1,12 +1,14 @@
 /**
- * An agent connects by URL, in Chromium (issue 38): the MCP SDK's own client (1.x, with its OAuth client provider),
- * given only `${url}/agent/v1/mcp` and a client metadata document on loopback, discovers hookrelay's authorization
- * server and sends the person to the consent page; the person decides; the client receives its code at its loopback
- * redirect_uri, takes its token, and lists and calls the tools. The client's pages are on `localhost`, hookrelay on
+ * An agent connects by URL, in Chromium (issue 38): the MCP SDK's own clients (1.x with its OAuth client provider, and
+ * the 2.x `@modelcontextprotocol/client` pinned to 2026-07-28), given only `${url}/agent/v1/mcp` and a client metadata
+ * document on loopback, discover hookrelay's authorization server and send the person to the consent page; the person
+ * decides; the client receives its code at its loopback redirect_uri, takes its token, lists and calls the tools, and
+ * (given the Recovery Operator tier) previews a replay by code mode and executes it. The client's pages are on `localhost`, hookrelay on
  * `127.0.0.1`: another site, so the navigation to /oauth/authorize carries no SameSite=Strict session cookie, as from
  * a real client, and the consent's hop to read it is exercised.
  *
- * - With a console session: the consent form (client unverified), a tier chosen, approved → code, state, iss.
+ * - With a console session, each client: the consent form (client unverified), Recovery Operator chosen, approved →
+ *   code, state, iss → token → tools → a replay previewed and executed, audited under the grant after its issue.
  * - Without one: the waiting page with the user code, approved on the embedded Agents page, and it goes on by itself.
  * - Refused: a decision without or with a wrong CSRF token (403), a tier above what was asked (400); nothing issued.
  * - Denied: the client hears access_denied.
@@ -15,6 +17,13 @@
  * loopback; with HOOKRELAY_SCREENSHOTS=1 the consent and waiting pages go to docs/screenshots/.
  */
 import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from 'bun:test';
+import {
+  type Client as ModernClient,
+  type OAuthClientProvider as ModernOAuthClientProvider,
+  type OAuthDiscoveryState,
+  StreamableHTTPClientTransport as ModernTransport,
+  UnauthorizedError as ModernUnauthorizedError,
+} from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { type OAuthClientProvider, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -27,6 +36,7 @@ import { type BrowserFixture, launchBrowser, type Tab } from '../fixtures/browse
 import { liveMarkup, XSS_PAYLOADS } from '../fixtures/xss-payloads.ts';
 import { until } from '../fixtures/handoff.ts';
 import { addStore, type TestEnv } from '../helpers.ts';
+import { eventToReplay, expectReplayUnderGrant, pinnedModernClient, replayByCode } from '../oauth/_world.ts';
 import { authorizeQuery, loopbackOAuth } from '../seat/_consent.ts';
 import { fill, follow, mainText, press } from './_moves.ts';
 import { checkPage, embeddedWorld } from './_seat.ts';
@@ -103,9 +113,13 @@ function agentSide() {
 
 const agent = agentSide();
 
-/** The MCP SDK's OAuth client provider for a client that names itself by its metadata document's URL. */
-class AgentProvider implements OAuthClientProvider {
+/**
+ * The MCP SDK's OAuth client provider (either SDK's) for a client that names itself by its metadata document's URL;
+ * it keeps the discovery, which the 2.x client reads back on the callback leg.
+ */
+class AgentProvider implements OAuthClientProvider, ModernOAuthClientProvider {
   authorizationUrl: URL | null = null;
+  private discovered: OAuthDiscoveryState | undefined;
   private saved: OAuthTokens | undefined;
   private verifier = '';
   readonly sentState = `st-${crypto.randomUUID()}`;
@@ -115,7 +129,7 @@ class AgentProvider implements OAuthClientProvider {
   get clientMetadata(): OAuthClientMetadata {
     return { client_name: 'Night Shift Agent', redirect_uris: [agent.redirectUri], token_endpoint_auth_method: 'none' };
   }
-  // A URL client_id over http on loopback: the SDK checks https only on `clientMetadataUrl`, so it is given here.
+  // A URL client_id over http on loopback: both SDKs check https only on `clientMetadataUrl`, so it is given here.
   clientInformation(): OAuthClientInformationMixed {
     return { client_id: agent.clientId };
   }
@@ -138,7 +152,16 @@ class AgentProvider implements OAuthClientProvider {
   codeVerifier() {
     return this.verifier;
   }
+  saveDiscoveryState(state: OAuthDiscoveryState) {
+    this.discovered = state;
+  }
+  discoveryState() {
+    return this.discovered;
+  }
 }
+
+/** Which SDK's client the agent runs: the 1.x one, or the 2.x one pinned to 2026-07-28. */
+type Sdk = '1.x' | '2.x';
 
 let browser: BrowserFixture;
 beforeAll(async () => {
@@ -153,25 +176,46 @@ afterAll(async () => {
 
 const mcpUrl = () => new URL(`${server.url}/agent/v1/mcp`);
 
-/** The SDK client's first connect: refused for want of a token, it discovers and asks for the authorization URL. */
-async function connectUnauthorized(provider: AgentProvider): Promise<StreamableHTTPClientTransport> {
-  const transport = new StreamableHTTPClientTransport(mcpUrl(), { authProvider: provider });
-  const client = new Client({ name: 'night-shift', version: '1.0.0' });
-  await expect(client.connect(transport)).rejects.toBeInstanceOf(UnauthorizedError);
+/**
+ * The SDK client's first connect: refused for want of a token, it discovers and asks for the authorization URL.
+ * Returns how that client takes the callback's parameters for its token (the 2.x one checks `iss` itself).
+ */
+async function connectUnauthorized(provider: AgentProvider, sdk: Sdk = '1.x'): Promise<(callback: URLSearchParams) => Promise<void>> {
+  let finish: (callback: URLSearchParams) => Promise<void>;
+  if (sdk === '1.x') {
+    const transport = new StreamableHTTPClientTransport(mcpUrl(), { authProvider: provider });
+    await expect(new Client({ name: 'night-shift', version: '1.0.0' }).connect(transport)).rejects.toBeInstanceOf(UnauthorizedError);
+    finish = (cb) => transport.finishAuth(cb.get('code')!);
+  } else {
+    const transport = new ModernTransport(mcpUrl(), { authProvider: provider });
+    await expect(pinnedModernClient('night-shift-2026').connect(transport)).rejects.toBeInstanceOf(ModernUnauthorizedError);
+    finish = (cb) => transport.finishAuth(cb);
+  }
   const u = provider.authorizationUrl!;
   expect(`${u.origin}${u.pathname}`).toBe(`${server.url}/oauth/authorize`);
   expect(u.searchParams.get('client_id')).toBe(agent.clientId);
   expect(u.searchParams.get('code_challenge_method')).toBe('S256');
   expect(u.searchParams.get('resource')).toBe(mcpUrl().toString());
-  return transport;
+  return finish;
 }
 
-/** After the code: the token, then a fresh connect with it, tools/list and a `search` call. */
-async function finishAndUse(provider: AgentProvider, transport: StreamableHTTPClientTransport, code: string) {
-  await transport.finishAuth(code);
+/**
+ * After the callback: the token, then a fresh connect with it (the same SDK's client), tools/list and a `search`
+ * call, then `andThen` with the connected client.
+ */
+async function finishAndUse(
+  provider: AgentProvider,
+  sdk: Sdk,
+  finish: (callback: URLSearchParams) => Promise<void>,
+  callback: URLSearchParams,
+  andThen?: (client: Client | ModernClient) => Promise<void>,
+) {
+  await finish(callback);
   expect(provider.tokens()?.access_token).toBeTruthy();
-  const client = new Client({ name: 'night-shift', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(mcpUrl(), { authProvider: provider }));
+  const client = sdk === '1.x' ? new Client({ name: 'night-shift', version: '1.0.0' }) : pinnedModernClient('night-shift-2026');
+  await client.connect(
+    sdk === '1.x' ? new StreamableHTTPClientTransport(mcpUrl(), { authProvider: provider }) : new ModernTransport(mcpUrl(), { authProvider: provider }),
+  );
   try {
     const tools = await client.listTools();
     expect(tools.tools.map((t) => t.name).sort()).toEqual(['execute', 'search']);
@@ -179,6 +223,7 @@ async function finishAndUse(provider: AgentProvider, transport: StreamableHTTPCl
     expect(found.isError).toBeFalsy();
     const ops = (found.structuredContent as { operations: { operationId: string; callable: boolean }[] }).operations;
     expect(ops.map((o) => [o.operationId, o.callable])).toContainEqual(['getSetupState', true]);
+    await andThen?.(client);
   } finally {
     await client.close();
   }
@@ -219,48 +264,12 @@ async function signIn(e: TestEnv, page: Page) {
 }
 
 describe('an agent connects by URL', () => {
-  it('with a console session: consent (client unverified) → a tier chosen → approved → code, state, iss → token → tools', async () => {
-    const e = await start();
-    await addStore(e, { shopDomain: SHOP });
-    const tab = await browser.tab({ cdn: 'blocked' });
-    const { page } = tab;
-    try {
-      await signIn(e, page);
-      const provider = new AgentProvider();
-      const transport = await connectUnauthorized(provider);
-      await goConnect(page);
-      const text = await mainText(page);
-      expect(text).toContain('Night Shift Agent');
-      expect(text).toContain('unverified');
-      expect(text).toContain('You decide as Jane Ops');
-      const ar = await requestOf(e, page);
-      const radios = await page.$$eval('input[name=tier]', (is) => is.map((i) => [(i as any).value, (i as any).checked]));
-      expect(radios).toEqual(ar.offeredTiers.map((t, i) => [t, i === 0]));
-      tab.clear();
-      await check(tab, 'Consent', 'consent');
-      // The person chooses the highest tier offered, and approves.
-      await page.click(`input[name=tier][value=${ar.offeredTiers.at(-1)}]`);
-      await fill(page, 'Label: how this grant is listed on the Agents page', 'night shift (browser)');
-      await Promise.all([
-        page.waitForFunction((u) => (globalThis as any).location.href.startsWith(u), {}, agent.redirectUri),
-        page.click('button[value=approve]'),
-      ]);
-      const cb = agent.callbacks.at(-1)!;
-      expect(cb.get('state')).toBe(provider.sentState);
-      expect(cb.get('iss')).toBe(server.url);
-      expect(cb.get('error')).toBeNull();
-      await finishAndUse(provider, transport, cb.get('code')!);
-      const [grant] = await e.core.repo.listGrants();
-      expect({ tier: grant?.tier, label: grant?.label }).toEqual({ tier: ar.offeredTiers.at(-1), label: 'night shift (browser)' });
-      // The Agents page lists it with its client, unverified.
-      await page.goto(`${server.url}/console/agents`, { waitUntil: 'load' });
-      const agents = await mainText(page);
-      expect(agents).toContain('night shift (browser)');
-      expect(agents).toContain('Night Shift Agent');
-      expect(agents).toContain('unverified');
-    } finally {
-      await page.close();
-    }
+  it('with a console session, the 1.x client: consent (client unverified) → Recovery Operator chosen → approved → code, state, iss → token → tools → a replay previewed and executed', async () => {
+    await consoleJourney('1.x');
+  });
+
+  it('with a console session, the 2.x client on 2026-07-28: the same journey, to a replay previewed and executed', async () => {
+    await consoleJourney('2.x');
   });
 
   it('without a session: the code on a waiting page, approved on the embedded Agents page, and the page goes on by itself', async () => {
@@ -351,6 +360,62 @@ describe('a client that names itself with markup', () => {
 });
 
 /**
+ * The console journey with `sdk`'s client: signed in, the agent's link to the consent page, Recovery Operator chosen
+ * (the client asked for every scope), approved; the client's token, tools, and a replay previewed and executed by code
+ * mode, audited under the grant after the human's issue of it; the Agents page lists the grant with its client.
+ */
+async function consoleJourney(sdk: Sdk): Promise<void> {
+  const e = await start();
+  await addStore(e, { shopDomain: SHOP });
+  const tab = await browser.tab({ cdn: 'blocked' });
+  const { page } = tab;
+  try {
+    await signIn(e, page);
+    const provider = new AgentProvider();
+    const finish = await connectUnauthorized(provider, sdk);
+    await goConnect(page);
+    const text = await mainText(page);
+    expect(text).toContain('Night Shift Agent');
+    expect(text).toContain('unverified');
+    expect(text).toContain('You decide as Jane Ops');
+    const ar = await requestOf(e, page);
+    const radios = await page.$$eval('input[name=tier]', (is) => is.map((i) => [(i as any).value, (i as any).checked]));
+    expect(radios).toEqual(ar.offeredTiers.map((t, i) => [t, i === 0]));
+    tab.clear();
+    await check(tab, `Consent (${sdk} client)`, sdk === '1.x' ? 'consent' : undefined);
+    // The person chooses Recovery Operator (offered: the client asked for every scope), and approves.
+    expect(ar.offeredTiers).toContain('recovery_operator');
+    await page.click('input[name=tier][value=recovery_operator]');
+    await fill(page, 'Label: how this grant is listed on the Agents page', 'night shift (browser)');
+    await Promise.all([
+      page.waitForFunction((u) => (globalThis as any).location.href.startsWith(u), {}, agent.redirectUri),
+      page.click('button[value=approve]'),
+    ]);
+    const cb = agent.callbacks.at(-1)!;
+    expect(cb.get('state')).toBe(provider.sentState);
+    expect(cb.get('iss')).toBe(server.url);
+    expect(cb.get('error')).toBeNull();
+    const eventId = await eventToReplay(e, `browser-${sdk}`, SHOP);
+    const [grant] = (await e.core.repo.listGrants()).filter((g) => g.clientId === agent.clientId);
+    expect({ tier: grant?.tier, label: grant?.label }).toEqual({ tier: 'recovery_operator', label: 'night shift (browser)' });
+    await finishAndUse(provider, sdk, finish, cb, async (client) => {
+      const { intentId, states } = await replayByCode(client, eventId);
+      expect(states).toEqual(['previewed', 'executed']);
+      // The TTL the form offers, left as it is: 30 days.
+      await expectReplayUnderGrant(e.core, grant!.id, { surface: 'console', clientId: agent.clientId, ttlS: 30 * 86_400, intentId });
+    });
+    // The Agents page lists it with its client, unverified.
+    await page.goto(`${server.url}/console/agents`, { waitUntil: 'load' });
+    const agents = await mainText(page);
+    expect(agents).toContain('night shift (browser)');
+    expect(agents).toContain('Night Shift Agent');
+    expect(agents).toContain('unverified');
+  } finally {
+    await page.close();
+  }
+}
+
+/**
  * The code path: nobody signed in where the agent sent the person; the waiting page shows the code; the merchant
  * approves it in the Shopify admin (embedded Agents page, the ID-token human); the waiting page goes on by its
  * script, or (`js` false: scripts off in that tab) by its Continue link.
@@ -364,7 +429,7 @@ async function codePath(js: boolean): Promise<void> {
     await admin.page.goto(fake.embeddedAppUrl(`${server.url}/app`, { sub: '77' }), { waitUntil: 'load' });
     expect(await e.core.repo.getStoreByShop(SHOP)).toBeTruthy();
     const provider = new AgentProvider();
-    const transport = await connectUnauthorized(provider);
+    const finish = await connectUnauthorized(provider);
     if (!js) await tab.page.setJavaScriptEnabled(false);
     await goConnect(tab.page);
     const code = await tab.page.$eval('#user-code', (el) => el.textContent ?? '');
@@ -400,7 +465,7 @@ async function codePath(js: boolean): Promise<void> {
     const cb = agent.callbacks.at(-1)!;
     expect(cb.get('state')).toBe(provider.sentState);
     expect(cb.get('iss')).toBe(server.url);
-    await finishAndUse(provider, transport, cb.get('code')!);
+    await finishAndUse(provider, '1.x', finish, cb);
     const grants = await e.core.repo.listGrants();
     expect(grants.map((g) => [g.tier, g.clientId])).toEqual([['observer', agent.clientId]]);
   } finally {

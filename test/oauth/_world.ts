@@ -9,11 +9,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { expect } from 'bun:test';
 import { Client as ModernClient } from '@modelcontextprotocol/client';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Server } from 'bun';
 import { addStore, BASE, createEndpoint, createTestEnv, orderEvent, sendHook, type TestEnv } from '../helpers.ts';
 import { execute } from '../mcp/harness.ts';
+import { TIERS } from '../../src/contract/scopes.ts';
 import { defaultConfig, type OAuthConfig } from '../../src/core.ts';
 import { MODERN_PROTOCOL_VERSION } from '../../src/mcp/server.ts';
 import { issueGrant } from '../../src/ops/grants.ts';
@@ -184,10 +186,10 @@ export const pinnedModernClient = (name: string) =>
   new ModernClient({ name, version: '1.0.0' }, { versionNegotiation: { mode: { pin: MODERN_PROTOCOL_VERSION } } });
 
 /**
- * A failed event for the agent to replay: an endpoint made under a grant of the merchant's own (not the agent's), one
- * order event to it, and its handoff tried once (the store has no Shopify link, so it fails). Its id.
+ * An event for the agent to replay: an endpoint made under a grant of the merchant's own (not the agent's), one order
+ * event to it, and its handoff tried once (where the store has no Shopify link it fails). Its id.
  */
-export async function failedEvent(env: Pick<TestEnv, 'core' | 'app'>, tag: string, shopDomain = 'demo.myshopify.com'): Promise<string> {
+export async function eventToReplay(env: Pick<TestEnv, 'core' | 'app'>, tag: string, shopDomain = 'demo.myshopify.com'): Promise<string> {
   const own = await issueGrant(env.core, { shopDomain, tier: 'operator', ttlMs: 3600_000 });
   const created = await createEndpoint(env, own.token);
   const sent = await sendHook(env, created.endpoint, created.secret, orderEvent(tag));
@@ -219,12 +221,24 @@ export async function replayByCode(client: Client | ModernClient, eventId: strin
 }
 
 /**
- * The grant's story as the audit tells it, oldest first: the human's issue of it, then what was done under it to
- * replays (operation, actor kind, transition, surface).
+ * The grant's story as the audit must tell it, oldest first: the human's issue of it (on `surface`) at Recovery Operator
+ * for `ttlS` seconds to the OAuth client `clientId`, then the agent's replay `intentId` previewed and executed under it
+ * over MCP.
  */
-export async function grantStory(core: Pick<TestEnv['core'], 'repo'>, grantId: string) {
+export async function expectReplayUnderGrant(
+  core: Pick<TestEnv['core'], 'repo'>,
+  grantId: string,
+  at: { surface: string; clientId: string; ttlS: number; intentId: string },
+) {
   const rows = await core.repo.listAudit({ limit: 1000 });
-  return rows
+  const story = rows
     .filter((a) => (a.operationId === 'issueGrant' && a.targetId === grantId) || (a.operationId === 'createReplayIntent' && a.grantId === grantId))
     .map((a) => ({ operationId: a.operationId, actorKind: a.actorKind, transition: a.transition, surface: a.surface, intentId: a.intentId }));
+  const issued = `issued recovery_operator (${TIERS.recovery_operator.join(', ')}) for ${at.ttlS} s to OAuth client ${at.clientId}`;
+  const replay = { operationId: 'createReplayIntent', actorKind: 'agent', surface: 'mcp', intentId: at.intentId };
+  expect(story).toEqual([
+    { operationId: 'issueGrant', actorKind: 'human', transition: issued, surface: at.surface, intentId: null },
+    { ...replay, transition: 'previewed' },
+    { ...replay, transition: 'executed' },
+  ]);
 }

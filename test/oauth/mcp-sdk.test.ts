@@ -35,8 +35,8 @@ import { closedPort, ENTRY } from '../cli/harness.ts';
 import { startMcpServer, tool, type McpServerUnderTest } from '../mcp/harness.ts';
 import {
   clientDocument,
-  failedEvent,
-  grantStory,
+  eventToReplay,
+  expectReplayUnderGrant,
   localhostCertificate,
   pinnedModernClient,
   REDIRECT,
@@ -283,16 +283,12 @@ describe('the MCP SDK client connects by URL, the merchant approving with `hookr
     return { code, json: JSON.parse(stdout) };
   }
 
-  /** The human's issue of the grant, then the agent's replay of a failed event under it: the audit's rows. */
-  async function replayUnder(client: Client | ModernClient, grantId: string) {
-    const eventId = await failedEvent({ core, app: running.app }, `by-url-${grantId}`);
+  /** The agent replays an event under its grant (a day's, approved with the CLI): the audit tells the human's issue, then the replay. */
+  async function replayUnder(client: Client | ModernClient, grantId: string, clientId: string) {
+    const eventId = await eventToReplay({ core, app: running.app }, `by-url-${grantId}`);
     const { intentId, states } = await replayByCode(client, eventId);
     expect(states).toEqual(['previewed', 'executed']);
-    expect(await grantStory(core, grantId)).toEqual([
-      { operationId: 'issueGrant', actorKind: 'human', transition: expect.anything(), surface: 'cli', intentId: null },
-      { operationId: 'createReplayIntent', actorKind: 'agent', transition: 'previewed', surface: 'mcp', intentId },
-      { operationId: 'createReplayIntent', actorKind: 'agent', transition: 'executed', surface: 'mcp', intentId },
-    ]);
+    await expectReplayUnderGrant(core, grantId, { surface: 'cli', clientId, ttlS: 86_400, intentId });
   }
 
   it('approves by the code the page shows; the grant is the client’s, audited as the person; a replay previewed and executed under it; `grant revoke` ends its tokens', async () => {
@@ -315,7 +311,7 @@ describe('the MCP SDK client connects by URL, the merchant approving with `hookr
     const audit = await cli('audit', '--since', '1h');
     const issued = audit.json.entries.find((e: { operationId: string; targetId: string }) => e.operationId === 'issueGrant' && e.targetId === grantId);
     expect(issued).toMatchObject({ actorKind: 'human', actorLabel: 'Jane Ops', outcome: 'ok' });
-    await replayUnder(client, grantId);
+    await replayUnder(client, grantId, provider.clientId);
 
     const tokens = provider.saved!;
     expect((await cli('grant', 'revoke', grantId)).code).toBe(0);
@@ -342,7 +338,7 @@ describe('the MCP SDK client connects by URL, the merchant approving with `hookr
     expect(found.doc.operations.find((o: { operationId: string }) => o.operationId === 'createReplayIntent')?.callable).toBe(true);
     const grant = (await core.repo.listGrants()).find((g) => g.id === grantId);
     expect(grant).toMatchObject({ tier: 'recovery_operator', clientId: provider.clientId, label: 'night shift 2026' });
-    await replayUnder(client, grantId);
+    await replayUnder(client, grantId, provider.clientId);
     await client.close();
   });
 
