@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  auth as modernAuth,
   type OAuthClientProvider as ModernOAuthClientProvider,
   type OAuthDiscoveryState,
   StreamableHTTPClientTransport as ModernTransport,
@@ -319,9 +320,9 @@ describe('the MCP SDK client connects by URL, the merchant approving with `hookr
     await client.close();
   });
 
-  it('the 2.x client on 2026-07-28, its https document its client_id: discover → authorize → `grant approve --tier recovery_operator` → token → tools → a replay previewed and executed', async () => {
+  it('the 2.x client on 2026-07-28, its https document its client_id: discover → authorize → `grant approve --tier recovery_operator` → token → tools → a replay previewed and executed → a refresh', async () => {
     const provider = new MemoryProvider({ metadataUrl: tlsDocs.serve('/agent-2026.json', { body: clientDocument() }) });
-    const { client, grantId } = await connectModernByUrl(core, base, provider, async (code) => {
+    const { client, grantId, mcpUrl } = await connectModernByUrl(core, base, provider, async (code) => {
       const approved = await cli('grant', 'approve', code, '--tier', 'recovery_operator', '--ttl', '1d', '--actor', 'Jane Ops', '--label', 'night shift 2026');
       expect(approved.code).toBe(0);
       expect(approved.json.authorization).toMatchObject({ status: 'approved', client: { name: 'Test Agent', verified: false } });
@@ -339,6 +340,12 @@ describe('the MCP SDK client connects by URL, the merchant approving with `hookr
     const grant = (await core.repo.listGrants()).find((g) => g.id === grantId);
     expect(grant).toMatchObject({ tier: 'recovery_operator', clientId: provider.clientId, label: 'night shift 2026' });
     await replayUnder(client, grantId, provider.clientId);
+    // Its refresh from the discovery it kept: the tokens rotate, and the same client goes on with the new one.
+    const before = provider.saved!;
+    expect(await modernAuth(provider, { serverUrl: mcpUrl })).toBe('AUTHORIZED');
+    expect(provider.saved!.refresh_token).not.toBe(before.refresh_token);
+    expect(provider.saved!.access_token).not.toBe(before.access_token);
+    expect((await tool(client, 'search', { query: 'replay', schemas: false })).isError).toBe(false);
     await client.close();
   });
 
