@@ -67,11 +67,11 @@ export function oauthStore(sql: SqlRunner) {
 
     addCode: (row: OAuthCodeRow) => insert(codes.insert(row)),
 
-    /** Uses a code at `now`: the row and whether this was its first use (a later one is a replay); null when unknown. */
-    async useCode(codeHash: string, now: number): Promise<Use<OAuthCodeRow> | null> {
-      const changed = await sql.run('UPDATE oauth_codes SET used_at = ? WHERE code_hash = ? AND used_at IS NULL', [now, codeHash]);
-      const row = await first<OAuthCodeRow>(sql, `SELECT ${codes.select} FROM oauth_codes WHERE code_hash = ?`, [codeHash]);
-      return row && { row, firstUse: changed === 1 };
+    codeByHash: (codeHash: string) => first<OAuthCodeRow>(sql, `SELECT ${codes.select} FROM oauth_codes WHERE code_hash = ?`, [codeHash]),
+
+    /** Spends a code at `now`, once it is verified: true for the one caller that used it first, false when it was used. */
+    async spendCode(codeHash: string, now: number): Promise<boolean> {
+      return (await sql.run('UPDATE oauth_codes SET used_at = ? WHERE code_hash = ? AND used_at IS NULL', [now, codeHash])) === 1;
     },
 
     /** Records issued tokens (an access and a refresh token of one family), in one transaction. */

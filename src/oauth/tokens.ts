@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { GrantRow } from '../../db/types.ts';
-import type { OAuthTokenRow } from '../../db/areas/oauth.ts';
+import type { OAuthCodeRow, OAuthTokenRow } from '../../db/areas/oauth.ts';
 import { API_PREFIX } from '../contract/scopes.ts';
 import type { Repo } from '../../db/repo.ts';
 import type { Core, CoreWith } from '../core.ts';
@@ -67,7 +67,12 @@ function param(form: URLSearchParams, name: string, required = false): string | 
   return all[0] || null;
 }
 
-/** The authorization_code grant: a code used once, for its client, redirect URI, PKCE verifier and resource. */
+/**
+ * The authorization_code grant: a code used once, for its client, redirect URI, PKCE verifier and resource. Only an
+ * exchange that passes every check spends the code (a compare-and-set): one refused leaves it as it was, so a stolen
+ * code without its verifier can neither spoil the rightful client's exchange nor, presented twice, get the grant
+ * revoked. A verified exchange of a code already spent is a replay: what it issued and its grant are revoked.
+ */
 async function exchangeCode(core: Core, form: URLSearchParams): Promise<TokenAnswer> {
   const code = param(form, 'code', true);
   const clientId = param(form, 'client_id', true);
@@ -75,21 +80,25 @@ async function exchangeCode(core: Core, form: URLSearchParams): Promise<TokenAns
   const verifier = param(form, 'code_verifier', true);
   const resource = param(form, 'resource');
   if (!isWellFormedToken(code, 'hro_')) throw invalidGrant('The authorization code is not valid.');
-  const now = core.clock.now();
-  const used = await core.repo.oauth.useCode(sha256Hex(code), now);
-  if (!used) throw invalidGrant('The authorization code is not valid.');
-  const { row } = used;
-  if (!used.firstUse) {
-    await endAuthorization(core, row.familyId, row.grantId, 'authorization code used again');
-    throw invalidGrant('The authorization code was already used; what it issued is revoked.');
-  }
-  if (row.expiresAt <= now) throw invalidGrant('The authorization code has expired.');
+  const row = await core.repo.oauth.codeByHash(sha256Hex(code));
+  if (!row) throw invalidGrant('The authorization code is not valid.');
   if (row.clientId !== clientId) throw invalidGrant('The authorization code was issued to another client.');
   if (row.redirectUri !== redirectUri) throw invalidGrant('redirect_uri does not match the authorization request.');
   if (!/^[A-Za-z0-9._~-]{43,128}$/.test(verifier) || s256(verifier) !== row.codeChallenge) throw invalidGrant('The PKCE code_verifier does not match.');
   if (resource !== null && resource !== row.resource) throw new OAuthError('invalid_target', 'resource does not match the authorization request.');
+  const now = core.clock.now();
+  if (row.usedAt !== null) await replayedCode(core, row);
+  if (row.expiresAt <= now) throw invalidGrant('The authorization code has expired.');
+  // The grant is read before the code is spent: of two verified exchanges at once, the one that spends it is answered.
   const grant = await liveGrant(core, row.grantId, now);
+  if (!(await core.repo.oauth.spendCode(row.codeHash, now))) await replayedCode(core, row);
   return issuePair(core, grant, { familyId: row.familyId, clientId, resource: row.resource }, now);
+}
+
+/** A verified code presented after its exchange: its family and grant end. Always throws invalid_grant. */
+async function replayedCode(core: Core, row: OAuthCodeRow): Promise<never> {
+  await endAuthorization(core, row.familyId, row.grantId, 'authorization code used again');
+  throw invalidGrant('The authorization code was already used; what it issued is revoked.');
 }
 
 /** The refresh_token grant: rotation (a new pair; the old refresh token used); a second use ends the family and the grant. */

@@ -101,6 +101,47 @@ describe('POST /oauth/token: authorization_code', () => {
     expect(audit!.transition).toContain('authorization code used again');
   });
 
+  it('leaves a code untouched by a refused exchange: a stolen code without its verifier neither spends it nor gets the grant revoked', async () => {
+    const a = await authorized(w, clientId);
+    const wrong: Record<string, string>[] = [
+      { code_verifier: 'x'.repeat(43) },
+      { code_verifier: 'short' },
+      { client_id: otherClient },
+      { redirect_uri: 'http://127.0.0.1:9/other' },
+    ];
+    for (const fields of [...wrong, ...wrong]) {
+      const r = await exchange(a, fields);
+      expect(r).toMatchObject({ status: 400, json: { error: 'invalid_grant' } });
+      expect(r.json.error_description).not.toContain('already used');
+    }
+    expect((await exchange(a, { resource: API })).json.error).toBe('invalid_target');
+    const [code] = await rows(w, 'SELECT used_at FROM oauth_codes WHERE grant_id = ?', a.grantId);
+    expect(code!.used_at).toBeNull();
+    expect((await rows(w, 'SELECT revoked_at FROM grants WHERE id = ?', a.grantId))[0]!.revoked_at).toBeNull();
+    expect(await rows(w, "SELECT id FROM audit_log WHERE operation_id = 'oauthToken' AND grant_id = ?", a.grantId)).toEqual([]);
+
+    const rightful = await exchange(a);
+    expect(rightful.status).toBe(200);
+    expect((await mcpStatus(rightful.json.access_token)).status).toBe(200);
+    // Spent now: the thief's wrong verifier is still only a refusal, and the rightful tokens live on.
+    expect((await exchange(a, { code_verifier: 'x'.repeat(43) })).json.error_description).toContain('PKCE');
+    expect((await mcpStatus(rightful.json.access_token)).status).toBe(200);
+  });
+
+  it('gives two verified exchanges at once exactly one win; the other is a replay that revokes the grant', async () => {
+    const a = await authorized(w, clientId);
+    const answers = await Promise.all([exchange(a), exchange(a)]);
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 400]);
+    const won = answers.find((r) => r.status === 200)!.json;
+    const lost = answers.find((r) => r.status === 400)!.json;
+    expect(lost).toMatchObject({ error: 'invalid_grant', error_description: 'The authorization code was already used; what it issued is revoked.' });
+    expect((await rows(w, 'SELECT revoked_at FROM grants WHERE id = ?', a.grantId))[0]!.revoked_at).not.toBeNull();
+    expect((await mcpStatus(won.access_token)).status).toBe(401);
+    expect((await refresh(won.refresh_token)).json.error).toBe('invalid_grant');
+    const audit = await rows(w, "SELECT transition FROM audit_log WHERE operation_id = 'oauthToken' AND grant_id = ?", a.grantId);
+    expect(audit.map((r) => r.transition)).toEqual(['authorization code used again: its tokens and the grant revoked']);
+  });
+
   it('refuses a code for another client, another redirect_uri or another resource, and an expired one', async () => {
     expect((await exchange(await authorized(w, clientId), { client_id: otherClient })).json.error).toBe('invalid_grant');
     expect((await exchange(await authorized(w, clientId), { redirect_uri: 'http://127.0.0.1:9/other' })).json.error).toBe('invalid_grant');
