@@ -2,7 +2,8 @@
  * hookrelay as an OAuth 2.1 authorization server (src/oauth/), written once for both dialects over the thin runner:
  * authorization requests pending a person's decision, authorization codes and access and refresh tokens. Codes and
  * tokens are stored as their SHA-256 only; every state change is a compare-and-set, so of two uses of one code or
- * one refresh token exactly one wins and the other is seen as a reuse.
+ * one refresh token exactly one wins and the other is seen as a reuse. Rows past their time go with the retention sweep
+ * (db/areas/retention.ts).
  */
 import { first, tableRows, type SqlRunner } from '../runner.ts';
 import * as s from '../sqlite/schema.ts';
@@ -18,9 +19,6 @@ const requests = tableRows<OAuthRequestRow>(s.oauthRequests);
 const codes = tableRows<OAuthCodeRow>(s.oauthCodes);
 const tokens = tableRows<OAuthTokenRow>(s.oauthTokens);
 
-/** How long an expired row is kept before it is dropped: a reuse within it is still recognised as one. */
-const KEEP_MS = 24 * 3600_000;
-
 /** What a use of a single-use row found: the row, and whether this use was its first. */
 export interface Use<T> {
   row: T;
@@ -30,16 +28,22 @@ export interface Use<T> {
 export function oauthStore(sql: SqlRunner) {
   const requestBy = (column: 'id' | 'user_code', value: string) =>
     first<OAuthRequestRow>(sql, `SELECT ${requests.select} FROM oauth_requests WHERE ${column} = ?`, [value]);
+  /**
+   * Revokes the tokens whose `column` is `value` at `now`, their expiry brought forward to it (a token already revoked
+   * keeps its first time): a revoked token is checked as revoked before its expiry, and the retention sweep reads
+   * expiry alone (its index) to drop it a day later.
+   */
+  const revokeWhere = (column: 'family_id' | 'grant_id', value: string, now: number) =>
+    sql.run(
+      `UPDATE oauth_tokens SET revoked_at = ?, expires_at = CASE WHEN expires_at > ? THEN ? ELSE expires_at END WHERE ${column} = ? AND revoked_at IS NULL`,
+      [now, now, now, value],
+    );
   const insert = async (q: { sql: string; params: unknown[] }) => {
     await sql.run(q.sql, q.params);
   };
   return {
-    /** Records a pending request; drops requests, codes and tokens that expired more than a day before `now`. */
-    async addRequest(row: OAuthRequestRow): Promise<void> {
-      const cut = row.createdAt - KEEP_MS;
-      for (const table of ['oauth_requests', 'oauth_codes', 'oauth_tokens']) await sql.run(`DELETE FROM ${table} WHERE expires_at < ?`, [cut]);
-      await insert(requests.insert(row));
-    },
+    /** Records a pending request (the retention sweep drops it a day after it expires: db/areas/retention.ts). */
+    addRequest: (row: OAuthRequestRow) => insert(requests.insert(row)),
 
     requestById: (id: string) => requestBy('id', id),
     requestByUserCode: (userCode: string) => requestBy('user_code', userCode),
@@ -89,17 +93,10 @@ export function oauthStore(sql: SqlRunner) {
       return row && { row, firstUse: changed === 1 };
     },
 
-    /** Revokes one token (RFC 7009); a token already revoked keeps its first time. */
-    async revokeToken(tokenHash: string, now: number): Promise<void> {
-      await sql.run('UPDATE oauth_tokens SET revoked_at = ? WHERE token_hash = ? AND revoked_at IS NULL', [now, tokenHash]);
-    },
-
     /** Revokes every token of a family (one code's exchange and its rotations): the rows it changed. */
-    revokeFamily: (familyId: string, now: number) =>
-      sql.run('UPDATE oauth_tokens SET revoked_at = ? WHERE family_id = ? AND revoked_at IS NULL', [now, familyId]),
+    revokeFamily: (familyId: string, now: number) => revokeWhere('family_id', familyId, now),
 
     /** Revokes every token of a grant (the grant revoked). */
-    revokeGrantTokens: (grantId: string, now: number) =>
-      sql.run('UPDATE oauth_tokens SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL', [now, grantId]),
+    revokeGrantTokens: (grantId: string, now: number) => revokeWhere('grant_id', grantId, now),
   };
 }

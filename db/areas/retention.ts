@@ -1,10 +1,11 @@
 /**
  * Retention of every kind of row but raw bodies and Idempotency-Keys (HandoffQueue.sweepExpired), written once for
  * both dialects over the thin runner: events that ended and their attempts, audit rows, intents that ended,
- * requests, failed authentications. Each kind goes in batches of at most `limit` rows, each batch its own short
- * transaction, so a sweep never holds the write lock long enough to stall ingest. Times are cut by id where ids
- * sort by creation (the caller passes `<prefix>_<time>` floors: see src/lib/ids.ts idFloor), so each batch reads
- * the primary key's oldest end. An event still waiting for its handoff is never swept, whatever its age.
+ * requests, failed authentications, and the OAuth server's requests, codes and tokens. Each kind goes in batches of
+ * at most `limit` rows, each batch its own short transaction, so a sweep never holds the write lock long enough to
+ * stall ingest. Times are cut by id where ids sort by creation (the caller passes `<prefix>_<time>` floors: see
+ * src/lib/ids.ts idFloor), so each batch reads the primary key's oldest end; the OAuth rows, keyed by random ids and
+ * hashes, by their expiry index. An event still waiting for its handoff is never swept, whatever its age.
  */
 import { marks, type SqlRunner } from '../runner.ts';
 import { PENDING_OUTCOMES } from '../types.ts';
@@ -26,7 +27,17 @@ export interface RetentionCut {
   limit: number;
 }
 
-export type RetentionSwept = Record<'events' | 'attempts' | 'audit' | 'intents' | 'requests' | 'authFailures', number>;
+export type RetentionSwept = Record<
+  'events' | 'attempts' | 'audit' | 'intents' | 'requests' | 'authFailures' | 'oauthRequests' | 'oauthCodes' | 'oauthTokens',
+  number
+>;
+
+/**
+ * How long the OAuth server's rows outlive their expiry (a revoked token's is its revocation): a code or refresh token presented
+ * again within it is still recognised as a reuse. A refresh token expires with its grant, so a live grant's current
+ * refresh token, and the used ones a thief could replay, stay as long as the grant does.
+ */
+const OAUTH_KEEP_MS = 24 * 3600_000;
 
 const PENDING = PENDING_OUTCOMES.map((o) => `'${o}'`).join(', ');
 
@@ -37,7 +48,7 @@ export function retentionStore(sql: SqlRunner): { sweepRetention(cut: RetentionC
 
 /** One pass over every kind. A kind that filled its batch has more waiting: the caller comes back sooner. */
 async function sweepRetention(sql: SqlRunner, cut: RetentionCut): Promise<RetentionSwept> {
-  const swept: RetentionSwept = { events: 0, attempts: 0, audit: 0, intents: 0, requests: 0, authFailures: 0 };
+  const swept: RetentionSwept = { events: 0, attempts: 0, audit: 0, intents: 0, requests: 0, authFailures: 0, oauthRequests: 0, oauthCodes: 0, oauthTokens: 0 };
 
   const ended = await sql.all<{ id: string }>(`SELECT id FROM events WHERE id < ? AND outcome NOT IN (${PENDING}) ORDER BY id LIMIT ?`, [
     cut.eventsBeforeId,
@@ -69,10 +80,16 @@ async function sweepRetention(sql: SqlRunner, cut: RetentionCut): Promise<Retent
     cut.limit,
   );
   swept.authFailures = await deleteOldest(sql, 'auth_failures', 'at < ?', [cut.authFailuresBefore], cut.limit);
+
+  const oauthCut = cut.now - OAUTH_KEEP_MS;
+  swept.oauthRequests = await deleteOldest(sql, 'oauth_requests', 'expires_at < ?', [oauthCut], cut.limit, { key: 'id', order: 'expires_at' });
+  swept.oauthCodes = await deleteOldest(sql, 'oauth_codes', 'expires_at < ?', [oauthCut], cut.limit, { key: 'code_hash', order: 'expires_at' });
+  // A revoked token's expiry is its revocation (db/areas/oauth.ts): expiry alone says when it goes.
+  swept.oauthTokens = await deleteOldest(sql, 'oauth_tokens', 'expires_at < ?', [oauthCut], cut.limit, { key: 'token_hash', order: 'expires_at' });
   return swept;
 }
 
-/** Deletes at most `limit` rows of `table` matching `where`, oldest ids first, in one statement. */
-function deleteOldest(sql: SqlRunner, table: string, where: string, params: unknown[], limit: number): Promise<number> {
-  return sql.run(`DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE ${where} ORDER BY id LIMIT ?)`, [...params, limit]);
+/** Deletes at most `limit` rows of `table` matching `where`, oldest first (by `order`, ids by default), in one statement. */
+function deleteOldest(sql: SqlRunner, table: string, where: string, params: unknown[], limit: number, by = { key: 'id', order: 'id' }): Promise<number> {
+  return sql.run(`DELETE FROM ${table} WHERE ${by.key} IN (SELECT ${by.key} FROM ${table} WHERE ${where} ORDER BY ${by.order} LIMIT ?)`, [...params, limit]);
 }
