@@ -61,7 +61,7 @@ const list = defineCommand({
 });
 
 const revoke = defineCommand({
-  meta: { name: 'revoke', description: 'Revoke a grant now', examples: ['hookrelay grant revoke grt_…'] },
+  meta: { name: 'revoke', description: 'Revoke a grant now', examples: ['hookrelay grant revoke gr_…'] },
   args: { grantId: { type: 'positional', required: true, description: 'Grant id (gr_…)' }, ...actorArg, ...storageArgs },
   run: ({ args }) => {
     const actor = humanActor(args.actor);
