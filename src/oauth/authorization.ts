@@ -58,13 +58,16 @@ const CODE_TTL_MS = 60_000;
 const STATE_MAX_LENGTH = 512;
 /** The user code's letters: consonants only (no words, no 0/O, 1/I confusions), 20^8 codes. */
 const USER_CODE_LETTERS = 'BCDFGHJKLMNPQRSTVWXZ';
+/** The hosts of loopback IP redirect URIs, as URL spells them. */
+const LOOPBACK_IPS = ['127.0.0.1', '[::1]'];
 
 const notRedirectable = (error: string, why: string) => new OAuthError(error, why, false);
 const redirectable = (error: string, why: string) => new OAuthError(error, why, true);
 
 /**
  * Validates an /oauth/authorize query and records the pending request: the client's metadata document fetched
- * (src/oauth/client-metadata.ts), `redirect_uri` one of its redirect URIs exactly, `response_type=code`, PKCE S256,
+ * (src/oauth/client-metadata.ts), `redirect_uri` one of its redirect URIs exactly (a loopback IP one on any port),
+ * `response_type=code`, PKCE S256,
  * `resource` one of the two canonical resources, `scope` within the ten scopes (absent or only `offline_access`: the
  * observer tier's). Throws OAuthError: not redirectable
  * while the client or its redirect URI cannot be trusted (an error page), redirectable after (redirect with error).
@@ -80,7 +83,7 @@ export async function startAuthorization(core: Core, query: URLSearchParams): Pr
   const client = await clientMetadata(core, clientId);
   const redirectUri = one('redirect_uri', notRedirectable);
   if (!redirectUri) throw notRedirectable('invalid_request', 'redirect_uri is required.');
-  if (!client.redirectUris.includes(redirectUri)) {
+  if (!client.redirectUris.some((listed) => redirectMatches(listed, redirectUri))) {
     throw notRedirectable('invalid_request', 'redirect_uri is not one of the redirect_uris of the client’s metadata document.');
   }
   const state = one('state', redirectable);
@@ -119,6 +122,20 @@ export async function startAuthorization(core: Core, query: URLSearchParams): Pr
   };
   await core.repo.oauth.addRequest(row);
   return view(row, now);
+}
+
+/**
+ * Whether `asked` is the document's `listed` redirect URI: the same string, or for a loopback IP redirect
+ * (`http://127.0.0.1:{port}/…`, `http://[::1]:{port}/…`) the same but for its port, which OAuth 2.1 (§8.4.2, RFC 8252
+ * §7.3) requires be allowed to vary: a native client listens on whatever port the system gives it.
+ */
+function redirectMatches(listed: string, asked: string): boolean {
+  if (listed === asked) return true;
+  if (!URL.canParse(listed) || !URL.canParse(asked)) return false;
+  const [a, b] = [new URL(listed), new URL(asked)];
+  if (a.protocol !== 'http:' || !LOOPBACK_IPS.includes(a.hostname)) return false;
+  a.port = b.port;
+  return a.href === b.href;
 }
 
 /** By id or by user code (case-insensitive, dash optional); null when unknown. An expired request reads 'expired'. */

@@ -66,6 +66,30 @@ describe('startAuthorization', () => {
     expect(err.description).toContain('redirect_uris');
   });
 
+  it('takes a loopback IP redirect_uri on any port (OAuth 2.1 §8.4.2), and nothing else that differs from the document', async () => {
+    const start = (id: string, redirect_uri: string) => startAuthorization(w.core, authorizeQuery(w, id, pkce().challenge, { redirect_uri }));
+    const onPort = await start(clientId, 'http://127.0.0.1:51234/callback');
+    expect(onPort.redirectUri).toBe('http://127.0.0.1:51234/callback');
+    await approveAuthorization(w.core, w.human, onPort.userCode, { tier: 'observer', ttl: '1d' });
+    expect(await finishAuthorization(w.core, onPort.id)).toStartWith('http://127.0.0.1:51234/callback?code=hro_');
+    const v6 = w.serve('/v6.json', { body: clientDocument(['http://[::1]/callback', 'https://agent.example/cb']) });
+    expect((await start(v6, 'http://[::1]:40000/callback')).redirectUri).toBe('http://[::1]:40000/callback');
+    for (const [id, redirect] of [
+      [clientId, 'http://127.0.0.1:51234/other'],
+      [clientId, 'http://localhost:9/callback'],
+      [clientId, 'http://x@127.0.0.1:51234/callback'],
+      [clientId, 'https://127.0.0.1:9/callback'],
+      [clientId, 'http://127.0.0.1:51234/callback?next=1'],
+      [v6, 'https://agent.example:8443/cb'],
+      [v6, 'not a url'],
+    ] as const) {
+      expect({ redirect, error: (await thrown(start(id, redirect))).description }).toEqual({
+        redirect,
+        error: 'redirect_uri is not one of the redirect_uris of the client’s metadata document.',
+      });
+    }
+  });
+
   it('refuses a missing client_id and a repeated redirect_uri as error pages', async () => {
     expect(await thrown(startAuthorization(w.core, authorizeQuery(w, clientId, pkce().challenge, { client_id: null })))).toMatchObject({
       error: 'invalid_request',
