@@ -58,8 +58,11 @@ const CODE_TTL_MS = 60_000;
 const STATE_MAX_LENGTH = 512;
 /** The user code's letters: consonants only (no words, no 0/O, 1/I confusions), 20^8 codes. */
 const USER_CODE_LETTERS = 'BCDFGHJKLMNPQRSTVWXZ';
-/** The hosts of loopback IP redirect URIs, as URL spells them. */
-const LOOPBACK_IPS = ['127.0.0.1', '[::1]'];
+/**
+ * The hosts of loopback redirect URIs, as URL spells them: the IP literals OAuth 2.1 names, and `localhost`, which
+ * MCP clients in the field (Claude Code, VS Code) list in their documents and then listen on an ephemeral port of.
+ */
+const LOOPBACK_HOSTS = ['127.0.0.1', '[::1]', 'localhost'];
 
 const notRedirectable = (error: string, why: string) => new OAuthError(error, why, false);
 const redirectable = (error: string, why: string) => new OAuthError(error, why, true);
@@ -125,15 +128,16 @@ export async function startAuthorization(core: Core, query: URLSearchParams): Pr
 }
 
 /**
- * Whether `asked` is the document's `listed` redirect URI: the same string, or for a loopback IP redirect
- * (`http://127.0.0.1:{port}/…`, `http://[::1]:{port}/…`) the same but for its port, which OAuth 2.1 (§8.4.2, RFC 8252
- * §7.3) requires be allowed to vary: a native client listens on whatever port the system gives it.
+ * Whether `asked` is the document's `listed` redirect URI: the same string, or for a loopback redirect
+ * (`http://127.0.0.1:{port}/…`, `http://[::1]:{port}/…`, `http://localhost:{port}/…`) the same but for its port, which
+ * OAuth 2.1 (§8.4.2, RFC 8252 §7.3) requires be allowed to vary: a native client listens on whatever port the system
+ * gives it. The host itself must be the listed one.
  */
 function redirectMatches(listed: string, asked: string): boolean {
   if (listed === asked) return true;
   if (!URL.canParse(listed) || !URL.canParse(asked)) return false;
   const [a, b] = [new URL(listed), new URL(asked)];
-  if (a.protocol !== 'http:' || !LOOPBACK_IPS.includes(a.hostname)) return false;
+  if (a.protocol !== 'http:' || !LOOPBACK_HOSTS.includes(a.hostname)) return false;
   a.port = b.port;
   return a.href === b.href;
 }

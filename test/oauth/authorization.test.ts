@@ -66,7 +66,7 @@ describe('startAuthorization', () => {
     expect(err.description).toContain('redirect_uris');
   });
 
-  it('takes a loopback IP redirect_uri on any port (OAuth 2.1 §8.4.2), and nothing else that differs from the document', async () => {
+  it('takes a loopback redirect_uri on any port (OAuth 2.1 §8.4.2; localhost too), and nothing else that differs from the document', async () => {
     const start = (id: string, redirect_uri: string) => startAuthorization(w.core, authorizeQuery(w, id, pkce().challenge, { redirect_uri }));
     const onPort = await start(clientId, 'http://127.0.0.1:51234/callback');
     expect(onPort.redirectUri).toBe('http://127.0.0.1:51234/callback');
@@ -74,6 +74,8 @@ describe('startAuthorization', () => {
     expect(await finishAuthorization(w.core, onPort.id)).toStartWith('http://127.0.0.1:51234/callback?code=hro_');
     const v6 = w.serve('/v6.json', { body: clientDocument(['http://[::1]/callback', 'https://agent.example/cb']) });
     expect((await start(v6, 'http://[::1]:40000/callback')).redirectUri).toBe('http://[::1]:40000/callback');
+    const named = w.serve('/localhost.json', { body: clientDocument(['http://localhost:3118/callback']) });
+    expect((await start(named, 'http://localhost:49152/callback')).redirectUri).toBe('http://localhost:49152/callback');
     for (const [id, redirect] of [
       [clientId, 'http://127.0.0.1:51234/other'],
       [clientId, 'http://localhost:9/callback'],
@@ -82,6 +84,8 @@ describe('startAuthorization', () => {
       [clientId, 'http://127.0.0.1:51234/callback?next=1'],
       [v6, 'https://agent.example:8443/cb'],
       [v6, 'not a url'],
+      [named, 'http://127.0.0.1:49152/callback'],
+      [named, 'http://localhost.evil.example:49152/callback'],
     ] as const) {
       expect({ redirect, error: (await thrown(start(id, redirect))).description }).toEqual({
         redirect,
