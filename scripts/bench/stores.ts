@@ -9,7 +9,8 @@
  * and createEndpoint, as `init` and the API make them, without HTTP; SQLite with synchronous NORMAL while seeding).
  * The fake Shopify host (test/fixtures/fake-shopify.ts) runs in this process: every store its own shop domain
  * (HOOKRELAY_SHOPIFY_ADMIN_URL=…/{shop}), its own cost bucket (100 points restoring 10 a second: a handoff of 10
- * points, one a second) and client-credentials tokens that expire after TOKEN_TTL_S.
+ * points, one a second) and client-credentials tokens that expire after an hour. Each store is seeded with a token
+ * obtained at a random point of the last 45 minutes, so renewals fall due during the run, spread.
  *
  * serve runs as its own process (scripts/bench/stores-serve.ts: openCore + startServer as `hookrelay serve`, pinned
  * to core 0, statements counted inside it); on PostgreSQL two of them share the database.
@@ -88,8 +89,10 @@ const COST = 10;
 const BUDGET_PER_S = BUCKET.restoreRate / COST;
 const HOT = 10;
 const HOT_FACTOR = 10;
-/** Client-credentials tokens live this long (renewed at 3/4): renewals happen inside a few minutes of traffic. */
-const TOKEN_TTL_S = 120;
+/** Client-credentials tokens live an hour here (as the `oauth` mode's expiring offline tokens): renewed after 45 minutes. */
+const TOKEN_TTL_S = 3600;
+/** The token the stores are seeded with: the fake accepts it as its static token (random per run, never printed). */
+const SEEDED_TOKEN = `shpat_${randomBytes(16).toString('hex')}`;
 const STEADY_WARMUP_S = 30;
 const GOAL = { quietCpuPct: 2, quietRssMiB: 150, quietP99Ms: 2000, hotShare: 0.95 };
 
@@ -124,6 +127,24 @@ async function seed(core: Core, n: number): Promise<Seeded[]> {
       const made = await createEndpoint(ctx, { body: { triggerVariant: 'order', resourceIdPath: 'order.id', name: 'bench' } } as Parameters<
         typeof createEndpoint
       >[1]);
+      // An installed store holds a token already: obtained at some point of the last 3/4 of its life (so the
+      // renewals of 10,000 stores fall due spread, as they do once a deployment has run a while).
+      const obtainedAt = Date.now() - Math.floor(Math.random() * TOKEN_TTL_S * 750);
+      await core.repo.links.takeRenewal(store.id, 'seed', obtainedAt, obtainedAt + 60_000);
+      await core.repo.links.saveToken(
+        store.id,
+        'seed',
+        {
+          sealed: core.box.seal(SEEDED_TOKEN),
+          expiresAt: obtainedAt + TOKEN_TTL_S * 1000,
+          obtainedAt,
+          scope: null,
+          clientId: CLIENT_ID,
+          refreshSealed: null,
+          refreshExpiresAt: null,
+        },
+        obtainedAt,
+      );
       out[i] = { shop, storeId: store.id, endpointId: made.endpoint.id, secret: made.secret, header: made.endpoint.auth.headerName };
     }
   };
@@ -198,11 +219,13 @@ interface Sample {
   cpu: number | null;
   rss: number | null;
   statements: number;
+  /** The instance's most executed statements since it started (text, count). */
+  top: [string, number][];
 }
 
 function sample(i: Instance): Sample {
-  const s = JSON.parse(readFileSync(i.statsFile, 'utf8')) as { at: number; statements: number };
-  return { at: Date.now(), cpu: cpuSeconds(i.child.pid), rss: rssMiB(i.child.pid), statements: s.statements };
+  const s = JSON.parse(readFileSync(i.statsFile, 'utf8')) as { at: number; statements: number; top: [string, number][] };
+  return { at: Date.now(), cpu: cpuSeconds(i.child.pid), rss: rssMiB(i.child.pid), statements: s.statements, top: s.top };
 }
 
 /** One minute (or any span) of an instance: its CPU as % of a core, RSS at the end, statements per minute. */
@@ -232,7 +255,11 @@ async function run(backend: string, n: number) {
   const instances = backend === 'postgres' ? 2 : 1;
   if (backend === 'postgres') process.env.HOOKRELAY_SECRET_KEY ??= randomBytes(32).toString('hex');
   const storage = backend === 'postgres' ? await postgresStorage(n) : await sqliteStorage(dir);
-  const host = startFakeShopifyHost({ app: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, tokenTtlSeconds: TOKEN_TTL_S }, bucket: BUCKET });
+  const host = startFakeShopifyHost({
+    app: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, tokenTtlSeconds: TOKEN_TTL_S },
+    token: SEEDED_TOKEN,
+    bucket: BUCKET,
+  });
   const live: Instance[] = [];
   try {
     const t0 = performance.now();
@@ -387,6 +414,8 @@ async function run(backend: string, n: number) {
       rssMiB: steadySpans.map((s) => round(s.rssMiB, 1)),
       statementsPerMin: Math.round(steadySpans.reduce((t, s) => t + s.statementsPerMin, 0)),
       tokenRequests: steadyTokens,
+      /** The first instance's most executed statements over its life (the quiet half after the restart, then this). */
+      topStatements: steadyMarks[0]!.top,
     };
     log(`stores ${backend} ${n}: steady ${JSON.stringify(steady)}`);
     await stopAll([...live]);
