@@ -27,7 +27,7 @@
  */
 import { Database } from 'bun:sqlite';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -418,6 +418,14 @@ async function run(backend: string, n: number) {
       topStatements: steadyMarks[0]!.top,
     };
     log(`stores ${backend} ${n}: steady ${JSON.stringify(steady)}`);
+    if ([...statuses.keys()].some((k) => k !== 202)) {
+      // What serve said of the answers that were not 202 (its own log lines: never a secret or a body).
+      const errors = readdirSync(dir)
+        .filter((f) => f.startsWith('serve-'))
+        .flatMap((f) => readFileSync(join(dir, f), 'utf8').split('\n'))
+        .filter((l) => /error|unhandled/i.test(l));
+      for (const l of errors.slice(0, 10)) log(`  serve: ${l.slice(0, 400)}`);
+    }
     await stopAll([...live]);
     return { backend, stores: n, instances, seedSeconds: round(seedS, 1), quiet, steady };
   } finally {
