@@ -336,7 +336,8 @@ async function run(backend: string, n: number) {
         startedAt = m;
       }
     }
-    const settled = minutes.filter((x) => !x.afterStart);
+    // Minutes without a start in them; a run too short to have one (--quiet-minutes=1) is judged on all it has.
+    const settled = minutes.some((x) => !x.afterStart) ? minutes.filter((x) => !x.afterStart) : minutes;
     const quiet = {
       minutes,
       cpuPctMax: round(Math.max(...settled.flatMap((x) => x.cpuPct)), 2),
