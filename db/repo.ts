@@ -84,6 +84,8 @@ export interface HandoffQueue {
    * them on the meter in the same transaction. Returns how many.
    */
   releaseHeld(storeId: string, capacity: { meter: string; periodStart: number; hardLimit: number }, now: number): Promise<number>;
+  /** The stores that have `held` events now (the worker releases only theirs, not every store's each second). */
+  storesWithHeld(): Promise<string[]>;
   /** The retained body, for replay only; never returned by any read. */
   getEventBody(eventId: string): Promise<Uint8Array | null>;
 }
@@ -302,7 +304,7 @@ export type SharedAreas = AdminStore &
   EventReads &
   IntentStore &
   IdempotencyStore &
-  Pick<HandoffQueue, 'nextDueAt'> &
+  Pick<HandoffQueue, 'nextDueAt' | 'storesWithHeld'> &
   ConfirmationStore &
   AlertStore &
   RetentionStore & {

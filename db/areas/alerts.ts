@@ -47,6 +47,12 @@ export interface AlertStore {
    * `recovered` phase in one transaction. `detail` replaces the stored facts when given. True when this call did.
    */
   recoverAlert(storeId: string, alertId: string, at: number, detail: string | null): Promise<boolean>;
+  /**
+   * The stores a sweep has a condition to look at, besides those with an alert open, a pause or an uninstall: an
+   * active endpoint with a silence watch, or a failed authentication at or after `since`. One statement, so a
+   * sweep over thousands of stores reads only the few with something to watch.
+   */
+  storesToWatch(since: number): Promise<string[]>;
   /** Open alerts: the store's, or every store's; oldest raised first. */
   listOpenAlerts(storeId?: string): Promise<AlertRow[]>;
   /** The store's alerts open now or recovered at or after `since`, newest raised first, at most `limit`. */
@@ -97,6 +103,15 @@ export function alertStore(sql: SqlRunner): AlertStore {
       ]);
       return recovered.ok;
     },
+
+    storesToWatch: async (since) =>
+      (
+        await sql.all<{ id: string }>(
+          `SELECT store_id AS id FROM endpoints WHERE status = 'active' AND expected_every_ms IS NOT NULL
+           UNION SELECT store_id AS id FROM auth_failures WHERE at >= ?`,
+          [since],
+        )
+      ).map((r) => r.id),
 
     listOpenAlerts: (storeId) =>
       storeId

@@ -51,7 +51,7 @@ function eventFilter(f: EventFilter): { where: string; params: unknown[] } {
 type Backlog = { backlog: number; oldest: number | null };
 const backlogOf = (row: Backlog | null) => ({ backlog: row?.backlog ?? 0, oldestReceivedAt: row?.oldest ?? null });
 
-export function eventReads(sql: SqlRunner): EventReads & Pick<HandoffQueue, 'nextDueAt'> {
+export function eventReads(sql: SqlRunner): EventReads & Pick<HandoffQueue, 'nextDueAt' | 'storesWithHeld'> {
   const eventRows = async (q: string, params: unknown[]) => (await sql.all(q, params)).map(events.decode);
   return {
     listEvents: (f) => {
@@ -135,6 +135,15 @@ export function eventReads(sql: SqlRunner): EventReads & Pick<HandoffQueue, 'nex
           [],
         )
       )?.at ?? null,
+
+    /** One statement a pass however many stores there are: an index seek per store (events_store_outcome_idx). */
+    storesWithHeld: async () =>
+      (
+        await sql.all<{ id: string }>(
+          "SELECT id FROM stores WHERE EXISTS (SELECT 1 FROM events WHERE events.store_id = stores.id AND events.outcome = 'held')",
+          [],
+        )
+      ).map((r) => r.id),
   };
 }
 

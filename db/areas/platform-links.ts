@@ -97,9 +97,18 @@ const tokenParams = (t: ObtainedToken, now: number) => [
   now,
 ];
 
+/**
+ * The budget model, the renewal lease and the answered API version are bookkeeping of sends, written for nearly
+ * every send of a store (the version once per store and process): on SQLite they commit without an fsync of their
+ * own (the next receipt's commit syncs them). A power cut that loses one costs a THROTTLED answer (the platform's
+ * report replaces the model), a lease that runs out or a version noted again; never an acknowledged event, nor a
+ * token (saveToken stays synced).
+ */
+const RELAXED = { relaxed: true };
+
 export function platformLinkStore(sql: SqlRunner): PlatformLinkStore {
   const ensure = (storeId: string, now: number) =>
-    sql.run('INSERT INTO platform_links (store_id, updated_at) VALUES (?, ?) ON CONFLICT (store_id) DO NOTHING', [storeId, now]);
+    sql.run('INSERT INTO platform_links (store_id, updated_at) VALUES (?, ?) ON CONFLICT (store_id) DO NOTHING', [storeId, now], RELAXED);
   return {
     async get(storeId: string) {
       return (await sql.all<PlatformLinkRow>(`SELECT ${COLUMNS} FROM platform_links WHERE store_id = ?`, [storeId]))[0] ?? null;
@@ -115,6 +124,7 @@ export function platformLinkStore(sql: SqlRunner): PlatformLinkStore {
         `UPDATE platform_links SET renewal_lease_until = ?, renewal_owner = ?, updated_at = ?
        WHERE store_id = ? AND (renewal_lease_until IS NULL OR renewal_lease_until <= ? OR renewal_owner = ?)`,
         [until, owner, now, storeId, now, owner],
+        RELAXED,
       );
       return changed === 1;
     },
@@ -132,6 +142,7 @@ export function platformLinkStore(sql: SqlRunner): PlatformLinkStore {
         `UPDATE platform_links SET renewal_lease_until = NULL, renewal_owner = NULL, last_renewal_error = COALESCE(?, last_renewal_error), updated_at = ?
        WHERE store_id = ? AND renewal_owner = ?`,
         [code, now, storeId, owner],
+        RELAXED,
       );
     },
 
@@ -156,12 +167,11 @@ export function platformLinkStore(sql: SqlRunner): PlatformLinkStore {
 
     async noteApiVersion(storeId: string, version: string, now: number) {
       await ensure(storeId, now);
-      await sql.run('UPDATE platform_links SET answered_api_version = ?, answered_api_version_at = ?, updated_at = ? WHERE store_id = ?', [
-        version,
-        now,
-        now,
-        storeId,
-      ]);
+      await sql.run(
+        'UPDATE platform_links SET answered_api_version = ?, answered_api_version_at = ?, updated_at = ? WHERE store_id = ?',
+        [version, now, now, storeId],
+        RELAXED,
+      );
     },
 
     async pause(storeId: string, p: PendingPause, now: number, probes: number, nextProbeAt: number) {
@@ -202,6 +212,7 @@ export function platformLinkStore(sql: SqlRunner): PlatformLinkStore {
         `UPDATE platform_links SET budget_available = ?, budget_at = ?, budget_horizon = ?, budget_version = budget_version + 1
        WHERE store_id = ? AND budget_version = ?`,
         [available, at, horizon, storeId, version],
+        RELAXED,
       );
       return changed === 1;
     },
@@ -212,6 +223,7 @@ export function platformLinkStore(sql: SqlRunner): PlatformLinkStore {
         `UPDATE platform_links SET budget_max = ?, budget_available = ?, budget_rate = ?, budget_cost = ?, budget_at = ?,
          budget_version = budget_version + 1 WHERE store_id = ?`,
         [b.max, b.available, b.rate, b.cost, at, storeId],
+        RELAXED,
       );
     },
 

@@ -378,7 +378,10 @@ export function pgRepo(pool: pg.Pool, url: string, schema?: string, timeouts: Pg
       else want.set(key, { storeId: p.event.storeId, ...p.capacity, n: 1 });
     }
     const granted = new Map<string, number>();
-    for (const [key, w] of want) {
+    // Meter rows locked in one order (by key), not the receipts' arrival order: two instances committing receipts
+    // of the same stores would otherwise each hold a row the other waits for, and PostgreSQL fails one commit
+    // (deadlock detected), all its receipts with it.
+    for (const [key, w] of [...want].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       await c.query('INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES ($1, $2, $3, 0) ON CONFLICT DO NOTHING', [
         w.storeId,
         w.meter,

@@ -46,9 +46,21 @@ const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
 const keep = argv.includes('--keep');
 const flag = (name: string) => argv.find((x) => x.startsWith(`--${name}=`))?.split('=')[1];
-/** `--only=ingest,durability,handoff,budget,reads,resources` runs just those parts of the full run (durability needs ingest). */
+/**
+ * `--only=ingest,durability,handoff,budget,reads,resources,stores` runs just those parts of the full run (durability
+ * needs ingest). `stores` (scripts/bench/stores.ts, most of an hour) runs only when named.
+ */
+const PARTS = ['ingest', 'durability', 'handoff', 'budget', 'reads', 'resources', 'stores'];
 const only = flag('only')?.split(',');
-const wants = (part: string) => !only || only.includes(part);
+const unknownParts = only?.filter((p) => !PARTS.includes(p)) ?? [];
+if (only && (unknownParts.length || !only.length)) {
+  // A misspelt part would otherwise run nothing and exit 0, as if measured.
+  process.stderr.write(`--only: no part named ${unknownParts.map((p) => `'${p}'`).join(', ') || "''"}; name one or more of ${PARTS.join(', ')}\n`);
+  process.exit(2);
+}
+const wants = (part: string) => (!only ? part !== 'stores' : only.includes(part));
+/** Passed on to the stores part as they are (scripts/bench/stores.ts reads them). */
+const STORES_FLAGS = argv.filter((x) => /^--(stores|quiet-minutes|steady-minutes|backends)=/.test(x));
 /** `--relay-thread=1`: the SQLite ingest commits and hands off on a relay thread (serve with HOOKRELAY_RELAY_THREAD=on). */
 const RELAY_THREAD = flag('relay-thread') ?? '0';
 const SERVER = join(ROOT, 'scripts/bench/server.ts');
@@ -370,6 +382,19 @@ async function budget() {
   return { exitCode: code, results: doc.results ?? [] };
 }
 
+/** The stores part: what thousands of quiet stores cost, and one store's backlog against the others' (scripts/bench/stores.ts). */
+async function stores() {
+  const proc = Bun.spawn(['bun', join(ROOT, 'scripts/bench/stores.ts'), '--json', ...STORES_FLAGS], {
+    cwd: ROOT,
+    stdout: 'pipe',
+    stderr: 'inherit',
+    env: process.env,
+  });
+  const [out, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+  const doc = JSON.parse(out.trim().split('\n').pop() || '{}') as { results?: unknown[]; targets?: Verdict[]; config?: unknown };
+  return { exitCode: code, config: doc.config ?? null, results: doc.results ?? [], targets: doc.targets ?? [] };
+}
+
 const OPTIONAL_READS = [
   ['setup state', '/agent/v1/setup-state'],
   ['plan usage', '/agent/v1/plan-usage'],
@@ -655,6 +680,7 @@ function verdictsIngest(r: any, out: Verdict[]) {
 }
 
 function verdictsRest(r: any, out: Verdict[]) {
+  out.push(...(r.stores?.targets ?? []));
   for (const b of r.budget?.results ?? []) {
     out.push({
       target: `handoff within a cost budget (${b.setup}, ${b.instances} instance${b.instances > 1 ? 's' : ''}): drain <= 1.15x the budget's ideal time, THROTTLED <= 3% of sends`,
@@ -785,6 +811,21 @@ function tableIngest(r: any, row: Row, lat: (x: any) => string) {
 }
 
 function tableRest(r: any, row: Row, lat: (x: any) => string) {
+  for (const x of r.stores?.results ?? []) {
+    const at = `${x.backend}${x.instances > 1 ? ` ×${x.instances}` : ''}, ${x.stores.toLocaleString('en')} stores`;
+    const q = x.quiet;
+    row(
+      'stores',
+      `quiet ${q.minutes.length} min, ${at}`,
+      `serve CPU ${q.cpuPctMax}% max minute (${q.startupMinuteCpuPct}% the minute after a start), RSS ${q.rssMiBMax} MiB, ${q.statementsPerMinSettled.toLocaleString('en')} statements/min, token requests per minute ${q.tokenRequests.join(' ')}`,
+    );
+    const st = x.steady;
+    row(
+      'stores',
+      `steady ${st.minutes} min, ${at}: ${st.ratePerS} events/s, 10 hot stores at 10x their budget`,
+      `quiet stores 202→handoff p50 ${st.quietP50Ms} ms, p99 ${st.quietP99Ms} ms; hot stores ${st.hotShareMin} of budget (min); serve CPU ${st.cpuPct.join(' + ')}%, ${st.statementsPerMin.toLocaleString('en')} statements/min`,
+    );
+  }
   if (r.handoff) {
     row(
       'handoff',
@@ -931,6 +972,7 @@ async function main() {
     if (wants('budget')) results.budget = await budget();
     if (wants('reads')) results.reads = await reads();
     if (wants('resources')) results.resources = await resources();
+    if (wants('stores')) results.stores = await stores();
   }
   results.targets = verdicts(results);
   results.seconds = round((performance.now() - started) / 1000, 1);

@@ -111,9 +111,13 @@ export class AlertWatch {
     const result: SweepResult = { raised: 0, recovered: 0, handoffs: { pending: 0, delivered: 0, failed: 0, skipped: 0 } };
     const paused = await repo.links.listPaused();
     const links = new Map(paused.map((l) => [l.storeId, l]));
-    const open = await repo.listOpenAlerts();
-    for (const store of await repo.listStores()) {
-      const mine = open.filter((a) => a.storeId === store.id);
+    const open = Map.groupBy(await repo.listOpenAlerts(), (a) => a.storeId);
+    // Only a store with something to look at can raise or recover (evaluate() finds nothing in the others): read
+    // once for every store, rather than two queries each for thousands of quiet stores.
+    const watched = new Set(await repo.storesToWatch(now - ALERTS.authBurst.windowMs));
+    const looked = (s: StoreRow) => watched.has(s.id) || open.has(s.id) || links.get(s.id)?.pauseReason === 'credentials' || s.uninstalledAt != null;
+    for (const store of (await repo.listStores()).filter(looked)) {
+      const mine = open.get(store.id) ?? [];
       const { conditions, endpoints, lastReceipt } = await this.evaluate(store, links.get(store.id) ?? null, new Set(mine.map((a) => a.openKey!)), now);
       const openKeys = new Set(mine.map((a) => a.openKey));
       for (const [key, c] of conditions) {

@@ -38,8 +38,13 @@ export class EndpointRowsCache<T extends { loadedAt: number }> {
     const row = await this.core.repo.getEndpointById(id);
     const store = row ? await this.core.repo.getStore(row.storeId) : null;
     const live = row && store ? this.make(row, store, now) : null;
-    if (this.map.size >= this.maxEntries) this.map.clear();
-    if (live) this.map.set(id, live);
+    // Kept in load order: full, the entry loaded longest ago goes (the likeliest to be stale anyway), never the
+    // whole map (with as many endpoints as entries, every reload would empty it, and every receipt read storage).
+    this.map.delete(id);
+    if (live) {
+      if (this.map.size >= this.maxEntries) this.map.delete(this.map.keys().next().value!);
+      this.map.set(id, live);
+    }
     return live;
   }
 

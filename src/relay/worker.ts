@@ -302,19 +302,19 @@ export class HandoffWorker {
       if (list) list.push(d);
       else byStore.set(d.store.id, [d]);
     }
-    const queues: DueEvent[][] = [];
     const waiting: AttemptResult[] = [];
-    for (const [storeId, list] of byStore) {
-      const destination = this.destinationOf(list[0]!.store);
-      if (!destination.pace || this.pauses.waitUntil(storeId) != null) {
-        queues.push(list);
-        continue;
-      }
-      // A budget that cannot be read must not stop the store: everything goes, and THROTTLED replies say the rest.
-      const { granted, later } = await destination.pace(list[0]!.store, list.length).catch(() => ({ granted: list.length, later: [] as number[] }));
-      queues.push(list.slice(0, granted));
-      for (const [k, d] of list.slice(granted).entries()) waiting.push(this.unsent(d.event, d.store, d.event.attempts + 1, later[k]!, []));
-    }
+    // Each store's budget is its own (compare-and-set per store): read and spent for all the round's stores at once,
+    // not one after another (a round of a few hundred quiet stores would wait that many round trips on PostgreSQL).
+    const queues = await Promise.all(
+      [...byStore].map(async ([storeId, list]) => {
+        const destination = this.destinationOf(list[0]!.store);
+        if (!destination.pace || this.pauses.waitUntil(storeId) != null) return list;
+        // A budget that cannot be read must not stop the store: everything goes, and THROTTLED replies say the rest.
+        const { granted, later } = await destination.pace(list[0]!.store, list.length).catch(() => ({ granted: list.length, later: [] as number[] }));
+        for (const [k, d] of list.slice(granted).entries()) waiting.push(this.unsent(d.event, d.store, d.event.attempts + 1, later[k]!, []));
+        return list.slice(0, granted);
+      }),
+    );
     const send: DueEvent[] = [];
     for (let k = 0; queues.some((q) => k < q.length); k++) for (const q of queues) if (k < q.length) send.push(q[k]!);
     return { send, waiting };
@@ -416,9 +416,10 @@ export class HandoffWorker {
    */
   private async triggersWithoutWorkflow(due: DueEvent[]): Promise<Set<string>> {
     const out = new Set<string>();
-    for (const store of new Map(due.map((d) => [d.store.id, d.store])).values()) {
-      for (const handle of await platformOf(store.destination).withoutWorkflow(this.core.repo, store.id)) out.add(`${store.id}\u0000${handle}`);
-    }
+    // Read for all the round's stores at once, not one round trip after another.
+    const stores = [...new Map(due.map((d) => [d.store.id, d.store])).values()];
+    const handles = await Promise.all(stores.map((store) => platformOf(store.destination).withoutWorkflow(this.core.repo, store.id)));
+    for (const [i, store] of stores.entries()) for (const handle of handles[i]!) out.add(`${store.id}\u0000${handle}`);
     return out;
   }
 

@@ -119,6 +119,30 @@ describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL', () => {
     }
   });
 
+  it('commits holding receipts of the same stores in opposite orders never deadlock: meter rows are locked in one order', async () => {
+    const [a, b] = await pair();
+    const OTHER = 'st_01jz0000000000000000000001';
+    const EP2 = 'ep_01jz0000000000000000000001';
+    try {
+      await a.insertStore(storeRow({ id: OTHER, shopDomain: 'other.myshopify.com', plan: 'free', createdAt: T0 }));
+      await a.insertEndpoint(endpoint({ id: EP2, storeId: OTHER, createdAt: T0, updatedAt: T0 }), {});
+      const capacity = { meter: 'accepted_events', periodStart: T0, hardLimit: 1000 };
+      const of = (storeId: string, endpointId: string) => {
+        const r = receipt(null, capacity);
+        return { ...r, event: { ...r.event, storeId, endpointId } };
+      };
+      const results = await Promise.allSettled(
+        Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).commitIngest(i % 2 ? [of(STORE, EP), of(OTHER, EP2)] : [of(OTHER, EP2), of(STORE, EP)], [])),
+      );
+      expect(results.flatMap((r) => (r.status === 'rejected' ? [String(r.reason).slice(0, 120)] : []))).toEqual([]);
+      expect((await b.getUsage(STORE, T0)).accepted_events).toBe(40);
+      expect((await b.getUsage(OTHER, T0)).accepted_events).toBe(40);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   it('an expired lease is reclaimed by the other instance; the stale holder can neither journal nor record', async () => {
     const [a, b] = await pair();
     try {

@@ -144,6 +144,34 @@ describe('client-credentials tokens on the clock', () => {
     expect(fake.requests.filter((r) => r.behaviour === 'unauthorized')).toHaveLength(0);
   });
 
+  it('renews only for a send: a quiet store asks for no token, and a restart sends with the token stored (no burst of renewals)', async () => {
+    const s = await setup();
+    await sendMany(s, 'before', 2);
+    await s.worker.drain();
+    expect(fake.tokenRequests).toHaveLength(1);
+
+    // serve restarted a second later: a new process on the same storage, nothing held in memory.
+    clock.advance(1_000);
+    const restarted = createCore({ repo: s.env.repo, box: s.env.core.box, clock: s.env.clock, log: memoryLog(), config: s.env.core.config });
+    const worker = new HandoffWorker(restarted);
+    await sendMany(s, 'after-restart', 2);
+    await worker.drain();
+    expect(await count(s.env, 'events', "outcome = 'delivered'")).toBe(4);
+    expect(fake.tokenRequests).toHaveLength(1);
+
+    // Quiet for ten lives of the token: the worker's passes renew nothing while nothing is sent.
+    for (let i = 0; i < 10; i++) {
+      clock.advance(4_000);
+      await worker.drain();
+    }
+    expect(fake.tokenRequests).toHaveLength(1);
+    // The next send obtains the one token it needs.
+    await sendMany(s, 'after-quiet', 1);
+    await worker.drain();
+    expect(fake.tokenRequests).toHaveLength(2);
+    expect(await count(s.env, 'events', "outcome = 'delivered'")).toBe(5);
+  });
+
   it('obtains one token for many concurrent sends', async () => {
     const s = await setup();
     const store = (await s.env.repo.getStoreByShop('demo.myshopify.com'))!;

@@ -161,6 +161,34 @@ describe('silence watch', () => {
     expect((await s.watch.sweep()).raised).toBe(0);
   });
 
+  it('a sweep reads the endpoints and failures of only the stores with something to watch, not of every quiet store', async () => {
+    const s = await setup();
+    const { endpoint } = await createEndpoint(s.env, s.grant, { triggerVariant: 'generic', expectedEvery: '1h' });
+    const quiet: string[] = [];
+    for (let i = 0; i < 20; i++) quiet.push((await addStore(s.env, { shopDomain: `quiet-${i}.myshopify.com` })).storeId);
+    // The storage as it is, its per-store reads observed.
+    const repo = s.env.repo;
+    const read: string[] = [];
+    const { listEndpoints, countAuthFailures } = repo;
+    repo.listEndpoints = (storeId) => {
+      read.push(storeId);
+      return listEndpoints.call(repo, storeId);
+    };
+    repo.countAuthFailures = (storeId, since) => {
+      read.push(storeId);
+      return countAuthFailures.call(repo, storeId, since);
+    };
+    try {
+      s.env.clock.advance(HOUR + 1);
+      expect((await s.watch.sweep()).raised).toBe(1);
+      expect(alertsSent()[0]!.payload).toMatchObject({ 'endpoint id': endpoint.id });
+      expect(read.length).toBeGreaterThan(0);
+      expect(read.filter((id) => quiet.includes(id))).toEqual([]);
+    } finally {
+      Object.assign(repo, { listEndpoints, countAuthFailures });
+    }
+  });
+
   it('counts from when an edit intent began the watch; switching it off recovers an open alert', async () => {
     const s = await setup();
     const { endpoint } = await createEndpoint(s.env, s.grant, { triggerVariant: 'generic' });

@@ -101,6 +101,21 @@ describe('held events', () => {
     expect((await meter(env, token)).used).toBe(500);
   });
 
+  it('are looked for with one statement over every store: only the stores holding events are released, and none once they flow', async () => {
+    const { env, store, token, endpoint, secret, worker } = await setup();
+    // Stores holding nothing (a hosted deployment's thousands of quiet ones) are not among those released.
+    for (let i = 0; i < 5; i++) await addStore(env, { shopDomain: `quiet-${i}.myshopify.com`, plan: 'free' });
+    expect(await env.repo.storesWithHeld()).toEqual([]);
+    await useUp(env, store.storeId, 500);
+    await sendHook(env, endpoint, secret, orderEvent('waits'));
+    expect(await env.repo.storesWithHeld()).toEqual([store.storeId]);
+
+    await setPlan(env.core, 'demo.myshopify.com', 'starter');
+    expect(await worker.releaseHeld()).toBe(1);
+    expect(await env.repo.storesWithHeld()).toEqual([]);
+    expect(Object.values(await outcomes(env, token))).toEqual(['accepted']);
+  });
+
   it('rejected, duplicate and test receipts do not use capacity', async () => {
     const { env, store, token, endpoint, secret } = await setup();
     await useUp(env, store.storeId, 499);
