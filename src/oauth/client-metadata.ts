@@ -192,6 +192,18 @@ function maxAgeOf(header: string | null): number {
   return m ? Number(m[1]) * 1000 : 0;
 }
 
+/** Schemes a browser runs or reads locally rather than hands to an app: never a redirect URI. */
+const UNSAFE_SCHEMES = ['javascript:', 'data:', 'vbscript:', 'file:', 'blob:', 'about:', 'filesystem:'];
+
+/**
+ * Whether a code may be sent to `uri` (OAuth 2.1 §2.3.1, RFC 8252 §7): https; http only on a loopback host, where
+ * the code never crosses a network; or a native app's own scheme — not one a browser would run or read itself.
+ */
+function isSafeRedirect(uri: URL): boolean {
+  if (uri.protocol === 'http:') return isLoopbackName(uri.hostname);
+  return !UNSAFE_SCHEMES.includes(uri.protocol);
+}
+
 /** The document as metadata: it names itself, a printable client_name, absolute redirect URIs, public-client auth only. */
 function validate(clientId: string, doc: unknown): ClientMetadata {
   if (!doc || typeof doc !== 'object' || Array.isArray(doc)) throw refused('The client’s metadata document is not a JSON object.');
@@ -204,6 +216,12 @@ function validate(clientId: string, doc: unknown): ClientMetadata {
   const uris = d.redirect_uris;
   if (!Array.isArray(uris) || !uris.length || !uris.every((u) => typeof u === 'string' && URL.canParse(u) && !u.includes('#'))) {
     throw refused('The client’s metadata document needs redirect_uris: absolute URLs without a fragment.');
+  }
+  const unsafe = (uris as string[]).find((u) => !isSafeRedirect(new URL(u)));
+  if (unsafe !== undefined) {
+    throw refused(
+      `The client’s metadata document lists a redirect URI a code may not be sent to (${unsafe.slice(0, 100)}): use https, http on a loopback host, or an app’s own scheme.`,
+    );
   }
   const auth = d.token_endpoint_auth_method;
   if (auth !== undefined && auth !== 'none') throw refused('Only public clients are supported: token_endpoint_auth_method must be none.');

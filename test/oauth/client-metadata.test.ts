@@ -29,13 +29,16 @@ async function refusal(p: Promise<unknown>): Promise<OAuthError> {
 
 describe('clientMetadata', () => {
   it('reads the client’s name, site and redirect URIs from its document', async () => {
-    const url = w.serve('/ok.json', { body: clientDocument(['http://127.0.0.1:9/a', 'https://agent.example/cb']) });
-    expect(await clientMetadata(w.core, url)).toEqual({
-      id: url,
-      name: 'Test Agent',
-      uri: 'https://agent.example',
-      redirectUris: ['http://127.0.0.1:9/a', 'https://agent.example/cb'],
-    });
+    // Loopback http in each spelling, https, and a native app's own scheme (Cursor's).
+    const redirectUris = [
+      'http://127.0.0.1:9/a',
+      'http://[::1]/a',
+      'http://localhost/a',
+      'https://agent.example/cb',
+      'cursor://anysphere.cursor-mcp/oauth/callback',
+    ];
+    const url = w.serve('/ok.json', { body: clientDocument(redirectUris) });
+    expect(await clientMetadata(w.core, url)).toEqual({ id: url, name: 'Test Agent', uri: 'https://agent.example', redirectUris });
   });
 
   it('fetches a document named by a host name (resolved, checked, then connected to), sending that name in Host', async () => {
@@ -128,6 +131,11 @@ describe('clientMetadata', () => {
       ['/no-name.json', (u) => JSON.stringify({ client_id: u, redirect_uris: ['http://127.0.0.1:9/cb'] }), 'client_name'],
       ['/bad-name.json', (u) => JSON.stringify({ client_id: u, client_name: 'Evil\u202eAgent', redirect_uris: ['http://127.0.0.1:9/cb'] }), 'client_name'],
       ['/no-uris.json', (u) => JSON.stringify({ client_id: u, client_name: 'X', redirect_uris: [] }), 'redirect_uris'],
+      // A code must not cross a network in clear, nor land where the browser runs or reads it itself.
+      ['/http-remote.json', clientDocument(['http://127.0.0.1:9/cb', 'http://agent.example/cb']), 'may not be sent to (http://agent.example/cb)'],
+      ['/javascript.json', clientDocument(['javascript:alert(document.domain)//']), 'may not be sent to'],
+      ['/data.json', clientDocument(['data:text/html,<script>alert(1)</script>']), 'may not be sent to'],
+      ['/file.json', clientDocument(['file:///etc/passwd']), 'may not be sent to'],
       ['/secret.json', clientDocument(undefined, { token_endpoint_auth_method: 'client_secret_basic' }), 'public clients'],
       ['/not-json.json', 'hello', 'not JSON'],
       ['/array.json', '[]', 'not a JSON object'],
