@@ -38,11 +38,17 @@ for (const [net, bits] of [
   ['224.0.0.0', 3],
 ] as const)
   INTERNAL.addSubnet(net, bits, 'ipv4');
+// `::/96` also holds the IPv4-compatible form (::127.0.0.1), 6to4 and Teredo wrap an IPv4 address a relay may reach
+// inside, fec0::/10 is the old site-local range some networks still route.
 for (const [net, bits] of [
-  ['::', 128],
+  ['::', 96],
   ['64:ff9b::', 96],
+  ['100::', 64],
+  ['2001::', 32],
+  ['2002::', 16],
   ['fc00::', 7],
   ['fe80::', 10],
+  ['fec0::', 10],
   ['ff00::', 8],
 ] as const)
   INTERNAL.addSubnet(net, bits, 'ipv6');

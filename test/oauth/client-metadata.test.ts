@@ -59,6 +59,14 @@ describe('clientMetadata', () => {
       'https://[fd00::1]/client.json',
       'https://[fe80::1]/client.json',
       'https://[::ffff:a00:1]/client.json',
+      'https://[::ffff:7f00:1]/client.json',
+      'https://0.0.0.0/client.json',
+      'https://[::]/client.json',
+      'https://[::7f00:1]/client.json',
+      'https://[2002:a00:1::]/client.json',
+      'https://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/client.json',
+      'https://[fec0::1]/client.json',
+      'https://[64:ff9b::a9fe:a9fe]/client.json',
       'https://127.0.0.1/client.json',
       'https://localhost/client.json',
       'https://[::1]/client.json',
@@ -70,6 +78,16 @@ describe('clientMetadata', () => {
         redirectable: false,
         private: true,
       });
+    }
+    // Another spelling of an address (decimal, octal, hex, dotted IPv4 in IPv6) is not the URL's normal form: refused as such.
+    for (const url of [
+      'https://2130706433/client.json',
+      'https://0177.0.0.1/client.json',
+      'https://0x7f.1/client.json',
+      'https://[::ffff:127.0.0.1]/client.json',
+    ]) {
+      const err = await refusal(clientMetadata(env.core, url));
+      expect({ url, error: err.error, says: err.description.includes('normal form') }).toEqual({ url, error: 'invalid_client', says: true });
     }
     // A host name is resolved and each address checked (localhost above); the loopback server is never asked.
     const url = w.serve('/never.json', { body: clientDocument() });
