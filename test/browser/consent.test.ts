@@ -20,14 +20,13 @@ import { afterAll, beforeAll, describe, expect, it, setDefaultTimeout } from 'bu
 import {
   type Client as ModernClient,
   type OAuthClientProvider as ModernOAuthClientProvider,
-  type OAuthDiscoveryState,
   StreamableHTTPClientTransport as ModernTransport,
   UnauthorizedError as ModernUnauthorizedError,
 } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { type OAuthClientProvider, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { OAuthClientInformationMixed, OAuthClientMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Page } from 'puppeteer-core';
 import { OAUTH_START_LIMITS } from '../../src/contract/limits.ts';
 import { findAuthorization } from '../../src/oauth/authorization.ts';
@@ -36,6 +35,7 @@ import { type BrowserFixture, launchBrowser, type Tab } from '../fixtures/browse
 import { liveMarkup, XSS_PAYLOADS } from '../fixtures/xss-payloads.ts';
 import { until } from '../fixtures/handoff.ts';
 import { addStore, type TestEnv } from '../helpers.ts';
+import { KeptProvider } from '../oauth/_client.ts';
 import { eventToReplay, expectReplayUnderGrant, pinnedModernClient, replayByCode } from '../oauth/_world.ts';
 import { authorizeQuery, loopbackOAuth } from '../seat/_consent.ts';
 import { fill, follow, mainText, press } from './_moves.ts';
@@ -115,14 +115,9 @@ const agent = agentSide();
 
 /**
  * The MCP SDK's OAuth client provider (either SDK's) for a client that names itself by its metadata document's URL;
- * it keeps the discovery, which the 2.x client reads back on the callback leg.
+ * what it keeps is KeptProvider's, and where it sends the person is the agent's start page's link.
  */
-class AgentProvider implements OAuthClientProvider, ModernOAuthClientProvider {
-  authorizationUrl: URL | null = null;
-  private discovered: OAuthDiscoveryState | undefined;
-  private saved: OAuthTokens | undefined;
-  private verifier = '';
-  readonly sentState = `st-${crypto.randomUUID()}`;
+class AgentProvider extends KeptProvider implements OAuthClientProvider, ModernOAuthClientProvider {
   get redirectUrl() {
     return agent.redirectUri;
   }
@@ -133,30 +128,9 @@ class AgentProvider implements OAuthClientProvider, ModernOAuthClientProvider {
   clientInformation(): OAuthClientInformationMixed {
     return { client_id: agent.clientId };
   }
-  state() {
-    return this.sentState;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(t: OAuthTokens) {
-    this.saved = t;
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
+  override redirectToAuthorization(url: URL) {
+    super.redirectToAuthorization(url);
     agent.setAuthorizationUrl(url.toString());
-  }
-  saveCodeVerifier(v: string) {
-    this.verifier = v;
-  }
-  codeVerifier() {
-    return this.verifier;
-  }
-  saveDiscoveryState(state: OAuthDiscoveryState) {
-    this.discovered = state;
-  }
-  discoveryState() {
-    return this.discovered;
   }
 }
 
@@ -191,7 +165,7 @@ async function connectUnauthorized(provider: AgentProvider, sdk: Sdk = '1.x'): P
     await expect(pinnedModernClient('night-shift-2026').connect(transport)).rejects.toBeInstanceOf(ModernUnauthorizedError);
     finish = (cb) => transport.finishAuth(cb);
   }
-  const u = provider.authorizationUrl!;
+  const u = provider.sentTo!;
   expect(`${u.origin}${u.pathname}`).toBe(`${server.url}/oauth/authorize`);
   expect(u.searchParams.get('client_id')).toBe(agent.clientId);
   expect(u.searchParams.get('code_challenge_method')).toBe('S256');

@@ -17,7 +17,6 @@ import { join } from 'node:path';
 import {
   auth as modernAuth,
   type OAuthClientProvider as ModernOAuthClientProvider,
-  type OAuthDiscoveryState,
   StreamableHTTPClientTransport as ModernTransport,
   UnauthorizedError as ModernUnauthorizedError,
 } from '@modelcontextprotocol/client';
@@ -46,26 +45,21 @@ import {
   testOAuth,
   type DocumentServer,
 } from './_world.ts';
+import { KeptProvider } from './_client.ts';
 
 setDefaultTimeout(120_000);
 
 /**
- * The client's side as an MCP host keeps it: its registration, tokens, PKCE verifier, discovery (which the 2.x client
- * reads back on the callback leg to bind the code to the authorization server it discovered), where it sent the
- * person. It names itself by its metadata document's URL either as the SDK does for an https document
- * (`clientMetadataUrl`, SEP-991: the SDK makes it the client_id once the server says it takes such documents), or,
- * for a document on http (loopback), as a client already registered with that URL as its id. One class serves both
- * SDKs' clients.
+ * The client's side as an MCP host keeps it (KeptProvider), naming itself by its metadata document's URL either as the
+ * SDK does for an https document (`clientMetadataUrl`, SEP-991: the SDK makes it the client_id once the server says it
+ * takes such documents), or, for a document on http (loopback), as a client already registered with that URL as its
+ * id. One class serves both SDKs' clients.
  */
-class MemoryProvider implements OAuthClientProvider, ModernOAuthClientProvider {
-  discovered: OAuthDiscoveryState | undefined;
+class MemoryProvider extends KeptProvider implements OAuthClientProvider, ModernOAuthClientProvider {
   info: OAuthClientInformationMixed | undefined;
   clientMetadataUrl?: string;
-  saved: OAuthTokens | undefined;
-  verifier = '';
-  sentTo: URL | null = null;
-  readonly sentState = `state-${crypto.randomUUID()}`;
   constructor(by: { metadataUrl: string } | { registered: string }) {
+    super();
     if ('metadataUrl' in by) this.clientMetadataUrl = by.metadataUrl;
     else this.info = { client_id: by.registered };
   }
@@ -78,35 +72,11 @@ class MemoryProvider implements OAuthClientProvider, ModernOAuthClientProvider {
   get clientMetadata() {
     return { client_name: 'Test Agent', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' };
   }
-  state() {
-    return this.sentState;
-  }
   clientInformation() {
     return this.info;
   }
   saveClientInformation(info: OAuthClientInformationMixed) {
     this.info = info;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-  }
-  redirectToAuthorization(url: URL) {
-    this.sentTo = url;
-  }
-  saveCodeVerifier(v: string) {
-    this.verifier = v;
-  }
-  codeVerifier() {
-    return this.verifier;
-  }
-  saveDiscoveryState(state: OAuthDiscoveryState) {
-    this.discovered = state;
-  }
-  discoveryState() {
-    return this.discovered;
   }
 }
 
