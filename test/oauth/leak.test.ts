@@ -1,14 +1,16 @@
 /**
  * A canary for the authorization server's secrets: one client's whole journey over real HTTP (start, approve, the
  * code at the redirect, its exchange, a refused exchange with a wrong verifier, a replayed code, a refresh and a
- * replayed refresh token, the tokens on the wrong resource and revoked), then every log line (the request log
+ * replayed refresh token, the tokens on the wrong resource and revoked, the latter in both MCP eras' frames with its challenge), then every log line (the request log
  * included), every audit row and every answer body is searched for the code, the PKCE verifier and each token issued.
  * None may appear: they are in the answers that hand them over (the redirect's Location, the token answer) only.
  */
 import { afterAll, beforeAll, expect, it } from 'bun:test';
 import { findAuthorization, approveAuthorization } from '../../src/oauth/authorization.ts';
+import { MODERN_PROTOCOL_VERSION } from '../../src/mcp/server.ts';
 import { startServer } from '../../src/server/serve.ts';
 import { rows } from '../helpers.ts';
+import { MODERN_META } from '../mcp/harness.ts';
 import { authorizeQuery, clientDocument, oauthWorld, type OAuthWorld, pkce } from './_world.ts';
 
 let w: OAuthWorld;
@@ -77,13 +79,30 @@ it('no code, verifier, access or refresh token in a log line, an audit row or a 
   const again = await send('/oauth/token', { form: exchange });
   expect(again.res.status).toBe(400);
   bodies.push(again.text);
-  const revoked = await send('/agent/v1/mcp', {
-    method: 'POST',
-    headers: { authorization: `Bearer ${second.access_token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
-  });
-  expect(revoked.res.status).toBe(401);
-  bodies.push(revoked.text);
+  // The revoked token on the MCP endpoint, in each era's frame: a 401 with the MCP resource's challenge either way.
+  const eras: { headers: Record<string, string>; frame: unknown }[] = [
+    { headers: {}, frame: { jsonrpc: '2.0', id: 1, method: 'tools/list' } },
+    {
+      headers: { 'mcp-protocol-version': MODERN_PROTOCOL_VERSION, 'mcp-method': 'tools/list' },
+      frame: { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: MODERN_META } },
+    },
+  ];
+  for (const era of eras) {
+    const revoked = await send('/agent/v1/mcp', {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${second.access_token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        ...era.headers,
+      },
+      body: JSON.stringify(era.frame),
+    });
+    expect(revoked.res.status).toBe(401);
+    expect(revoked.res.headers.get('www-authenticate')).toStartWith(`Bearer resource_metadata="${base}/.well-known/oauth-protected-resource/agent/v1/mcp"`);
+    expect(revoked.res.headers.get('www-authenticate')).toEndWith('error="invalid_token"');
+    bodies.push(revoked.text);
+  }
 
   const secrets = { code, verifier, ...first, second: second.access_token, secondRefresh: second.refresh_token };
   const logs = w.log.lines.join('\n');
