@@ -91,6 +91,7 @@ describe('GET /oauth/authorize', () => {
     expect(html).toContain(`<meta http-equiv="refresh" content="0;url=/oauth/authorize?request=${id}">`);
     expect(res.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
     expect(res.headers.get('x-frame-options')).toBe('DENY');
+    expect(res.headers.get('referrer-policy')).toBe('no-referrer');
     expect((await findAuthorization(env.core, id))?.status).toBe('pending');
   });
 
@@ -138,7 +139,8 @@ describe('GET /oauth/authorize', () => {
     await signIn(jar, 'Jane Ops');
     const { html, state } = await start(jar);
     const id = requestIdIn(html);
-    const page = await (await get(jar, `/oauth/authorize?request=${id}`)).text();
+    const shown = await get(jar, `/oauth/authorize?request=${id}`);
+    const page = await shown.text();
     const decided = await post(jar, '/oauth/authorize', {
       csrf: csrfIn(page),
       request: id,
@@ -156,6 +158,11 @@ describe('GET /oauth/authorize', () => {
     expect(to.searchParams.get('code')).toBeTruthy();
     expect(to.searchParams.get('state')).toBe(state);
     expect(to.searchParams.get('iss')).toBe(BASE);
+    // The request id (in the consent page's URL) and the code (in the last Location) leak in no Referer, nor a cache.
+    for (const res of [shown, decided, back]) {
+      expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+      expect(res.headers.get('cache-control')).toBe('no-store');
+    }
     // The binding is spent with the answer.
     expect(back.headers.getSetCookie().some((c) => c.startsWith('hookrelay_oauth_') && c.includes('Max-Age=0'))).toBe(true);
     const ar = (await findAuthorization(env.core, id))!;
