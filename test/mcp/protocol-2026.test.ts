@@ -293,6 +293,29 @@ describe('2026-07-28: asking the person before an execute step (MRTR)', () => {
     },
     SLOW,
   );
+  it(
+    'a requestState past its 15 minutes is refused before any code runs: the step is not sent, even on yes',
+    async () => {
+      const id = await newEvent('mrtr-late');
+      const meta = { ...MODERN_META, 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } } };
+      const call = (extra: Record<string, unknown>) =>
+        rpc(
+          s.mcpUrl,
+          { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'execute', arguments: { code: previewAndExecute(id) }, _meta: meta, ...extra } },
+          { authorization: `Bearer ${admin.token}`, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'execute' },
+        ).then((res) => res.json() as Promise<any>);
+      const first = await call({});
+      expect(first.result.resultType).toBe('input_required');
+      const intentId = (await s.env.repo.listAudit({ limit: 1000 })).filter((a) => a.operationId === 'createReplayIntent' && a.targetId === id)[0]!.intentId!;
+      s.env.clock.advance(15 * 60_000 + 1000);
+      const late = await call({ requestState: first.result.requestState, inputResponses: { execute: { action: 'accept', content: { execute: true } } } });
+      expect(late.result.isError).toBe(true);
+      expect(late.result.structuredContent.error.code).toBe('invalid_input');
+      expect(late.result.structuredContent.error.message).toContain('expired');
+      expect(await transitions(intentId)).toEqual(['previewed']);
+    },
+    SLOW,
+  );
 });
 
 describe('the edition in tool lists and JSON-RPC errors, both eras', () => {
