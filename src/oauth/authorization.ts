@@ -258,8 +258,13 @@ async function pending(core: Core, idOrUserCode: string): Promise<AuthorizationR
 }
 
 function newUserCode(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(8));
-  const letters = [...bytes].map((b) => USER_CODE_LETTERS[b % USER_CODE_LETTERS.length]).join('');
+  // Bytes at or past the last whole multiple of the alphabet are drawn again, so every letter is equally likely.
+  const n = USER_CODE_LETTERS.length;
+  const unbiased = 256 - (256 % n);
+  let letters = '';
+  while (letters.length < 8) {
+    for (const b of crypto.getRandomValues(new Uint8Array(8))) if (b < unbiased && letters.length < 8) letters += USER_CODE_LETTERS[b % n];
+  }
   return `${letters.slice(0, 4)}-${letters.slice(4)}`;
 }
 
