@@ -56,8 +56,8 @@ const ALERT_DIR = 'alert';
  *   across the app's extensions; "Trigger extension fields": [[settings.fields]] with type, key, description,
  *   key required except for reference types) and …/flow/configure-complex-data-types (`schema`: the path of a
  *   GraphQL SDL file; a field of type `schema.<Type>` names a type it defines; basic types String, Int, Float,
- *   Boolean, ID, with objects, lists and `!`). The Shopify CLI's flow_trigger specification (@shopify/cli 3.x)
- *   takes `schema`, keys of letters and spaces only, field types boolean, email, single_line_text_field, url,
+ *   Boolean, ID, with objects, lists and `!`). The Shopify CLI's flow_trigger specification (@shopify/cli 4.8.2,
+ *   which shopify-cli.test.ts runs on this folder) takes `schema`, keys of letters and spaces only, field types boolean, email, single_line_text_field, url,
  *   number_decimal, `schema.<Type>` and the order, customer, product, company and company_contact references,
  *   and refuses a `schema.` field without `schema`.
  * - flow_trigger_lifecycle_callback: shopify.dev/docs/apps/build/flow/track-lifecycle-events and the Shopify

@@ -9,8 +9,8 @@ const EXT_DIR = join(import.meta.dir, '../../shopify/extensions');
 /**
  * What Shopify documents for a flow_template extension, copied so the test needs no network:
  * shopify.dev/docs/apps/build/flow/templates/reference and the Shopify CLI's flow_template specification
- * (@shopify/cli 3.x): name, type, handle and description (at most 1,024 characters) in [[extensions]]; in
- * [extensions.template] categories (from the list below), module (the .flow file, shipped with the extension),
+ * (@shopify/cli 4.8.2, which shopify-cli.test.ts runs on this folder): name, type, handle and description (at
+ * most 1,024 characters) in [[extensions]]; in [extensions.template] categories (from the list below), module (the .flow file, shipped with the extension),
  * and the optional booleans require_app, discoverable, allow_one_click_activate and enabled.
  */
 const CATEGORIES = [
