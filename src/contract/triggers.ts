@@ -112,7 +112,8 @@ export const TRIGGERS: Record<TriggerVariant, TriggerDef> = {
 /**
  * Sent on every handoff of every variant, after the text fields: the endpoint's typed fields (src/lib/fields.ts) as
  * a list of a custom type, declared in each trigger extension's schema file (shopify/extensions/<variant>/
- * schema.graphql), so a condition tests `sender.fields any? |f| (f.name == 'score' && f.number < 3)`; then the
+ * schema.graphql, copies of shopify/_shared/sender.graphql), so a condition tests
+ * `sender.fields any? |fields_item| ((fields_item.name == 'score') && (fields_item.number < 3))`; then the
  * event's JSON (empty unless the endpoint sets includeBody) and what was cut of it to keep Flow's limit.
  */
 export const SENDER_FIELD = {
