@@ -245,6 +245,8 @@ export interface AuditReads {
 /** Flow's lifecycle reports: which triggers have an enabled workflow. */
 export interface ReadinessStore {
   listTriggerReadiness(storeId: string): Promise<TriggerReadinessRow[]>;
+  /** The readiness rows of several stores in one statement (a handoff round's). */
+  readinessOfStores(storeIds: readonly string[]): Promise<TriggerReadinessRow[]>;
   setTriggerReadiness(row: TriggerReadinessRow): Promise<void>;
 }
 

@@ -15,7 +15,8 @@ import type { Dialect } from './dialect.ts';
 export interface SqlRunner {
   /** Where the schemas differ (db/dialect.ts), for the areas that clear a lease or find a raw body. */
   readonly dialect: Dialect;
-  all<T>(sql: string, params: unknown[]): Promise<T[]>;
+  /** Rows of a query, or of a write's RETURNING (`relaxed` as for run). */
+  all<T>(sql: string, params: unknown[], opts?: { relaxed?: boolean }): Promise<T[]>;
   /**
    * The rows a statement changed. `relaxed`: bookkeeping whose loss to a power cut loses nothing acknowledged
    * (an audit row, a meter): SQLite commits it without its own fsync (the next receipt's commit syncs it).

@@ -4,7 +4,7 @@
  * the PostgreSQL runner numbers). Each change is one statement, so instances racing on a store's row serialise
  * on it: one renewal, one probe, one pause.
  */
-import { tableRows, type SqlRunner } from '../runner.ts';
+import { marks, tableRows, type SqlRunner } from '../runner.ts';
 import { platformLinks } from '../sqlite/schema.ts';
 
 export type PlatformLinkRow = typeof platformLinks.$inferSelect;
@@ -29,6 +29,8 @@ export interface ObtainedToken {
 /** A store's link to its platform: obtained tokens, the renewal in progress, the answered API version, the pause. */
 export interface PlatformLinkStore {
   get(storeId: string): Promise<PlatformLinkRow | null>;
+  /** The links of several stores in one statement (a handoff round's); a store without one is left out. */
+  getMany(storeIds: readonly string[]): Promise<PlatformLinkRow[]>;
   /** Links whose handoff is paused. */
   listPaused(): Promise<PlatformLinkRow[]>;
   /** Takes the store's one token renewal for `owner` until `until`; false while another owner holds it. */
@@ -61,13 +63,22 @@ export interface PlatformLinkStore {
    */
   resume(storeId: string, now: number): Promise<boolean>;
   /**
-   * Spends from the store's cost budget: writes what is left at `at` and the send times handed out up to `horizon`,
-   * only while the budget is still at `version` (compare-and-set: instances spending at once retry with what the
-   * other left). False when it moved meanwhile.
+   * Spends from stores' cost budgets in one statement: writes what is left of each at `at` and the send times handed
+   * out up to `horizon`, only where the budget is still at `version` (compare-and-set: instances spending at once
+   * retry with what the other left). The stores spent; one whose budget moved meanwhile is left out.
    */
-  spendBudget(storeId: string, version: number, available: number, at: number, horizon: number | null): Promise<boolean>;
+  spendBudgets(spends: readonly BudgetSpend[]): Promise<Set<string>>;
   /** What the platform reported of the store's budget (its answer is the truth): replaces the model. */
   observeBudget(storeId: string, budget: ObservedBudget, at: number): Promise<void>;
+}
+
+export interface BudgetSpend {
+  storeId: string;
+  /** The budget_version the spend was worked out from. */
+  version: number;
+  available: number;
+  at: number;
+  horizon: number | null;
 }
 
 export interface ObservedBudget {
@@ -112,6 +123,11 @@ export function platformLinkStore(sql: SqlRunner): PlatformLinkStore {
   return {
     async get(storeId: string) {
       return (await sql.all<PlatformLinkRow>(`SELECT ${COLUMNS} FROM platform_links WHERE store_id = ?`, [storeId]))[0] ?? null;
+    },
+
+    async getMany(storeIds: readonly string[]) {
+      if (!storeIds.length) return [];
+      return sql.all<PlatformLinkRow>(`SELECT ${COLUMNS} FROM platform_links WHERE store_id IN (${marks(storeIds.length)})`, [...storeIds]);
     },
 
     listPaused() {
@@ -207,14 +223,25 @@ export function platformLinkStore(sql: SqlRunner): PlatformLinkStore {
       );
     },
 
-    async spendBudget(storeId: string, version: number, available: number, at: number, horizon: number | null) {
-      const changed = await sql.run(
-        `UPDATE platform_links SET budget_available = ?, budget_at = ?, budget_horizon = ?, budget_version = budget_version + 1
-       WHERE store_id = ? AND budget_version = ?`,
-        [available, at, horizon, storeId, version],
+    async spendBudgets(spends: readonly BudgetSpend[]) {
+      if (!spends.length) return new Set<string>();
+      // An upsert of rows in key order, so that two instances spending for the same stores lock their rows in the
+      // same order (never a deadlock); the conflict's WHERE is the compare-and-set. A row that is gone is not made
+      // again (EXISTS); the values are cast so that PostgreSQL types them as the columns.
+      const sorted = [...spends].sort((x, y) => (x.storeId < y.storeId ? -1 : x.storeId > y.storeId ? 1 : 0));
+      const row = '(CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS DOUBLE PRECISION), CAST(? AS BIGINT), CAST(? AS BIGINT))';
+      const rows = await sql.all<{ storeId: string }>(
+        `INSERT INTO platform_links (store_id, budget_version, budget_available, budget_at, budget_horizon, updated_at)
+         SELECT v.column1, v.column2, v.column3, v.column4, v.column5, v.column4 FROM (VALUES ${sorted.map(() => row).join(', ')}) AS v
+         WHERE EXISTS (SELECT 1 FROM platform_links l WHERE l.store_id = v.column1) ORDER BY v.column1
+         ON CONFLICT (store_id) DO UPDATE SET budget_available = excluded.budget_available, budget_at = excluded.budget_at,
+           budget_horizon = excluded.budget_horizon, budget_version = platform_links.budget_version + 1
+         WHERE platform_links.budget_version = excluded.budget_version
+         RETURNING store_id AS "storeId"`,
+        sorted.flatMap((b) => [b.storeId, b.version, b.available, b.at, b.horizon]),
         RELAXED,
       );
-      return changed === 1;
+      return new Set(rows.map((r) => r.storeId));
     },
 
     async observeBudget(storeId: string, b: ObservedBudget, at: number) {

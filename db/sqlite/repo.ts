@@ -180,7 +180,8 @@ function sqliteRunner(sqlite: Database, dialect: Dialect, relaxed: <T>(fn: () =>
   const rollback = new Error('batch rolled back');
   return {
     dialect,
-    all: async <T>(q: string, params: unknown[]) => exec<T[]>(q, params, true),
+    all: async <T>(q: string, params: unknown[], opts?: { relaxed?: boolean }) =>
+      opts?.relaxed ? relaxed(() => exec<T[]>(q, params, true)) : exec<T[]>(q, params, true),
     run: async (q, params, opts) => (opts?.relaxed ? relaxed(() => exec<number>(q, params, false)) : exec<number>(q, params, false)),
     batch: async (writes) => {
       let outcome!: BatchOutcome;

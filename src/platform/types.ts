@@ -93,10 +93,11 @@ export interface Destination {
    */
   probe?(store: StoreRow, timeoutMs: number): Promise<LinkCheck>;
   /**
-   * Pacing inside the store's budget on the platform: of `wanted` sends, how many may go now, and when each of the
-   * others is due. A destination without a budget has none (everything goes).
+   * Pacing inside each store's budget on the platform: of the sends a store wants, how many may go now, and when
+   * each of the others is due; one answer per store, in the order asked (a round's stores at once, in a constant
+   * number of statements). A destination without a budget has none (everything goes).
    */
-  pace?(store: StoreRow, wanted: number): Promise<{ granted: number; later: number[] }>;
+  pace?(wants: readonly { store: StoreRow; wanted: number }[]): Promise<{ granted: number; later: number[] }[]>;
 }
 
 /** What a platform needs of the runtime to send and probe: the platform links (tokens, budgets, pauses). */
@@ -168,8 +169,11 @@ export interface Platform {
   refusal(endpoint: Pick<EndpointRow, 'triggerVariant' | 'sourceLabel'>, event: EventRow): 'SVC_PAYLOAD_TOO_LARGE' | null;
   /** A resource id as the trigger's reference takes it (decimal), or null when it cannot be one. */
   resourceId(value: unknown): string | null;
-  /** Trigger readiness: the handles of the store's triggers the platform reports without an enabled workflow. */
-  withoutWorkflow(repo: Pick<ReadinessStore, 'listTriggerReadiness'>, storeId: string): Promise<Set<string>>;
+  /**
+   * Trigger readiness: by store, the handles of its triggers the platform reports without an enabled workflow (a
+   * store with none is left out); the stores of a round in one read.
+   */
+  withoutWorkflow(repo: Pick<ReadinessStore, 'readinessOfStores'>, storeIds: readonly string[]): Promise<Map<string, Set<string>>>;
   /** Whether the platform starts the alert trigger (src/relay/alerts.ts skips a store whose platform does not). */
   readonly startsAlerts: boolean;
   /** The routes the platform answers; `ops` is what they need of the layers above. */

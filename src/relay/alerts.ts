@@ -35,7 +35,7 @@ type AlertCore = CoreWith<
 /** Where alert triggers go: the platform's send (and its budget), as the event handoff uses them. */
 export interface TriggerSender {
   send(req: TriggerRequest, timeoutMs: number): Promise<HandoffOutcome>;
-  pace?(store: StoreRow, wanted: number): Promise<{ granted: number; later: number[] }>;
+  pace?(wants: readonly { store: StoreRow; wanted: number }[]): Promise<{ granted: number; later: number[] }[]>;
 }
 
 /** What an alert's row keeps of its breach (alerts.detail): facts, never a secret, a body or a header value. */
@@ -280,7 +280,7 @@ export class AlertWatch {
     const readiness = (await repo.listTriggerReadiness(store.id)).find((r) => r.handle === ALERT_TRIGGER.handle);
     if (readiness && !readiness.hasEnabledFlow) return record(skipped('no_workflow'));
     if (sender.pace) {
-      const { granted, later } = await sender.pace(store, 1).catch(() => ({ granted: 1, later: [] as number[] }));
+      const { granted, later } = (await sender.pace([{ store, wanted: 1 }]).catch(() => null))?.[0] ?? { granted: 1, later: [] as number[] };
       if (granted < 1) return record(unsent(later[0] ?? clock.now() + 1000, null));
     }
 

@@ -12,7 +12,7 @@ import type { RetentionSwept } from '../../db/areas/retention.ts';
 import type { CoreWith } from '../core.ts';
 import type { DestinationName } from '../contract/platform.ts';
 import { platformOf, platforms } from '../platform/registry.ts';
-import type { Destination, HandoffOutcome } from '../platform/types.ts';
+import type { Destination, HandoffOutcome, Platform } from '../platform/types.ts';
 import { HandoffPauses } from './pauses.ts';
 import { AttemptRecorder, nextTurn } from './recorder.ts';
 import { IDEMPOTENCY_TTL_MS, RETRY_JITTER } from '../contract/limits.ts';
@@ -47,7 +47,7 @@ export function defaultDestinations(core: CoreWith<{ links: PlatformLinkStore }>
 /** What the worker reads and writes: the queue, trigger readiness, stores, and the platform links (pauses). */
 type WorkerCore = CoreWith<
   HandoffQueue &
-    Pick<ReadinessStore, 'listTriggerReadiness'> &
+    Pick<ReadinessStore, 'readinessOfStores'> &
     Pick<TenantStore, 'listStores' | 'getStore'> &
     Signals &
     RetentionStore & { links: PlatformLinkStore }
@@ -217,9 +217,9 @@ export class HandoffWorker {
     const results: AttemptResult[] = [];
     /** Results recorded with the round's end: local sends (log) and attempts withdrawn unsent. */
     const atEnd: AttemptResult[] = [];
-    const noWorkflow = await this.triggersWithoutWorkflow(due);
-    // Within each store's budget on its platform: the rest of its events wait for their send times, unsent.
-    const { send, waiting } = await this.paced(due);
+    // Within each store's budget on its platform: the rest of its events wait for their send times, unsent. Readiness
+    // and budgets are read side by side (on PostgreSQL, one round trip's wait instead of two).
+    const [noWorkflow, { send, waiting }] = await Promise.all([this.triggersWithoutWorkflow(due), this.paced(due)]);
     atEnd.push(...waiting);
     let i = 0;
     const lane = async () => {
@@ -303,20 +303,29 @@ export class HandoffWorker {
       else byStore.set(d.store.id, [d]);
     }
     const waiting: AttemptResult[] = [];
-    // Each store's budget is its own (compare-and-set per store): read and spent for all the round's stores at once,
-    // not one after another (a round of a few hundred quiet stores would wait that many round trips on PostgreSQL).
-    const queues = await Promise.all(
-      [...byStore].map(async ([storeId, list]) => {
-        const destination = this.destinationOf(list[0]!.store);
-        if (!destination.pace || this.pauses.waitUntil(storeId) != null) return list;
-        // A budget that cannot be read must not stop the store: everything goes, and THROTTLED replies say the rest.
-        const { granted, later } = await destination.pace(list[0]!.store, list.length).catch(() => ({ granted: list.length, later: [] as number[] }));
-        for (const [k, d] of list.slice(granted).entries()) waiting.push(this.unsent(d.event, d.store, d.event.attempts + 1, later[k]!, []));
-        return list.slice(0, granted);
-      }),
-    );
+    // Each destination's stores paced at once: their budgets read and spent in a constant number of statements a
+    // round, however many stores it holds. A paused store is not paced (its events wait for the probe anyway).
+    const byDestination = new Map<Destination, { store: StoreRow; wanted: number }[]>();
+    for (const [storeId, list] of byStore) {
+      const destination = this.destinationOf(list[0]!.store);
+      if (!destination.pace || this.pauses.waitUntil(storeId) != null) continue;
+      const wants = byDestination.get(destination);
+      if (wants) wants.push({ store: list[0]!.store, wanted: list.length });
+      else byDestination.set(destination, [{ store: list[0]!.store, wanted: list.length }]);
+    }
+    for (const [destination, wants] of byDestination) {
+      // Budgets that cannot be read must not stop the stores: everything goes, and THROTTLED replies say the rest.
+      const paces = await destination.pace!(wants).catch(() => wants.map((w) => ({ granted: w.wanted, later: [] as number[] })));
+      for (const [k, { store }] of wants.entries()) {
+        const { granted, later } = paces[k]!;
+        const list = byStore.get(store.id)!;
+        for (const [j, d] of list.slice(granted).entries()) waiting.push(this.unsent(d.event, d.store, d.event.attempts + 1, later[j]!, []));
+        byStore.set(store.id, list.slice(0, granted));
+      }
+    }
     const send: DueEvent[] = [];
-    for (let k = 0; queues.some((q) => k < q.length); k++) for (const q of queues) if (k < q.length) send.push(q[k]!);
+    const lists = [...byStore.values()];
+    for (let k = 0; lists.some((q) => k < q.length); k++) for (const q of lists) if (k < q.length) send.push(q[k]!);
     return { send, waiting };
   }
 
@@ -416,10 +425,17 @@ export class HandoffWorker {
    */
   private async triggersWithoutWorkflow(due: DueEvent[]): Promise<Set<string>> {
     const out = new Set<string>();
-    // Read for all the round's stores at once, not one round trip after another.
-    const stores = [...new Map(due.map((d) => [d.store.id, d.store])).values()];
-    const handles = await Promise.all(stores.map((store) => platformOf(store.destination).withoutWorkflow(this.core.repo, store.id)));
-    for (const [i, store] of stores.entries()) for (const handle of handles[i]!) out.add(`${store.id}\u0000${handle}`);
+    // Each platform's stores of the round in one read.
+    const byPlatform = new Map<Platform, Set<string>>();
+    for (const { store } of due) {
+      const platform = platformOf(store.destination);
+      const ids = byPlatform.get(platform);
+      if (ids) ids.add(store.id);
+      else byPlatform.set(platform, new Set([store.id]));
+    }
+    for (const [platform, ids] of byPlatform)
+      for (const [storeId, handles] of await platform.withoutWorkflow(this.core.repo, [...ids]))
+        for (const handle of handles) out.add(`${storeId}\u0000${handle}`);
     return out;
   }
 

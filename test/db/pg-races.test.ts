@@ -143,6 +143,33 @@ describe.if(!!TEST_DATABASE_URL)('two instances on one PostgreSQL', () => {
     }
   });
 
+  it('budgets spent for the same stores at once by both, in opposite orders, never deadlock and never spend one version twice', async () => {
+    const [a, b] = await pair();
+    const ids = Array.from({ length: 20 }, (_, i) => `st_01jz00000000000000000001${String(i).padStart(2, '0')}`);
+    try {
+      for (const [i, id] of ids.entries()) {
+        await a.insertStore(storeRow({ id, shopDomain: `spend-${i}.myshopify.com`, plan: 'free', createdAt: T0 }));
+        await a.links.observeBudget(id, { max: 100, available: 100, rate: 10, cost: 10 }, T0);
+      }
+      // Each spend is worked out from the versions just read, as a round's is; half the spends list the stores backwards.
+      const spend = async (repo: Repo, backwards: boolean) => {
+        const read = await repo.links.getMany(backwards ? [...ids].reverse() : ids);
+        return repo.links.spendBudgets(read.map((l) => ({ storeId: l.storeId, version: l.budgetVersion, available: 0, at: T0, horizon: null })));
+      };
+      const results = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => spend(i % 2 ? a : b, i % 4 < 2)));
+      expect(results.flatMap((r) => (r.status === 'rejected' ? [String(r.reason).slice(0, 120)] : []))).toEqual([]);
+      // Every spend that reported a store moved its version by one, and only those did: no version was spent twice.
+      const wins = new Map(ids.map((id) => [id, 0]));
+      for (const r of results) if (r.status === 'fulfilled') for (const id of r.value) wins.set(id, wins.get(id)! + 1);
+      const start = 1; // observeBudget's write
+      for (const l of await b.links.getMany(ids)) expect(l.budgetVersion - start).toBe(wins.get(l.storeId)!);
+      expect([...wins.values()].every((n) => n >= 1)).toBe(true);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   it('an expired lease is reclaimed by the other instance; the stale holder can neither journal nor record', async () => {
     const [a, b] = await pair();
     try {

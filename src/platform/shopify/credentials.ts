@@ -201,9 +201,18 @@ export class Credentials {
     }
   }
 
+  /** Takes the stored token of a link read for another purpose (a round's budgets) when none is held and it is fresh. */
+  prime(store: StoreRow, link: PlatformLinkRow): void {
+    if (!this.cache.has(store.id)) this.adopt(store, link, undefined, 'fresh');
+  }
+
   /** The token in platform_links, opened and cached, when it is for this app, not the one refused, and fresh (or alive). */
   private async fromStore(store: StoreRow, refused: number | undefined, need: 'fresh' | 'alive'): Promise<Cached | null> {
-    const link = await this.core.repo.links.get(store.id);
+    return this.adopt(store, await this.core.repo.links.get(store.id), refused, need);
+  }
+
+  /** A link's token, opened and cached, when it is for this app, not the one refused, and fresh (or alive). */
+  private adopt(store: StoreRow, link: PlatformLinkRow | null, refused: number | undefined, need: 'fresh' | 'alive'): Cached | null {
     if (!link?.tokenSealed || link.tokenClientId !== store.clientId || link.tokenGeneration === refused) return null;
     let value: string;
     try {

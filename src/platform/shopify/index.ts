@@ -29,9 +29,14 @@ type Env = (name: string) => string | undefined;
 const LIFECYCLE_CHECK = `Flow's lifecycle callback can be verified (${APP_SECRET_ENV[0]} is set on the server); without it Flow cannot enable workflows on hookrelay's triggers.`;
 
 /** Trigger readiness as Flow's lifecycle callback recorded it: a trigger never reported on is handed off. */
-async function withoutWorkflow(repo: Pick<ReadinessStore, 'listTriggerReadiness'>, storeId: string): Promise<Set<string>> {
-  const out = new Set<string>();
-  for (const r of await repo.listTriggerReadiness(storeId)) if (!r.hasEnabledFlow) out.add(r.handle);
+async function withoutWorkflow(repo: Pick<ReadinessStore, 'readinessOfStores'>, storeIds: readonly string[]): Promise<Map<string, Set<string>>> {
+  const out = new Map<string, Set<string>>();
+  for (const r of await repo.readinessOfStores(storeIds)) {
+    if (r.hasEnabledFlow) continue;
+    const handles = out.get(r.storeId);
+    if (handles) handles.add(r.handle);
+    else out.set(r.storeId, new Set([r.handle]));
+  }
   return out;
 }
 

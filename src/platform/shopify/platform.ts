@@ -53,8 +53,26 @@ export class ShopifyPlatform implements Destination {
     this.budget = new CostBudget(core);
   }
 
-  pace(store: StoreRow, wanted: number) {
-    return this.budget.pace(store.id, wanted);
+  /**
+   * The round's budgets, read and spent for all its stores at once. The links read for it also hold what a first
+   * send of a store in this process would read one by one: its stored token, its answered API version, its
+   * budget's shape; taken here, those sends read and write nothing of their own.
+   */
+  pace(wants: readonly { store: StoreRow; wanted: number }[]) {
+    const stores = new Map(wants.map((w) => [w.store.id, w.store]));
+    return this.budget.pace(
+      wants.map((w) => ({ storeId: w.store.id, wanted: w.wanted })),
+      true,
+      (links) => {
+        this.budget.know(links);
+        for (const link of links) {
+          this.credentials.prime(stores.get(link.storeId)!, link);
+          // Only the version asked for: another one is warned of once per process, by its first reply.
+          if (link.answeredApiVersion === SHOPIFY_ADMIN_API_VERSION && !this.answered.has(link.storeId))
+            this.answered.set(link.storeId, link.answeredApiVersion);
+        }
+      },
+    );
   }
 
   /** Starts a trigger: an event's handoff, or any other trigger of the app (an alert); only the store, handle and fields are read. */
