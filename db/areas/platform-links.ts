@@ -182,10 +182,12 @@ export function platformLinkStore(sql: SqlRunner): PlatformLinkStore {
     },
 
     async noteApiVersion(storeId: string, version: string, now: number) {
-      await ensure(storeId, now);
+      // One upsert, not an ensure then an update: a store's first reply in a process writes it.
       await sql.run(
-        'UPDATE platform_links SET answered_api_version = ?, answered_api_version_at = ?, updated_at = ? WHERE store_id = ?',
-        [version, now, now, storeId],
+        `INSERT INTO platform_links (store_id, answered_api_version, answered_api_version_at, updated_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (store_id) DO UPDATE SET answered_api_version = excluded.answered_api_version,
+           answered_api_version_at = excluded.answered_api_version_at, updated_at = excluded.updated_at`,
+        [storeId, version, now, now],
         RELAXED,
       );
     },
@@ -245,11 +247,14 @@ export function platformLinkStore(sql: SqlRunner): PlatformLinkStore {
     },
 
     async observeBudget(storeId: string, b: ObservedBudget, at: number) {
-      await ensure(storeId, at);
+      // One upsert: a new row starts at version 1, as an ensured row updated once would.
       await sql.run(
-        `UPDATE platform_links SET budget_max = ?, budget_available = ?, budget_rate = ?, budget_cost = ?, budget_at = ?,
-         budget_version = budget_version + 1 WHERE store_id = ?`,
-        [b.max, b.available, b.rate, b.cost, at, storeId],
+        `INSERT INTO platform_links (store_id, budget_max, budget_available, budget_rate, budget_cost, budget_at, budget_version, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, 1, ?)
+         ON CONFLICT (store_id) DO UPDATE SET budget_max = excluded.budget_max, budget_available = excluded.budget_available,
+           budget_rate = excluded.budget_rate, budget_cost = excluded.budget_cost, budget_at = excluded.budget_at,
+           budget_version = platform_links.budget_version + 1`,
+        [storeId, b.max, b.available, b.rate, b.cost, at, at],
         RELAXED,
       );
     },

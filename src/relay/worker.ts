@@ -341,12 +341,14 @@ export class HandoffWorker {
     const out: DueEvent[] = [];
     if (!this.direct.length || !this.lookup) return out;
     const now = this.core.clock.now();
-    // A round's receipts mostly share a few endpoints: one lookup each.
-    const endpoints = new Map<string, Awaited<ReturnType<EndpointLookup>>>();
-    for (const event of this.direct.splice(0, limit)) {
-      if (event.leaseUntil == null || event.leaseUntil <= now) continue;
-      let live = endpoints.get(event.endpointId);
-      if (live === undefined) endpoints.set(event.endpointId, (live = await this.lookup(event.endpointId)));
+    const events = this.direct.splice(0, limit).filter((e) => e.leaseUntil != null && e.leaseUntil > now);
+    // One lookup per endpoint, all at once: a round of quiet stores holds as many endpoints as receipts, and one the
+    // cache no longer holds is read from storage (on PostgreSQL, round trips side by side, not one after another).
+    const ids = [...new Set(events.map((e) => e.endpointId))];
+    const lookup = this.lookup;
+    const endpoints = new Map((await Promise.all(ids.map((id) => lookup(id)))).map((live, i) => [ids[i]!, live]));
+    for (const event of events) {
+      const live = endpoints.get(event.endpointId);
       // An endpoint gone meanwhile: the lease runs out and the claim path decides, as for any claimed event.
       if (live) out.push({ event, endpoint: live.row, store: live.store });
     }
