@@ -66,6 +66,13 @@ export const APP_INSTALL_LIMITS = { windowMs: 60_000, perClient: 10 } as const;
  */
 export const OAUTH_START_LIMITS = { windowMs: 60_000, perClient: 20 } as const;
 
+/**
+ * Connection codes that named no request, per store and window, on the Agents page's "Approve a connection": past
+ * `perStore` the form refuses every code (429) until the window ends. 20^8 codes living 10 minutes make a guess
+ * hopeless; this makes a run of guesses impossible. Counted in memory per instance.
+ */
+export const CONNECT_CODE_MISSES = { windowMs: 10 * 60_000, perStore: 10 } as const;
+
 export type AuthFailureLimits = { readonly [K in keyof typeof AUTH_FAILURE_LIMITS]: number };
 
 /**

@@ -8,7 +8,7 @@
  * to the client), a POST without or with a wrong CSRF token, a tier above what was asked, another browser.
  */
 import { afterAll, beforeEach, describe, expect, it } from 'bun:test';
-import { OAUTH_START_LIMITS } from '../../src/contract/limits.ts';
+import { CONNECT_CODE_MISSES, OAUTH_START_LIMITS } from '../../src/contract/limits.ts';
 import { findAuthorization } from '../../src/oauth/authorization.ts';
 import { page as agentsPage } from '../../src/seat/pages/agents.ts';
 import { issueSignInLink } from '../../src/seat/session.ts';
@@ -397,6 +397,29 @@ describe('Agents page: Approve a connection (embedded, the ID-token human)', () 
     const decided = await d.post(agentsPage, { action: 'connect', code: ar.userCode });
     expect('status' in decided && decided.status).toBe(409);
     expect(htmlOf(decided)).toContain('nothing left to decide');
+  });
+
+  it('refuses every code for the rest of the window once a store has entered CONNECT_CODE_MISSES.perStore wrong ones', async () => {
+    const d = await direct(loopbackOAuth());
+    env = d.env;
+    const { html } = await start(new Jar(), { scope: 'setup:read event:read' });
+    const ar = (await findAuthorization(env.core, requestIdIn(html)))!;
+    for (let i = 0; i < CONNECT_CODE_MISSES.perStore; i++) {
+      const wrong = await d.post(agentsPage, { action: i % 2 ? 'connect' : 'connect-decide', code: `ZZZZ-ZZZ${'BCDFGHJKLM'[i]}`, decision: 'deny' });
+      expect('status' in wrong && wrong.status).toBe(404);
+    }
+    // The right code now too, on either form: a run of guesses cannot go on, whichever form it uses.
+    for (const action of ['connect', 'connect-decide']) {
+      const locked = await d.post(agentsPage, { action, code: ar.userCode, decision: 'deny' });
+      expect('status' in locked && locked.status).toBe(429);
+      expect(htmlOf(locked)).toContain('codes named no connection request; try again in 10 minutes');
+    }
+    expect((await findAuthorization(env.core, ar.id))?.status).toBe('pending');
+    // The window over (the request with it: both last 10 minutes), a new request's code is looked up again.
+    env.clock.advance(CONNECT_CODE_MISSES.windowMs);
+    const next = (await findAuthorization(env.core, requestIdIn((await start(new Jar(), { scope: 'setup:read event:read' })).html)))!;
+    const found = await d.post(agentsPage, { action: 'connect', code: next.userCode });
+    expect(htmlOf(found)).toContain('Night Shift Agent');
   });
 });
 

@@ -6,6 +6,7 @@
  * by the code its consent page shows (src/seat/consent.ts), with the consent's facts and choices (consent-view.ts).
  */
 import { AppError, ERROR_CODES } from '../../contract/errors.ts';
+import { CONNECT_CODE_MISSES } from '../../contract/limits.ts';
 import { TIER_LABELS, TIER_NAMES } from '../../contract/scopes.ts';
 import type { Core } from '../../core.ts';
 import { issueHumanGrant, LABEL_MAX_LENGTH, listGrants, revokeGrant, type GrantRequest } from '../../ops/grants.ts';
@@ -88,11 +89,40 @@ export const page: SeatPage = {
  * and shown with the consent's facts and choices. A code that names no pending request is said plainly.
  */
 async function connectRequest(ctx: SeatContext): Promise<PageResult> {
+  const locked = await codesLocked(ctx);
+  if (locked) return locked;
   const code = field(ctx, 'code') ?? '';
   const ar = code ? await findAuthorization(ctx.core, code) : null;
-  if (!ar) return overview(ctx, notDone('not_found', 'No connection request has this code. Check it on the agent’s page; it lasts 10 minutes.'), 404);
+  if (!ar) {
+    missedCode(ctx);
+    return overview(ctx, notDone('not_found', 'No connection request has this code. Check it on the agent’s page; it lasts 10 minutes.'), 404);
+  }
   if (ar.status !== 'pending') return overview(ctx, notDone('conflict', `This connection request is ${ar.status}: there is nothing left to decide.`), 409);
   return connectPage(ctx, ar, defaultChoice(ar));
+}
+
+/** Per store: when its window of wrong connection codes began, and how many it has had (CONNECT_CODE_MISSES). */
+const codeMisses = new Map<string, { from: number; count: number }>();
+
+/** Counts a code that named no request against the human's store. */
+function missedCode(ctx: SeatContext): void {
+  const now = ctx.core.clock.now();
+  const m = codeMisses.get(ctx.human.store.id);
+  if (!m || now - m.from >= CONNECT_CODE_MISSES.windowMs) codeMisses.set(ctx.human.store.id, { from: now, count: 1 });
+  else m.count++;
+}
+
+/** The 429 page once the store's wrong codes reached their limit in this window; null while it may try. */
+async function codesLocked(ctx: SeatContext): Promise<PageResult | null> {
+  const m = codeMisses.get(ctx.human.store.id);
+  const left = m ? m.from + CONNECT_CODE_MISSES.windowMs - ctx.core.clock.now() : 0;
+  if (!m || left <= 0 || m.count < CONNECT_CODE_MISSES.perStore) return null;
+  const minutes = Math.ceil(left / 60_000);
+  return overview(
+    ctx,
+    notDone('rate_limited', `${m.count} codes named no connection request; try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`),
+    429,
+  );
 }
 
 /** The decision on a connection, as the human of this page; a refusal shows the choices again with what was wrong. */
@@ -100,6 +130,8 @@ async function connectDecision(ctx: SeatContext): Promise<PageResult> {
   const code = field(ctx, 'code') ?? '';
   const chosen = choiceOf(ctx.form);
   const decision = field(ctx, 'decision');
+  const locked = await codesLocked(ctx);
+  if (locked) return locked;
   try {
     if (decision === 'deny') {
       await denyAuthorization(ctx.core, ctx.human, code);
@@ -113,6 +145,7 @@ async function connectDecision(ctx: SeatContext): Promise<PageResult> {
     const refusal = refusalOf(err);
     if (!refusal) throw err;
     const ar = await findAuthorization(ctx.core, code);
+    if (!ar) missedCode(ctx);
     const problem = notDone(refusal.code, refusal.message);
     return ar?.status === 'pending' ? connectPage(ctx, ar, chosen, problem, refusal.status) : overview(ctx, problem, refusal.status);
   }
