@@ -2,6 +2,7 @@ import { defineCommand } from 'citty';
 import { AppError } from '../src/contract/errors.ts';
 import { parseDuration } from '../src/contract/durations.ts';
 import { auditAdmin, humanActor } from '../src/ops/human-audit.ts';
+import { storeOrOnly } from '../src/ops/stores.ts';
 import { issueSignInLink, LINK_TTL_MAX_MS, LINK_TTL_MS } from '../src/seat/session.ts';
 import { actorArg, storageArgs } from './_args.ts';
 import { adoptPublicUrl, withCore } from './_box.ts';
@@ -26,28 +27,15 @@ export default defineCommand({
     const actor = humanActor(args.actor);
     await withCore(args, async (core) => {
       await adoptPublicUrl(core, args);
-      let shop = args.shop;
-      if (!shop) {
-        const stores = await core.repo.listStores();
-        if (stores.length !== 1) {
-          throw new AppError(
-            'invalid_input',
-            stores.length
-              ? `This box has ${stores.length} stores: name one with --shop.`
-              : 'No store yet: run hookrelay init --shop your-store.myshopify.com first.',
-          );
-        }
-        shop = stores[0]!.shopDomain;
-      }
-      const store = await core.repo.getStoreByShop(shop);
+      const store = await storeOrOnly(core, args.shop);
       const link = await auditAdmin(
         core,
         actor,
         'issueConsoleLink',
-        () => issueSignInLink(core, shop!, actor, ttlMs),
+        () => issueSignInLink(core, store.shopDomain, actor, ttlMs),
         // The link is in the answer only: the row says a link was made and for how long.
-        () => ({ storeId: store?.id ?? null, transition: `console sign-in link for ${ttlMs / 1000} s` }),
-        async () => store?.id ?? null,
+        () => ({ storeId: store.id, transition: `console sign-in link for ${ttlMs / 1000} s` }),
+        async () => store.id,
       );
       return { ...link, note: 'Open the URL in a browser; it works once. The session lasts 12 hours; sign out from the console.' };
     });

@@ -25,7 +25,7 @@ const SCOPE_WORDS: Record<Scope, string> = {
 };
 
 /** The lifetime a consent offers unless the person changes it (at most 90d, the grants' limit). */
-const CONSENT_DEFAULT_TTL = '30d';
+export const CONSENT_DEFAULT_TTL = '30d';
 
 /** The tiers a person may choose, lowest first (the order of the contract's tiers). */
 const offered = (ar: AuthorizationRequest): Tier[] => TIER_NAMES.filter((t) => ar.offeredTiers.includes(t));

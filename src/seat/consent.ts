@@ -28,11 +28,21 @@ import {
   OAuthError,
   startAuthorization,
 } from '../oauth/authorization.ts';
-import { choiceFields, choiceOf, type ConsentChoice, decisionButtons, defaultChoice, notDone, refusalOf, requestFacts } from './consent-view.ts';
-import { html, type Html } from './html.ts';
+import {
+  CONSENT_DEFAULT_TTL,
+  choiceFields,
+  choiceOf,
+  type ConsentChoice,
+  decisionButtons,
+  defaultChoice,
+  notDone,
+  refusalOf,
+  requestFacts,
+} from './consent-view.ts';
+import { html, trusted, type Html } from './html.ts';
 import { renderBare, seatHeaders } from './layout.ts';
 import { readForm } from './router.ts';
-import { csrfOf, csrfOk, sessionOf } from './session.ts';
+import { csrfOf, csrfOk, SIGN_IN_COMMAND, sessionOf } from './session.ts';
 import type { Human } from './types.ts';
 
 /** How often the waiting page's script asks whether the request was decided. */
@@ -205,9 +215,9 @@ export function createConsent(core: Core): Consent {
       html`<p>${ar.client.name} <span class="badge warn">unverified</span> asks for access to hookrelay. A person of the store approves it with this code:</p>
 <p class="user-code"><strong id="user-code">${code}</strong></p>
 <section><h2>Approve it in one of these ways</h2><ul>
-<li>Signed in to the hookrelay console? <a href="${here}">Reload this page</a> and decide here. Not signed in: run <code>hookrelay console --shop your-store.myshopify.com</code> where hookrelay runs, open the link it prints, then come back to this page.</li>
+<li>Signed in to the hookrelay console? <a href="${here}">Reload this page</a> and decide here. Not signed in: run ${trusted(SIGN_IN_COMMAND)}, open the link it prints, then come back to this page.</li>
 <li>In the Shopify admin: open hookrelay, then Agents → "Approve a connection", and enter <code>${code}</code>.</li>
-<li>On the box that runs hookrelay: <code>hookrelay grant approve ${code} --tier ${ar.offeredTiers[0] ?? 'observer'} --ttl 30d</code> (or <code>--deny</code>).</li>
+<li>On the box that runs hookrelay: <code>hookrelay grant approve ${code} --tier ${ar.offeredTiers[0] ?? 'observer'} --ttl ${CONSENT_DEFAULT_TTL}</code> (or <code>--deny</code>).</li>
 </ul></section>
 <section><h2>Waiting for the decision</h2>${requestFacts(ar)}<p id="wait-status" role="status">Once the connection is approved or denied, this page goes on by itself (or press Continue). The request expires ${expiresIn(ar)}.</p><p><a class="button primary" href="${continueLink(ar.id)}">Continue</a></p></section>`,
       nonce,

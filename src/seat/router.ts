@@ -15,7 +15,7 @@ import { recordAdminAction } from '../ops/human-audit.ts';
 import { seatCall, type SeatInvoke } from './call.ts';
 import { APP_BRIDGE_SRC, renderBare, renderLayout, seatHeaders } from './layout.ts';
 import { PAGES, type PageEntry } from './pages/index.ts';
-import { csrfOf, csrfOk, sessionCookies, sessionOf, signIn, signOut } from './session.ts';
+import { csrfOf, csrfOk, SIGN_IN_COMMAND, sessionCookies, sessionOf, signIn, signOut } from './session.ts';
 import type { Face, Human, PageResult, SeatContext, SeatPage } from './types.ts';
 
 export interface SeatDeps {
@@ -180,7 +180,7 @@ export function createSeat(deps: SeatDeps): Seat {
       return bare(
         401,
         'Sign in to the hookrelay console',
-        `<p>Run <code>hookrelay console --shop your-store.myshopify.com</code> where hookrelay runs, and open the link it prints (it works once, for a few minutes).</p>`,
+        `<p>Run ${SIGN_IN_COMMAND}, and open the link it prints (it works once, for a few minutes).</p>`,
         'console',
         nonce,
         null,

@@ -19,6 +19,10 @@ export const LINK_TTL_MAX_MS = 60 * 60_000;
 /** A console session's life. */
 export const SESSION_TTL_MS = 12 * 3600_000;
 
+/** How a person gets a sign-in link, as a page says it: the command with the store it defaults to, no placeholder. */
+export const SIGN_IN_COMMAND =
+  '<code>hookrelay console</code> where hookrelay runs (with <code>--shop</code> and your store’s myshopify.com domain on a box that serves several stores)';
+
 const LINK_TOKEN = /^hrc_[0-9A-Za-z]{32}$/;
 const SESSION_TOKEN = /^hrs_[0-9A-Za-z]{32}$/;
 

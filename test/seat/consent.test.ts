@@ -246,7 +246,7 @@ describe('GET /oauth/authorize', () => {
     const page = await res.text();
     const ar = (await findAuthorization(env.core, id))!;
     expect(page).toContain(`<strong id="user-code">${ar.userCode}</strong>`);
-    expect(page).toContain('hookrelay console --shop');
+    expect(page).toContain('<code>hookrelay console</code> where hookrelay runs');
     expect(page).toContain('Agents → "Approve a connection"');
     expect(page).toContain(`hookrelay grant approve ${ar.userCode}`);
     expect(page).toContain('unverified');
