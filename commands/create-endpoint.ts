@@ -2,7 +2,7 @@ import { defineCommand } from 'citty';
 import { durationText } from '../src/contract/durations.ts';
 import { AppError } from '../src/contract/errors.ts';
 import { ENDPOINT_FIELDS, SILENCE_WATCH } from '../src/contract/limits.ts';
-import { FIELD_TYPES } from '../src/contract/schemas/endpoints.ts';
+import { FIELD_TYPES } from '../src/contract/triggers.ts';
 import { connectionArgs, idempotencyKeyArg, jsonFileArg } from './_args.ts';
 import { connect, readJsonInput } from './_cli.ts';
 import { printJson } from './_output.ts';

@@ -116,12 +116,16 @@ export const TRIGGERS: Record<TriggerVariant, TriggerDef> = {
  * `sender.fields any? |fields_item| ((fields_item.name == 'score') && (fields_item.number < 3))`; then the
  * event's JSON (empty unless the endpoint sets includeBody) and what was cut of it to keep Flow's limit.
  */
+/** The types a sender's value may be handed to Flow as (src/lib/fields.ts checks a value against each): one slot each. */
+export const FIELD_TYPES = ['text', 'number', 'boolean', 'email', 'url', 'datetime'] as const;
+export type FieldType = (typeof FIELD_TYPES)[number];
+
 export const SENDER_FIELD = {
   key: 'sender',
   type: 'schema.Sender',
   schema: './schema.graphql',
   /** Each item: the field's name and one slot per type; only the slot of its type is set. */
-  item: { type: 'SenderField', list: 'fields', slots: ['text', 'number', 'boolean', 'email', 'url', 'datetime'] },
+  item: { type: 'SenderField', list: 'fields', slots: FIELD_TYPES },
 } as const;
 export const BODY_FIELDS = { json: 'body json', cut: 'body cut' } as const;
 

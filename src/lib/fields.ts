@@ -3,7 +3,8 @@
  * their declared type. One rule for the handoff (the trigger's `sender.fields`), the edit preview's dry run (counts
  * only) and the counts an attempt records. Free of zod and of any platform.
  */
-import type { EndpointField, FieldType } from '../contract/schemas/endpoints.ts';
+import type { EndpointField } from '../contract/schemas/endpoints.ts';
+import type { FieldType } from '../contract/triggers.ts';
 import { ENDPOINT_FIELDS } from '../contract/limits.ts';
 
 /** Value at a dot path (`order.id`, `line_items.0.sku`); undefined when any step is missing. */

@@ -5,7 +5,7 @@ import type { EventRow } from '../../db/types.ts';
 import type { TriggerVariant } from '../../src/contract/schemas.ts';
 import { BODY_FIELDS, COMMON_FIELDS, SENDER_FIELD, TRIGGERS } from '../../src/contract/triggers.ts';
 import { FLOW_TEMPLATES } from '../../src/contract/templates.ts';
-import { FIELD_TYPES } from '../../src/contract/schemas/endpoints.ts';
+import { FIELD_TYPES } from '../../src/contract/triggers.ts';
 import { apiVersionStatus, SHOPIFY_ADMIN_API_VERSION } from '../../src/platform/shopify/version.ts';
 import { APP_TOPICS, COMPLIANCE_TOPICS, WEBHOOK_PATH } from '../../src/platform/shopify/webhooks.ts';
 import { CONFIRM_ACTION } from '../../src/contract/triggers.ts';

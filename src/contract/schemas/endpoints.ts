@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { durationText, parseDuration } from '../durations.ts';
 import { ENDPOINT_FIELDS, SILENCE_WATCH } from '../limits.ts';
 import { EDITION } from '../scopes.ts';
+import { FIELD_TYPES } from '../triggers.ts';
 import { Id, Timestamp } from './common.ts';
 
 export const TRIGGER_VARIANTS = ['generic', 'order', 'customer', 'product', 'inventory', 'fulfillment', 'return', 'company'] as const;
@@ -22,10 +23,6 @@ const DotPath = z
   .max(200)
   .regex(/^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/, 'a dot path such as order.id or line_items.0.sku')
   .describe('Dot path into the JSON body, e.g. `order.id` or `line_items.0.sku`');
-
-/** The types a sender's value may be handed to Flow as (src/contract/fields.ts checks a value against each). */
-export const FIELD_TYPES = ['text', 'number', 'boolean', 'email', 'url', 'datetime'] as const;
-export type FieldType = (typeof FIELD_TYPES)[number];
 
 export const EndpointFieldSchema = z
   .object({
