@@ -1,6 +1,7 @@
 /**
- * The sandbox process (`hookrelay __sandbox`): one per `execute`, so a run shares no memory with another or with
- * the server, and whatever happens in it (a WebAssembly abort, running out of memory) ends this process only.
+ * The sandbox process (`hookrelay __sandbox`): it serves one grant's `execute` runs, one at a time, each in a fresh
+ * QuickJS instance with its own WebAssembly memory (only the compiled code is shared), and shares no memory with the
+ * server: whatever happens in it (a WebAssembly abort, running out of memory) ends this process only.
  * Protocol over the IPC channel, by message: in `{type: 'warm', memoryBytes}` (load QuickJS ahead of a run),
  * `{type: 'run', code, limits}` and `{type: 'answer', id, text}`; out `{type: 'ready'}` (QuickJS loaded),
  * `{type: 'started'}` (the CPU clock starts), `{type: 'call', id, request}` and `{type: 'done', outcome}`.
@@ -23,8 +24,8 @@ const tooLarge = (bytes: number) =>
   });
 
 /**
- * Serves one run on the IPC channel, then waits to be ended; resolves true when the parent goes away, false at
- * once when there is no channel (started by hand: only the server starts this).
+ * Serves runs on the IPC channel until the server ends it; resolves true when the parent goes away, false at once
+ * when there is no channel (started by hand: only the server starts this).
  */
 export function runSandboxChild(): Promise<boolean> {
   if (typeof process.send !== 'function') {
@@ -34,10 +35,12 @@ export function runSandboxChild(): Promise<boolean> {
   const post = (m: FromChild) => process.send!(m);
   const waiting = new Map<number, (text: string) => void>();
   let nextId = 0;
-  let qjs: { memoryBytes: number; module: Promise<QuickJSWASMModule> } | null = null;
-  const load = (memoryBytes: number) => {
-    if (qjs?.memoryBytes !== memoryBytes) qjs = { memoryBytes, module: loadQuickJs(memoryBytes) };
-    return qjs.module;
+  /** The next run's QuickJS, loaded ahead by `warm`; every run takes a fresh instance with fresh memory. */
+  let next: { memoryBytes: number; module: Promise<QuickJSWASMModule> } | null = null;
+  const take = (memoryBytes: number) => {
+    const module = next?.memoryBytes === memoryBytes ? next.module : loadQuickJs(memoryBytes);
+    next = null;
+    return module;
   };
   const host = (request: string) => {
     const bytes = Buffer.byteLength(request);
@@ -54,13 +57,14 @@ export function runSandboxChild(): Promise<boolean> {
       waiting.get(m.id)?.(m.text);
       waiting.delete(m.id);
     } else if (m.type === 'warm') {
-      await load(m.memoryBytes);
+      next = { memoryBytes: m.memoryBytes, module: loadQuickJs(m.memoryBytes) };
+      await next.module;
       post({ type: 'ready' });
     } else {
-      const module = await load(m.limits.memoryBytes);
+      const module = await take(m.limits.memoryBytes);
       post({ type: 'started' });
-      // The process ends after this run: its memory goes with it, so the runtime is not torn down here
-      // (QuickJS asserts on teardown after some out-of-memory states, and the answer must be sent first).
+      // The instance is dropped after the run, not torn down: QuickJS asserts on teardown after some out-of-memory
+      // states, and the answer must be sent first. Its memory goes with it (or with the process, after a limit).
       post({ type: 'done', outcome: await runSandboxed(module, m.code, host, m.limits, { dispose: false }) });
     }
   });

@@ -24,13 +24,30 @@ const PAGE = 64 * 1024;
 /** Pages the QuickJS build needs before any agent code runs (its INITIAL_MEMORY of 16 MiB). */
 const BASE_PAGES = 256;
 
+/** QuickJS compiled to machine code, once per process: every instance after the first is made from it. */
+let compiled: WebAssembly.Module | undefined;
+
 /**
- * A QuickJS instance whose WebAssembly memory can never grow past `memoryBytes` on top of the build's base:
- * the hard memory limit (QuickJS's own limit does not count string bytes in this build).
+ * A fresh QuickJS instance, with its own WebAssembly memory that can never grow past `memoryBytes` on top of the
+ * build's base: the hard memory limit (QuickJS's own limit does not count string bytes in this build). Only the
+ * compiled code is shared between instances, so JavaScriptCore compiles QuickJS once per process, not per run.
  */
-export function loadQuickJs(memoryBytes: number): Promise<QuickJSWASMModule> {
+export async function loadQuickJs(memoryBytes: number): Promise<QuickJSWASMModule> {
   const wasmMemory = new WebAssembly.Memory({ initial: BASE_PAGES, maximum: BASE_PAGES + Math.ceil(memoryBytes / PAGE) });
-  return newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmMemory }));
+  if (compiled) return newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmModule: compiled, wasmMemory }));
+  // The single-file variant keeps its wasm bytes inside its loader and hands them to
+  // WebAssembly.instantiate(bytes, imports), whose answer carries the compiled Module: kept from this first load.
+  const instantiate = WebAssembly.instantiate;
+  WebAssembly.instantiate = (async (...args: Parameters<typeof instantiate>) => {
+    const made = (await instantiate(...args)) as WebAssembly.Instance | WebAssembly.WebAssemblyInstantiatedSource;
+    if (!(made instanceof WebAssembly.Instance)) compiled = made.module;
+    return made;
+  }) as typeof instantiate;
+  try {
+    return await newQuickJSWASMModuleFromVariant(newVariant(variant, { wasmMemory }));
+  } finally {
+    WebAssembly.instantiate = instantiate;
+  }
 }
 
 /** Runs inside the sandbox once per run: defines `api`, `console`, `ApiError` and returns the runner. */
