@@ -93,6 +93,15 @@ export const SANDBOX_MAX_CALL_BYTES = 2 * 1024 * 1024;
 export const SANDBOX_PROCESS = { addressSpaceBytes: 1024 * 1024 * 1024, residentBytes: 256 * 1024 * 1024 };
 
 /**
+ * A sandbox process whose run ended by itself (a result or the code's own error) may wait for the next run of the
+ * same grant and memory size, never another's: so JavaScriptCore's compiled QuickJS serves many runs (each still in
+ * a fresh QuickJS instance with fresh memory), and a sandbox escape could act only as the grant that caused it.
+ * Bounds: how long it waits idle, how many runs it serves, its resident memory after a run (past it, it ends) and
+ * how many wait on the server at once (past it, the one idle longest ends).
+ */
+export const SANDBOX_REUSE = { idleMs: 30_000, runs: 100, residentBytes: 128 * 1024 * 1024, idleProcesses: 8 };
+
+/**
  * The most events one bulk replay intent hands off again. A preview matching more is refused (`bulk_replay_too_many`)
  * with the receipt time that splits the oldest this many off, so one mistaken filter cannot re-run a store's history.
  */

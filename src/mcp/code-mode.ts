@@ -1,6 +1,6 @@
 /**
- * Runs agent code for `execute`: a fresh sandbox process per run (sandbox-process.ts), its `api.*` calls
- * answered here, and hard stops the OS enforces. QuickJS's interrupt handler ends ordinary runaway code on time;
+ * Runs agent code for `execute`: in a sandbox process (sandbox-process.ts) that no other grant's run has used, in a
+ * fresh QuickJS instance, its `api.*` calls answered here, and hard stops the OS enforces. QuickJS's interrupt handler ends ordinary runaway code on time;
  * a loop of heavy native operations only reaches it every few thousand steps, so a watchdog here kills the
  * process once the CPU time it used running the code passes the CPU limit by a grace, and a memory watch kills it
  * past its resident-memory bound. Whatever ends the process ends the run, not the server.
@@ -13,7 +13,7 @@ import { EXECUTE_CONCURRENCY, SANDBOX_PROCESS } from '../contract/limits.ts';
 import type { McpConfig, SandboxLimits } from '../core.ts';
 import type { SandboxError, SandboxOutcome } from './sandbox.ts';
 import type { FromChild } from './sandbox-child.ts';
-import { takeProcess } from './sandbox-process.ts';
+import { keepProcess, takeProcess } from './sandbox-process.ts';
 
 const GRACE_MS = 250;
 const MEMORY_WATCH_MS = 50;
@@ -28,17 +28,19 @@ let running = 0;
 const runningByStore = new Map<string, number>();
 
 /**
- * Runs `code` for a store in a new sandbox process; always resolves, with a result or a stable error code.
- * Each store gets its fair share of the server's runs: past either cap the run is refused with `sandbox_busy`.
+ * Runs `code` for a store's grant in a sandbox process; always resolves, with a result or a stable error code. The
+ * process is fresh or one the same grant's last run left (`grantId` null: always fresh); it is handed on only
+ * after a run that ended by itself. Each store gets its fair share of the server's runs: past either cap the run
+ * is refused with `sandbox_busy`.
  */
-export async function runCode(code: string, limits: SandboxLimits, host: Host, storeId: string): Promise<SandboxOutcome> {
+export async function runCode(code: string, limits: SandboxLimits, host: Host, storeId: string, grantId: string | null): Promise<SandboxOutcome> {
   const mine = runningByStore.get(storeId) ?? 0;
   const full = mine >= EXECUTE_CONCURRENCY.perStore ? 'store' : running >= EXECUTE_CONCURRENCY.perServer ? 'server' : null;
   if (full) return { ok: false, error: busy(full), logs: [], calls: 0 };
   running++;
   runningByStore.set(storeId, mine + 1);
   try {
-    return await inProcess(code, limits, host);
+    return await inProcess(code, limits, host, grantId);
   } finally {
     running--;
     const left = runningByStore.get(storeId)! - 1;
@@ -59,8 +61,15 @@ function busy(scope: 'store' | 'server'): SandboxError {
   };
 }
 
-async function inProcess(code: string, limits: SandboxLimits, host: Host): Promise<SandboxOutcome> {
-  const proc = await takeProcess(limits.memoryBytes);
+/**
+ * Whether a run ended by itself, with a result or the code's own error (an uncaught exception, an API error it did
+ * not catch), and not at a limit or a failure: only then may its process serve the grant's next run.
+ */
+const endedByItself = (o: SandboxOutcome) =>
+  o.ok || o.error.code === 'sandbox_code_error' || !(o.error.code.startsWith('sandbox_') || o.error.code === 'internal_error');
+
+async function inProcess(code: string, limits: SandboxLimits, host: Host, grantId: string | null): Promise<SandboxOutcome> {
+  const proc = await takeProcess(limits.memoryBytes, grantId);
   if (!proc) return { ok: false, error: { code: 'mcp_code_mode_unavailable', message: 'The sandbox failed to load.' }, logs: [], calls: 0 };
   return new Promise((resolve) => {
     let finished = false;
@@ -78,7 +87,8 @@ async function inProcess(code: string, limits: SandboxLimits, host: Host): Promi
       finished = true;
       clearTimeout(timer);
       clearInterval(watch);
-      proc.kill();
+      if (grantId !== null && outcome && !ending && endedByItself(outcome)) keepProcess(proc, limits.memoryBytes, grantId);
+      else proc.kill();
       resolve(outcome ?? { ok: false, error: error!, logs: [], calls });
     };
     /** Ends the process for a limit; the run ends with that limit's code once the process is gone. */
@@ -160,7 +170,7 @@ const PROBE_RETRY_MS = 30_000;
  */
 export function codeModeAvailable(config: McpConfig): Promise<boolean> {
   if (!config.codeMode) return Promise.resolve(false);
-  probe ??= runCode('return 1', config.limits, async () => ({ ok: false, error: { code: 'invalid_input', message: 'No calls in the probe.' } }), '').then(
+  probe ??= runCode('return 1', config.limits, async () => ({ ok: false, error: { code: 'invalid_input', message: 'No calls in the probe.' } }), '', null).then(
     (o) => {
       const ok = o.ok && o.result === 1;
       if (!ok) setTimeout(() => (probe = null), PROBE_RETRY_MS).unref();

@@ -1,11 +1,12 @@
 /**
  * Sandbox processes: `hookrelay __sandbox` (the same executable, a hidden subcommand) spawned with an IPC channel
- * and an OS bound on its address space, kept warm in a small pool, one per run and ended after it.
+ * and an OS bound on its address space, kept warm in a small pool. A grant's first run takes one from the pool; a
+ * run that ended by itself may hand its process on to the same grant's next run (SANDBOX_REUSE), any other ends it.
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Subprocess } from 'bun';
-import { SANDBOX_PROCESS } from '../contract/limits.ts';
+import { SANDBOX_PROCESS, SANDBOX_REUSE } from '../contract/limits.ts';
 import { COMPILED } from '../lib/compiled.ts';
 import type { FromChild, ToChild } from './sandbox-child.ts';
 
@@ -29,6 +30,8 @@ export interface SandboxProcess {
   /** Resolves once the process has ended, however it ended. */
   readonly exited: Promise<unknown>;
   readonly alive: boolean;
+  /** Runs this process was handed. */
+  runs: number;
   /** Resident memory in bytes, where the OS tells (Linux /proc); null elsewhere. */
   residentBytes(): number | null;
   /** CPU time the process has used (user and system), ms, where the OS tells (Linux /proc); null elsewhere. */
@@ -37,30 +40,79 @@ export interface SandboxProcess {
 }
 
 const pools = new Map<number, Promise<SandboxProcess | null>[]>();
-/** Processes handed to a run and not yet ended. */
+/** Processes handed to a run and not yet ended or kept. */
 const inUse = new Set<SandboxProcess>();
+/** Processes waiting for their grant's next run, the one idle longest first. */
+const idle: { key: string; proc: SandboxProcess; since: number; timer: ReturnType<typeof setTimeout> }[] = [];
 
-/** A warm process for a run with this memory cap, or null when none can start (code mode unavailable). */
-export async function takeProcess(memoryBytes: number): Promise<SandboxProcess | null> {
-  const pool = pools.get(memoryBytes) ?? [];
-  pools.set(memoryBytes, pool);
-  let proc = await (pool.shift() ?? start(memoryBytes));
-  if (proc && !proc.alive) proc = await start(memoryBytes);
-  while (pool.length < POOL_SIZE) pool.push(start(memoryBytes));
+const keyOf = (grantId: string, memoryBytes: number) => `${grantId} ${memoryBytes}`;
+
+/**
+ * A process for a run with this memory cap, or null when none can start (code mode unavailable): one its grant's
+ * last run left (`keepProcess`), else a fresh one from the pool. `grantId` null: never one another run used.
+ */
+export async function takeProcess(memoryBytes: number, grantId: string | null): Promise<SandboxProcess | null> {
+  let proc = grantId === null ? null : takeIdle(keyOf(grantId, memoryBytes));
+  if (!proc) {
+    const pool = pools.get(memoryBytes) ?? [];
+    pools.set(memoryBytes, pool);
+    proc = await (pool.shift() ?? start(memoryBytes));
+    if (proc && !proc.alive) proc = await start(memoryBytes);
+    while (pool.length < POOL_SIZE) pool.push(start(memoryBytes));
+  }
   if (proc) {
+    proc.runs++;
     inUse.add(proc);
     void proc.exited.then(() => inUse.delete(proc));
   }
   return proc;
 }
 
+function takeIdle(key: string): SandboxProcess | null {
+  for (let i = idle.length - 1; i >= 0; i--) {
+    const kept = idle[i]!;
+    if (kept.key !== key) continue;
+    idle.splice(i, 1);
+    clearTimeout(kept.timer);
+    if (kept.proc.alive && Date.now() - kept.since < SANDBOX_REUSE.idleMs) return kept.proc;
+    kept.proc.kill();
+  }
+  return null;
+}
+
+/**
+ * After a run that ended by itself: the process waits for the same grant's next run with the same memory cap, or
+ * ends when it has served its runs, holds too much memory, waits too long or is the oldest of too many waiting.
+ */
+export function keepProcess(proc: SandboxProcess, memoryBytes: number, grantId: string): void {
+  inUse.delete(proc);
+  const rss = proc.residentBytes();
+  if (!proc.alive || proc.runs >= SANDBOX_REUSE.runs || (rss !== null && rss > SANDBOX_REUSE.residentBytes)) {
+    proc.kill();
+    return;
+  }
+  proc.onMessage = () => proc.kill(); // an idle process has nothing to say
+  const kept = { key: keyOf(grantId, memoryBytes), proc, since: Date.now(), timer: setTimeout(() => retire(kept), SANDBOX_REUSE.idleMs) };
+  kept.timer.unref();
+  idle.push(kept);
+  while (idle.length > SANDBOX_REUSE.idleProcesses) retire(idle[0]!);
+}
+
+function retire(kept: (typeof idle)[number]): void {
+  const i = idle.indexOf(kept);
+  if (i >= 0) idle.splice(i, 1);
+  clearTimeout(kept.timer);
+  kept.proc.kill();
+}
+
 /** The pids of sandbox processes running code now (tests end one mid-run to prove the server survives). */
 export const runningSandboxPids = () => [...inUse].map((p) => p.pid);
 
-/** Ends the warm processes (server shutdown); runs in flight end by themselves, within their limits. */
+/** Ends the warm and the idle processes (server shutdown); runs in flight end by themselves, within their limits. */
 export async function closeSandboxes(): Promise<void> {
   const waiting = [...pools.values()].flat();
   pools.clear();
+  for (const kept of [...idle]) retire(kept);
   for (const p of await Promise.all(waiting)) p?.kill();
 }
 
@@ -91,6 +143,7 @@ function start(memoryBytes: number): Promise<SandboxProcess | null> {
     },
     onMessage: () => {},
     exited: proc.exited,
+    runs: 0,
     get alive() {
       return proc.exitCode === null && proc.signalCode === null;
     },

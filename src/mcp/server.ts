@@ -178,7 +178,7 @@ function registerTools(server: McpServer, deps: ServerDeps, grant: SessionGrant)
       if (consent && 'error' in consent) return result({ error: consent.error, calls: 0 }, true);
       const api = apiHost(deps.invoke, caller);
       const started = performance.now();
-      const run = await runCode(code, deps.core.config.mcp.limits, consent ? consent.host(api) : api, grant.storeId);
+      const run = await runCode(code, deps.core.config.mcp.limits, consent ? consent.host(api) : api, grant.storeId, grant.grantId);
       const ms = (performance.now() - started).toFixed(0);
       deps.core.log.info(`mcp execute grant=${grant.grantId} calls=${run.calls} outcome=${run.ok ? 'ok' : run.error.code} ${ms}ms`);
       await auditRun(deps.core, grant, run, caller.requestId).catch((err: unknown) =>
