@@ -108,17 +108,30 @@ const CLK_TCK = (() => {
 
 /**
  * CPU seconds (user + system) a process has used so far, from /proc; null where /proc is missing. `children`: its
- * children's instead, those that ended and that it reaped (cutime + cstime).
+ * children's instead, those that ended and that it reaped (cutime + cstime) and those still running (a sandbox
+ * process kept for its grant's next run is counted as it goes, not when it ends).
  */
 export function cpuSeconds(pid: number, { children = false } = {}): number | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const at = children ? 13 : 11;
-    return (Number(fields[at]) + Number(fields[at + 1])) / CLK_TCK;
+    const own = (Number(fields[at]) + Number(fields[at + 1])) / CLK_TCK;
+    return children ? own + runningChildren(pid).reduce((sum, child) => sum + (cpuSeconds(child) ?? 0), 0) : own;
   } catch {
     return null;
   }
+}
+
+/** The pids of a process's children still running (any of its threads may have started them). */
+function runningChildren(pid: number): number[] {
+  return readdirSync(`/proc/${pid}/task`).flatMap((task) => {
+    try {
+      return readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+    } catch {
+      return [];
+    }
+  });
 }
 
 /**

@@ -1,14 +1,17 @@
 /**
  * `bun scripts/bench/code-mode.ts --b <checkout> [--a <checkout>] [--c <checkout>] [--calls 20] [--op getSetupState]
- * [--rounds 15] [--runs 4] [--sync FULL]`: what one `api.call` of MCP code mode costs, in two or three trees side by
+ * [--rounds 15] [--runs 4] [--sync FULL] [--cold]`: what one `api.call` of MCP code mode costs, in two or three trees side by
  * side. Each tree's relay server (scripts/bench/server.ts, rate limits out of reach) runs on core 0 with its sandbox
  * processes; this driver, on core 1, opens an MCP session on each and sends `execute` runs of `--calls` calls of
  * `--op`, and runs that make no call, taking the trees in turn every `--runs` runs for `--rounds` rounds so that all
  * see the same host. A call's cost is what a run of calls costs beyond a run of none, divided by the calls: the
- * server process's CPU (the host's side of a call), its sandbox processes' CPU (counted as each ends, so a run of
- * none carries a whole process: its start, QuickJS's load and any warm-up), and the run's time on the clock
- * (median). A checkout is any directory holding this repository (`git worktree add /tmp/before <commit>`, with
- * node_modules linked); A defaults to this one.
+ * server process's CPU (the host's side of a call), its sandbox processes' CPU (those that ended and those still
+ * running; where a process serves one run, a run of none carries a whole process: its start, QuickJS's load and any
+ * warm-up), and the run's time on the clock (median). All runs of a tree are one grant's, so where a sandbox process
+ * serves a grant's next run this is its warm path; `--cold` makes every run its grant's first (a grant issued per run
+ * with the tree's own `hookrelay grant issue` before the rounds, and an MCP session opened for it before the run).
+ * A checkout is any directory holding this repository (`git worktree add /tmp/before <commit>`, with node_modules
+ * linked); A defaults to this one.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,11 +30,12 @@ const { values: a } = parseArgs({
     runs: { type: 'string', default: '4' },
     /** SQLite's synchronous setting for both servers: FULL as serve runs, NORMAL to leave the fsyncs out. */
     sync: { type: 'string', default: 'FULL' },
+    cold: { type: 'boolean', default: false },
   },
 });
 if (!a.b) {
   process.stderr.write(
-    'usage: bun scripts/bench/code-mode.ts --b <checkout> [--a <checkout>] [--c <checkout>] [--calls 20] [--op getSetupState] [--rounds 15] [--runs 4] [--sync FULL]\n',
+    'usage: bun scripts/bench/code-mode.ts --b <checkout> [--a <checkout>] [--c <checkout>] [--calls 20] [--op getSetupState] [--rounds 15] [--runs 4] [--sync FULL] [--cold]\n',
   );
   process.exit(2);
 }
@@ -46,6 +50,8 @@ interface Side {
   mcp: string;
   headers: Record<string, string>;
   id: number;
+  /** `--cold`: a grant's token for each run still to come. */
+  tokens: string[];
 }
 
 const JSON_RPC = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
@@ -60,14 +66,15 @@ async function start(label: string, checkout: string): Promise<Side> {
   const dir = mkdtempSync(join(tmpdir(), `hookrelay-code-mode-${label}-`));
   const cmd = ['bun', join(resolve(checkout), 'scripts/bench/server.ts'), 'relay', '--data-dir', dir, '--worker', '0', '--request-log', '0', '--sync', a.sync!];
   const server = await spawnReady(0, cmd, { stderrTo: join(dir, 'log') });
-  const side: Side = {
-    label,
-    server,
-    dir,
-    mcp: `${server.ready.url}/agent/v1/mcp`,
-    headers: { ...JSON_RPC, authorization: `Bearer ${server.ready.token}` },
-    id: 0,
-  };
+  const side: Side = { label, server, dir, mcp: `${server.ready.url}/agent/v1/mcp`, headers: {}, id: 0, tokens: [] };
+  await session(side, server.ready.token);
+  if (a.cold) for (let i = 0; i < ROUNDS * RUNS * 2; i++) side.tokens.push(issueGrant(checkout, dir));
+  return side;
+}
+
+/** An MCP session as the grant of `token`, for the runs that follow. */
+async function session(side: Side, token: string): Promise<void> {
+  side.headers = { ...JSON_RPC, authorization: `Bearer ${token}` };
   const init = await rpc(side, {
     id: ++side.id,
     method: 'initialize',
@@ -76,7 +83,14 @@ async function start(label: string, checkout: string): Promise<Side> {
   side.headers['mcp-session-id'] = init.headers.get('mcp-session-id')!;
   side.headers['mcp-protocol-version'] = '2025-06-18';
   await rpc(side, { method: 'notifications/initialized' });
-  return side;
+}
+
+/** A new grant's token, issued by the tree's own CLI on the server's data dir (the bench server's store). */
+function issueGrant(checkout: string, dir: string): string {
+  const cli = [join(resolve(checkout), 'commands/index.ts'), 'grant', 'issue', '--shop', 'bench.myshopify.com', '--tier', 'admin_assistant'];
+  const r = Bun.spawnSync(['bun', ...cli, '--ttl', '6h', '--label', 'bench cold', '--data-dir', dir], { stdout: 'pipe', stderr: 'pipe' });
+  if (r.exitCode !== 0) throw new Error(`grant issue failed: ${r.stderr.toString().slice(0, 300)}`);
+  return (JSON.parse(r.stdout.toString()) as { token: string }).token;
 }
 
 /** One `execute` run; its time on the clock, ms. */
@@ -106,7 +120,10 @@ const REAPED_MS = 100;
 async function batch(side: Side, code: string, expected: number, t: Tally): Promise<void> {
   const before = cpuSeconds(side.server.pid)!;
   const sandboxBefore = cpuSeconds(side.server.pid, { children: true })!;
-  for (let i = 0; i < RUNS; i++) t.ms.push(await execute(side, code, expected));
+  for (let i = 0; i < RUNS; i++) {
+    if (a.cold) await session(side, side.tokens.pop()!); // a run of calls and one of none alike: it cancels out
+    t.ms.push(await execute(side, code, expected));
+  }
   t.cpu += cpuSeconds(side.server.pid)! - before;
   await Bun.sleep(REAPED_MS);
   t.sandboxCpu += cpuSeconds(side.server.pid, { children: true })! - sandboxBefore;
@@ -117,7 +134,9 @@ try {
   const trees = [a.a!, a.b, a.c].filter((t): t is string => t !== undefined);
   for (const [i, tree] of trees.entries()) sides.push(await start('ABC'[i]!, tree));
   const named = sides.map((s, i) => `${s.label}: ${resolve(trees[i]!)}`).join('; ');
-  log(`${named}; ${CALLS} × ${a.op} per run; ${ROUNDS} rounds of ${RUNS} runs each${PINNED ? '' : ' (not pinned: no taskset)'}`);
+  log(
+    `${named}; ${CALLS} × ${a.op} per run; ${ROUNDS} rounds of ${RUNS} runs each${a.cold ? ", each its grant's first" : ''}${PINNED ? '' : ' (not pinned: no taskset)'}`,
+  );
   // Warm all: the first runs load MCP, the contract and the sandbox.
   for (const s of sides) for (let i = 0; i < 3; i++) await execute(s, WITH_CALLS, CALLS);
   const results = sides.map(() => ({ calls: tally(), none: tally() }));
