@@ -1,9 +1,10 @@
 /**
  * Runs agent code for `execute`: in a sandbox process (sandbox-process.ts) that no other grant's run has used, in a
- * fresh QuickJS instance, its `api.*` calls answered here, and hard stops the OS enforces. QuickJS's interrupt handler ends ordinary runaway code on time;
- * a loop of heavy native operations only reaches it every few thousand steps, so a watchdog here kills the
- * process once the CPU time it used running the code passes the CPU limit by a grace, and a memory watch kills it
- * past its resident-memory bound. Whatever ends the process ends the run, not the server.
+ * fresh QuickJS instance, its `api.*` calls answered here, and hard stops the OS enforces. QuickJS's interrupt
+ * handler ends ordinary runaway code on time; a loop of heavy native operations only reaches it every few thousand
+ * steps, so a watchdog here kills the process once the CPU time it used running the code passes the CPU limit by a
+ * grace, and a memory watch kills it past its resident-memory bound. Whatever ends the process ends the run, not
+ * the server.
  *
  * The limit is CPU time, not time on the clock: on a busy host a run waits for a core without being charged for
  * it (where the OS does not tell a process's CPU time, its time running code on the clock is counted instead). A run

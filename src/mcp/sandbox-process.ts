@@ -14,6 +14,12 @@ import type { FromChild, ToChild } from './sandbox-child.ts';
 const COMMAND = COMPILED
   ? [process.execPath, '__sandbox']
   : [process.execPath, fileURLToPath(new URL('../../commands/index.ts', import.meta.url)), '__sandbox'];
+/**
+ * JavaScriptCore reserves its JIT's executable memory up front, more than the address-space bound leaves room for:
+ * under `ulimit -v` it then runs with no JIT at all, QuickJS's WebAssembly interpreted. A smaller reservation fits,
+ * and a process that serves a grant's runs gets QuickJS compiled.
+ */
+const JIT_RESERVATION_BYTES = 64 * 1024 * 1024;
 /** Warm processes kept ready per memory size, so a run does not wait for a process to start. */
 const POOL_SIZE = 2;
 /** Starting a process and instantiating QuickJS; past this the sandbox counts as unable to load. */
@@ -121,7 +127,7 @@ function start(memoryBytes: number): Promise<SandboxProcess | null> {
   let proc: Subprocess;
   try {
     proc = Bun.spawn(limited(COMMAND), {
-      env: { PATH: process.env.PATH ?? '' },
+      env: { PATH: process.env.PATH ?? '', BUN_JSC_jitMemoryReservationSize: String(JIT_RESERVATION_BYTES) },
       stdin: 'ignore',
       stdout: 'ignore',
       stderr: 'ignore',

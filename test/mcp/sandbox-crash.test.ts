@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'bun:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { SANDBOX_PROCESS } from '../../src/contract/limits.ts';
 import { DEFAULT_MCP } from '../../src/core.ts';
 import { runningSandboxPids } from '../../src/mcp/sandbox-process.ts';
@@ -76,15 +76,22 @@ describe('a sandbox failure ends the run, not the server', () => {
   );
 
   it.if(process.platform === 'linux')(
-    'runs each sandbox under the OS address-space limit',
+    "runs each sandbox under the OS address-space limit, with JavaScriptCore's JIT on within it",
     async () => {
       const run = execute(client, 'for (;;) {}');
       await until(() => runningSandboxPids().length === 1);
       const [pid] = runningSandboxPids();
       const limits = readFileSync(`/proc/${pid}/limits`, 'utf8');
+      // A JIT reservation that does not fit the bound leaves the process with no JIT thread: QuickJS interpreted.
+      const threads = () => readdirSync(`/proc/${pid}/task`).map((t) => readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim());
+      const jit = await until(() => threads().includes('JITWorker'), 15_000).then(
+        () => true,
+        () => false,
+      );
       process.kill(pid!, 'SIGKILL');
       await run;
       expect(limits).toMatch(new RegExp(`Max address space\\s+${SANDBOX_PROCESS.addressSpaceBytes}\\s+${SANDBOX_PROCESS.addressSpaceBytes}`));
+      expect(jit).toBe(true);
     },
     SLOW,
   );
