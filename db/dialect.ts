@@ -13,8 +13,13 @@ export interface Dialect {
    * so a key used again never leads back), PostgreSQL by the event id.
    */
   readonly bodyKey: 'integer' | 'event-id';
+  /**
+   * Whether an INSERT may run inside WITH (PostgreSQL's data-modifying CTE): writes to two tables as one statement,
+   * atomic and one round trip. SQLite has none: there they are a batch, one transaction.
+   */
+  readonly insertInWith: boolean;
 }
 
-export const SQLITE: Dialect = { name: 'sqlite', clearLease: 'lease_until = NULL', bodyKey: 'integer' };
+export const SQLITE: Dialect = { name: 'sqlite', clearLease: 'lease_until = NULL', bodyKey: 'integer', insertInWith: false };
 
-export const POSTGRES: Dialect = { name: 'postgres', clearLease: 'lease_until = NULL, lease_token = NULL', bodyKey: 'event-id' };
+export const POSTGRES: Dialect = { name: 'postgres', clearLease: 'lease_until = NULL, lease_token = NULL', bodyKey: 'event-id', insertInWith: true };

@@ -225,6 +225,23 @@ export interface AuditLog {
   listAudit(filter: { storeId?: string; since?: number; limit: number }): Promise<AuditRow[]>;
 }
 
+/** Units counted on a plan meter of a store, in a 30-day period. */
+export interface UsageUnits {
+  storeId: string;
+  meter: string;
+  periodStart: number;
+  n: number;
+}
+
+/**
+ * A call's audit row with the units it counts on its plan meter (the agent API's reads and previews): both or neither.
+ * On SQLite one commit, relaxed as insertAudit and addUsage each are (no fsync of its own: the next synced commit
+ * covers it); on PostgreSQL one statement.
+ */
+export interface MeteredAudit {
+  insertAuditMetered(row: AuditRow, usage: UsageUnits): Promise<void>;
+}
+
 /** A page of one store's audit rows, newest first: after `before` (the previous page's last row), filtered. */
 export interface AuditPageFilter {
   storeId: string;
@@ -272,7 +289,7 @@ export interface RecordStore {
 export type ShopRecordRow = RecordRow & { shopDomain: string | null };
 
 /** The operator's bookkeeping: tenants, endpoints, audit, readiness, meters and records. */
-export type AdminStore = TenantStore & EndpointStore & AuditLog & AuditReads & ReadinessStore & UsageStore & RecordStore;
+export type AdminStore = TenantStore & EndpointStore & AuditLog & AuditReads & MeteredAudit & ReadinessStore & UsageStore & RecordStore;
 
 /**
  * Cross-instance signals (PostgreSQL LISTEN/NOTIFY): `endpoint` carries an endpoint id whose cached config is

@@ -25,9 +25,9 @@ export interface SqlRunner {
   /**
    * Runs `writes` in order in one transaction. When a write marked `mustChange` changes no row, everything rolls
    * back and its index is returned; else the rows each changed. On SQLite it runs synchronously under the write
-   * lock, so no other statement of this process can slip into the transaction.
+   * lock, so no other statement of this process can slip into the transaction. `relaxed` as for run.
    */
-  batch(writes: Write[]): Promise<BatchOutcome>;
+  batch(writes: Write[], opts?: { relaxed?: boolean }): Promise<BatchOutcome>;
 }
 
 /**

@@ -1,16 +1,24 @@
 /** The audit log, written once for both dialects over the thin runner (db/runner.ts). */
-import type { AuditLog, AuditReads } from '../repo.ts';
+import type { AuditLog, AuditReads, MeteredAudit } from '../repo.ts';
+import { addUsage } from './meters.ts';
 import { tableRows, type SqlRunner } from '../runner.ts';
 import * as s from '../sqlite/schema.ts';
 import type { AuditRow } from '../types.ts';
 
 const audit = tableRows<AuditRow>(s.auditLog);
 
-export function auditLog(sql: SqlRunner): AuditLog & AuditReads {
+export function auditLog(sql: SqlRunner): AuditLog & AuditReads & MeteredAudit {
   return {
     insertAudit: async (row) => {
       const insert = audit.insert(row);
       await sql.run(insert.sql, insert.params, { relaxed: true });
+    },
+    /** One statement on PostgreSQL (the meter's upsert inside WITH), one transaction on SQLite: both or neither. */
+    insertAuditMetered: async (row, usage) => {
+      const insert = audit.insert(row);
+      const add = addUsage(usage);
+      if (sql.dialect.insertInWith) await sql.run(`WITH counted AS (${add.sql}) ${insert.sql}`, [...add.params, ...insert.params]);
+      else await sql.batch([add, insert], { relaxed: true });
     },
     /** The newest `limit` rows (at or after `since`), returned oldest first so they read as a log. */
     listAudit: async (f) => {

@@ -2,18 +2,14 @@
  * Plan meters per store and 30-day period, written once for both dialects over the thin runner (db/runner.ts): the
  * counts, and a unit counted with the change it pays for (countUsage) in an intent's batch.
  */
-import type { UsageStore } from '../repo.ts';
+import type { UsageStore, UsageUnits } from '../repo.ts';
 import type { SqlRunner, Write } from '../runner.ts';
 
 export function meterStore(sql: SqlRunner): UsageStore {
   return {
     addUsage: async (storeId, meter, periodStart, n) => {
-      await sql.run(
-        `INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES (?, ?, ?, ?)
-         ON CONFLICT (store_id, meter, period_start) DO UPDATE SET used = usage_counters.used + excluded.used`,
-        [storeId, meter, periodStart, n],
-        { relaxed: true },
-      );
+      const add = addUsage({ storeId, meter, periodStart, n });
+      await sql.run(add.sql, add.params, { relaxed: true });
     },
     /** The period's meters that counted anything (PostgreSQL makes a row at 0 to lock it before counting). */
     getUsage: async (storeId, periodStart) => {
@@ -23,6 +19,15 @@ export function meterStore(sql: SqlRunner): UsageStore {
       );
       return Object.fromEntries(rows.map((r) => [r.meter, r.used]));
     },
+  };
+}
+
+/** `n` units on a plan meter, with no cap: the write a call's audit row carries with it (db/areas/audit.ts). */
+export function addUsage(u: UsageUnits): { sql: string; params: unknown[] } {
+  return {
+    sql: `INSERT INTO usage_counters (store_id, meter, period_start, used) VALUES (?, ?, ?, ?)
+         ON CONFLICT (store_id, meter, period_start) DO UPDATE SET used = usage_counters.used + excluded.used`,
+    params: [u.storeId, u.meter, u.periodStart, u.n],
   };
 }
 

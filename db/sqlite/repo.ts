@@ -183,16 +183,18 @@ function sqliteRunner(sqlite: Database, dialect: Dialect, relaxed: <T>(fn: () =>
     all: async <T>(q: string, params: unknown[], opts?: { relaxed?: boolean }) =>
       opts?.relaxed ? relaxed(() => exec<T[]>(q, params, true)) : exec<T[]>(q, params, true),
     run: async (q, params, opts) => (opts?.relaxed ? relaxed(() => exec<number>(q, params, false)) : exec<number>(q, params, false)),
-    batch: async (writes) => {
+    batch: async (writes, opts) => {
       let outcome!: BatchOutcome;
+      const commit = writeTransaction(sqlite, () => {
+        const steps = batchSteps(writes, dialect);
+        let step = steps.next();
+        while (!step.done) step = steps.next(sqlite.query(step.value[0]).run(...(step.value[1] as SQLQueryBindings[])).changes);
+        outcome = step.value;
+        if (!outcome.ok) throw rollback;
+      });
       try {
-        writeTransaction(sqlite, () => {
-          const steps = batchSteps(writes, dialect);
-          let step = steps.next();
-          while (!step.done) step = steps.next(sqlite.query(step.value[0]).run(...(step.value[1] as SQLQueryBindings[])).changes);
-          outcome = step.value;
-          if (!outcome.ok) throw rollback;
-        })();
+        if (opts?.relaxed) relaxed(commit);
+        else commit();
       } catch (err) {
         if (err !== rollback) throw err;
       }

@@ -1,12 +1,13 @@
 /** Meters counted and enforced for the agent API (the plan math is src/contract/plans.ts). Billing itself is the platform's (human-only). */
-import type { UsageStore } from '../../db/repo.ts';
+import type { UsageStore, UsageUnits } from '../../db/repo.ts';
 import type { StoreRow } from '../../db/types.ts';
 import { type AppError, refuse } from '../contract/errors.ts';
 import { limitOf, period, type Meter } from '../contract/plans.ts';
-import type { CoreWith } from '../core.ts';
+import type { CoreWith, Runtime } from '../core.ts';
 
-export async function record(core: CoreWith<UsageStore>, store: StoreRow, meter: Meter, n = 1): Promise<void> {
-  await core.repo.addUsage(store.id, meter, period(store, core.clock.now()).start, n);
+/** `n` units of `meter` for `store` in its current period: what a call counts, written with its audit row (steps/audit.ts). */
+export function usageUnits(core: Pick<Runtime, 'clock'>, store: StoreRow, meter: Meter, n = 1): UsageUnits {
+  return { storeId: store.id, meter, periodStart: period(store, core.clock.now()).start, n };
 }
 
 /**

@@ -1,9 +1,9 @@
 /**
  * The Agent Operations contract without HTTP: `invoke(op, call)` passes a call through the steps every
  * grant-authenticated operation takes, once each, in order (src/server/steps/): authenticate, authorize (expected
- * context, scopes), validate, rate limit, idempotency, the handler with its meter and envelope, audit. Whatever
- * throws becomes the contract's error answer, audited. The answer is data: the HTTP route (agent-api.ts) makes a
- * Response of it, and an in-process caller (MCP code mode) reads it as it is.
+ * context, scopes), validate, rate limit, idempotency, the handler and its envelope, audit with the call's meter
+ * (one transaction). Whatever throws becomes the contract's error answer, audited. The answer is data: the HTTP route
+ * (agent-api.ts) makes a Response of it, and an in-process caller (MCP code mode) reads it as it is.
  */
 import { AppError, refuse } from '../contract/errors.ts';
 import type { Operation } from '../contract/operations.ts';
@@ -20,7 +20,7 @@ import type { RateLimiter } from './rate-limit.ts';
 import { audit } from './steps/audit.ts';
 import { authenticate, authorize, Refused, type AuthDeps } from './steps/authenticate.ts';
 import { failure } from './steps/failure.ts';
-import { handle, type AnyHandler } from './steps/handle.ts';
+import { handle, meterOf, type AnyHandler } from './steps/handle.ts';
 import { idempotent, requireKey, type IdempotencyDeps } from './steps/idempotency.ts';
 import { rateLimit } from './steps/rate-limit.ts';
 import { validate, type Input, type RawInput } from './steps/validate.ts';
@@ -86,7 +86,10 @@ async function invoke(deps: PipelineDeps, op: Operation, call: Call): Promise<An
     const run = () => handle(op, handler, scoped, input, executing);
     const answer =
       key && op.idempotency !== 'none' ? await idempotent(deps, op, who.store.id, key, { params: call.params, body: input.body }, run) : await run();
-    await audit(deps.core, op, scoped, call.params, answer.status, answer.body.data, null, call.requestId, answer.replayed === true, call.surface);
+    // The handler ran (not a stored answer given again): its meter is counted with the audit row, in one transaction.
+    const replayed = answer.replayed === true;
+    const meter = replayed ? null : meterOf(op, executing);
+    await audit(deps.core, op, scoped, call.params, answer.status, answer.body.data, null, call.requestId, replayed, call.surface, meter);
     if (executing) crashPoint('audited');
     deps.storage?.succeeded();
     return answer;
