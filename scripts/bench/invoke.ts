@@ -4,9 +4,10 @@
  * already authenticated), in two trees side by side. Each round runs a fresh process per tree on core 0 (A then B,
  * then B then A): a new SQLite database in a temporary directory with `--sync` (FULL, as serve runs), serve's
  * JavaScriptCore options, a store and a grant, rate limits out of reach, 500 calls to warm up, then `--n` calls one
- * after another. It prints the process's CPU and the time on the clock per call, the medians over the rounds. A
- * checkout is any directory holding this repository at a commit with `createInvoke` (`git worktree add --detach
- * /tmp/before <commit>`, node_modules linked); A defaults to this one.
+ * after another. It prints the process's CPU and the time on the clock per call, the medians over the rounds, and
+ * the median of the rounds' B/A (each round's two processes ran back to back). A checkout is any directory holding
+ * this repository at a commit with `createInvoke` (`git worktree add --detach /tmp/before <commit>`, node_modules
+ * linked); A defaults to this one.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -63,8 +64,9 @@ console.log(
       sync: a.sync,
       a: { tree: trees.A, cpuUsPerCall: cpu('A'), wallUsPerCall: wall('A') },
       b: { tree: trees.B, cpuUsPerCall: cpu('B'), wallUsPerCall: wall('B') },
-      cpuBOverA: round(cpu('B') / cpu('A'), 2),
-      wallBOverA: round(wall('B') / wall('A'), 2),
+      // Each round's B over its A (the two ran back to back), the median of those.
+      cpuBOverA: round(median(samples.B.map((b, i) => b.cpuUs / samples.A[i]!.cpuUs)), 2),
+      wallBOverA: round(median(samples.B.map((b, i) => b.wallUs / samples.A[i]!.wallUs)), 2),
     },
     null,
     2,
