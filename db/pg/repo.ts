@@ -714,23 +714,27 @@ export function pgRepo(pool: pg.Pool, url: string, schema?: string, timeouts: Pg
         return row ? new Uint8Array(row.body) : null;
       },
 
+      /**
+       * One statement counts the call on every key below its limit and locks every key's row, a full one too (ON
+       * CONFLICT DO UPDATE locks the rows its WHERE leaves), in key order: two instances taking the same keys never
+       * deadlock. When a key was full, the others' counts are taken back before the commit, so nothing is counted.
+       */
       async takeRate(keys: { key: string; limit: number }[], windowStart: number) {
-        const sorted = keys.map((k) => k.key).sort();
+        const sorted = [...keys].sort((x, y) => (x.key < y.key ? -1 : 1));
         return tx(async (c) => {
-          await c.query('INSERT INTO rate_counters (key, window_start, n) SELECT k, $2, 0 FROM unnest($1::text[]) AS k ON CONFLICT DO NOTHING', [
-            sorted,
-            windowStart,
-          ]);
-          // Locked in key order: two instances taking the same keys never deadlock.
-          const r = await c.query<{ key: string; n: number }>(
-            'SELECT key, n FROM rate_counters WHERE window_start = $2 AND key = ANY($1::text[]) ORDER BY key FOR UPDATE',
-            [sorted, windowStart],
+          const r = await c.query<{ key: string }>(
+            `INSERT INTO rate_counters AS r (key, window_start, n)
+             SELECT k, $3, 1 FROM unnest($1::text[], $2::int[]) AS t(k, lim) WHERE lim > 0 ORDER BY k
+             ON CONFLICT (key, window_start) DO UPDATE SET n = r.n + 1
+             WHERE r.n < (SELECT lim FROM unnest($1::text[], $2::int[]) AS t(k, lim) WHERE k = r.key)
+             RETURNING key`,
+            [sorted.map((k) => k.key), sorted.map((k) => k.limit), windowStart],
           );
-          const used = new Map(r.rows.map((row) => [row.key, row.n]));
-          const full = keys.findIndex((k) => (used.get(k.key) ?? 0) >= k.limit);
-          if (full >= 0) return full;
-          await c.query('UPDATE rate_counters SET n = n + 1 WHERE window_start = $2 AND key = ANY($1::text[])', [sorted, windowStart]);
-          return -1;
+          if (r.rows.length === keys.length) return -1;
+          const counted = r.rows.map((row) => row.key);
+          await c.query('UPDATE rate_counters SET n = n - 1 WHERE window_start = $2 AND key = ANY($1::text[])', [counted, windowStart]);
+          const taken = new Set(counted);
+          return keys.findIndex((k) => !taken.has(k.key));
         });
       },
       async addRate(counts: { key: string; n: number }[], windowStart: number) {
