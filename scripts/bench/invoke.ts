@@ -1,13 +1,14 @@
 /**
  * `bun scripts/bench/invoke.ts --b <checkout> [--a <checkout>] [--op getSetupState] [--n 3000] [--rounds 6]
- * [--sync FULL]`: what one call of the pipeline costs in process, as MCP code mode makes it (`invoke` with the grant
- * already authenticated), in two trees side by side. Each round runs a fresh process per tree on core 0 (A then B,
- * then B then A): a new SQLite database in a temporary directory with `--sync` (FULL, as serve runs), serve's
- * JavaScriptCore options, a store and a grant, rate limits out of reach, 500 calls to warm up, then `--n` calls one
- * after another. It prints the process's CPU and the time on the clock per call, the medians over the rounds, and
- * the median of the rounds' B/A (each round's two processes ran back to back). A checkout is any directory holding
- * this repository at a commit with `createInvoke` (`git worktree add --detach /tmp/before <commit>`, node_modules
- * linked); A defaults to this one.
+ * [--sync FULL] [--database-url postgres://…]`: what one call of the pipeline costs in process, as MCP code mode
+ * makes it (`invoke` with the grant already authenticated), in two trees side by side. Each round runs a fresh
+ * process per tree on core 0 (A then B, then B then A): a new SQLite database in a temporary directory with `--sync`
+ * (FULL, as serve runs), serve's JavaScriptCore options, a store and a grant, rate limits out of reach, 500 calls
+ * to warm up, then `--n` calls one after another (`--database-url`: on that PostgreSQL database instead, which
+ * keeps each process's store; the process's CPU leaves PostgreSQL's out). It prints the process's CPU and the time
+ * on the clock per call, the medians over the rounds, and the median of the rounds' B/A (each round's two processes
+ * ran back to back). A checkout is any directory holding this repository at a commit with `createInvoke` (`git
+ * worktree add --detach /tmp/before <commit>`, node_modules linked); A defaults to this one.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,6 +24,8 @@ const { values: a } = parseArgs({
     n: { type: 'string', default: '3000' },
     rounds: { type: 'string', default: '6' },
     sync: { type: 'string', default: 'FULL' },
+    /** A PostgreSQL database to run on instead (each process adds its own store to it). */
+    'database-url': { type: 'string' },
     child: { type: 'string' },
   },
 });
@@ -45,7 +48,8 @@ const trees = { A: resolve(a.a!), B: resolve(a.b) };
 const samples: Record<'A' | 'B', Sample[]> = { A: [], B: [] };
 for (let r = 0; r < Number(a.rounds); r++) {
   for (const side of r % 2 ? (['B', 'A'] as const) : (['A', 'B'] as const)) {
-    const cmd = pinned(0, ['bun', import.meta.path, '--child', trees[side], '--op', a.op!, '--n', a.n!, '--sync', a.sync!]);
+    const url = a['database-url'] ? ['--database-url', a['database-url']] : [];
+    const cmd = pinned(0, ['bun', import.meta.path, '--child', trees[side], '--op', a.op!, '--n', a.n!, '--sync', a.sync!, ...url]);
     const p = Bun.spawnSync(cmd, { stderr: 'inherit' });
     if (p.exitCode !== 0) throw new Error(`${side}: the probe exited ${p.exitCode}`);
     const s = JSON.parse(p.stdout.toString()) as Sample;
@@ -88,9 +92,11 @@ async function child(tree: string): Promise<Sample> {
   const dir = mkdtempSync(join(tmpdir(), 'hookrelay-invoke-'));
   try {
     const quiet = { info() {}, warn() {}, error: (m: string) => process.stderr.write(`${m}\n`) };
-    const core = await openCore({ dataDir: dir, log: quiet, synchronous: a.sync });
-    await initStore(core, { shopDomain: 'bench.myshopify.com', plan: 'scale' });
-    const grant = await issueGrant(core, { shopDomain: 'bench.myshopify.com', tier: 'admin_assistant', ttlMs: 3600_000, label: 'bench' });
+    process.env.HOOKRELAY_SECRET_KEY ??= 'ab'.repeat(32);
+    const core = await openCore({ dataDir: dir, log: quiet, synchronous: a.sync, databaseUrl: a['database-url'] });
+    const shopDomain = `bench-${process.pid}-${Date.now()}.myshopify.com`;
+    await initStore(core, { shopDomain, plan: 'scale' });
+    const grant = await issueGrant(core, { shopDomain, tier: 'admin_assistant', ttlMs: 3600_000, label: 'bench' });
     const principal = await authenticateBearer(core, `Bearer ${grant.token}`);
     const unlimited = Object.fromEntries(Object.keys(DEFAULT_RATE_LIMITS).map((k) => [k, { grant: 1e9, store: 1e9 }]));
     const invoke = createInvoke({
