@@ -166,8 +166,8 @@ export interface IdempotencyStore {
 /** Fixed rate windows: the agent API's call limits (takeRate) and the shared failed-authentication limit (addRate). */
 export interface LimitStore {
   /**
-   * Counts one call in the window starting at `windowStart` against every key, unless one of them has reached
-   * its limit: then nothing is counted and its index is returned (-1: counted). Exact across instances.
+   * Counts one call in the window starting at `windowStart` against every key (distinct), unless one of them has
+   * reached its limit: then nothing is counted and its index is returned (-1: counted). Exact across instances.
    */
   takeRate(keys: { key: string; limit: number }[], windowStart: number): Promise<number>;
   /**
