@@ -1,6 +1,6 @@
 /**
  * `bun scripts/bench/code-mode.ts --b <checkout> [--a <checkout>] [--c <checkout>] [--calls 20] [--op getSetupState]
- * [--rounds 15] [--runs 4] [--sync FULL] [--cold]`: what one `api.call` of MCP code mode costs, in two or three trees side by
+ * [--rounds 15] [--runs 4] [--sync FULL] [--cold] [--gap 0]`: what one `api.call` of MCP code mode costs, in two or three trees side by
  * side. Each tree's relay server (scripts/bench/server.ts, rate limits out of reach) runs on core 0 with its sandbox
  * processes; this driver, on core 1, opens an MCP session on each and sends `execute` runs of `--calls` calls of
  * `--op`, and runs that make no call, taking the trees in turn every `--runs` runs for `--rounds` rounds so that all
@@ -27,6 +27,7 @@ const { values: a } = parseArgs({
     calls: { type: 'string', default: '20' },
     op: { type: 'string', default: 'getSetupState' },
     rounds: { type: 'string', default: '15' },
+    gap: { type: 'string', default: '0' },
     runs: { type: 'string', default: '4' },
     /** SQLite's synchronous setting for both servers: FULL as serve runs, NORMAL to leave the fsyncs out. */
     sync: { type: 'string', default: 'FULL' },
@@ -35,13 +36,15 @@ const { values: a } = parseArgs({
 });
 if (!a.b) {
   process.stderr.write(
-    'usage: bun scripts/bench/code-mode.ts --b <checkout> [--a <checkout>] [--c <checkout>] [--calls 20] [--op getSetupState] [--rounds 15] [--runs 4] [--sync FULL] [--cold]\n',
+    'usage: bun scripts/bench/code-mode.ts --b <checkout> [--a <checkout>] [--c <checkout>] [--calls 20] [--op getSetupState] [--rounds 15] [--runs 4] [--sync FULL] [--cold] [--gap 0]\n',
   );
   process.exit(2);
 }
 const CALLS = Number(a.calls);
 const ROUNDS = Number(a.rounds);
 const RUNS = Number(a.runs);
+/** `--gap`: ms of quiet before each run (not timed), so a pool drained by back-to-back first runs can refill. */
+const GAP_MS = Number(a.gap);
 
 interface Side {
   label: string;
@@ -122,6 +125,7 @@ async function batch(side: Side, code: string, expected: number, t: Tally): Prom
   const sandboxBefore = cpuSeconds(side.server.pid, { children: true })!;
   for (let i = 0; i < RUNS; i++) {
     if (a.cold) await session(side, side.tokens.pop()!); // a run of calls and one of none alike: it cancels out
+    if (GAP_MS > 0) await Bun.sleep(GAP_MS);
     t.ms.push(await execute(side, code, expected));
   }
   t.cpu += cpuSeconds(side.server.pid)! - before;
