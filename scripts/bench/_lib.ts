@@ -4,6 +4,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import type { Subprocess } from 'bun';
 import type { LoadSpec } from './load.ts';
+import type { EventRow } from '../../db/types.ts';
 
 export const ROOT = new URL('../../', import.meta.url).pathname.replace(/\/$/, '');
 
@@ -323,4 +324,39 @@ export async function flood(
     }),
   );
   return { sent, answers };
+}
+
+/** An accepted receipt's row as the inbound path builds it, due at `at`: the storage benches' events. */
+export function receivedEvent(e: {
+  id: string;
+  receiptId: string;
+  storeId: string;
+  endpointId: string;
+  bodyBytes: number;
+  at: number;
+  eventType: string;
+}): EventRow {
+  return {
+    id: e.id,
+    receiptId: e.receiptId,
+    storeId: e.storeId,
+    endpointId: e.endpointId,
+    configVersion: 1,
+    outcome: 'accepted',
+    code: null,
+    externalEventId: null,
+    eventType: e.eventType,
+    isTest: false,
+    duplicateOf: null,
+    resourceId: null,
+    relatedResourceId: null,
+    bodyBytes: e.bodyBytes,
+    bodyRetention: 'retained',
+    receivedAt: e.at,
+    attempts: 0,
+    lastAttemptAt: null,
+    nextAttemptAt: e.at,
+    leaseUntil: null,
+    deliveredAt: null,
+  };
 }

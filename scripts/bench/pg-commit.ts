@@ -5,10 +5,10 @@
  */
 import pg from 'pg';
 import { openPgRepo } from '../../db/pg/repo.ts';
-import type { EventRow, PendingReceipt } from '../../db/types.ts';
+import type { PendingReceipt } from '../../db/types.ts';
 import { createIdGenerator } from '../../src/lib/ids.ts';
 import { systemClock } from '../../src/lib/clock.ts';
-import { HOOK_BODY, round } from './_lib.ts';
+import { HOOK_BODY, receivedEvent, round } from './_lib.ts';
 
 const URL_BASE = process.env.HOOKRELAY_BENCH_DATABASE_URL || process.env.HOOKRELAY_TEST_DATABASE_URL;
 if (!URL_BASE) throw new Error('set HOOKRELAY_BENCH_DATABASE_URL');
@@ -49,34 +49,6 @@ const query = pg.Client.prototype.query as (...args: unknown[]) => Promise<unkno
   if (typeof cb !== 'function') out?.then(done, done);
   return out as Promise<unknown>;
 };
-
-/** An accepted receipt's row, as the inbound path builds it. */
-function receivedEvent(id: string, storeId: string, endpointId: string, bodyBytes: number): EventRow {
-  const at = Date.now();
-  return {
-    id,
-    receiptId: id.replace(/^evt_/, 'rcpt_'),
-    storeId,
-    endpointId,
-    configVersion: 1,
-    outcome: 'accepted',
-    code: null,
-    externalEventId: null,
-    eventType: 'bench',
-    isTest: false,
-    duplicateOf: null,
-    resourceId: null,
-    relatedResourceId: null,
-    bodyBytes,
-    bodyRetention: 'retained',
-    receivedAt: at,
-    attempts: 0,
-    lastAttemptAt: null,
-    nextAttemptAt: at,
-    leaseUntil: null,
-    deliveredAt: null,
-  };
-}
 
 await admin(`CREATE DATABASE "${name}"`);
 const url = new URL(URL_BASE);
@@ -134,13 +106,25 @@ try {
   const ids = createIdGenerator(systemClock);
   const body = new TextEncoder().encode(HOOK_BODY);
   const batch = (): PendingReceipt[] =>
-    Array.from({ length: BATCH }, () => ({
-      event: receivedEvent(ids.next('evt'), STORE, EP, body.length),
-      body,
-      bodyExpiresAt: T0 + 86400_000,
-      dedupeSince: T0 - 86400_000,
-      capacity: { meter: 'accepted_events', periodStart: T0 - (T0 % 86400_000), hardLimit: 1e9 },
-    }));
+    Array.from({ length: BATCH }, () => {
+      const id = ids.next('evt');
+      const event = receivedEvent({
+        id,
+        receiptId: id.replace(/^evt_/, 'rcpt_'),
+        storeId: STORE,
+        endpointId: EP,
+        bodyBytes: body.length,
+        at: Date.now(),
+        eventType: 'bench',
+      });
+      return {
+        event,
+        body,
+        bodyExpiresAt: T0 + 86400_000,
+        dedupeSince: T0 - 86400_000,
+        capacity: { meter: 'accepted_events', periodStart: T0 - (T0 % 86400_000), hardLimit: 1e9 },
+      };
+    });
   for (let i = 0; i < 20; i++) await repo.commitIngest(batch(), [], { until: Date.now() + 600_000, max: 2 * BATCH });
   spent.clear();
   const t0 = performance.now();

@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import { type SqliteRepo, openSqliteRepo } from '../../db/sqlite/repo.ts';
 import type { AttemptResult, EventRow, PendingReceipt } from '../../db/types.ts';
 import { createIdGenerator } from '../../src/lib/ids.ts';
-import { HOOK_BODY, round } from './_lib.ts';
+import { HOOK_BODY, receivedEvent, round } from './_lib.ts';
 
 const { values: a } = parseArgs({ options: { batch: { type: 'string', default: '64' }, rounds: { type: 'string', default: '300' } } });
 const BATCH = Number(a.batch);
@@ -39,29 +39,7 @@ const cpu = () => {
 
 function received(at: number): PendingReceipt {
   const id = ids.next('evt');
-  const event: EventRow = {
-    id,
-    receiptId: ids.next('rcpt'),
-    storeId: STORE,
-    endpointId: EP,
-    configVersion: 1,
-    outcome: 'accepted',
-    code: null,
-    externalEventId: null,
-    eventType: 'order.flagged',
-    isTest: false,
-    duplicateOf: null,
-    resourceId: null,
-    relatedResourceId: null,
-    bodyBytes: body.byteLength,
-    bodyRetention: 'retained',
-    receivedAt: at,
-    attempts: 0,
-    lastAttemptAt: null,
-    nextAttemptAt: at,
-    leaseUntil: null,
-    deliveredAt: null,
-  };
+  const event = receivedEvent({ id, receiptId: ids.next('rcpt'), storeId: STORE, endpointId: EP, bodyBytes: body.byteLength, at, eventType: 'order.flagged' });
   return { event, body, bodyExpiresAt: at + 30 * 86400_000, dedupeSince: at - 86400_000, capacity: null };
 }
 
