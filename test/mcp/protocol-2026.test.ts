@@ -194,6 +194,25 @@ describe('2026-07-28: asking the person before an execute step (MRTR)', () => {
     } catch (err) {
       return { id: p.data.intent.id, refused: err.code };
     }`;
+  /** `execute` of `code` as a raw 2026-07-28 request from a client that declares elicitation; `extra` joins its params. */
+  const rawExecute =
+    (code: string, token = admin.token) =>
+    (extra: Record<string, unknown>) =>
+      rpc(
+        s.mcpUrl,
+        {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: {
+            name: 'execute',
+            arguments: { code },
+            _meta: { ...MODERN_META, 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } } },
+            ...extra,
+          },
+        },
+        { authorization: `Bearer ${token}`, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'execute' },
+      ).then((res) => res.json() as Promise<any>);
   const transitions = async (intentId: string) =>
     (await s.env.repo.listAudit({ limit: 1000 })).filter((a) => a.operationId === 'createReplayIntent' && a.intentId === intentId).map((a) => a.transition);
 
@@ -232,13 +251,7 @@ describe('2026-07-28: asking the person before an execute step (MRTR)', () => {
     'the first round answers input_required with the question and a sealed state, and sends nothing past the preview',
     async () => {
       const id = await newEvent('mrtr-raw');
-      const meta = { ...MODERN_META, 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } } };
-      const call = (extra: Record<string, unknown>) =>
-        rpc(
-          s.mcpUrl,
-          { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'execute', arguments: { code: previewAndExecute(id) }, _meta: meta, ...extra } },
-          { authorization: `Bearer ${admin.token}`, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'execute' },
-        ).then((res) => res.json() as Promise<any>);
+      const call = rawExecute(previewAndExecute(id));
       const first = await call({});
       expect(first.result).toMatchObject({ resultType: 'input_required', _meta: { edition: EDITION } });
       expect(first.result.inputRequests.execute).toMatchObject({ method: 'elicitation/create', params: { requestedSchema: { required: ['execute'] } } });
@@ -260,17 +273,8 @@ describe('2026-07-28: asking the person before an execute step (MRTR)', () => {
 
       // The same state for another grant is refused too.
       const other = await s.grant('admin_assistant');
-      const stolen = await rpc(
-        s.mcpUrl,
-        {
-          jsonrpc: '2.0',
-          id: 2,
-          method: 'tools/call',
-          params: { name: 'execute', arguments: { code: previewAndExecute(id) }, _meta: meta, requestState: first.result.requestState, inputResponses: {} },
-        },
-        { authorization: `Bearer ${other.token}`, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'execute' },
-      );
-      expect(((await stolen.json()) as any).result.structuredContent.error.code).toBe('invalid_input');
+      const stolen = await rawExecute(previewAndExecute(id), other.token)({ requestState: first.result.requestState, inputResponses: {} });
+      expect(stolen.result.structuredContent.error.code).toBe('invalid_input');
 
       // The genuine retry with a yes: the preview answered from the record, the execute sent once.
       const done = await call({ requestState: first.result.requestState, inputResponses: { execute: { action: 'accept', content: { execute: true } } } });
@@ -297,13 +301,7 @@ describe('2026-07-28: asking the person before an execute step (MRTR)', () => {
     'a requestState past its 15 minutes is refused before any code runs: the step is not sent, even on yes',
     async () => {
       const id = await newEvent('mrtr-late');
-      const meta = { ...MODERN_META, 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } } };
-      const call = (extra: Record<string, unknown>) =>
-        rpc(
-          s.mcpUrl,
-          { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'execute', arguments: { code: previewAndExecute(id) }, _meta: meta, ...extra } },
-          { authorization: `Bearer ${admin.token}`, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'execute' },
-        ).then((res) => res.json() as Promise<any>);
+      const call = rawExecute(previewAndExecute(id));
       const first = await call({});
       expect(first.result.resultType).toBe('input_required');
       const intentId = (await s.env.repo.listAudit({ limit: 1000 })).filter((a) => a.operationId === 'createReplayIntent' && a.targetId === id)[0]!.intentId!;
