@@ -109,6 +109,10 @@ export const TRIGGERS: Record<TriggerVariant, TriggerDef> = {
   },
 };
 
+/** The types a sender's value may be handed to Flow as (src/lib/fields.ts checks a value against each): one slot each. */
+export const FIELD_TYPES = ['text', 'number', 'boolean', 'email', 'url', 'datetime'] as const;
+export type FieldType = (typeof FIELD_TYPES)[number];
+
 /**
  * Sent on every handoff of every variant, after the text fields: the endpoint's typed fields (src/lib/fields.ts) as
  * a list of a custom type, declared in each trigger extension's schema file (shopify/extensions/<variant>/
@@ -116,10 +120,6 @@ export const TRIGGERS: Record<TriggerVariant, TriggerDef> = {
  * `sender.fields any? |fields_item| ((fields_item.name == 'score') && (fields_item.number < 3))`; then the
  * event's JSON (empty unless the endpoint sets includeBody) and what was cut of it to keep Flow's limit.
  */
-/** The types a sender's value may be handed to Flow as (src/lib/fields.ts checks a value against each): one slot each. */
-export const FIELD_TYPES = ['text', 'number', 'boolean', 'email', 'url', 'datetime'] as const;
-export type FieldType = (typeof FIELD_TYPES)[number];
-
 export const SENDER_FIELD = {
   key: 'sender',
   type: 'schema.Sender',
