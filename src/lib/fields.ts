@@ -60,6 +60,16 @@ export function readFields(fields: readonly EndpointField[], doc: unknown): Fiel
   return out;
 }
 
+/** A stored body as the fields read it: its JSON, or undefined when none is left or it is not JSON. */
+export function parsedBody(bytes: Uint8Array | null): unknown {
+  if (!bytes) return undefined;
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    return undefined;
+  }
+}
+
 /** An endpoint row's fields, as stored (JSON). */
 export function fieldsOf(row: { fields: string }): EndpointField[] {
   return JSON.parse(row.fields) as EndpointField[];

@@ -5,7 +5,7 @@
 import type { EventReads, HandoffQueue } from '../../db/repo.ts';
 import { ENDPOINT_FIELDS } from '../contract/limits.ts';
 import type { EndpointField } from '../contract/schemas/endpoints.ts';
-import { readFields } from '../lib/fields.ts';
+import { parsedBody, readFields } from '../lib/fields.ts';
 import type { OpContext } from './context.ts';
 
 export interface FieldDryRun {
@@ -27,13 +27,9 @@ async function retainedBodies(ctx: OpContext<EventReads & Pick<HandoffQueue, 'ge
     for (const e of events) {
       if (out.length >= want) break;
       if (e.bodyRetention !== 'retained') continue;
-      const body = await ctx.core.repo.getEventBody(e.id);
-      if (!body) continue;
-      try {
-        out.push(JSON.parse(new TextDecoder().decode(body)));
-      } catch {
-        // Accepted bodies are JSON; anything else is not an event the fields could read.
-      }
+      // Accepted bodies are JSON; anything else is not an event the fields could read.
+      const doc = parsedBody(await ctx.core.repo.getEventBody(e.id));
+      if (doc !== undefined) out.push(doc);
     }
     if (events.length < PAGE) break;
     beforeId = events.at(-1)!.id;

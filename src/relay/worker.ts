@@ -17,6 +17,7 @@ import { HandoffPauses } from './pauses.ts';
 import { AttemptRecorder, nextTurn } from './recorder.ts';
 import { IDEMPOTENCY_TTL_MS, RETRY_JITTER } from '../contract/limits.ts';
 import { attemptMetrics } from '../lib/event-stats.ts';
+import { parsedBody } from '../lib/fields.ts';
 import { metrics } from '../lib/instruments.ts';
 import { idFloor } from '../lib/ids.ts';
 import { releaseHeld } from './release-held.ts';
@@ -537,13 +538,7 @@ export class HandoffWorker {
    */
   private async bodyFor(endpoint: EndpointRow, event: EventRow): Promise<unknown> {
     if (endpoint.fields === '[]' && !endpoint.includeBody) return undefined;
-    const body = await this.core.repo.getEventBody(event.id);
-    if (!body) return undefined;
-    try {
-      return JSON.parse(new TextDecoder().decode(body));
-    } catch {
-      return undefined;
-    }
+    return parsedBody(await this.core.repo.getEventBody(event.id));
   }
 
   /**
