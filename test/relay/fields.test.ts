@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'bun:test';
+import type { FieldType } from '../../src/contract/triggers.ts';
 import { readFields } from '../../src/lib/fields.ts';
+
+/** Fields from `[name, path, type]` rows. */
+const specs = (...rows: [string, string, FieldType][]) => rows.map(([name, path, type]) => ({ name, path, type }));
 
 describe('readFields', () => {
   const doc = {
@@ -9,15 +13,15 @@ describe('readFields', () => {
   };
   it('keeps each value of its declared type as given, zero and false included', () => {
     const r = readFields(
-      [
-        { name: 's', path: 'a.s', type: 'text' },
-        { name: 'n', path: 'a.n', type: 'number' },
-        { name: 'b', path: 'a.b', type: 'boolean' },
-        { name: 'e', path: 'a.e', type: 'email' },
-        { name: 'u', path: 'a.u', type: 'url' },
-        { name: 'd', path: 'a.d', type: 'datetime' },
-        { name: 'sku', path: 'list.0.sku', type: 'text' },
-      ],
+      specs(
+        ['s', 'a.s', 'text'],
+        ['n', 'a.n', 'number'],
+        ['b', 'a.b', 'boolean'],
+        ['e', 'a.e', 'email'],
+        ['u', 'a.u', 'url'],
+        ['d', 'a.d', 'datetime'],
+        ['sku', 'list.0.sku', 'text'],
+      ),
       doc,
     );
     expect(r.values.map((v) => v.value)).toEqual(['hi', 0, false, 'x@y.io', 'https://example.com/a?b=1', '2026-06-17T12:00:00.000+02:00', 'A-1']);
@@ -27,18 +31,18 @@ describe('readFields', () => {
 
   it('counts a value of another type (never coerced) apart from a missing or null one', () => {
     const r = readFields(
-      [
-        { name: 'n', path: 'bad.n', type: 'number' },
-        { name: 'b', path: 'bad.b', type: 'boolean' },
-        { name: 'e', path: 'bad.e', type: 'email' },
-        { name: 'u', path: 'bad.u', type: 'url' },
-        { name: 'ftp', path: 'bad.ftp', type: 'url' },
-        { name: 'd', path: 'bad.d', type: 'datetime' },
-        { name: 'long', path: 'bad.s', type: 'text' },
-        { name: 'obj', path: 'a', type: 'text' },
-        { name: 'gone', path: 'a.nope', type: 'text' },
-        { name: 'past_list', path: 'list.1.sku', type: 'text' },
-      ],
+      specs(
+        ['n', 'bad.n', 'number'],
+        ['b', 'bad.b', 'boolean'],
+        ['e', 'bad.e', 'email'],
+        ['u', 'bad.u', 'url'],
+        ['ftp', 'bad.ftp', 'url'],
+        ['d', 'bad.d', 'datetime'],
+        ['long', 'bad.s', 'text'],
+        ['obj', 'a', 'text'],
+        ['gone', 'a.nope', 'text'],
+        ['past_list', 'list.1.sku', 'text'],
+      ),
       { ...doc, a: { ...doc.a, nope: null } },
     );
     expect(r.values).toEqual([]);
@@ -47,6 +51,6 @@ describe('readFields', () => {
   });
 
   it('finds every field missing when no body is retained', () => {
-    expect(readFields([{ name: 'n', path: 'a.n', type: 'number' }], undefined)).toEqual({ values: [], missing: ['n'], wrongType: [] });
+    expect(readFields(specs(['n', 'a.n', 'number']), undefined)).toEqual({ values: [], missing: ['n'], wrongType: [] });
   });
 });
