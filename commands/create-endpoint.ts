@@ -56,8 +56,12 @@ export default defineCommand({
     if (args['expected-every'] !== undefined || fields.length) {
       if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AppError('invalid_input', `${args.json} must hold a JSON object.`);
       const given = body as Record<string, unknown>;
-      if (args['expected-every'] !== undefined) body = { ...given, expectedEvery: args['expected-every'] };
-      if (fields.length) body = { ...(body as object), fields: [...(Array.isArray(given.fields) ? given.fields : []), ...fields] };
+      body = {
+        ...given,
+        ...(args['expected-every'] !== undefined && { expectedEvery: args['expected-every'] }),
+        // The file's `fields` when it is no list goes as it is, for the contract to refuse by name, not dropped.
+        ...(fields.length > 0 && { fields: Array.isArray(given.fields) ? [...given.fields, ...fields] : (given.fields ?? fields) }),
+      };
     }
     const { client, log } = await connect(args, { token: 'required' });
     const { body: res } = await client.call('createEndpoint', { body, idempotencyKey: args['idempotency-key'] });

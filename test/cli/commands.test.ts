@@ -155,6 +155,10 @@ describe('create-endpoint', () => {
     const badType = await run(['create-endpoint', '--json', f, '--field', 'score=answers.score:money'], closed);
     expect(badType.code).toBe(2);
     expect(badType.json.error.details.map((d: { path: string }) => d.path)).toContain('body.fields.1.type');
+    const notList = file('ep-fields-not-list.json', { triggerVariant: 'generic', fields: 'score' });
+    const dropped = await run(['create-endpoint', '--json', notList, '--field', 'score=answers.score:number'], closed);
+    expect(dropped.code).toBe(2);
+    expect(dropped.json.error.details.map((d: { path: string }) => d.path)).toContain('body.fields');
   });
 
   it('exits 4 with the refusal when the grant lacks the scope (observer)', async () => {
