@@ -172,6 +172,23 @@ describe('client-credentials tokens on the clock', () => {
     expect(await count(s.env, 'events', "outcome = 'delivered'")).toBe(5);
   });
 
+  it('a restart after the stored token has expired renews before its first send: the stored token is not taken, never a 401', async () => {
+    const s = await setup();
+    await sendMany(s, 'before', 1);
+    await s.worker.drain();
+    expect(fake.tokenRequests).toHaveLength(1);
+
+    // serve restarted once the stored token's 4 s have passed: the round's link read must not hand it to the send.
+    clock.advance(5_000);
+    const restarted = createCore({ repo: s.env.repo, box: s.env.core.box, clock: s.env.clock, log: memoryLog(), config: s.env.core.config });
+    const worker = new HandoffWorker(restarted);
+    await sendMany(s, 'after-expiry', 2);
+    await worker.drain();
+    expect(await count(s.env, 'events', "outcome = 'delivered'")).toBe(3);
+    expect(fake.tokenRequests).toHaveLength(2);
+    expect(fake.requests.filter((r) => r.behaviour === 'unauthorized')).toHaveLength(0);
+  });
+
   it('obtains one token for many concurrent sends', async () => {
     const s = await setup();
     const store = (await s.env.repo.getStoreByShop('demo.myshopify.com'))!;
