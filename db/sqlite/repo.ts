@@ -299,6 +299,9 @@ export function sqliteRepo(sqlite: Database): SqliteRepo {
     `INSERT INTO attempts (event_id, number, destination, started_at, finished_at, outcome, http_status, code, message, retry_at, field_counts)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
   );
+  // What an ended attempt writes, in the column order insertAttempt and closeAttempt share after its key.
+  const attemptEnd = (a: AttemptResult['attempt']) =>
+    [a.startedAt, a.finishedAt, a.outcome, a.httpStatus, a.code, a.message, a.retryAt, a.fieldCounts ?? null] as const;
   const recordBatch = writeTransaction(sqlite, (results: AttemptResult[]) => {
     const stats = statsBatch();
     for (const { attempt: a, event: e, storeId, metrics, unsent, unjournaled } of results) {
@@ -309,19 +312,7 @@ export function sqliteRepo(sqlite: Database): SqliteRepo {
         } else {
           const held = updateLeased.run(e.outcome, e.code, e.nextAttemptAt, e.deliveredAt, e.leaseUntil, a.number, a.finishedAt, a.eventId, lease);
           if (held.changes === 0) continue;
-          insertAttempt.run(
-            a.eventId,
-            a.number,
-            a.destination,
-            a.startedAt,
-            a.finishedAt,
-            a.outcome,
-            a.httpStatus,
-            a.code,
-            a.message,
-            a.retryAt,
-            a.fieldCounts ?? null,
-          );
+          insertAttempt.run(a.eventId, a.number, a.destination, ...attemptEnd(a));
         }
         for (const m of metrics) stats.add(storeId, a.finishedAt, m);
         continue;
@@ -332,18 +323,7 @@ export function sqliteRepo(sqlite: Database): SqliteRepo {
         for (const m of metrics) stats.add(storeId, a.finishedAt, m);
         continue;
       }
-      const { changes } = closeAttempt.run(
-        a.startedAt,
-        a.finishedAt,
-        a.outcome,
-        a.httpStatus,
-        a.code,
-        a.message,
-        a.retryAt,
-        a.fieldCounts ?? null,
-        a.eventId,
-        a.number,
-      );
+      const { changes } = closeAttempt.run(...attemptEnd(a), a.eventId, a.number);
       // No journaled attempt to close: its lease ran out and a claim marked it `unknown`. This worker writes nothing.
       if (changes === 0) continue;
       updateAfterAttempt.run(e.outcome, e.code, e.nextAttemptAt, e.deliveredAt, e.leaseUntil, a.number, a.finishedAt, a.eventId);
