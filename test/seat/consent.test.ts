@@ -399,6 +399,20 @@ describe('Agents page: Approve a connection (embedded, the ID-token human)', () 
     expect(htmlOf(decided)).toContain('nothing left to decide');
   });
 
+  it('counts a wrong code sent with no decision as a miss too: that form cannot test codes past the limit', async () => {
+    const d = await direct(loopbackOAuth());
+    env = d.env;
+    const { html } = await start(new Jar(), { scope: 'setup:read event:read' });
+    const ar = (await findAuthorization(env.core, requestIdIn(html)))!;
+    for (let i = 0; i < CONNECT_CODE_MISSES.perStore; i++) {
+      const wrong = await d.post(agentsPage, { action: 'connect-decide', code: `ZZZZ-ZZZ${'BCDFGHJKLM'[i]}` });
+      expect('status' in wrong && wrong.status).toBe(404);
+    }
+    const locked = await d.post(agentsPage, { action: 'connect-decide', code: ar.userCode });
+    expect('status' in locked && locked.status).toBe(429);
+    expect((await findAuthorization(env.core, ar.id))?.status).toBe('pending');
+  });
+
   it('refuses every code for the rest of the window once a store has entered CONNECT_CODE_MISSES.perStore wrong ones', async () => {
     const d = await direct(loopbackOAuth());
     env = d.env;

@@ -150,6 +150,8 @@ async function connectDecision(ctx: SeatContext): Promise<PageResult> {
     return ar?.status === 'pending' ? connectPage(ctx, ar, chosen, problem, refusal.status) : overview(ctx, problem, refusal.status);
   }
   const ar = await findAuthorization(ctx.core, code);
+  // Neither Approve nor Deny: still a look-up of the code, so a code that names nothing counts as a miss here too.
+  if (!ar) missedCode(ctx);
   if (ar?.status !== 'pending') return overview(ctx, notDone('not_found', 'No pending connection request has this code.'), 404);
   return connectPage(ctx, ar, chosen, notDone('invalid_input', 'Choose Approve or Deny.'), 400);
 }
