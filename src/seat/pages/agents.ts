@@ -5,7 +5,7 @@
  * consent issues through the same function (issueHumanGrant). "Approve a connection" decides an agent's OAuth request
  * by the code its consent page shows (src/seat/consent.ts), with the consent's facts and choices (consent-view.ts).
  */
-import { AppError, ERROR_CODES } from '../../contract/errors.ts';
+import { AppError } from '../../contract/errors.ts';
 import { CONNECT_CODE_MISSES } from '../../contract/limits.ts';
 import { TIER_LABELS, TIER_NAMES } from '../../contract/scopes.ts';
 import type { Core } from '../../core.ts';
@@ -77,8 +77,9 @@ export const page: SeatPage = {
         return { redirect: link(ctx, 'done=revoked') };
       }
     } catch (err) {
-      if (!(err instanceof AppError) || err.code === 'internal_error') throw err;
-      return overview(ctx, html`<div role="alert"><p><strong>Not done</strong> (${err.code}): ${err.message}</p></div>`, ERROR_CODES[err.code].status);
+      const refusal = refusalOf(err);
+      if (!refusal) throw err;
+      return overview(ctx, notDone(refusal.code, refusal.message), refusal.status);
     }
     return { title: 'Agents', status: 400, html: html`<p role="alert">This form is not one of this page's.</p>`.markup };
   },
