@@ -306,15 +306,22 @@ describe('a client that names itself with markup', () => {
     const signedIn = await browser.tab({ cdn: 'blocked' });
     const anonymous = await browser.tab({ cdn: 'blocked' });
     try {
-      await signIn(e, signedIn.page);
-      for (const p of XSS_PAYLOADS) {
-        // Sixty starts from one address: a new minute for each payload's two keeps them under OAUTH_START_LIMITS.
-        e.clock.advance(OAUTH_START_LIMITS.windowMs);
-        const client = { id: agent.clientId.replace('/client.json', `/hostile/${p.n}.json`), redirectUri: agent.redirectUri };
-        for (const tab of [signedIn, anonymous]) {
+      // The tabs share one cookie jar: the waiting page's pass runs before the sign-in, or it would be the consent form.
+      for (const tab of [anonymous, signedIn]) {
+        if (tab === signedIn) await signIn(e, signedIn.page);
+        for (const p of XSS_PAYLOADS) {
+          // Many starts from one address: a new minute for each payload keeps them under OAUTH_START_LIMITS.
+          e.clock.advance(OAUTH_START_LIMITS.windowMs);
+          const client = { id: agent.clientId.replace('/client.json', `/hostile/${p.n}.json`), redirectUri: agent.redirectUri };
           agent.setAuthorizationUrl(`${server.url}/oauth/authorize?${authorizeQuery(client, server.url).query}`);
           tab.clear();
           await goConnect(tab.page);
+          // The page meant: the consent form signed in, the waiting page with the user code not.
+          expect({ n: p.n, form: (await tab.page.$('form[action="/oauth/authorize"]')) !== null, code: (await tab.page.$('#user-code')) !== null }).toEqual({
+            n: p.n,
+            form: tab === signedIn,
+            code: tab === anonymous,
+          });
           const text = await mainText(tab.page);
           expect(text).toContain(`Agent ${p.text}`.replace(/\s+/g, ' ').trim());
           expect({ n: p.n, spy: tab.spy, live: await tab.page.evaluate(liveMarkup) }).toEqual({
@@ -323,9 +330,9 @@ describe('a client that names itself with markup', () => {
             live: [],
           });
         }
+        // Checked now: the signed-in pass moves the clock on, and this waiting page would go on to "expired".
+        await check(tab, tab === signedIn ? 'Consent (hostile client)' : 'Waiting (hostile client)');
       }
-      await check(signedIn, 'Consent (hostile client)');
-      await check(anonymous, 'Waiting (hostile client)');
     } finally {
       await signedIn.page.close();
       await anonymous.page.close();
