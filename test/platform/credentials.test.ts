@@ -63,6 +63,10 @@ async function sendMany(s: Setup, prefix: string, n: number): Promise<string[]> 
   return ids;
 }
 
+/** serve started again on the same storage: a new process's core and worker, nothing held in memory. */
+const restartedWorker = (s: Setup) =>
+  new HandoffWorker(createCore({ repo: s.env.repo, box: s.env.core.box, clock: s.env.clock, log: memoryLog(), config: s.env.core.config }));
+
 const outcomes = async (s: Setup) =>
   Object.fromEntries(
     ((await call(s.env, 'GET', '/agent/v1/events?limit=100', { token: s.grant })).json.data.events as { outcome: string }[]).reduce(
@@ -152,8 +156,7 @@ describe('client-credentials tokens on the clock', () => {
 
     // serve restarted a second later: a new process on the same storage, nothing held in memory.
     clock.advance(1_000);
-    const restarted = createCore({ repo: s.env.repo, box: s.env.core.box, clock: s.env.clock, log: memoryLog(), config: s.env.core.config });
-    const worker = new HandoffWorker(restarted);
+    const worker = restartedWorker(s);
     await sendMany(s, 'after-restart', 2);
     await worker.drain();
     expect(await count(s.env, 'events', "outcome = 'delivered'")).toBe(4);
@@ -180,8 +183,7 @@ describe('client-credentials tokens on the clock', () => {
 
     // serve restarted once the stored token's 4 s have passed: the round's link read must not hand it to the send.
     clock.advance(5_000);
-    const restarted = createCore({ repo: s.env.repo, box: s.env.core.box, clock: s.env.clock, log: memoryLog(), config: s.env.core.config });
-    const worker = new HandoffWorker(restarted);
+    const worker = restartedWorker(s);
     await sendMany(s, 'after-expiry', 2);
     await worker.drain();
     expect(await count(s.env, 'events', "outcome = 'delivered'")).toBe(3);
