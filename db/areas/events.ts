@@ -6,7 +6,16 @@
 import type { EventReads, HandoffQueue } from '../repo.ts';
 import { first, tableRows, type SqlRunner, type Write } from '../runner.ts';
 import * as s from '../sqlite/schema.ts';
-import { PENDING_OUTCOMES, STATS_WIDTHS_MS, statsBucket, type AttemptRow, type AuthFailureRow, type EventFilter, type EventRow } from '../types.ts';
+import {
+  PENDING_OUTCOMES,
+  STATS_WIDTHS_MS,
+  UNDELIVERED,
+  statsBucket,
+  type AttemptRow,
+  type AuthFailureRow,
+  type EventFilter,
+  type EventRow,
+} from '../types.ts';
 
 /** Every column both dialects' events share: SQLite's body key and PostgreSQL's lease token stay their own. */
 const events = tableRows<EventRow>(s.events, { omit: ['bodyKey'] });
@@ -35,13 +44,18 @@ function eventFilter(f: EventFilter): { where: string; params: unknown[] } {
     where.push('endpoint_id IN (SELECT id FROM endpoints WHERE store_id = ? AND trigger_variant = ?)');
     params.push(f.storeId, f.triggerVariant);
   }
-  if (f.outcome) add('outcome = ?', f.outcome);
+  if (f.outcome) {
+    add('outcome = ?', f.outcome);
+    // Any outcome but delivered on (store_id, outcome, id); delivered, most events, newest first on (store_id, id).
+    if (f.outcome !== 'delivered') where.push(UNDELIVERED);
+  }
   if (f.since != null) add('received_at >= ?', f.since);
   if (f.until != null) add('received_at < ?', f.until);
   if (f.beforeId) add('id < ?', f.beforeId);
   if (f.sinceId) add('id >= ?', f.sinceId);
   if (f.unconfirmedBefore != null) {
-    // On (store_id, outcome, id) newest first, each probe on confirmations_event_idx: no scan of either table.
+    // On (store_id, id) newest first (delivered events are not in events_store_outcome_idx, and are most of the
+    // store's), each probe on confirmations_event_idx: no scan of confirmations.
     where.push("outcome = 'delivered'", 'NOT EXISTS (SELECT 1 FROM confirmations c WHERE c.store_id = events.store_id AND c.event_id = events.id)');
     add('delivered_at < ?', f.unconfirmedBefore);
   }
@@ -79,7 +93,15 @@ export function eventReads(sql: SqlRunner): EventReads & Pick<HandoffQueue, 'nex
          FROM auth_failures WHERE store_id = ? AND at >= ? GROUP BY endpoint_id`,
         [storeId, since],
       ),
-    hasOutcome: async (storeId, outcome) => !!(await first(sql, 'SELECT 1 AS x FROM events WHERE store_id = ? AND outcome = ? LIMIT 1', [storeId, outcome])),
+    // Delivered: the store's events newest first until one is (most are); any other outcome one probe on (store_id, outcome, id).
+    hasOutcome: async (storeId, outcome) =>
+      !!(await first(
+        sql,
+        outcome === 'delivered'
+          ? "SELECT 1 AS x FROM events WHERE store_id = ? AND outcome = 'delivered' ORDER BY id DESC LIMIT 1"
+          : `SELECT 1 AS x FROM events WHERE store_id = ? AND outcome = ? AND ${UNDELIVERED} LIMIT 1`,
+        outcome === 'delivered' ? [storeId] : [storeId, outcome],
+      )),
 
     /**
      * Sums from the 5-minute bucket holding `from` to now: 5-minute buckets up to the next hour, hourly ones up to
@@ -102,7 +124,7 @@ export function eventReads(sql: SqlRunner): EventReads & Pick<HandoffQueue, 'nex
     },
 
     pendingStats: async (storeId, endpointId) => {
-      const pending = `SELECT count(*) AS backlog, min(received_at) AS oldest FROM events WHERE store_id = ? AND outcome IN (${PENDING_IN})`;
+      const pending = `SELECT count(*) AS backlog, min(received_at) AS oldest FROM events WHERE store_id = ? AND outcome IN (${PENDING_IN}) AND ${UNDELIVERED}`;
       // `endpoint_id || ''`, not indexable: the pending few are found on (store_id, outcome), not among every event of the endpoint.
       return backlogOf(
         endpointId ? await first<Backlog>(sql, `${pending} AND endpoint_id || '' = ?`, [storeId, endpointId]) : await first<Backlog>(sql, pending, [storeId]),
@@ -111,11 +133,12 @@ export function eventReads(sql: SqlRunner): EventReads & Pick<HandoffQueue, 'nex
     handoffBacklog: async (storeId) => {
       // Ids sort by receipt time: each pending outcome's first id on (store_id, outcome, id) is its oldest, found
       // without reading the rows of a large backlog (min(received_at) reads every one of them).
-      const firstOf = (o: string) => `SELECT (SELECT received_at FROM events WHERE store_id = ?1 AND outcome = '${o}' ORDER BY id LIMIT 1) AS at`;
+      const firstOf = (o: string) =>
+        `SELECT (SELECT received_at FROM events WHERE store_id = ?1 AND outcome = '${o}' AND ${UNDELIVERED} ORDER BY id LIMIT 1) AS at`;
       return backlogOf(
         await first<Backlog>(
           sql,
-          `SELECT (SELECT count(*) FROM events WHERE store_id = ?1 AND outcome IN (${PENDING_IN})) AS backlog, min(at) AS oldest
+          `SELECT (SELECT count(*) FROM events WHERE store_id = ?1 AND outcome IN (${PENDING_IN}) AND ${UNDELIVERED}) AS backlog, min(at) AS oldest
            FROM (${PENDING_OUTCOMES.map(firstOf).join(' UNION ALL ')}) AS firsts`,
           [storeId],
         ),
@@ -140,7 +163,7 @@ export function eventReads(sql: SqlRunner): EventReads & Pick<HandoffQueue, 'nex
     storesWithHeld: async () =>
       (
         await sql.all<{ id: string }>(
-          "SELECT id FROM stores WHERE EXISTS (SELECT 1 FROM events WHERE events.store_id = stores.id AND events.outcome = 'held')",
+          `SELECT id FROM stores WHERE EXISTS (SELECT 1 FROM events WHERE events.store_id = stores.id AND events.outcome = 'held' AND events.${UNDELIVERED})`,
           [],
         )
       ).map((r) => r.id),

@@ -6,6 +6,7 @@
  */
 import { marks, tableRows, type SqlRunner } from '../runner.ts';
 import { platformLinks } from '../sqlite/schema.ts';
+import { UNDELIVERED } from '../types.ts';
 
 export type PlatformLinkRow = typeof platformLinks.$inferSelect;
 
@@ -269,7 +270,7 @@ export function platformLinkStore(sql: SqlRunner): PlatformLinkStore {
       if (ended === 0) return false;
       // Events deferred while paused wait for the next probe time; leased ones are a worker's, which decides.
       await sql.run(
-        `UPDATE events SET next_attempt_at = ? WHERE store_id = ? AND outcome IN ('accepted', 'queued') AND lease_until IS NULL AND next_attempt_at > ?`,
+        `UPDATE events SET next_attempt_at = ? WHERE store_id = ? AND outcome IN ('accepted', 'queued') AND ${UNDELIVERED} AND lease_until IS NULL AND next_attempt_at > ?`,
         [now, storeId, now],
       );
       return true;

@@ -31,7 +31,7 @@ import { migrations as pgMigrations } from '../migrations/pg/index.ts';
 import { leaseToWorker, receiptRow } from '../areas/receipt-rules.ts';
 import type { Instance, PendingAuthFailure, Repo, Signal } from '../repo.ts';
 import type { AttemptResult, AttemptStart, CommittedReceipt, DueEvent, EventRow, IngestLease, PendingReceipt } from '../types.ts';
-import { METRIC, STATS_WIDTHS_MS, statsBucket, withEndpointsAndStores } from '../types.ts';
+import { METRIC, STATS_WIDTHS_MS, UNDELIVERED, statsBucket, withEndpointsAndStores } from '../types.ts';
 import * as s from './schema.ts';
 
 /** Any two instances migrating at once serialise on this key (pg_advisory_xact_lock). */
@@ -693,7 +693,7 @@ export function pgRepo(pool: pg.Pool, url: string, schema?: string, timeouts: Pg
           if (room <= 0) return 0;
           const r = await c.query(
             `UPDATE events SET outcome = 'accepted', code = NULL, next_attempt_at = $1
-         WHERE id IN (SELECT id FROM events WHERE store_id = $2 AND outcome = 'held' ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)`,
+         WHERE id IN (SELECT id FROM events WHERE store_id = $2 AND outcome = 'held' AND ${UNDELIVERED} ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)`,
             [now, storeId, room],
           );
           const n = r.rowCount ?? 0;

@@ -16,7 +16,7 @@ import { leaseToWorker, receiptRow } from '../areas/receipt-rules.ts';
 import type { Instance, PendingAuthFailure, Repo } from '../repo.ts';
 import type { AttemptResult, AttemptStart, CommittedReceipt, DueEvent, EventRow, IngestLease, PendingReceipt } from '../types.ts';
 import * as s from './schema.ts';
-import { METRIC, STATS_WIDTHS_MS, statsBucket, withEndpointsAndStores } from '../types.ts';
+import { METRIC, STATS_WIDTHS_MS, UNDELIVERED, statsBucket, withEndpointsAndStores } from '../types.ts';
 
 export interface SqliteOptions {
   /** File path, or `:memory:`. */
@@ -530,7 +530,7 @@ export function sqliteRepo(sqlite: Database): SqliteRepo {
           const { changes } = sqlite
             .query(
               `UPDATE events SET outcome = 'accepted', code = NULL, next_attempt_at = ?1
-           WHERE id IN (SELECT id FROM events WHERE store_id = ?2 AND outcome = 'held' ORDER BY id LIMIT ?3)`,
+           WHERE id IN (SELECT id FROM events WHERE store_id = ?2 AND outcome = 'held' AND ${UNDELIVERED} ORDER BY id LIMIT ?3)`,
             )
             .run(now, storeId, room);
           if (changes) bumpCounter.run(storeId, capacity.meter, capacity.periodStart, changes);

@@ -125,7 +125,8 @@ export const events = sqliteTable(
   (t) => [
     index('events_store_idx').on(t.storeId, t.id),
     index('events_store_endpoint_idx').on(t.storeId, t.endpointId, t.id),
-    index('events_store_outcome_idx').on(t.storeId, t.outcome, t.id),
+    // Every event but the delivered ones: a delivery's record removes its entry and writes none (db/types.ts, UNDELIVERED).
+    index('events_store_outcome_idx').on(t.storeId, t.outcome, t.id).where(sql`${t.outcome} <> 'delivered'`),
     index('events_dedupe_idx').on(t.endpointId, t.externalEventId, t.receivedAt).where(sql`${t.externalEventId} IS NOT NULL`),
     index('events_due_idx').on(t.nextAttemptAt).where(sql`${t.nextAttemptAt} IS NOT NULL`),
   ],

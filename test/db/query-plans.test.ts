@@ -121,12 +121,13 @@ describe.if(sqliteOnly)('read query plans', () => {
   it('listEvents with every filter and a cursor', async () => {
     expectIndexed(await sqlOf(() => repo.listEvents({ storeId, endpointId, outcome: 'delivered', since: 0, until: Date.now(), beforeId: eventId, limit: 26 })));
   });
-  it('listEvents of unconfirmed deliveries: delivered events newest first on the outcome index, each probed on confirmations_event_idx', async () => {
+  it("listEvents of unconfirmed deliveries: the store's events newest first on (store_id, id), each delivered one probed on confirmations_event_idx", async () => {
     const sqls = await sqlOf(() => repo.listEvents({ storeId, unconfirmedBefore: Date.now(), limit: 26 }));
     expectIndexed(sqls);
     const detail = plan(repo.sqlite, sqls[0]!);
     if (PRINT) process.stderr.write(`${detail.join('\n')}\n`);
-    expect(detail.some((d) => /^SEARCH "?events"? USING INDEX events_store_outcome_idx \(store_id=\? AND outcome=\?\)/.test(d))).toBe(true);
+    // Delivered events are not in events_store_outcome_idx (db/types.ts, UNDELIVERED).
+    expect(detail.some((d) => /^SEARCH "?events"? USING INDEX events_store_idx \(store_id=\?\)/.test(d))).toBe(true);
     expect(detail.some((d) => /SEARCH c USING (COVERING )?INDEX confirmations_event_idx \(store_id=\? AND event_id=\?\)/.test(d))).toBe(true);
     expect(detail.filter((d) => /^SCAN|TEMP B-TREE/.test(d))).toEqual([]);
   });
@@ -142,10 +143,8 @@ describe.if(sqliteOnly)('read query plans', () => {
       if (PRINT) process.stderr.write(`${sql.replace(/\s+/g, ' ')}\n    ${detail.join('\n    ')}\n`);
       expect({ sql, scans: detail.filter((d) => /^SCAN/.test(d)) }).toEqual({ sql, scans: [] });
     }
-    // The share ranges over the window's delivered events only: (store_id, outcome, id) from the window's id floor.
-    expect(plan(repo.sqlite, sqls[2]!).some((d) => /^SEARCH e USING INDEX events_store_outcome_idx \(store_id=\? AND outcome=\? AND id>\?\)/.test(d))).toBe(
-      true,
-    );
+    // The share ranges over the window's events only: (store_id, id) from the window's id floor.
+    expect(plan(repo.sqlite, sqls[2]!).some((d) => /^SEARCH e USING INDEX events_store_idx \(store_id=\? AND id>\?\)/.test(d))).toBe(true);
   });
   it('getEvent', async () => {
     expectIndexed(await sqlOf(() => repo.getEvent(storeId, eventId)));
@@ -166,7 +165,13 @@ describe.if(sqliteOnly)('read query plans', () => {
       ...(await sqlOf(() => repo.pendingStats(storeId))),
       ...(await sqlOf(() => repo.pendingStats(storeId, endpointId))),
       ...(await sqlOf(() => repo.hasOutcome(storeId, 'test'))),
+      ...(await sqlOf(() => repo.hasOutcome(storeId, 'delivered'))),
     ]);
+    // Every outcome but delivered is one probe on the partial outcome index; delivered the store's events newest first.
+    const [test] = await sqlOf(() => repo.hasOutcome(storeId, 'test'));
+    expect(plan(repo.sqlite, test!)).toEqual(['SEARCH events USING COVERING INDEX events_store_outcome_idx (store_id=? AND outcome=?)']);
+    const [delivered] = await sqlOf(() => repo.hasOutcome(storeId, 'delivered'));
+    expect(plan(repo.sqlite, delivered!)).toEqual(['SEARCH events USING INDEX events_store_idx (store_id=?)']);
     for (const sql of [
       ...(await sqlOf(() => repo.countAuthFailures(storeId, 0), 'auth_failures')),
       ...(await sqlOf(() => repo.listAuthFailures(storeId, endpointId, 2), 'auth_failures')),

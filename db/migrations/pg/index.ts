@@ -11,6 +11,7 @@ import m8 from './0008_billing_bound_webhooks.sql' with { type: 'text' };
 import m9 from './0009_console_sessions.sql' with { type: 'text' };
 import m10 from './0010_oauth.sql' with { type: 'text' };
 import m11 from './0011_fields.sql' with { type: 'text' };
+import m12 from './0012_undelivered_outcome_index.sql' with { type: 'text' };
 
 import type { Migration } from '../../migrate.ts';
 
@@ -27,4 +28,5 @@ export const migrations: Migration[] = [
   { tag: '0009_console_sessions', when: 1795874785408, sql: m9 },
   { tag: '0010_oauth', when: 1795881407114, sql: m10 },
   { tag: '0011_fields', when: 1795885025591, sql: m11 },
+  { tag: '0012_undelivered_outcome_index', when: 1795902715469, sql: m12 },
 ];

@@ -17,6 +17,7 @@ import m14 from './0014_billing_bound_webhooks.sql' with { type: 'text' };
 import m15 from './0015_console_sessions.sql' with { type: 'text' };
 import m16 from './0016_oauth.sql' with { type: 'text' };
 import m17 from './0017_fields.sql' with { type: 'text' };
+import m18 from './0018_undelivered_outcome_index.sql' with { type: 'text' };
 
 import type { Migration } from '../../migrate.ts';
 
@@ -39,4 +40,5 @@ export const migrations: Migration[] = [
   { tag: '0015_console_sessions', when: 1795874784655, sql: m15 },
   { tag: '0016_oauth', when: 1795881406214, sql: m16 },
   { tag: '0017_fields', when: 1795885023957, sql: m17 },
+  { tag: '0018_undelivered_outcome_index', when: 1795902714732, sql: m18 },
 ];
