@@ -7,8 +7,8 @@
  * - the ingest commit and the record, on a file at synchronous FULL and NORMAL, and in memory (no I/O at all);
  * - the ingest commit in memory without the five secondary events indexes (what they cost at ingest);
  * - the record's statements one at a time over the stored receipts, rolled back: its events UPDATE as it is (the
- *   outcome and due entries move), without the indexed columns, without the outcome alone; the attempt INSERT; the
- *   lookup by id its UPDATE makes.
+ *   event's `queued` outcome entry and its due entry go; a delivered event has no outcome entry), without the indexed
+ *   columns, without the outcome alone; the attempt INSERT; the lookup by id its UPDATE makes.
  *
  * Run it pinned to one core (`taskset -c 1`) and more than once: a loaded host moves every figure.
  */
