@@ -5,6 +5,7 @@
  */
 import { expect } from 'bun:test';
 import type { PendingAuthFailure, Repo } from '../../../db/repo.ts';
+import { runnerOf } from '../../../db/runner.ts';
 import type { AuthFailureRow, EventRow, PendingReceipt } from '../../../db/types.ts';
 import {
   areaSuite,
@@ -302,5 +303,15 @@ areaSuite('EventReads', (test) => {
     expect([typeof backlog.backlog, typeof backlog.oldestReceivedAt]).toEqual(['number', 'number']);
     expect(await repo.handoffBacklog(OTHER_STORE)).toEqual({ backlog: 1, oldestReceivedAt: at(1) });
     expect(await repo.pendingStats(OTHER_STORE)).toEqual({ backlog: 1, oldestReceivedAt: at(1) });
+    // A delivered event is not in events_store_outcome_idx (db/types.ts, UNDELIVERED); queued again, as a replay
+    // queues it, it is back in the index and in the backlog.
+    expect(await repo.hasOutcome(STORE, 'delivered')).toBe(true);
+    expect((await repo.listEvents({ storeId: STORE, outcome: 'delivered', limit: 10 })).map((e) => e.id)).toEqual([r2!.event.id]);
+    await runnerOf(repo).run("UPDATE events SET outcome = 'queued', next_attempt_at = ? WHERE id = ?", [at(7), r2!.event.id]);
+    expect(await repo.handoffBacklog(STORE)).toEqual({ backlog: 4, oldestReceivedAt: at(2) });
+    expect(await repo.pendingStats(STORE, EP)).toEqual({ backlog: 2, oldestReceivedAt: at(2) });
+    expect(await repo.hasOutcome(STORE, 'delivered')).toBe(false);
+    expect(await repo.listEvents({ storeId: STORE, outcome: 'delivered', limit: 10 })).toEqual([]);
+    expect((await repo.listEvents({ storeId: STORE, outcome: 'queued', limit: 10 })).map((e) => e.id)).toEqual([r3!.event.id, r2!.event.id]);
   });
 });
