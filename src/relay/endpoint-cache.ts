@@ -31,6 +31,15 @@ export class EndpointRowsCache<T extends { loadedAt: number }> {
     private readonly maxEntries = 10_000,
   ) {}
 
+  /**
+   * The entry when it is held and fresh, without a promise: the inbound path asks this first, and awaits get only on
+   * a miss (an async call answers even a hit with a promise and a turn of the microtask queue).
+   */
+  cached(id: string): T | undefined {
+    const hit = this.map.get(id);
+    return hit !== undefined && this.core.clock.now() - hit.loadedAt < this.ttlMs ? hit : undefined;
+  }
+
   async get(id: string): Promise<T | null> {
     const now = this.core.clock.now();
     const hit = this.map.get(id);

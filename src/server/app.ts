@@ -145,16 +145,29 @@ export function createApp(core: Core): App {
   };
   const agentApi = () => (agent ??= import('./agent-api.ts').then((m) => m.createAgentApi({ core, endpointChanged, authFailures, storage })));
 
-  async function fetch(req: Request, peer: string | null | (() => string | null) = null): Promise<Response> {
-    const path = pathOf(req.url);
-    const client = lazyClient(req, peer, trustProxy);
-    // A chunked body is read as a stream off the wire, counted against its client (src/lib/body.ts).
-    if (req.headers.has('transfer-encoding')) bodyClient(req, client);
-    if (path.startsWith('/hooks/')) {
-      const id = safeDecode(path.slice('/hooks/'.length));
-      if (id && !id.includes('/')) return inbound(req, id, client);
-      return Response.json({ code: 'not_found', message: 'No such endpoint.' }, { status: 404 });
+  /**
+   * Not an async function: a receipt's answer is the inbound handler's own promise, not one more wrapped around it
+   * (each async frame is a promise allocated and resolved per request). What throws still answers as a rejection.
+   */
+  function fetch(req: Request, peer: string | null | (() => string | null) = null): Promise<Response> {
+    try {
+      const path = pathOf(req.url);
+      const client = lazyClient(req, peer, trustProxy);
+      // A chunked body is read as a stream off the wire, counted against its client (src/lib/body.ts).
+      if (req.headers.has('transfer-encoding')) bodyClient(req, client);
+      if (path.startsWith('/hooks/')) {
+        const id = safeDecode(path.slice('/hooks/'.length));
+        if (id && !id.includes('/')) return inbound(req, id, client);
+        return Promise.resolve(Response.json({ code: 'not_found', message: 'No such endpoint.' }, { status: 404 }));
+      }
+      return other(req, path, client);
+    } catch (err) {
+      return Promise.reject(err);
     }
+  }
+
+  /** Every route but the inbound hooks. */
+  async function other(req: Request, path: string, client: ClientOf): Promise<Response> {
     const route = routes.get(path);
     if (route && (!route.methods || route.methods.includes(req.method))) return route.run(req, client);
     if (path === '/metrics') return metrics(req, client);
