@@ -10,9 +10,15 @@ export interface IdGenerator {
   next(prefix: IdPrefix): string;
 }
 
-/** Monotonic within one process: ids made in the same millisecond still sort in creation order. */
+/**
+ * Monotonic within one process: ids made in the same millisecond still sort in creation order. Such an id is the
+ * last one plus one: mostly only its last bytes change, so the text of its time and upper 40 random bits is kept
+ * from the last id and only the lower half is encoded again (a receipt mints two ids).
+ */
 export function createIdGenerator(clock: Clock = systemClock): IdGenerator {
   let lastMs = -1;
+  /** The time and the upper half of the random bits, as text: what ids of one millisecond mostly share. */
+  let head = '';
   let time = '';
   const rand = new Uint8Array(10);
   return {
@@ -20,14 +26,15 @@ export function createIdGenerator(clock: Clock = systemClock): IdGenerator {
       let ms = clock.now();
       if (ms <= lastMs) {
         ms = lastMs;
-        increment(rand);
+        if (increment(rand) < 5) head = time + encode40(rand, 0);
       } else {
         crypto.getRandomValues(rand);
         rand[0]! &= 0x7f; // headroom so increments never overflow in practice
         time = encodeTime(ms);
+        head = time + encode40(rand, 0);
       }
       lastMs = ms;
-      return `${prefix}_${time}${encodeRandom(rand)}`;
+      return `${prefix}_${head}${encode40(rand, 5)}`;
     },
   };
 }
@@ -37,14 +44,16 @@ export function idFloor(prefix: IdPrefix, ms: number): string {
   return `${prefix}_${encodeTime(Math.max(0, ms))}`;
 }
 
-function increment(bytes: Uint8Array): void {
+/** Adds one to the big-endian number; returns the index of the most significant byte it changed. */
+function increment(bytes: Uint8Array): number {
   for (let i = bytes.length - 1; i >= 0; i--) {
     if (bytes[i]! < 255) {
       bytes[i]!++;
-      return;
+      return i;
     }
     bytes[i] = 0;
   }
+  return 0;
 }
 
 function encodeTime(ms: number): string {
@@ -56,28 +65,20 @@ function encodeTime(ms: number): string {
   return out;
 }
 
-/** 80 bits as 16 base32 characters, most significant first: two 40-bit halves of 8 characters each. */
-function encodeRandom(bytes: Uint8Array): string {
-  return encode40(bytes, 0) + encode40(bytes, 5);
-}
+/** Each 10-bit value as its two base32 characters, most significant first. */
+const PAIRS = Array.from({ length: 1024 }, (_, v) => B32[v >> 5]! + B32[v & 31]!);
 
-/** Five bytes as eight 5-bit digits, by shifts and masks (float division per digit cost more than the rest). */
+/**
+ * Five bytes as eight 5-bit digits, most significant first: four 10-bit pairs, by shifts and masks (float division
+ * per digit cost more than the rest; a character per digit, twice the concatenations).
+ */
 function encode40(b: Uint8Array, at: number): string {
   const b0 = b[at]!,
     b1 = b[at + 1]!,
     b2 = b[at + 2]!,
     b3 = b[at + 3]!,
     b4 = b[at + 4]!;
-  return (
-    B32[b0 >> 3]! +
-    B32[((b0 & 7) << 2) | (b1 >> 6)]! +
-    B32[(b1 >> 1) & 31]! +
-    B32[((b1 & 1) << 4) | (b2 >> 4)]! +
-    B32[((b2 & 15) << 1) | (b3 >> 7)]! +
-    B32[(b3 >> 2) & 31]! +
-    B32[((b3 & 3) << 3) | (b4 >> 5)]! +
-    B32[b4 & 31]!
-  );
+  return PAIRS[(b0 << 2) | (b1 >> 6)]! + PAIRS[((b1 & 63) << 4) | (b2 >> 4)]! + PAIRS[((b2 & 15) << 6) | (b3 >> 2)]! + PAIRS[((b3 & 3) << 8) | b4]!;
 }
 
 const B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
