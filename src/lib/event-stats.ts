@@ -7,16 +7,26 @@ import { METRIC } from '../../db/types.ts';
 /** Upper bounds (ms) of the handoff latency histogram, receipt to delivered; the last one also takes anything slower. */
 const LATENCY_BUCKETS_MS = [10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000, 900_000, 3_600_000, 86_400_000] as const;
 
+/** The names a delivery adds to (one per handoff), made once rather than per attempt. */
+const DELIVERED_ATTEMPT = METRIC.attempt('delivered');
+const DELIVERED_HANDOFF = METRIC.handoff('delivered');
+const LATENCY_METRICS = LATENCY_BUCKETS_MS.map((b) => METRIC.latency(b));
+
 /** The metrics one handoff attempt adds to. */
 export function attemptMetrics(a: { outcome: string; code: string | null; finishedAt: number }, receivedAt: number): string[] {
+  if (a.outcome === 'delivered' && !a.code) return [DELIVERED_ATTEMPT, DELIVERED_HANDOFF, latencyMetric(a.finishedAt - receivedAt)];
   const out = [METRIC.attempt(a.outcome)];
   if (a.outcome !== 'retry') out.push(METRIC.handoff(a.outcome));
   if (a.code) out.push(METRIC.error(a.code));
-  if (a.outcome === 'delivered') {
-    const latency = a.finishedAt - receivedAt;
-    out.push(METRIC.latency(LATENCY_BUCKETS_MS.find((b) => latency <= b) ?? LATENCY_BUCKETS_MS.at(-1)!));
-  }
+  if (a.outcome === 'delivered') out.push(latencyMetric(a.finishedAt - receivedAt));
   return out;
+}
+
+/** The histogram bucket's metric of a latency: the first bound it is within, or the last one. */
+function latencyMetric(latency: number): string {
+  let i = 0;
+  while (i < LATENCY_BUCKETS_MS.length - 1 && !(latency <= LATENCY_BUCKETS_MS[i]!)) i++;
+  return LATENCY_METRICS[i]!;
 }
 
 /** The histogram bucket bound at quantile q (an upper bound for the true value), or null with no deliveries. */

@@ -453,11 +453,13 @@ export class HandoffWorker {
     const pausedUntil = this.pauses.waitUntil(store.id);
     if (pausedUntil != null) return this.unsent(event, store, number, Math.max(pausedUntil, startedAt + 1000));
 
-    // The trigger and its payload: built and size-checked once for this send.
-    const handoff = platformOf(store.destination).handoff(endpoint, event, await this.bodyFor(endpoint, event));
+    // The trigger and its payload: built and size-checked once for this send. The body is read (a promise awaited)
+    // only for an endpoint that hands typed fields or the body off.
+    const doc = endpoint.fields === '[]' && !endpoint.includeBody ? undefined : await this.bodyFor(event);
+    const handoff = platformOf(store.destination).handoff(endpoint, event, doc);
     let outcome: HandoffOutcome;
     let refusedCode: string | null = null;
-    if (noWorkflow.has(`${store.id}\u0000${handoff.handle}`)) {
+    if (noWorkflow.size && noWorkflow.has(`${store.id}\u0000${handoff.handle}`)) {
       outcome = { kind: 'no_workflow', httpStatus: null, errorClass: 'no_workflow', message: `Flow reports no enabled workflow for ${handoff.handle}.` };
     } else if (!handoff.ok) {
       outcome = { kind: 'failed', httpStatus: null, errorClass: handoff.errorClass, message: handoff.message };
@@ -519,7 +521,7 @@ export class HandoffWorker {
     };
     return {
       attempt,
-      unjournaled: this.unjournaled(event, store),
+      unjournaled: destination.external === false ? { leaseUntil: event.leaseUntil } : undefined,
       storeId: store.id,
       metrics: attemptMetrics(attempt, event.receivedAt),
       event: {
@@ -533,11 +535,11 @@ export class HandoffWorker {
   }
 
   /**
-   * The event's body, parsed, when the endpoint hands typed fields or the body off: read from storage for this send
-   * only (undefined once retention has removed it). Never logged or recorded: only what the fields found is.
+   * The event's body, parsed, for an endpoint that hands typed fields or the body off (handOff asks): read from
+   * storage for this send only (undefined once retention has removed it). Never logged or recorded: only what the
+   * fields found is.
    */
-  private async bodyFor(endpoint: EndpointRow, event: EventRow): Promise<unknown> {
-    if (endpoint.fields === '[]' && !endpoint.includeBody) return undefined;
+  private async bodyFor(event: EventRow): Promise<unknown> {
     return parsedBody(await this.core.repo.getEventBody(event.id));
   }
 
