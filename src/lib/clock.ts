@@ -20,20 +20,26 @@ export class ManualClock implements Clock {
   }
 }
 
-let lastMs = NaN;
-let lastIso = '';
-
 /**
- * RFC 3339 UTC string for a millisecond timestamp. The last one is kept: a group commit's receipts, their
- * handoffs and their log lines mostly share a millisecond.
+ * An RFC 3339 formatter that keeps the last string it made: a group commit's receipts, their handoffs and their
+ * log lines mostly share a millisecond. Each caller whose times interleave with another's keeps its own: the log
+ * lines' (the time now) and a handoff payload's `received at` (the receipt's time) alternated per handoff through
+ * one kept string, and each formatted its own every time.
  */
-export function iso(ms: number): string {
-  if (ms !== lastMs) {
-    lastIso = new Date(ms).toISOString();
-    lastMs = ms;
-  }
-  return lastIso;
+export function isoFormatter(): (ms: number) => string {
+  let lastMs = NaN;
+  let lastIso = '';
+  return (ms) => {
+    if (ms !== lastMs) {
+      lastIso = new Date(ms).toISOString();
+      lastMs = ms;
+    }
+    return lastIso;
+  };
 }
+
+/** RFC 3339 UTC string for a millisecond timestamp (the last one kept, see isoFormatter). */
+export const iso = isoFormatter();
 
 export function isoOrNull(ms: number | null | undefined): string | null {
   return ms == null ? null : iso(ms);

@@ -1,5 +1,5 @@
 /** Logging to stderr only (stdout carries data). Callers pass facts, never headers, bodies or secrets. */
-import { iso } from './clock.ts';
+import { isoFormatter } from './clock.ts';
 import { flushOnExit } from './drain.ts';
 
 /** Facts of a line: text lines append them as ` key=value`, JSON lines as properties. Null and undefined are left out. */
@@ -43,16 +43,19 @@ export function escapeLogLine(message: string): string {
   return message.replace(CONTROL, (c) => NAMED[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
+/** The time of each line: its own kept string, apart from the times lines mention (see isoFormatter). */
+const lineTime = isoFormatter();
+
 /** One line of `format`, ending in a newline, with nothing a terminal interprets (see escapeLogLine). */
 export function formatLogLine(format: LogFormat, at: number, level: 'info' | 'warn' | 'error', message: string, fields?: LogFields): string {
   if (format === 'json') {
-    const doc: Record<string, unknown> = { time: iso(at), level, msg: message };
+    const doc: Record<string, unknown> = { time: lineTime(at), level, msg: message };
     for (const [k, v] of Object.entries(fields ?? {})) if (v != null && !(k in doc)) doc[k] = v;
     // JSON.stringify escapes C0 controls; escapeLogLine turns what it leaves (DEL, C1, U+2028/9) into \u escapes.
     return `${escapeLogLine(JSON.stringify(doc))}\n`;
   }
   const tag = level === 'info' ? '' : ` ${level.toUpperCase()}`;
-  return `${escapeLogLine(`${iso(at)}${tag} ${withFields(message, fields)}`)}\n`;
+  return `${escapeLogLine(`${lineTime(at)}${tag} ${withFields(message, fields)}`)}\n`;
 }
 
 /**
