@@ -50,9 +50,18 @@ function eachField(endpoint: PayloadEndpoint, event: EventRow, visit: (key: stri
   for (const key of t.textFields) visit(key, textValue(key, endpoint, event));
 }
 
+/**
+ * The sender of an endpoint without typed fields (most): one object for every payload, frozen, whose size the bound
+ * knows without serialising it.
+ */
+const NO_SENDER: { fields: SenderItem[] } = Object.freeze({ fields: Object.freeze([]) as unknown as SenderItem[] });
+/** `{"fields":[]}` */
+const NO_SENDER_BYTES = 13;
+
 /** `sender`: the typed values read, each under its name with the slot of its type. */
 function senderOf(reading: FieldReading | null): { fields: SenderItem[] } {
-  return { fields: (reading?.values ?? []).map((v) => ({ name: v.name, [v.type]: v.value })) };
+  if (!reading?.values.length) return NO_SENDER;
+  return { fields: reading.values.map((v) => ({ name: v.name, [v.type]: v.value })) };
 }
 
 /** The payload of an event, with the sender's fields as read (none when `reading` is null) and the body text given. */
@@ -76,7 +85,15 @@ export function flowPayloadBytes(payload: FlowPayload): number {
  * in at most 24; with the quotes, colon and comma. The sender's list is bounded by its own serialisation.
  */
 const fieldBound = (key: string, value: FlowPayload[string]) =>
-  6 * key.length + 4 + (typeof value === 'string' ? 6 * value.length + 2 : typeof value === 'number' ? 24 : Buffer.byteLength(JSON.stringify(value)));
+  6 * key.length +
+  4 +
+  (typeof value === 'string'
+    ? 6 * value.length + 2
+    : typeof value === 'number'
+      ? 24
+      : value === NO_SENDER
+        ? NO_SENDER_BYTES
+        : Buffer.byteLength(JSON.stringify(value)));
 
 /**
  * Whether the payload stays under Flow's limit. It is serialised only when its fields could reach the limit: the
