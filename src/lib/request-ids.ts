@@ -10,10 +10,20 @@
 const PREFIX = `req_${Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => (b % 36).toString(36)).join('')}`;
 const COUNTER_WIDTH = 10;
 let counter = 0;
+/** The counter's last two base-36 digits, for each of their 1,296 values. */
+const LOW = Array.from({ length: 36 ** 2 }, (_, n) => n.toString(36).padStart(2, '0'));
+/** The prefix and the counter's other digits, written again once every 1,296 ids. */
+let head = '';
+let headOf = -1;
 
 export function nextRequestId(): string {
   counter = (counter + 1) % 36 ** COUNTER_WIDTH;
-  return PREFIX + counter.toString(36).padStart(COUNTER_WIDTH, '0');
+  const high = Math.floor(counter / LOW.length);
+  if (high !== headOf) {
+    headOf = high;
+    head = PREFIX + high.toString(36).padStart(COUNTER_WIDTH - 2, '0');
+  }
+  return head + LOW[counter % LOW.length]!;
 }
 
 const ids = new WeakMap<Request, string>();
