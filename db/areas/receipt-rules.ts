@@ -2,16 +2,24 @@
  * What a group commit stores for one receipt, decided once for every dialect. A dialect only answers the
  * questions (is this external id taken? does the meter have room?); these rules turn its answers into the row.
  */
-import type { EventRow, IngestLease } from '../types.ts';
+import type { EventRow, IngestLease, PendingReceipt } from '../types.ts';
+
+type Capacity = NonNullable<PendingReceipt['capacity']>;
 
 /**
  * The row for a receipt: a duplicate links its first receipt and keeps no body; an accepted receipt the meter has
  * no room for is `held` (stored, never dropped). `takeRoom` is asked only for an accepted, non-duplicate receipt
- * with a meter, and counts it when it answers true.
+ * with a meter (`capacity`), and counts it when it answers true. One `takeRoom` serves a whole commit: a closure
+ * made per receipt was an allocation per receipt for a question most commits ask of one meter.
  */
-export function receiptRow(e: EventRow, duplicateOf: string | null, takeRoom: (() => boolean) | null): EventRow {
+export function receiptRow(
+  e: EventRow,
+  duplicateOf: string | null,
+  capacity: Capacity | null | undefined,
+  takeRoom: (e: EventRow, capacity: Capacity) => boolean,
+): EventRow {
   if (duplicateOf) return { ...e, outcome: 'duplicate_suppressed', duplicateOf, nextAttemptAt: null, bodyRetention: 'none' };
-  if (e.outcome === 'accepted' && takeRoom && !takeRoom()) return { ...e, outcome: 'held', code: 'SVC_OVER_CAPACITY', nextAttemptAt: null };
+  if (e.outcome === 'accepted' && capacity && !takeRoom(e, capacity)) return { ...e, outcome: 'held', code: 'SVC_OVER_CAPACITY', nextAttemptAt: null };
   return e;
 }
 
@@ -22,6 +30,8 @@ export function receiptRow(e: EventRow, duplicateOf: string | null, takeRoom: ((
  */
 export function leaseToWorker(row: EventRow, lease: IngestLease | null, room: number): boolean {
   if (!lease || room <= 0 || row.outcome !== 'accepted') return false;
-  Object.assign(row, { outcome: 'queued', leaseUntil: lease.until, nextAttemptAt: lease.until });
+  row.outcome = 'queued';
+  row.leaseUntil = lease.until;
+  row.nextAttemptAt = lease.until;
   return true;
 }

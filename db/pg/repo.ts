@@ -272,20 +272,17 @@ export function pgRepo(pool: pg.Pool, url: string, schema?: string, timeouts: Pg
       const bodies: { id: string; body: Uint8Array; expiresAt: number }[] = [];
       const out: CommittedReceipt[] = [];
       const stats = new StatsBatch();
+      const takeRoom = (e: EventRow, capacity: NonNullable<PendingReceipt['capacity']>) => {
+        const key = meterKey(e.storeId, capacity);
+        const left = granted.get(key) ?? 0;
+        if (left <= 0) return false;
+        granted.set(key, left - 1);
+        return true;
+      };
       for (const p of receipts) {
         const e = p.event;
         const duplicateOf = duplicates.get(e.id) ?? null;
-        const capacity = p.capacity;
-        const takeRoom = capacity
-          ? () => {
-              const key = meterKey(e.storeId, capacity);
-              const left = granted.get(key) ?? 0;
-              if (left <= 0) return false;
-              granted.set(key, left - 1);
-              return true;
-            }
-          : null;
-        const row = receiptRow(e, duplicateOf, takeRoom);
+        const row = receiptRow(e, duplicateOf, p.capacity, takeRoom);
         const outcome = row.outcome;
         const leased = leaseToWorker(row, lease, leases);
         if (leased) {

@@ -48,15 +48,16 @@ const EVENT_CODECS = EVENT_COLUMNS.map(([key, col]) => {
   };
 });
 
-/** A typed events row as driver values, in EVENT_COLUMNS order. */
-function eventValues(e: EventRow): SQLQueryBindings[] {
-  const out: SQLQueryBindings[] = new Array(EVENT_CODECS.length);
+/**
+ * A typed events row as driver values, in EVENT_COLUMNS order, written into `out` from `at` (a RowBatch's next row):
+ * no array per row copied in afterwards.
+ */
+function putEventValues(e: EventRow, out: SQLQueryBindings[], at: number): void {
   for (let i = 0; i < EVENT_CODECS.length; i++) {
     const c = EVENT_CODECS[i]!;
     const v = e[c.key];
-    out[i] = v == null ? null : (c.toDriver(v) as SQLQueryBindings);
+    out[at + i] = v == null ? null : (c.toDriver(v) as SQLQueryBindings);
   }
-  return out;
 }
 
 /** Rows per multi-row INSERT in a commit (see RowBatch). */
@@ -83,7 +84,7 @@ function batchInserts(sqlite: Database, table: string, columns: string[]): [many
  */
 class RowBatch {
   /** One statement's values, filled in place; bun:sqlite binds an array's items as the positional parameters. */
-  private readonly values: SQLQueryBindings[];
+  readonly values: SQLQueryBindings[];
   private filled = 0;
   constructor(
     private readonly statements: [many: Statement, one: Statement],
@@ -92,15 +93,20 @@ class RowBatch {
     this.values = new Array(width * ROWS_PER_INSERT);
   }
 
-  add(row: SQLQueryBindings[]): void {
-    const values = this.values;
-    let n = this.filled;
-    for (let i = 0; i < row.length; i++) values[n++] = row[i]!;
-    if (n === values.length) {
-      this.statements[0].run(values);
-      n = 0;
-    }
-    this.filled = n;
+  /**
+   * Where the next row's values go in `values`: the caller writes its `width` values from there, then calls `added`.
+   * A row written in place, not passed as an array of its own and copied (see commitInTransaction).
+   */
+  next(): number {
+    return this.filled;
+  }
+
+  added(): void {
+    const n = this.filled + this.width;
+    if (n === this.values.length) {
+      this.statements[0].run(this.values);
+      this.filled = 0;
+    } else this.filled = n;
   }
 
   /** Inserts what is left, one row per statement. */
@@ -376,6 +382,27 @@ export function sqliteRepo(sqlite: Database): SqliteRepo {
     const bodies = new RowBatch(insertBodies, 4);
     // Bodies are keyed in the order they are stored (see event_bodies): the next keys after the last one.
     let bodyKey = lastBodyKey.get()?.key ?? 0;
+    // Receipts of a batch mostly share one meter: check the last one before building a key.
+    const takeRoom = (e: EventRow, capacity: NonNullable<PendingReceipt['capacity']>) => {
+      const { meter, periodStart } = capacity;
+      let m = lastMeter && lastMeter.storeId === e.storeId && lastMeter.meter === meter && lastMeter.periodStart === periodStart ? lastMeter : undefined;
+      if (!m) {
+        const key = `${e.storeId}\u0000${meter}\u0000${periodStart}`;
+        m = meters.get(key);
+        if (!m) {
+          const used = getCounter.get(e.storeId, meter, periodStart)?.used ?? 0;
+          meters.set(key, (m = { storeId: e.storeId, meter, periodStart, used, added: 0 }));
+        }
+        lastMeter = m;
+      }
+      if (m.used + m.added >= capacity.hardLimit) return false;
+      m.added++;
+      return true;
+    };
+    const eventWidth = EVENT_CODECS.length;
+    // A batch's receipts mostly share an outcome: its metric's name is made once, not concatenated per receipt.
+    let lastOutcome = '';
+    let lastMetric = '';
     for (const p of batch) {
       const e = p.event;
       let duplicateOf: string | null = null;
@@ -384,40 +411,32 @@ export function sqliteRepo(sqlite: Database): SqliteRepo {
         duplicateOf = seen.get(key) ?? findFirstByExternalId.get(e.endpointId, e.externalEventId, p.dedupeSince)?.id ?? null;
         if (duplicateOf == null) seen.set(key, e.id);
       }
-      const capacity = p.capacity;
-      // Receipts of a batch mostly share one meter: check the last one before building a key.
-      const takeRoom = capacity
-        ? () => {
-            const { meter, periodStart } = capacity;
-            let m = lastMeter && lastMeter.storeId === e.storeId && lastMeter.meter === meter && lastMeter.periodStart === periodStart ? lastMeter : undefined;
-            if (!m) {
-              const key = `${e.storeId}\u0000${meter}\u0000${periodStart}`;
-              m = meters.get(key);
-              if (!m) {
-                const used = getCounter.get(e.storeId, meter, periodStart)?.used ?? 0;
-                meters.set(key, (m = { storeId: e.storeId, meter, periodStart, used, added: 0 }));
-              }
-              lastMeter = m;
-            }
-            if (m.used + m.added >= capacity.hardLimit) return false;
-            m.added++;
-            return true;
-          }
-        : null;
-      const row = receiptRow(e, duplicateOf, takeRoom);
+      const row = receiptRow(e, duplicateOf, p.capacity, takeRoom);
       const outcome = row.outcome;
       // Claimed in the same transaction (see IngestLease); the pending event becomes the stored row.
       const leased = leaseToWorker(row, lease, leases);
       if (leased) leases--;
-      const values = eventValues(row);
+      // The row's values straight into the statement's (RowBatch), the body's key last.
+      const at = events.next();
+      putEventValues(row, events.values, at);
       if (!duplicateOf && p.body) {
-        bodies.add([++bodyKey, e.id, p.bodyExpiresAt, p.body]);
-        values.push(bodyKey);
+        const b = bodies.next();
+        const v = bodies.values;
+        v[b] = ++bodyKey;
+        v[b + 1] = e.id;
+        v[b + 2] = p.bodyExpiresAt;
+        v[b + 3] = p.body;
+        bodies.added();
+        events.values[at + eventWidth] = bodyKey;
       } else {
-        values.push(null);
+        events.values[at + eventWidth] = null;
       }
-      events.add(values);
-      stats.add(row.storeId, row.receivedAt, METRIC.received(outcome));
+      events.added();
+      if (outcome !== lastOutcome) {
+        lastOutcome = outcome;
+        lastMetric = METRIC.received(outcome);
+      }
+      stats.add(row.storeId, row.receivedAt, lastMetric);
       out.push({ eventId: row.id, receiptId: row.receiptId, outcome, duplicateOf, leased });
     }
     events.flush();
