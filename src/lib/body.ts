@@ -107,19 +107,34 @@ function guard<T>(r: Read, p: Promise<T>): Promise<T> {
  * arrived within BODY_READ.deadlineMs, and `server_busy` (503, Retry-After) for a chunked body off the wire past
  * BODY_READ.streamsInFlight, or past BODY_READ.streamsPerClient from its client (bodyClient); both ask for the connection to be closed (`Connection: close`), serve closes it.
  */
-export async function readCapped(req: Request, max: number): Promise<Uint8Array | null> {
+export function readCapped(req: Request, max: number): Promise<Uint8Array | null> {
   const declared = req.headers.get('content-length');
-  if (declared !== null && Number(declared) > max) return null;
-  // Read whole when declared: touching req.body first would build a stream for nothing.
-  if (declared !== null) {
-    const r = begin();
-    try {
-      const buf = new Uint8Array(await guard(r, req.arrayBuffer()));
-      return buf.byteLength > max ? null : buf;
-    } finally {
+  if (declared === null) return readUndeclared(req, max);
+  if (Number(declared) > max) return Promise.resolve(null);
+  // Read whole when declared: touching req.body first would build a stream for nothing. `bytes()` is the body's own
+  // Uint8Array (no view made over an ArrayBuffer), and this is not an async function: the answer is the read's one
+  // promise, settled by the body or cut by the sweep, with no async frame and guard around it.
+  const r = begin();
+  return new Promise<Uint8Array | null>((resolve, reject) => {
+    r.cut = reject;
+    const done = (buf: Uint8Array) => {
       reads.delete(r);
+      resolve(buf.byteLength > max ? null : buf);
+    };
+    const failed = (err: unknown) => {
+      reads.delete(r);
+      reject(err);
+    };
+    try {
+      req.bytes().then(done, failed);
+    } catch (err) {
+      failed(err);
     }
-  }
+  });
+}
+
+/** A body sent without a Content-Length: read as a stream, bounded (see readCapped). */
+async function readUndeclared(req: Request, max: number): Promise<Uint8Array | null> {
   if (!req.body) return new Uint8Array(0);
   // Only a body coming off the wire (chunked) waits for the network, holding a read buffer: those are bounded. A
   // request made in this process (tests, a body passed on) streams from memory.
