@@ -131,6 +131,10 @@ export const PAGE_SIZE = 8192;
 
 export function openSqliteDatabase(opts: SqliteOptions): Database {
   const sqlite = new Database(opts.path, { create: true, strict: true });
+  // The busy timeout first: the pragmas after it take a lock to read the file's header, and with no timeout set a
+  // lock held elsewhere at that moment (another connection closing checkpoints under an exclusive one) failed the
+  // open at once with "database is locked" instead of waiting (serve, once in CI: test/cli/moved-box.test.ts).
+  sqlite.exec('PRAGMA busy_timeout = 5000');
   // 8 KiB pages for a new database (an existing one keeps its size: WAL mode cannot change it). A commit writes
   // whole pages to the WAL, two write calls each; with 4 KiB pages a 1 KiB body left a quarter of its page
   // unused and every index split rewrote more, smaller pages. Paired against 4 KiB: 0.970–0.984 of the CPU per
@@ -138,7 +142,6 @@ export function openSqliteDatabase(opts: SqliteOptions): Database {
   sqlite.exec(`PRAGMA page_size = ${PAGE_SIZE}`);
   sqlite.exec('PRAGMA journal_mode = WAL');
   sqlite.exec(`PRAGMA synchronous = ${opts.synchronous ?? 'FULL'}`);
-  sqlite.exec('PRAGMA busy_timeout = 5000');
   sqlite.exec('PRAGMA foreign_keys = ON');
   return sqlite;
 }
