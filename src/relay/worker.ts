@@ -287,8 +287,8 @@ export class HandoffWorker {
   }
 
   /** A local send's lease, which its record checks in place of a journal entry (see journal); undefined for the others. */
-  private unjournaled(event: EventRow, store: StoreRow): AttemptResult['unjournaled'] {
-    return this.destinationOf(store).external === false ? { leaseUntil: event.leaseUntil } : undefined;
+  private unjournaled(event: EventRow, destination: Destination): AttemptResult['unjournaled'] {
+    return destination.external === false ? { leaseUntil: event.leaseUntil } : undefined;
   }
 
   /**
@@ -521,7 +521,7 @@ export class HandoffWorker {
     };
     return {
       attempt,
-      unjournaled: destination.external === false ? { leaseUntil: event.leaseUntil } : undefined,
+      unjournaled: this.unjournaled(event, destination),
       storeId: store.id,
       metrics: attemptMetrics(attempt, event.receivedAt),
       event: {
@@ -549,12 +549,13 @@ export class HandoffWorker {
    */
   private unsent(event: EventRow, store: StoreRow, number: number, until: number, metrics: string[] = []): AttemptResult {
     const at = this.core.clock.now();
+    const destination = this.destinationOf(store);
     return {
       unsent: true,
       attempt: {
         eventId: event.id,
         number,
-        destination: this.destinationOf(store).name,
+        destination: destination.name,
         startedAt: at,
         finishedAt: at,
         outcome: 'retry',
@@ -563,7 +564,7 @@ export class HandoffWorker {
         message: null,
         retryAt: until,
       },
-      unjournaled: this.unjournaled(event, store),
+      unjournaled: this.unjournaled(event, destination),
       storeId: store.id,
       metrics,
       event: { outcome: 'queued', code: null, nextAttemptAt: until, leaseUntil: null, deliveredAt: null },
