@@ -14,10 +14,26 @@ const section = map.slice(0, map.indexOf('\n## ', 4) === -1 ? undefined : map.in
 /** The first cell of each table row: `src/relay/`, `.ci/run`… */
 const rows = [...section.matchAll(/^\| `([^`]+)` \|(.*)\|$/gm)].map((m) => ({ path: m[1]!, text: m[2]! }));
 
-const dirs = (dir: string) =>
-  readdirSync(join(ROOT, dir), { withFileTypes: true })
-    .filter((d) => d.isDirectory() && !['node_modules', 'dist', '.git'].includes(d.name))
-    .map((d) => d.name);
+/**
+ * The repository's files, as git tracks them: a folder that holds none (dependencies, a build, the bench's results
+ * and profiles, all git-ignored) is no room of the map. Null outside a git checkout.
+ */
+const tracked = (() => {
+  const git = Bun.spawnSync(['git', 'ls-files', '-z'], { cwd: ROOT, stderr: 'ignore' });
+  return git.success ? git.stdout.toString().split('\0').filter(Boolean) : null;
+})();
+
+/** The folders of `dir` (`.` for the top level) that hold a tracked file; without git, those on disk but the ignored ones. */
+const dirs = (dir: string) => {
+  if (!tracked) {
+    return readdirSync(join(ROOT, dir), { withFileTypes: true })
+      .filter((d) => d.isDirectory() && !['node_modules', 'dist', '.git', 'bench'].includes(d.name))
+      .map((d) => d.name);
+  }
+  const prefix = dir === '.' ? '' : `${dir}/`;
+  const inside = tracked.filter((f) => f.startsWith(prefix) && f.indexOf('/', prefix.length) > 0);
+  return [...new Set(inside.map((f) => f.slice(prefix.length, f.indexOf('/', prefix.length))))];
+};
 
 describe('README folder map', () => {
   it('has rows, and every folder or file it names exists', () => {
