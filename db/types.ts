@@ -87,6 +87,14 @@ export const PENDING_OUTCOMES = ['accepted', 'queued', 'held'] as const;
  */
 export const UNDELIVERED = "outcome <> 'delivered'";
 
+/**
+ * The WHERE term for events of one outcome, its one parameter the outcome: any outcome but delivered seeks on
+ * (store_id, outcome, id) and so states UNDELIVERED; delivered (most events) is read on (store_id, id).
+ */
+export function outcomeTerm(outcome: string): string {
+  return outcome === 'delivered' ? 'outcome = ?' : `outcome = ? AND ${UNDELIVERED}`;
+}
+
 /** A due event for the handoff worker, with what it needs to build the platform payload. */
 export interface DueEvent {
   event: EventRow;

@@ -5,7 +5,7 @@
  * Which events may be replayed, and why not, is decided above (src/ops/bulk-replay.ts); this only selects and writes.
  */
 import { sqlOf, type SqlRunner, type Write } from '../runner.ts';
-import { UNDELIVERED } from '../types.ts';
+import { outcomeTerm } from '../types.ts';
 
 /** What selects the events of one bulk replay. Times are epoch ms. */
 export interface BulkReplayFilter {
@@ -72,10 +72,9 @@ const RETAINED = "(body_retention = 'retained' AND received_at > ?)";
 
 /** The WHERE clause of a filter and its parameters, in order. */
 function where(f: BulkReplayFilter): { sql: string; params: unknown[] } {
-  const parts = ['store_id = ?', 'outcome = ?', 'NOT is_test'];
-  const params: unknown[] = [f.storeId, f.outcome];
   // Failed and no_workflow on (store_id, outcome, id); delivered on (store_id, id), from the window's id floor.
-  if (f.outcome !== 'delivered') parts.push(UNDELIVERED);
+  const parts = ['store_id = ?', outcomeTerm(f.outcome), 'NOT is_test'];
+  const params: unknown[] = [f.storeId, f.outcome];
   const add = (clause: string, value: unknown) => {
     if (value === undefined) return;
     parts.push(clause);

@@ -10,6 +10,7 @@ import {
   PENDING_OUTCOMES,
   STATS_WIDTHS_MS,
   UNDELIVERED,
+  outcomeTerm,
   statsBucket,
   type AttemptRow,
   type AuthFailureRow,
@@ -44,11 +45,7 @@ function eventFilter(f: EventFilter): { where: string; params: unknown[] } {
     where.push('endpoint_id IN (SELECT id FROM endpoints WHERE store_id = ? AND trigger_variant = ?)');
     params.push(f.storeId, f.triggerVariant);
   }
-  if (f.outcome) {
-    add('outcome = ?', f.outcome);
-    // Any outcome but delivered on (store_id, outcome, id); delivered, most events, newest first on (store_id, id).
-    if (f.outcome !== 'delivered') where.push(UNDELIVERED);
-  }
+  if (f.outcome) add(outcomeTerm(f.outcome), f.outcome);
   if (f.since != null) add('received_at >= ?', f.since);
   if (f.until != null) add('received_at < ?', f.until);
   if (f.beforeId) add('id < ?', f.beforeId);
@@ -97,10 +94,8 @@ export function eventReads(sql: SqlRunner): EventReads & Pick<HandoffQueue, 'nex
     hasOutcome: async (storeId, outcome) =>
       !!(await first(
         sql,
-        outcome === 'delivered'
-          ? "SELECT 1 AS x FROM events WHERE store_id = ? AND outcome = 'delivered' ORDER BY id DESC LIMIT 1"
-          : `SELECT 1 AS x FROM events WHERE store_id = ? AND outcome = ? AND ${UNDELIVERED} LIMIT 1`,
-        outcome === 'delivered' ? [storeId] : [storeId, outcome],
+        `SELECT 1 AS x FROM events WHERE store_id = ? AND ${outcomeTerm(outcome)}${outcome === 'delivered' ? ' ORDER BY id DESC' : ''} LIMIT 1`,
+        [storeId, outcome],
       )),
 
     /**
