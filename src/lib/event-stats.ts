@@ -14,11 +14,11 @@ const LATENCY_METRICS = LATENCY_BUCKETS_MS.map((b) => METRIC.latency(b));
 
 /** The metrics one handoff attempt adds to. */
 export function attemptMetrics(a: { outcome: string; code: string | null; finishedAt: number }, receivedAt: number): string[] {
-  if (a.outcome === 'delivered' && !a.code) return [DELIVERED_ATTEMPT, DELIVERED_HANDOFF, latencyMetric(a.finishedAt - receivedAt)];
-  const out = [METRIC.attempt(a.outcome)];
-  if (a.outcome !== 'retry') out.push(METRIC.handoff(a.outcome));
+  const delivered = a.outcome === 'delivered';
+  const out = [delivered ? DELIVERED_ATTEMPT : METRIC.attempt(a.outcome)];
+  if (a.outcome !== 'retry') out.push(delivered ? DELIVERED_HANDOFF : METRIC.handoff(a.outcome));
   if (a.code) out.push(METRIC.error(a.code));
-  if (a.outcome === 'delivered') out.push(latencyMetric(a.finishedAt - receivedAt));
+  if (delivered) out.push(latencyMetric(a.finishedAt - receivedAt));
   return out;
 }
 
